@@ -1,0 +1,215 @@
+//! The interface every backend implements: take the session's checked CUDA module, launch a
+//! kernel over the session's buffers, report what happened.
+//!
+//! `sim` (the CPU simulator, `backend/sim/`) runs everywhere and explains races and
+//! out-of-bounds accesses; `gpu` (NVRTC and the CUDA driver in a supervised worker process) runs
+//! the real thing. The session never knows which one it talks to beyond [`Backend::kind`].
+
+pub mod sim;
+
+use std::fmt;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::buffer::Buffer;
+use crate::cuda::Module;
+use crate::diag::Diagnostic;
+use crate::finding::{Finding, ThreadRef};
+
+/// Which backend runs launches. `Auto` resolves to `Gpu` when one works, else `Sim`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendKind {
+    Sim,
+    Gpu,
+    Auto,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Sim => "sim",
+            BackendKind::Gpu => "gpu",
+            BackendKind::Auto => "auto",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<BackendKind> {
+        match s {
+            "sim" => Some(BackendKind::Sim),
+            "gpu" => Some(BackendKind::Gpu),
+            "auto" => Some(BackendKind::Auto),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Grid or block dimensions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Dim3 {
+    pub x: u32,
+    pub y: u32,
+    pub z: u32,
+}
+
+impl Dim3 {
+    pub const ONE: Dim3 = Dim3 { x: 1, y: 1, z: 1 };
+
+    pub fn new(x: u32, y: u32, z: u32) -> Dim3 {
+        Dim3 { x, y, z }
+    }
+
+    pub fn linear(x: u32) -> Dim3 {
+        Dim3 { x, y: 1, z: 1 }
+    }
+
+    pub fn count(self) -> u64 {
+        self.x as u64 * self.y as u64 * self.z as u64
+    }
+
+    pub fn as_array(self) -> [u32; 3] {
+        [self.x, self.y, self.z]
+    }
+}
+
+impl fmt::Display for Dim3 {
+    /// `1024`, `(16, 16)` or `(8, 8, 4)`: as few dimensions as say it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.y, self.z) {
+            (1, 1) => write!(f, "{}", self.x),
+            (_, 1) => write!(f, "({}, {})", self.x, self.y),
+            _ => write!(f, "({}, {}, {})", self.x, self.y, self.z),
+        }
+    }
+}
+
+/// A scalar kernel argument, already converted to the parameter's C type (range-checked by the
+/// session against the kernel's signature).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ScalarArg {
+    Bool(bool),
+    I8(i8),
+    U8(u8),
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    U64(u64),
+    F32(f32),
+    F64(f64),
+}
+
+impl ScalarArg {
+    /// The value as the 64-bit pattern a register holds (floats as their IEEE bits, integers
+    /// sign- or zero-extended).
+    pub fn to_bits(self) -> u64 {
+        match self {
+            ScalarArg::Bool(b) => b as u64,
+            ScalarArg::I8(v) => v as i64 as u64,
+            ScalarArg::U8(v) => v as u64,
+            ScalarArg::I32(v) => v as i64 as u64,
+            ScalarArg::U32(v) => v as u64,
+            ScalarArg::I64(v) => v as u64,
+            ScalarArg::U64(v) => v,
+            ScalarArg::F32(v) => v.to_bits() as u64,
+            ScalarArg::F64(v) => v.to_bits(),
+        }
+    }
+}
+
+/// One argument of a launch.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Arg {
+    /// The buffer at this index of [`LaunchBuffers`].
+    Buffer(usize),
+    Scalar(ScalarArg),
+}
+
+/// A launch the session has validated: the kernel exists, arguments match its parameters, and
+/// the sizes are within CUDA's limits.
+#[derive(Clone, Debug)]
+pub struct LaunchSpec {
+    pub kernel: String,
+    pub grid: Dim3,
+    pub block: Dim3,
+    /// Dynamic shared memory in bytes (`extern __shared__` arrays).
+    pub shared_bytes: u32,
+    pub args: Vec<Arg>,
+}
+
+impl LaunchSpec {
+    pub fn total_threads(&self) -> u64 {
+        self.grid.count() * self.block.count()
+    }
+}
+
+/// The buffers a launch may touch, with their session names (findings name them).
+pub struct LaunchBuffers<'a> {
+    pub names: Vec<String>,
+    pub buffers: Vec<&'a mut Buffer>,
+}
+
+/// A line a kernel printed with `printf`, attributed to its thread.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrintLine {
+    pub thread: ThreadRef,
+    pub text: String,
+}
+
+/// What a launch produced besides the new buffer contents.
+#[derive(Clone, Debug, Default)]
+pub struct LaunchReport {
+    /// Wall time of the launch on this backend.
+    pub elapsed: Duration,
+    /// Simulated warp steps (the simulator's own measure of work); `None` on the GPU.
+    pub steps: Option<u64>,
+    pub findings: Vec<Finding>,
+    pub output: Vec<PrintLine>,
+    /// Set when printf output was cut short (too many lines).
+    pub output_truncated: bool,
+    /// The launch was stopped part-way (step limit, `__trap()`): the session puts the buffers
+    /// back as they were before it, as the GPU backend does after restarting its worker.
+    pub aborted: bool,
+}
+
+/// Why a backend could not do what it was asked.
+#[derive(Debug, Error)]
+pub enum BackendError {
+    /// The kernel uses something this backend cannot run (e.g. templates on the simulator).
+    #[error("{}", .0.message)]
+    Unsupported(Diagnostic),
+    /// The launch could not start: a limit of this backend or device.
+    #[error("{0}")]
+    Launch(String),
+    /// The launch was stopped before it finished; buffers are as they were before it.
+    #[error("{0}")]
+    Aborted(String),
+    /// The backend is not available on this machine.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// A place kernels run.
+pub trait Backend {
+    fn kind(&self) -> BackendKind;
+
+    /// A short name for prompts and summaries: `sim`, or the GPU's name.
+    fn label(&self) -> String;
+
+    /// Prepare the module after it changed (compile it, on the GPU). The simulator compiles each
+    /// kernel lazily at its first launch instead, so this may do nothing.
+    fn load(&mut self, module: &Module) -> Result<(), BackendError>;
+
+    /// Run one launch. Buffers are updated in place; on `Err`, they are left as they were.
+    fn launch(
+        &mut self,
+        module: &Module,
+        spec: &LaunchSpec,
+        buffers: &mut LaunchBuffers<'_>,
+    ) -> Result<LaunchReport, BackendError>;
+}

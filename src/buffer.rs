@@ -1,0 +1,181 @@
+//! Buffers: the arrays a session owns, as little-endian bytes plus a dtype and a display shape.
+//!
+//! The bytes are the single source of truth. The simulator reads and writes them in place with
+//! the C type of the kernel parameter; the GPU backend copies them to and from the device. The
+//! shape only matters for display (a `(rows, cols)` buffer prints as a matrix).
+
+use std::fmt;
+
+use crate::dtype::DType;
+
+/// How a buffer is shown: a flat array or a matrix. Kernels always see a flat array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    D1(usize),
+    D2(usize, usize),
+}
+
+impl Shape {
+    pub fn len(self) -> usize {
+        match self {
+            Shape::D1(n) => n,
+            Shape::D2(r, c) => r.saturating_mul(c),
+        }
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Shape::D1(n) => write!(f, "{n}"),
+            Shape::D2(r, c) => write!(f, "({r}, {c})"),
+        }
+    }
+}
+
+/// One element's value, wide enough for every dtype: `Int` holds all of `i64` and `u64`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Num {
+    Int(i128),
+    Float(f64),
+}
+
+impl Num {
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Num::Int(i) => i as f64,
+            Num::Float(f) => f,
+        }
+    }
+}
+
+/// A named array's contents. Names live in the session, not here.
+#[derive(Clone, PartialEq)]
+pub struct Buffer {
+    dtype: DType,
+    shape: Shape,
+    bytes: Vec<u8>,
+}
+
+impl fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Buffer({} x {})", self.dtype, self.shape)
+    }
+}
+
+impl Buffer {
+    /// A zero-filled buffer. The caller checks the allocation limit first (see `Session`).
+    pub fn zeros(dtype: DType, shape: Shape) -> Buffer {
+        Buffer { dtype, shape, bytes: vec![0; shape.len() * dtype.size()] }
+    }
+
+    /// Build from values, converting each to `dtype` the way a C cast would (floats truncate
+    /// towards zero into integers; integers wrap into narrower unsigned types).
+    pub fn from_nums(dtype: DType, shape: Shape, values: impl IntoIterator<Item = Num>) -> Buffer {
+        let mut b = Buffer::zeros(dtype, shape);
+        for (i, v) in values.into_iter().enumerate().take(shape.len()) {
+            b.set(i, v);
+        }
+        b
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    /// Keep the elements, show them with another shape of the same length.
+    pub fn reshape(&mut self, shape: Shape) -> bool {
+        if shape.len() != self.len() {
+            return false;
+        }
+        self.shape = shape;
+        true
+    }
+
+    pub fn len(&self) -> usize {
+        self.shape.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn size_bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes
+    }
+
+    /// Element `i`. Panics when out of range: callers index with checked positions.
+    pub fn get(&self, i: usize) -> Num {
+        let s = self.dtype.size();
+        let b = &self.bytes[i * s..i * s + s];
+        match self.dtype {
+            DType::F32 => Num::Float(f32::from_le_bytes(b.try_into().unwrap()) as f64),
+            DType::F64 => Num::Float(f64::from_le_bytes(b.try_into().unwrap())),
+            DType::I32 => Num::Int(i32::from_le_bytes(b.try_into().unwrap()) as i128),
+            DType::U32 => Num::Int(u32::from_le_bytes(b.try_into().unwrap()) as i128),
+            DType::I64 => Num::Int(i64::from_le_bytes(b.try_into().unwrap()) as i128),
+            DType::U64 => Num::Int(u64::from_le_bytes(b.try_into().unwrap()) as i128),
+        }
+    }
+
+    /// Store `v` at `i`, converted like a C cast to the element type.
+    pub fn set(&mut self, i: usize, v: Num) {
+        let s = self.dtype.size();
+        let dst = &mut self.bytes[i * s..i * s + s];
+        let as_int = |v: Num| -> i128 {
+            match v {
+                Num::Int(i) => i,
+                // `as` saturates and maps NaN to 0: a defined answer where C has none.
+                Num::Float(f) => f.trunc() as i128,
+            }
+        };
+        match self.dtype {
+            DType::F32 => dst.copy_from_slice(&(v.as_f64() as f32).to_le_bytes()),
+            DType::F64 => dst.copy_from_slice(&v.as_f64().to_le_bytes()),
+            DType::I32 => dst.copy_from_slice(&(as_int(v) as i32).to_le_bytes()),
+            DType::U32 => dst.copy_from_slice(&(as_int(v) as u32).to_le_bytes()),
+            DType::I64 => dst.copy_from_slice(&(as_int(v) as i64).to_le_bytes()),
+            DType::U64 => dst.copy_from_slice(&(as_int(v) as u64).to_le_bytes()),
+        }
+    }
+
+    /// All elements as `f64` (exact for every dtype but 64-bit integers beyond 2^53).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        (0..self.len()).map(|i| self.get(i).as_f64()).collect()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = Num> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_round_trip_through_bytes_with_c_conversions() {
+        let b = Buffer::from_nums(DType::I32, Shape::D1(3), [Num::Float(2.9), Num::Float(-2.9), Num::Int(1 << 33)]);
+        assert_eq!(b.iter().collect::<Vec<_>>(), vec![Num::Int(2), Num::Int(-2), Num::Int(0)]);
+        let f = Buffer::from_nums(DType::F32, Shape::D2(1, 2), [Num::Float(0.1), Num::Int(3)]);
+        assert_eq!(f.get(0), Num::Float(0.1f32 as f64));
+        assert_eq!(f.get(1), Num::Float(3.0));
+        assert_eq!(f.size_bytes(), 8);
+    }
+}

@@ -1,0 +1,472 @@
+//! The checked, typed AST of the CUDA C subset: what the checker (`check.rs`) produces and the
+//! simulator compiles.
+//!
+//! Everything C leaves implicit is explicit here, so consumers never re-derive C's rules:
+//! - every `Expr` carries its type, after integer promotion and the usual arithmetic conversions;
+//! - implicit conversions are `Cast` nodes (`float x = 1;` has `Cast(IntConst)` of type `float`);
+//! - arrays used as values are wrapped in `Decay` (giving a pointer to their first element);
+//! - conditions (`if`, loops, `?:`, `&&`, `||`, `!`) have type `bool` (a `Cast` to `bool` is a
+//!   test against zero);
+//! - names are resolved: locals to `LocalId`s, memory variables to `MemId`s, calls to `FuncId`s.
+//!
+//! Spans point into the learner's snippet (see `diag::SourceMap`).
+
+use crate::diag::Span;
+
+/// Arithmetic types of the subset. `char` is signed, as on every platform CUDA supports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scalar {
+    Bool,
+    I8,
+    U8,
+    I32,
+    U32,
+    I64,
+    U64,
+    F32,
+    F64,
+}
+
+impl Scalar {
+    pub fn size(self) -> u32 {
+        match self {
+            Scalar::Bool | Scalar::I8 | Scalar::U8 => 1,
+            Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
+            Scalar::I64 | Scalar::U64 | Scalar::F64 => 8,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, Scalar::F32 | Scalar::F64)
+    }
+
+    pub fn is_integer(self) -> bool {
+        !self.is_float()
+    }
+
+    pub fn is_signed(self) -> bool {
+        matches!(self, Scalar::I8 | Scalar::I32 | Scalar::I64 | Scalar::F32 | Scalar::F64)
+    }
+
+    /// The C spelling, for messages: `float`, `unsigned int`, `long long`.
+    pub fn c_name(self) -> &'static str {
+        match self {
+            Scalar::Bool => "bool",
+            Scalar::I8 => "char",
+            Scalar::U8 => "unsigned char",
+            Scalar::I32 => "int",
+            Scalar::U32 => "unsigned int",
+            Scalar::I64 => "long long",
+            Scalar::U64 => "unsigned long long",
+            Scalar::F32 => "float",
+            Scalar::F64 => "double",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Type {
+    Void,
+    Scalar(Scalar),
+    /// A pointer. Address spaces are not part of the type: a pointer may point into global,
+    /// shared, local or constant memory, as a CUDA generic pointer does.
+    Ptr { pointee: Box<Type>, is_const: bool },
+    /// A fixed-size array, `len` elements. An `extern __shared__` array has `len == 0` and takes
+    /// its size from the launch.
+    Array { elem: Box<Type>, len: u32 },
+}
+
+impl Type {
+    pub fn scalar(&self) -> Option<Scalar> {
+        match self {
+            Type::Scalar(s) => Some(*s),
+            _ => None,
+        }
+    }
+
+    pub fn is_pointer(&self) -> bool {
+        matches!(self, Type::Ptr { .. })
+    }
+
+    pub fn pointee(&self) -> Option<&Type> {
+        match self {
+            Type::Ptr { pointee, .. } => Some(pointee),
+            _ => None,
+        }
+    }
+
+    /// Size in bytes (pointers are 8 bytes; `void` is 0).
+    pub fn size(&self) -> u64 {
+        match self {
+            Type::Void => 0,
+            Type::Scalar(s) => s.size() as u64,
+            Type::Ptr { .. } => 8,
+            Type::Array { elem, len } => elem.size() * *len as u64,
+        }
+    }
+
+    /// The innermost element type of a (possibly multi-dimensional) array, or the type itself.
+    pub fn innermost(&self) -> &Type {
+        match self {
+            Type::Array { elem, .. } => elem.innermost(),
+            t => t,
+        }
+    }
+
+    /// C spelling for messages: `float *`, `const int *`, `float [16][16]`.
+    pub fn c_name(&self) -> String {
+        match self {
+            Type::Void => "void".into(),
+            Type::Scalar(s) => s.c_name().into(),
+            Type::Ptr { pointee, is_const } => {
+                format!("{}{} *", if *is_const { "const " } else { "" }, pointee.c_name())
+            }
+            Type::Array { .. } => {
+                let mut dims = String::new();
+                let mut t = self;
+                while let Type::Array { elem, len } = t {
+                    if *len == 0 { dims.push_str("[]") } else { dims.push_str(&format!("[{len}]")) }
+                    t = elem;
+                }
+                format!("{} {dims}", t.c_name())
+            }
+        }
+    }
+}
+
+/// Index into `Function::locals`. Parameters are the first `params` locals, in order.
+pub type LocalId = u32;
+/// Index into `Program::functions`.
+pub type FuncId = u32;
+
+/// A variable that lives in memory rather than in a register: arrays, `__shared__` variables,
+/// `__constant__` and `__device__` globals. Its address can be taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemId {
+    /// `Function::local_arrays[i]`: one copy per thread.
+    Local(u32),
+    /// `Function::shared[i]`: one copy per block.
+    Shared(u32),
+    /// `Program::globals[i]`: one copy per launch (`__constant__` is read-only in kernels).
+    Global(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Axis {
+    X,
+    Y,
+    Z,
+}
+
+/// `threadIdx`, `blockIdx`, `blockDim`, `gridDim`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BuiltinVar {
+    ThreadIdx,
+    BlockIdx,
+    BlockDim,
+    GridDim,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    /// `-x`, in the (promoted) type of the expression.
+    Neg,
+    /// `~x`.
+    BitNot,
+    /// `!x`: operand is `bool`, result is `bool` (the checker wraps it in a `Cast` to `int` when
+    /// used as a value).
+    LogNot,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    /// Integer division truncates towards zero; division by zero is reported, not a crash.
+    Div,
+    Rem,
+    Shl,
+    Shr,
+    BitAnd,
+    BitOr,
+    BitXor,
+    /// Comparisons: operands have the same (converted) type, the result is `bool`.
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// Short-circuit: both operands and the result are `bool`.
+    LogAnd,
+    LogOr,
+}
+
+/// `atomicAdd` and friends; `ty` is the element type operated on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomicOp {
+    Add,
+    Sub,
+    Exch,
+    Min,
+    Max,
+    /// `atomicInc(p, limit)`: `old >= limit ? 0 : old + 1`.
+    Inc,
+    /// `atomicDec(p, limit)`: `(old == 0 || old > limit) ? limit : old - 1`.
+    Dec,
+    /// `atomicCAS(p, compare, value)`.
+    Cas,
+    And,
+    Or,
+    Xor,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ShflKind {
+    Idx,
+    Up,
+    Down,
+    Xor,
+}
+
+/// Math functions. `ty` on `Intrinsic::Math` says float or double (`sqrtf` vs `sqrt`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MathFn {
+    Sqrt,
+    Rsqrt,
+    Cbrt,
+    Exp,
+    Exp2,
+    Expm1,
+    Log,
+    Log2,
+    Log10,
+    Log1p,
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Atan2,
+    Sinh,
+    Cosh,
+    Tanh,
+    Pow,
+    Fabs,
+    Fmin,
+    Fmax,
+    Fmod,
+    Floor,
+    Ceil,
+    Round,
+    Trunc,
+    Fma,
+    Hypot,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Intrinsic {
+    /// `__syncthreads()`.
+    SyncThreads,
+    /// `__syncwarp(mask)`.
+    SyncWarp,
+    /// `__threadfence()`, `__threadfence_block()`: no ordering effect in the simulator's findings.
+    ThreadFence,
+    /// Args: pointer, value (and for `Cas`: compare, value). Result: the old value, type `ty`.
+    Atomic { op: AtomicOp, ty: Scalar },
+    /// Args: mask (`unsigned`), value (`ty`), lane or delta (`int`, `unsigned` for Up/Down),
+    /// width (`int`, the checker fills in 32 when omitted). Result: `ty`.
+    Shfl { kind: ShflKind, ty: Scalar },
+    /// Args: mask, predicate (`bool`). Result `unsigned int`.
+    Ballot,
+    /// Args: mask, predicate (`bool`). Result `int` (0 or 1).
+    Any,
+    All,
+    /// Args and result converted to `ty` (F32 or F64).
+    Math { f: MathFn, ty: Scalar },
+    /// `min`, `max`, `abs` on integers or floats; args and result of type `ty`.
+    Min { ty: Scalar },
+    Max { ty: Scalar },
+    Abs { ty: Scalar },
+    /// `__trap()`: stops the launch.
+    Trap,
+    /// `assert(cond)`: arg is `bool`; a false condition stops the launch like `__trap()`.
+    Assert,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub ty: Type,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    /// Integer constant as a bit pattern of `ty` (sign-extended to 64 bits for signed types).
+    IntConst(u64),
+    /// Floating constant; `ty` says float or double.
+    FloatConst(f64),
+    /// A register variable (local or parameter). An lvalue.
+    Local(LocalId),
+    /// A memory variable (array, shared, constant, device global). An lvalue of its declared
+    /// type; when that type is an array it is only used inside `Decay` or `AddrOf`.
+    Mem(MemId),
+    /// `*p`: an lvalue of the pointee type.
+    Deref(Box<Expr>),
+    /// `base[index]`: `base` is a pointer (arrays arrive wrapped in `Decay`), `index` is `i64`
+    /// (converted by the checker). An lvalue of the pointee type. Kept apart from
+    /// `Deref(PtrOffset)` so findings can say `a[i]`.
+    Index { base: Box<Expr>, index: Box<Expr> },
+    /// An array lvalue used as a value: a pointer to its first element.
+    Decay(Box<Expr>),
+    /// `&lvalue` of a memory lvalue (`Deref`, `Index`, `Mem`). Taking the address of a register
+    /// local is rejected by the checker.
+    AddrOf(Box<Expr>),
+    /// `threadIdx.x` etc.: type `unsigned int`.
+    Builtin(BuiltinVar, Axis),
+    /// `warpSize`: `int` 32.
+    WarpSize,
+    Unary { op: UnaryOp, operand: Box<Expr> },
+    /// Arithmetic and bitwise operands have type `ty` already; shifts: the right operand has the
+    /// promoted type of its own (the checker casts it to `ty` too, so both sides match).
+    Binary { op: BinaryOp, lhs: Box<Expr>, rhs: Box<Expr> },
+    /// `ptr + offset` and `ptr - offset` (offset negated by the checker): `offset` is `i64`,
+    /// counted in elements of the pointee type.
+    PtrOffset { ptr: Box<Expr>, offset: Box<Expr> },
+    /// `p - q`: the number of elements between them, `i64`.
+    PtrDiff { lhs: Box<Expr>, rhs: Box<Expr> },
+    /// `lhs = rhs`; `rhs` already converted to the type of `lhs`. Value: the stored value.
+    Assign { lhs: Box<Expr>, rhs: Box<Expr> },
+    /// `lhs op= rhs`: load `lhs`, convert it to `op_ty`, apply `op` with `rhs` (already of
+    /// `op_ty`), convert back to the type of `lhs`, store. `float x; x += 0.5;` has `op_ty`
+    /// double, as C says. For pointers (`p += n`) `op_ty` is `i64`, `op` is Add or Sub, and the
+    /// step is in elements.
+    CompoundAssign { op: BinaryOp, lhs: Box<Expr>, rhs: Box<Expr>, op_ty: Scalar },
+    /// `++x`, `x++`, `--x`, `x--` on integers, floats or pointers (pointers step by one element).
+    IncDec { lhs: Box<Expr>, increment: bool, prefix: bool },
+    /// `c ? a : b`: `cond` is `bool`; `then` and `else_` have type `ty`. Only one side runs.
+    Cond { cond: Box<Expr>, then: Box<Expr>, else_: Box<Expr> },
+    /// Convert `operand` to `ty`: between arithmetic types with C's rules (float to int
+    /// truncates; to `bool` tests for non-zero), between pointer types, or pointer to `bool`.
+    Cast(Box<Expr>),
+    /// A call of a `__device__` function; args converted to the parameter types.
+    Call { func: FuncId, args: Vec<Expr> },
+    Intrinsic { which: Intrinsic, args: Vec<Expr> },
+    /// `printf(format, args...)`. Args after C's default promotions (float to double, small
+    /// integers to int). Type `int`.
+    Printf { format: String, args: Vec<Expr> },
+    /// `a, b`: evaluate `a`, then the value of `b`.
+    Comma { lhs: Box<Expr>, rhs: Box<Expr> },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StmtKind {
+    Expr(Expr),
+    /// A register local's declaration; without an initialiser its value is 0 in the simulator
+    /// (the checker warns about reading it uninitialised where it can tell).
+    Decl { local: LocalId, init: Option<Expr> },
+    /// A local array's declaration (`float v[4] = {1, 2};`): initialiser values in element
+    /// order, already converted to the element type; missing ones are zero. No initialiser list
+    /// means "uninitialised" (the simulator zero-fills).
+    ArrayDecl { array: u32, init: Option<Vec<Expr>> },
+    If { cond: Expr, then: Box<Stmt>, else_: Option<Box<Stmt>> },
+    While { cond: Expr, body: Box<Stmt> },
+    DoWhile { body: Box<Stmt>, cond: Expr },
+    /// `cond: None` loops until `break`.
+    For { init: Option<Box<Stmt>>, cond: Option<Expr>, step: Option<Expr>, body: Box<Stmt> },
+    Break,
+    Continue,
+    Return(Option<Expr>),
+    Block(Vec<Stmt>),
+    Empty,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LocalVar {
+    pub name: String,
+    /// A scalar or pointer type.
+    pub ty: Type,
+    pub span: Span,
+}
+
+/// An array or variable in memory: local arrays, `__shared__` and globals.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemVar {
+    pub name: String,
+    /// The declared type: `Array` for arrays, `Scalar` for `__shared__ float total;`.
+    pub ty: Type,
+    /// `extern __shared__ T name[];`: sized by the launch's dynamic shared memory.
+    pub is_extern: bool,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FuncKind {
+    /// `__global__`: launchable, returns `void`.
+    Kernel,
+    /// `__device__`: callable from kernels and device functions.
+    Device,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    pub name: String,
+    pub ty: Type,
+    /// `__restrict__` was written (informational).
+    pub restrict: bool,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Function {
+    pub name: String,
+    pub kind: FuncKind,
+    pub ret: Type,
+    pub params: Vec<Param>,
+    /// Register variables: the parameters first (same order), then every declared local.
+    pub locals: Vec<LocalVar>,
+    pub local_arrays: Vec<MemVar>,
+    pub shared: Vec<MemVar>,
+    pub body: Vec<Stmt>,
+    /// The whole definition.
+    pub span: Span,
+    /// The name in the signature (for "kernel defined here").
+    pub name_span: Span,
+    /// Direct callees, for the simulator's inlining and recursion check.
+    pub calls: Vec<FuncId>,
+}
+
+/// A `__constant__` or `__device__` variable at file scope.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Global {
+    pub var: MemVar,
+    pub is_constant: bool,
+    /// Initial values in element order as bit patterns of the element type; missing ones are 0.
+    pub init: Vec<u64>,
+}
+
+/// The whole checked module: every function and global defined in the session so far.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Program {
+    pub functions: Vec<Function>,
+    pub globals: Vec<Global>,
+}
+
+impl Program {
+    pub fn function(&self, name: &str) -> Option<(FuncId, &Function)> {
+        self.functions.iter().enumerate().find(|(_, f)| f.name == name).map(|(i, f)| (i as FuncId, f))
+    }
+
+    pub fn kernels(&self) -> impl Iterator<Item = &Function> {
+        self.functions.iter().filter(|f| f.kind == FuncKind::Kernel)
+    }
+}

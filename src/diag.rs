@@ -1,0 +1,224 @@
+//! Diagnostics that point at the learner's own text.
+//!
+//! Every piece of text gridlab reads (a line typed at the prompt, a kernel pasted over several
+//! lines, a script file, a lesson block) is registered in a [`SourceMap`] with the name and line
+//! number it has *for the learner*. Spans index into that text, so an error is always drawn
+//! under the line the learner wrote, never under generated code.
+
+use std::io::{self, Write};
+
+use owo_colors::OwoColorize;
+
+/// Index of a [`SourceFile`] in a [`SourceMap`].
+pub type SourceId = u32;
+
+/// A byte range in one registered source text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Span {
+    pub source: SourceId,
+    pub lo: u32,
+    pub hi: u32,
+}
+
+impl Span {
+    pub fn new(source: SourceId, lo: usize, hi: usize) -> Span {
+        Span { source, lo: lo as u32, hi: hi.max(lo) as u32 }
+    }
+
+    /// The smallest span covering both (they must be in the same source).
+    pub fn to(self, other: Span) -> Span {
+        Span { source: self.source, lo: self.lo.min(other.lo), hi: self.hi.max(other.hi) }
+    }
+}
+
+/// A text the learner wrote, with the name and first line it has for them.
+#[derive(Clone, Debug)]
+pub struct SourceFile {
+    /// `<input 3>` for typed input, a path for scripts and lessons.
+    pub name: String,
+    pub text: String,
+    /// 1-based line number of `text`'s first line within `name`.
+    pub first_line: u32,
+}
+
+/// Every source text of a session, so spans stay resolvable for as long as findings refer to them.
+#[derive(Clone, Debug, Default)]
+pub struct SourceMap {
+    files: Vec<SourceFile>,
+}
+
+/// A resolved position: 1-based line (in the learner's file) and column (in characters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineCol {
+    pub line: u32,
+    pub col: u32,
+}
+
+impl SourceMap {
+    pub fn new() -> SourceMap {
+        SourceMap::default()
+    }
+
+    pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>, first_line: u32) -> SourceId {
+        self.files.push(SourceFile { name: name.into(), text: text.into(), first_line: first_line.max(1) });
+        (self.files.len() - 1) as SourceId
+    }
+
+    pub fn get(&self, id: SourceId) -> Option<&SourceFile> {
+        self.files.get(id as usize)
+    }
+
+    /// Line and column of a byte offset, in the learner's numbering.
+    pub fn line_col(&self, span: Span) -> Option<LineCol> {
+        let file = self.get(span.source)?;
+        let lo = (span.lo as usize).min(file.text.len());
+        let before = file.text.get(..lo)?;
+        let line_idx = before.matches('\n').count() as u32;
+        let line_start = before.rfind('\n').map_or(0, |p| p + 1);
+        let col = before[line_start..].chars().count() as u32 + 1;
+        Some(LineCol { line: file.first_line + line_idx, col })
+    }
+
+    /// The text of the line a span starts on, without its newline.
+    pub fn line_text(&self, span: Span) -> Option<&str> {
+        let file = self.get(span.source)?;
+        let lo = (span.lo as usize).min(file.text.len());
+        let start = file.text[..lo].rfind('\n').map_or(0, |p| p + 1);
+        let end = file.text[lo..].find('\n').map_or(file.text.len(), |p| lo + p);
+        Some(file.text[start..end].trim_end_matches('\r'))
+    }
+
+    /// `name:line:col` for a span, e.g. `<input 3>:2:5`.
+    pub fn location(&self, span: Span) -> String {
+        match (self.get(span.source), self.line_col(span)) {
+            (Some(f), Some(lc)) => format!("{}:{}:{}", f.name, lc.line, lc.col),
+            _ => "<unknown>".to_string(),
+        }
+    }
+
+    /// The 1-based line number of a span, for one-line summaries ("line 3").
+    pub fn line_of(&self, span: Span) -> u32 {
+        self.line_col(span).map_or(0, |lc| lc.line)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// An error or warning with an optional place, a short label under the caret, and a hint.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub message: String,
+    pub span: Option<Span>,
+    /// Text drawn next to the carets.
+    pub label: Option<String>,
+    /// How to fix it, shown as `help: ...`.
+    pub help: Option<String>,
+    pub notes: Vec<String>,
+}
+
+impl Diagnostic {
+    pub fn error(message: impl Into<String>) -> Diagnostic {
+        Diagnostic { severity: Severity::Error, message: message.into(), span: None, label: None, help: None, notes: Vec::new() }
+    }
+
+    pub fn warning(message: impl Into<String>) -> Diagnostic {
+        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(message) }
+    }
+
+    pub fn at(mut self, span: Span) -> Diagnostic {
+        self.span = Some(span);
+        self
+    }
+
+    pub fn label(mut self, label: impl Into<String>) -> Diagnostic {
+        self.label = Some(label.into());
+        self
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn note(mut self, note: impl Into<String>) -> Diagnostic {
+        self.notes.push(note.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// Draw the diagnostic, rustc-style, with the learner's line and a caret under the span.
+    pub fn render(&self, sources: &SourceMap, out: &mut impl Write, color: bool) -> io::Result<()> {
+        let (word, paint): (&str, fn(&str) -> String) = match self.severity {
+            Severity::Error => ("error", |s| s.red().bold().to_string()),
+            Severity::Warning => ("warning", |s| s.yellow().bold().to_string()),
+        };
+        let style = |s: &str, f: fn(&str) -> String| if color { f(s) } else { s.to_string() };
+        let blue = |s: &str| style(s, |s| s.blue().bold().to_string());
+        writeln!(out, "{}: {}", style(word, paint), style(&self.message, |s| s.bold().to_string()))?;
+        if let Some(span) = self.span
+            && let (Some(lc), Some(line)) = (sources.line_col(span), sources.line_text(span))
+        {
+            let num = lc.line.to_string();
+            let pad = " ".repeat(num.len());
+            writeln!(out, "{pad}{} {}", blue("-->"), sources.location(span))?;
+            writeln!(out, "{pad} {}", blue("|"))?;
+            writeln!(out, "{} {} {}", blue(&num), blue("|"), line.replace('\t', "    "))?;
+            let col = lc.col as usize - 1;
+            let indent: String = line.chars().take(col).map(|c| if c == '\t' { "    " } else { " " }).collect();
+            let rest = line.chars().count().saturating_sub(col).max(1);
+            let width = (span.hi.saturating_sub(span.lo) as usize).clamp(1, rest);
+            let carets = "^".repeat(width);
+            let marker = match &self.label {
+                Some(l) => format!("{carets} {l}"),
+                None => carets,
+            };
+            writeln!(out, "{pad} {} {indent}{}", blue("|"), style(&marker, paint))?;
+        }
+        for note in &self.notes {
+            writeln!(out, "  = note: {note}")?;
+        }
+        if let Some(help) = &self.help {
+            writeln!(out, "  = {}: {help}", style("help", |s| s.cyan().bold().to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// The rendering without colour, for messages stored in reports (JUnit, test failures).
+    pub fn to_plain(&self, sources: &SourceMap) -> String {
+        let mut buf = Vec::new();
+        let _ = self.render(sources, &mut buf, false);
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caret_points_at_the_learners_line_in_the_file() {
+        let mut map = SourceMap::new();
+        let id = map.add("lesson.gridlab", "__global__ void k(float *a) {\n    flaot x = 1;\n}", 7);
+        let lo = map.get(id).unwrap().text.find("flaot").unwrap();
+        let d = Diagnostic::error("unknown type `flaot`").at(Span::new(id, lo, lo + 5)).label("not a type").help("did you mean `float`?");
+        let text = d.to_plain(&map);
+        assert_eq!(
+            text,
+            "error: unknown type `flaot`\n --> lesson.gridlab:8:5\n  |\n8 |     flaot x = 1;\n  |     ^^^^^ not a type\n  = help: did you mean `float`?\n"
+        );
+    }
+}

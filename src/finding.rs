@@ -1,0 +1,176 @@
+//! Findings: what a launch did wrong, reported by a backend and drawn by `render::findings`.
+//!
+//! The simulator finds all of them; the GPU backend finds out-of-bounds writes near a buffer
+//! through its guard regions. Each finding is already a summary: a million threads racing on
+//! one element make one finding with a count and one example pair, not a million.
+
+use crate::diag::Span;
+
+/// A thread's place in the launch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ThreadRef {
+    pub block: [u32; 3],
+    pub thread: [u32; 3],
+}
+
+impl ThreadRef {
+    /// `block 3 thread 232`, or `block (1, 2) thread (3, 0)` for multi-dimensional launches.
+    pub fn describe(&self) -> String {
+        fn dim(v: [u32; 3]) -> String {
+            match v {
+                [x, 0, 0] => x.to_string(),
+                [x, y, 0] => format!("({x}, {y})"),
+                [x, y, z] => format!("({x}, {y}, {z})"),
+            }
+        }
+        format!("block {} thread {}", dim(self.block), dim(self.thread))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Access {
+    Read,
+    Write,
+    Atomic,
+}
+
+impl Access {
+    pub fn verb_past(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "wrote",
+            Access::Atomic => "atomically updated",
+        }
+    }
+}
+
+/// Which memory a finding is about.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Memory {
+    /// A session buffer passed to the kernel, by its session name.
+    Global(String),
+    /// A `__shared__` array of the kernel, by its C name.
+    Shared(String),
+    /// A local array of one thread.
+    Local(String),
+    /// A `__constant__` array.
+    Constant(String),
+}
+
+impl Memory {
+    pub fn name(&self) -> &str {
+        match self {
+            Memory::Global(n) | Memory::Shared(n) | Memory::Local(n) | Memory::Constant(n) => n,
+        }
+    }
+
+    /// `` `a` `` or `` shared array `tile` ``.
+    pub fn describe(&self) -> String {
+        match self {
+            Memory::Global(n) => format!("`{n}`"),
+            Memory::Shared(n) => format!("shared array `{n}`"),
+            Memory::Local(n) => format!("local array `{n}`"),
+            Memory::Constant(n) => format!("constant array `{n}`"),
+        }
+    }
+}
+
+/// One access, with who made it and where in the source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Site {
+    pub thread: ThreadRef,
+    pub access: Access,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Finding {
+    /// Reads or writes outside a buffer. Writes were not performed; reads returned 0.
+    OutOfBounds {
+        memory: Memory,
+        /// Elements in the memory (for the message "`a` (length 1000)").
+        len: u64,
+        access: Access,
+        /// How many thread accesses went out of bounds (the summary's count).
+        count: u64,
+        /// Smallest and largest element index touched out of bounds.
+        min_index: i64,
+        max_index: i64,
+        /// The first out-of-bounds access, in execution order.
+        first: Site,
+        /// The element index of the first access.
+        first_index: i64,
+    },
+    /// Two threads touched the same element, at least one writing, with nothing ordering them.
+    Race {
+        memory: Memory,
+        /// The element of the example pair.
+        index: i64,
+        /// Racing access pairs seen (for the summary's count).
+        count: u64,
+        /// Distinct elements involved.
+        elements: u64,
+        /// The example pair: the earlier access, then the later one that conflicted with it.
+        first: Site,
+        second: Site,
+    },
+    /// Threads of one block waited at different barriers, or some waited while others had exited.
+    BarrierDivergence {
+        block: [u32; 3],
+        /// A barrier some threads were waiting at.
+        waiting: Site,
+        /// Where the other threads were: another barrier, or `None` when they had exited.
+        other: Option<Site>,
+        waiting_threads: u32,
+        other_threads: u32,
+    },
+    /// The launch ran out of its step budget: most likely an endless loop.
+    StepLimit {
+        steps: u64,
+        /// Where the thread that used the most steps was when the launch was stopped.
+        site: Site,
+    },
+    /// A `__trap()` or failed `assert` in device code.
+    Trap { site: Site, message: String },
+}
+
+/// The names learners use in `expect finding NAME`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FindingKind {
+    OutOfBounds,
+    Race,
+    Barrier,
+    StepLimit,
+    Trap,
+}
+
+impl FindingKind {
+    pub const ALL: [FindingKind; 5] =
+        [FindingKind::OutOfBounds, FindingKind::Race, FindingKind::Barrier, FindingKind::StepLimit, FindingKind::Trap];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FindingKind::OutOfBounds => "out_of_bounds",
+            FindingKind::Race => "race",
+            FindingKind::Barrier => "barrier",
+            FindingKind::StepLimit => "step_limit",
+            FindingKind::Trap => "trap",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<FindingKind> {
+        FindingKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+impl Finding {
+    pub fn kind(&self) -> FindingKind {
+        match self {
+            Finding::OutOfBounds { .. } => FindingKind::OutOfBounds,
+            Finding::Race { .. } => FindingKind::Race,
+            Finding::BarrierDivergence { .. } => FindingKind::Barrier,
+            Finding::StepLimit { .. } => FindingKind::StepLimit,
+            Finding::Trap { .. } => FindingKind::Trap,
+        }
+    }
+}
