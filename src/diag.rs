@@ -123,7 +123,14 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn error(message: impl Into<String>) -> Diagnostic {
-        Diagnostic { severity: Severity::Error, message: message.into(), span: None, label: None, help: None, notes: Vec::new() }
+        Diagnostic {
+            severity: Severity::Error,
+            message: message.into(),
+            span: None,
+            label: None,
+            help: None,
+            notes: Vec::new(),
+        }
     }
 
     pub fn warning(message: impl Into<String>) -> Diagnostic {
@@ -214,7 +221,10 @@ mod tests {
         let mut map = SourceMap::new();
         let id = map.add("lesson.gridlab", "__global__ void k(float *a) {\n    flaot x = 1;\n}", 7);
         let lo = map.get(id).unwrap().text.find("flaot").unwrap();
-        let d = Diagnostic::error("unknown type `flaot`").at(Span::new(id, lo, lo + 5)).label("not a type").help("did you mean `float`?");
+        let d = Diagnostic::error("unknown type `flaot`")
+            .at(Span::new(id, lo, lo + 5))
+            .label("not a type")
+            .help("did you mean `float`?");
         let text = d.to_plain(&map);
         assert_eq!(
             text,

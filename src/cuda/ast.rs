@@ -70,10 +70,16 @@ pub enum Type {
     Scalar(Scalar),
     /// A pointer. Address spaces are not part of the type: a pointer may point into global,
     /// shared, local or constant memory, as a CUDA generic pointer does.
-    Ptr { pointee: Box<Type>, is_const: bool },
+    Ptr {
+        pointee: Box<Type>,
+        is_const: bool,
+    },
     /// A fixed-size array, `len` elements. An `extern __shared__` array has `len == 0` and takes
     /// its size from the launch.
-    Array { elem: Box<Type>, len: u32 },
+    Array {
+        elem: Box<Type>,
+        len: u32,
+    },
 }
 
 impl Type {
@@ -125,7 +131,11 @@ impl Type {
                 let mut dims = String::new();
                 let mut t = self;
                 while let Type::Array { elem, len } = t {
-                    if *len == 0 { dims.push_str("[]") } else { dims.push_str(&format!("[{len}]")) }
+                    if *len == 0 {
+                        dims.push_str("[]")
+                    } else {
+                        dims.push_str(&format!("[{len}]"))
+                    }
                     t = elem;
                 }
                 format!("{} {dims}", t.c_name())
@@ -275,21 +285,36 @@ pub enum Intrinsic {
     /// `__threadfence()`, `__threadfence_block()`: no ordering effect in the simulator's findings.
     ThreadFence,
     /// Args: pointer, value (and for `Cas`: compare, value). Result: the old value, type `ty`.
-    Atomic { op: AtomicOp, ty: Scalar },
+    Atomic {
+        op: AtomicOp,
+        ty: Scalar,
+    },
     /// Args: mask (`unsigned`), value (`ty`), lane or delta (`int`, `unsigned` for Up/Down),
     /// width (`int`, the checker fills in 32 when omitted). Result: `ty`.
-    Shfl { kind: ShflKind, ty: Scalar },
+    Shfl {
+        kind: ShflKind,
+        ty: Scalar,
+    },
     /// Args: mask, predicate (`bool`). Result `unsigned int`.
     Ballot,
     /// Args: mask, predicate (`bool`). Result `int` (0 or 1).
     Any,
     All,
     /// Args and result converted to `ty` (F32 or F64).
-    Math { f: MathFn, ty: Scalar },
+    Math {
+        f: MathFn,
+        ty: Scalar,
+    },
     /// `min`, `max`, `abs` on integers or floats; args and result of type `ty`.
-    Min { ty: Scalar },
-    Max { ty: Scalar },
-    Abs { ty: Scalar },
+    Min {
+        ty: Scalar,
+    },
+    Max {
+        ty: Scalar,
+    },
+    Abs {
+        ty: Scalar,
+    },
     /// `__trap()`: stops the launch.
     Trap,
     /// `assert(cond)`: arg is `bool`; a false condition stops the launch like `__trap()`.
@@ -319,7 +344,10 @@ pub enum ExprKind {
     /// `base[index]`: `base` is a pointer (arrays arrive wrapped in `Decay`), `index` is `i64`
     /// (converted by the checker). An lvalue of the pointee type. Kept apart from
     /// `Deref(PtrOffset)` so findings can say `a[i]`.
-    Index { base: Box<Expr>, index: Box<Expr> },
+    Index {
+        base: Box<Expr>,
+        index: Box<Expr>,
+    },
     /// An array lvalue used as a value: a pointer to its first element.
     Decay(Box<Expr>),
     /// `&lvalue` of a memory lvalue (`Deref`, `Index`, `Mem`). Taking the address of a register
@@ -329,37 +357,78 @@ pub enum ExprKind {
     Builtin(BuiltinVar, Axis),
     /// `warpSize`: `int` 32.
     WarpSize,
-    Unary { op: UnaryOp, operand: Box<Expr> },
+    Unary {
+        op: UnaryOp,
+        operand: Box<Expr>,
+    },
     /// Arithmetic and bitwise operands have type `ty` already; shifts: the right operand has the
     /// promoted type of its own (the checker casts it to `ty` too, so both sides match).
-    Binary { op: BinaryOp, lhs: Box<Expr>, rhs: Box<Expr> },
+    Binary {
+        op: BinaryOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
     /// `ptr + offset` and `ptr - offset` (offset negated by the checker): `offset` is `i64`,
     /// counted in elements of the pointee type.
-    PtrOffset { ptr: Box<Expr>, offset: Box<Expr> },
+    PtrOffset {
+        ptr: Box<Expr>,
+        offset: Box<Expr>,
+    },
     /// `p - q`: the number of elements between them, `i64`.
-    PtrDiff { lhs: Box<Expr>, rhs: Box<Expr> },
+    PtrDiff {
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
     /// `lhs = rhs`; `rhs` already converted to the type of `lhs`. Value: the stored value.
-    Assign { lhs: Box<Expr>, rhs: Box<Expr> },
+    Assign {
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
     /// `lhs op= rhs`: load `lhs`, convert it to `op_ty`, apply `op` with `rhs` (already of
     /// `op_ty`), convert back to the type of `lhs`, store. `float x; x += 0.5;` has `op_ty`
     /// double, as C says. For pointers (`p += n`) `op_ty` is `i64`, `op` is Add or Sub, and the
     /// step is in elements.
-    CompoundAssign { op: BinaryOp, lhs: Box<Expr>, rhs: Box<Expr>, op_ty: Scalar },
+    CompoundAssign {
+        op: BinaryOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+        op_ty: Scalar,
+    },
     /// `++x`, `x++`, `--x`, `x--` on integers, floats or pointers (pointers step by one element).
-    IncDec { lhs: Box<Expr>, increment: bool, prefix: bool },
+    IncDec {
+        lhs: Box<Expr>,
+        increment: bool,
+        prefix: bool,
+    },
     /// `c ? a : b`: `cond` is `bool`; `then` and `else_` have type `ty`. Only one side runs.
-    Cond { cond: Box<Expr>, then: Box<Expr>, else_: Box<Expr> },
+    Cond {
+        cond: Box<Expr>,
+        then: Box<Expr>,
+        else_: Box<Expr>,
+    },
     /// Convert `operand` to `ty`: between arithmetic types with C's rules (float to int
     /// truncates; to `bool` tests for non-zero), between pointer types, or pointer to `bool`.
     Cast(Box<Expr>),
     /// A call of a `__device__` function; args converted to the parameter types.
-    Call { func: FuncId, args: Vec<Expr> },
-    Intrinsic { which: Intrinsic, args: Vec<Expr> },
+    Call {
+        func: FuncId,
+        args: Vec<Expr>,
+    },
+    Intrinsic {
+        which: Intrinsic,
+        args: Vec<Expr>,
+    },
     /// `printf(format, args...)`. Args after C's default promotions (float to double, small
     /// integers to int). Type `int`.
-    Printf { format: String, args: Vec<Expr> },
+    Printf {
+        format: String,
+        args: Vec<Expr>,
+    },
     /// `a, b`: evaluate `a`, then the value of `b`.
-    Comma { lhs: Box<Expr>, rhs: Box<Expr> },
+    Comma {
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -373,16 +442,37 @@ pub enum StmtKind {
     Expr(Expr),
     /// A register local's declaration; without an initialiser its value is 0 in the simulator
     /// (the checker warns about reading it uninitialised where it can tell).
-    Decl { local: LocalId, init: Option<Expr> },
+    Decl {
+        local: LocalId,
+        init: Option<Expr>,
+    },
     /// A local array's declaration (`float v[4] = {1, 2};`): initialiser values in element
     /// order, already converted to the element type; missing ones are zero. No initialiser list
     /// means "uninitialised" (the simulator zero-fills).
-    ArrayDecl { array: u32, init: Option<Vec<Expr>> },
-    If { cond: Expr, then: Box<Stmt>, else_: Option<Box<Stmt>> },
-    While { cond: Expr, body: Box<Stmt> },
-    DoWhile { body: Box<Stmt>, cond: Expr },
+    ArrayDecl {
+        array: u32,
+        init: Option<Vec<Expr>>,
+    },
+    If {
+        cond: Expr,
+        then: Box<Stmt>,
+        else_: Option<Box<Stmt>>,
+    },
+    While {
+        cond: Expr,
+        body: Box<Stmt>,
+    },
+    DoWhile {
+        body: Box<Stmt>,
+        cond: Expr,
+    },
     /// `cond: None` loops until `break`.
-    For { init: Option<Box<Stmt>>, cond: Option<Expr>, step: Option<Expr>, body: Box<Stmt> },
+    For {
+        init: Option<Box<Stmt>>,
+        cond: Option<Expr>,
+        step: Option<Expr>,
+        body: Box<Stmt>,
+    },
     Break,
     Continue,
     Return(Option<Expr>),
