@@ -106,6 +106,9 @@ impl SourceMap {
 pub enum Severity {
     Error,
     Warning,
+    /// Something a launch did wrong (a race, an out-of-bounds access): the launch ran, but the
+    /// kernel has a bug.
+    Finding,
 }
 
 /// An error or warning with an optional place, a short label under the caret, and a hint.
@@ -137,6 +140,10 @@ impl Diagnostic {
         Diagnostic { severity: Severity::Warning, ..Diagnostic::error(message) }
     }
 
+    pub fn finding(message: impl Into<String>) -> Diagnostic {
+        Diagnostic { severity: Severity::Finding, ..Diagnostic::error(message) }
+    }
+
     pub fn at(mut self, span: Span) -> Diagnostic {
         self.span = Some(span);
         self
@@ -162,10 +169,18 @@ impl Diagnostic {
     }
 
     /// Draw the diagnostic, rustc-style, with the learner's line and a caret under the span.
-    pub fn render(&self, sources: &SourceMap, out: &mut impl Write, color: bool) -> io::Result<()> {
+    /// Notes and hints are wrapped to `width` columns, continuation lines indented under the text.
+    pub fn render<W: Write + ?Sized>(
+        &self,
+        sources: &SourceMap,
+        out: &mut W,
+        color: bool,
+        width: usize,
+    ) -> io::Result<()> {
         let (word, paint): (&str, fn(&str) -> String) = match self.severity {
             Severity::Error => ("error", |s| s.red().bold().to_string()),
             Severity::Warning => ("warning", |s| s.yellow().bold().to_string()),
+            Severity::Finding => ("finding", |s| s.magenta().bold().to_string()),
         };
         let style = |s: &str, f: fn(&str) -> String| if color { f(s) } else { s.to_string() };
         let blue = |s: &str| style(s, |s| s.blue().bold().to_string());
@@ -190,10 +205,15 @@ impl Diagnostic {
             writeln!(out, "{pad} {} {indent}{}", blue("|"), style(&marker, paint))?;
         }
         for note in &self.notes {
-            writeln!(out, "  = note: {note}")?;
+            writeln!(out, "  = note: {}", wrap(note, width, "  = note: ".len()))?;
         }
         if let Some(help) = &self.help {
-            writeln!(out, "  = {}: {help}", style("help", |s| s.cyan().bold().to_string()))?;
+            writeln!(
+                out,
+                "  = {}: {}",
+                style("help", |s| s.cyan().bold().to_string()),
+                wrap(help, width, "  = help: ".len())
+            )?;
         }
         Ok(())
     }
@@ -201,9 +221,46 @@ impl Diagnostic {
     /// The rendering without colour, for messages stored in reports (JUnit, test failures).
     pub fn to_plain(&self, sources: &SourceMap) -> String {
         let mut buf = Vec::new();
-        let _ = self.render(sources, &mut buf, false);
+        let _ = self.render(sources, &mut buf, false, 80);
         String::from_utf8_lossy(&buf).into_owned()
     }
+}
+
+/// Word-wrap `text` to `width` columns, where the first line starts at column `indent`, and
+/// continuation lines are indented to the same column. Words (and inline code) longer than a
+/// line stay whole.
+fn wrap(text: &str, width: usize, indent: usize) -> String {
+    let room = width.saturating_sub(indent).max(20);
+    let mut out = String::with_capacity(text.len());
+    let mut col = 0;
+    // Split at spaces outside backticks, so inline code like `if (i < n)` stays on one line.
+    let mut words = Vec::new();
+    let (mut start, mut in_code) = (0, false);
+    for (i, c) in text.char_indices() {
+        match c {
+            '`' => in_code = !in_code,
+            ' ' if !in_code => {
+                words.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    words.push(&text[start..]);
+    for word in words {
+        let len = word.chars().count();
+        if col > 0 && col + 1 + len > room {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            col = 0;
+        } else if col > 0 {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(word);
+        col += len;
+    }
+    out
 }
 
 impl std::fmt::Display for Diagnostic {

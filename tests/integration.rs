@@ -1,1 +1,1 @@
-
+//! The integration tests arrive with the session.

@@ -1,1 +1,1116 @@
-//! (being written)
+//! Recursive-descent parser from (macro-expanded) tokens to the untyped [`syntax`] tree.
+//!
+//! The parser knows which names are types (keywords and the session's typedefs) because C
+//! needs that to tell `real x;` from `a * b;`. Constructs outside the subset are recognised
+//! and rejected with a message that names them, so a learner never sees "expected `;`" for a
+//! template. Nesting is capped so hostile input cannot overflow the stack.
+
+use std::collections::HashMap;
+
+use super::ast::Scalar;
+use super::lexer::{Tok, Token, describe};
+use super::suggest;
+use super::syntax::*;
+use crate::diag::{Diagnostic, Span};
+
+/// Deeper nesting than this (parentheses, blocks, operator chains) is an error, not a crash.
+pub const MAX_DEPTH: usize = 128;
+
+type PResult<T> = Result<T, Diagnostic>;
+
+/// Words that start a type.
+const TYPE_WORDS: &[&str] = &[
+    "void",
+    "bool",
+    "char",
+    "int",
+    "unsigned",
+    "signed",
+    "long",
+    "float",
+    "double",
+    "size_t",
+    "const",
+    "volatile",
+    "__restrict__",
+    "short",
+    "auto",
+    "uint32_t",
+    "int32_t",
+    "uint64_t",
+    "int64_t",
+    "uint8_t",
+    "int8_t",
+];
+
+/// Spellings offered as suggestions for a misspelt type.
+pub const TYPE_NAMES: &[&str] =
+    &["void", "bool", "char", "int", "unsigned", "long", "float", "double", "size_t", "const"];
+
+pub struct Parser<'a> {
+    toks: &'a [Token],
+    pos: usize,
+    typedefs: &'a mut HashMap<String, TypeName>,
+    depth: usize,
+    end: Span,
+}
+
+/// Parse a whole snippet. `typedefs` holds the session's typedefs and receives the snippet's.
+pub fn parse(toks: &[Token], typedefs: &mut HashMap<String, TypeName>, end: Span) -> PResult<Vec<Item>> {
+    let mut p = Parser { toks, pos: 0, typedefs, depth: 0, end };
+    let mut items = Vec::new();
+    while p.pos < p.toks.len() {
+        if p.eat(";") {
+            continue;
+        }
+        items.extend(p.item()?);
+    }
+    Ok(items)
+}
+
+fn is_vector_type(name: &str) -> bool {
+    let bases = ["char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong", "ulonglong", "float"];
+    let bases2 = ["double"];
+    let Some(last) = name.chars().last() else { return false };
+    let stem = &name[..name.len() - 1];
+    matches!(last, '1'..='4') && (bases.contains(&stem) || bases2.contains(&stem))
+}
+
+/// A message and hint for a type name the simulator does not support, if `name` is one.
+fn unsupported_type(name: &str) -> Option<(String, &'static str)> {
+    let (msg, help) = match name {
+        "short" => ("`short` is not supported by the simulator".into(), "use `int`"),
+        "auto" => ("`auto` is not supported by the simulator".into(), "write the type, e.g. `float x = ...`"),
+        "dim3" => (
+            "`dim3` variables are not supported in kernels".into(),
+            "use the components directly: `threadIdx.x`, `blockDim.y`, ...",
+        ),
+        "half" | "__half" | "half2" | "__half2" | "__nv_bfloat16" | "__nv_bfloat162" => {
+            (format!("`{name}` runs on the GPU backend only"), "use `float` in the simulator")
+        }
+        "uint32_t" | "int32_t" | "uint64_t" | "int64_t" | "uint8_t" | "int8_t" => (
+            format!("`{name}` is not supported by the simulator"),
+            "use `int`, `unsigned`, `long long`, `unsigned long long`, `char` or `unsigned char`",
+        ),
+        n if is_vector_type(n) => {
+            (format!("vector types run on the GPU backend only (`{n}`)"), "use separate scalar variables or arrays")
+        }
+        _ => return None,
+    };
+    Some((msg, help))
+}
+
+impl Parser<'_> {
+    // ----- token helpers -----
+
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos).map(|t| &t.tok)
+    }
+
+    fn peek_at(&self, ahead: usize) -> Option<&Tok> {
+        self.toks.get(self.pos + ahead).map(|t| &t.tok)
+    }
+
+    fn span(&self) -> Span {
+        self.toks.get(self.pos).map_or(self.end, |t| t.span)
+    }
+
+    fn prev_span(&self) -> Span {
+        if self.pos == 0 { self.span() } else { self.toks[self.pos - 1].span }
+    }
+
+    fn is(&self, p: &str) -> bool {
+        matches!(self.peek(), Some(Tok::Punct(q)) if *q == p)
+    }
+
+    fn is_at(&self, ahead: usize, p: &str) -> bool {
+        matches!(self.peek_at(ahead), Some(Tok::Punct(q)) if *q == p)
+    }
+
+    fn is_word(&self, w: &str) -> bool {
+        matches!(self.peek(), Some(Tok::Ident(s)) if s == w)
+    }
+
+    fn eat(&mut self, p: &str) -> bool {
+        if self.is(p) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn eat_word(&mut self, w: &str) -> bool {
+        if self.is_word(w) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn found(&self) -> String {
+        match self.peek() {
+            Some(t) => describe(t),
+            None => "the end of the input".into(),
+        }
+    }
+
+    fn expected(&self, what: &str) -> Diagnostic {
+        let help = match self.peek() {
+            None => "the code ends too early: is a `}` or `)` missing?",
+            Some(Tok::Punct(_)) => "check for a missing or extra symbol just before this point",
+            Some(_) => "check the code just before this point for a typo or a missing operator",
+        };
+        Diagnostic::error(format!("expected {what}, found {}", self.found())).at(self.span()).help(help)
+    }
+
+    fn expect(&mut self, p: &str) -> PResult<Span> {
+        if self.is(p) {
+            self.pos += 1;
+            return Ok(self.prev_span());
+        }
+        if p == ";" {
+            // Point just after the previous token: that is where the `;` is missing.
+            let prev = self.prev_span();
+            let at = Span { lo: prev.hi, hi: prev.hi, ..prev };
+            return Err(Diagnostic::error(format!("expected `;`, found {}", self.found()))
+                .at(at)
+                .label("add `;` here")
+                .help("every statement and declaration ends with `;`"));
+        }
+        Err(self.expected(&format!("`{p}`")))
+    }
+
+    fn ident(&mut self, what: &str) -> PResult<(String, Span)> {
+        match self.peek() {
+            Some(Tok::Ident(s)) => {
+                let s = s.clone();
+                self.pos += 1;
+                Ok((s, self.prev_span()))
+            }
+            _ => Err(self.expected(what)),
+        }
+    }
+
+    fn enter(&mut self) -> PResult<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Diagnostic::error("the code is nested too deeply")
+                .at(self.span())
+                .label(format!("more than {MAX_DEPTH} levels of nesting"))
+                .help("split the expression or block into smaller pieces"));
+        }
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    // ----- constructs outside the subset -----
+
+    /// Reject a word that starts something the subset does not have; unsupported type names
+    /// only when `types` (elsewhere they may be ordinary names, like a function `half`).
+    fn reject_unsupported_word(&self, types: bool) -> PResult<()> {
+        let Some(Tok::Ident(w)) = self.peek() else { return Ok(()) };
+        let (msg, help): (String, &str) = match w.as_str() {
+            "template" | "typename" => {
+                ("templates run on the GPU backend only".into(), "write the function for one concrete type")
+            }
+            "struct" | "class" | "union" => {
+                ("structs run on the GPU backend only".into(), "use separate arrays for each field")
+            }
+            "enum" => ("enums are not supported by the simulator".into(), "use `#define NAME value` constants"),
+            "switch" | "case" => ("switch is not supported by the simulator yet".into(), "use if/else if/else instead"),
+            "goto" => ("goto is not supported by the simulator".into(), "use loops with break and continue"),
+            "namespace" | "using" => {
+                (format!("`{w}` is not supported by the simulator"), "write plain CUDA C functions")
+            }
+            "new" | "delete" | "malloc" | "free" | "throw" | "try" | "operator" | "this" => {
+                (format!("`{w}` is not supported in kernels"), "allocate buffers in the gridlab session")
+            }
+            "long" if matches!(self.peek_at(1), Some(Tok::Ident(n)) if n == "double") => {
+                ("`long double` is not supported".into(), "use `double`")
+            }
+            _ if !types => return Ok(()),
+            w => match unsupported_type(w) {
+                Some((msg, help)) => (msg, help),
+                None => return Ok(()),
+            },
+        };
+        Err(Diagnostic::error(msg).at(self.span()).label("not supported").help(help))
+    }
+
+    // ----- types -----
+
+    fn at_type(&self) -> bool {
+        match self.peek() {
+            Some(Tok::Ident(w)) => TYPE_WORDS.contains(&w.as_str()) || self.typedefs.contains_key(w),
+            _ => false,
+        }
+    }
+
+    fn at_type_at(&self, ahead: usize) -> bool {
+        match self.peek_at(ahead) {
+            Some(Tok::Ident(w)) => {
+                TYPE_WORDS.contains(&w.as_str()) || self.typedefs.contains_key(w) || unsupported_type(w).is_some()
+            }
+            _ => false,
+        }
+    }
+
+    /// An identifier where a type belongs but that names no type: report it with a suggestion.
+    fn unknown_type(&self) -> Diagnostic {
+        let (name, span) = match (self.peek(), self.span()) {
+            (Some(Tok::Ident(n)), s) => (n.clone(), s),
+            _ => return self.expected("a type"),
+        };
+        let names: Vec<&str> = TYPE_NAMES.iter().copied().chain(self.typedefs.keys().map(String::as_str)).collect();
+        let d = Diagnostic::error(format!("unknown type name `{name}`")).at(span).label("not a type");
+        match suggest::did_you_mean(&name, names) {
+            Some(h) => d.help(h),
+            None => d.help("use a type such as `float`, `int` or `unsigned`, or declare it with `typedef`"),
+        }
+    }
+
+    /// Type specifiers and qualifiers, then `*`s: `const unsigned long long *__restrict__`.
+    fn type_name(&mut self) -> PResult<TypeName> {
+        let start = self.span();
+        self.reject_unsupported_word(true)?;
+        let mut is_const = false;
+        let mut restrict = false;
+        let (mut unsigned, mut signed, mut longs) = (false, false, 0);
+        let mut base: Option<&'static str> = None;
+        let mut from_typedef: Option<TypeName> = None;
+        loop {
+            let nothing_yet = base.is_none() && from_typedef.is_none() && !unsigned && !signed && longs == 0;
+            self.reject_unsupported_word(nothing_yet)?;
+            let Some(Tok::Ident(w)) = self.peek() else { break };
+            let w = w.clone();
+            match w.as_str() {
+                "const" => is_const = true,
+                "volatile" => {}
+                "__restrict__" => restrict = true,
+                "unsigned" => unsigned = true,
+                "signed" => signed = true,
+                "long" => longs += 1,
+                "void" | "bool" | "char" | "int" | "float" | "double" | "size_t" if base.is_none() => {
+                    base = Some(match w.as_str() {
+                        "void" => "void",
+                        "bool" => "bool",
+                        "char" => "char",
+                        "int" => "int",
+                        "float" => "float",
+                        "double" => "double",
+                        _ => "size_t",
+                    })
+                }
+                "void" | "bool" | "char" | "int" | "float" | "double" | "size_t" => {
+                    return Err(Diagnostic::error("two types in one declaration")
+                        .at(self.span())
+                        .label("a second type")
+                        .help("write one type, e.g. `float x;`"));
+                }
+                _ if base.is_none()
+                    && from_typedef.is_none()
+                    && !unsigned
+                    && !signed
+                    && longs == 0
+                    && self.typedefs.contains_key(&w) =>
+                {
+                    from_typedef = self.typedefs.get(&w).cloned();
+                }
+                _ => break,
+            }
+            self.pos += 1;
+        }
+        let bad = |msg: &str| Diagnostic::error(msg.to_string()).at(start).help("write a supported type such as `int`");
+        let base = if let Some(t) = from_typedef {
+            is_const |= t.is_const;
+            let mut t = TypeName { is_const, restrict, span: start.to(self.prev_span()), ..t };
+            self.pointers(&mut t.ptrs, &mut t.restrict);
+            t.span = start.to(self.prev_span());
+            return Ok(t);
+        } else {
+            match (base, unsigned || signed, longs) {
+                (None, false, 0) => {
+                    return Err(if matches!(self.peek(), Some(Tok::Ident(_))) {
+                        self.unknown_type()
+                    } else {
+                        self.expected("a type")
+                    });
+                }
+                (Some("void"), false, 0) => None,
+                (Some("bool"), false, 0) => Some(Scalar::Bool),
+                (Some("float"), false, 0) => Some(Scalar::F32),
+                (Some("double"), false, 0) => Some(Scalar::F64),
+                (Some("size_t"), false, 0) => Some(Scalar::U64),
+                (Some("char"), _, 0) => Some(if unsigned { Scalar::U8 } else { Scalar::I8 }),
+                (None | Some("int"), _, 0) => Some(if unsigned { Scalar::U32 } else { Scalar::I32 }),
+                (None | Some("int"), _, 1 | 2) => Some(if unsigned { Scalar::U64 } else { Scalar::I64 }),
+                _ => return Err(bad("this combination of type words is not a supported type")),
+            }
+        };
+        if unsigned && signed {
+            return Err(bad("a type cannot be both `signed` and `unsigned`"));
+        }
+        let mut ptrs = Vec::new();
+        self.pointers(&mut ptrs, &mut restrict);
+        Ok(TypeName { base, is_const, ptrs, restrict, span: start.to(self.prev_span()) })
+    }
+
+    /// `*`, `* const`, `* __restrict__` ...
+    fn pointers(&mut self, ptrs: &mut Vec<bool>, restrict: &mut bool) {
+        while self.eat("*") {
+            let mut c = false;
+            loop {
+                if self.eat_word("const") {
+                    c = true;
+                } else if self.eat_word("__restrict__") {
+                    *restrict = true;
+                } else if !self.eat_word("volatile") {
+                    break;
+                }
+            }
+            ptrs.push(c);
+        }
+    }
+
+    // ----- items -----
+
+    fn item(&mut self) -> PResult<Vec<Item>> {
+        let start = self.span();
+        if self.is_word("typedef") {
+            return self.typedef().map(|i| vec![i]);
+        }
+        let mut storage = Storage::Auto;
+        let (mut global, mut device, mut host) = (false, false, false);
+        loop {
+            self.reject_unsupported_word(true)?;
+            let Some(Tok::Ident(w)) = self.peek() else { break };
+            match w.as_str() {
+                "__global__" => global = true,
+                "__device__" => device = true,
+                "__host__" => host = true,
+                "__forceinline__" | "__noinline__" | "inline" | "static" | "__inline__" | "constexpr" => {}
+                "extern" => {
+                    if matches!(self.peek_at(1), Some(Tok::Str(_))) {
+                        return Err(Diagnostic::error("`extern \"C\"` is not needed")
+                            .at(self.span())
+                            .help("remove `extern \"C\"`; gridlab finds kernels by name"));
+                    }
+                    storage = Storage::ExternShared;
+                }
+                "__constant__" => storage = Storage::Constant,
+                "__shared__" => {
+                    return Err(Diagnostic::error("`__shared__` variables belong inside a kernel")
+                        .at(self.span())
+                        .help("move the declaration into the kernel's body"));
+                }
+                "__launch_bounds__" => {
+                    self.pos += 1;
+                    self.skip_parens()?;
+                    continue;
+                }
+                _ => break,
+            }
+            self.pos += 1;
+        }
+        let ty = self.type_name()?;
+        if self.eat_word("__launch_bounds__") {
+            self.skip_parens()?;
+        }
+        let (name, name_span) = self.ident("a name")?;
+        if self.is("(") {
+            let qual = match (global, device, host) {
+                (true, _, _) => FuncQual::Global,
+                (false, true, _) => FuncQual::Device,
+                _ => FuncQual::Host,
+            };
+            return Ok(self.function(start, qual, ty, name, name_span)?.into_iter().collect());
+        }
+        if global {
+            return Err(Diagnostic::error("`__global__` applies to functions only")
+                .at(start)
+                .help("remove `__global__`, or write `__device__` or `__constant__` for a variable"));
+        }
+        let storage = match storage {
+            Storage::ExternShared => {
+                return Err(Diagnostic::error("`extern` variables are not supported at file scope")
+                    .at(start)
+                    .help("define the variable here with `__device__` or `__constant__`"));
+            }
+            Storage::Constant => Storage::Constant,
+            _ if device => Storage::Device,
+            _ => Storage::Auto,
+        };
+        let decl = self.declarators(start, storage, ty, Some((name, name_span)))?;
+        Ok(decl_items(decl))
+    }
+
+    fn skip_parens(&mut self) -> PResult<()> {
+        self.expect("(")?;
+        let mut depth = 1;
+        while depth > 0 {
+            match self.peek() {
+                None => return Err(self.expected("`)`")),
+                Some(Tok::Punct("(")) => depth += 1,
+                Some(Tok::Punct(")")) => depth -= 1,
+                _ => {}
+            }
+            self.pos += 1;
+        }
+        Ok(())
+    }
+
+    fn typedef(&mut self) -> PResult<Item> {
+        let start = self.span();
+        self.pos += 1;
+        let mut ty = self.type_name()?;
+        let (name, _) = self.ident("the new type's name")?;
+        if self.is("[") || self.is("(") {
+            return Err(Diagnostic::error("only typedefs of scalar and pointer types are supported")
+                .at(self.span())
+                .help("write e.g. `typedef float real;`"));
+        }
+        self.expect(";")?;
+        ty.span = start.to(self.prev_span());
+        self.typedefs.insert(name.clone(), ty.clone());
+        Ok(Item { name, kind: ItemKind::Typedef(ty), span: start.to(self.prev_span()) })
+    }
+
+    fn function(
+        &mut self,
+        start: Span,
+        qual: FuncQual,
+        ret: TypeName,
+        name: String,
+        name_span: Span,
+    ) -> PResult<Option<Item>> {
+        self.expect("(")?;
+        let mut params = Vec::new();
+        if self.is_word("void") && self.is_at(1, ")") {
+            self.pos += 1;
+        }
+        if !self.is(")") {
+            loop {
+                params.push(self.param()?);
+                if !self.eat(",") {
+                    break;
+                }
+            }
+        }
+        self.expect(")")?;
+        while self.eat_word("const") || self.eat_word("noexcept") {}
+        if self.eat(";") {
+            // A prototype: the module resolves calls by name in any order, so it adds nothing.
+            return Ok(None);
+        }
+        if !self.is("{") {
+            return Err(self.expected("`{` to start the function body"));
+        }
+        let body = self.block()?;
+        let StmtKind::Block(body) = body.kind else { unreachable!("block() returns a block") };
+        let span = start.to(self.prev_span());
+        let f = FuncDef { qual, ret, name: name.clone(), name_span, params, body, span };
+        Ok(Some(Item { name, kind: ItemKind::Function(f), span }))
+    }
+
+    fn param(&mut self) -> PResult<ParamDecl> {
+        let start = self.span();
+        if self.is("...") {
+            return Err(Diagnostic::error("variadic functions are not supported")
+                .at(start)
+                .help("give the function a fixed list of parameters"));
+        }
+        if let Some(Tok::Ident(w)) = self.peek()
+            && !self.at_type()
+            && unsupported_type(w).is_none()
+            && !["template", "struct", "class", "union", "enum"].contains(&w.as_str())
+        {
+            return Err(self.unknown_type());
+        }
+        let ty = self.type_name()?;
+        let name = match self.peek() {
+            Some(Tok::Ident(_)) => Some(self.ident("a parameter name")?),
+            _ => None,
+        };
+        let mut array_dims = 0;
+        while self.eat("[") {
+            while !self.is("]") && self.peek().is_some() {
+                self.pos += 1;
+            }
+            self.expect("]")?;
+            array_dims += 1;
+        }
+        if self.is("=") {
+            return Err(Diagnostic::error("default arguments are not supported")
+                .at(self.span())
+                .help("remove the default value and pass it at every call"));
+        }
+        Ok(ParamDecl { ty, name, array_dims, span: start.to(self.prev_span()) })
+    }
+
+    /// The declarators after a type: `a = 1, *p, v[4] = {1, 2}` and the closing `;`.
+    fn declarators(
+        &mut self,
+        start: Span,
+        storage: Storage,
+        ty: TypeName,
+        mut first: Option<(String, Span)>,
+    ) -> PResult<Decl> {
+        let mut declarators = Vec::new();
+        loop {
+            let mut ptrs = Vec::new();
+            let (name, name_span) = match first.take() {
+                Some(n) => n,
+                None => {
+                    let mut restrict = false;
+                    self.pointers(&mut ptrs, &mut restrict);
+                    self.ident("a variable name")?
+                }
+            };
+            let mut dims = Vec::new();
+            while self.eat("[") {
+                if self.eat("]") {
+                    dims.push(None);
+                } else {
+                    let e = self.expr()?;
+                    self.expect("]")?;
+                    dims.push(Some(e));
+                }
+            }
+            if self.is("(") {
+                return Err(Diagnostic::error("constructor-style initialisation is not supported")
+                    .at(self.span())
+                    .help(format!("write `{name} = value;`")));
+            }
+            let init = if self.eat("=") { Some(self.init()?) } else { None };
+            declarators.push(Declarator { name, name_span, ptrs, dims, init });
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect(";")?;
+        Ok(Decl { storage, ty, declarators, span: start.to(self.prev_span()) })
+    }
+
+    fn init(&mut self) -> PResult<Init> {
+        if !self.is("{") {
+            return Ok(Init::Expr(self.assign()?));
+        }
+        let start = self.span();
+        self.enter()?;
+        self.pos += 1;
+        let mut items = Vec::new();
+        while !self.is("}") {
+            items.push(self.init()?);
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect("}")?;
+        self.leave();
+        Ok(Init::List(items, start.to(self.prev_span())))
+    }
+
+    // ----- statements -----
+
+    fn block(&mut self) -> PResult<Stmt> {
+        let start = self.expect("{")?;
+        self.enter()?;
+        let mut stmts = Vec::new();
+        while !self.is("}") {
+            if self.peek().is_none() {
+                return Err(Diagnostic::error("unclosed `{`")
+                    .at(start)
+                    .label("this `{` has no matching `}`")
+                    .help("add `}` at the end of the block"));
+            }
+            stmts.push(self.stmt()?);
+        }
+        self.pos += 1;
+        self.leave();
+        Ok(Stmt { kind: StmtKind::Block(stmts), span: start.to(self.prev_span()) })
+    }
+
+    fn stmt(&mut self) -> PResult<Stmt> {
+        self.enter()?;
+        let s = self.stmt_inner();
+        self.leave();
+        s
+    }
+
+    fn stmt_inner(&mut self) -> PResult<Stmt> {
+        let start = self.span();
+        let done = |p: &Self, kind| Ok(Stmt { kind, span: start.to(p.prev_span()) });
+        if self.is("{") {
+            return self.block();
+        }
+        if self.eat(";") {
+            return done(self, StmtKind::Empty);
+        }
+        let declares = matches!(self.peek_at(1), Some(Tok::Ident(_)));
+        self.reject_unsupported_word(declares)?;
+        let word = match self.peek() {
+            Some(Tok::Ident(w)) => w.clone(),
+            _ => String::new(),
+        };
+        match word.as_str() {
+            "if" => {
+                self.pos += 1;
+                let cond = self.paren_expr()?;
+                let then = Box::new(self.stmt()?);
+                let else_ = if self.eat_word("else") { Some(Box::new(self.stmt()?)) } else { None };
+                return done(self, StmtKind::If(cond, then, else_));
+            }
+            "while" => {
+                self.pos += 1;
+                let cond = self.paren_expr()?;
+                let body = Box::new(self.stmt()?);
+                return done(self, StmtKind::While(cond, body));
+            }
+            "do" => {
+                self.pos += 1;
+                let body = Box::new(self.stmt()?);
+                if !self.eat_word("while") {
+                    return Err(self.expected("`while` after the body of `do`"));
+                }
+                let cond = self.paren_expr()?;
+                self.expect(";")?;
+                return done(self, StmtKind::DoWhile(body, cond));
+            }
+            "for" => return self.for_stmt(),
+            "break" | "continue" => {
+                self.pos += 1;
+                self.expect(";")?;
+                return done(self, if word == "break" { StmtKind::Break } else { StmtKind::Continue });
+            }
+            "return" => {
+                self.pos += 1;
+                let value = if self.is(";") { None } else { Some(self.expr()?) };
+                self.expect(";")?;
+                return done(self, StmtKind::Return(value));
+            }
+            "else" => {
+                return Err(Diagnostic::error("`else` without an `if`")
+                    .at(start)
+                    .help("check the braces of the `if` before it"));
+            }
+            "typedef" => {
+                return Err(Diagnostic::error("typedefs belong at file scope")
+                    .at(start)
+                    .help("move the typedef out of the function"));
+            }
+            "__global__" | "__device__" | "__constant__" => {
+                return Err(Diagnostic::error(format!("`{word}` is not allowed inside a function"))
+                    .at(start)
+                    .help("declare it at file scope, outside every function"));
+            }
+            _ => {}
+        }
+        if let Some(decl) = self.local_decl()? {
+            return Ok(Stmt { span: decl.span, kind: StmtKind::Decl(decl) });
+        }
+        if matches!(self.peek(), Some(Tok::Ident(_))) && self.is_at(1, ":") && !self.is_at(1, "::") {
+            return Err(Diagnostic::error("labels are not supported by the simulator")
+                .at(start)
+                .help("use loops with break and continue instead of goto"));
+        }
+        let e = self.expr()?;
+        self.expect(";")?;
+        done(self, StmtKind::Expr(e))
+    }
+
+    /// A declaration inside a function, if one starts here.
+    fn local_decl(&mut self) -> PResult<Option<Decl>> {
+        let start = self.span();
+        let mut storage = Storage::Auto;
+        if self.eat_word("__shared__") {
+            storage = Storage::Shared;
+        } else if self.is_word("extern") {
+            self.pos += 1;
+            if !self.eat_word("__shared__") {
+                return Err(Diagnostic::error("only `extern __shared__` is allowed inside a function")
+                    .at(start)
+                    .help("write `extern __shared__ float buf[];`"));
+            }
+            storage = Storage::ExternShared;
+        } else if self.eat_word("static") {
+            storage = Storage::Static;
+        }
+        while self.eat_word("__shared__") || self.eat_word("static") {
+            if storage == Storage::Static {
+                storage = Storage::Shared;
+            }
+        }
+        if storage == Storage::Auto && !self.at_type() {
+            // `flaot x` / `flaot *x`: a name followed by a declarator is a misspelt type.
+            if let (Some(Tok::Ident(w)), Some(Tok::Ident(_))) = (self.peek(), self.peek_at(1))
+                && w != "sizeof"
+            {
+                return Err(self.unknown_type());
+            }
+            return Ok(None);
+        }
+        if storage == Storage::Shared && self.is_word("extern") {
+            return Err(Diagnostic::error("write `extern __shared__`, in that order")
+                .at(self.span())
+                .help("write `extern __shared__ float buf[];`"));
+        }
+        let ty = self.type_name()?;
+        Ok(Some(self.declarators(start, storage, ty, None)?))
+    }
+
+    fn for_stmt(&mut self) -> PResult<Stmt> {
+        let start = self.span();
+        self.pos += 1;
+        self.expect("(")?;
+        let init = if self.eat(";") {
+            None
+        } else if let Some(decl) = self.local_decl()? {
+            Some(Box::new(Stmt { span: decl.span, kind: StmtKind::Decl(decl) }))
+        } else {
+            let s = self.span();
+            let e = self.expr()?;
+            self.expect(";")?;
+            Some(Box::new(Stmt { kind: StmtKind::Expr(e), span: s.to(self.prev_span()) }))
+        };
+        let cond = if self.is(";") { None } else { Some(self.expr()?) };
+        self.expect(";")?;
+        let step = if self.is(")") { None } else { Some(self.expr()?) };
+        self.expect(")")?;
+        let body = Box::new(self.stmt()?);
+        Ok(Stmt { kind: StmtKind::For { init, cond, step, body }, span: start.to(self.prev_span()) })
+    }
+
+    fn paren_expr(&mut self) -> PResult<Expr> {
+        if !self.is("(") {
+            return Err(self.expected("`(`"));
+        }
+        self.pos += 1;
+        let e = self.expr()?;
+        self.expect(")")?;
+        Ok(e)
+    }
+
+    // ----- expressions -----
+
+    pub fn expr(&mut self) -> PResult<Expr> {
+        let mut lhs = self.assign()?;
+        let mut chain = 0;
+        while self.eat(",") {
+            self.enter()?;
+            chain += 1;
+            let rhs = self.assign()?;
+            let span = lhs.span.to(rhs.span);
+            lhs = Expr { kind: ExprKind::Comma(Box::new(lhs), Box::new(rhs)), span };
+        }
+        self.depth -= chain;
+        Ok(lhs)
+    }
+
+    fn assign(&mut self) -> PResult<Expr> {
+        self.enter()?;
+        let r = self.assign_inner();
+        self.leave();
+        r
+    }
+
+    fn assign_inner(&mut self) -> PResult<Expr> {
+        let lhs = self.cond()?;
+        let op = match self.peek() {
+            Some(Tok::Punct(p)) => match *p {
+                "=" => None,
+                "+=" => Some(BinOp::Add),
+                "-=" => Some(BinOp::Sub),
+                "*=" => Some(BinOp::Mul),
+                "/=" => Some(BinOp::Div),
+                "%=" => Some(BinOp::Rem),
+                "<<=" => Some(BinOp::Shl),
+                ">>=" => Some(BinOp::Shr),
+                "&=" => Some(BinOp::BitAnd),
+                "|=" => Some(BinOp::BitOr),
+                "^=" => Some(BinOp::BitXor),
+                _ => return Ok(lhs),
+            },
+            _ => return Ok(lhs),
+        };
+        self.pos += 1;
+        let rhs = self.assign()?;
+        let span = lhs.span.to(rhs.span);
+        Ok(Expr { kind: ExprKind::Assign(op, Box::new(lhs), Box::new(rhs)), span })
+    }
+
+    fn cond(&mut self) -> PResult<Expr> {
+        let c = self.binary(0)?;
+        if !self.eat("?") {
+            return Ok(c);
+        }
+        let then = self.expr()?;
+        self.expect(":")?;
+        let else_ = self.assign()?;
+        let span = c.span.to(else_.span);
+        Ok(Expr { kind: ExprKind::Cond(Box::new(c), Box::new(then), Box::new(else_)), span })
+    }
+
+    fn binop(&self) -> Option<(BinOp, usize)> {
+        let Some(Tok::Punct(p)) = self.peek() else { return None };
+        Some(match *p {
+            "||" => (BinOp::LogOr, 1),
+            "&&" => (BinOp::LogAnd, 2),
+            "|" => (BinOp::BitOr, 3),
+            "^" => (BinOp::BitXor, 4),
+            "&" => (BinOp::BitAnd, 5),
+            "==" => (BinOp::Eq, 6),
+            "!=" => (BinOp::Ne, 6),
+            "<" => (BinOp::Lt, 7),
+            "<=" => (BinOp::Le, 7),
+            ">" => (BinOp::Gt, 7),
+            ">=" => (BinOp::Ge, 7),
+            "<<" => (BinOp::Shl, 8),
+            ">>" => (BinOp::Shr, 8),
+            "+" => (BinOp::Add, 9),
+            "-" => (BinOp::Sub, 9),
+            "*" => (BinOp::Mul, 10),
+            "/" => (BinOp::Div, 10),
+            "%" => (BinOp::Rem, 10),
+            _ => return None,
+        })
+    }
+
+    /// Precedence climbing over the left-associative binary operators.
+    fn binary(&mut self, min_prec: usize) -> PResult<Expr> {
+        let mut lhs = self.unary()?;
+        let mut chain = 0;
+        let result = loop {
+            let Some((op, prec)) = self.binop() else { break Ok(lhs) };
+            if prec <= min_prec {
+                break Ok(lhs);
+            }
+            self.pos += 1;
+            // A long left-leaning chain is as deep as a nested one for the checker.
+            if let Err(e) = self.enter() {
+                break Err(e);
+            }
+            chain += 1;
+            let rhs = match self.binary(prec) {
+                Ok(r) => r,
+                Err(e) => break Err(e),
+            };
+            let span = lhs.span.to(rhs.span);
+            lhs = Expr { kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)), span };
+        };
+        self.depth -= chain;
+        result
+    }
+
+    fn unary(&mut self) -> PResult<Expr> {
+        self.enter()?;
+        let r = self.unary_inner();
+        self.leave();
+        r
+    }
+
+    fn unary_inner(&mut self) -> PResult<Expr> {
+        let start = self.span();
+        let op = match self.peek() {
+            Some(Tok::Punct("-")) => Some(UnOp::Neg),
+            Some(Tok::Punct("+")) => Some(UnOp::Plus),
+            Some(Tok::Punct("!")) => Some(UnOp::LogNot),
+            Some(Tok::Punct("~")) => Some(UnOp::BitNot),
+            Some(Tok::Punct("*")) => Some(UnOp::Deref),
+            Some(Tok::Punct("&")) => Some(UnOp::AddrOf),
+            _ => None,
+        };
+        if let Some(op) = op {
+            self.pos += 1;
+            let e = self.unary()?;
+            let span = start.to(e.span);
+            return Ok(Expr { kind: ExprKind::Unary(op, Box::new(e)), span });
+        }
+        if self.is("++") || self.is("--") {
+            let increment = self.is("++");
+            self.pos += 1;
+            let e = self.unary()?;
+            let span = start.to(e.span);
+            return Ok(Expr { kind: ExprKind::IncDec { operand: Box::new(e), increment, prefix: true }, span });
+        }
+        if self.is_word("sizeof") {
+            self.pos += 1;
+            if self.is("(") && self.at_type_at(1) {
+                self.pos += 1;
+                let ty = self.type_name()?;
+                self.expect(")")?;
+                return Ok(Expr { kind: ExprKind::SizeofType(ty), span: start.to(self.prev_span()) });
+            }
+            let e = self.unary()?;
+            let span = start.to(e.span);
+            return Ok(Expr { kind: ExprKind::SizeofExpr(Box::new(e)), span });
+        }
+        if self.is("(") && self.at_type_at(1) {
+            self.pos += 1;
+            let ty = self.type_name()?;
+            self.expect(")")?;
+            let e = self.unary()?;
+            let span = start.to(e.span);
+            return Ok(Expr { kind: ExprKind::Cast(ty, Box::new(e)), span });
+        }
+        self.postfix()
+    }
+
+    fn postfix(&mut self) -> PResult<Expr> {
+        let mut e = self.primary()?;
+        let mut chain = 0;
+        let result = loop {
+            if let Err(err) = self.enter() {
+                break Err(err);
+            }
+            chain += 1;
+            let step = self.postfix_step(e);
+            match step {
+                Ok((next, true)) => e = next,
+                Ok((next, false)) => break Ok(next),
+                Err(err) => break Err(err),
+            }
+        };
+        self.depth -= chain;
+        result
+    }
+
+    /// One postfix operator applied to `e`; `false` when there was none.
+    fn postfix_step(&mut self, e: Expr) -> PResult<(Expr, bool)> {
+        let start = e.span;
+        if self.eat("[") {
+            let index = self.expr()?;
+            self.expect("]")?;
+            let span = start.to(self.prev_span());
+            return Ok((Expr { kind: ExprKind::Index(Box::new(e), Box::new(index)), span }, true));
+        }
+        if self.eat(".") {
+            let (field, field_span) = self.ident("a member name such as `x`")?;
+            let span = start.to(field_span);
+            return Ok((Expr { kind: ExprKind::Member(Box::new(e), field, field_span), span }, true));
+        }
+        if self.is("->") {
+            return Err(Diagnostic::error("structs run on the GPU backend only")
+                .at(self.span())
+                .label("`->` accesses a struct member")
+                .help("use separate arrays for each field"));
+        }
+        if self.is("++") || self.is("--") {
+            let increment = self.is("++");
+            self.pos += 1;
+            let span = start.to(self.prev_span());
+            return Ok((
+                Expr { kind: ExprKind::IncDec { operand: Box::new(e), increment, prefix: false }, span },
+                true,
+            ));
+        }
+        if self.is("(") {
+            let ExprKind::Name(name) = &e.kind else {
+                return Err(Diagnostic::error("only named functions can be called")
+                    .at(self.span())
+                    .help("call a function by its name, e.g. `square(x)`"));
+            };
+            let name = name.clone();
+            self.pos += 1;
+            let mut args = Vec::new();
+            if !self.is(")") {
+                loop {
+                    args.push(self.assign()?);
+                    if !self.eat(",") {
+                        break;
+                    }
+                }
+            }
+            self.expect(")")?;
+            let span = start.to(self.prev_span());
+            return Ok((Expr { kind: ExprKind::Call { name, name_span: start, args }, span }, true));
+        }
+        if self.is("<<") && self.is_at(1, "<") && matches!(e.kind, ExprKind::Name(_)) {
+            return Err(Diagnostic::error("kernels cannot be launched from CUDA code here")
+                .at(self.span())
+                .label("a launch inside a kernel (dynamic parallelism)")
+                .help("launch kernels from the gridlab prompt, e.g. `kernel<<<1, 32>>>(a, n)`"));
+        }
+        Ok((e, false))
+    }
+
+    fn primary(&mut self) -> PResult<Expr> {
+        let start = self.span();
+        let Some(tok) = self.peek().cloned() else {
+            return Err(self.expected("an expression"));
+        };
+        let kind = match tok {
+            Tok::Int(v, ty) => ExprKind::Int(v, ty),
+            Tok::Float(v, ty) => ExprKind::Float(v, ty),
+            Tok::Char(c) => ExprKind::Char(c),
+            Tok::Str(s) => {
+                let mut s = s;
+                while let Some(Tok::Str(more)) = self.peek_at(1) {
+                    s.push_str(more);
+                    self.pos += 1;
+                }
+                ExprKind::Str(s)
+            }
+            Tok::Punct("(") => {
+                self.pos += 1;
+                let e = self.expr()?;
+                self.expect(")")?;
+                return Ok(Expr { kind: e.kind, span: start.to(self.prev_span()) });
+            }
+            Tok::Ident(w) if w == "true" || w == "false" => ExprKind::Bool(w == "true"),
+            Tok::Ident(w) if matches!(w.as_str(), "static_cast" | "reinterpret_cast" | "const_cast") => {
+                return self.cpp_cast(w);
+            }
+            Tok::Ident(w) => {
+                self.reject_unsupported_word(false)?;
+                if self.at_type() {
+                    return Err(Diagnostic::error(format!("expected an expression, found the type `{w}`"))
+                        .at(start)
+                        .help("declarations go at the start of a statement; casts are written `(float)x`"));
+                }
+                ExprKind::Name(w)
+            }
+            _ => return Err(self.expected("an expression")),
+        };
+        self.pos += 1;
+        Ok(Expr { kind, span: start })
+    }
+
+    fn cpp_cast(&mut self, which: String) -> PResult<Expr> {
+        let start = self.span();
+        if which != "static_cast" {
+            return Err(Diagnostic::error(format!("`{which}` is not supported by the simulator"))
+                .at(start)
+                .help("use `static_cast<T>(x)` or `(T)x` between arithmetic types"));
+        }
+        self.pos += 1;
+        self.expect("<")?;
+        let ty = self.type_name()?;
+        self.expect(">")?;
+        self.expect("(")?;
+        let e = self.expr()?;
+        self.expect(")")?;
+        Ok(Expr { kind: ExprKind::Cast(ty, Box::new(e)), span: start.to(self.prev_span()) })
+    }
+}
+
+/// A file-scope declaration becomes one item per declarator, so each can be replaced alone.
+fn decl_items(decl: Decl) -> Vec<Item> {
+    decl.declarators
+        .into_iter()
+        .map(|d| Item {
+            name: d.name.clone(),
+            span: decl.span,
+            kind: ItemKind::Global(Decl {
+                storage: decl.storage,
+                ty: decl.ty.clone(),
+                declarators: vec![d],
+                span: decl.span,
+            }),
+        })
+        .collect()
+}

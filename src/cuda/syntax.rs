@@ -1,0 +1,190 @@
+//! The untyped parse tree: what the learner wrote, with spans, before names are resolved and
+//! C's conversions applied. The parser builds it; the checker turns it into [`super::ast`].
+
+use super::ast::Scalar;
+use crate::diag::Span;
+
+/// A type as written, without its array dimensions (those belong to the declarator).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeName {
+    /// `None` is `void`.
+    pub base: Option<Scalar>,
+    pub is_const: bool,
+    /// One entry per `*`, outermost last; `true` when that pointer itself is `const`.
+    pub ptrs: Vec<bool>,
+    pub restrict: bool,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Init {
+    Expr(Expr),
+    List(Vec<Init>, Span),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Declarator {
+    pub name: String,
+    pub name_span: Span,
+    /// `*` written on this declarator (`float *a, b;`): `true` when that level is `const`.
+    pub ptrs: Vec<bool>,
+    /// `[N]` dimensions, outermost first; `None` for `[]`.
+    pub dims: Vec<Option<Expr>>,
+    pub init: Option<Init>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Storage {
+    /// A plain local (or a file-scope `const`, which acts as a named constant).
+    Auto,
+    Shared,
+    ExternShared,
+    Constant,
+    Device,
+    Static,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decl {
+    pub storage: Storage,
+    pub ty: TypeName,
+    pub declarators: Vec<Declarator>,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    Plus,
+    BitNot,
+    LogNot,
+    Deref,
+    AddrOf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    Shl,
+    Shr,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    LogAnd,
+    LogOr,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    Int(u64, Scalar),
+    Float(f64, Scalar),
+    Char(u8),
+    Str(String),
+    Bool(bool),
+    Name(String),
+    /// `threadIdx.x`: the member name and its span.
+    Member(Box<Expr>, String, Span),
+    Unary(UnOp, Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `lhs = rhs` (`None`) or `lhs op= rhs`.
+    Assign(Option<BinOp>, Box<Expr>, Box<Expr>),
+    IncDec {
+        operand: Box<Expr>,
+        increment: bool,
+        prefix: bool,
+    },
+    Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+    Cast(TypeName, Box<Expr>),
+    Call {
+        name: String,
+        name_span: Span,
+        args: Vec<Expr>,
+    },
+    Index(Box<Expr>, Box<Expr>),
+    Comma(Box<Expr>, Box<Expr>),
+    SizeofType(TypeName),
+    SizeofExpr(Box<Expr>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StmtKind {
+    Expr(Expr),
+    Decl(Decl),
+    If(Expr, Box<Stmt>, Option<Box<Stmt>>),
+    While(Expr, Box<Stmt>),
+    DoWhile(Box<Stmt>, Expr),
+    For { init: Option<Box<Stmt>>, cond: Option<Expr>, step: Option<Expr>, body: Box<Stmt> },
+    Break,
+    Continue,
+    Return(Option<Expr>),
+    Block(Vec<Stmt>),
+    Empty,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FuncQual {
+    Global,
+    Device,
+    /// No `__global__`/`__device__`: host code, which the checker rejects with a hint.
+    Host,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamDecl {
+    pub ty: TypeName,
+    /// `None` for an unnamed parameter in a prototype.
+    pub name: Option<(String, Span)>,
+    /// `float a[]` / `float a[N]` parameters, which are pointers in C.
+    pub array_dims: usize,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FuncDef {
+    pub qual: FuncQual,
+    pub ret: TypeName,
+    pub name: String,
+    pub name_span: Span,
+    pub params: Vec<ParamDecl>,
+    pub body: Vec<Stmt>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ItemKind {
+    Function(FuncDef),
+    /// A file-scope variable declaration: one item per declarator.
+    Global(Decl),
+    /// `typedef <supported type> NAME;`
+    Typedef(TypeName),
+}
+
+/// One top-level thing a snippet defines, with the text the learner wrote for it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Item {
+    pub name: String,
+    pub kind: ItemKind,
+    pub span: Span,
+}

@@ -1,0 +1,622 @@
+//! Tests of the front end through [`Module::add`]: the seed kernels' AST shapes, C's conversion
+//! rules, error messages as the learner sees them, and robustness against garbage.
+
+use super::ast::*;
+use super::*;
+use crate::diag::SourceMap;
+
+/// Add `text` as one snippet to a fresh module; panic with the rendered errors if it fails.
+fn module(text: &str) -> Module {
+    let mut map = SourceMap::new();
+    let id = map.add("<input 1>", text, 1);
+    let mut m = Module::new();
+    if let Err(errors) = m.add(id, text) {
+        let rendered: Vec<String> = errors.iter().map(|e| e.to_plain(&map)).collect();
+        panic!("expected the snippet to check:\n{}", rendered.join("\n"));
+    }
+    m
+}
+
+/// The rendered errors for a snippet that must fail.
+fn errors(text: &str) -> String {
+    let mut map = SourceMap::new();
+    let id = map.add("<input 1>", text, 1);
+    match Module::new().add(id, text) {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(errors) => errors.iter().map(|e| e.to_plain(&map)).collect::<Vec<_>>().join("\n"),
+    }
+}
+
+fn warnings(text: &str) -> Vec<String> {
+    let mut map = SourceMap::new();
+    let id = map.add("<input 1>", text, 1);
+    let out = Module::new().add(id, text).expect("checks");
+    out.warnings.iter().map(|w| w.to_plain(&map)).collect()
+}
+
+fn kernel<'a>(m: &'a Module, name: &str) -> &'a Function {
+    m.kernel(name).unwrap_or_else(|| panic!("no kernel `{name}`"))
+}
+
+fn expr_of(s: &Stmt) -> &Expr {
+    match &s.kind {
+        StmtKind::Expr(e) => e,
+        other => panic!("expected an expression statement, got {other:?}"),
+    }
+}
+
+fn f32t() -> Type {
+    Type::Scalar(Scalar::F32)
+}
+
+const SEEDS: &str = r#"
+__global__ void add_half_everywhere(float *a, int n) {
+    for (int i = 0; i < n; i++) {
+        a[i] += 0.5f;
+    }
+}
+__global__ void add_half(float *a) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    a[i] += 0.5;
+}
+__global__ void add_half_checked(float *a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] += 0.5f;
+}
+__global__ void grid_stride(float *a, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) a[i] = 2.0f * a[i];
+}
+#define BLOCK 256
+__global__ void block_sum(const float *in, float *out, int n) {
+    __shared__ float s[BLOCK];
+    unsigned tid = threadIdx.x;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    s[tid] = i < n ? in[i] : 0.0f;
+    __syncthreads();
+    for (unsigned stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+        if (tid < stride) s[tid] += s[tid + stride];
+        __syncthreads();
+    }
+    if (tid == 0) atomicAdd(out, s[0]);
+}
+__device__ float square(float x) { return x * x; }
+__global__ void matmul(const float *A, const float *B, float *C, int N) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < N && col < N) { float acc = 0; for (int k = 0; k < N; ++k) acc += A[row * N + k] * B[k * N + col]; C[row * N + col] = acc; }
+}
+#define TILE 16
+__global__ void tiled(const float *A, const float *B, float *C, int N) {
+    __shared__ float As[TILE][TILE], Bs[TILE][TILE];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
+    float acc = 0.0f;
+    for (int t = 0; t < (N + TILE - 1) / TILE; ++t) {
+        As[ty][tx] = (row < N && t * TILE + tx < N) ? A[row * N + t * TILE + tx] : 0.0f;
+        Bs[ty][tx] = (col < N && t * TILE + ty < N) ? B[(t * TILE + ty) * N + col] : 0.0f;
+        __syncthreads();
+        #pragma unroll
+        for (int k = 0; k < TILE; ++k) acc += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+    }
+    if (row < N && col < N) C[row * N + col] = square(acc) / acc;
+}
+__global__ void warp_sum(const float *in, float *out) {
+    float v = in[threadIdx.x];
+    for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffff, v, o);
+    if ((threadIdx.x & 31) == 0) atomicAdd(out, v);
+}
+__global__ void dynamic(float *a, int n) {
+    extern __shared__ float dyn[];  // sized by the launch
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    dyn[threadIdx.x] = i < n ? a[i] : 0.0f;
+    __syncthreads();
+    if (i < n) printf("block %d thread %d: %f\n", blockIdx.x, threadIdx.x, a[i]);
+}
+"#;
+
+#[test]
+fn every_seed_kernel_checks() {
+    let m = module(SEEDS);
+    let names: Vec<&str> = m.program().functions.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "add_half_everywhere",
+            "add_half",
+            "add_half_checked",
+            "grid_stride",
+            "block_sum",
+            "square",
+            "matmul",
+            "tiled",
+            "warp_sum",
+            "dynamic"
+        ]
+    );
+    assert_eq!(m.generation(), 1);
+}
+
+#[test]
+fn float_plus_float_literal_stays_float() {
+    let m = module(SEEDS);
+    let k = kernel(&m, "add_half_everywhere");
+    assert_eq!(k.params.len(), 2);
+    assert_eq!(k.params[0].ty, Type::Ptr { pointee: Box::new(f32t()), is_const: false });
+    let StmtKind::For { init: Some(init), cond: Some(cond), step: Some(step), body } = &k.body[0].kind else {
+        panic!("expected a for loop: {:?}", k.body[0]);
+    };
+    assert!(matches!(init.kind, StmtKind::Decl { local: 2, init: Some(_) }));
+    assert_eq!(cond.ty, Type::Scalar(Scalar::Bool));
+    assert!(matches!(step.kind, ExprKind::IncDec { increment: true, prefix: false, .. }));
+    let StmtKind::Block(stmts) = &body.kind else { panic!("block body") };
+    let ExprKind::CompoundAssign { op, lhs, rhs, op_ty } = &expr_of(&stmts[0]).kind else { panic!("+=") };
+    assert_eq!((*op, *op_ty), (BinaryOp::Add, Scalar::F32));
+    assert!(matches!(rhs.kind, ExprKind::FloatConst(v) if v == 0.5));
+    let ExprKind::Index { base, index } = &lhs.kind else { panic!("a[i]") };
+    assert!(matches!(base.kind, ExprKind::Local(0)));
+    assert_eq!(index.ty, Type::Scalar(Scalar::I64));
+    assert!(matches!(&index.kind, ExprKind::Cast(i) if matches!(i.kind, ExprKind::Local(2))));
+}
+
+#[test]
+fn float_plus_double_literal_computes_in_double() {
+    let m = module(SEEDS);
+    let k = kernel(&m, "add_half");
+    let ExprKind::CompoundAssign { op_ty, rhs, lhs, .. } = &expr_of(&k.body[1]).kind else { panic!("+=") };
+    assert_eq!(*op_ty, Scalar::F64);
+    assert_eq!(rhs.ty, Type::Scalar(Scalar::F64));
+    assert_eq!(lhs.ty, f32t());
+    // int i = blockIdx.x * blockDim.x + threadIdx.x: unsigned arithmetic, then a cast to int.
+    let StmtKind::Decl { init: Some(init), .. } = &k.body[0].kind else { panic!("decl") };
+    assert_eq!(init.ty, Type::Scalar(Scalar::I32));
+    let ExprKind::Cast(sum) = &init.kind else { panic!("cast to int") };
+    assert_eq!(sum.ty, Type::Scalar(Scalar::U32));
+    assert!(matches!(&sum.kind, ExprKind::Binary { op: BinaryOp::Add, .. }));
+}
+
+#[test]
+fn shared_arrays_conditionals_and_atomics() {
+    let m = module(SEEDS);
+    let k = kernel(&m, "block_sum");
+    assert_eq!(k.shared.len(), 1);
+    assert_eq!(k.shared[0].ty, Type::Array { elem: Box::new(f32t()), len: 256 });
+    // s[tid] = i < n ? in[i] : 0.0f
+    let ExprKind::Assign { lhs, rhs } = &expr_of(&k.body[2]).kind else { panic!("assign") };
+    let ExprKind::Index { base, .. } = &lhs.kind else { panic!("s[tid]") };
+    assert!(matches!(&base.kind, ExprKind::Decay(inner) if matches!(inner.kind, ExprKind::Mem(MemId::Shared(0)))));
+    assert!(matches!(rhs.kind, ExprKind::Cond { .. }));
+    assert!(matches!(expr_of(&k.body[3]).kind, ExprKind::Intrinsic { which: Intrinsic::SyncThreads, .. }));
+    let StmtKind::If { then, .. } = &k.body[5].kind else { panic!("if") };
+    let ExprKind::Intrinsic { which, args } = &expr_of(then).kind else { panic!("atomicAdd") };
+    assert_eq!(*which, Intrinsic::Atomic { op: AtomicOp::Add, ty: Scalar::F32 });
+    assert!(args[0].ty.is_pointer());
+    assert!(matches!(args[1].kind, ExprKind::Index { .. }));
+}
+
+#[test]
+fn multi_dim_shared_arrays_and_device_calls() {
+    let m = module(SEEDS);
+    let k = kernel(&m, "tiled");
+    let tile = Type::Array { elem: Box::new(f32t()), len: 16 };
+    assert_eq!(k.shared[0].ty, Type::Array { elem: Box::new(tile), len: 16 });
+    assert_eq!(k.shared[1].name, "Bs");
+    let (square, _) = m.program().function("square").expect("square");
+    assert_eq!(k.calls, vec![square]);
+}
+
+#[test]
+fn shuffles_fill_in_the_width() {
+    let m = module(SEEDS);
+    let k = kernel(&m, "warp_sum");
+    let StmtKind::For { body, .. } = &k.body[1].kind else { panic!("for") };
+    let ExprKind::CompoundAssign { rhs, .. } = &expr_of(body).kind else { panic!("+=") };
+    let ExprKind::Intrinsic { which, args } = &rhs.kind else { panic!("shfl") };
+    assert_eq!(*which, Intrinsic::Shfl { kind: ShflKind::Down, ty: Scalar::F32 });
+    assert_eq!(args.len(), 4);
+    assert_eq!(args[2].ty, Type::Scalar(Scalar::U32));
+    assert!(matches!(args[3].kind, ExprKind::IntConst(32)));
+}
+
+#[test]
+fn extern_shared_and_printf() {
+    let m = module(SEEDS);
+    let k = kernel(&m, "dynamic");
+    assert!(k.shared[0].is_extern);
+    assert_eq!(k.shared[0].ty, Type::Array { elem: Box::new(f32t()), len: 0 });
+    let StmtKind::If { then, .. } = &k.body[3].kind else { panic!("if") };
+    let ExprKind::Printf { format, args } = &expr_of(then).kind else { panic!("printf") };
+    assert_eq!(format, "block %d thread %d: %f\n");
+    assert_eq!(args[2].ty, Type::Scalar(Scalar::F64), "float arguments are promoted to double");
+}
+
+#[test]
+fn unsigned_from_negative_is_a_cast_of_a_constant() {
+    let m = module("__global__ void k(unsigned *o) { unsigned u = -1; o[0] = u; }");
+    let StmtKind::Decl { init: Some(init), .. } = &kernel(&m, "k").body[0].kind else { panic!("decl") };
+    assert_eq!(init.ty, Type::Scalar(Scalar::U32));
+    let ExprKind::Cast(neg) = &init.kind else { panic!("cast: {init:?}") };
+    let ExprKind::Unary { op: UnaryOp::Neg, operand } = &neg.kind else { panic!("neg") };
+    assert!(matches!(operand.kind, ExprKind::IntConst(1)));
+}
+
+#[test]
+fn int_compared_with_unsigned_converts_both_to_unsigned() {
+    let m = module("__global__ void k(float *a, unsigned n) { int i = threadIdx.x; if (i < n) a[i] = 0; }");
+    let StmtKind::If { cond, .. } = &kernel(&m, "k").body[1].kind else { panic!("if") };
+    let ExprKind::Binary { op: BinaryOp::Lt, lhs, rhs } = &cond.kind else { panic!("<") };
+    assert_eq!(lhs.ty, Type::Scalar(Scalar::U32));
+    assert!(matches!(lhs.kind, ExprKind::Cast(_)));
+    assert_eq!(rhs.ty, Type::Scalar(Scalar::U32));
+}
+
+#[test]
+fn comparisons_used_as_numbers_are_cast_to_int() {
+    let m = module("__global__ void k(int *o, int x, int y) { int b = x < y; o[0] = b + (x == y); }");
+    let StmtKind::Decl { init: Some(init), .. } = &kernel(&m, "k").body[0].kind else { panic!("decl") };
+    assert_eq!(init.ty, Type::Scalar(Scalar::I32));
+    assert!(matches!(&init.kind, ExprKind::Cast(c) if c.ty == Type::Scalar(Scalar::Bool)));
+}
+
+#[test]
+fn literal_types_follow_c() {
+    let m =
+        module("__global__ void k(long long *o) { o[0] = 2147483648; o[1] = 0xffffffff; o[2] = 1ull; o[3] = 'a'; }");
+    let tys: Vec<Type> = kernel(&m, "k")
+        .body
+        .iter()
+        .map(|s| match &expr_of(s).kind {
+            ExprKind::Assign { rhs, .. } => match &rhs.kind {
+                ExprKind::Cast(inner) => inner.ty.clone(),
+                _ => rhs.ty.clone(),
+            },
+            _ => panic!("assign"),
+        })
+        .collect();
+    let s = |s| Type::Scalar(s);
+    assert_eq!(tys, [s(Scalar::I64), s(Scalar::U32), s(Scalar::U64), s(Scalar::I8)]);
+}
+
+#[test]
+fn pointer_arithmetic() {
+    let m = module(
+        "__global__ void k(float *a, int n) { float *p = a + n; float *q = p - 1; long long d = p - q; p++; p += 2; *p = 1.0f; }",
+    );
+    let k = kernel(&m, "k");
+    let StmtKind::Decl { init: Some(e), .. } = &k.body[1].kind else { panic!() };
+    let ExprKind::PtrOffset { offset, .. } = &e.kind else { panic!("ptr offset") };
+    assert!(matches!(offset.kind, ExprKind::Unary { op: UnaryOp::Neg, .. }));
+    let StmtKind::Decl { init: Some(e), .. } = &k.body[2].kind else { panic!() };
+    assert!(matches!(e.kind, ExprKind::PtrDiff { .. }));
+    let ExprKind::CompoundAssign { op_ty, .. } = &expr_of(&k.body[4]).kind else { panic!("+=") };
+    assert_eq!(*op_ty, Scalar::I64);
+}
+
+#[test]
+fn arrays_decay_when_passed_to_atomics_and_functions() {
+    let m = module(
+        "__device__ float first(const float *p) { return p[0]; }\n\
+         __global__ void k(float *out) { __shared__ float sum[4]; atomicAdd(&sum[0], 1.0f); atomicAdd(sum, 2); out[0] = first(sum); }",
+    );
+    let k = kernel(&m, "k");
+    let ExprKind::Intrinsic { args, .. } = &expr_of(&k.body[0]).kind else { panic!() };
+    assert!(matches!(args[0].kind, ExprKind::AddrOf(_)));
+    let ExprKind::Intrinsic { args, .. } = &expr_of(&k.body[1]).kind else { panic!() };
+    assert!(matches!(args[0].kind, ExprKind::Decay(_)));
+    assert!(matches!(&args[1].kind, ExprKind::Cast(_)), "2 converted to float");
+}
+
+#[test]
+fn local_arrays_with_initialisers() {
+    let m = module(
+        "__global__ void k(float *o) { float w[2][3] = {{1, 2}, {4}}; int v[] = {1, 2, 3}; o[0] = w[1][0] + v[2]; }",
+    );
+    let k = kernel(&m, "k");
+    assert_eq!(k.local_arrays[1].ty, Type::Array { elem: Box::new(Type::Scalar(Scalar::I32)), len: 3 });
+    let StmtKind::ArrayDecl { init: Some(init), .. } = &k.body[0].kind else { panic!() };
+    let values: Vec<f64> = init
+        .iter()
+        .map(|e| match &e.kind {
+            ExprKind::Cast(c) => match c.kind {
+                ExprKind::IntConst(v) => v as f64,
+                _ => panic!(),
+            },
+            ExprKind::IntConst(v) => *v as f64,
+            ExprKind::FloatConst(v) => *v,
+            _ => panic!("{e:?}"),
+        })
+        .collect();
+    assert_eq!(values, [1.0, 2.0, 0.0, 4.0, 0.0, 0.0]);
+}
+
+#[test]
+fn globals_constants_typedefs_and_defines_persist() {
+    let mut map = SourceMap::new();
+    let mut m = Module::new();
+    let a = "#define N 4\ntypedef float real;\n__constant__ real coeff[N] = {1.0f, 2.0f};\n__device__ int counter;\nconst int SCALE = 3;";
+    let id = map.add("<input 1>", a, 1);
+    let out = m.add(id, a).expect("first snippet");
+    let kinds: Vec<(&str, ItemKind)> = out.defined.iter().map(|d| (d.name.as_str(), d.kind.clone())).collect();
+    assert_eq!(
+        kinds,
+        [
+            ("N", ItemKind::Define),
+            ("real", ItemKind::Typedef),
+            ("coeff", ItemKind::Global),
+            ("counter", ItemKind::Global),
+            ("SCALE", ItemKind::Global)
+        ]
+    );
+    let g = &m.program().globals[0];
+    assert!(g.is_constant);
+    assert_eq!(g.init, vec![1.0f32.to_bits() as u64, 2.0f32.to_bits() as u64]);
+    let b = "__global__ void k(real *o) { o[0] = coeff[N - 1] * SCALE; atomicAdd(&counter, 1); }";
+    let id = map.add("<input 2>", b, 1);
+    m.add(id, b).expect("second snippet sees the first's names");
+    assert_eq!(m.generation(), 2);
+    // Redefining a kernel replaces it.
+    let c = "__global__ void k(real *o) { o[0] = 1; }";
+    let id = map.add("<input 3>", c, 1);
+    let out = m.add(id, c).expect("replace");
+    assert!(out.defined[0].replaced);
+    assert_eq!(m.program().kernels().count(), 1);
+    assert_eq!(m.items().last().map(|i| i.text.as_str()), Some(c));
+}
+
+#[test]
+fn failed_snippets_leave_the_module_unchanged() {
+    let mut map = SourceMap::new();
+    let mut m = Module::new();
+    let a = "__device__ float sq(float x) { return x * x; }\n__global__ void k(float *a) { a[0] = sq(a[0]); }";
+    let id = map.add("<input 1>", a, 1);
+    m.add(id, a).unwrap();
+    let before = m.program().clone();
+    // Changing sq's signature breaks k, which is checked again.
+    let b = "__device__ float sq(float x, float y) { return x * y; }";
+    let id = map.add("<input 2>", b, 1);
+    let errs = m.add(id, b).unwrap_err();
+    assert!(errs[0].message.contains("takes 2 arguments"), "{errs:?}");
+    assert_eq!(m.program(), &before);
+    assert_eq!(m.generation(), 1);
+}
+
+#[test]
+fn misspelt_type_suggests_the_right_one() {
+    let text = errors("__global__ void k(float *a) {\n    flaot x = 1;\n}");
+    assert!(text.contains("unknown type name `flaot`"), "{text}");
+    assert!(text.contains("<input 1>:2:5"), "{text}");
+    assert!(text.contains("help: did you mean `float`?"), "{text}");
+}
+
+#[test]
+fn misspelt_names_suggest_names_in_scope() {
+    let text = errors("__global__ void k(float *data, int n) {\n  int i = threadIdx.x;\n  if (i < n) dta[i] = 0;\n}");
+    assert!(text.contains("use of undeclared identifier `dta`"), "{text}");
+    assert!(text.contains("<input 1>:3:14"), "{text}");
+    assert!(text.contains("did you mean `data`?"), "{text}");
+    let text = errors("__global__ void k(float *a) { a[0] = threadIdz.x; }");
+    assert!(text.contains("did you mean `threadIdx`?"), "{text}");
+    let text = errors("__global__ void k(float *a) { __syncthread(); }");
+    assert!(text.contains("did you mean `__syncthreads`?"), "{text}");
+}
+
+#[test]
+fn unsupported_constructs_say_what_they_are() {
+    let cases = [
+        ("template <typename T> __global__ void k(T *a) {}", "templates run on the GPU backend only"),
+        ("struct P { float x; };", "structs run on the GPU backend only"),
+        ("#define SQ(x) ((x)*(x))", "function-like macros are not supported by the simulator"),
+        ("__global__ void k(int *a) { switch (a[0]) { case 0: break; } }", "switch is not supported"),
+        ("__global__ void k(int *a) { goto end; }", "goto is not supported"),
+        ("__global__ void k(float *a) { float4 v; }", "vector types run on the GPU backend only"),
+        ("__global__ void k(float *a) { dim3 b; }", "`dim3` variables are not supported"),
+        ("__global__ void k(float *a) { short s = 1; }", "`short` is not supported"),
+        ("__global__ int k(float *a) { return 1; }", "kernels must return void"),
+        ("__global__ void k(float *a) { float x = 1; float *p = &x; }", "cannot take the address of the register"),
+        ("__global__ void k(const float *a) { a[0] = 1; }", "cannot assign here"),
+        ("__global__ void k(float *a) { 1 = a[0]; }", "cannot apply `=`"),
+        ("__global__ void k(float *a) { atomicAdd(a[0], 1.0f); }", "pass the address: atomicAdd(&a[i], v)"),
+        ("__global__ void k(float *a) { a[0] = sqrtf(1, 2); }", "`sqrtf` takes 1 argument, but 2 were given"),
+        ("__global__ void j(float *a) {}\n__device__ void f(float *a) { j(a); }", "cannot call the kernel `j`"),
+        ("__device__ int f(int n) { return n ? n * f(n - 1) : 1; }", "recursive __device__ functions"),
+        (
+            "__device__ int f(int n);\n__device__ int g(int n) { return f(n); }\n__device__ int f(int n) { return g(n); }",
+            "recursive",
+        ),
+        ("typedef struct { int x; } P;", "structs run on the GPU backend only"),
+        ("__global__ void k(float *a) { a[0] = 1 }", "expected `;`"),
+        ("__global__ void k(float *a) { a[0] = 1;", "unclosed `{`"),
+    ];
+    for (src, want) in cases {
+        let text = errors(src);
+        assert!(text.contains(want), "for `{src}` expected `{want}` in:\n{text}");
+        assert!(text.contains("help:"), "no help for `{src}`:\n{text}");
+    }
+}
+
+#[test]
+fn reading_an_unassigned_local_warns_once() {
+    let w = warnings("__global__ void k(float *a) { float x; a[0] = x; a[1] = x; }");
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("`x` is read before it is assigned"));
+    assert!(warnings("__global__ void k(float *a) { float x; x = 1; a[0] = x; float y = 0.1; a[1] = y; }").is_empty());
+}
+
+#[test]
+fn predefined_limits_and_math() {
+    let m = module(
+        "__global__ void k(float *a, double *d) { float m = -INFINITY; m = fmaxf(m, FLT_MAX); int lo = INT_MIN; \
+         d[0] = sqrt(2.0); a[0] = sqrt(a[1]) + __expf(m) + min(lo, 3) + __fdividef(1, 2); }",
+    );
+    let k = kernel(&m, "k");
+    let ExprKind::Assign { rhs, .. } = &expr_of(&k.body[3]).kind else { panic!() };
+    assert!(matches!(
+        rhs.kind,
+        ExprKind::Intrinsic { which: Intrinsic::Math { f: MathFn::Sqrt, ty: Scalar::F64 }, .. }
+    ));
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let deep = format!("__global__ void k(int *a) {{ a[0] = {}1{}; }}", "(".repeat(10_000), ")".repeat(10_000));
+    assert!(errors(&deep).contains("nested too deeply"));
+    let chain = format!("__global__ void k(int *a) {{ a[0] = 1{}; }}", " + 1".repeat(10_000));
+    assert!(errors(&chain).contains("nested too deeply"));
+    let blocks = format!("__global__ void k(int *a) {}{}", "{".repeat(10_000), "}".repeat(10_000));
+    assert!(errors(&blocks).contains("nested too deeply"));
+    let unary = format!("__global__ void k(int *a) {{ a[0] = {}1; }}", "-".repeat(10_000));
+    assert!(errors(&unary).contains("nested too deeply"));
+}
+
+#[test]
+fn the_deepest_allowed_nesting_checks_on_a_small_stack() {
+    let parens = format!("__global__ void k(int *a) {{ a[0] = {}1{}; }}", "(".repeat(40), ")".repeat(40));
+    let chain = format!("__global__ void k2(int *a) {{ a[0] = 1{}; }}", " + a[1]".repeat(100));
+    let ifs = format!("__global__ void k3(int *a) {{ {} a[0] = 1; }}", "if (a[0]) ".repeat(100));
+    let text = format!("{parens}\n{chain}\n{ifs}");
+    // Test threads have 2 MiB of stack; the REPL's main thread has more.
+    std::thread::Builder::new()
+        .stack_size(1 << 21)
+        .spawn(move || {
+            module(&text);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+#[test]
+fn self_referential_macros_terminate() {
+    errors("#define A B B\n#define B A A\n__global__ void k(int *a) { a[0] = A; }");
+    module("#define X X\n__device__ int X;");
+}
+
+#[test]
+fn the_rest_of_the_subset_checks() {
+    let m = module(
+        r#"#include <cstdio>
+#include "helpers.h"
+/* a block comment
+   over lines */
+__device__ int hits = 5;
+__device__ float table[2][2] = {1, 2, 3};
+__host__ __device__ __forceinline__ float half(float x) { return x * .5f + 2.f - 1.0F; }
+static __noinline__ __device__ unsigned long long wide(size_t a, long b) { return a + b; }
+__global__ void __launch_bounds__(256) k(float *__restrict__ a, const int *flags, int n) {
+    int i = 0;
+    do {
+        if (flags[i] == 0) { i++; continue; } else if (flags[i] < 0) break;
+        a[i] = static_cast<float>(flags[i]) + (float)hits + half(a[i]) + table[1][0];
+        a[i] *= i % 2 ? -1 : 1;
+        i += 1;
+    } while (i < n);
+    while (true) { if (--n <= 0) break; }
+    unsigned char c = 'x';
+    bool ok = !(c > 3) || n != 0 && ~n & 1;
+    int j = (ok, i), q[2] = {0};
+    a[0] += wide(j, q[1]) + sizeof(float) + sizeof a[0] + warpSize;
+    assert(i >= 0);
+    if (i > n) __trap();
+    __syncwarp();
+    __threadfence();
+    unsigned b = __ballot_sync(0xffffffff, a[0] > 0);
+    atomicCAS((int *)flags + 0, 0, (int)b);
+}
+"#,
+    );
+    assert_eq!(m.program().globals[0].init, vec![5]);
+    assert_eq!(
+        m.program().globals[1].init,
+        vec![1.0f32.to_bits() as u64, 2.0f32.to_bits() as u64, 3.0f32.to_bits() as u64]
+    );
+    assert_eq!(m.program().functions.len(), 3);
+}
+
+#[test]
+fn casting_away_const_for_an_atomic_is_explicit() {
+    let text = errors("__global__ void k(const int *flags) { atomicAdd(flags, 1); }");
+    assert!(text.contains("points to const data"), "{text}");
+}
+
+#[test]
+fn errors_point_at_the_right_line_and_column() {
+    let text = errors("#define N 4\n__global__ void k(float *a) {\n  for (int i = 0; i < N; i++)\n    a[i] = b;\n}");
+    assert!(text.contains("<input 1>:4:12"), "{text}");
+    assert!(text.contains("4 |     a[i] = b;"), "{text}");
+    let text = errors("__global__ void k(int *a) {\n  switch (a[0]) {}\n}");
+    assert!(text.contains("<input 1>:2:3"), "{text}");
+    assert!(text.contains("help: use if/else"), "{text}");
+}
+
+mod props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn add(text: &str) {
+        let mut map = SourceMap::new();
+        let id = map.add("<fuzz>", text, 1);
+        let mut m = Module::new();
+        if let Err(errs) = m.add(id, text) {
+            for e in errs {
+                let _ = e.to_plain(&map);
+            }
+        }
+    }
+
+    /// The seed kernels cut into tokens (roughly: on whitespace and punctuation).
+    fn seed_tokens() -> Vec<String> {
+        let mut toks = Vec::new();
+        let mut cur = String::new();
+        for c in SEEDS.chars() {
+            if c.is_alphanumeric() || c == '_' || c == '.' {
+                cur.push(c);
+            } else {
+                if !cur.is_empty() {
+                    toks.push(std::mem::take(&mut cur));
+                }
+                toks.push(c.to_string());
+            }
+        }
+        toks
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC{0,200}") {
+            add(&text);
+        }
+
+        #[test]
+        fn c_like_text_never_panics(text in "[a-z_(){}\\[\\];,=+*<>!&|^%~?:.0-9 \n#/\"'-]{0,200}") {
+            add(&text);
+        }
+
+        #[test]
+        fn mutated_seeds_never_panic(edits in proptest::collection::vec((0usize..4, any::<prop::sample::Index>(), any::<prop::sample::Index>()), 1..6)) {
+            let mut toks = seed_tokens();
+            for (kind, a, b) in edits {
+                let (i, j) = (a.index(toks.len()), b.index(toks.len()));
+                match kind {
+                    0 => { toks.remove(i); }
+                    1 => { let t = toks[i].clone(); toks.insert(j, t); }
+                    2 => toks.swap(i, j),
+                    _ => { let t = toks[i].clone(); toks[i] = t.chars().rev().collect(); }
+                }
+                if toks.is_empty() { break; }
+            }
+            add(&toks.concat());
+        }
+
+        #[test]
+        fn mutated_seed_characters_never_panic(edits in proptest::collection::vec((any::<bool>(), any::<prop::sample::Index>(), any::<char>()), 1..8)) {
+            let mut chars: Vec<char> = SEEDS.chars().collect();
+            for (delete, at, c) in edits {
+                let i = at.index(chars.len());
+                if delete { chars.remove(i); } else { chars.insert(i, c); }
+            }
+            add(&chars.into_iter().collect::<String>());
+        }
+    }
+}
