@@ -1,1 +1,3 @@
-//! Rendering (being written).
+//! Rendering: arrays and values, written to any `impl Write` with a colour choice.
+
+pub mod array;

@@ -1,1 +1,24 @@
-//! The session language (being written).
+//! The gridlab session language: what the learner types at the prompt, in `.gridlab` scripts
+//! and in lesson blocks.
+//!
+//! - [`input`] splits text into inputs: CUDA items, `:commands` and statements;
+//! - [`lexer`] and [`parser`] turn one statement into an [`ast::Stmt`];
+//! - [`eval`] evaluates expressions against the session's buffers and scalars ([`eval::Env`]),
+//!   numpy-style, and explains failed `expect`s with the learner's own sub-expressions;
+//! - [`value`] holds values and converts arrays to and from [`crate::buffer::Buffer`].
+
+pub mod ast;
+pub mod eval;
+pub mod input;
+pub mod lexer;
+pub mod parser;
+pub mod value;
+
+pub use eval::{Env, ExpectOutcome, eval, eval_expect};
+pub use input::{Input, InputKind, classify, is_complete, split_inputs};
+
+pub use parser::parse_statement;
+pub use value::{ArrayValue, Value};
+
+#[cfg(test)]
+mod tests;

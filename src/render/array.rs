@@ -1,0 +1,269 @@
+//! numpy-style printing of arrays and scalars, deterministic and width-aware.
+//!
+//! ```text
+//! a: f32[4]  [0.5 1.5 -1. 0.]
+//! a: f32[1048576]  [0.5 0.5 0.5 ... 0.5 0.5 0.5]
+//! m: i32[3, 4]
+//! [[ 0  1  2  3]
+//!  [ 4  5  6  7]
+//!  [ 8  9 10 11]]
+//! n = 1000
+//! ```
+//! Floats print with the shortest digits that round-trip in their own precision and a trailing
+//! `.` when integral (`1.`), as numpy does; columns are right-aligned to the widest element shown.
+//! More than 20 elements along a dimension elide to the first and last 3, with `...`.
+
+use std::io::{self, Write};
+
+use owo_colors::OwoColorize;
+
+use crate::buffer::{Buffer, Num, Shape};
+use crate::dtype::DType;
+use crate::script::value::{ArrayValue, Value, format_float};
+
+/// Elide a dimension longer than this.
+pub const ELIDE_OVER: usize = 20;
+/// Elements shown at each end of an elided dimension.
+pub const EDGE: usize = 3;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArrayStyle {
+    pub color: bool,
+    /// Terminal width: 1-D arrays wrap to it, headers go on their own line when the body doesn't fit.
+    pub width: usize,
+    /// Elements changed by the last launch, highlighted when `color` is on.
+    pub changed: Option<Vec<bool>>,
+}
+
+impl Default for ArrayStyle {
+    fn default() -> ArrayStyle {
+        ArrayStyle { color: false, width: 80, changed: None }
+    }
+}
+
+/// A session buffer: `a: f32[4]  [0.5 1.5 -1. 0.]`.
+pub fn write_array<W: Write + ?Sized>(out: &mut W, name: &str, buf: &Buffer, opts: &ArrayStyle) -> io::Result<()> {
+    let get = |i: usize| buf.get(i);
+    write_elems(out, name, &type_name(Some(buf.dtype()), buf.shape()), buf.shape(), &get, Some(buf.dtype()), opts)
+}
+
+/// An evaluated array, e.g. a slice labelled with the learner's text: `a[2:6]: f32[4]  [...]`.
+pub fn write_array_value<W: Write + ?Sized>(
+    out: &mut W,
+    label: &str,
+    a: &ArrayValue,
+    opts: &ArrayStyle,
+) -> io::Result<()> {
+    let get = |i: usize| a.num(i);
+    write_elems(out, label, &a.type_name(), a.shape(), &get, a.dtype(), opts)
+}
+
+/// Any value: arrays as above, scalars as `n = 1000`, `x = 0.5`, `ok = true`.
+pub fn write_value<W: Write + ?Sized>(out: &mut W, label: &str, v: &Value, opts: &ArrayStyle) -> io::Result<()> {
+    match v {
+        Value::Array(a) => write_array_value(out, label, a, opts),
+        Value::Int(i) => writeln!(out, "{label} = {i}"),
+        Value::Bool(b) => writeln!(out, "{label} = {b}"),
+        Value::Float(f) => writeln!(out, "{label} = {}", scalar_float(*f)),
+    }
+}
+
+/// A float scalar, Python-style (`2.0`, `0.5`). A value that is exactly an `f32` (an element of
+/// an `f32` array, most likely) prints with `f32`'s shortest digits: `0.1`, not
+/// `0.10000000149011612`.
+pub fn scalar_float(f: f64) -> String {
+    let dtype = if f.is_finite() && (f as f32) as f64 == f { DType::F32 } else { DType::F64 };
+    let s = format_float(f, dtype);
+    if s.bytes().all(|c| c.is_ascii_digit() || c == b'-') { format!("{s}.0") } else { s }
+}
+
+fn type_name(dtype: Option<DType>, shape: Shape) -> String {
+    let elem = dtype.map_or("bool", DType::name);
+    match shape {
+        Shape::D1(n) => format!("{elem}[{n}]"),
+        Shape::D2(r, c) => format!("{elem}[{r}, {c}]"),
+    }
+}
+
+/// One element as numpy shows it inside an array.
+fn element(n: Num, dtype: Option<DType>) -> String {
+    match (n, dtype) {
+        (Num::Int(i), None) => (i != 0).to_string(),
+        (Num::Int(i), Some(_)) => i.to_string(),
+        (Num::Float(f), d) => {
+            let s = format_float(f, d.unwrap_or(DType::F64));
+            if s.bytes().all(|c| c.is_ascii_digit() || c == b'-') { format!("{s}.") } else { s }
+        }
+    }
+}
+
+/// Positions shown along a dimension of `len`, with `None` for the `...`.
+fn shown(len: usize) -> Vec<Option<usize>> {
+    if len > ELIDE_OVER {
+        (0..EDGE).map(Some).chain([None]).chain((len - EDGE..len).map(Some)).collect()
+    } else {
+        (0..len).map(Some).collect()
+    }
+}
+
+fn write_elems<W: Write + ?Sized>(
+    out: &mut W,
+    label: &str,
+    type_name: &str,
+    shape: Shape,
+    get: &dyn Fn(usize) -> Num,
+    dtype: Option<DType>,
+    opts: &ArrayStyle,
+) -> io::Result<()> {
+    let (rows, cols, matrix) = match shape {
+        Shape::D1(n) => (1, n, false),
+        Shape::D2(r, c) => (r, c, true),
+    };
+    let row_pos = if matrix { shown(rows) } else { vec![Some(0)] };
+    let col_pos = shown(cols);
+    // Format every shown element first, to align the columns.
+    let cell = |r: usize, c: usize| element(get(r * cols + c), dtype);
+    let mut width = 0;
+    for r in row_pos.iter().flatten() {
+        for c in col_pos.iter().flatten() {
+            width = width.max(cell(*r, *c).len());
+        }
+    }
+    let paint = |i: usize, s: String| -> String {
+        let changed = opts.changed.as_ref().is_some_and(|ch| ch.get(i).copied().unwrap_or(false));
+        if opts.color && changed { s.yellow().bold().to_string() } else { s }
+    };
+    let row_items = |r: usize| -> Vec<(String, usize)> {
+        col_pos
+            .iter()
+            .map(|c| match c {
+                Some(c) => {
+                    let s = format!("{:>width$}", cell(r, *c));
+                    let w = s.len();
+                    (paint(r * cols + c, s), w)
+                }
+                None => ("...".to_string(), 3),
+            })
+            .collect()
+    };
+    let header = if opts.color { format!("{}: {type_name}", label.bold()) } else { format!("{label}: {type_name}") };
+    let header_w = label.len() + 2 + type_name.len();
+
+    if !matrix {
+        let items = row_items(0);
+        let body_w = items.iter().map(|(_, w)| w + 1).sum::<usize>() + 1;
+        let body: Vec<&str> = items.iter().map(|(s, _)| s.as_str()).collect();
+        if header_w + 2 + body_w <= opts.width || items.is_empty() {
+            return writeln!(out, "{header}  [{}]", body.join(" "));
+        }
+        writeln!(out, "{header}")?;
+        // numpy-style wrapping: continuation lines indented by one to sit under the first element.
+        let mut line_w = 1;
+        write!(out, "[")?;
+        for (k, (s, w)) in items.iter().enumerate() {
+            if k > 0 {
+                if line_w + 1 + w + 1 > opts.width.max(8) {
+                    write!(out, "\n ")?;
+                    line_w = 1;
+                } else {
+                    write!(out, " ")?;
+                    line_w += 1;
+                }
+            }
+            write!(out, "{s}")?;
+            line_w += w;
+        }
+        return writeln!(out, "]");
+    }
+
+    writeln!(out, "{header}")?;
+    if rows == 0 {
+        return writeln!(out, "[]");
+    }
+    for (k, r) in row_pos.iter().enumerate() {
+        let open = if k == 0 { "[[" } else { " [" };
+        let close = if k + 1 == row_pos.len() { "]]" } else { "]" };
+        match r {
+            Some(r) => {
+                let items: Vec<String> = row_items(*r).into_iter().map(|(s, _)| s).collect();
+                writeln!(out, "{open}{}{close}", items.join(" "))?;
+            }
+            None => writeln!(out, " ...")?,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(name: &str, buf: &Buffer, opts: &ArrayStyle) -> String {
+        let mut out = Vec::new();
+        write_array(&mut out, name, buf, opts).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn f32s(v: &[f64]) -> Buffer {
+        Buffer::from_nums(DType::F32, Shape::D1(v.len()), v.iter().map(|&x| Num::Float(x)))
+    }
+
+    #[test]
+    fn short_f32() {
+        insta::assert_snapshot!(render("a", &f32s(&[0.5, 1.5, -1.0, 0.1, 1e-7, 3e20]), &ArrayStyle::default()));
+    }
+
+    #[test]
+    fn long_f32_elides() {
+        let buf = Buffer::from_nums(DType::F32, Shape::D1(1 << 20), std::iter::repeat_n(Num::Float(0.5), 1 << 20));
+        insta::assert_snapshot!(render("a", &buf, &ArrayStyle::default()));
+    }
+
+    #[test]
+    fn i32_aligned() {
+        let buf = Buffer::from_nums(DType::I32, Shape::D1(5), [-3, 7, 100, 0, 42].map(Num::Int));
+        insta::assert_snapshot!(render("idx", &buf, &ArrayStyle::default()));
+    }
+
+    #[test]
+    fn matrix() {
+        let buf = Buffer::from_nums(DType::F32, Shape::D2(3, 4), (0..12).map(Num::Int));
+        insta::assert_snapshot!(render("m", &buf, &ArrayStyle::default()));
+    }
+
+    #[test]
+    fn big_matrix_elides_rows_and_columns() {
+        let buf = Buffer::from_nums(DType::I32, Shape::D2(30, 25), (0..750).map(Num::Int));
+        insta::assert_snapshot!(render("m", &buf, &ArrayStyle::default()));
+    }
+
+    #[test]
+    fn narrow_terminal_wraps() {
+        let buf = Buffer::from_nums(DType::F64, Shape::D1(12), (0..12).map(|i| Num::Float(i as f64 / 3.0)));
+        insta::assert_snapshot!(render("x", &buf, &ArrayStyle { width: 40, ..ArrayStyle::default() }));
+    }
+
+    #[test]
+    fn slice_and_scalars() {
+        let a = crate::script::value::ArrayValue::from_buffer(&f32s(&[2.0, 2.5, 3.0, 3.5]));
+        let mut out = Vec::new();
+        let opts = ArrayStyle::default();
+        write_value(&mut out, "a[2:6]", &Value::Array(a), &opts).unwrap();
+        write_value(&mut out, "n", &Value::Int(1000), &opts).unwrap();
+        write_value(&mut out, "x", &Value::Float(0.5), &opts).unwrap();
+        write_value(&mut out, "y", &Value::Float(2.0), &opts).unwrap();
+        write_value(&mut out, "a[0]", &Value::Float(0.1f32 as f64), &opts).unwrap();
+        write_value(&mut out, "ok", &Value::Bool(true), &opts).unwrap();
+        insta::assert_snapshot!(String::from_utf8(out).unwrap());
+    }
+
+    #[test]
+    fn changed_elements_are_highlighted_only_in_colour() {
+        let buf = f32s(&[1.0, 2.0]);
+        let changed = Some(vec![false, true]);
+        let plain = render("a", &buf, &ArrayStyle { changed: changed.clone(), ..ArrayStyle::default() });
+        assert_eq!(plain, "a: f32[2]  [1. 2.]\n");
+        let coloured = render("a", &buf, &ArrayStyle { color: true, changed, ..ArrayStyle::default() });
+        assert!(coloured.contains("\u{1b}[") && coloured.contains("1."), "{coloured:?}");
+    }
+}

@@ -1,0 +1,180 @@
+//! The syntax tree of one session statement. Spans index into the statement's own text, so
+//! messages can quote the learner's sub-expressions verbatim.
+
+use crate::diag::Span;
+use crate::finding::FindingKind;
+
+/// One statement: `let`, a launch, a bare expression to show, or an `expect`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StmtKind {
+    Let { name: String, name_span: Span, value: Expr },
+    Launch(Launch),
+    Inspect(Expr),
+    Expect(Expect),
+}
+
+/// `KERNEL<<<GRID, BLOCK[, SHARED_BYTES]>>>(ARGS)`, parsed but not checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Launch {
+    pub kernel: String,
+    pub kernel_span: Span,
+    pub grid: Dim,
+    pub block: Dim,
+    pub shared: Option<Expr>,
+    pub args: Vec<Expr>,
+    pub span: Span,
+}
+
+/// A grid or block size: `n`, `(x, y)`, `(x, y, z)` or `dim3(...)`; one to three expressions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dim {
+    pub exprs: Vec<Expr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expect {
+    /// `expect COND`
+    Expr(Expr),
+    /// `expect clean`: the last launch reported no findings.
+    Clean,
+    /// `expect finding race`: the last launch reported a finding of this kind.
+    Finding(FindingKind, Span),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    /// Covers the whole expression, including the parentheses around it when it has them.
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    Int(i128),
+    Float(f64),
+    Bool(bool),
+    /// A buffer, scalar or dtype name (dtype names are only meaningful as constructor arguments).
+    Name(String),
+    /// `[1, 2, 3]`
+    List(Vec<Expr>),
+    /// `(rows, cols)`: two or more expressions in parentheses.
+    Tuple(Vec<Expr>),
+    Call {
+        func: String,
+        func_span: Span,
+        args: Vec<Expr>,
+        kwargs: Vec<Kwarg>,
+    },
+    /// `a[i]`, `a[i, j]`, `a[2:10]`, `a[::2]`
+    Index {
+        target: Box<Expr>,
+        indices: Vec<Index>,
+    },
+    Unary {
+        op: UnOp,
+        op_span: Span,
+        operand: Box<Expr>,
+    },
+    Binary {
+        op: BinOp,
+        op_span: Span,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+}
+
+/// `seed=3` in a call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kwarg {
+    pub name: String,
+    pub name_span: Span,
+    pub value: Expr,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Index {
+    At(Expr),
+    Slice { start: Option<Box<Expr>>, stop: Option<Box<Expr>>, step: Option<Box<Expr>>, span: Span },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    Plus,
+    /// `~`: bitwise not on integers, logical not on booleans.
+    Invert,
+    /// `not` and `!`
+    Not,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Pow,
+    Mul,
+    Div,
+    FloorDiv,
+    Mod,
+    Add,
+    Sub,
+    Shl,
+    Shr,
+    BitAnd,
+    BitXor,
+    BitOr,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// `~=`: approximately equal (see `eval::approx_eq`).
+    Approx,
+    And,
+    Or,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Pow => "**",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::FloorDiv => "//",
+            BinOp::Mod => "%",
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
+            BinOp::BitAnd => "&",
+            BinOp::BitXor => "^",
+            BinOp::BitOr => "|",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::Approx => "~=",
+            BinOp::And => "and",
+            BinOp::Or => "or",
+        }
+    }
+
+    pub fn is_comparison(self) -> bool {
+        matches!(self, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Approx)
+    }
+}
+
+impl Expr {
+    /// The learner's text of this expression, sliced from the statement it was parsed from.
+    pub fn text<'a>(&self, src: &'a str) -> &'a str {
+        src.get(self.span.lo as usize..self.span.hi as usize).unwrap_or("?")
+    }
+}

@@ -1,0 +1,1389 @@
+//! Evaluation of expressions, numpy-style, against the session's buffers and scalars.
+//!
+//! Semantics follow numpy with NEP 50 promotion: Python-like literals and `let` scalars are
+//! "weak" and take the array's dtype (`f32` array `+ 0.5` stays `f32`, and `a == 0.1` compares
+//! against `0.1` rounded to `f32`); an integer array with a float scalar becomes `f64`. An
+//! element of an array (`a[3]`) or a reduction (`sum(a)`) is a typed scalar, like `np.float32`.
+//! Integer arrays wrap on overflow like C and numpy; integer *scalars* are checked, and integer
+//! division or modulo by zero is an error everywhere. Comparisons don't broadcast beyond a scalar
+//! and an array: two arrays must have the same length. `and`/`or`/`not` work elementwise on
+//! arrays (numpy would refuse), so `all(a > 0 and a < 1)` reads as written.
+
+use std::borrow::Cow;
+
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::buffer::{Buffer, Num, Shape};
+use crate::diag::{Diagnostic, Span};
+use crate::dtype::DType;
+
+use super::ast::{BinOp, Expr, ExprKind, Index, Kwarg, UnOp};
+use super::value::{ArrayValue, Data, Value, format_float, format_num, wrap};
+
+mod expect;
+
+pub use expect::{ExpectOutcome, eval_expect};
+
+/// What expressions can see of the session.
+pub trait Env {
+    fn buffer(&self, name: &str) -> Option<&Buffer>;
+    fn scalar(&self, name: &str) -> Option<&Value>;
+    /// Constructors refuse to build arrays larger than this many bytes, before allocating.
+    fn max_alloc_bytes(&self) -> u64;
+    /// Every bound name, for "did you mean" hints. Optional.
+    fn names(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// Absolute and relative tolerance of `~=`: `|a - b| <= 1e-6` or `|a - b| <= 1e-5 * |b|`.
+pub const APPROX_ABS: f64 = 1e-6;
+pub const APPROX_REL: f64 = 1e-5;
+
+pub fn approx_eq(a: f64, b: f64) -> bool {
+    let d = (a - b).abs();
+    d <= APPROX_ABS || d <= APPROX_REL * b.abs() || a == b
+}
+
+/// Evaluate `expr`, whose spans index into `src` (the statement's text).
+pub fn eval(expr: &Expr, env: &dyn Env, src: &str) -> Result<Value, Diagnostic> {
+    Ok(Cx { env, src }.eval(expr)?.into_value())
+}
+
+/// A value during evaluation: Python-like "weak" scalars, typed scalars and arrays.
+#[derive(Clone, Debug)]
+pub(crate) enum V {
+    Int(i128),
+    Float(f64),
+    Bool(bool),
+    /// A scalar with a dtype: an element or a reduction of an array.
+    Elem(Num, DType),
+    Arr(ArrayValue),
+}
+
+impl V {
+    fn from_value(v: &Value) -> V {
+        match v {
+            Value::Int(i) => V::Int(*i),
+            Value::Float(f) => V::Float(*f),
+            Value::Bool(b) => V::Bool(*b),
+            Value::Array(a) => V::Arr(a.clone()),
+        }
+    }
+
+    pub(crate) fn into_value(self) -> Value {
+        match self {
+            V::Int(i) => Value::Int(i),
+            V::Float(f) => Value::Float(f),
+            V::Bool(b) => Value::Bool(b),
+            V::Elem(Num::Int(i), _) => Value::Int(i),
+            V::Elem(Num::Float(f), _) => Value::Float(f),
+            V::Arr(a) => Value::Array(a),
+        }
+    }
+
+    fn type_name(&self) -> String {
+        match self {
+            V::Int(_) => "an int".into(),
+            V::Float(_) => "a float".into(),
+            V::Bool(_) => "a bool".into(),
+            V::Elem(_, d) => format!("a {d} scalar"),
+            V::Arr(a) => format!("an array ({})", a.type_name()),
+        }
+    }
+
+    /// How the value takes part in promotion.
+    fn kind(&self) -> Kind {
+        match self {
+            V::Int(_) | V::Bool(_) => Kind::WeakInt,
+            V::Float(_) => Kind::WeakFloat,
+            V::Elem(_, d) => Kind::Typed(*d),
+            V::Arr(a) => a.dtype().map_or(Kind::BoolArr, Kind::Typed),
+        }
+    }
+
+    fn array(&self) -> Option<&ArrayValue> {
+        if let V::Arr(a) = self { Some(a) } else { None }
+    }
+
+    /// `Some(truth)` for a scalar.
+    fn truth(&self) -> Option<bool> {
+        match self {
+            V::Int(i) => Some(*i != 0),
+            V::Float(f) => Some(*f != 0.0),
+            V::Bool(b) => Some(*b),
+            V::Elem(n, _) => Some(n.as_f64() != 0.0),
+            V::Arr(_) => None,
+        }
+    }
+
+    /// For messages: `3`, `0.5`, `true`, or the array's type.
+    pub(crate) fn show(&self) -> String {
+        match self {
+            V::Int(i) => i.to_string(),
+            V::Float(f) => format_float(*f, DType::F64),
+            V::Bool(b) => b.to_string(),
+            V::Elem(n, d) => format_num(*n, Some(*d)),
+            V::Arr(a) => a.type_name(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    WeakInt,
+    WeakFloat,
+    Typed(DType),
+    BoolArr,
+}
+
+impl Kind {
+    fn is_int(self) -> bool {
+        match self {
+            Kind::WeakInt | Kind::BoolArr => true,
+            Kind::WeakFloat => false,
+            Kind::Typed(d) => !d.is_float(),
+        }
+    }
+}
+
+/// numpy's promotion of two array dtypes.
+fn promote(a: DType, b: DType) -> DType {
+    use DType::*;
+    if a == b {
+        return a;
+    }
+    match (a.is_float(), b.is_float()) {
+        (true, true) => F64,
+        // numpy: any 32- or 64-bit integer with f32 gives f64.
+        (true, false) | (false, true) => F64,
+        (false, false) => match (a.is_signed(), b.is_signed()) {
+            (true, true) | (false, false) => {
+                if a.size() >= b.size() {
+                    a
+                } else {
+                    b
+                }
+            }
+            _ => {
+                let (s, u) = if a.is_signed() { (a, b) } else { (b, a) };
+                if u == U64 {
+                    F64
+                } else if s.size() > u.size() {
+                    s
+                } else {
+                    I64
+                }
+            }
+        },
+    }
+}
+
+/// The dtype of an arithmetic result, or `None` when both sides are weak scalars.
+fn result_dtype(a: Kind, b: Kind) -> Option<DType> {
+    use Kind::*;
+    Some(match (a, b) {
+        (WeakInt | WeakFloat, WeakInt | WeakFloat) => return None,
+        (Typed(x), Typed(y)) => promote(x, y),
+        (Typed(x), WeakInt) | (WeakInt, Typed(x)) => x,
+        (Typed(x), WeakFloat) | (WeakFloat, Typed(x)) => {
+            if x.is_float() {
+                x
+            } else {
+                DType::F64
+            }
+        }
+        (BoolArr, Typed(x)) | (Typed(x), BoolArr) => x,
+        (BoolArr, WeakFloat) | (WeakFloat, BoolArr) => DType::F64,
+        (BoolArr, BoolArr | WeakInt) | (WeakInt, BoolArr) => DType::I64,
+    })
+}
+
+/// One side of an elementwise operation: a broadcast scalar or a run of elements.
+enum Lane<'a, T: Clone> {
+    One(T),
+    Many(Cow<'a, [T]>),
+}
+
+impl<T: Copy> Lane<'_, T> {
+    #[inline]
+    fn at(&self, i: usize) -> T {
+        match self {
+            Lane::One(x) => *x,
+            Lane::Many(v) => v[i],
+        }
+    }
+}
+
+fn f_lane(v: &V, round_to_f32: bool) -> Lane<'_, f64> {
+    match v {
+        V::Int(i) => Lane::One(*i as f64),
+        V::Bool(b) => Lane::One(*b as u8 as f64),
+        V::Float(f) if round_to_f32 => Lane::One(*f as f32 as f64),
+        V::Float(f) => Lane::One(*f),
+        V::Elem(n, _) => Lane::One(n.as_f64()),
+        V::Arr(a) => match a.data() {
+            Data::Float(_, x) => Lane::Many(Cow::Borrowed(x)),
+            Data::Int(_, x) => Lane::Many(Cow::Owned(x.iter().map(|&i| i as f64).collect())),
+            Data::Bool(x) => Lane::Many(Cow::Owned(x.iter().map(|&b| b as u8 as f64).collect())),
+        },
+    }
+}
+
+/// Only for integer kinds (see [`Kind::is_int`]).
+fn i_lane(v: &V) -> Lane<'_, i128> {
+    match v {
+        V::Int(i) => Lane::One(*i),
+        V::Bool(b) => Lane::One(*b as i128),
+        V::Float(f) => Lane::One(*f as i128),
+        V::Elem(n, _) => Lane::One(match n {
+            Num::Int(i) => *i,
+            Num::Float(f) => *f as i128,
+        }),
+        V::Arr(a) => match a.data() {
+            Data::Int(_, x) => Lane::Many(Cow::Borrowed(x)),
+            Data::Float(_, x) => Lane::Many(Cow::Owned(x.iter().map(|&f| f as i128).collect())),
+            Data::Bool(x) => Lane::Many(Cow::Owned(x.iter().map(|&b| b as i128).collect())),
+        },
+    }
+}
+
+fn b_lane(v: &V) -> Lane<'_, bool> {
+    match v {
+        V::Arr(a) => match a.data() {
+            Data::Bool(x) => Lane::Many(Cow::Borrowed(x)),
+            Data::Int(_, x) => Lane::Many(Cow::Owned(x.iter().map(|&i| i != 0).collect())),
+            Data::Float(_, x) => Lane::Many(Cow::Owned(x.iter().map(|&f| f != 0.0).collect())),
+        },
+        other => Lane::One(other.truth().unwrap_or(false)),
+    }
+}
+
+fn float_op(op: BinOp, x: f64, y: f64) -> f64 {
+    match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => x / y,
+        BinOp::FloorDiv => (x / y).floor(),
+        // Python's modulo: the result has the sign of the divisor.
+        BinOp::Mod => {
+            let r = x % y;
+            if r != 0.0 && (r < 0.0) != (y < 0.0) { r + y } else { r }
+        }
+        BinOp::Pow => x.powf(y),
+        _ => f64::NAN,
+    }
+}
+
+enum IntErr {
+    DivZero,
+    NegativePow,
+    NegativeShift,
+}
+
+/// Integer arithmetic in `i128`, wrapping; the caller wraps to the result dtype.
+fn int_op(op: BinOp, x: i128, y: i128) -> Result<i128, IntErr> {
+    Ok(match op {
+        BinOp::Add => x.wrapping_add(y),
+        BinOp::Sub => x.wrapping_sub(y),
+        BinOp::Mul => x.wrapping_mul(y),
+        BinOp::FloorDiv | BinOp::Mod if y == 0 => return Err(IntErr::DivZero),
+        BinOp::FloorDiv => x.wrapping_div_euclid(y) - if y < 0 && x.wrapping_rem_euclid(y) != 0 { 1 } else { 0 },
+        BinOp::Mod => {
+            let r = x.wrapping_rem(y);
+            if r != 0 && (r < 0) != (y < 0) { r + y } else { r }
+        }
+        BinOp::Pow if y < 0 => return Err(IntErr::NegativePow),
+        BinOp::Pow => x.wrapping_pow(y.min(u32::MAX as i128) as u32),
+        BinOp::Shl | BinOp::Shr if y < 0 => return Err(IntErr::NegativeShift),
+        BinOp::Shl => {
+            if y >= 128 {
+                0
+            } else {
+                x.wrapping_shl(y as u32)
+            }
+        }
+        BinOp::Shr => x >> y.min(127),
+        BinOp::BitAnd => x & y,
+        BinOp::BitOr => x | y,
+        BinOp::BitXor => x ^ y,
+        _ => 0,
+    })
+}
+
+fn compare_f(op: BinOp, x: f64, y: f64) -> bool {
+    match op {
+        BinOp::Eq => x == y,
+        BinOp::Ne => x != y,
+        BinOp::Lt => x < y,
+        BinOp::Le => x <= y,
+        BinOp::Gt => x > y,
+        BinOp::Ge => x >= y,
+        BinOp::Approx => approx_eq(x, y),
+        _ => false,
+    }
+}
+
+fn compare_i(op: BinOp, x: i128, y: i128) -> bool {
+    match op {
+        BinOp::Eq | BinOp::Approx if x == y => true,
+        BinOp::Approx => approx_eq(x as f64, y as f64),
+        BinOp::Eq => false,
+        BinOp::Ne => x != y,
+        BinOp::Lt => x < y,
+        BinOp::Le => x <= y,
+        BinOp::Gt => x > y,
+        BinOp::Ge => x >= y,
+        _ => false,
+    }
+}
+
+/// Human-readable byte counts: `4.0 TiB`, `12.0 GiB`, `512 B`.
+pub fn human_bytes(n: u128) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{v:.1} {}", UNITS[u])
+}
+
+const FUNCTIONS: [&str; 27] = [
+    "zeros", "ones", "full", "arange", "linspace", "random", "randint", "copy", "array", "len", "sum", "min", "max",
+    "mean", "abs", "all", "any", "count", "sqrt", "exp", "log", "float", "int", "round", "floor", "ceil", "dim3",
+];
+
+/// A few close names, for "did you mean" hints.
+fn similar<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    fn distance(a: &str, b: &str) -> usize {
+        let b: Vec<char> = b.chars().collect();
+        let mut prev: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut cur = vec![i + 1];
+            for (j, cb) in b.iter().enumerate() {
+                cur.push((prev[j] + (ca != *cb) as usize).min(prev[j + 1] + 1).min(cur[j] + 1));
+            }
+            prev = cur;
+        }
+        prev[b.len()]
+    }
+    candidates
+        .into_iter()
+        .map(|c| (distance(name, c), c))
+        .filter(|(d, c)| *d <= 2.min(c.len() / 2).max(1) && *d < name.len().max(c.len()))
+        .min()
+        .map(|(_, c)| c)
+}
+
+/// Where an indexable array comes from: a session buffer (read in place) or a computed value.
+#[derive(Clone, Copy)]
+enum Src<'a> {
+    Buf(&'a Buffer),
+    Arr(&'a ArrayValue),
+}
+
+impl Src<'_> {
+    fn shape(self) -> Shape {
+        match self {
+            Src::Buf(b) => b.shape(),
+            Src::Arr(a) => a.shape(),
+        }
+    }
+
+    fn dtype(self) -> Option<DType> {
+        match self {
+            Src::Buf(b) => Some(b.dtype()),
+            Src::Arr(a) => a.dtype(),
+        }
+    }
+
+    fn get(self, i: usize) -> Num {
+        match self {
+            Src::Buf(b) => b.get(i),
+            Src::Arr(a) => a.num(i),
+        }
+    }
+
+    fn gather(self, idx: &[usize], shape: Shape) -> ArrayValue {
+        let data = match (self, self.dtype()) {
+            (Src::Arr(a), None) => match a.data() {
+                Data::Bool(v) => Data::Bool(idx.iter().map(|&i| v[i]).collect()),
+                _ => unreachable!("only boolean arrays have no dtype"),
+            },
+            (Src::Buf(_), None) => unreachable!("buffers have a dtype"),
+            (_, Some(d)) if d.is_float() => Data::Float(d, idx.iter().map(|&i| self.get(i).as_f64()).collect()),
+            (_, Some(d)) => Data::Int(
+                d,
+                idx.iter()
+                    .map(|&i| match self.get(i) {
+                        Num::Int(v) => v,
+                        Num::Float(f) => f as i128,
+                    })
+                    .collect(),
+            ),
+        };
+        ArrayValue::new(shape, data)
+    }
+}
+
+/// The elements a slice selects, Python's `slice.indices` rules.
+fn slice_positions(len: usize, start: Option<i128>, stop: Option<i128>, step: i128) -> Vec<usize> {
+    let n = len as i128;
+    let norm = |v: i128, lo: i128, hi: i128| if v < 0 { (v + n).max(lo) } else { v.min(hi) };
+    let mut out = Vec::new();
+    if step > 0 {
+        let (mut i, stop) = (start.map_or(0, |s| norm(s, 0, n)), stop.map_or(n, |s| norm(s, 0, n)));
+        while i < stop {
+            out.push(i as usize);
+            i = i.saturating_add(step);
+        }
+    } else {
+        let mut i = start.map_or(n - 1, |s| norm(s, -1, n - 1));
+        let stop = stop.map_or(-1, |s| norm(s, -1, n - 1));
+        while i > stop {
+            out.push(i as usize);
+            i = i.saturating_add(step);
+        }
+    }
+    out
+}
+
+pub(crate) struct Cx<'a> {
+    pub(crate) env: &'a dyn Env,
+    pub(crate) src: &'a str,
+}
+
+impl Cx<'_> {
+    pub(crate) fn text(&self, e: &Expr) -> &str {
+        e.text(self.src)
+    }
+
+    fn text_span(&self, span: Span) -> &str {
+        self.src.get(span.lo as usize..span.hi as usize).unwrap_or("?")
+    }
+
+    pub(crate) fn eval(&self, e: &Expr) -> Result<V, Diagnostic> {
+        match &e.kind {
+            ExprKind::Int(i) => Ok(V::Int(*i)),
+            ExprKind::Float(f) => Ok(V::Float(*f)),
+            ExprKind::Bool(b) => Ok(V::Bool(*b)),
+            ExprKind::Name(n) => self.name(n, e.span),
+            ExprKind::List(items) => {
+                let arr = self.list(items, e.span, DType::F32)?;
+                Ok(V::Arr(arr))
+            }
+            ExprKind::Tuple(_) => Err(Diagnostic::error("a tuple is only a shape here")
+                .at(e.span)
+                .help("tuples give 2-D shapes to constructors, e.g. `zeros((3, 4))`, or grid sizes in launches")),
+            ExprKind::Call { func, func_span, args, kwargs } => self.call(func, *func_span, args, kwargs, e),
+            ExprKind::Index { target, indices } => self.index(target, indices, e),
+            ExprKind::Unary { op, op_span, operand } => {
+                let v = self.eval(operand)?;
+                self.unary(*op, *op_span, v, e)
+            }
+            ExprKind::Binary { op, op_span, lhs, rhs } => {
+                let l = self.eval(lhs)?;
+                let r = self.eval(rhs)?;
+                self.binary(*op, *op_span, l, r, lhs, rhs)
+            }
+        }
+    }
+
+    fn name(&self, n: &str, span: Span) -> Result<V, Diagnostic> {
+        if let Some(b) = self.env.buffer(n) {
+            return Ok(V::Arr(ArrayValue::from_buffer(b)));
+        }
+        if let Some(v) = self.env.scalar(n) {
+            return Ok(V::from_value(v));
+        }
+        Err(self.unknown_name(n, span))
+    }
+
+    fn unknown_name(&self, n: &str, span: Span) -> Diagnostic {
+        let d = Diagnostic::error(format!("`{n}` is not defined")).at(span).label("unknown name");
+        let names = self.env.names();
+        if let Some(s) = similar(n, names.iter().map(String::as_str)) {
+            d.help(format!("did you mean `{s}`?"))
+        } else if DType::parse(n).is_some() {
+            d.help(format!("`{n}` is a dtype: pass it to a constructor, e.g. `zeros(1024, {n})`"))
+        } else if FUNCTIONS.contains(&n) {
+            d.help(format!("`{n}` is a function: call it, e.g. `{n}(...)`"))
+        } else {
+            d.help(format!("define it first, e.g. `let {n} = zeros(1024)` or `let {n} = 1024`"))
+        }
+    }
+
+    fn list(&self, items: &[Expr], span: Span, dtype: DType) -> Result<ArrayValue, Diagnostic> {
+        let mut nums = Vec::new();
+        let mut cols = None;
+        let mut rows = 0;
+        for item in items {
+            if let ExprKind::List(row) = &item.kind {
+                if cols.is_some_and(|c| c != row.len()) || (cols.is_none() && !nums.is_empty()) {
+                    return Err(Diagnostic::error("rows of a matrix must have the same length")
+                        .at(item.span)
+                        .help("every inner list needs as many elements as the first one"));
+                }
+                cols = Some(row.len());
+                rows += 1;
+                for x in row {
+                    nums.push(self.scalar_num(x, "a list element")?);
+                }
+            } else {
+                if cols.is_some() {
+                    return Err(Diagnostic::error("mixing numbers and lists").at(item.span));
+                }
+                nums.push(self.scalar_num(item, "a list element")?);
+            }
+        }
+        let shape = match cols {
+            Some(c) => Shape::D2(rows, c),
+            None => Shape::D1(nums.len()),
+        };
+        self.check_alloc(span, dtype, shape.len())?;
+        Ok(build(dtype, shape, nums))
+    }
+
+    fn scalar_num(&self, e: &Expr, what: &str) -> Result<Num, Diagnostic> {
+        match self.eval(e)? {
+            V::Int(i) => Ok(Num::Int(i)),
+            V::Bool(b) => Ok(Num::Int(b as i128)),
+            V::Float(f) => Ok(Num::Float(f)),
+            V::Elem(n, _) => Ok(n),
+            v @ V::Arr(_) => {
+                Err(Diagnostic::error(format!("{what} must be a number, not {}", v.type_name())).at(e.span))
+            }
+        }
+    }
+
+    /// An integer argument: counts, indices, seeds.
+    fn int_arg(&self, e: &Expr, what: &str) -> Result<i128, Diagnostic> {
+        match self.eval(e)? {
+            V::Int(i) | V::Elem(Num::Int(i), _) => Ok(i),
+            V::Bool(b) => Ok(b as i128),
+            v => {
+                let d = Diagnostic::error(format!("{what} must be an integer, not {}", v.type_name())).at(e.span);
+                Err(if matches!(v, V::Float(_) | V::Elem(..)) {
+                    d.help(format!("convert it with `int({})`", self.text(e)))
+                } else {
+                    d
+                })
+            }
+        }
+    }
+
+    fn check_alloc(&self, span: Span, dtype: DType, n: usize) -> Result<(), Diagnostic> {
+        let bytes = n as u128 * dtype.size() as u128;
+        let limit = self.env.max_alloc_bytes();
+        if bytes > limit as u128 {
+            return Err(Diagnostic::error(format!(
+                "{} asks for {}, but only {} of the buffer limit is left",
+                self.text_span(span),
+                human_bytes(bytes),
+                human_bytes(limit as u128)
+            ))
+            .at(span)
+            .help("buffers may use half of this machine's memory by default; start gridlab with --max-alloc SIZE (e.g. --max-alloc 16G) to change it"));
+        }
+        Ok(())
+    }
+
+    fn shape_arg(&self, e: &Expr) -> Result<Shape, Diagnostic> {
+        let count = |x: &Expr| -> Result<usize, Diagnostic> {
+            let n = self.int_arg(x, "a size")?;
+            usize::try_from(n).map_err(|_| {
+                Diagnostic::error(format!("a size can't be negative (it is {n})"))
+                    .at(x.span)
+                    .help("sizes count elements")
+            })
+        };
+        match &e.kind {
+            ExprKind::Tuple(items) if items.len() == 2 => Ok(Shape::D2(count(&items[0])?, count(&items[1])?)),
+            ExprKind::Tuple(items) => {
+                Err(Diagnostic::error(format!("arrays have 1 or 2 dimensions, not {}", items.len()))
+                    .at(e.span)
+                    .help("use a length `n` or a shape `(rows, cols)`"))
+            }
+            _ => Ok(Shape::D1(count(e)?)),
+        }
+    }
+
+    /// Split a constructor's arguments: an optional dtype (last positional name or `dtype=`).
+    fn dtype_arg<'e>(
+        &self,
+        args: &'e [Expr],
+        kwargs: &'e [Kwarg],
+        default: DType,
+    ) -> Result<(&'e [Expr], DType), Diagnostic> {
+        let as_dtype = |e: &Expr| match &e.kind {
+            ExprKind::Name(n) if self.env.buffer(n).is_none() && self.env.scalar(n).is_none() => DType::parse(n),
+            _ => None,
+        };
+        if let Some(k) = kwargs.iter().find(|k| k.name == "dtype") {
+            let d = as_dtype(&k.value).ok_or_else(|| {
+                Diagnostic::error(format!("`{}` is not a dtype", self.text(&k.value)))
+                    .at(k.value.span)
+                    .help(format!("dtypes are {}", DType::names().join(", ")))
+            })?;
+            return Ok((args, d));
+        }
+        match args.split_last() {
+            Some((last, rest)) if as_dtype(last).is_some() => Ok((rest, as_dtype(last).unwrap_or(default))),
+            _ => Ok((args, default)),
+        }
+    }
+
+    fn arity(
+        &self,
+        func: &str,
+        span: Span,
+        args: &[Expr],
+        range: (usize, usize),
+        usage: &str,
+    ) -> Result<(), Diagnostic> {
+        if args.len() < range.0 || args.len() > range.1 {
+            let want = if range.0 == range.1 { range.0.to_string() } else { format!("{} to {}", range.0, range.1) };
+            return Err(Diagnostic::error(format!("`{func}` takes {want} arguments, {} given", args.len()))
+                .at(span)
+                .help(format!("usage: {usage}")));
+        }
+        Ok(())
+    }
+
+    fn no_kwargs(&self, func: &str, kwargs: &[Kwarg], allowed: &[&str]) -> Result<(), Diagnostic> {
+        if let Some(k) = kwargs.iter().find(|k| !allowed.contains(&k.name.as_str())) {
+            let help = if allowed.is_empty() {
+                format!("`{func}` takes no keyword arguments")
+            } else {
+                format!("`{func}` accepts {}", allowed.iter().map(|a| format!("`{a}=`")).collect::<Vec<_>>().join(", "))
+            };
+            return Err(Diagnostic::error(format!("unknown keyword argument `{}`", k.name)).at(k.name_span).help(help));
+        }
+        Ok(())
+    }
+
+    fn call(&self, func: &str, func_span: Span, args: &[Expr], kwargs: &[Kwarg], e: &Expr) -> Result<V, Diagnostic> {
+        let span = e.span;
+        match func {
+            "zeros" | "ones" | "full" | "arange" | "linspace" | "random" | "randint" | "array" => {
+                self.constructor(func, func_span, args, kwargs, e)
+            }
+            "copy" => {
+                self.no_kwargs(func, kwargs, &[])?;
+                self.arity(func, span, args, (1, 1), "copy(a)")?;
+                match self.eval(&args[0])? {
+                    v @ V::Arr(_) => Ok(v),
+                    v => {
+                        Err(Diagnostic::error(format!("`copy` takes an array, not {}", v.type_name())).at(args[0].span))
+                    }
+                }
+            }
+            "dim3" => Err(Diagnostic::error("`dim3` only describes a launch's grid or block")
+                .at(func_span)
+                .help("use it inside `<<< >>>`, e.g. `k<<<dim3(4, 4), dim3(16, 16)>>>(a)`")),
+            _ if FUNCTIONS.contains(&func) => {
+                self.no_kwargs(func, kwargs, &[])?;
+                let usage = format!("{func}(x)");
+                if matches!(func, "min" | "max") && args.len() >= 2 {
+                    return self.min_max_scalars(func, args);
+                }
+                self.arity(func, span, args, (1, 1), &usage)?;
+                let v = self.eval(&args[0])?;
+                self.function(func, v, &args[0], e)
+            }
+            _ => {
+                let d = Diagnostic::error(format!("unknown function `{func}`")).at(func_span).label("not a function");
+                Err(match similar(func, FUNCTIONS) {
+                    Some(s) => d.help(format!("did you mean `{s}`?")),
+                    None => d.help(format!("the functions are {}", FUNCTIONS.join(", "))),
+                })
+            }
+        }
+    }
+
+    fn min_max_scalars(&self, func: &str, args: &[Expr]) -> Result<V, Diagnostic> {
+        let mut best: Option<(f64, V)> = None;
+        for a in args {
+            let v = self.eval(a)?;
+            let Some(x) = (match &v {
+                V::Int(i) => Some(*i as f64),
+                V::Float(f) => Some(*f),
+                V::Elem(n, _) => Some(n.as_f64()),
+                _ => None,
+            }) else {
+                return Err(Diagnostic::error(format!(
+                    "`{func}` of several values needs numbers, not {}",
+                    v.type_name()
+                ))
+                .at(a.span)
+                .help(format!("`{func}(a)` reduces one array")));
+            };
+            let better = best.as_ref().is_none_or(|(b, _)| if func == "min" { x < *b } else { x > *b });
+            if better {
+                best = Some((x, v));
+            }
+        }
+        Ok(best.map(|(_, v)| v).unwrap_or(V::Int(0)))
+    }
+
+    fn function(&self, func: &str, v: V, arg: &Expr, e: &Expr) -> Result<V, Diagnostic> {
+        let arr_needed = |v: &V| {
+            Diagnostic::error(format!("`{func}` needs an array, not {}", v.type_name()))
+                .at(arg.span)
+                .help(format!("e.g. `{func}(a)` where `a` is an array"))
+        };
+        match func {
+            "len" => match &v {
+                V::Arr(a) => Ok(V::Int(a.len() as i128)),
+                _ => Err(arr_needed(&v)),
+            },
+            "all" | "any" | "count" => {
+                let (n_true, n) = match &v {
+                    V::Arr(a) => {
+                        let lane = b_lane(&v);
+                        ((0..a.len()).filter(|&i| lane.at(i)).count(), a.len())
+                    }
+                    s => (s.truth().unwrap_or(false) as usize, 1),
+                };
+                Ok(match func {
+                    "all" => V::Bool(n_true == n),
+                    "any" => V::Bool(n_true > 0),
+                    _ => V::Int(n_true as i128),
+                })
+            }
+            "sum" | "mean" | "min" | "max" => {
+                let V::Arr(a) = &v else {
+                    return Ok(if func == "mean" {
+                        V::Float(v.truth().map_or(0.0, |_| f_lane(&v, false).at(0)))
+                    } else {
+                        v
+                    });
+                };
+                if a.is_empty() && func != "sum" {
+                    return Err(Diagnostic::error(format!("`{func}` of an empty array")).at(arg.span));
+                }
+                Ok(match (a.data(), func) {
+                    (Data::Float(d, x), "sum") => V::Elem(Num::Float(round_to(x.iter().sum(), *d)), *d),
+                    (Data::Float(d, x), "mean") => {
+                        V::Elem(Num::Float(round_to(x.iter().sum::<f64>() / x.len() as f64, *d)), *d)
+                    }
+                    (Data::Float(d, x), "min") => {
+                        V::Elem(Num::Float(x.iter().copied().fold(f64::INFINITY, nan_min)), *d)
+                    }
+                    (Data::Float(d, x), _) => {
+                        V::Elem(Num::Float(x.iter().copied().fold(f64::NEG_INFINITY, nan_max)), *d)
+                    }
+                    (Data::Int(d, x), "sum") => V::Elem(
+                        Num::Int(wrap(x.iter().fold(0i128, |s, v| s.wrapping_add(*v)), sum_dtype(*d))),
+                        sum_dtype(*d),
+                    ),
+                    (Data::Int(_, x), "mean") => {
+                        V::Elem(Num::Float(x.iter().map(|&i| i as f64).sum::<f64>() / x.len() as f64), DType::F64)
+                    }
+                    (Data::Int(d, x), "min") => V::Elem(Num::Int(*x.iter().min().unwrap_or(&0)), *d),
+                    (Data::Int(d, x), _) => V::Elem(Num::Int(*x.iter().max().unwrap_or(&0)), *d),
+                    (Data::Bool(x), "sum") => V::Elem(Num::Int(x.iter().filter(|b| **b).count() as i128), DType::I64),
+                    (Data::Bool(x), "mean") => V::Float(x.iter().filter(|b| **b).count() as f64 / x.len() as f64),
+                    (Data::Bool(x), "min") => V::Bool(x.iter().all(|b| *b)),
+                    (Data::Bool(x), _) => V::Bool(x.iter().any(|b| *b)),
+                })
+            }
+            "abs" => self.unary_map(v, e, |x| x.abs(), |i| i.checked_abs()),
+            "round" => self.unary_map(v, e, f64::round_ties_even, Some),
+            "floor" => self.unary_map(v, e, f64::floor, Some),
+            "ceil" => self.unary_map(v, e, f64::ceil, Some),
+            "sqrt" | "exp" | "log" => {
+                let f: fn(f64) -> f64 = match func {
+                    "sqrt" => f64::sqrt,
+                    "exp" => f64::exp,
+                    _ => f64::ln,
+                };
+                let v = match v {
+                    V::Int(i) => V::Float(i as f64),
+                    V::Bool(b) => V::Float(b as u8 as f64),
+                    V::Elem(Num::Int(i), _) => V::Elem(Num::Float(i as f64), DType::F64),
+                    V::Arr(a) if a.dtype().is_none_or(|d| !d.is_float()) => V::Arr(to_float(&a, DType::F64)),
+                    v => v,
+                };
+                self.unary_map(v, e, f, Some)
+            }
+            "float" => match v {
+                V::Int(i) | V::Elem(Num::Int(i), _) => Ok(V::Float(i as f64)),
+                V::Bool(b) => Ok(V::Float(b as u8 as f64)),
+                V::Float(f) | V::Elem(Num::Float(f), _) => Ok(V::Float(f)),
+                V::Arr(_) => Err(Diagnostic::error("`float` converts a scalar, not an array")
+                    .at(arg.span)
+                    .help(format!("to convert an array, write `array({}, f64)`", self.text(arg)))),
+            },
+            "int" => match v {
+                V::Int(i) | V::Elem(Num::Int(i), _) => Ok(V::Int(i)),
+                V::Bool(b) => Ok(V::Int(b as i128)),
+                V::Float(f) | V::Elem(Num::Float(f), _) if f.is_finite() => Ok(V::Int(f.trunc() as i128)),
+                V::Float(_) | V::Elem(..) => {
+                    Err(Diagnostic::error("can't convert nan or inf to an integer").at(arg.span))
+                }
+                V::Arr(_) => Err(Diagnostic::error("`int` converts a scalar, not an array")
+                    .at(arg.span)
+                    .help(format!("to convert an array, write `array({}, i32)`", self.text(arg)))),
+            },
+            _ => unreachable!("`{func}` is handled in `call`"),
+        }
+    }
+
+    /// Apply a function elementwise, keeping the dtype.
+    fn unary_map(&self, v: V, e: &Expr, f: fn(f64) -> f64, g: fn(i128) -> Option<i128>) -> Result<V, Diagnostic> {
+        let overflow = || Diagnostic::error("integer overflow").at(e.span);
+        Ok(match v {
+            V::Int(i) => V::Int(g(i).ok_or_else(overflow)?),
+            V::Bool(b) => V::Int(b as i128),
+            V::Float(x) => V::Float(f(x)),
+            V::Elem(Num::Int(i), d) => V::Elem(Num::Int(wrap(g(i).ok_or_else(overflow)?, d)), d),
+            V::Elem(Num::Float(x), d) => V::Elem(Num::Float(round_to(f(x), d)), d),
+            V::Arr(a) => {
+                let shape = a.shape();
+                let data = match a.into_data() {
+                    Data::Float(d, x) => Data::Float(d, x.into_iter().map(|x| round_to(f(x), d)).collect()),
+                    Data::Int(d, x) => Data::Int(d, x.into_iter().map(|i| wrap(g(i).unwrap_or(i), d)).collect()),
+                    Data::Bool(x) => Data::Int(DType::I64, x.into_iter().map(|b| b as i128).collect()),
+                };
+                V::Arr(ArrayValue::new(shape, data))
+            }
+        })
+    }
+
+    fn constructor(
+        &self,
+        func: &str,
+        func_span: Span,
+        args: &[Expr],
+        kwargs: &[Kwarg],
+        e: &Expr,
+    ) -> Result<V, Diagnostic> {
+        let default = if func == "randint" { DType::I32 } else { DType::F32 };
+        let allowed: &[&str] = match func {
+            "random" => &["dtype", "seed"],
+            "randint" => &["dtype", "seed"],
+            _ => &["dtype"],
+        };
+        self.no_kwargs(func, kwargs, allowed)?;
+        let (args, dtype) = self.dtype_arg(args, kwargs, default)?;
+        let (range, usage) = match func {
+            "zeros" | "ones" => {
+                ((1, 1), format!("{func}(n) or {func}((rows, cols)), optionally with a dtype: {func}(n, i32)"))
+            }
+            "full" => ((2, 2), "full(n, value[, dtype])".to_string()),
+            "arange" => ((1, 3), "arange(stop) or arange(start, stop[, step]), optionally with a dtype".to_string()),
+            "linspace" => ((3, 3), "linspace(start, stop, n[, dtype]), including stop".to_string()),
+            "random" => ((1, 1), "random(n, seed=S[, dtype]): uniform in [0, 1)".to_string()),
+            "randint" => ((3, 3), "randint(n, lo, hi, seed=S[, dtype]): integers in [lo, hi)".to_string()),
+            _ => ((1, 1), "array([1, 2, 3], i32) or array(a, f64)".to_string()),
+        };
+        self.arity(func, e.span, args, range, &usage)?;
+        let seed = match kwargs.iter().find(|k| k.name == "seed") {
+            Some(k) => {
+                let s = self.int_arg(&k.value, "a seed")?;
+                u64::try_from(s).map_err(|_| {
+                    Diagnostic::error(format!("a seed is between 0 and 2^64 - 1, not {s}")).at(k.value.span)
+                })?
+            }
+            None => 0,
+        };
+        let sized = |shape: Shape| self.check_alloc(e.span, dtype, shape.len()).map(|()| shape);
+        let arr = match func {
+            "zeros" | "ones" | "full" => {
+                let shape = sized(self.shape_arg(&args[0])?)?;
+                let v = match func {
+                    "zeros" => Num::Int(0),
+                    "ones" => Num::Int(1),
+                    _ => self.scalar_num(&args[1], "the fill value")?,
+                };
+                build(dtype, shape, std::iter::repeat_n(v, shape.len()))
+            }
+            "arange" => {
+                let nums: Vec<Num> =
+                    args.iter().map(|a| self.scalar_num(a, "an `arange` bound")).collect::<Result<_, _>>()?;
+                let (start, stop, step) = match nums[..] {
+                    [stop] => (Num::Int(0), stop, Num::Int(1)),
+                    [start, stop] => (start, stop, Num::Int(1)),
+                    [start, stop, step] => (start, stop, step),
+                    _ => unreachable!("arity checked"),
+                };
+                if step.as_f64() == 0.0 {
+                    return Err(Diagnostic::error("`arange` step can't be zero").at(args[2].span));
+                }
+                let count = ((stop.as_f64() - start.as_f64()) / step.as_f64()).ceil().max(0.0);
+                if !count.is_finite() {
+                    return Err(Diagnostic::error("`arange` bounds must be finite").at(e.span));
+                }
+                let shape = sized(Shape::D1(count.min(u64::MAX as f64) as usize))?;
+                match (start, step) {
+                    (Num::Int(a), Num::Int(s)) => build(
+                        dtype,
+                        shape,
+                        (0..shape.len()).map(|i| Num::Int(a.wrapping_add(s.wrapping_mul(i as i128)))),
+                    ),
+                    _ => build(
+                        dtype,
+                        shape,
+                        (0..shape.len()).map(|i| Num::Float(start.as_f64() + step.as_f64() * i as f64)),
+                    ),
+                }
+            }
+            "linspace" => {
+                let a = self.scalar_num(&args[0], "`linspace` start")?.as_f64();
+                let b = self.scalar_num(&args[1], "`linspace` stop")?.as_f64();
+                let n = self.int_arg(&args[2], "`linspace` count")?;
+                let n = usize::try_from(n).map_err(|_| {
+                    Diagnostic::error(format!("a count can't be negative (it is {n})")).at(args[2].span)
+                })?;
+                let shape = sized(Shape::D1(n))?;
+                let step = if n > 1 { (b - a) / (n - 1) as f64 } else { 0.0 };
+                build(
+                    dtype,
+                    shape,
+                    (0..n).map(|i| Num::Float(if i + 1 == n && n > 1 { b } else { a + step * i as f64 })),
+                )
+            }
+            "random" => {
+                if !dtype.is_float() {
+                    return Err(Diagnostic::error(format!("`random` makes floats, not {dtype}"))
+                        .at(func_span)
+                        .help("for integers use `randint(n, lo, hi, seed=S)`"));
+                }
+                let shape = sized(self.shape_arg(&args[0])?)?;
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+                build(dtype, shape, (0..shape.len()).map(|_| Num::Float(uniform(&mut rng, dtype))))
+            }
+            "randint" => {
+                if dtype.is_float() {
+                    return Err(Diagnostic::error(format!("`randint` makes integers, not {dtype}"))
+                        .at(func_span)
+                        .help("for floats use `random(n, seed=S)`"));
+                }
+                let shape = sized(self.shape_arg(&args[0])?)?;
+                let lo = self.int_arg(&args[1], "`randint`'s low bound")?;
+                let hi = self.int_arg(&args[2], "`randint`'s high bound")?;
+                let range = hi.checked_sub(lo).filter(|r| *r > 0 && *r <= u64::MAX as i128 + 1).ok_or_else(|| {
+                    Diagnostic::error(format!("`randint` needs lo < hi, got [{lo}, {hi})"))
+                        .at(args[1].span.to(args[2].span))
+                        .help("the range is half-open: `randint(n, 0, 10)` gives 0 to 9")
+                })?;
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+                build(dtype, shape, (0..shape.len()).map(|_| Num::Int(lo + below(&mut rng, range as u128) as i128)))
+            }
+            _ => match &args[0].kind {
+                ExprKind::List(items) => self.list(items, e.span, dtype)?,
+                _ => match self.eval(&args[0])? {
+                    V::Arr(a) => {
+                        self.check_alloc(e.span, dtype, a.len())?;
+                        build(dtype, a.shape(), (0..a.len()).map(|i| a.num(i)))
+                    }
+                    v => {
+                        return Err(Diagnostic::error(format!(
+                            "`array` takes a list or an array, not {}",
+                            v.type_name()
+                        ))
+                        .at(args[0].span)
+                        .help("e.g. `array([1, 2, 3], i32)`"));
+                    }
+                },
+            },
+        };
+        Ok(V::Arr(arr))
+    }
+
+    fn index(&self, target: &Expr, indices: &[Index], e: &Expr) -> Result<V, Diagnostic> {
+        let owned;
+        let src = match &target.kind {
+            ExprKind::Name(n) if self.env.buffer(n).is_some() => Src::Buf(self.env.buffer(n).expect("checked")),
+            _ => match self.eval(target)? {
+                V::Arr(a) => {
+                    owned = a;
+                    Src::Arr(&owned)
+                }
+                v => {
+                    return Err(Diagnostic::error(format!(
+                        "`{}` is {}, not an array",
+                        self.text(target),
+                        v.type_name()
+                    ))
+                    .at(target.span)
+                    .help("only arrays can be indexed"));
+                }
+            },
+        };
+        let name = self.text(target);
+        let shape = src.shape();
+        // A boolean mask selects elements: `a[a > 0]`.
+        if let [Index::At(ie)] = indices
+            && let V::Arr(m) = self.eval(ie)?
+        {
+            let Data::Bool(mask) = m.data() else {
+                return Err(Diagnostic::error("an array index must be a comparison (a mask)")
+                    .at(ie.span)
+                    .help("e.g. `a[a > 0]`; integer array indices aren't supported"));
+            };
+            if mask.len() != shape.len() {
+                return Err(Diagnostic::error(format!(
+                    "the mask has {} elements but `{name}` has {}",
+                    mask.len(),
+                    shape.len()
+                ))
+                .at(ie.span));
+            }
+            let idx: Vec<usize> = (0..mask.len()).filter(|&i| mask[i]).collect();
+            return Ok(V::Arr(src.gather(&idx, Shape::D1(idx.len()))));
+        }
+        let dims: Vec<usize> = match shape {
+            Shape::D1(n) => vec![n],
+            Shape::D2(r, c) => vec![r, c],
+        };
+        if indices.len() > dims.len() {
+            return Err(Diagnostic::error(format!(
+                "`{name}` has {} dimension{} but {} indices were given",
+                dims.len(),
+                if dims.len() == 1 { "" } else { "s" },
+                indices.len()
+            ))
+            .at(e.span)
+            .help(format!("`{name}` is {}", src_type(src))));
+        }
+        // Positions along each dimension, and whether the dimension is kept.
+        let mut per_dim: Vec<(Vec<usize>, bool)> = Vec::new();
+        for (d, &len) in dims.iter().enumerate() {
+            let Some(ix) = indices.get(d) else {
+                per_dim.push(((0..len).collect(), true));
+                continue;
+            };
+            match ix {
+                Index::At(ie) => {
+                    let i = self.int_arg(ie, "an index")?;
+                    let what = match (dims.len(), d) {
+                        (1, _) => "index",
+                        (_, 0) => "row index",
+                        _ => "column index",
+                    };
+                    let n = len as i128;
+                    if i >= n || i < -n {
+                        let valid = if len == 0 {
+                            format!("`{name}` is empty")
+                        } else {
+                            format!("valid 0..={} or -{len}..=-1", len - 1)
+                        };
+                        let unit = match what {
+                            "index" => format!("length {len}"),
+                            "row index" => format!("{len} rows"),
+                            _ => format!("{len} columns"),
+                        };
+                        return Err(Diagnostic::error(format!(
+                            "{what} {i} is out of range for `{name}` ({unit}, {valid})"
+                        ))
+                        .at(ie.span)
+                        .help("negative indices count from the end: `a[-1]` is the last element"));
+                    }
+                    per_dim.push((vec![if i < 0 { (i + n) as usize } else { i as usize }], false));
+                }
+                Index::Slice { start, stop, step, .. } => {
+                    let bound =
+                        |b: &Option<Box<Expr>>| b.as_ref().map(|x| self.int_arg(x, "a slice bound")).transpose();
+                    let step_v = bound(step)?.unwrap_or(1);
+                    if step_v == 0 {
+                        let s = step.as_ref().map_or(e.span, |x| x.span);
+                        return Err(Diagnostic::error("a slice step can't be zero")
+                            .at(s)
+                            .help("e.g. `a[::2]` takes every other element"));
+                    }
+                    per_dim.push((slice_positions(len, bound(start)?, bound(stop)?, step_v), true));
+                }
+            }
+        }
+        let cols = dims.get(1).copied().unwrap_or(1);
+        let mut flat = Vec::new();
+        if per_dim.len() == 1 {
+            flat.clone_from(&per_dim[0].0);
+        } else {
+            for &r in &per_dim[0].0 {
+                flat.extend(per_dim[1].0.iter().map(|&c| r * cols + c));
+            }
+        }
+        let kept: Vec<usize> = per_dim.iter().filter(|(_, k)| *k).map(|(p, _)| p.len()).collect();
+        Ok(match kept[..] {
+            [] => {
+                let n = src.get(flat[0]);
+                match src.dtype() {
+                    Some(d) => V::Elem(n, d),
+                    None => V::Bool(n.as_f64() != 0.0),
+                }
+            }
+            [n] => V::Arr(src.gather(&flat, Shape::D1(n))),
+            [r, c] => V::Arr(src.gather(&flat, Shape::D2(r, c))),
+            _ => unreachable!("at most two dimensions"),
+        })
+    }
+
+    fn unary(&self, op: UnOp, op_span: Span, v: V, e: &Expr) -> Result<V, Diagnostic> {
+        let float_err = |what: &str| {
+            Diagnostic::error(format!("`~` needs integers or booleans, not {what}"))
+                .at(op_span)
+                .help("for logical not, use `not`")
+        };
+        Ok(match (op, v) {
+            (UnOp::Not, v) => match v {
+                V::Arr(a) => {
+                    let (shape, n) = (a.shape(), a.len());
+                    let v = V::Arr(a);
+                    let lane = b_lane(&v);
+                    V::Arr(ArrayValue::new(shape, Data::Bool((0..n).map(|i| !lane.at(i)).collect())))
+                }
+                s => V::Bool(!s.truth().unwrap_or(false)),
+            },
+            (UnOp::Plus, V::Bool(b)) => V::Int(b as i128),
+            (UnOp::Plus, v) => v,
+            (UnOp::Neg, V::Int(i)) => {
+                V::Int(i.checked_neg().ok_or_else(|| Diagnostic::error("integer overflow").at(e.span))?)
+            }
+            (UnOp::Neg, V::Bool(b)) => V::Int(-(b as i128)),
+            (UnOp::Neg, v) => self.unary_map(v, e, |x| -x, |i| Some(i.wrapping_neg()))?,
+            (UnOp::Invert, V::Bool(b)) => V::Bool(!b),
+            (UnOp::Invert, V::Int(i)) => V::Int(!i),
+            (UnOp::Invert, V::Elem(Num::Int(i), d)) => V::Elem(Num::Int(wrap(!i, d)), d),
+            (UnOp::Invert, V::Arr(a)) => {
+                let shape = a.shape();
+                match a.into_data() {
+                    Data::Bool(x) => V::Arr(ArrayValue::new(shape, Data::Bool(x.into_iter().map(|b| !b).collect()))),
+                    Data::Int(d, x) => {
+                        V::Arr(ArrayValue::new(shape, Data::Int(d, x.into_iter().map(|i| wrap(!i, d)).collect())))
+                    }
+                    Data::Float(d, _) => return Err(float_err(&format!("{d} elements"))),
+                }
+            }
+            (UnOp::Invert, v) => return Err(float_err(&v.type_name())),
+        })
+    }
+
+    pub(crate) fn binary(&self, op: BinOp, op_span: Span, l: V, r: V, le: &Expr, re: &Expr) -> Result<V, Diagnostic> {
+        // Lengths: two arrays must agree; a scalar goes with every element.
+        let (la, ra) = (l.array(), r.array());
+        if let (Some(a), Some(b)) = (la, ra)
+            && a.len() != b.len()
+        {
+            return Err(Diagnostic::error(format!(
+                "length mismatch: `{}` has {} elements, `{}` has {}",
+                self.text(le),
+                a.len(),
+                self.text(re),
+                b.len()
+            ))
+            .at(op_span)
+            .label(format!("`{}` needs equal lengths", op.symbol()))
+            .help("slice one of them to the other's length, e.g. `a[0:n]`"));
+        }
+        let shape = la.or(ra).map(ArrayValue::shape);
+        let n = shape.map_or(1, Shape::len);
+        let (lk, rk) = (l.kind(), r.kind());
+
+        if matches!(op, BinOp::And | BinOp::Or) {
+            let (x, y) = (b_lane(&l), b_lane(&r));
+            let f = |i| if op == BinOp::And { x.at(i) && y.at(i) } else { x.at(i) || y.at(i) };
+            return Ok(match shape {
+                Some(s) => V::Arr(ArrayValue::new(s, Data::Bool((0..n).map(f).collect()))),
+                None => V::Bool(f(0)),
+            });
+        }
+
+        if op.is_comparison() {
+            let bools: Vec<bool> = if lk.is_int() && rk.is_int() {
+                let (x, y) = (i_lane(&l), i_lane(&r));
+                (0..n).map(|i| compare_i(op, x.at(i), y.at(i))).collect()
+            } else {
+                // NEP 50: a Python float compared with f32 values is first rounded to f32.
+                let f32_side = |k: Kind| k == Kind::Typed(DType::F32);
+                let (x, y) = (f_lane(&l, f32_side(rk)), f_lane(&r, f32_side(lk)));
+                (0..n).map(|i| compare_f(op, x.at(i), y.at(i))).collect()
+            };
+            return Ok(match shape {
+                Some(s) => V::Arr(ArrayValue::new(s, Data::Bool(bools))),
+                None => V::Bool(bools[0]),
+            });
+        }
+
+        let bitwise = matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr);
+        let is_boolish = |v: &V, k: Kind| matches!(v, V::Bool(_)) || k == Kind::BoolArr;
+        if matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor) && is_boolish(&l, lk) && is_boolish(&r, rk) {
+            let (x, y) = (b_lane(&l), b_lane(&r));
+            let f = |i: usize| match op {
+                BinOp::BitAnd => x.at(i) & y.at(i),
+                BinOp::BitOr => x.at(i) | y.at(i),
+                _ => x.at(i) ^ y.at(i),
+            };
+            return Ok(match shape {
+                Some(s) => V::Arr(ArrayValue::new(s, Data::Bool((0..n).map(f).collect()))),
+                None => V::Bool(f(0)),
+            });
+        }
+        if bitwise && (!lk.is_int() || !rk.is_int()) {
+            let (bad, k) = if !lk.is_int() { (le, &l) } else { (re, &r) };
+            return Err(Diagnostic::error(format!(
+                "`{}` needs integers, but `{}` is {}",
+                op.symbol(),
+                self.text(bad),
+                k.type_name()
+            ))
+            .at(op_span)
+            .help("bitwise operators and shifts work on integers only"));
+        }
+
+        let Some(mut dtype) = result_dtype(lk, rk) else {
+            return self.scalar_arith(op, op_span, l, r, le, re);
+        };
+        if op == BinOp::Div && !dtype.is_float() {
+            dtype = DType::F64;
+        }
+        let out = if dtype.is_float() {
+            let (x, y) = (f_lane(&l, dtype == DType::F32), f_lane(&r, dtype == DType::F32));
+            Data::Float(dtype, (0..n).map(|i| round_to(float_op(op, x.at(i), y.at(i)), dtype)).collect())
+        } else {
+            let (x, y) = (i_lane(&l), i_lane(&r));
+            let mut v = Vec::with_capacity(n);
+            for i in 0..n {
+                match int_op(op, x.at(i), y.at(i)) {
+                    Ok(z) => v.push(wrap(z, dtype)),
+                    Err(err) => return Err(self.int_error(err, op, op_span, re, shape.map(|_| i))),
+                }
+            }
+            Data::Int(dtype, v)
+        };
+        Ok(match shape {
+            Some(s) => V::Arr(ArrayValue::new(s, out)),
+            None => match out {
+                Data::Float(d, v) => V::Elem(Num::Float(v[0]), d),
+                Data::Int(d, v) => V::Elem(Num::Int(v[0]), d),
+                Data::Bool(_) => unreachable!("arithmetic gives numbers"),
+            },
+        })
+    }
+
+    fn int_error(&self, err: IntErr, op: BinOp, op_span: Span, re: &Expr, at: Option<usize>) -> Diagnostic {
+        let place = at.map_or(String::new(), |i| format!(" (at element {i})"));
+        match err {
+            IntErr::DivZero => Diagnostic::error(format!("integer division by zero{place}"))
+                .at(op_span)
+                .label(format!("`{}` divides by `{}`", op.symbol(), self.text(re)))
+                .help("use `/` for float division, which gives inf or nan instead"),
+            IntErr::NegativePow => Diagnostic::error(format!("integers can't be raised to negative powers{place}"))
+                .at(op_span)
+                .help("make the base a float: `2.0 ** -1`"),
+            IntErr::NegativeShift => Diagnostic::error(format!("negative shift count{place}")).at(op_span),
+        }
+    }
+
+    /// Python arithmetic on weak scalars: exact integers (errors on overflow), float otherwise.
+    fn scalar_arith(&self, op: BinOp, op_span: Span, l: V, r: V, le: &Expr, re: &Expr) -> Result<V, Diagnostic> {
+        let as_int = |v: &V| match v {
+            V::Int(i) => Some(*i),
+            V::Bool(b) => Some(*b as i128),
+            _ => None,
+        };
+        let overflow = || {
+            Diagnostic::error(format!("integer overflow in `{} {} {}`", self.text(le), op.symbol(), self.text(re)))
+                .at(op_span)
+                .help("scalars are 128-bit integers; use a float (`2.0 ** 200`) for huge values")
+        };
+        if let (Some(x), Some(y)) = (as_int(&l), as_int(&r)) {
+            let v = match op {
+                BinOp::Add => x.checked_add(y),
+                BinOp::Sub => x.checked_sub(y),
+                BinOp::Mul => x.checked_mul(y),
+                BinOp::Div => return Ok(V::Float(x as f64 / y as f64)),
+                BinOp::FloorDiv if x == i128::MIN && y == -1 => None,
+                BinOp::Pow if y < 0 => return Ok(V::Float((x as f64).powf(y as f64))),
+                BinOp::Pow => u32::try_from(y).ok().and_then(|y| x.checked_pow(y)),
+                BinOp::Shl if y >= 0 => {
+                    u32::try_from(y).ok().filter(|&s| s < 127).and_then(|s| x.checked_shl(s)).filter(|z| z >> y == x)
+                }
+                _ => Some(int_op(op, x, y).map_err(|e| self.int_error(e, op, op_span, re, None))?),
+            };
+            return v.map(V::Int).ok_or_else(overflow);
+        }
+        let (x, y) = (f_lane(&l, false).at(0), f_lane(&r, false).at(0));
+        Ok(V::Float(float_op(op, x, y)))
+    }
+}
+
+fn src_type(src: Src) -> String {
+    let elem = src.dtype().map_or("bool", DType::name);
+    match src.shape() {
+        Shape::D1(n) => format!("{elem}[{n}]"),
+        Shape::D2(r, c) => format!("{elem}[{r}, {c}]"),
+    }
+}
+
+fn round_to(x: f64, d: DType) -> f64 {
+    if d == DType::F32 { x as f32 as f64 } else { x }
+}
+
+fn nan_min(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() { f64::NAN } else { a.min(b) }
+}
+
+fn nan_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }
+}
+
+/// numpy sums small integer types in 64 bits.
+fn sum_dtype(d: DType) -> DType {
+    match d {
+        DType::I32 => DType::I64,
+        DType::U32 => DType::U64,
+        d => d,
+    }
+}
+
+fn to_float(a: &ArrayValue, d: DType) -> ArrayValue {
+    ArrayValue::new(a.shape(), Data::Float(d, (0..a.len()).map(|i| a.num(i).as_f64()).collect()))
+}
+
+/// Build an array of `dtype`, converting each value like a C cast (floats truncate into
+/// integers, integers wrap), as `Buffer::from_nums` does.
+fn build(dtype: DType, shape: Shape, nums: impl IntoIterator<Item = Num>) -> ArrayValue {
+    let data = if dtype.is_float() {
+        Data::Float(dtype, nums.into_iter().map(|n| round_to(n.as_f64(), dtype)).collect())
+    } else {
+        Data::Int(
+            dtype,
+            nums.into_iter()
+                .map(|n| match n {
+                    Num::Int(i) => wrap(i, dtype),
+                    Num::Float(f) => wrap(f.trunc() as i128, dtype),
+                })
+                .collect(),
+        )
+    };
+    ArrayValue::new(shape, data)
+}
+
+/// `random`'s formula, stable forever: xoshiro256++ seeded by `seed_from_u64(seed)`, one
+/// `next_u64()` per element; f32 takes the top 24 bits times 2^-24, f64 the top 53 bits times
+/// 2^-53. Both are exact and lie in [0, 1).
+pub fn uniform(rng: &mut Xoshiro256PlusPlus, dtype: DType) -> f64 {
+    let bits = rng.next_u64();
+    if dtype == DType::F32 {
+        (bits >> 40) as f64 * (1.0 / (1u64 << 24) as f64)
+    } else {
+        (bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+}
+
+/// `randint`'s formula, stable forever: one `next_u64()` per element mapped to [0, range) by
+/// the widening multiply `(x * range) >> 64` (Lemire's method without rejection: its bias is
+/// below 2^-32 for ranges under 2^32).
+pub fn below(rng: &mut Xoshiro256PlusPlus, range: u128) -> u128 {
+    (rng.next_u64() as u128 * range) >> 64
+}

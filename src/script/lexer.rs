@@ -1,0 +1,156 @@
+//! Tokens of the session language. `#` starts a comment that runs to the end of the line.
+
+use crate::diag::{Diagnostic, SourceId, Span};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tok {
+    Int(i128),
+    Float(f64),
+    Ident(String),
+    /// Operators and punctuation, longest match first (`<<<` before `<<` before `<`).
+    Punct(&'static str),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Token {
+    pub tok: Tok,
+    pub span: Span,
+}
+
+const PUNCTS: [&str; 35] = [
+    "<<<", ">>>", "**", "//", "<<", ">>", "<=", ">=", "==", "!=", "~=", "&&", "||", "+", "-", "*", "/", "%", "&", "|",
+    "^", "~", "!", "<", ">", "=", "(", ")", "[", "]", "{", "}", ",", ":", ";",
+];
+
+pub fn lex(source: SourceId, text: &str) -> Result<Vec<Token>, Diagnostic> {
+    let bytes = text.as_bytes();
+    let mut toks = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        if c == b'#' {
+            while i < bytes.len() && bytes[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        let start = i;
+        if c.is_ascii_digit() || (c == b'.' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)) {
+            let (tok, end) = number(source, text, i)?;
+            toks.push(Token { tok, span: Span::new(source, start, end) });
+            i = end;
+            continue;
+        }
+        if c.is_ascii_alphabetic() || c == b'_' {
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                i += 1;
+            }
+            toks.push(Token { tok: Tok::Ident(text[start..i].to_string()), span: Span::new(source, start, i) });
+            continue;
+        }
+        if let Some(p) = PUNCTS.iter().find(|p| text[i..].starts_with(**p)) {
+            i += p.len();
+            toks.push(Token { tok: Tok::Punct(p), span: Span::new(source, start, i) });
+            continue;
+        }
+        let ch = text[i..].chars().next().unwrap_or('?');
+        let mut d = Diagnostic::error(format!("unexpected character `{ch}`"))
+            .at(Span::new(source, i, i + ch.len_utf8()))
+            .label("not part of the session language");
+        d = match ch {
+            '"' | '\'' => d.help("the session language has no strings; names and numbers need no quotes"),
+            '.' => d.help("there are no methods here: write `len(a)`, not `a.len()`"),
+            _ => d.help(
+                "statements are `let NAME = EXPR`, launches `k<<<grid, block>>>(args)`, `expect COND` or an expression",
+            ),
+        };
+        return Err(d);
+    }
+    Ok(toks)
+}
+
+/// Lex a number starting at `start`: decimal, `0x`, `0b`, `0o` integers with `_` separators, or a
+/// float (`0.5`, `.5`, `2.`, `1e-6`).
+fn number(source: SourceId, text: &str, start: usize) -> Result<(Tok, usize), Diagnostic> {
+    let bytes = text.as_bytes();
+    let word_end = |mut j: usize| {
+        while j < bytes.len() && (bytes[j].is_ascii_alphanumeric() || bytes[j] == b'_') {
+            j += 1;
+        }
+        j
+    };
+    let radix = match (bytes[start], bytes.get(start + 1)) {
+        (b'0', Some(b'x' | b'X')) => Some(16),
+        (b'0', Some(b'b' | b'B')) => Some(2),
+        (b'0', Some(b'o' | b'O')) => Some(8),
+        _ => None,
+    };
+    if let Some(radix) = radix {
+        let end = word_end(start + 2);
+        let digits: String = text[start + 2..end].chars().filter(|&c| c != '_').collect();
+        return match i128::from_str_radix(&digits, radix) {
+            Ok(v) if !digits.starts_with(['+', '-']) => Ok((Tok::Int(v), end)),
+            _ => Err(Diagnostic::error(format!("invalid base-{radix} integer `{}`", &text[start..end]))
+                .at(Span::new(source, start, end))
+                .help(match radix {
+                    16 => "hexadecimal digits are 0-9 and a-f, e.g. `0xff`",
+                    2 => "binary digits are 0 and 1, e.g. `0b1010`",
+                    _ => "octal digits are 0-7, e.g. `0o17`",
+                })),
+        };
+    }
+    let mut j = start;
+    let digits = |j: &mut usize| {
+        while *j < bytes.len() && (bytes[*j].is_ascii_digit() || bytes[*j] == b'_') {
+            *j += 1;
+        }
+    };
+    digits(&mut j);
+    let mut is_float = false;
+    // `2.` is a float, but not when a name follows: nothing in the language has methods, so
+    // `2.x` is reported below as a bad suffix.
+    if j < bytes.len() && bytes[j] == b'.' {
+        is_float = true;
+        j += 1;
+        digits(&mut j);
+    }
+    if j < bytes.len() && (bytes[j] == b'e' || bytes[j] == b'E') {
+        let mut k = j + 1;
+        if k < bytes.len() && (bytes[k] == b'+' || bytes[k] == b'-') {
+            k += 1;
+        }
+        if k < bytes.len() && bytes[k].is_ascii_digit() {
+            is_float = true;
+            j = k;
+            digits(&mut j);
+        }
+    }
+    let end = word_end(j);
+    if end > j {
+        let suffix = &text[j..end];
+        let help = if suffix == "f" || suffix == "F" {
+            "gridlab numbers have no C suffixes: write `0.5`, not `0.5f` (the array's dtype decides the precision)"
+                .to_string()
+        } else {
+            "put an operator or a space between a number and a name".to_string()
+        };
+        return Err(Diagnostic::error(format!("invalid suffix `{suffix}` on a number"))
+            .at(Span::new(source, j, end))
+            .help(help));
+    }
+    let lit: String = text[start..end].chars().filter(|&c| c != '_').collect();
+    let err = || {
+        Diagnostic::error(format!("invalid number `{}`", &text[start..end]))
+            .at(Span::new(source, start, end))
+            .help("integers must fit in 128 bits; floats look like `0.5`, `.5`, `2.` or `1e-6`")
+    };
+    if is_float {
+        lit.parse::<f64>().map(|f| (Tok::Float(f), end)).map_err(|_| err())
+    } else {
+        lit.parse::<i128>().map(|v| (Tok::Int(v), end)).map_err(|_| err())
+    }
+}

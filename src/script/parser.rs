@@ -1,0 +1,495 @@
+//! A recursive-descent parser for one statement, with Python's operator precedence:
+//! `or` < `and` < `not` < comparisons < `|` < `^` < `&` < shifts < `+ -` < `* / // %` < unary
+//! `- + ~` < `**` < calls and indexing. `&&`, `||` and `!` are synonyms of `and`, `or`, `not`
+//! (with their precedence, not C's). Comparisons don't chain: `0 <= i < n` is an error that
+//! suggests `0 <= i and i < n`.
+
+use crate::diag::{Diagnostic, SourceId, Span};
+use crate::finding::FindingKind;
+
+use super::ast::{BinOp, Dim, Expect, Expr, ExprKind, Index, Kwarg, Launch, Stmt, StmtKind, UnOp};
+use super::lexer::{Tok, Token, lex};
+
+/// Nesting deeper than this is refused rather than risking the stack.
+const MAX_DEPTH: usize = 200;
+
+/// Parse one statement (not CUDA, not a `:command`). A trailing `;` is allowed.
+pub fn parse_statement(source: SourceId, text: &str) -> Result<Stmt, Diagnostic> {
+    let toks = lex(source, text)?;
+    let mut p = Parser { toks, pos: 0, source, end: text.trim_end().len(), depth: 0 };
+    let stmt = p.statement()?;
+    if p.eat(";") {
+        // tolerated, as in C
+    }
+    if let Some(t) = p.peek() {
+        let span = t.span;
+        return Err(Diagnostic::error(format!("unexpected {} after the statement", describe(&t.tok)))
+            .at(span)
+            .label("expected the end of the line")
+            .help("write one statement per line"));
+    }
+    Ok(stmt)
+}
+
+struct Parser {
+    toks: Vec<Token>,
+    pos: usize,
+    source: SourceId,
+    end: usize,
+    depth: usize,
+}
+
+fn describe(tok: &Tok) -> String {
+    match tok {
+        Tok::Int(v) => format!("number `{v}`"),
+        Tok::Float(v) => format!("number `{v}`"),
+        Tok::Ident(s) => format!("`{s}`"),
+        Tok::Punct(p) => format!("`{p}`"),
+    }
+}
+
+const KEYWORDS: [&str; 7] = ["let", "expect", "and", "or", "not", "true", "false"];
+
+impl Parser {
+    fn peek(&self) -> Option<&Token> {
+        self.toks.get(self.pos)
+    }
+
+    fn peek_at(&self, k: usize) -> Option<&Tok> {
+        self.toks.get(self.pos + k).map(|t| &t.tok)
+    }
+
+    fn is_punct(&self, p: &str) -> bool {
+        matches!(self.peek(), Some(Token { tok: Tok::Punct(q), .. }) if *q == p)
+    }
+
+    fn is_ident(&self, s: &str) -> bool {
+        matches!(self.peek(), Some(Token { tok: Tok::Ident(q), .. }) if q == s)
+    }
+
+    fn eat(&mut self, p: &str) -> bool {
+        if self.is_punct(p) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn bump(&mut self) -> Token {
+        let t = self.toks[self.pos].clone();
+        self.pos += 1;
+        t
+    }
+
+    fn prev_span(&self) -> Span {
+        self.toks.get(self.pos.wrapping_sub(1)).map_or(Span::new(self.source, 0, 0), |t| t.span)
+    }
+
+    /// The span of the next token, or an empty span at the end of the text.
+    fn here(&self) -> Span {
+        self.peek().map_or(Span::new(self.source, self.end, self.end), |t| t.span)
+    }
+
+    fn error_here(&self, what: &str) -> Diagnostic {
+        let found = self.peek().map_or("the end of the line".to_string(), |t| describe(&t.tok));
+        Diagnostic::error(format!("expected {what}, found {found}")).at(self.here())
+    }
+
+    fn expect_punct(&mut self, p: &str, what: &str, help: &str) -> Result<Span, Diagnostic> {
+        if self.eat(p) { Ok(self.prev_span()) } else { Err(self.error_here(what).help(help)) }
+    }
+
+    fn statement(&mut self) -> Result<Stmt, Diagnostic> {
+        let Some(first) = self.peek().cloned() else {
+            return Err(Diagnostic::error("empty statement")
+                .at(self.here())
+                .help("write `let a = zeros(1024)`, a launch, `expect ...` or an expression"));
+        };
+        match &first.tok {
+            Tok::Ident(kw) if kw == "let" => {
+                self.pos += 1;
+                let (name, name_span) = match self.peek() {
+                    Some(Token { tok: Tok::Ident(n), span }) if !KEYWORDS.contains(&n.as_str()) => (n.clone(), *span),
+                    _ => {
+                        return Err(self
+                            .error_here("a name after `let`")
+                            .label("expected a name")
+                            .help("write `let NAME = EXPR`, e.g. `let a = zeros(1024)`"));
+                    }
+                };
+                self.pos += 1;
+                if self.is_punct("==") {
+                    return Err(self.error_here("`=`").help("`let` binds with a single `=`: `let n = 1024`"));
+                }
+                self.expect_punct("=", "`=` after the name", &format!("write `let {name} = EXPR`"))?;
+                let value = self.expr()?;
+                let span = first.span.to(value.span);
+                Ok(Stmt { kind: StmtKind::Let { name, name_span, value }, span })
+            }
+            Tok::Ident(kw) if kw == "expect" => {
+                self.pos += 1;
+                let expect = if self.is_ident("clean") && self.peek_at(1).is_none_or(|t| *t == Tok::Punct(";")) {
+                    self.pos += 1;
+                    Expect::Clean
+                } else if self.is_ident("finding") && matches!(self.peek_at(1), Some(Tok::Ident(_))) {
+                    self.pos += 1;
+                    let t = self.bump();
+                    let Tok::Ident(name) = &t.tok else { unreachable!("checked above") };
+                    let Some(kind) = FindingKind::parse(name) else {
+                        let names: Vec<_> = FindingKind::ALL.iter().map(|k| format!("`{}`", k.name())).collect();
+                        return Err(Diagnostic::error(format!("unknown finding `{name}`"))
+                            .at(t.span)
+                            .label("not a kind of finding")
+                            .help(format!("the kinds are {}", names.join(", "))));
+                    };
+                    Expect::Finding(kind, t.span)
+                } else if self.peek().is_none() {
+                    return Err(self
+                        .error_here("a condition after `expect`")
+                        .help("e.g. `expect all(a == 0.5)`, `expect clean` or `expect finding race`"));
+                } else {
+                    Expect::Expr(self.expr()?)
+                };
+                Ok(Stmt { kind: StmtKind::Expect(expect), span: first.span.to(self.prev_span()) })
+            }
+            Tok::Ident(name) if self.peek_at(1) == Some(&Tok::Punct("<<<")) => {
+                let launch = self.launch(name.clone(), first.span)?;
+                Ok(Stmt { span: launch.span, kind: StmtKind::Launch(launch) })
+            }
+            Tok::Ident(name) if self.peek_at(1) == Some(&Tok::Punct("=")) => {
+                Err(Diagnostic::error(format!("`{name}` is not bound with `let`"))
+                    .at(self.toks[self.pos + 1].span)
+                    .label("assignment needs `let`")
+                    .help(format!("write `let {name} = ...` (to compare, use `==`)")))
+            }
+            _ => {
+                let e = self.expr()?;
+                Ok(Stmt { span: e.span, kind: StmtKind::Inspect(e) })
+            }
+        }
+    }
+
+    fn launch(&mut self, kernel: String, kernel_span: Span) -> Result<Launch, Diagnostic> {
+        self.pos += 2; // name and `<<<`
+        let open = self.prev_span();
+        let config_help =
+            "a launch looks like `k<<<blocks, threads>>>(args)` or `k<<<grid, block, shared_bytes>>>(args)`";
+        let grid = self.dim()?;
+        if !self.eat(",") {
+            return Err(self.error_here("`,` and the block size").help(config_help));
+        }
+        let block = self.dim()?;
+        let shared = if self.eat(",") { Some(self.expr()?) } else { None };
+        if !self.eat(">>>") {
+            let d = self.error_here("`>>>`").help(config_help);
+            return Err(if self.peek().is_none() { d.note(format!("`<<<` opened at byte {}", open.lo)) } else { d });
+        }
+        let args_help = format!("pass the kernel's arguments in parentheses: `{kernel}<<<grid, block>>>(a, n)`");
+        self.expect_punct("(", "`(` and the kernel's arguments", &args_help)?;
+        let args = self.comma_list(")", "an argument or `)`")?;
+        let span = kernel_span.to(self.prev_span());
+        Ok(Launch { kernel, kernel_span, grid, block, shared, args, span })
+    }
+
+    fn dim(&mut self) -> Result<Dim, Diagnostic> {
+        let e = self.expr()?;
+        let span = e.span;
+        let exprs = match e.kind {
+            ExprKind::Tuple(items) => items,
+            ExprKind::Call { func, args, kwargs, .. } if func == "dim3" && kwargs.is_empty() => args,
+            kind => vec![Expr { kind, span }],
+        };
+        if exprs.is_empty() || exprs.len() > 3 {
+            return Err(Diagnostic::error(format!("a grid or block has 1 to 3 dimensions, not {}", exprs.len()))
+                .at(span)
+                .help("write `n`, `(x, y)`, `(x, y, z)` or `dim3(x, y, z)`"));
+        }
+        Ok(Dim { exprs, span })
+    }
+
+    /// Items separated by commas up to `close` (consumed); a trailing comma is allowed.
+    fn comma_list(&mut self, close: &str, what: &str) -> Result<Vec<Expr>, Diagnostic> {
+        let mut items = Vec::new();
+        loop {
+            if self.eat(close) {
+                return Ok(items);
+            }
+            items.push(self.expr()?);
+            if !self.eat(",") {
+                if self.eat(close) {
+                    return Ok(items);
+                }
+                return Err(self.error_here(&format!("`,` or `{close}`")).help(format!("{what} was expected here")));
+            }
+        }
+    }
+
+    pub fn expr(&mut self) -> Result<Expr, Diagnostic> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Diagnostic::error("expression nested too deeply").at(self.here()).help("split it with `let`"));
+        }
+        let e = self.or_expr();
+        self.depth -= 1;
+        e
+    }
+
+    fn binary(op: BinOp, op_span: Span, lhs: Expr, rhs: Expr) -> Expr {
+        let span = lhs.span.to(rhs.span);
+        Expr { kind: ExprKind::Binary { op, op_span, lhs: Box::new(lhs), rhs: Box::new(rhs) }, span }
+    }
+
+    fn or_expr(&mut self) -> Result<Expr, Diagnostic> {
+        let mut lhs = self.and_expr()?;
+        while self.is_ident("or") || self.is_punct("||") {
+            let op_span = self.bump().span;
+            let rhs = self.and_expr()?;
+            lhs = Self::binary(BinOp::Or, op_span, lhs, rhs);
+        }
+        Ok(lhs)
+    }
+
+    fn and_expr(&mut self) -> Result<Expr, Diagnostic> {
+        let mut lhs = self.not_expr()?;
+        while self.is_ident("and") || self.is_punct("&&") {
+            let op_span = self.bump().span;
+            let rhs = self.not_expr()?;
+            lhs = Self::binary(BinOp::And, op_span, lhs, rhs);
+        }
+        Ok(lhs)
+    }
+
+    fn not_expr(&mut self) -> Result<Expr, Diagnostic> {
+        if self.is_ident("not") || self.is_punct("!") {
+            let op_span = self.bump().span;
+            self.depth += 1;
+            if self.depth > MAX_DEPTH {
+                return Err(Diagnostic::error("expression nested too deeply").at(op_span));
+            }
+            let operand = self.not_expr();
+            self.depth -= 1;
+            let operand = operand?;
+            let span = op_span.to(operand.span);
+            return Ok(Expr { kind: ExprKind::Unary { op: UnOp::Not, op_span, operand: Box::new(operand) }, span });
+        }
+        self.comparison()
+    }
+
+    fn comparison_op(&self) -> Option<BinOp> {
+        let Some(Token { tok: Tok::Punct(p), .. }) = self.peek() else { return None };
+        Some(match *p {
+            "==" => BinOp::Eq,
+            "!=" => BinOp::Ne,
+            "<" => BinOp::Lt,
+            "<=" => BinOp::Le,
+            ">" => BinOp::Gt,
+            ">=" => BinOp::Ge,
+            "~=" => BinOp::Approx,
+            _ => return None,
+        })
+    }
+
+    fn comparison(&mut self) -> Result<Expr, Diagnostic> {
+        let lhs = self.bin_level(0)?;
+        let Some(op) = self.comparison_op() else { return Ok(lhs) };
+        let op_span = self.bump().span;
+        let rhs = self.bin_level(0)?;
+        if let Some(op2) = self.comparison_op() {
+            return Err(Diagnostic::error("comparisons don't chain here")
+                .at(self.here())
+                .label("second comparison")
+                .help(format!("join two comparisons with `and`: `x {} y and y {} z`", op.symbol(), op2.symbol())));
+        }
+        Ok(Self::binary(op, op_span, lhs, rhs))
+    }
+
+    /// Left-associative binary levels from `|` (0) to `* / // %` (5).
+    fn bin_level(&mut self, level: usize) -> Result<Expr, Diagnostic> {
+        const LEVELS: [&[(&str, BinOp)]; 6] = [
+            &[("|", BinOp::BitOr)],
+            &[("^", BinOp::BitXor)],
+            &[("&", BinOp::BitAnd)],
+            &[("<<", BinOp::Shl), (">>", BinOp::Shr)],
+            &[("+", BinOp::Add), ("-", BinOp::Sub)],
+            &[("*", BinOp::Mul), ("/", BinOp::Div), ("//", BinOp::FloorDiv), ("%", BinOp::Mod)],
+        ];
+        let next = |p: &mut Self| if level + 1 < LEVELS.len() { p.bin_level(level + 1) } else { p.unary() };
+        let mut lhs = next(self)?;
+        loop {
+            let Some(&(_, op)) = LEVELS[level].iter().find(|(s, _)| self.is_punct(s)) else { return Ok(lhs) };
+            let op_span = self.bump().span;
+            let rhs = next(self)?;
+            lhs = Self::binary(op, op_span, lhs, rhs);
+        }
+    }
+
+    fn unary(&mut self) -> Result<Expr, Diagnostic> {
+        let op = match self.peek() {
+            Some(Token { tok: Tok::Punct("-"), .. }) => Some(UnOp::Neg),
+            Some(Token { tok: Tok::Punct("+"), .. }) => Some(UnOp::Plus),
+            Some(Token { tok: Tok::Punct("~"), .. }) => Some(UnOp::Invert),
+            _ => None,
+        };
+        if let Some(op) = op {
+            let op_span = self.bump().span;
+            self.depth += 1;
+            if self.depth > MAX_DEPTH {
+                return Err(Diagnostic::error("expression nested too deeply").at(op_span));
+            }
+            let operand = self.unary();
+            self.depth -= 1;
+            let operand = operand?;
+            let span = op_span.to(operand.span);
+            return Ok(Expr { kind: ExprKind::Unary { op, op_span, operand: Box::new(operand) }, span });
+        }
+        self.power()
+    }
+
+    fn power(&mut self) -> Result<Expr, Diagnostic> {
+        let base = self.postfix()?;
+        if self.is_punct("**") {
+            let op_span = self.bump().span;
+            // Right-associative, and the exponent may carry a sign: `2 ** -1`.
+            let exp = self.unary()?;
+            return Ok(Self::binary(BinOp::Pow, op_span, base, exp));
+        }
+        Ok(base)
+    }
+
+    fn postfix(&mut self) -> Result<Expr, Diagnostic> {
+        let mut e = self.atom()?;
+        while self.is_punct("[") {
+            self.pos += 1;
+            let mut indices = Vec::new();
+            loop {
+                indices.push(self.index()?);
+                if self.eat(",") {
+                    continue;
+                }
+                self.expect_punct("]", "`]`", "indices look like `a[i]`, `a[i, j]` or `a[start:stop:step]`")?;
+                break;
+            }
+            let span = e.span.to(self.prev_span());
+            e = Expr { kind: ExprKind::Index { target: Box::new(e), indices }, span };
+        }
+        Ok(e)
+    }
+
+    fn index(&mut self) -> Result<Index, Diagnostic> {
+        let lo = self.here();
+        let start = if self.is_punct(":") { None } else { Some(Box::new(self.expr()?)) };
+        if !self.eat(":") {
+            return match start {
+                Some(e) => Ok(Index::At(*e)),
+                None => Err(self.error_here("an index")),
+            };
+        }
+        let bound = |p: &mut Self| -> Result<Option<Box<Expr>>, Diagnostic> {
+            if p.is_punct(":") || p.is_punct(",") || p.is_punct("]") {
+                Ok(None)
+            } else {
+                p.expr().map(|e| Some(Box::new(e)))
+            }
+        };
+        let stop = bound(self)?;
+        let step = if self.eat(":") { bound(self)? } else { None };
+        Ok(Index::Slice { start, stop, step, span: lo.to(self.prev_span()) })
+    }
+
+    fn atom(&mut self) -> Result<Expr, Diagnostic> {
+        let Some(t) = self.peek().cloned() else {
+            return Err(self.error_here("an expression"));
+        };
+        self.pos += 1;
+        let span = t.span;
+        let kind = match t.tok {
+            Tok::Int(v) => ExprKind::Int(v),
+            Tok::Float(v) => ExprKind::Float(v),
+            Tok::Ident(name) => match name.as_str() {
+                "true" | "True" => ExprKind::Bool(true),
+                "false" | "False" => ExprKind::Bool(false),
+                "let" | "expect" | "and" | "or" | "not" => {
+                    return Err(Diagnostic::error(format!("`{name}` can't be used here"))
+                        .at(span)
+                        .label("a keyword")
+                        .help(match name.as_str() {
+                            "let" | "expect" => "`let` and `expect` start a line",
+                            _ => "`and`, `or` and `not` combine conditions, e.g. `a > 0 and b > 0`",
+                        }));
+                }
+                _ if self.is_punct("(") => {
+                    self.pos += 1;
+                    return self.call(name, span);
+                }
+                _ => ExprKind::Name(name),
+            },
+            Tok::Punct("(") => {
+                if self.eat(")") {
+                    return Err(Diagnostic::error("empty parentheses")
+                        .at(span.to(self.prev_span()))
+                        .help("put an expression or a shape like `(rows, cols)` inside"));
+                }
+                let first = self.expr()?;
+                if self.eat(")") {
+                    return Ok(Expr { kind: first.kind, span: span.to(self.prev_span()) });
+                }
+                if !self.is_punct(",") {
+                    return Err(self.error_here("`)`").help("every `(` needs a matching `)`"));
+                }
+                self.pos += 1;
+                let mut items = vec![first];
+                items.extend(self.comma_list(")", "an expression")?);
+                ExprKind::Tuple(items)
+            }
+            Tok::Punct("[") => ExprKind::List(self.comma_list("]", "a list element")?),
+            tok => {
+                self.pos -= 1;
+                let d = self.error_here("an expression");
+                return Err(match tok {
+                    Tok::Punct("=") => d.help("to compare, use `==`"),
+                    Tok::Punct("{") | Tok::Punct("}") => {
+                        d.help("CUDA code starts with `__global__` or `__device__`; lists use `[ ]`")
+                    }
+                    _ => d,
+                });
+            }
+        };
+        Ok(Expr { kind, span: span.to(self.prev_span()) })
+    }
+
+    /// After `NAME(`: positional arguments, then keyword arguments (`seed=3`).
+    fn call(&mut self, func: String, func_span: Span) -> Result<Expr, Diagnostic> {
+        let mut args = Vec::new();
+        let mut kwargs: Vec<Kwarg> = Vec::new();
+        loop {
+            if self.eat(")") {
+                break;
+            }
+            if let (Some(Tok::Ident(name)), Some(Tok::Punct("="))) = (self.peek_at(0), self.peek_at(1)) {
+                let name = name.clone();
+                let name_span = self.bump().span;
+                self.pos += 1;
+                let value = self.expr()?;
+                if kwargs.iter().any(|k| k.name == name) {
+                    return Err(Diagnostic::error(format!("`{name}` is given twice")).at(name_span));
+                }
+                kwargs.push(Kwarg { name, name_span, value });
+            } else {
+                let e = self.expr()?;
+                if let Some(k) = kwargs.last() {
+                    return Err(Diagnostic::error("a positional argument after a keyword argument")
+                        .at(e.span)
+                        .help(format!("put it before `{}=`", k.name)));
+                }
+                args.push(e);
+            }
+            if !self.eat(",") {
+                self.expect_punct(")", "`,` or `)`", &format!("close the call to `{func}` with `)`"))?;
+                break;
+            }
+        }
+        let span = func_span.to(self.prev_span());
+        Ok(Expr { kind: ExprKind::Call { func, func_span, args, kwargs }, span })
+    }
+}
