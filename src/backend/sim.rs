@@ -1,1 +1,252 @@
-//! The CPU simulator backend (being written).
+//! The CPU simulator: runs a kernel the way a GPU would, and reports what a GPU hides.
+//!
+//! # Execution model
+//!
+//! **Compilation.** At its first launch (and again after the module changes) a kernel is compiled
+//! from the checked AST to a compact register bytecode (`compile.rs`): every `__device__` call is
+//! inlined, every operation is typed (`Add` in `int`, `float`, ...), conversions follow C. Each
+//! lane has its own registers holding 64-bit patterns.
+//!
+//! **Warps.** Threads run as warps of 32 lanes. Each lane has a program counter; a warp runs the
+//! group of lanes with the smallest one, one instruction for the whole group per *step*. Code is
+//! laid out in source order, so after a divergent `if` or loop the lanes that went ahead wait
+//! until the others reach them, and the warp reconverges. Loads and stores are separate steps:
+//! `a[0] += 0.5f` is a load, an add and a store, and another warp may run in between, so updates
+//! get lost as on a GPU. Lanes of one warp storing to the same element in one step: the highest
+//! lane's value wins (and it is a race).
+//!
+//! **Memory.** A pointer is a region id and a byte offset (`memory.rs`): the launch's buffers
+//! (accessed in place, little-endian), each block's `__shared__` arrays (`extern __shared__`
+//! sized by the launch's dynamic shared bytes), each thread's local arrays, and the launch's
+//! `__constant__`/`__device__` variables (fresh from their initialisers at every launch).
+//! Accesses outside a region are not performed (reads give 0) and become an out-of-bounds
+//! finding, summarised per memory and access kind; indices in findings are the byte offset
+//! divided by the element size (of the buffer's dtype, or the array's element type). An access
+//! through a pointer into no region at all stops the launch with a trap.
+//!
+//! **Schedules.** `Random` (the default): up to 8 blocks are resident; a seeded RNG picks which
+//! ready warp runs next and for how many steps (1 to 16). The same seed gives the same result,
+//! byte for byte. `Lockstep`: resident warps take one step each in turn. `Sequential`: one block
+//! at a time, one thread at a time in thread order, each until it exits or reaches a barrier;
+//! this is what a CPU loop computes, the reference answer for racy kernels. Warp collectives
+//! (`__shfl*`, `__ballot`, `__any`, `__all`, `__syncwarp`) in `Sequential` run each lane up to
+//! the collective, then do it for the whole warp at once, so shuffle reductions agree.
+//!
+//! **Barriers.** At `__syncthreads()` a lane waits until every thread of its block is waiting or
+//! has exited; then all are released and the block's barrier epoch goes up. Threads waiting at
+//! different `__syncthreads()` calls, or waiting while others exited, give a barrier-divergence
+//! finding (and are released anyway).
+//!
+//! **Races.** With findings on, each element of global and shared memory remembers its last
+//! write and two reads (thread, barrier epoch, instruction). Two accesses of different threads
+//! race when one writes, not both are atomic, and no barrier of their block orders them (threads
+//! of different blocks are never ordered). Races are summarised per memory and pair of source
+//! locations. Costs O(1) per access and a few words per element.
+//!
+//! **Limits.** A launch may take `max_steps` warp steps in all (32 times as many with
+//! `Sequential`, where a step runs one lane) and a warp a quarter of that; beyond, it stops with a
+//! step-limit finding at the busiest warp's instruction ("possible infinite loop"). `__trap()`,
+//! a failed `assert` and integer division by zero stop the launch with a trap finding. A stopped
+//! launch reports `aborted`. Arithmetic C leaves undefined is defined (see `alu.rs`).
+
+mod alu;
+mod compile;
+mod engine;
+mod memory;
+mod printf;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use crate::backend::{Backend, BackendError, BackendKind, LaunchBuffers, LaunchReport, LaunchSpec};
+use crate::cuda::Module;
+
+pub use engine::MAX_OUTPUT_LINES;
+
+/// Memory a kernel's own variables may take per resident block (shared and local arrays,
+/// `__device__` variables), so absurd declarations get an error rather than an allocation failure.
+const MAX_MEMORY_BYTES: u64 = 256 << 20;
+
+/// How the simulator interleaves warps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Schedule {
+    /// Seeded random choice of the next warp and its burst length.
+    #[default]
+    Random,
+    /// Every resident warp one step at a time, round-robin.
+    Lockstep,
+    /// One thread at a time, in thread order: the sequential reference answer.
+    Sequential,
+}
+
+impl Schedule {
+    pub const ALL: [Schedule; 3] = [Schedule::Random, Schedule::Lockstep, Schedule::Sequential];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Schedule::Random => "random",
+            Schedule::Lockstep => "lockstep",
+            Schedule::Sequential => "sequential",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Schedule> {
+        Schedule::ALL.into_iter().find(|k| k.name() == s)
+    }
+}
+
+impl fmt::Display for Schedule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The simulator's settings (the session's `:sim` command changes them).
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub schedule: Schedule,
+    /// Warp steps a launch may take in all; one warp may take a quarter of it.
+    pub max_steps: u64,
+    /// Race and out-of-bounds tracking.
+    pub findings: bool,
+    /// Set from another thread (Ctrl-C) to stop the running launch at its next step.
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+impl SimConfig {
+    /// Room for a million threads of a few dozen instructions (about 2 million warp steps) or a
+    /// 256x256 naive matmul (11 million), while a one-thread `while (true) {}` stops after a
+    /// quarter of it (50 million steps, well under a second).
+    pub const DEFAULT_MAX_STEPS: u64 = 200_000_000;
+}
+
+impl Default for SimConfig {
+    fn default() -> SimConfig {
+        SimConfig {
+            seed: 0,
+            schedule: Schedule::Random,
+            max_steps: SimConfig::DEFAULT_MAX_STEPS,
+            findings: true,
+            cancel: None,
+        }
+    }
+}
+
+/// The CPU simulator backend.
+#[derive(Default)]
+pub struct SimBackend {
+    pub config: SimConfig,
+    /// Compiled kernels by name, with the module generation they were compiled from.
+    cache: HashMap<String, (u64, Arc<compile::Kernel>)>,
+    /// Race-detection shadows kept for the next launch.
+    scratch: Vec<Vec<memory::Shadow>>,
+}
+
+impl SimBackend {
+    pub fn new(config: SimConfig) -> SimBackend {
+        SimBackend { config, cache: HashMap::new(), scratch: Vec::new() }
+    }
+
+    fn kernel(&mut self, module: &Module, name: &str) -> Result<Arc<compile::Kernel>, BackendError> {
+        let generation = module.generation();
+        if let Some((g, k)) = self.cache.get(name)
+            && *g == generation
+        {
+            return Ok(k.clone());
+        }
+        let program = module.program();
+        let (id, _) = program
+            .function(name)
+            .filter(|(_, f)| f.kind == crate::cuda::ast::FuncKind::Kernel)
+            .ok_or_else(|| BackendError::Launch(format!("no kernel named `{name}`")))?;
+        let kernel = Arc::new(compile::compile(program, id).map_err(BackendError::Unsupported)?);
+        self.cache.insert(name.to_string(), (generation, kernel.clone()));
+        Ok(kernel)
+    }
+}
+
+impl Backend for SimBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Sim
+    }
+
+    fn label(&self) -> String {
+        "sim".to_string()
+    }
+
+    fn load(&mut self, _module: &Module) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    fn launch(
+        &mut self,
+        module: &Module,
+        spec: &LaunchSpec,
+        buffers: &mut LaunchBuffers<'_>,
+    ) -> Result<LaunchReport, BackendError> {
+        let start = Instant::now();
+        if spec.grid.count() == 0 || spec.block.count() == 0 {
+            return Err(BackendError::Launch(format!(
+                "cannot launch `{}` with <<<{}, {}>>>: every dimension must be at least 1",
+                spec.kernel, spec.grid, spec.block
+            )));
+        }
+        if spec.block.count() > 1 << 16 {
+            return Err(BackendError::Launch(format!("blocks of {} threads are too large", spec.block.count())));
+        }
+        let kernel = self.kernel(module, &spec.kernel)?;
+        let memory = kernel.memory_bytes(spec.block.count(), spec.shared_bytes as u64);
+        if memory > MAX_MEMORY_BYTES {
+            return Err(BackendError::Launch(format!(
+                "`{}` would need {} MiB of shared, local and global variables per resident block; the simulator allows {} MiB",
+                spec.kernel,
+                memory >> 20,
+                MAX_MEMORY_BYTES >> 20
+            )));
+        }
+        if kernel.params as usize != spec.args.len() {
+            return Err(BackendError::Launch(format!(
+                "`{}` takes {} arguments, {} given",
+                spec.kernel,
+                kernel.params,
+                spec.args.len()
+            )));
+        }
+        for a in &spec.args {
+            if let crate::backend::Arg::Buffer(i) = a
+                && *i >= buffers.buffers.len()
+            {
+                return Err(BackendError::Launch(format!("argument refers to missing buffer {i}")));
+            }
+        }
+        // Undo on Ctrl-C, as `Err` promises.
+        let snapshot: Option<Vec<Vec<u8>>> =
+            self.config.cancel.as_ref().map(|_| buffers.buffers.iter().map(|b| b.bytes().to_vec()).collect());
+        let elems = buffers.buffers.iter().map(|b| b.dtype().size() as u32).collect();
+        let bytes = buffers.buffers.iter_mut().map(|b| b.bytes_mut()).collect();
+        let out =
+            engine::run(&kernel, module.program(), spec, bytes, elems, &buffers.names, &self.config, &mut self.scratch);
+        if out.cancelled {
+            if let Some(snapshot) = snapshot {
+                for (b, s) in buffers.buffers.iter_mut().zip(snapshot) {
+                    b.bytes_mut().copy_from_slice(&s);
+                }
+            }
+            return Err(BackendError::Aborted(format!("launch of `{}` interrupted", spec.kernel)));
+        }
+        Ok(LaunchReport {
+            elapsed: start.elapsed(),
+            steps: Some(out.steps),
+            findings: out.findings,
+            output: out.output,
+            output_truncated: out.output_truncated,
+            aborted: out.aborted,
+        })
+    }
+}

@@ -1,0 +1,971 @@
+//! Compiles a checked kernel (`cuda::ast`) to the simulator's register bytecode.
+//!
+//! Every `__device__` call is inlined, so a kernel is one flat instruction list. Registers are
+//! per lane and hold 64-bit patterns in a canonical form: signed integers sign-extended, unsigned
+//! ones and `bool` zero-extended, `float` as its IEEE bits in the low half, pointers encoded as
+//! region and offset (see `memory.rs`). Control flow is plain jumps laid out in source order, so
+//! the engine's "run the lanes with the smallest program counter" rule reconverges after every
+//! `if` and loop.
+
+use std::collections::HashMap;
+
+use crate::cuda::ast::{
+    AtomicOp, Axis, BinaryOp, BuiltinVar, Expr, ExprKind, FuncId, Function, Intrinsic, MathFn, MemId, Program, Scalar,
+    ShflKind, Stmt, StmtKind, Type, UnaryOp,
+};
+use crate::diag::{Diagnostic, Span};
+
+use super::memory::{self, STATIC_REGION_BASE};
+use super::printf::{self, Piece};
+
+/// A register index (per lane).
+pub type Reg = u32;
+
+/// Local arrays per thread (CUDA allows more, but the simulator keeps them for every thread of a
+/// resident block).
+const MAX_LOCAL_BYTES: u64 = 64 << 10;
+
+/// Registers 0..12 hold `threadIdx`, `blockIdx`, `blockDim`, `gridDim` (x, y, z each); the
+/// kernel's parameters follow.
+pub const SPECIAL_REGS: u32 = 12;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Vote {
+    Ballot,
+    Any,
+    All,
+}
+
+/// One instruction. `ty` is always the type the operation works in; pointers are `U64`.
+#[derive(Clone, Copy, Debug)]
+pub enum Op {
+    Imm {
+        dst: Reg,
+        val: u64,
+    },
+    Mov {
+        dst: Reg,
+        src: Reg,
+    },
+    /// Arithmetic, bitwise and comparison operators (`LogAnd`/`LogOr` are compiled to branches).
+    Bin {
+        op: BinaryOp,
+        ty: Scalar,
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    Un {
+        op: UnaryOp,
+        ty: Scalar,
+        dst: Reg,
+        a: Reg,
+    },
+    Cvt {
+        from: Scalar,
+        to: Scalar,
+        dst: Reg,
+        a: Reg,
+    },
+    /// `dst = ptr + idx * scale` (`idx` is an `i64`).
+    PtrAdd {
+        dst: Reg,
+        ptr: Reg,
+        idx: Reg,
+        scale: u32,
+    },
+    /// `dst = (a - b) / scale`.
+    PtrDiff {
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+        scale: u32,
+    },
+    Load {
+        ty: Scalar,
+        dst: Reg,
+        addr: Reg,
+    },
+    Store {
+        ty: Scalar,
+        addr: Reg,
+        src: Reg,
+    },
+    /// Zero `bytes` bytes at `addr` (re-entering a local array's declaration).
+    Zero {
+        addr: Reg,
+        bytes: u32,
+    },
+    Atomic {
+        op: AtomicOp,
+        ty: Scalar,
+        dst: Reg,
+        addr: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    Jump {
+        target: u32,
+    },
+    /// Jump when `(cond != 0) == when`.
+    Branch {
+        cond: Reg,
+        when: bool,
+        target: u32,
+    },
+    Exit,
+    SyncThreads,
+    SyncWarp,
+    Shfl {
+        kind: ShflKind,
+        dst: Reg,
+        val: Reg,
+        lane: Reg,
+        width: Reg,
+    },
+    Vote {
+        kind: Vote,
+        dst: Reg,
+        pred: Reg,
+    },
+    Math {
+        f: MathFn,
+        ty: Scalar,
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+        c: Reg,
+    },
+    Min {
+        ty: Scalar,
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    Max {
+        ty: Scalar,
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    Abs {
+        ty: Scalar,
+        dst: Reg,
+        a: Reg,
+    },
+    /// `__trap()` (`cond: None`) or `assert(cond)`.
+    Trap {
+        cond: Option<Reg>,
+    },
+    /// `printf`: `Kernel::printfs[index]`.
+    Printf {
+        index: u32,
+    },
+}
+
+impl Op {
+    /// Instructions that need the whole warp together (run lane by lane in `Sequential` up to them).
+    pub fn is_collective(&self) -> bool {
+        matches!(self, Op::Shfl { .. } | Op::Vote { .. } | Op::SyncWarp)
+    }
+}
+
+/// Where a memory variable lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StaticKind {
+    /// Index into a block's shared arrays.
+    Shared,
+    /// Byte offset in each thread's local area.
+    Local { offset: u32 },
+    /// `Program::globals[index]`.
+    Global { index: u32, constant: bool },
+}
+
+/// A memory variable the kernel uses: region `STATIC_REGION_BASE + its index`.
+#[derive(Clone, Debug)]
+pub struct StaticMem {
+    pub name: String,
+    pub kind: StaticKind,
+    /// Size in bytes; for `extern __shared__` the launch's dynamic size is used instead.
+    pub bytes: u64,
+    pub is_extern: bool,
+    /// Element size, for indices in findings.
+    pub elem: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct PrintfCall {
+    pub pieces: Vec<Piece>,
+    pub args: Vec<(Reg, Scalar)>,
+}
+
+/// A compiled kernel.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub code: Vec<Op>,
+    /// The source span of each instruction (for memory accesses: the accessed lvalue).
+    pub spans: Vec<Span>,
+    /// For each instruction, the first instruction with the same span: findings are summarised
+    /// per source location, so the load and the store of `a[i] += x` count as one place.
+    pub sites: Vec<u32>,
+    pub regs: u32,
+    pub params: u32,
+    pub statics: Vec<StaticMem>,
+    /// Shared arrays, in `StaticKind::Shared` order: their index in `statics`.
+    pub shared: Vec<u32>,
+    pub local_bytes: u32,
+    pub printfs: Vec<PrintfCall>,
+}
+
+impl Kernel {
+    /// Bytes of memory variables one block needs: its shared arrays (`extern` ones sized by
+    /// `dynamic`), its threads' local arrays, and the kernel's globals.
+    pub fn memory_bytes(&self, block_threads: u64, dynamic: u64) -> u64 {
+        let statics: u64 = self
+            .statics
+            .iter()
+            .map(|s| match s.kind {
+                StaticKind::Shared if s.is_extern => dynamic,
+                StaticKind::Local { .. } => 0,
+                _ => s.bytes,
+            })
+            .sum();
+        statics.saturating_add((self.local_bytes as u64).saturating_mul(block_threads.next_multiple_of(32)))
+    }
+}
+
+type Result<T> = std::result::Result<T, Diagnostic>;
+
+fn unsupported(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::error(format!("the simulator cannot run this: {what}")).at(span)
+}
+
+/// The register type of a value type (pointers are `U64`).
+fn reg_scalar(ty: &Type) -> Option<Scalar> {
+    match ty {
+        Type::Scalar(s) => Some(*s),
+        Type::Ptr { .. } => Some(Scalar::U64),
+        _ => None,
+    }
+}
+
+/// Integer conversions that leave the canonical register pattern as it is: widening to 64 bits
+/// (the pattern already is the value modulo 2^64), and widening a type whose values all fit.
+/// Saves a step for every `a[i]` (an `int` index converted to `long long`).
+fn is_noop_conversion(from: Scalar, to: Scalar) -> bool {
+    use Scalar::*;
+    match to {
+        I64 | U64 => from.is_integer(),
+        I32 => matches!(from, Bool | I8 | U8),
+        U32 => matches!(from, Bool | U8),
+        _ => false,
+    }
+}
+
+fn elem_size(ty: &Type) -> u32 {
+    match ty {
+        Type::Void => 1,
+        t => t.size().clamp(1, u32::MAX as u64) as u32,
+    }
+}
+
+/// A place that can be read and written.
+#[derive(Clone, Copy)]
+enum Place {
+    Reg(Reg),
+    Mem { addr: Reg, ty: Scalar, span: Span },
+}
+
+struct Frame {
+    func: FuncId,
+    locals: Vec<Reg>,
+    arrays: Vec<u32>,
+    /// Inlined call: the return value register and the jumps to patch to the call's end.
+    ret: Option<(Reg, Vec<usize>)>,
+}
+
+struct LoopCtx {
+    breaks: Vec<usize>,
+    continues: Vec<usize>,
+}
+
+struct Compiler<'p> {
+    program: &'p Program,
+    code: Vec<Op>,
+    spans: Vec<Span>,
+    next: Reg,
+    max: Reg,
+    statics: Vec<StaticMem>,
+    shared_map: HashMap<(FuncId, u32), u32>,
+    global_map: HashMap<u32, u32>,
+    shared: Vec<u32>,
+    local_bytes: u32,
+    printfs: Vec<PrintfCall>,
+    frames: Vec<Frame>,
+    loops: Vec<LoopCtx>,
+    span: Span,
+}
+
+/// Compile kernel `name` of `program`.
+pub fn compile(program: &Program, id: FuncId) -> Result<Kernel> {
+    let func = program.functions.get(id as usize).ok_or_else(|| Diagnostic::error("no such kernel"))?;
+    let params = func.params.len() as u32;
+    let mut c = Compiler {
+        program,
+        code: Vec::new(),
+        spans: Vec::new(),
+        next: SPECIAL_REGS,
+        max: SPECIAL_REGS,
+        statics: Vec::new(),
+        shared_map: HashMap::new(),
+        global_map: HashMap::new(),
+        shared: Vec::new(),
+        local_bytes: 0,
+        printfs: Vec::new(),
+        frames: Vec::new(),
+        loops: Vec::new(),
+        span: func.span,
+    };
+    // Parameters are the first locals, so they land in registers 12.. as the engine expects.
+    let locals = (0..func.locals.len()).map(|_| c.temp()).collect();
+    let arrays = c.local_arrays(func)?;
+    c.frames.push(Frame { func: id, locals, arrays, ret: None });
+    c.block(&func.body)?;
+    c.emit(Op::Exit);
+    let mut first: HashMap<Span, u32> = HashMap::new();
+    let sites = c.spans.iter().enumerate().map(|(pc, span)| *first.entry(*span).or_insert(pc as u32)).collect();
+    Ok(Kernel {
+        sites,
+        code: c.code,
+        spans: c.spans,
+        regs: c.max,
+        params,
+        statics: c.statics,
+        shared: c.shared,
+        local_bytes: c.local_bytes,
+        printfs: c.printfs,
+    })
+}
+
+impl Compiler<'_> {
+    fn emit(&mut self, op: Op) -> usize {
+        self.code.push(op);
+        self.spans.push(self.span);
+        self.code.len() - 1
+    }
+
+    fn here(&self) -> u32 {
+        self.code.len() as u32
+    }
+
+    fn patch(&mut self, at: usize, target: u32) {
+        match &mut self.code[at] {
+            Op::Jump { target: t } | Op::Branch { target: t, .. } => *t = target,
+            _ => unreachable!("patching a non-jump"),
+        }
+    }
+
+    fn temp(&mut self) -> Reg {
+        let r = self.next;
+        self.next += 1;
+        self.max = self.max.max(self.next);
+        r
+    }
+
+    fn imm(&mut self, val: u64) -> Reg {
+        let dst = self.temp();
+        self.emit(Op::Imm { dst, val });
+        dst
+    }
+
+    fn frame(&self) -> &Frame {
+        self.frames.last().expect("a frame while compiling")
+    }
+
+    fn local_arrays(&mut self, func: &Function) -> Result<Vec<u32>> {
+        let mut out = Vec::new();
+        for a in &func.local_arrays {
+            let bytes = a.ty.size();
+            if self.local_bytes as u64 + bytes > MAX_LOCAL_BYTES {
+                return Err(unsupported(a.span, "more than 64 KiB of local arrays per thread"));
+            }
+            let offset = self.local_bytes;
+            self.local_bytes += (bytes as u32).next_multiple_of(8);
+            out.push(self.add_static(StaticMem {
+                name: a.name.clone(),
+                kind: StaticKind::Local { offset },
+                bytes,
+                is_extern: false,
+                elem: elem_size(a.ty.innermost()),
+            }));
+        }
+        Ok(out)
+    }
+
+    fn add_static(&mut self, m: StaticMem) -> u32 {
+        self.statics.push(m);
+        (self.statics.len() - 1) as u32
+    }
+
+    /// The region of a memory variable.
+    fn mem_region(&mut self, id: MemId) -> Result<u32> {
+        let func = self.frame().func;
+        let index = match id {
+            MemId::Local(i) => {
+                *self.frame().arrays.get(i as usize).ok_or_else(|| unsupported(self.span, "bad array"))?
+            }
+            MemId::Shared(i) => match self.shared_map.get(&(func, i)) {
+                Some(&s) => s,
+                None => {
+                    let var = self.program.functions[func as usize]
+                        .shared
+                        .get(i as usize)
+                        .ok_or_else(|| unsupported(self.span, "bad shared variable"))?;
+                    let s = self.add_static(StaticMem {
+                        name: var.name.clone(),
+                        kind: StaticKind::Shared,
+                        bytes: var.ty.size(),
+                        is_extern: var.is_extern,
+                        elem: elem_size(var.ty.innermost()),
+                    });
+                    self.shared.push(s);
+                    self.shared_map.insert((func, i), s);
+                    s
+                }
+            },
+            MemId::Global(i) => match self.global_map.get(&i) {
+                Some(&s) => s,
+                None => {
+                    let g = self
+                        .program
+                        .globals
+                        .get(i as usize)
+                        .ok_or_else(|| unsupported(self.span, "bad global variable"))?;
+                    let s = self.add_static(StaticMem {
+                        name: g.var.name.clone(),
+                        kind: StaticKind::Global { index: i, constant: g.is_constant },
+                        bytes: g.var.ty.size(),
+                        is_extern: false,
+                        elem: elem_size(g.var.ty.innermost()),
+                    });
+                    self.global_map.insert(i, s);
+                    s
+                }
+            },
+        };
+        Ok(STATIC_REGION_BASE + index)
+    }
+
+    fn block(&mut self, stmts: &[Stmt]) -> Result<()> {
+        stmts.iter().try_for_each(|s| self.stmt(s))
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Result<()> {
+        let mark = self.next;
+        self.span = s.span;
+        match &s.kind {
+            StmtKind::Expr(e) => {
+                self.expr(e)?;
+            }
+            StmtKind::Decl { local, init } => {
+                let dst = self.local(*local)?;
+                match init {
+                    Some(e) => {
+                        let v = self.expr(e)?;
+                        self.emit(Op::Mov { dst, src: v });
+                    }
+                    None => {
+                        self.emit(Op::Imm { dst, val: 0 });
+                    }
+                }
+            }
+            StmtKind::ArrayDecl { array, init } => {
+                let region = self.mem_region(MemId::Local(*array))?;
+                let m = &self.statics[(region - STATIC_REGION_BASE) as usize];
+                let (bytes, elem) = (m.bytes as u32, m.elem);
+                let func = &self.program.functions[self.frame().func as usize];
+                let ty = func.local_arrays[*array as usize].ty.innermost().clone();
+                let base = self.imm(memory::make_ptr(region, 0));
+                self.emit(Op::Zero { addr: base, bytes });
+                if let (Some(init), Some(s)) = (init, reg_scalar(&ty)) {
+                    for (i, e) in init.iter().enumerate() {
+                        let v = self.expr(e)?;
+                        let addr = self.imm(memory::make_ptr(region, i as i64 * elem as i64));
+                        self.span = e.span;
+                        self.emit(Op::Store { ty: s, addr, src: v });
+                    }
+                }
+            }
+            StmtKind::If { cond, then, else_ } => {
+                let c = self.expr(cond)?;
+                let to_else = self.emit(Op::Branch { cond: c, when: false, target: 0 });
+                self.next = mark;
+                self.stmt(then)?;
+                match else_ {
+                    Some(e) => {
+                        let to_end = self.emit(Op::Jump { target: 0 });
+                        let here = self.here();
+                        self.patch(to_else, here);
+                        self.stmt(e)?;
+                        let here = self.here();
+                        self.patch(to_end, here);
+                    }
+                    None => {
+                        let here = self.here();
+                        self.patch(to_else, here);
+                    }
+                }
+            }
+            StmtKind::While { cond, body } => {
+                let top = self.here();
+                let c = self.expr(cond)?;
+                let exit = self.emit(Op::Branch { cond: c, when: false, target: 0 });
+                self.next = mark;
+                let l = self.loop_body(body)?;
+                self.span = s.span;
+                self.emit(Op::Jump { target: top });
+                let end = self.here();
+                self.patch(exit, end);
+                self.end_loop(l, top, end);
+            }
+            StmtKind::DoWhile { body, cond } => {
+                let top = self.here();
+                let l = self.loop_body(body)?;
+                let cont = self.here();
+                self.span = cond.span;
+                let c = self.expr(cond)?;
+                self.emit(Op::Branch { cond: c, when: true, target: top });
+                let end = self.here();
+                self.end_loop(l, cont, end);
+            }
+            StmtKind::For { init, cond, step, body } => {
+                if let Some(i) = init {
+                    self.stmt(i)?;
+                }
+                let top = self.here();
+                let exit = match cond {
+                    Some(c) => {
+                        self.span = c.span;
+                        let r = self.expr(c)?;
+                        self.next = mark;
+                        Some(self.emit(Op::Branch { cond: r, when: false, target: 0 }))
+                    }
+                    None => None,
+                };
+                let l = self.loop_body(body)?;
+                let cont = self.here();
+                if let Some(st) = step {
+                    self.span = st.span;
+                    self.expr(st)?;
+                    self.next = mark;
+                }
+                self.span = s.span;
+                self.emit(Op::Jump { target: top });
+                let end = self.here();
+                if let Some(e) = exit {
+                    self.patch(e, end);
+                }
+                self.end_loop(l, cont, end);
+            }
+            StmtKind::Break => {
+                let j = self.emit(Op::Jump { target: 0 });
+                self.loops.last_mut().ok_or_else(|| unsupported(s.span, "`break` outside a loop"))?.breaks.push(j);
+            }
+            StmtKind::Continue => {
+                let j = self.emit(Op::Jump { target: 0 });
+                self.loops
+                    .last_mut()
+                    .ok_or_else(|| unsupported(s.span, "`continue` outside a loop"))?
+                    .continues
+                    .push(j);
+            }
+            StmtKind::Return(value) => {
+                let v = value.as_ref().map(|e| self.expr(e)).transpose()?;
+                if self.frame().ret.is_some() {
+                    if let (Some(v), Some((dst, _))) = (v, &self.frame().ret) {
+                        let dst = *dst;
+                        self.emit(Op::Mov { dst, src: v });
+                    }
+                    let j = self.emit(Op::Jump { target: 0 });
+                    if let Some((_, jumps)) = &mut self.frames.last_mut().expect("frame").ret {
+                        jumps.push(j);
+                    }
+                } else {
+                    self.emit(Op::Exit);
+                }
+            }
+            StmtKind::Block(stmts) => self.block(stmts)?,
+            StmtKind::Empty => {}
+        }
+        self.next = mark;
+        Ok(())
+    }
+
+    fn loop_body(&mut self, body: &Stmt) -> Result<LoopCtx> {
+        self.loops.push(LoopCtx { breaks: Vec::new(), continues: Vec::new() });
+        self.stmt(body)?;
+        Ok(self.loops.pop().expect("loop context"))
+    }
+
+    fn end_loop(&mut self, l: LoopCtx, cont: u32, end: u32) {
+        for j in l.continues {
+            self.patch(j, cont);
+        }
+        for j in l.breaks {
+            self.patch(j, end);
+        }
+    }
+
+    fn local(&self, id: u32) -> Result<Reg> {
+        self.frame().locals.get(id as usize).copied().ok_or_else(|| unsupported(self.span, "bad local variable"))
+    }
+
+    fn scalar(&self, ty: &Type, span: Span) -> Result<Scalar> {
+        reg_scalar(ty).ok_or_else(|| unsupported(span, &format!("a value of type `{}`", ty.c_name())))
+    }
+
+    /// The address of a memory lvalue.
+    fn addr_of(&mut self, e: &Expr) -> Result<Reg> {
+        match &e.kind {
+            ExprKind::Mem(id) => {
+                let region = self.mem_region(*id)?;
+                Ok(self.imm(memory::make_ptr(region, 0)))
+            }
+            ExprKind::Deref(p) => self.expr(p),
+            ExprKind::Index { base, index } => {
+                let ptr = self.expr(base)?;
+                let idx = self.expr(index)?;
+                let dst = self.temp();
+                self.emit(Op::PtrAdd { dst, ptr, idx, scale: elem_size(&e.ty) });
+                Ok(dst)
+            }
+            _ => Err(unsupported(e.span, "taking the address of this expression")),
+        }
+    }
+
+    fn place(&mut self, e: &Expr) -> Result<Place> {
+        match &e.kind {
+            ExprKind::Local(id) => Ok(Place::Reg(self.local(*id)?)),
+            ExprKind::Mem(_) | ExprKind::Deref(_) | ExprKind::Index { .. } => {
+                let ty = self.scalar(&e.ty, e.span)?;
+                let addr = self.addr_of(e)?;
+                Ok(Place::Mem { addr, ty, span: e.span })
+            }
+            _ => Err(unsupported(e.span, "assigning to this expression")),
+        }
+    }
+
+    /// Read a place into a fresh register (never the variable's own register, so a later store
+    /// to the place leaves the value read intact).
+    fn load(&mut self, p: Place) -> Reg {
+        let dst = self.temp();
+        match p {
+            Place::Reg(r) => self.emit(Op::Mov { dst, src: r }),
+            Place::Mem { addr, ty, span } => self.emit_at(span, Op::Load { ty, dst, addr }),
+        };
+        dst
+    }
+
+    fn store(&mut self, p: Place, v: Reg) {
+        match p {
+            Place::Reg(r) => self.emit(Op::Mov { dst: r, src: v }),
+            Place::Mem { addr, ty, span } => self.emit_at(span, Op::Store { ty, addr, src: v }),
+        };
+    }
+
+    fn emit_at(&mut self, span: Span, op: Op) -> usize {
+        let saved = std::mem::replace(&mut self.span, span);
+        let at = self.emit(op);
+        self.span = saved;
+        at
+    }
+
+    fn cvt(&mut self, a: Reg, from: Scalar, to: Scalar) -> Reg {
+        if from == to || is_noop_conversion(from, to) {
+            return a;
+        }
+        let dst = self.temp();
+        self.emit(Op::Cvt { from, to, dst, a });
+        dst
+    }
+
+    fn expr(&mut self, e: &Expr) -> Result<Reg> {
+        let saved = std::mem::replace(&mut self.span, e.span);
+        let r = self.expr_inner(e);
+        self.span = saved;
+        r
+    }
+
+    fn expr_inner(&mut self, e: &Expr) -> Result<Reg> {
+        Ok(match &e.kind {
+            ExprKind::IntConst(v) => self.imm(*v),
+            ExprKind::FloatConst(f) => match e.ty.scalar() {
+                Some(Scalar::F32) => self.imm((*f as f32).to_bits() as u64),
+                _ => self.imm(f.to_bits()),
+            },
+            ExprKind::Local(id) => self.local(*id)?,
+            ExprKind::Mem(_) | ExprKind::Deref(_) | ExprKind::Index { .. } => {
+                let p = self.place(e)?;
+                self.load(p)
+            }
+            ExprKind::Decay(inner) | ExprKind::AddrOf(inner) => self.addr_of(inner)?,
+            ExprKind::Builtin(v, axis) => {
+                let base = match v {
+                    BuiltinVar::ThreadIdx => 0,
+                    BuiltinVar::BlockIdx => 3,
+                    BuiltinVar::BlockDim => 6,
+                    BuiltinVar::GridDim => 9,
+                };
+                base + match axis {
+                    Axis::X => 0,
+                    Axis::Y => 1,
+                    Axis::Z => 2,
+                }
+            }
+            ExprKind::WarpSize => self.imm(32),
+            ExprKind::Unary { op, operand } => {
+                let a = self.expr(operand)?;
+                let ty = self.scalar(&operand.ty, operand.span)?;
+                let dst = self.temp();
+                self.emit(Op::Un { op: *op, ty, dst, a });
+                dst
+            }
+            ExprKind::Binary { op: op @ (BinaryOp::LogAnd | BinaryOp::LogOr), lhs, rhs } => {
+                let dst = self.temp();
+                let l = self.expr(lhs)?;
+                self.emit(Op::Mov { dst, src: l });
+                let skip = self.emit(Op::Branch { cond: dst, when: *op == BinaryOp::LogOr, target: 0 });
+                let r = self.expr(rhs)?;
+                self.emit(Op::Mov { dst, src: r });
+                let here = self.here();
+                self.patch(skip, here);
+                dst
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let ty = self.scalar(&lhs.ty, lhs.span)?;
+                let a = self.expr(lhs)?;
+                let b = self.expr(rhs)?;
+                let dst = self.temp();
+                self.emit(Op::Bin { op: *op, ty, dst, a, b });
+                dst
+            }
+            ExprKind::PtrOffset { ptr, offset } => {
+                let scale = elem_size(ptr.ty.pointee().unwrap_or(&Type::Void));
+                let p = self.expr(ptr)?;
+                let idx = self.expr(offset)?;
+                let dst = self.temp();
+                self.emit(Op::PtrAdd { dst, ptr: p, idx, scale });
+                dst
+            }
+            ExprKind::PtrDiff { lhs, rhs } => {
+                let scale = elem_size(lhs.ty.pointee().unwrap_or(&Type::Void));
+                let a = self.expr(lhs)?;
+                let b = self.expr(rhs)?;
+                let dst = self.temp();
+                self.emit(Op::PtrDiff { dst, a, b, scale });
+                dst
+            }
+            ExprKind::Assign { lhs, rhs } => {
+                let p = self.place(lhs)?;
+                let v = self.expr(rhs)?;
+                self.store(p, v);
+                v
+            }
+            ExprKind::CompoundAssign { op, lhs, rhs, op_ty } => {
+                let p = self.place(lhs)?;
+                let old = self.load(p);
+                let r = self.expr(rhs)?;
+                let new = if let Some(pointee) = lhs.ty.pointee() {
+                    let idx = if *op == BinaryOp::Sub {
+                        let n = self.temp();
+                        self.emit(Op::Un { op: UnaryOp::Neg, ty: Scalar::I64, dst: n, a: r });
+                        n
+                    } else {
+                        r
+                    };
+                    let dst = self.temp();
+                    self.emit(Op::PtrAdd { dst, ptr: old, idx, scale: elem_size(pointee) });
+                    dst
+                } else {
+                    let lty = self.scalar(&lhs.ty, lhs.span)?;
+                    let a = self.cvt(old, lty, *op_ty);
+                    let dst = self.temp();
+                    self.emit(Op::Bin { op: *op, ty: *op_ty, dst, a, b: r });
+                    self.cvt(dst, *op_ty, lty)
+                };
+                self.store(p, new);
+                new
+            }
+            ExprKind::IncDec { lhs, increment, prefix } => {
+                let p = self.place(lhs)?;
+                let old = self.load(p);
+                let new = if let Some(pointee) = lhs.ty.pointee() {
+                    let idx = self.imm(if *increment { 1 } else { -1i64 as u64 });
+                    let dst = self.temp();
+                    self.emit(Op::PtrAdd { dst, ptr: old, idx, scale: elem_size(pointee) });
+                    dst
+                } else {
+                    let lty = self.scalar(&lhs.ty, lhs.span)?;
+                    // Small types step in `int`, as C's promotions say.
+                    let wty = match lty {
+                        Scalar::Bool | Scalar::I8 | Scalar::U8 => Scalar::I32,
+                        t => t,
+                    };
+                    let one = match wty {
+                        Scalar::F32 => 1f32.to_bits() as u64,
+                        Scalar::F64 => 1f64.to_bits(),
+                        _ => 1,
+                    };
+                    let a = self.cvt(old, lty, wty);
+                    let b = self.imm(one);
+                    let dst = self.temp();
+                    let op = if *increment { BinaryOp::Add } else { BinaryOp::Sub };
+                    self.emit(Op::Bin { op, ty: wty, dst, a, b });
+                    self.cvt(dst, wty, lty)
+                };
+                self.store(p, new);
+                if *prefix { new } else { old }
+            }
+            ExprKind::Cond { cond, then, else_ } => {
+                let dst = self.temp();
+                let c = self.expr(cond)?;
+                let to_else = self.emit(Op::Branch { cond: c, when: false, target: 0 });
+                let t = self.expr(then)?;
+                self.emit(Op::Mov { dst, src: t });
+                let to_end = self.emit(Op::Jump { target: 0 });
+                let here = self.here();
+                self.patch(to_else, here);
+                let f = self.expr(else_)?;
+                self.emit(Op::Mov { dst, src: f });
+                let here = self.here();
+                self.patch(to_end, here);
+                dst
+            }
+            ExprKind::Cast(inner) => {
+                let a = self.expr(inner)?;
+                match (reg_scalar(&inner.ty), &e.ty) {
+                    (_, Type::Void) => a,
+                    (Some(_), Type::Ptr { .. }) if inner.ty.is_pointer() => a,
+                    (Some(from), to) => {
+                        let to = self.scalar(to, e.span)?;
+                        // A pointer is a `U64` pattern; only its test against zero matters.
+                        self.cvt(a, from, to)
+                    }
+                    (None, _) => return Err(unsupported(e.span, "this conversion")),
+                }
+            }
+            ExprKind::Call { func, args } => self.call(*func, args, e)?,
+            ExprKind::Intrinsic { which, args } => self.intrinsic(*which, args, e)?,
+            ExprKind::Printf { format, args } => {
+                let pieces = printf::parse(format);
+                let mut regs = Vec::new();
+                for a in args {
+                    let r = self.expr(a)?;
+                    regs.push((r, self.scalar(&a.ty, a.span)?));
+                }
+                self.printfs.push(PrintfCall { pieces, args: regs });
+                let index = (self.printfs.len() - 1) as u32;
+                self.emit(Op::Printf { index });
+                self.imm(0)
+            }
+            ExprKind::Comma { lhs, rhs } => {
+                self.expr(lhs)?;
+                self.expr(rhs)?
+            }
+        })
+    }
+
+    fn call(&mut self, id: FuncId, args: &[Expr], e: &Expr) -> Result<Reg> {
+        if self.frames.iter().any(|f| f.func == id) || self.frames.len() > 64 {
+            return Err(unsupported(e.span, "recursive functions"));
+        }
+        let func = self.program.functions.get(id as usize).ok_or_else(|| unsupported(e.span, "bad function"))?;
+        let mut values = Vec::new();
+        for a in args {
+            values.push(self.expr(a)?);
+        }
+        let locals: Vec<Reg> = (0..func.locals.len()).map(|_| self.temp()).collect();
+        for (dst, src) in locals.iter().zip(values) {
+            self.emit(Op::Mov { dst: *dst, src });
+        }
+        let arrays = self.local_arrays(func)?;
+        let ret = self.temp();
+        self.frames.push(Frame { func: id, locals, arrays, ret: Some((ret, Vec::new())) });
+        let saved_loops = std::mem::take(&mut self.loops);
+        let body = self.block(&func.body);
+        self.loops = saved_loops;
+        let frame = self.frames.pop().expect("call frame");
+        body?;
+        let end = self.here();
+        for j in frame.ret.map(|(_, j)| j).unwrap_or_default() {
+            self.patch(j, end);
+        }
+        Ok(ret)
+    }
+
+    fn intrinsic(&mut self, which: Intrinsic, args: &[Expr], e: &Expr) -> Result<Reg> {
+        let mut r = Vec::new();
+        for a in args {
+            r.push(self.expr(a)?);
+        }
+        let arg = |i: usize| r.get(i).copied().ok_or_else(|| unsupported(e.span, "missing intrinsic argument"));
+        let dst = self.temp();
+        match which {
+            Intrinsic::SyncThreads => {
+                self.emit(Op::SyncThreads);
+            }
+            Intrinsic::SyncWarp => {
+                self.emit(Op::SyncWarp);
+            }
+            Intrinsic::ThreadFence => {}
+            Intrinsic::Atomic { op, ty } => {
+                let (addr, a) = (arg(0)?, arg(1)?);
+                let b = if op == AtomicOp::Cas { arg(2)? } else { a };
+                self.emit(Op::Atomic { op, ty, dst, addr, a, b });
+            }
+            Intrinsic::Shfl { kind, .. } => {
+                let (val, lane) = (arg(1)?, arg(2)?);
+                let width = match r.get(3) {
+                    Some(w) => *w,
+                    None => self.imm(32),
+                };
+                self.emit(Op::Shfl { kind, dst, val, lane, width });
+            }
+            Intrinsic::Ballot | Intrinsic::Any | Intrinsic::All => {
+                let kind = match which {
+                    Intrinsic::Ballot => Vote::Ballot,
+                    Intrinsic::Any => Vote::Any,
+                    _ => Vote::All,
+                };
+                let pred = arg(1)?;
+                self.emit(Op::Vote { kind, dst, pred });
+            }
+            Intrinsic::Math { f, ty } => {
+                let a = arg(0)?;
+                let b = r.get(1).copied().unwrap_or(a);
+                let c = r.get(2).copied().unwrap_or(a);
+                self.emit(Op::Math { f, ty, dst, a, b, c });
+            }
+            Intrinsic::Min { ty } => {
+                let (a, b) = (arg(0)?, arg(1)?);
+                self.emit(Op::Min { ty, dst, a, b });
+            }
+            Intrinsic::Max { ty } => {
+                let (a, b) = (arg(0)?, arg(1)?);
+                self.emit(Op::Max { ty, dst, a, b });
+            }
+            Intrinsic::Abs { ty } => {
+                let a = arg(0)?;
+                self.emit(Op::Abs { ty, dst, a });
+            }
+            Intrinsic::Trap => {
+                self.emit(Op::Trap { cond: None });
+            }
+            Intrinsic::Assert => {
+                let c = arg(0)?;
+                self.emit(Op::Trap { cond: Some(c) });
+            }
+        }
+        Ok(dst)
+    }
+}

@@ -1,0 +1,1090 @@
+//! Warps, blocks and the scheduler: runs a compiled kernel over a grid.
+//!
+//! A warp is 32 lanes with a program counter each. It runs the group of lanes at the smallest
+//! program counter together (with `Sequential`, one lane at a time); since code is laid out in
+//! source order, lanes that took the short way round an `if` or left a loop early wait ahead
+//! until the others catch up, which is where they reconverge. One step executes one instruction
+//! for the whole group.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
+
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::backend::{Arg, Dim3, LaunchSpec, PrintLine};
+use crate::cuda::ast::{BinaryOp, Program, Scalar, ShflKind};
+use crate::finding::{Access, Finding, Memory, Site, ThreadRef};
+
+use super::alu;
+use super::compile::{Kernel, Op, SPECIAL_REGS, StaticKind, Vote};
+use super::memory::{self, Reports, STATIC_REGION_BASE, Shadow, Who};
+use super::printf::{self, Value};
+use super::{Schedule, SimConfig};
+
+const WARP: usize = 32;
+/// Blocks resident at once (`Random`, `Lockstep`), and the memory they may hold together.
+const RESIDENT_BLOCKS: u64 = 8;
+const RESIDENT_MEMORY: u64 = 256 << 20;
+/// Printed lines kept per launch.
+pub const MAX_OUTPUT_LINES: usize = 10_000;
+
+struct Warp {
+    /// `regs[r * 32 + lane]`.
+    regs: Vec<u64>,
+    pc: [u32; WARP],
+    live: u32,
+    /// Waiting at `__syncthreads`.
+    bar: u32,
+    /// Parked at a warp collective (`Sequential` only).
+    coll: u32,
+    /// The running group: its program counter and lanes.
+    gpc: u32,
+    gmask: u32,
+    /// The smallest program counter of the other runnable lanes: reaching it means merging.
+    wait_pc: u32,
+    reselect: bool,
+    coll_group: bool,
+    steps: u64,
+    local: Vec<u8>,
+    queued: bool,
+}
+
+struct Block {
+    linear: u64,
+    coords: [u32; 3],
+    warps: Vec<Warp>,
+    shared: Vec<Vec<u8>>,
+    shadow: Vec<Vec<Shadow>>,
+    epoch: u32,
+    arrived: u32,
+    exited: u32,
+    /// First barrier reached in this round (pc, thread in block) and how many wait there.
+    bar_first: Option<(u32, u32)>,
+    bar_same: u32,
+    bar_other: Option<(u32, u32)>,
+    bar_other_n: u32,
+    live_warps: u32,
+    woke: bool,
+}
+
+enum Event {
+    None,
+    Barrier(u32),
+    Exit(u32),
+}
+
+enum Stop {
+    Trap { pc: u32, thread: u64, message: String },
+    StepLimit,
+    Cancelled,
+}
+
+/// What a launch produced.
+pub struct Outcome {
+    pub steps: u64,
+    pub findings: Vec<Finding>,
+    pub output: Vec<PrintLine>,
+    pub output_truncated: bool,
+    pub aborted: bool,
+    pub cancelled: bool,
+}
+
+/// Launch-wide memory: buffers, globals and their shadows.
+struct Mem<'b> {
+    bufs: Vec<&'b mut [u8]>,
+    buf_elem: Vec<u32>,
+    buf_shadow: Vec<Vec<Shadow>>,
+    /// Per static: index into `Block::shared` or `globals`.
+    slot: Vec<u32>,
+    globals: Vec<Vec<u8>>,
+    global_shadow: Vec<Vec<Shadow>>,
+    findings: bool,
+}
+
+struct Machine<'k, 'b> {
+    k: &'k Kernel,
+    mem: Mem<'b>,
+    reports: Reports,
+    barrier_findings: Vec<Finding>,
+    barrier_seen: HashSet<(u32, Option<u32>)>,
+    stop: Option<Stop>,
+    output: Vec<PrintLine>,
+    pending: HashMap<u64, String>,
+    truncated: bool,
+    block_dim: Dim3,
+    grid_dim: Dim3,
+    block_threads: u32,
+    dyn_shared: u32,
+    params: Vec<u64>,
+    seq: bool,
+    total: u64,
+    max_total: u64,
+    max_warp: u64,
+}
+
+fn coords(linear: u64, d: Dim3) -> [u32; 3] {
+    let (x, y) = (d.x.max(1) as u64, d.y.max(1) as u64);
+    [(linear % x) as u32, ((linear / x) % y) as u32, (linear / (x * y)) as u32]
+}
+
+fn read(bytes: &[u8], ty: Scalar) -> u64 {
+    let mut b = [0u8; 8];
+    b[..bytes.len()].copy_from_slice(bytes);
+    let v = u64::from_le_bytes(b);
+    match ty {
+        Scalar::Bool => (v != 0) as u64,
+        Scalar::I8 => v as i8 as i64 as u64,
+        Scalar::I32 => v as i32 as i64 as u64,
+        _ => v,
+    }
+}
+
+fn write(bytes: &mut [u8], v: u64) {
+    let n = bytes.len();
+    bytes.copy_from_slice(&v.to_le_bytes()[..n]);
+}
+
+macro_rules! lanes {
+    ($mask:expr, |$l:ident| $body:expr) => {{
+        let mut m: u32 = $mask;
+        while m != 0 {
+            let $l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            $body;
+        }
+    }};
+}
+
+/// `dst = f(a, b)` for the lanes of `mask`; the full-warp case is a plain loop over copies of
+/// the operands, which the compiler vectorises.
+#[inline(always)]
+fn map2(mask: u32, r: &mut [u64], dst: u32, a: u32, b: u32, f: impl Fn(u64, u64) -> u64) {
+    let (d, a, b) = (dst as usize * WARP, a as usize * WARP, b as usize * WARP);
+    if mask == u32::MAX {
+        let x: [u64; WARP] = r[a..a + WARP].try_into().expect("a warp of registers");
+        let y: [u64; WARP] = r[b..b + WARP].try_into().expect("a warp of registers");
+        let out = &mut r[d..d + WARP];
+        for l in 0..WARP {
+            out[l] = f(x[l], y[l]);
+        }
+    } else {
+        lanes!(mask, |l| r[d + l] = f(r[a + l], r[b + l]));
+    }
+}
+
+fn f32x(v: u64) -> f32 {
+    f32::from_bits(v as u32)
+}
+
+fn f32b(f: f32) -> u64 {
+    f.to_bits() as u64
+}
+
+impl Mem<'_> {
+    /// The bytes `[ptr, ptr + size)` if they are in bounds, checking for races on the way;
+    /// `Err(())` for a pointer into no region at all.
+    #[allow(clippy::too_many_arguments)]
+    fn access<'a>(
+        &'a mut self,
+        k: &Kernel,
+        reports: &mut Reports,
+        shared: &'a mut [Vec<u8>],
+        shadow: &'a mut [Vec<Shadow>],
+        local: &'a mut [u8],
+        lane: usize,
+        ptr: u64,
+        size: u32,
+        access: Access,
+        who: &Who,
+    ) -> Result<Option<&'a mut [u8]>, ()> {
+        let region = memory::region(ptr);
+        let off = memory::offset(ptr);
+        let (bytes, sh, elem): (&mut [u8], Option<&mut Vec<Shadow>>, u32) = if region >= STATIC_REGION_BASE {
+            let i = (region - STATIC_REGION_BASE) as usize;
+            let st = k.statics.get(i).ok_or(())?;
+            let slot = self.slot[i] as usize;
+            match st.kind {
+                StaticKind::Shared => (&mut shared[slot][..], shadow.get_mut(slot), st.elem),
+                StaticKind::Local { offset } => {
+                    let start = lane * k.local_bytes as usize + offset as usize;
+                    (&mut local[start..start + st.bytes as usize], None, st.elem)
+                }
+                StaticKind::Global { .. } => (&mut self.globals[slot][..], self.global_shadow.get_mut(slot), st.elem),
+            }
+        } else if region >= 1 && (region as usize) <= self.bufs.len() {
+            let i = region as usize - 1;
+            (&mut *self.bufs[i], self.buf_shadow.get_mut(i), self.buf_elem[i])
+        } else {
+            return Err(());
+        };
+        let elem = elem.max(1) as i64;
+        let len = bytes.len() as i64;
+        if off < 0 || off + size as i64 > len {
+            if self.findings {
+                reports.oob(region, access, off.div_euclid(elem), (len / elem) as u64, who.thread as u64, who.pc);
+            }
+            return Ok(None);
+        }
+        if self.findings
+            && let Some(sh) = sh
+        {
+            // Element sizes are powers of two: a shift instead of a division on every access.
+            let index = if elem.count_ones() == 1 { off >> elem.trailing_zeros() } else { off / elem };
+            if let Some(s) = sh.get_mut(index as usize)
+                && let Some(c) = memory::check(s, who, access)
+            {
+                reports.race(region, index, (len / elem) as u64, c, who, access);
+            }
+        }
+        Ok(Some(&mut bytes[off as usize..(off + size as i64) as usize]))
+    }
+}
+
+impl Warp {
+    fn flush(&mut self) {
+        let gpc = self.gpc;
+        lanes!(self.gmask, |l| self.pc[l] = gpc);
+    }
+
+    /// Choose the next group to run; `false` when no lane can run (then it stays to be chosen).
+    fn select(&mut self, seq: bool, code: &[Op]) -> bool {
+        let found = self.select_group(seq, code);
+        self.reselect = !found;
+        found
+    }
+
+    fn select_group(&mut self, seq: bool, code: &[Op]) -> bool {
+        self.coll_group = false;
+        let at = |pc: u32| code.get(pc as usize);
+        loop {
+            let run = self.live & !self.bar & !self.coll;
+            if seq {
+                if run != 0 {
+                    let l = run.trailing_zeros() as usize;
+                    if at(self.pc[l]).is_some_and(Op::is_collective) {
+                        self.coll |= 1 << l;
+                        continue;
+                    }
+                    self.gpc = self.pc[l];
+                    self.gmask = 1 << l;
+                    self.wait_pc = u32::MAX;
+                    return true;
+                }
+                let c = self.coll & self.live & !self.bar;
+                if c == 0 {
+                    return false;
+                }
+                let min = self.min_pc(c);
+                self.gmask = self.lanes_at(c, min);
+                self.gpc = min;
+                self.coll &= !self.gmask;
+                self.coll_group = true;
+                self.wait_pc = u32::MAX;
+                return true;
+            }
+            if run == 0 {
+                return false;
+            }
+            let min = self.min_pc(run);
+            self.gpc = min;
+            self.gmask = self.lanes_at(run, min);
+            let rest = run & !self.gmask;
+            self.wait_pc = if rest == 0 { u32::MAX } else { self.min_pc(rest) };
+            return true;
+        }
+    }
+
+    fn min_pc(&self, mask: u32) -> u32 {
+        let mut min = u32::MAX;
+        lanes!(mask, |l| min = min.min(self.pc[l]));
+        min
+    }
+
+    fn lanes_at(&self, mask: u32, pc: u32) -> u32 {
+        let mut m = 0;
+        lanes!(mask, |l| if self.pc[l] == pc {
+            m |= 1 << l
+        });
+        m
+    }
+}
+
+impl Machine<'_, '_> {
+    fn thread_ref(&self, global: u64) -> ThreadRef {
+        let bt = self.block_threads.max(1) as u64;
+        ThreadRef { block: coords(global / bt, self.grid_dim), thread: coords(global % bt, self.block_dim) }
+    }
+
+    fn site(&self, pc: u32, thread: u64, access: Access) -> Site {
+        let span = self.k.spans.get(pc as usize).copied().unwrap_or_default();
+        Site { thread: self.thread_ref(thread), access, span }
+    }
+
+    fn init_block(&self, b: &mut Block, linear: u64) {
+        let k = self.k;
+        b.linear = linear;
+        b.coords = coords(linear, self.grid_dim);
+        b.epoch = 0;
+        b.arrived = 0;
+        b.exited = 0;
+        b.bar_first = None;
+        b.bar_other = None;
+        b.bar_same = 0;
+        b.bar_other_n = 0;
+        b.woke = false;
+        let n = self.block_threads as usize;
+        let nwarps = n.div_ceil(WARP);
+        b.live_warps = nwarps as u32;
+        b.shared.resize_with(k.shared.len(), Vec::new);
+        b.shadow.resize_with(k.shared.len(), Vec::new);
+        for (i, &s) in k.shared.iter().enumerate() {
+            let st = &k.statics[s as usize];
+            let bytes = if st.is_extern { self.dyn_shared as usize } else { st.bytes as usize };
+            b.shared[i].clear();
+            b.shared[i].resize(bytes, 0);
+            b.shadow[i].clear();
+            if self.mem.findings {
+                b.shadow[i].resize(bytes / st.elem.max(1) as usize, Shadow::default());
+            }
+        }
+        let regs = k.regs as usize;
+        b.warps.truncate(nwarps);
+        while b.warps.len() < nwarps {
+            b.warps.push(Warp {
+                regs: Vec::new(),
+                pc: [0; WARP],
+                live: 0,
+                bar: 0,
+                coll: 0,
+                gpc: 0,
+                gmask: 0,
+                wait_pc: u32::MAX,
+                reselect: false,
+                coll_group: false,
+                steps: 0,
+                local: Vec::new(),
+                queued: false,
+            });
+        }
+        let [bx, by, bz] = b.coords;
+        for (w, warp) in b.warps.iter_mut().enumerate() {
+            let lanes = (n - w * WARP).min(WARP);
+            warp.live = if lanes == WARP { u32::MAX } else { (1u32 << lanes) - 1 };
+            warp.regs.clear();
+            warp.regs.resize(regs * WARP, 0);
+            for l in 0..lanes {
+                let [tx, ty, tz] = coords((w * WARP + l) as u64, self.block_dim);
+                let special = [
+                    tx,
+                    ty,
+                    tz,
+                    bx,
+                    by,
+                    bz,
+                    self.block_dim.x,
+                    self.block_dim.y,
+                    self.block_dim.z,
+                    self.grid_dim.x,
+                    self.grid_dim.y,
+                    self.grid_dim.z,
+                ];
+                for (r, v) in special.iter().enumerate() {
+                    warp.regs[r * WARP + l] = *v as u64;
+                }
+                for (p, v) in self.params.iter().enumerate() {
+                    warp.regs[(SPECIAL_REGS as usize + p) * WARP + l] = *v;
+                }
+            }
+            warp.pc = [0; WARP];
+            warp.bar = 0;
+            warp.coll = 0;
+            warp.gpc = 0;
+            warp.gmask = warp.live;
+            warp.wait_pc = u32::MAX;
+            warp.reselect = true;
+            warp.coll_group = false;
+            warp.steps = 0;
+            warp.local.clear();
+            warp.local.resize(k.local_bytes as usize * WARP, 0);
+            warp.queued = false;
+        }
+    }
+
+    /// Run warp `w` of `b` for up to `budget` steps; `false` when it cannot run any more (done,
+    /// or waiting at a barrier).
+    fn run_warp(&mut self, b: &mut Block, w: usize, budget: u32) -> bool {
+        let code = &self.k.code;
+        for _ in 0..budget {
+            let warp = &mut b.warps[w];
+            if warp.reselect && !warp.select(self.seq, code) {
+                return false;
+            }
+            if self.seq && !warp.coll_group && code[warp.gpc as usize].is_collective() {
+                warp.flush();
+                warp.reselect = true;
+                continue;
+            }
+            let thread0 = b.linear * self.block_threads as u64 + (w * WARP) as u64;
+            let event = {
+                let Block { warps, shared, shadow, epoch, .. } = b;
+                self.exec(&mut warps[w], shared, shadow, *epoch, thread0)
+            };
+            let warp = &mut b.warps[w];
+            warp.steps += 1;
+            self.total += 1;
+            if warp.steps > self.max_warp || self.total > self.max_total {
+                self.stop.get_or_insert(Stop::StepLimit);
+            }
+            match event {
+                Event::None => {}
+                Event::Barrier(mask) => {
+                    let pc = warp.gpc;
+                    lanes!(mask, |l| warp.pc[l] = pc + 1);
+                    warp.bar |= mask;
+                    warp.reselect = true;
+                    let first = (w * WARP) as u32 + mask.trailing_zeros();
+                    let n = mask.count_ones();
+                    b.arrived += n;
+                    match b.bar_first {
+                        None => {
+                            b.bar_first = Some((pc, first));
+                            b.bar_same = n;
+                        }
+                        Some((p, _)) if p == pc => b.bar_same += n,
+                        Some(_) => {
+                            b.bar_other.get_or_insert((pc, first));
+                            b.bar_other_n += n;
+                        }
+                    }
+                    self.maybe_release(b);
+                }
+                Event::Exit(mask) => {
+                    warp.live &= !mask;
+                    warp.reselect = true;
+                    b.exited += mask.count_ones();
+                    if warp.live == 0 {
+                        b.live_warps -= 1;
+                    }
+                    self.maybe_release(b);
+                }
+            }
+            if self.stop.is_some() {
+                return true;
+            }
+        }
+        true
+    }
+
+    fn maybe_release(&mut self, b: &mut Block) {
+        if b.arrived == 0 || b.arrived + b.exited < self.block_threads {
+            return;
+        }
+        if let Some((pc, thread)) = b.bar_first {
+            let other = b.bar_other.map(|(p, _)| p);
+            let divergent = b.bar_other.is_some() || b.exited > 0;
+            if divergent && self.barrier_seen.insert((pc, other)) {
+                let base = b.linear * self.block_threads as u64;
+                let waiting = self.site(pc, base + thread as u64, Access::Read);
+                let (other, other_threads) = match b.bar_other {
+                    Some((p, t)) => (Some(self.site(p, base + t as u64, Access::Read)), b.bar_other_n),
+                    None => (None, b.exited),
+                };
+                self.barrier_findings.push(Finding::BarrierDivergence {
+                    block: b.coords,
+                    waiting,
+                    other,
+                    waiting_threads: b.bar_same,
+                    other_threads,
+                });
+            }
+        }
+        b.epoch = b.epoch.wrapping_add(1);
+        b.arrived = 0;
+        b.bar_first = None;
+        b.bar_other = None;
+        b.bar_same = 0;
+        b.bar_other_n = 0;
+        for warp in &mut b.warps {
+            if warp.bar != 0 {
+                warp.bar = 0;
+                warp.reselect = true;
+            }
+        }
+        b.woke = true;
+    }
+
+    fn trap(&mut self, pc: u32, thread: u64, message: &str) {
+        self.stop.get_or_insert(Stop::Trap { pc, thread, message: message.to_string() });
+    }
+
+    /// Execute one instruction for the warp's running group.
+    fn exec(
+        &mut self,
+        warp: &mut Warp,
+        shared: &mut [Vec<u8>],
+        shadow: &mut [Vec<Shadow>],
+        epoch: u32,
+        thread0: u64,
+    ) -> Event {
+        let k = self.k;
+        let pc = warp.gpc;
+        let mask = warp.gmask;
+        let r = &mut warp.regs;
+        let at = |reg: u32, l: usize| reg as usize * WARP + l;
+        let block_threads = self.block_threads;
+        let site = k.sites[pc as usize];
+        let who = move |l: usize| Who { thread: (thread0 + l as u64) as u32, epoch, block_threads, pc: site };
+        let mut next = pc + 1;
+        match k.code[pc as usize] {
+            Op::Imm { dst, val } => lanes!(mask, |l| r[at(dst, l)] = val),
+            Op::Mov { dst, src } => lanes!(mask, |l| r[at(dst, l)] = r[at(src, l)]),
+            Op::Bin { op, ty, dst, a, b } if !matches!(op, BinaryOp::Div | BinaryOp::Rem) || ty.is_float() => {
+                use BinaryOp::*;
+                use Scalar::*;
+                let m = mask;
+                match (op, ty) {
+                    (Add, I32) => map2(m, r, dst, a, b, |x, y| (x as i32).wrapping_add(y as i32) as i64 as u64),
+                    (Sub, I32) => map2(m, r, dst, a, b, |x, y| (x as i32).wrapping_sub(y as i32) as i64 as u64),
+                    (Mul, I32) => map2(m, r, dst, a, b, |x, y| (x as i32).wrapping_mul(y as i32) as i64 as u64),
+                    (Lt, I32) => map2(m, r, dst, a, b, |x, y| ((x as i64) < (y as i64)) as u64),
+                    (Add, U32) => map2(m, r, dst, a, b, |x, y| (x as u32).wrapping_add(y as u32) as u64),
+                    (Mul, U32) => map2(m, r, dst, a, b, |x, y| (x as u32).wrapping_mul(y as u32) as u64),
+                    (Add, I64 | U64) => map2(m, r, dst, a, b, |x, y| x.wrapping_add(y)),
+                    (Mul, I64 | U64) => map2(m, r, dst, a, b, |x, y| x.wrapping_mul(y)),
+                    (Add, F32) => map2(m, r, dst, a, b, |x, y| f32b(f32x(x) + f32x(y))),
+                    (Sub, F32) => map2(m, r, dst, a, b, |x, y| f32b(f32x(x) - f32x(y))),
+                    (Mul, F32) => map2(m, r, dst, a, b, |x, y| f32b(f32x(x) * f32x(y))),
+                    (Div, F32) => map2(m, r, dst, a, b, |x, y| f32b(f32x(x) / f32x(y))),
+                    (Add, F64) => map2(m, r, dst, a, b, |x, y| (f64::from_bits(x) + f64::from_bits(y)).to_bits()),
+                    (Mul, F64) => map2(m, r, dst, a, b, |x, y| (f64::from_bits(x) * f64::from_bits(y)).to_bits()),
+                    _ => map2(m, r, dst, a, b, |x, y| alu::bin(op, ty, x, y).unwrap_or(0)),
+                }
+            }
+            Op::Bin { op, ty, dst, a, b } => {
+                let mut div0 = None;
+                lanes!(mask, |l| match alu::bin(op, ty, r[at(a, l)], r[at(b, l)]) {
+                    Some(v) => r[at(dst, l)] = v,
+                    None => {
+                        div0.get_or_insert(l);
+                    }
+                });
+                if let Some(l) = div0 {
+                    self.trap(pc, thread0 + l as u64, "integer division by zero");
+                }
+            }
+            Op::Un { op, ty, dst, a } => lanes!(mask, |l| r[at(dst, l)] = alu::un(op, ty, r[at(a, l)])),
+            Op::Cvt { from, to, dst, a } => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, from, to)),
+            Op::PtrAdd { dst, ptr, idx, scale } => {
+                map2(mask, r, dst, ptr, idx, |p, i| p.wrapping_add((i as i64).wrapping_mul(scale as i64) as u64))
+            }
+            Op::PtrDiff { dst, a, b, scale } => lanes!(mask, |l| r[at(dst, l)] =
+                ((r[at(a, l)].wrapping_sub(r[at(b, l)]) as i64) / scale.max(1) as i64) as u64),
+            Op::Load { ty, dst, addr } => {
+                lanes!(mask, |l| {
+                    let w = who(l);
+                    let v = match self.mem.access(
+                        k,
+                        &mut self.reports,
+                        shared,
+                        shadow,
+                        &mut warp.local,
+                        l,
+                        r[at(addr, l)],
+                        ty.size(),
+                        Access::Read,
+                        &w,
+                    ) {
+                        Ok(Some(bytes)) => read(bytes, ty),
+                        Ok(None) => 0,
+                        Err(()) => {
+                            self.trap(pc, thread0 + l as u64, "read through an invalid pointer");
+                            0
+                        }
+                    };
+                    r[at(dst, l)] = v;
+                })
+            }
+            Op::Store { ty, addr, src } => {
+                lanes!(mask, |l| {
+                    let w = who(l);
+                    let v = r[at(src, l)];
+                    match self.mem.access(
+                        k,
+                        &mut self.reports,
+                        shared,
+                        shadow,
+                        &mut warp.local,
+                        l,
+                        r[at(addr, l)],
+                        ty.size(),
+                        Access::Write,
+                        &w,
+                    ) {
+                        Ok(Some(bytes)) => write(bytes, v),
+                        Ok(None) => {}
+                        Err(()) => self.trap(pc, thread0 + l as u64, "write through an invalid pointer"),
+                    }
+                })
+            }
+            Op::Zero { addr, bytes } => {
+                let findings = std::mem::replace(&mut self.mem.findings, false);
+                lanes!(mask, |l| {
+                    let w = who(l);
+                    let p = r[at(addr, l)];
+                    let m = &mut self.mem;
+                    if let Ok(Some(b)) =
+                        m.access(k, &mut self.reports, shared, shadow, &mut warp.local, l, p, bytes, Access::Write, &w)
+                    {
+                        b.fill(0);
+                    }
+                });
+                self.mem.findings = findings;
+            }
+            Op::Atomic { op, ty, dst, addr, a, b } => {
+                lanes!(mask, |l| {
+                    let w = who(l);
+                    let (va, vb) = (r[at(a, l)], r[at(b, l)]);
+                    let old = match self.mem.access(
+                        k,
+                        &mut self.reports,
+                        shared,
+                        shadow,
+                        &mut warp.local,
+                        l,
+                        r[at(addr, l)],
+                        ty.size(),
+                        Access::Atomic,
+                        &w,
+                    ) {
+                        Ok(Some(bytes)) => {
+                            let old = read(bytes, ty);
+                            write(bytes, alu::atomic(op, ty, old, va, vb));
+                            old
+                        }
+                        Ok(None) => 0,
+                        Err(()) => {
+                            self.trap(pc, thread0 + l as u64, "atomic through an invalid pointer");
+                            0
+                        }
+                    };
+                    r[at(dst, l)] = old;
+                })
+            }
+            Op::Jump { target } => next = target,
+            Op::Branch { cond, when, target } => {
+                let mut taken = 0u32;
+                lanes!(mask, |l| if (r[at(cond, l)] != 0) == when {
+                    taken |= 1 << l
+                });
+                if taken == mask {
+                    next = target;
+                } else if taken != 0 {
+                    lanes!(mask, |l| warp.pc[l] = if taken & (1 << l) != 0 { target } else { pc + 1 });
+                    warp.reselect = true;
+                    return Event::None;
+                }
+            }
+            Op::Exit => {
+                self.flush_exited(mask, thread0);
+                return Event::Exit(mask);
+            }
+            Op::SyncThreads => return Event::Barrier(mask),
+            Op::SyncWarp => {}
+            Op::Shfl { kind, dst, val, lane, width } => {
+                let mut out = [0u64; WARP];
+                lanes!(mask, |l| {
+                    let w = r[at(width, l)] as u32;
+                    let w = if w.is_power_of_two() && w <= 32 { w as usize } else { WARP };
+                    let base = l & !(w - 1);
+                    // Clamped so a wild delta cannot overflow; anything past 32 is out of range.
+                    let arg = (r[at(lane, l)] as i64).clamp(-64, 64);
+                    let src = match kind {
+                        ShflKind::Idx => Some(base + (arg.rem_euclid(w as i64)) as usize),
+                        ShflKind::Up => (l as i64 - arg >= base as i64).then(|| (l as i64 - arg) as usize),
+                        ShflKind::Down => (l as i64 + arg < (base + w) as i64).then(|| (l as i64 + arg) as usize),
+                        ShflKind::Xor => {
+                            let s = l ^ (arg as usize & 31);
+                            (s >= base && s < base + w).then_some(s)
+                        }
+                    };
+                    out[l] = r[at(val, src.unwrap_or(l))];
+                });
+                lanes!(mask, |l| r[at(dst, l)] = out[l]);
+            }
+            Op::Vote { kind, dst, pred } => {
+                let mut ballot = 0u32;
+                lanes!(mask, |l| if r[at(pred, l)] != 0 {
+                    ballot |= 1 << l
+                });
+                let v = match kind {
+                    Vote::Ballot => ballot as u64,
+                    Vote::Any => (ballot != 0) as u64,
+                    Vote::All => (ballot == mask) as u64,
+                };
+                lanes!(mask, |l| r[at(dst, l)] = v);
+            }
+            Op::Math { f, ty, dst, a, b, c } => {
+                lanes!(mask, |l| r[at(dst, l)] = alu::math(f, ty, r[at(a, l)], r[at(b, l)], r[at(c, l)]))
+            }
+            Op::Min { ty, dst, a, b } => {
+                lanes!(mask, |l| r[at(dst, l)] = alu::min_max(false, ty, r[at(a, l)], r[at(b, l)]))
+            }
+            Op::Max { ty, dst, a, b } => {
+                lanes!(mask, |l| r[at(dst, l)] = alu::min_max(true, ty, r[at(a, l)], r[at(b, l)]))
+            }
+            Op::Abs { ty, dst, a } => lanes!(mask, |l| r[at(dst, l)] = alu::abs(ty, r[at(a, l)])),
+            Op::Trap { cond: None } => self.trap(pc, thread0 + mask.trailing_zeros() as u64, "__trap() called"),
+            Op::Trap { cond: Some(c) } => {
+                let mut failed = None;
+                lanes!(mask, |l| if r[at(c, l)] == 0 {
+                    failed.get_or_insert(l);
+                });
+                if let Some(l) = failed {
+                    self.trap(pc, thread0 + l as u64, "assertion failed");
+                }
+            }
+            Op::Printf { index } => {
+                let call = &k.printfs[index as usize];
+                lanes!(mask, |l| {
+                    let args: Vec<Value> = call
+                        .args
+                        .iter()
+                        .map(|&(reg, ty)| match ty {
+                            Scalar::F32 => Value::Float(f32::from_bits(r[at(reg, l)] as u32) as f64),
+                            Scalar::F64 => Value::Float(f64::from_bits(r[at(reg, l)])),
+                            ty => Value::Int { bits: r[at(reg, l)], ty },
+                        })
+                        .collect();
+                    let text = {
+                        let mut read_str = |p: u64| {
+                            let mut s = Vec::new();
+                            let w = who(l);
+                            while s.len() < 1024 {
+                                let ptr = p.wrapping_add(s.len() as u64);
+                                let findings = std::mem::replace(&mut self.mem.findings, false);
+                                let m = &mut self.mem;
+                                let byte = match m.access(
+                                    k,
+                                    &mut self.reports,
+                                    shared,
+                                    shadow,
+                                    &mut warp.local,
+                                    l,
+                                    ptr,
+                                    1,
+                                    Access::Read,
+                                    &w,
+                                ) {
+                                    Ok(Some(b)) => b[0],
+                                    _ => 0,
+                                };
+                                self.mem.findings = findings;
+                                if byte == 0 {
+                                    break;
+                                }
+                                s.push(byte);
+                            }
+                            String::from_utf8_lossy(&s).into_owned()
+                        };
+                        printf::format(&call.pieces, &args, &mut read_str)
+                    };
+                    self.print(thread0 + l as u64, &text);
+                });
+            }
+        }
+        warp.gpc = next;
+        if next >= warp.wait_pc || warp.coll_group {
+            warp.flush();
+            warp.reselect = true;
+        }
+        Event::None
+    }
+
+    fn print(&mut self, thread: u64, text: &str) {
+        let mut pending = self.pending.remove(&thread).unwrap_or_default();
+        pending.push_str(text);
+        while let Some(i) = pending.find('\n') {
+            let line = pending[..i].to_string();
+            pending.drain(..=i);
+            if self.output.len() >= MAX_OUTPUT_LINES {
+                self.truncated = true;
+            } else {
+                self.output.push(PrintLine { thread: self.thread_ref(thread), text: line });
+            }
+        }
+        if !pending.is_empty() {
+            self.pending.insert(thread, pending);
+        }
+    }
+
+    /// Output a thread left without a final newline is printed when it exits.
+    fn flush_exited(&mut self, mask: u32, thread0: u64) {
+        if self.pending.is_empty() {
+            return;
+        }
+        lanes!(mask, |l| if let Some(text) = self.pending.remove(&(thread0 + l as u64)) {
+            self.print(thread0 + l as u64, &(text + "\n"))
+        });
+    }
+
+    fn memory_of(&self, region: u32, names: &[String]) -> Memory {
+        if region >= STATIC_REGION_BASE {
+            let st = &self.k.statics[(region - STATIC_REGION_BASE) as usize];
+            match st.kind {
+                StaticKind::Shared => Memory::Shared(st.name.clone()),
+                StaticKind::Local { .. } => Memory::Local(st.name.clone()),
+                StaticKind::Global { constant: true, .. } => Memory::Constant(st.name.clone()),
+                StaticKind::Global { constant: false, .. } => Memory::Global(st.name.clone()),
+            }
+        } else {
+            Memory::Global(names.get(region as usize - 1).cloned().unwrap_or_default())
+        }
+    }
+}
+
+/// Run `kernel` for `spec` over `bufs` (in argument-index order, with their names and element
+/// sizes). `scratch` keeps shadow memory between launches: zeroing memory the process already
+/// has is several times cheaper than having fresh pages faulted in.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    kernel: &Kernel,
+    program: &Program,
+    spec: &LaunchSpec,
+    bufs: Vec<&mut [u8]>,
+    buf_elem: Vec<u32>,
+    names: &[String],
+    config: &SimConfig,
+    scratch: &mut Vec<Vec<Shadow>>,
+) -> Outcome {
+    let findings = config.findings;
+    let buf_shadow = bufs
+        .iter()
+        .zip(&buf_elem)
+        .map(|(b, e)| {
+            let mut v = scratch.pop().unwrap_or_default();
+            v.clear();
+            if findings {
+                v.resize(b.len() / *e.max(&1) as usize, Shadow::default());
+            }
+            v
+        })
+        .collect();
+    let mut slot = Vec::new();
+    let mut globals = Vec::new();
+    let mut global_shadow = Vec::new();
+    let mut shared_i = 0;
+    for st in &kernel.statics {
+        match st.kind {
+            StaticKind::Shared => {
+                slot.push(shared_i);
+                shared_i += 1;
+            }
+            StaticKind::Local { .. } => slot.push(0),
+            StaticKind::Global { index, constant } => {
+                slot.push(globals.len() as u32);
+                let mut bytes = vec![0u8; st.bytes as usize];
+                if let Some(g) = program.globals.get(index as usize) {
+                    let elem = st.elem.clamp(1, 8) as usize;
+                    for (i, v) in g.init.iter().enumerate() {
+                        if let Some(dst) = bytes.get_mut(i * elem..(i + 1) * elem) {
+                            write(dst, *v);
+                        }
+                    }
+                }
+                let n = if findings && !constant { bytes.len() / st.elem.max(1) as usize } else { 0 };
+                global_shadow.push(vec![Shadow::default(); n]);
+                globals.push(bytes);
+            }
+        }
+    }
+    let params = spec
+        .args
+        .iter()
+        .map(|a| match a {
+            Arg::Buffer(i) => memory::make_ptr(*i as u32 + 1, 0),
+            Arg::Scalar(s) => s.to_bits(),
+        })
+        .collect();
+    let seq = config.schedule == Schedule::Sequential;
+    let max_total = config.max_steps.saturating_mul(if seq { WARP as u64 } else { 1 });
+    let mut m = Machine {
+        k: kernel,
+        mem: Mem { bufs, buf_elem, buf_shadow, slot, globals, global_shadow, findings },
+        reports: Reports::default(),
+        barrier_findings: Vec::new(),
+        barrier_seen: HashSet::new(),
+        stop: None,
+        output: Vec::new(),
+        pending: HashMap::new(),
+        truncated: false,
+        block_dim: spec.block,
+        grid_dim: spec.grid,
+        block_threads: spec.block.count() as u32,
+        dyn_shared: spec.shared_bytes,
+        params,
+        seq,
+        total: 0,
+        max_total,
+        max_warp: (config.max_steps / 4).max(1),
+    };
+    let busiest = schedule(&mut m, spec.grid.count(), config);
+    scratch.append(&mut m.mem.buf_shadow);
+    finish(m, names, busiest)
+}
+
+/// The scheduler. Returns the site of the busiest resident warp (for a step-limit finding).
+fn schedule(m: &mut Machine, blocks: u64, config: &SimConfig) -> Option<(u32, u64)> {
+    // Fewer resident blocks when each needs a lot of memory (big local or shared arrays).
+    let per_block = m.k.memory_bytes(m.block_threads as u64, m.dyn_shared as u64).max(1);
+    let window = match config.schedule {
+        Schedule::Sequential => 1,
+        _ => (RESIDENT_MEMORY / per_block).clamp(1, RESIDENT_BLOCKS),
+    };
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(config.seed);
+    let mut slots: Vec<Option<Block>> = Vec::new();
+    let mut pool: Vec<Block> = Vec::new();
+    let mut ready: Vec<(u32, u32)> = Vec::new();
+    let mut next = 0u64;
+    let new_block = |m: &Machine, pool: &mut Vec<Block>, linear: u64| {
+        let mut b = pool.pop().unwrap_or_else(|| Block {
+            linear: 0,
+            coords: [0; 3],
+            warps: Vec::new(),
+            shared: Vec::new(),
+            shadow: Vec::new(),
+            epoch: 0,
+            arrived: 0,
+            exited: 0,
+            bar_first: None,
+            bar_same: 0,
+            bar_other: None,
+            bar_other_n: 0,
+            live_warps: 0,
+            woke: false,
+        });
+        m.init_block(&mut b, linear);
+        b
+    };
+    let enqueue = |b: &mut Block, s: usize, ready: &mut Vec<(u32, u32)>| {
+        for (w, warp) in b.warps.iter_mut().enumerate() {
+            if !warp.queued && warp.live & !warp.bar != 0 {
+                warp.queued = true;
+                ready.push((s as u32, w as u32));
+            }
+        }
+    };
+    while next < blocks && (slots.len() as u64) < window {
+        let mut b = new_block(m, &mut pool, next);
+        enqueue(&mut b, slots.len(), &mut ready);
+        slots.push(Some(b));
+        next += 1;
+    }
+    let mut cursor = 0usize;
+    let mut polls = 0u32;
+    while !ready.is_empty() && m.stop.is_none() {
+        polls = polls.wrapping_add(1);
+        if polls % 64 == 0 && config.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+            m.stop = Some(Stop::Cancelled);
+            break;
+        }
+        let (i, budget) = match config.schedule {
+            Schedule::Random => {
+                let r = rng.next_u64();
+                ((r % ready.len() as u64) as usize, 1 + ((r >> 32) % 16) as u32)
+            }
+            Schedule::Lockstep => {
+                if cursor >= ready.len() {
+                    cursor = 0;
+                }
+                (cursor, 1)
+            }
+            Schedule::Sequential => {
+                let i = (0..ready.len()).min_by_key(|&i| ready[i]).unwrap_or(0);
+                (i, 4096)
+            }
+        };
+        let (s, w) = ready[i];
+        let Some(b) = slots[s as usize].as_mut() else {
+            ready.swap_remove(i);
+            continue;
+        };
+        if m.run_warp(b, w as usize, budget) {
+            cursor = i + 1;
+        } else {
+            b.warps[w as usize].queued = false;
+            ready.swap_remove(i);
+        }
+        if b.woke {
+            b.woke = false;
+            enqueue(b, s as usize, &mut ready);
+        }
+        if b.live_warps == 0 {
+            let done = slots[s as usize].take().expect("finished block");
+            pool.push(done);
+            if next < blocks && m.stop.is_none() {
+                let mut nb = new_block(m, &mut pool, next);
+                enqueue(&mut nb, s as usize, &mut ready);
+                slots[s as usize] = Some(nb);
+                next += 1;
+            }
+        }
+    }
+    let mut busiest: Option<(u64, u32, u64)> = None;
+    for b in slots.iter().flatten() {
+        for (w, warp) in b.warps.iter().enumerate() {
+            if warp.live != 0 && busiest.is_none_or(|(s, _, _)| warp.steps > s) {
+                let lane = (warp.gmask & warp.live).trailing_zeros().min(warp.live.trailing_zeros());
+                let thread = b.linear * m.block_threads as u64 + (w * WARP) as u64 + lane as u64;
+                busiest = Some((warp.steps, warp.gpc, thread));
+            }
+        }
+    }
+    busiest.map(|(_, pc, t)| (pc, t))
+}
+
+fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outcome {
+    let mut pending: Vec<(u64, String)> = std::mem::take(&mut m.pending).into_iter().collect();
+    pending.sort();
+    for (t, text) in pending {
+        m.print(t, &(text + "\n"));
+    }
+    let mut findings = Vec::new();
+    for ((region, access), s) in &m.reports.oob {
+        findings.push(Finding::OutOfBounds {
+            memory: m.memory_of(*region, names),
+            len: s.len,
+            access: *access,
+            count: s.count,
+            min_index: s.min,
+            max_index: s.max,
+            first: m.site(s.first_pc, s.first_thread, *access),
+            first_index: s.first_index,
+        });
+    }
+    for ((region, pc1, pc2), s) in &m.reports.races {
+        findings.push(Finding::Race {
+            memory: m.memory_of(*region, names),
+            index: s.index,
+            count: s.count,
+            elements: s.elements.max(1),
+            first: m.site(*pc1, s.first_thread, s.first_access),
+            second: m.site(*pc2, s.second_thread, s.second_access),
+        });
+    }
+    findings.append(&mut m.barrier_findings);
+    let mut cancelled = false;
+    match m.stop.take() {
+        Some(Stop::Trap { pc, thread, message }) => {
+            findings.push(Finding::Trap { site: m.site(pc, thread, Access::Read), message })
+        }
+        Some(Stop::StepLimit) => {
+            let (pc, thread) = busiest.unwrap_or((0, 0));
+            findings.push(Finding::StepLimit { steps: m.total, site: m.site(pc, thread, Access::Read) });
+        }
+        Some(Stop::Cancelled) => cancelled = true,
+        None => {}
+    }
+    let aborted = findings.iter().any(|f| matches!(f, Finding::Trap { .. } | Finding::StepLimit { .. })) || cancelled;
+    Outcome { steps: m.total, findings, output: m.output, output_truncated: m.truncated, aborted, cancelled }
+}

@@ -1,0 +1,260 @@
+//! Pointers, shadow memory for race detection, and the summaries findings are made from.
+//!
+//! A pointer is 64 bits: a region id in the top 16 bits and a byte offset (biased by 2^47, so
+//! pointer arithmetic may go below the start and still be caught as out of bounds) in the low 48.
+//! Regions `1..=n` are the launch's buffers in argument order; `STATIC_REGION_BASE + i` is the
+//! kernel's `i`-th memory variable (shared, local or global), resolved against the running
+//! thread's block or lane. Region 0 is the null pointer.
+//!
+//! Race detection keeps, for every element of global and shared memory, the last write and up to
+//! two reads (thread, barrier epoch of its block, instruction), 24 bytes in all. An access conflicts with a
+//! recorded one by another thread when at least one writes, they are not both atomic, and they
+//! are not ordered: threads of one block are ordered when the earlier access happened before a
+//! barrier that the later thread has passed (a smaller epoch); threads of different blocks never
+//! are. That is O(1) per access and allocates nothing per access.
+
+use std::collections::HashMap;
+
+use crate::finding::Access;
+
+pub const STATIC_REGION_BASE: u32 = 0x1000;
+const OFFSET_MASK: u64 = (1 << 48) - 1;
+const BIAS: u64 = 1 << 47;
+
+pub fn make_ptr(region: u32, offset: i64) -> u64 {
+    ((region as u64) << 48) | ((offset as u64).wrapping_add(BIAS) & OFFSET_MASK)
+}
+
+pub fn region(p: u64) -> u32 {
+    (p >> 48) as u32
+}
+
+pub fn offset(p: u64) -> i64 {
+    (p & OFFSET_MASK) as i64 - BIAS as i64
+}
+
+/// One recorded access packed in 64 bits: thread + 1 (bits 0..32, 0 = none), instruction
+/// (32..48), the block's barrier epoch modulo 2^15 (48..63), atomic (63).
+type Acc = u64;
+const ATOMIC: u64 = 1 << 63;
+
+/// Shadow of one element: the last write and two reads (24 bytes).
+pub type Shadow = [u64; 3];
+
+/// Who is accessing, for the race check.
+#[derive(Clone, Copy, Debug)]
+pub struct Who {
+    /// Global linear thread id.
+    pub thread: u32,
+    pub epoch: u32,
+    /// Threads per block (to tell whether a recorded access came from the same block).
+    pub block_threads: u32,
+    pub pc: u32,
+}
+
+/// An access pair that raced: the earlier one (thread, pc, atomic) and the later one.
+#[derive(Clone, Copy, Debug)]
+pub struct Conflict {
+    pub first_thread: u32,
+    pub first_pc: u32,
+    pub first_access: Access,
+}
+
+fn thread_of(a: Acc) -> u32 {
+    (a as u32).wrapping_sub(1)
+}
+
+fn pc_of(a: Acc) -> u32 {
+    ((a >> 32) & 0xffff) as u32
+}
+
+fn epoch_of(a: Acc) -> u32 {
+    ((a >> 48) & 0x7fff) as u32
+}
+
+/// Instructions beyond 65535 share the last number (only a finding's location suffers).
+pub fn pc_key(pc: u32) -> u32 {
+    pc.min(0xffff)
+}
+
+impl Who {
+    /// Epochs only grow, so within a block a different one means a barrier came in between
+    /// (modulo 2^15 barriers, which is the price of 24-byte shadows).
+    fn ordered(&self, prev: Acc) -> bool {
+        let t = thread_of(prev);
+        let bt = self.block_threads.max(1);
+        prev as u32 == 0 || t == self.thread || (t / bt == self.thread / bt && epoch_of(prev) != self.epoch & 0x7fff)
+    }
+
+    fn acc(&self, atomic: bool) -> Acc {
+        self.thread.wrapping_add(1) as u64
+            | (pc_key(self.pc) as u64) << 32
+            | ((self.epoch & 0x7fff) as u64) << 48
+            | if atomic { ATOMIC } else { 0 }
+    }
+}
+
+/// Check and record an access to the element with shadow `s`; returns the conflict, if any.
+pub fn check(s: &mut Shadow, who: &Who, access: Access) -> Option<Conflict> {
+    let atomic = access == Access::Atomic;
+    let mut conflict = None;
+    let mut note = |prev: Acc, prev_access: Access| {
+        if conflict.is_none() && !who.ordered(prev) {
+            conflict =
+                Some(Conflict { first_thread: thread_of(prev), first_pc: pc_of(prev), first_access: prev_access });
+        }
+    };
+    let w = s[0];
+    let w_atomic = w & ATOMIC != 0;
+    if !(atomic && w_atomic) {
+        note(w, if w_atomic { Access::Atomic } else { Access::Write });
+    }
+    if access != Access::Read {
+        if !atomic {
+            note(s[1], Access::Read);
+            note(s[2], Access::Read);
+        }
+        s[0] = who.acc(atomic);
+        if !atomic {
+            s[1] = 0;
+            s[2] = 0;
+        }
+    } else {
+        let r1 = s[1];
+        let slot = if r1 as u32 == 0 || thread_of(r1) == who.thread || who.ordered(r1) { 1 } else { 2 };
+        s[slot] = who.acc(false);
+    }
+    conflict
+}
+
+/// Out-of-bounds accesses of one (region, access kind).
+#[derive(Clone, Copy, Debug)]
+pub struct OobSummary {
+    pub count: u64,
+    pub min: i64,
+    pub max: i64,
+    pub first_thread: u64,
+    pub first_pc: u32,
+    pub first_index: i64,
+    pub len: u64,
+}
+
+/// Races of one (region, first instruction, second instruction).
+#[derive(Clone, Copy, Debug)]
+pub struct RaceSummary {
+    pub count: u64,
+    pub elements: u64,
+    pub index: i64,
+    pub first_thread: u64,
+    pub first_access: Access,
+    pub second_thread: u64,
+    pub second_access: Access,
+}
+
+/// Everything the findings are built from, in first-seen order.
+#[derive(Default)]
+pub struct Reports {
+    pub oob: Vec<((u32, Access), OobSummary)>,
+    oob_index: HashMap<(u32, Access), usize>,
+    pub races: Vec<((u32, u32, u32), RaceSummary)>,
+    race_index: HashMap<(u32, u32, u32), usize>,
+    last_race: Option<((u32, u32, u32), usize)>,
+    /// Per region, a bit per element already counted in some race summary (allocated at the
+    /// region's first race).
+    raced: Vec<(u32, Vec<u64>)>,
+}
+
+impl Reports {
+    pub fn oob(&mut self, region: u32, access: Access, index: i64, len: u64, thread: u64, pc: u32) {
+        let next = self.oob.len();
+        let i = *self.oob_index.entry((region, access)).or_insert(next);
+        if i == next {
+            let s = OobSummary {
+                count: 0,
+                min: index,
+                max: index,
+                first_thread: thread,
+                first_pc: pc,
+                first_index: index,
+                len,
+            };
+            self.oob.push(((region, access), s));
+        }
+        let s = &mut self.oob[i].1;
+        s.count += 1;
+        s.min = s.min.min(index);
+        s.max = s.max.max(index);
+    }
+
+    pub fn race(&mut self, region: u32, index: i64, elements: u64, c: Conflict, who: &Who, access: Access) {
+        let key = (region, c.first_pc, pc_key(who.pc));
+        // Racy loops hit the same pair over and over: skip the hash lookup for a repeat.
+        let i = match self.last_race {
+            Some((k, i)) if k == key => i,
+            _ => {
+                let next = self.races.len();
+                let i = *self.race_index.entry(key).or_insert(next);
+                if i == next {
+                    self.races.push((
+                        key,
+                        RaceSummary {
+                            count: 0,
+                            elements: 0,
+                            index,
+                            first_thread: c.first_thread as u64,
+                            first_access: c.first_access,
+                            second_thread: who.thread as u64,
+                            second_access: access,
+                        },
+                    ));
+                }
+                self.last_race = Some((key, i));
+                i
+            }
+        };
+        let s = &mut self.races[i].1;
+        s.count += 1;
+        // A kernel touches a handful of regions: a linear search beats hashing on every race.
+        let r = match self.raced.iter().position(|(r, _)| *r == region) {
+            Some(r) => r,
+            None => {
+                self.raced.push((region, vec![0; elements.div_ceil(64) as usize]));
+                self.raced.len() - 1
+            }
+        };
+        if let Some(word) = self.raced[r].1.get_mut(index as usize / 64) {
+            let bit = 1 << (index as usize % 64);
+            s.elements += (*word & bit == 0) as u64;
+            *word |= bit;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pointers_round_trip_and_go_negative() {
+        let p = make_ptr(3, 40);
+        assert_eq!((region(p), offset(p)), (3, 40));
+        let q = p.wrapping_add((-48i64) as u64);
+        assert_eq!((region(q), offset(q)), (3, -8));
+        assert_eq!(region(0), 0);
+    }
+
+    #[test]
+    fn barrier_epochs_order_threads_of_one_block_only() {
+        let mut s = Shadow::default();
+        assert_eq!(std::mem::size_of::<Shadow>(), 24);
+        let w = |thread, epoch| Who { thread, epoch, block_threads: 4, pc: 7 };
+        assert!(check(&mut s, &w(0, 0), Access::Write).is_none());
+        assert!(check(&mut s, &w(1, 0), Access::Read).is_some());
+        assert!(check(&mut s, &w(2, 1), Access::Write).is_none());
+        assert!(check(&mut s, &w(5, 9), Access::Read).is_some());
+        let mut s = Shadow::default();
+        assert!(check(&mut s, &w(0, 0), Access::Atomic).is_none());
+        assert!(check(&mut s, &w(9, 0), Access::Atomic).is_none());
+        assert!(check(&mut s, &w(3, 0), Access::Read).is_some());
+    }
+}

@@ -1,0 +1,858 @@
+//! Tests of the simulator: hand-built ASTs for the engine's core, real CUDA source for the rest.
+
+use crate::backend::{Arg, Dim3, LaunchSpec, ScalarArg};
+use crate::buffer::{Buffer, Num, Shape};
+use crate::cuda::ast::*;
+use crate::diag::Span;
+use crate::dtype::DType;
+use crate::finding::Finding;
+
+use super::{Schedule, SimConfig, compile, engine};
+
+fn sp(lo: usize) -> Span {
+    Span::new(0, lo, lo + 1)
+}
+
+fn ex(kind: ExprKind, ty: Type) -> Expr {
+    Expr { kind, ty, span: sp(0) }
+}
+
+fn int() -> Type {
+    Type::Scalar(Scalar::I32)
+}
+
+fn float() -> Type {
+    Type::Scalar(Scalar::F32)
+}
+
+fn fptr() -> Type {
+    Type::Ptr { pointee: Box::new(float()), is_const: false }
+}
+
+fn local(id: u32, ty: Type) -> Expr {
+    ex(ExprKind::Local(id), ty)
+}
+
+fn cast(e: Expr, ty: Type) -> Expr {
+    ex(ExprKind::Cast(Box::new(e)), ty)
+}
+
+fn stmt(kind: StmtKind) -> Stmt {
+    Stmt { kind, span: sp(0) }
+}
+
+fn var(name: &str, ty: Type) -> LocalVar {
+    LocalVar { name: name.into(), ty, span: sp(0) }
+}
+
+/// `a[idx] += 0.5f` with the access at `span`.
+fn add_half_at(idx: Expr, span: Span) -> Stmt {
+    let lhs = Expr {
+        kind: ExprKind::Index {
+            base: Box::new(local(0, fptr())),
+            index: Box::new(cast(idx, Type::Scalar(Scalar::I64))),
+        },
+        ty: float(),
+        span,
+    };
+    stmt(StmtKind::Expr(ex(
+        ExprKind::CompoundAssign {
+            op: BinaryOp::Add,
+            lhs: Box::new(lhs),
+            rhs: Box::new(ex(ExprKind::FloatConst(0.5), float())),
+            op_ty: Scalar::F32,
+        },
+        float(),
+    )))
+}
+
+fn kernel(name: &str, params: Vec<(&str, Type)>, locals: Vec<LocalVar>, body: Vec<Stmt>) -> Function {
+    let mut all: Vec<LocalVar> = params.iter().map(|(n, t)| var(n, t.clone())).collect();
+    all.extend(locals);
+    Function {
+        name: name.into(),
+        kind: FuncKind::Kernel,
+        ret: Type::Void,
+        params: params
+            .into_iter()
+            .map(|(n, t)| Param { name: n.into(), ty: t, restrict: false, span: sp(0) })
+            .collect(),
+        locals: all,
+        local_arrays: Vec::new(),
+        shared: Vec::new(),
+        body,
+        span: sp(0),
+        name_span: sp(0),
+        calls: Vec::new(),
+    }
+}
+
+/// `for (int i = 0; i < n; i++) a[i] += 0.5f;`
+fn add_half_everywhere_ast() -> Function {
+    let i = || local(2, int());
+    let body = vec![stmt(StmtKind::For {
+        init: Some(Box::new(stmt(StmtKind::Decl { local: 2, init: Some(ex(ExprKind::IntConst(0), int())) }))),
+        cond: Some(ex(
+            ExprKind::Binary { op: BinaryOp::Lt, lhs: Box::new(i()), rhs: Box::new(local(1, int())) },
+            Type::Scalar(Scalar::Bool),
+        )),
+        step: Some(ex(ExprKind::IncDec { lhs: Box::new(i()), increment: true, prefix: false }, int())),
+        body: Box::new(add_half_at(i(), sp(40))),
+    })];
+    kernel("add_half_everywhere", vec![("a", fptr()), ("n", int())], vec![var("i", int())], body)
+}
+
+fn run_ast(
+    f: Function,
+    grid: u32,
+    block: u32,
+    buf: &mut Buffer,
+    args: Vec<Arg>,
+    config: &SimConfig,
+) -> engine::Outcome {
+    let program = Program { functions: vec![f], globals: Vec::new() };
+    let k = compile::compile(&program, 0).expect("compiles");
+    let spec = LaunchSpec {
+        kernel: program.functions[0].name.clone(),
+        grid: Dim3::linear(grid),
+        block: Dim3::linear(block),
+        shared_bytes: 0,
+        args,
+    };
+    engine::run(&k, &program, &spec, vec![buf.bytes_mut()], vec![4], &["a".to_string()], config, &mut Vec::new())
+}
+
+fn floats(v: &[f64]) -> Buffer {
+    Buffer::from_nums(DType::F32, Shape::D1(v.len()), v.iter().map(|x| Num::Float(*x)))
+}
+
+fn with(schedule: Schedule, seed: u64) -> SimConfig {
+    SimConfig { schedule, seed, ..SimConfig::default() }
+}
+
+#[test]
+fn racy_loop_on_one_thread_is_exact() {
+    let mut a = floats(&[0.0, 1.0]);
+    let out = run_ast(
+        add_half_everywhere_ast(),
+        1,
+        1,
+        &mut a,
+        vec![Arg::Buffer(0), Arg::Scalar(ScalarArg::I32(2))],
+        &SimConfig::default(),
+    );
+    assert_eq!(a.to_f64_vec(), vec![0.5, 1.5]);
+    assert!(out.findings.is_empty(), "{:?}", out.findings);
+}
+
+#[test]
+fn racy_loop_loses_updates_except_sequentially() {
+    let args = || vec![Arg::Buffer(0), Arg::Scalar(ScalarArg::I32(2))];
+    let run = |config: SimConfig| {
+        let mut a = floats(&[0.0, 1.0]);
+        let out = run_ast(add_half_everywhere_ast(), 64, 256, &mut a, args(), &config);
+        (a.to_f64_vec(), out)
+    };
+    let (seq, out) = run(with(Schedule::Sequential, 0));
+    assert_eq!(seq, vec![8192.0, 8193.0]);
+    assert!(matches!(out.findings[0], Finding::Race { .. }), "{:?}", out.findings);
+    let (r1, out) = run(with(Schedule::Random, 1));
+    assert!(r1[0] < 8192.0 / 8.0, "{r1:?}");
+    assert!(matches!(out.findings[0], Finding::Race { .. }));
+    assert_eq!(run(with(Schedule::Random, 1)).0, r1);
+    assert_ne!(run(with(Schedule::Random, 2)).0, r1);
+    let (l, _) = run(with(Schedule::Lockstep, 0));
+    assert_eq!(run(with(Schedule::Lockstep, 5)).0, l);
+    assert!(l[0] < 8192.0, "{l:?}");
+}
+
+/// `int i = blockIdx.x * blockDim.x + threadIdx.x; a[i] += 0.5;`
+fn add_half_ast() -> Function {
+    let u = || Type::Scalar(Scalar::U32);
+    let b = |v, a| ex(ExprKind::Builtin(v, a), u());
+    let bin = |op, l, r, ty| ex(ExprKind::Binary { op, lhs: Box::new(l), rhs: Box::new(r) }, ty);
+    let gid = bin(
+        BinaryOp::Add,
+        bin(BinaryOp::Mul, b(BuiltinVar::BlockIdx, Axis::X), b(BuiltinVar::BlockDim, Axis::X), u()),
+        b(BuiltinVar::ThreadIdx, Axis::X),
+        u(),
+    );
+    let lhs = Expr {
+        kind: ExprKind::Index {
+            base: Box::new(local(0, fptr())),
+            index: Box::new(cast(local(1, int()), Type::Scalar(Scalar::I64))),
+        },
+        ty: float(),
+        span: sp(30),
+    };
+    let body = vec![
+        stmt(StmtKind::Decl { local: 1, init: Some(cast(gid, int())) }),
+        stmt(StmtKind::Expr(ex(
+            ExprKind::CompoundAssign {
+                op: BinaryOp::Add,
+                lhs: Box::new(lhs),
+                rhs: Box::new(ex(ExprKind::FloatConst(0.5), Type::Scalar(Scalar::F64))),
+                op_ty: Scalar::F64,
+            },
+            float(),
+        ))),
+    ];
+    kernel("add_half", vec![("a", fptr())], vec![var("i", int())], body)
+}
+
+#[test]
+fn out_of_bounds_writes_are_summarised_not_performed() {
+    let mut a = floats(&[0.0; 1000]);
+    let out = run_ast(add_half_ast(), 4, 256, &mut a, vec![Arg::Buffer(0)], &SimConfig::default());
+    assert!(a.to_f64_vec().iter().all(|v| *v == 0.5));
+    let [Finding::OutOfBounds { access, count, min_index, max_index, first, first_index, len, .. }, ..] =
+        &out.findings[..]
+    else {
+        panic!("{:?}", out.findings)
+    };
+    assert_eq!((*access, *count, *min_index, *max_index, *len), (crate::finding::Access::Read, 24, 1000, 1023, 1000));
+    assert_eq!(out.findings.len(), 2);
+    let _ = (first, first_index);
+}
+
+// ---- Real CUDA source through the front end ----
+
+use crate::backend::{Backend, LaunchBuffers, LaunchReport};
+use crate::cuda::Module;
+use crate::diag::SourceMap;
+use crate::finding::{Access, Memory};
+
+use super::SimBackend;
+
+const KERNELS: &str = r#"
+__global__ void add_half_everywhere(float *a, int n) {
+    for (int i = 0; i < n; i++) {
+        a[i] += 0.5f;
+    }
+}
+__global__ void add_half(float *a) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    a[i] += 0.5;
+}
+__global__ void atomic_everywhere(float *a, int n) {
+    for (int i = 0; i < n; i++) atomicAdd(&a[i], 0.5f);
+}
+__global__ void block_sum(const float *in, float *out, int n) {
+    __shared__ float s[256];
+    unsigned tid = threadIdx.x;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    s[tid] = i < n ? in[i] : 0.0f;
+    __syncthreads();
+    for (unsigned stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+        if (tid < stride) s[tid] += s[tid + stride];
+        __syncthreads();
+    }
+    if (tid == 0) atomicAdd(out, s[0]);
+}
+__global__ void block_sum_no_barrier(const float *in, float *out, int n) {
+    __shared__ float s[256];
+    unsigned tid = threadIdx.x;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    s[tid] = i < n ? in[i] : 0.0f;
+    for (unsigned stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+        if (tid < stride) s[tid] += s[tid + stride];
+    }
+    if (tid == 0) atomicAdd(out, s[0]);
+}
+__global__ void barrier_in_if(float *a) {
+    __shared__ float s[64];
+    s[threadIdx.x] = a[threadIdx.x];
+    if (threadIdx.x < 16) __syncthreads();
+    a[threadIdx.x] = s[63 - threadIdx.x];
+}
+__global__ void warp_sum(const float *in, float *out) {
+    float v = in[blockIdx.x * blockDim.x + threadIdx.x];
+    for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffff, v, o);
+    if ((threadIdx.x & 31) == 0) atomicAdd(out, v);
+}
+__global__ void spin(float *a) {
+    while (true) {}
+}
+__global__ void divide(int *a, int d) {
+    a[threadIdx.x] = 10 / d;
+}
+__global__ void hello(int *a) {
+    printf("block %d thread %d: %5.2f %x\n", blockIdx.x, threadIdx.x, threadIdx.x * 0.5f, 255);
+}
+__device__ float square(float x) { return x * x; }
+__global__ void matmul(const float *A, const float *B, float *C, int N) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < N && col < N) { float acc = 0; for (int k = 0; k < N; ++k) acc += A[row * N + k] * B[k * N + col]; C[row * N + col] = acc; }
+}
+#define TILE 16
+__global__ void tiled(const float *A, const float *B, float *C, int N) {
+    __shared__ float As[TILE][TILE], Bs[TILE][TILE];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
+    float acc = 0.0f;
+    for (int t = 0; t < (N + TILE - 1) / TILE; ++t) {
+        As[ty][tx] = (row < N && t * TILE + tx < N) ? A[row * N + t * TILE + tx] : 0.0f;
+        Bs[ty][tx] = (col < N && t * TILE + ty < N) ? B[(t * TILE + ty) * N + col] : 0.0f;
+        __syncthreads();
+        for (int k = 0; k < TILE; ++k) acc += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+    }
+    if (row < N && col < N) C[row * N + col] = square(acc) / acc;
+}
+__global__ void dynamic(float *a, int n) {
+    extern __shared__ float dyn[];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    dyn[threadIdx.x] = i < n ? a[i] : 0.0f;
+    __syncthreads();
+    if (i < n) a[i] = dyn[blockDim.x - 1 - threadIdx.x];
+}
+__global__ void locals(int *out) {
+    int v[4] = {1, 2};
+    v[3] = threadIdx.x;
+    int s = 0;
+    for (int k = 0; k < 4; k++) s += v[k];
+    out[threadIdx.x] = s + (v[5] = 1);
+}
+"#;
+
+struct Sim {
+    sources: SourceMap,
+    module: Module,
+    backend: SimBackend,
+}
+
+impl Sim {
+    fn new() -> Sim {
+        let mut sources = SourceMap::new();
+        let id = sources.add("<input 1>", KERNELS, 1);
+        let mut module = Module::new();
+        if let Err(errors) = module.add(id, KERNELS) {
+            let rendered: Vec<String> = errors.iter().map(|e| e.to_plain(&sources)).collect();
+            panic!("kernels do not check:\n{}", rendered.join("\n"));
+        }
+        Sim { sources, module, backend: SimBackend::default() }
+    }
+
+    fn config(mut self, config: SimConfig) -> Sim {
+        self.backend.config = config;
+        self
+    }
+
+    fn launch(
+        &mut self,
+        kernel: &str,
+        grid: Dim3,
+        block: Dim3,
+        bufs: &mut [&mut Buffer],
+        scalars: &[ScalarArg],
+    ) -> LaunchReport {
+        self.launch_shared(kernel, grid, block, 0, bufs, scalars)
+    }
+
+    fn launch_shared(
+        &mut self,
+        kernel: &str,
+        grid: Dim3,
+        block: Dim3,
+        shared_bytes: u32,
+        bufs: &mut [&mut Buffer],
+        scalars: &[ScalarArg],
+    ) -> LaunchReport {
+        let mut args: Vec<Arg> = (0..bufs.len()).map(Arg::Buffer).collect();
+        args.extend(scalars.iter().map(|s| Arg::Scalar(*s)));
+        let spec = LaunchSpec { kernel: kernel.into(), grid, block, shared_bytes, args };
+        let names = ["a", "b", "c"].iter().take(bufs.len()).map(|s| s.to_string()).collect();
+        let mut lb = LaunchBuffers { names, buffers: bufs.iter_mut().map(|b| &mut **b).collect() };
+        self.backend.launch(&self.module, &spec, &mut lb).expect("launch runs")
+    }
+
+    fn line(&self, span: Span) -> u32 {
+        self.sources.line_of(span)
+    }
+}
+
+fn lin(x: u32) -> Dim3 {
+    Dim3::linear(x)
+}
+
+fn racy_loop(config: SimConfig, grid: u32, block: u32) -> (Vec<f64>, LaunchReport, Sim) {
+    let mut sim = Sim::new().config(config);
+    let mut a = floats(&[0.0, 1.0]);
+    let r = sim.launch("add_half_everywhere", lin(grid), lin(block), &mut [&mut a], &[ScalarArg::I32(2)]);
+    (a.to_f64_vec(), r, sim)
+}
+
+#[test]
+fn cuda_racy_loop_single_thread_and_schedules() {
+    let (one, r, _) = racy_loop(SimConfig::default(), 1, 1);
+    assert_eq!(one, vec![0.5, 1.5]);
+    assert!(r.findings.is_empty() && !r.aborted);
+
+    let (seq, r, sim) = racy_loop(with(Schedule::Sequential, 0), 128, 256);
+    assert_eq!(seq, vec![16384.0, 16385.0]);
+    let [Finding::Race { memory, first, second, elements, .. }] = &r.findings[..] else { panic!("{:?}", r.findings) };
+    assert_eq!((memory, *elements), (&Memory::Global("a".into()), 2));
+    assert_eq!((sim.line(first.span), sim.line(second.span)), (4, 4));
+
+    let (r1, rep, _) = racy_loop(with(Schedule::Random, 1), 128, 256);
+    assert!(r1[0] < 16384.0 / 8.0, "{r1:?}");
+    assert!(rep.findings.iter().any(|f| matches!(f, Finding::Race { .. })));
+    assert_eq!(racy_loop(with(Schedule::Random, 1), 128, 256).0, r1);
+    assert_ne!(racy_loop(with(Schedule::Random, 2), 128, 256).0, r1);
+    let (l, _, _) = racy_loop(with(Schedule::Lockstep, 0), 128, 256);
+    assert!(l[0] < 16384.0, "{l:?}");
+    assert_eq!(racy_loop(with(Schedule::Lockstep, 9), 128, 256).0, l);
+}
+
+/// The full-size version of the lesson's numbers (slow in a debug build).
+#[test]
+#[ignore]
+fn cuda_racy_loop_full_size() {
+    let (seq, r, _) = racy_loop(with(Schedule::Sequential, 0), 1024, 1024);
+    assert_eq!(seq, vec![524288.0, 524289.0]);
+    assert!(matches!(r.findings[0], Finding::Race { .. }));
+    let (a, _, _) = racy_loop(with(Schedule::Random, 0), 1024, 1024);
+    let (b, _, _) = racy_loop(with(Schedule::Random, 1), 1024, 1024);
+    let (l, _, _) = racy_loop(with(Schedule::Lockstep, 0), 1024, 1024);
+    println!("random seed 0: {a:?}, seed 1: {b:?}, lockstep: {l:?}");
+    assert!(a[0] < 524288.0 / 4.0 && a != b);
+}
+
+#[test]
+fn cuda_add_half_in_bounds_and_out() {
+    let mut sim = Sim::new();
+    let mut a = floats(&vec![0.0; 1 << 14]);
+    let r = sim.launch("add_half", lin(64), lin(256), &mut [&mut a], &[]);
+    assert!(a.to_f64_vec().iter().all(|v| *v == 0.5));
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+
+    let mut a = floats(&[0.0, 1.0]);
+    sim.launch("add_half", lin(1), lin(1), &mut [&mut a], &[]);
+    assert_eq!(a.to_f64_vec(), vec![0.5, 1.0]);
+
+    let mut a = floats(&vec![0.0; 1000]);
+    let r = sim.launch("add_half", lin(4), lin(256), &mut [&mut a], &[]);
+    let write = r
+        .findings
+        .iter()
+        .find(|f| matches!(f, Finding::OutOfBounds { access: Access::Write, .. }))
+        .unwrap_or_else(|| panic!("{:?}", r.findings));
+    let Finding::OutOfBounds { memory, len, count, min_index, max_index, first, first_index, .. } = write else {
+        unreachable!()
+    };
+    assert_eq!((memory.name(), *len, *count, *min_index, *max_index), ("a", 1000, 24, 1000, 1023));
+    assert_eq!((first.thread.describe(), *first_index), ("block 3 thread 232".to_string(), 1000));
+    assert_eq!(sim.line(first.span), 9);
+}
+
+#[test]
+fn cuda_atomics_give_the_sequential_answer() {
+    let mut sim = Sim::new();
+    let mut a = floats(&[0.0, 1.0]);
+    let r = sim.launch("atomic_everywhere", lin(64), lin(256), &mut [&mut a], &[ScalarArg::I32(2)]);
+    assert_eq!(a.to_f64_vec(), vec![8192.0, 8193.0]);
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+}
+
+#[test]
+fn cuda_block_reduction_with_and_without_barriers() {
+    for schedule in Schedule::ALL {
+        let mut sim = Sim::new().config(with(schedule, 3));
+        let mut input = floats(&(0..4096).map(|i| (i % 7) as f64).collect::<Vec<_>>());
+        let mut out = floats(&[0.0]);
+        let expected: f64 = (0..4096).map(|i| (i % 7) as f64).sum();
+        let r = sim.launch("block_sum", lin(16), lin(256), &mut [&mut input, &mut out], &[ScalarArg::I32(4096)]);
+        assert_eq!(out.to_f64_vec(), vec![expected], "{schedule}");
+        assert!(r.findings.is_empty(), "{schedule}: {:?}", r.findings);
+
+        let mut out = floats(&[0.0]);
+        let r =
+            sim.launch("block_sum_no_barrier", lin(16), lin(256), &mut [&mut input, &mut out], &[ScalarArg::I32(4096)]);
+        assert!(
+            r.findings.iter().any(|f| matches!(f, Finding::Race { memory: Memory::Shared(n), .. } if n == "s")),
+            "{schedule}: {:?}",
+            r.findings
+        );
+    }
+}
+
+#[test]
+fn cuda_barrier_in_if_is_divergence() {
+    let mut sim = Sim::new();
+    let mut a = floats(&vec![1.0; 64]);
+    let r = sim.launch("barrier_in_if", lin(1), lin(64), &mut [&mut a], &[]);
+    let Some(Finding::BarrierDivergence { waiting_threads, other_threads, other, .. }) =
+        r.findings.iter().find(|f| matches!(f, Finding::BarrierDivergence { .. }))
+    else {
+        panic!("{:?}", r.findings)
+    };
+    assert_eq!((*waiting_threads, *other_threads, other.is_none()), (16, 48, true));
+    assert!(!r.aborted);
+}
+
+#[test]
+fn cuda_warp_shuffle_sum_in_every_schedule() {
+    for schedule in Schedule::ALL {
+        let mut sim = Sim::new().config(with(schedule, 0));
+        let mut input = floats(&(0..256).map(|i| i as f64).collect::<Vec<_>>());
+        let mut out = floats(&[0.0]);
+        let r = sim.launch("warp_sum", lin(2), lin(128), &mut [&mut input, &mut out], &[]);
+        assert_eq!(out.to_f64_vec(), vec![(0..256).sum::<i32>() as f64], "{schedule}");
+        assert!(r.findings.is_empty(), "{schedule}: {:?}", r.findings);
+    }
+}
+
+#[test]
+fn cuda_endless_loop_hits_the_step_limit() {
+    let mut sim = Sim::new().config(SimConfig { max_steps: 2_000_000, ..SimConfig::default() });
+    let mut a = floats(&[0.0]);
+    let r = sim.launch("spin", lin(1), lin(1), &mut [&mut a], &[]);
+    assert!(r.aborted);
+    let Some(Finding::StepLimit { site, .. }) = r.findings.last() else { panic!("{:?}", r.findings) };
+    let line = KERNELS.lines().position(|l| l.contains("while (true)")).unwrap() as u32 + 1;
+    assert_eq!(sim.line(site.span), line);
+}
+
+#[test]
+fn cuda_division_by_zero_traps() {
+    let mut sim = Sim::new();
+    let mut a = Buffer::zeros(DType::I32, Shape::D1(4));
+    let r = sim.launch("divide", lin(1), lin(4), &mut [&mut a], &[ScalarArg::I32(0)]);
+    assert!(r.aborted);
+    assert!(matches!(&r.findings[..], [Finding::Trap { message, .. }] if message == "integer division by zero"));
+    let r = sim.launch("divide", lin(1), lin(4), &mut [&mut a], &[ScalarArg::I32(3)]);
+    assert!(!r.aborted);
+    assert_eq!(a.to_f64_vec(), vec![3.0; 4]);
+}
+
+#[test]
+fn cuda_printf_in_thread_order() {
+    let mut sim = Sim::new().config(with(Schedule::Sequential, 0));
+    let mut a = Buffer::zeros(DType::I32, Shape::D1(1));
+    let r = sim.launch("hello", lin(2), lin(2), &mut [&mut a], &[]);
+    let lines: Vec<&str> = r.output.iter().map(|l| l.text.as_str()).collect();
+    assert_eq!(
+        lines,
+        [
+            "block 0 thread 0:  0.00 ff",
+            "block 0 thread 1:  0.50 ff",
+            "block 1 thread 0:  0.00 ff",
+            "block 1 thread 1:  0.50 ff"
+        ]
+    );
+    assert_eq!(r.output[3].thread.describe(), "block 1 thread 1");
+}
+
+#[test]
+fn cuda_matmuls_agree() {
+    let n = 20usize;
+    let av: Vec<f64> = (0..n * n).map(|i| (i % 5) as f64).collect();
+    let bv: Vec<f64> = (0..n * n).map(|i| (i % 3) as f64 + 1.0).collect();
+    let mut expected = vec![0.0; n * n];
+    for r in 0..n {
+        for c in 0..n {
+            expected[r * n + c] = (0..n).map(|k| av[r * n + k] * bv[k * n + c]).sum();
+        }
+    }
+    for kernel in ["matmul", "tiled"] {
+        let mut sim = Sim::new();
+        let (mut a, mut b, mut c) = (floats(&av), floats(&bv), floats(&vec![0.0; n * n]));
+        let r = sim.launch(
+            kernel,
+            Dim3::new(2, 2, 1),
+            Dim3::new(16, 16, 1),
+            &mut [&mut a, &mut b, &mut c],
+            &[ScalarArg::I32(n as i32)],
+        );
+        assert_eq!(c.to_f64_vec(), expected, "{kernel}");
+        assert!(r.findings.is_empty(), "{kernel}: {:?}", r.findings);
+    }
+}
+
+#[test]
+fn cuda_dynamic_shared_and_local_arrays() {
+    let mut sim = Sim::new();
+    let mut a = floats(&(0..64).map(|i| i as f64).collect::<Vec<_>>());
+    let r = sim.launch_shared("dynamic", lin(2), lin(32), 128, &mut [&mut a], &[ScalarArg::I32(64)]);
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    assert_eq!(a.to_f64_vec()[0], 31.0);
+    assert_eq!(a.to_f64_vec()[63], 32.0);
+
+    let mut out = Buffer::zeros(DType::I32, Shape::D1(4));
+    let r = sim.launch("locals", lin(1), lin(4), &mut [&mut out], &[]);
+    assert_eq!(out.to_f64_vec(), vec![4.0, 5.0, 6.0, 7.0]);
+    assert!(
+        matches!(&r.findings[..], [Finding::OutOfBounds { memory: Memory::Local(n), count: 4, .. }] if n == "v"),
+        "{:?}",
+        r.findings
+    );
+}
+
+#[test]
+fn zero_sized_launch_is_an_error() {
+    let mut sim = Sim::new();
+    let mut a = floats(&[0.0]);
+    let spec = LaunchSpec {
+        kernel: "add_half".into(),
+        grid: lin(0),
+        block: lin(1),
+        shared_bytes: 0,
+        args: vec![Arg::Buffer(0)],
+    };
+    let mut lb = LaunchBuffers { names: vec!["a".into()], buffers: vec![&mut a] };
+    assert!(sim.backend.launch(&sim.module, &spec, &mut lb).is_err());
+}
+
+/// Timings for the report: `cargo test --release --lib backend::sim -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn speed() {
+    fn time(name: &str, f: &mut dyn FnMut() -> LaunchReport) {
+        let t = std::time::Instant::now();
+        let r = f();
+        let s = t.elapsed().as_secs_f64();
+        let kinds: Vec<&str> = r.findings.iter().map(|f| f.kind().name()).collect();
+        println!("{name:52} {s:7.3} s {:>11} steps  {kinds:?}", r.steps.unwrap_or(0));
+    }
+    for findings in [true, false] {
+        let cfg = SimConfig { findings, ..SimConfig::default() };
+        let mut sim = Sim::new().config(cfg);
+        let mut a = floats(&vec![0.0; 1 << 20]);
+        for run in ["first", "again"] {
+            time(&format!("add_half 2^20 <<<4096, 256>>> findings={findings} ({run})"), &mut || {
+                sim.launch("add_half", lin(4096), lin(256), &mut [&mut a], &[])
+            });
+        }
+        let mut a = floats(&[0.0, 1.0]);
+        time(&format!("add_half_everywhere <<<1024, 1024>>> findings={findings}"), &mut || {
+            sim.launch("add_half_everywhere", lin(1024), lin(1024), &mut [&mut a], &[ScalarArg::I32(2)])
+        });
+        let mut input = floats(&vec![1.0; 1 << 20]);
+        let mut out = floats(&[0.0]);
+        time(&format!("block_sum 2^20 <<<4096, 256>>> findings={findings}"), &mut || {
+            sim.launch("block_sum", lin(4096), lin(256), &mut [&mut input, &mut out], &[ScalarArg::I32(1 << 20)])
+        });
+        for kernel in ["matmul", "tiled"] {
+            let n = 256;
+            let (mut a, mut b, mut c) =
+                (floats(&vec![1.0; n * n]), floats(&vec![2.0; n * n]), floats(&vec![0.0; n * n]));
+            time(&format!("{kernel} 256x256 findings={findings}"), &mut || {
+                sim.launch(
+                    kernel,
+                    Dim3::new(16, 16, 1),
+                    Dim3::new(16, 16, 1),
+                    &mut [&mut a, &mut b, &mut c],
+                    &[ScalarArg::I32(n as i32)],
+                )
+            });
+        }
+    }
+    for schedule in [Schedule::Lockstep, Schedule::Sequential] {
+        let mut sim = Sim::new().config(with(schedule, 0));
+        let mut a = floats(&[0.0, 1.0]);
+        time(&format!("add_half_everywhere <<<1024, 1024>>> {schedule}"), &mut || {
+            sim.launch("add_half_everywhere", lin(1024), lin(1024), &mut [&mut a], &[ScalarArg::I32(2)])
+        });
+    }
+    let mut sim = Sim::new();
+    let mut a = floats(&[0.0]);
+    time("spin <<<1, 1>>> (step limit)", &mut || sim.launch("spin", lin(1), lin(1), &mut [&mut a], &[]));
+}
+
+#[test]
+fn weird_kernels_get_findings_not_panics() {
+    let src = r#"
+__global__ void weird(int *a, int n) {
+    int big = 2147483647;
+    a[0] = (-big - 1) / -1;
+    a[1] = 1 << 40;
+    a[2] = -8 >> 35;
+    a[-1] = 3;
+    a[n + 100] = a[-5];
+    float f = 1e30f;
+    a[3] = (int)f;
+    a[4] = __shfl_down_sync(0xffffffff, 7, 1000000);
+}
+__global__ void ext(float *a) {
+    extern __shared__ float d[];
+    d[threadIdx.x] = 1;
+    a[threadIdx.x] = d[threadIdx.x];
+}
+__global__ void trapper(float *a) {
+    assert(threadIdx.x < 3);
+    a[threadIdx.x] = 1;
+}
+"#;
+    let mut sources = SourceMap::new();
+    let id = sources.add("<weird>", src, 1);
+    let mut module = Module::new();
+    if let Err(e) = module.add(id, src) {
+        panic!("{}", e.iter().map(|d| d.to_plain(&sources)).collect::<Vec<_>>().join("\n"));
+    }
+    let mut backend = SimBackend::default();
+    let mut a = Buffer::zeros(DType::I32, Shape::D1(8));
+    let mut launch = |kernel: &str, block: u32, args: Vec<Arg>, a: &mut Buffer| {
+        let shared_bytes = if kernel == "huge" { u32::MAX } else { 0 };
+        let kernel = if kernel == "huge" { "ext" } else { kernel };
+        let spec = LaunchSpec { kernel: kernel.into(), grid: lin(1), block: lin(block), shared_bytes, args };
+        let mut lb = LaunchBuffers { names: vec!["a".into()], buffers: vec![a] };
+        backend.launch(&module, &spec, &mut lb)
+    };
+    let r = launch("weird", 2, vec![Arg::Buffer(0), Arg::Scalar(ScalarArg::I32(8))], &mut a).expect("runs");
+    assert!(!r.aborted);
+    let v = a.to_f64_vec();
+    assert_eq!(&v[..5], &[i32::MIN as f64, 0.0, -1.0, i32::MAX as f64, 7.0]);
+    assert!(r.findings.iter().filter(|f| matches!(f, Finding::OutOfBounds { .. })).count() >= 2);
+    assert!(matches!(launch("huge", 32, vec![Arg::Buffer(0)], &mut a), Err(crate::backend::BackendError::Launch(_))));
+    let r = launch("ext", 4, vec![Arg::Buffer(0)], &mut a).expect("runs");
+    assert!(
+        matches!(&r.findings[..], [Finding::OutOfBounds { memory: Memory::Shared(_), .. }, ..]),
+        "{:?}",
+        r.findings
+    );
+    let r = launch("trapper", 8, vec![Arg::Buffer(0)], &mut a).expect("runs");
+    assert!(r.aborted && matches!(&r.findings[..], [Finding::Trap { message, .. }] if message == "assertion failed"));
+}
+
+#[test]
+fn printf_output_is_capped() {
+    let mut sim = Sim::new();
+    let mut a = Buffer::zeros(DType::I32, Shape::D1(1));
+    let r = sim.launch("hello", lin(100), lin(128), &mut [&mut a], &[]);
+    assert_eq!(r.output.len(), super::MAX_OUTPUT_LINES);
+    assert!(r.output_truncated);
+}
+
+#[test]
+fn cancel_stops_and_restores_buffers() {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    let cancel = Arc::new(AtomicBool::new(true));
+    let mut sim = Sim::new().config(SimConfig { cancel: Some(cancel), ..SimConfig::default() });
+    let mut a = floats(&vec![1.0; 1 << 12]);
+    let spec = LaunchSpec {
+        kernel: "add_half".into(),
+        grid: lin(16),
+        block: lin(256),
+        shared_bytes: 0,
+        args: vec![Arg::Buffer(0)],
+    };
+    let mut lb = LaunchBuffers { names: vec!["a".into()], buffers: vec![&mut a] };
+    let r = sim.backend.launch(&sim.module, &spec, &mut lb);
+    assert!(matches!(r, Err(crate::backend::BackendError::Aborted(_))));
+    assert!(a.to_f64_vec().iter().all(|v| *v == 1.0));
+}
+
+#[test]
+fn schedules_parse_their_names() {
+    for s in Schedule::ALL {
+        assert_eq!(Schedule::parse(s.name()), Some(s));
+    }
+    assert_eq!(Schedule::parse("chaos"), None);
+    assert_eq!(SimConfig::default().schedule, Schedule::Random);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Any launch shape over any buffer length: the in-bounds elements are done exactly once, and
+    /// every thread past the end is counted in the out-of-bounds write summary.
+    #[test]
+    fn add_half_counts_exactly_the_threads_past_the_end(
+        grid in 1u32..12,
+        block in 1u32..200,
+        len in 0usize..2000,
+        schedule in 0usize..3,
+        seed in 0u64..4,
+    ) {
+        let mut sim = Sim::new().config(with(Schedule::ALL[schedule], seed));
+        let mut a = floats(&vec![1.0; len]);
+        let r = sim.launch("add_half", lin(grid), lin(block), &mut [&mut a], &[]);
+        let threads = (grid * block) as usize;
+        let done = threads.min(len);
+        let v = a.to_f64_vec();
+        proptest::prop_assert!(v[..done].iter().all(|x| *x == 1.5) && v[done..].iter().all(|x| *x == 1.0));
+        let past = threads.saturating_sub(len) as u64;
+        let writes = r.findings.iter().find_map(|f| match f {
+            Finding::OutOfBounds { access: Access::Write, count, min_index, .. } => Some((*count, *min_index)),
+            _ => None,
+        });
+        proptest::prop_assert_eq!(writes, (past > 0).then_some((past, len as i64)));
+        let races = r.findings.iter().filter(|f| matches!(f, Finding::Race { .. })).count();
+        proptest::prop_assert_eq!(races, 0);
+    }
+}
+
+#[test]
+fn control_flow_pointers_and_conversions() {
+    let src = r#"
+__device__ int first_multiple(int from, int k) {
+    for (int v = from; ; v++) {
+        if (v % k == 0) return v;
+    }
+    return -1;
+}
+__global__ void mix(int *out, float *f) {
+    int t = threadIdx.x;
+    int s = 0;
+    int i = 0;
+    do {
+        i++;
+        if (i == 2) continue;
+        if (i > 5) break;
+        s += i;
+    } while (i < 10);
+    out[t * 8 + 0] = s;
+    out[t * 8 + 1] = first_multiple(t + 1, 3);
+    int *p = &out[t * 8 + 2];
+    *p++ = t & 1 ? -t : t;
+    *p = (int)(p - &out[t * 8]);
+    unsigned u = 0;
+    u -= 1;
+    out[t * 8 + 4] = u > 5 ? 1 : 0;
+    char c = 200;
+    out[t * 8 + 5] = c;
+    out[t * 8 + 6] = (int)(-7.9f) + 7 / 2 + (-7) % 3;
+    out[t * 8 + 7] = min(t, 2) + max(-1, -t) + abs(-3);
+    f[t] = sqrtf((float)(t * t)) + (float)t / 2;
+}
+"#;
+    let mut sources = SourceMap::new();
+    let id = sources.add("<mix>", src, 1);
+    let mut module = Module::new();
+    if let Err(e) = module.add(id, src) {
+        panic!("{}", e.iter().map(|d| d.to_plain(&sources)).collect::<Vec<_>>().join("\n"));
+    }
+    for schedule in Schedule::ALL {
+        let mut backend = SimBackend::new(with(schedule, 1));
+        let mut out = Buffer::zeros(DType::I32, Shape::D1(32));
+        let mut f = floats(&[0.0; 4]);
+        let spec = LaunchSpec {
+            kernel: "mix".into(),
+            grid: lin(1),
+            block: lin(4),
+            shared_bytes: 0,
+            args: vec![Arg::Buffer(0), Arg::Buffer(1)],
+        };
+        let mut lb = LaunchBuffers { names: vec!["out".into(), "f".into()], buffers: vec![&mut out, &mut f] };
+        let r = backend.launch(&module, &spec, &mut lb).expect("runs");
+        assert!(r.findings.is_empty(), "{:?}", r.findings);
+        let v: Vec<i64> = out.to_f64_vec().iter().map(|x| *x as i64).collect();
+        for t in 0..4i64 {
+            let row = &v[t as usize * 8..t as usize * 8 + 8];
+            let first = (t + 1..).find(|x| x % 3 == 0).unwrap();
+            let expect = [
+                1 + 3 + 4 + 5,
+                first,
+                if t & 1 == 1 { -t } else { t },
+                3,
+                1,
+                -56,
+                -7 + 3 - 1,
+                t.min(2) + (-t).max(-1) + 3,
+            ];
+            assert_eq!(row, expect, "thread {t} ({schedule})");
+        }
+        assert_eq!(f.to_f64_vec(), vec![0.0, 1.5, 3.0, 4.5]);
+    }
+}
