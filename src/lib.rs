@@ -1,18 +1,24 @@
 //! gridlab: a terminal REPL that teaches CUDA kernels.
 //!
 //! The pieces, in the order input flows through them:
-//! - [`script`]: the session language (`let`, launches, `expect`, `:commands`), shared by the
-//!   REPL, `replay` and lessons;
+//! - [`script`]: the session language (`let`, launches, `expect`), shared by the REPL, `replay`
+//!   and lessons; [`command`]: the `:` commands;
 //! - [`cuda`]: the CUDA C front end (lexer, parser, checker to a typed AST);
 //! - [`session`]: evaluates inputs, owns buffers and kernels, talks to a [`backend`];
-//! - [`backend`]: `sim` (CPU simulator with race and bounds findings) and, later, `gpu`;
-//! - [`render`]: arrays, findings and tables, written to any `impl Write`.
+//! - [`backend`]: `sim`, the CPU simulator with race and bounds findings (a GPU backend follows);
+//! - [`render`]: arrays, findings and tables, written to any `impl Write`;
+//! - [`replay`]: scripts run non-interactively, with exit codes and JUnit reports.
 
+pub mod app;
 pub mod backend;
 pub mod buffer;
+pub mod cli;
+pub mod command;
 pub mod cuda;
 pub mod diag;
 pub mod dtype;
 pub mod finding;
 pub mod render;
+pub mod replay;
 pub mod script;
+pub mod session;

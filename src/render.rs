@@ -1,3 +1,55 @@
-//! Rendering: arrays and values, written to any `impl Write` with a colour choice.
+//! Everything gridlab shows: arrays, findings, launch summaries and tables. Renderers write to
+//! `&mut dyn Write` and take a [`Style`], never the terminal directly.
 
 pub mod array;
+pub mod findings;
+pub mod launch;
+mod style;
+
+pub use style::Style;
+
+use std::io::{self, Write};
+
+use crate::cuda::ast::Function;
+
+/// Echo an input the way `replay` and `:load` show it: `>>> ` before the first line, `... `
+/// before continuation lines.
+pub fn write_echo(out: &mut dyn Write, text: &str, style: &Style) -> io::Result<()> {
+    for (i, line) in text.lines().enumerate() {
+        let prompt = if i == 0 { ">>> " } else { "... " };
+        writeln!(out, "{}{line}", style.dim(prompt))?;
+    }
+    Ok(())
+}
+
+/// `add_half(float *a, int n)`.
+pub fn signature(f: &Function) -> String {
+    let params: Vec<String> = f
+        .params
+        .iter()
+        .map(|p| {
+            let ty = p.ty.c_name();
+            if ty.ends_with('*') { format!("{ty}{}", p.name) } else { format!("{ty} {}", p.name) }
+        })
+        .collect();
+    format!("{}({})", f.name, params.join(", "))
+}
+
+/// The candidate closest to `name` by edit distance, if it is close enough to be a typo.
+pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = (name.chars().count() / 3).max(1);
+    candidates.map(|c| (levenshtein(name, c), c)).filter(|(d, _)| *d <= limit).min_by_key(|(d, _)| *d).map(|(_, c)| c)
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}

@@ -1,1 +1,9 @@
-//! The integration tests arrive with the session.
+//! The one integration-test binary: runs the real `gridlab` executable on scripts and checks
+//! exit codes, transcripts (snapshots) and reports.
+
+mod integration {
+    pub mod cli;
+    pub mod errors;
+    pub mod harness;
+    pub mod replay;
+}

@@ -1,0 +1,128 @@
+//! The command line, declared with clap's derive API: the doc comments are the help text.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::backend::BackendKind;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "gridlab",
+    version,
+    about = "Learn to write CUDA kernels: type a kernel, launch it, see what every thread did.",
+    long_about = "gridlab compiles the CUDA C kernels you type, launches them with the grid and block \
+                  sizes you choose, and shows the results. The `sim` backend is a CPU simulator that \
+                  runs everywhere and explains races and out-of-bounds accesses that a GPU hides.",
+    after_help = "Run without a command to start an interactive session.\n\
+                  Examples:\n  gridlab replay tests/scripts --backend sim\n  gridlab replay lesson.gridlab --junit report.xml"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct GlobalArgs {
+    /// Where kernels run: the CPU simulator, the GPU, or the GPU when one works.
+    #[arg(long, value_enum, default_value_t = BackendKind::Auto, global = true)]
+    pub backend: BackendKind,
+
+    /// Seed of the simulator's random schedule and of `random(...)` without a seed.
+    #[arg(long, default_value_t = 0, global = true)]
+    pub seed: u64,
+
+    /// Order in which the simulator interleaves threads.
+    #[arg(long, value_enum, default_value_t = ScheduleArg::Random, global = true)]
+    pub schedule: ScheduleArg,
+
+    /// Refuse buffers beyond this many bytes in total (e.g. 512M, 4G). Default: half of memory.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, global = true)]
+    pub max_alloc: Option<u64>,
+
+    /// Simulator step budget per launch (warp steps); an endless loop stops there.
+    #[arg(long, value_name = "STEPS", global = true)]
+    pub max_steps: Option<u64>,
+
+    /// When to use colour.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
+    pub color: ColorChoice,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScheduleArg {
+    Random,
+    Lockstep,
+    Sequential,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run .gridlab scripts non-interactively, echoing each input and its output.
+    ///
+    /// Exit status: 0 when every statement ran and every expect held, 1 when an expect failed or
+    /// a statement errored, 2 for usage errors (no such file, no scripts found).
+    Replay(ReplayArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// Script files, or folders searched for *.gridlab files.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// Write a JUnit XML report (one test case per script) for CI systems.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+
+    /// Print only failures and the summary, not every input and output.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `4096`, `512K`, `512M`, `4G`, `1T` (powers of 1024; a trailing `B` or `iB` is accepted).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let t = t.strip_suffix("iB").or_else(|| t.strip_suffix('B')).unwrap_or(t);
+    let (num, mult) = match t.chars().last() {
+        Some('K' | 'k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&t[..t.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&t[..t.len() - 1], 1 << 30),
+        Some('T' | 't') => (&t[..t.len() - 1], 1 << 40),
+        _ => (t, 1),
+    };
+    let n: f64 = num.trim().parse().map_err(|_| format!("`{s}` is not a size; write e.g. 512M or 4G"))?;
+    if !(n.is_finite() && n >= 0.0) {
+        return Err(format!("`{s}` is not a size; write e.g. 512M or 4G"));
+    }
+    Ok((n * mult as f64) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_suffixes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("1.5GiB"), Ok(3 << 29));
+        assert!(parse_size("lots").is_err());
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,324 @@
+//! The `:` commands. Each is one row of [`COMMANDS`]: name, argument synopsis, one-line summary,
+//! long help and the function that runs it. Later features (`:race`, `:time`, `:map`, lesson
+//! commands) are added as rows; `:help` and completion read the same table.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+
+use crate::backend::BackendKind;
+use crate::backend::sim::Schedule;
+use crate::render;
+use crate::session::{Session, Status};
+
+type Run = fn(&mut Session, &str, &mut dyn Write) -> io::Result<Status>;
+
+pub struct CommandSpec {
+    pub name: &'static str,
+    /// Argument synopsis for help, e.g. `[sim|gpu|auto]`.
+    pub args: &'static str,
+    pub summary: &'static str,
+    pub help: &'static str,
+    pub run: Run,
+}
+
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "help",
+        args: "[topic]",
+        summary: "show help on commands and the language",
+        help: "`:help` lists commands and topics; `:help NAME` explains one (a command like `backend`, or a topic like `launch`).",
+        run: help,
+    },
+    CommandSpec {
+        name: "buffers",
+        args: "",
+        summary: "list buffers and scalars",
+        help: "Lists every buffer with its dtype, shape and size, and every scalar with its value.",
+        run: buffers,
+    },
+    CommandSpec {
+        name: "kernels",
+        args: "",
+        summary: "list kernels and device functions",
+        help: "Lists the kernels and __device__ functions defined so far, with their parameters and where they were defined.",
+        run: kernels,
+    },
+    CommandSpec {
+        name: "reset",
+        args: "",
+        summary: "forget kernels, buffers and scalars",
+        help: "Starts over: forgets every kernel, buffer, scalar and the last launch's findings. Settings (backend, seed, schedule) stay.",
+        run: reset,
+    },
+    CommandSpec {
+        name: "backend",
+        args: "[sim|gpu|auto]",
+        summary: "show or choose where kernels run",
+        help: "`sim` is gridlab's CPU simulator: it runs everywhere and reports races and out-of-bounds accesses. `gpu` runs on an NVIDIA GPU; `auto` picks the GPU when one works.",
+        run: backend,
+    },
+    CommandSpec {
+        name: "seed",
+        args: "[N]",
+        summary: "show or set the simulator's seed",
+        help: "The random schedule interleaves warps in an order drawn from this seed: the same seed gives the same result, byte for byte. Try another seed to see a racy kernel give another answer.",
+        run: seed,
+    },
+    CommandSpec {
+        name: "schedule",
+        args: "[random|lockstep|sequential]",
+        summary: "show or set how the simulator interleaves threads",
+        help: "`random` (default) interleaves warps in a seeded random order, as a GPU might; `lockstep` advances every resident warp one step at a time; `sequential` runs one thread at a time to completion (or to a barrier): what a CPU loop computes, the reference answer for racy kernels.",
+        run: schedule,
+    },
+    CommandSpec {
+        name: "load",
+        args: "FILE",
+        summary: "run a .gridlab script in this session",
+        help: "Runs every input of FILE in this session, echoing each, as `gridlab replay` does.",
+        run: load,
+    },
+    CommandSpec {
+        name: "save",
+        args: "FILE",
+        summary: "save this session as a replayable script",
+        help: "Writes every input that ran (kernels, lets, launches, expects, seed and schedule changes) to FILE; `gridlab replay FILE` or `:load FILE` runs it again.",
+        run: save,
+    },
+];
+
+/// Topics of the language, for `:help TOPIC`.
+const TOPICS: &[(&str, &str)] = &[
+    (
+        "cuda",
+        "Type CUDA C directly: a line starting with __global__, __device__, __constant__, #define, #include, struct, typedef, template or extern \"C\" starts CUDA source, read until its braces balance. It is checked at once; defining a kernel again replaces it.",
+    ),
+    (
+        "let",
+        "let NAME = EXPR makes a buffer or a scalar. Constructors: zeros(N), ones(N), full(N, V), arange(N), arange(START, STOP[, STEP]), linspace(A, B, N), random(N, seed=S), randint(N, LO, HI, seed=S), [0, 1], copy(NAME). Each takes a dtype last: f32 (default), f64, i32, u32, i64, u64. N may be (rows, cols).",
+    ),
+    (
+        "launch",
+        "KERNEL<<<GRID, BLOCK>>>(ARGS) or KERNEL<<<GRID, BLOCK, SHARED_BYTES>>>(ARGS). GRID and BLOCK are numbers, (x, y), (x, y, z) or dim3(x, y, z). Buffers are passed by name; scalars as names, numbers or expressions. Arguments are checked against the kernel's parameters before anything runs.",
+    ),
+    (
+        "inspect",
+        "Type a name to see its values: a, a[3], a[10:20], a[-1]. Long arrays are elided with ...; 2-D buffers print as matrices.",
+    ),
+    (
+        "expect",
+        "expect EXPR checks a condition and says which elements broke it: expect a == 0.5, expect sum(a) ~= 10 (approximately), expect count(a > 0) == 3, expect all(a[0:4] < 1). expect clean checks the last launch had no findings; expect finding race (or out_of_bounds, barrier, step_limit, trap) that it had one.",
+    ),
+    (
+        "findings",
+        "After a launch on the simulator gridlab reports: out-of-bounds reads and writes (writes are not performed), data races (two threads touch one element, one writes, nothing orders them), barrier divergence (threads of a block at different __syncthreads), and possible infinite loops (the step budget ran out).",
+    ),
+];
+
+/// Run a `:command` line.
+pub fn run(session: &mut Session, line: &str, out: &mut dyn Write) -> io::Result<Status> {
+    let body = line.trim().trim_start_matches(':');
+    let (name, args) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
+    match find(name) {
+        Some(cmd) => (cmd.run)(session, args.trim(), out),
+        None => {
+            let style = session.style();
+            let suggestion = render::closest(name, COMMANDS.iter().map(|c| c.name))
+                .map(|c| format!(" Did you mean `:{c}`?"))
+                .unwrap_or_default();
+            writeln!(out, "{} unknown command `:{name}`.{suggestion} Type :help for the list.", style.error("error:"))?;
+            Ok(Status::Error)
+        }
+    }
+}
+
+pub fn find(name: &str) -> Option<&'static CommandSpec> {
+    COMMANDS.iter().find(|c| c.name == name)
+}
+
+fn usage(session: &Session, out: &mut dyn Write, cmd: &str, msg: &str) -> io::Result<Status> {
+    let spec = find(cmd).expect("usage is only called for known commands");
+    writeln!(out, "{} {msg}", session.style().error("error:"))?;
+    writeln!(out, "usage: :{} {}", spec.name, spec.args)?;
+    Ok(Status::Error)
+}
+
+fn help(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+    let style = session.style().clone();
+    let topic = args.trim().trim_start_matches(':');
+    if topic.is_empty() {
+        writeln!(out, "{}", style.bold("Commands"))?;
+        for c in COMMANDS {
+            let head = format!(":{} {}", c.name, c.args);
+            writeln!(out, "  {:<36} {}", style.accent(head.trim_end()), c.summary)?;
+        }
+        writeln!(out, "{}", style.bold("Topics (:help TOPIC)"))?;
+        let names: Vec<&str> = TOPICS.iter().map(|(n, _)| *n).collect();
+        writeln!(out, "  {}", names.join(", "))?;
+        return Ok(Status::Ok);
+    }
+    if let Some(c) = find(topic) {
+        writeln!(out, "{} {}", style.accent(&format!(":{}", c.name)), c.args)?;
+        writeln!(out, "{}", c.help)?;
+        return Ok(Status::Ok);
+    }
+    if let Some((_, text)) = TOPICS.iter().find(|(n, _)| *n == topic) {
+        writeln!(out, "{text}")?;
+        return Ok(Status::Ok);
+    }
+    let all = COMMANDS.iter().map(|c| c.name).chain(TOPICS.iter().map(|(n, _)| *n));
+    let hint = render::closest(topic, all).map(|c| format!(" Did you mean `{c}`?")).unwrap_or_default();
+    writeln!(out, "{} no help on `{topic}`.{hint} Type :help for the list.", style.error("error:"))?;
+    Ok(Status::Error)
+}
+
+fn table() -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t
+}
+
+fn buffers(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
+    if session.buffers.is_empty() && session.scalars.is_empty() {
+        writeln!(out, "no buffers or scalars yet; make one with `let a = zeros(1000)`")?;
+        return Ok(Status::Ok);
+    }
+    let mut t = table();
+    t.set_header(["name", "kind", "dtype", "shape", "bytes"]);
+    for (name, b) in &session.buffers {
+        t.add_row([
+            name.clone(),
+            "buffer".into(),
+            b.dtype().to_string(),
+            b.shape().to_string(),
+            b.size_bytes().to_string(),
+        ]);
+    }
+    for (name, v) in &session.scalars {
+        t.add_row([name.clone(), "scalar".into(), v.type_name(), String::new(), String::new()]);
+    }
+    writeln!(out, "{t}")?;
+    Ok(Status::Ok)
+}
+
+fn kernels(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
+    let program = session.module.program();
+    if program.functions.is_empty() {
+        writeln!(out, "no kernels yet; type one, starting with `__global__ void`")?;
+        return Ok(Status::Ok);
+    }
+    let mut t = table();
+    t.set_header(["name", "kind", "signature", "defined at"]);
+    for f in &program.functions {
+        let kind = match f.kind {
+            crate::cuda::ast::FuncKind::Kernel => "__global__",
+            crate::cuda::ast::FuncKind::Device => "__device__",
+        };
+        t.add_row([f.name.clone(), kind.to_string(), render::signature(f), session.sources.location(f.name_span)]);
+    }
+    writeln!(out, "{t}")?;
+    Ok(Status::Ok)
+}
+
+fn reset(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
+    session.reset();
+    writeln!(out, "session reset: no kernels, buffers or scalars")?;
+    Ok(Status::Ok)
+}
+
+fn backend(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+    if args.is_empty() {
+        writeln!(out, "backend: {} (the CPU simulator)", session.backend_label())?;
+        return Ok(Status::Ok);
+    }
+    match BackendKind::parse(args) {
+        Some(BackendKind::Sim) => {
+            writeln!(out, "backend: sim")?;
+            Ok(Status::Ok)
+        }
+        Some(BackendKind::Auto) => {
+            writeln!(out, "backend: sim (auto picks the simulator: this version of gridlab has no GPU backend yet)")?;
+            Ok(Status::Ok)
+        }
+        Some(BackendKind::Gpu) => {
+            writeln!(
+                out,
+                "{} this version of gridlab has no GPU backend yet; kernels keep running on the simulator",
+                session.style().error("error:")
+            )?;
+            Ok(Status::Error)
+        }
+        None => usage(session, out, "backend", &format!("`{args}` is not a backend")),
+    }
+}
+
+fn seed(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+    if args.is_empty() {
+        writeln!(out, "seed: {}", session.sim.config.seed)?;
+        return Ok(Status::Ok);
+    }
+    match args.replace('_', "").parse::<u64>() {
+        Ok(n) => {
+            session.set_seed(n);
+            session.history.push(format!(":seed {n}"));
+            writeln!(out, "seed: {n}")?;
+            Ok(Status::Ok)
+        }
+        Err(_) => usage(session, out, "seed", &format!("`{args}` is not a whole number from 0 to {}", u64::MAX)),
+    }
+}
+
+fn schedule(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+    if args.is_empty() {
+        writeln!(out, "schedule: {}", session.sim.config.schedule.name())?;
+        return Ok(Status::Ok);
+    }
+    match Schedule::parse(args) {
+        Some(s) => {
+            session.set_schedule(s);
+            session.history.push(format!(":schedule {}", s.name()));
+            writeln!(out, "schedule: {}", s.name())?;
+            Ok(Status::Ok)
+        }
+        None => usage(session, out, "schedule", &format!("`{args}` is not a schedule")),
+    }
+}
+
+fn load(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+    if args.is_empty() {
+        return usage(session, out, "load", "which file?");
+    }
+    let path = Path::new(args);
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            writeln!(out, "{} cannot read {}: {e}", session.style().error("error:"), path.display())?;
+            return Ok(Status::Error);
+        }
+    };
+    session.eval_text(&path.display().to_string(), &text, true, out)
+}
+
+fn save(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+    if args.is_empty() {
+        return usage(session, out, "save", "which file?");
+    }
+    let path = Path::new(args);
+    let mut text = String::from("# saved by gridlab: replay with `gridlab replay FILE` or `:load FILE`\n");
+    for input in &session.history {
+        text.push_str(input.trim_end());
+        text.push('\n');
+    }
+    match std::fs::write(path, text) {
+        Ok(()) => {
+            writeln!(out, "saved {} inputs to {}", session.history.len(), path.display())?;
+            Ok(Status::Ok)
+        }
+        Err(e) => {
+            writeln!(out, "{} cannot write {}: {e}", session.style().error("error:"), path.display())?;
+            Ok(Status::Error)
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! `gridlab replay`: run scripts non-interactively, echo every input with its output, and turn
+//! the outcome into an exit code and, for CI systems, a JUnit report.
+//!
+//! Each script runs in a fresh session, so scripts never depend on the order they run in.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::session::{Options, Session, Status};
+
+/// What happened to one script.
+#[derive(Clone, Debug)]
+pub struct ScriptResult {
+    pub path: PathBuf,
+    pub inputs: usize,
+    pub expects_failed: usize,
+    pub errors: usize,
+    /// Each input that failed, echoed with its output (plain text), for reports.
+    pub failures: Vec<String>,
+    pub elapsed: Duration,
+}
+
+impl ScriptResult {
+    pub fn passed(&self) -> bool {
+        self.expects_failed == 0 && self.errors == 0
+    }
+}
+
+/// A problem with the command line itself: exit status 2.
+#[derive(Debug, thiserror::Error)]
+pub enum UsageError {
+    #[error("{path}: no such file or folder")]
+    Missing { path: PathBuf },
+    #[error("no .gridlab scripts found under {path}")]
+    Empty { path: PathBuf },
+    #[error("cannot read {path}: {source}")]
+    Unreadable { path: PathBuf, source: io::Error },
+}
+
+/// Expand files and folders into the scripts to run, folders searched recursively for
+/// `*.gridlab`, in sorted order so runs are reproducible.
+pub fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, UsageError> {
+    let mut scripts = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let before = scripts.len();
+            walk(path, &mut scripts).map_err(|source| UsageError::Unreadable { path: path.clone(), source })?;
+            if scripts.len() == before {
+                return Err(UsageError::Empty { path: path.clone() });
+            }
+        } else if path.is_file() {
+            scripts.push(path.clone());
+        } else {
+            return Err(UsageError::Missing { path: path.clone() });
+        }
+    }
+    Ok(scripts)
+}
+
+fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            walk(&p, found)?;
+        } else if p.extension().is_some_and(|e| e == "gridlab") {
+            found.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// Run one script in a fresh session, writing the transcript to `out` (or only failures when
+/// `quiet`).
+pub fn run_script(
+    path: &Path,
+    options: &Options,
+    quiet: bool,
+    out: &mut dyn Write,
+) -> Result<ScriptResult, UsageError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|source| UsageError::Unreadable { path: path.to_path_buf(), source })?;
+    let start = Instant::now();
+    let mut session = Session::new(options.clone());
+    let name = path.display().to_string();
+    let mut result = ScriptResult {
+        path: path.to_path_buf(),
+        inputs: 0,
+        expects_failed: 0,
+        errors: 0,
+        failures: Vec::new(),
+        elapsed: Duration::ZERO,
+    };
+    let style = options.style.clone();
+    if !quiet {
+        writeln!(out, "{}", style.bold(&format!("== {name}"))).map_err(io_err(path))?;
+    }
+    let (inputs, broken) = session.split(&name, &text);
+    for input in &inputs {
+        let mut buf = Vec::new();
+        crate::render::write_echo(&mut buf, &input.text, &style).map_err(io_err(path))?;
+        let status = session.eval(&name, input, &mut buf).map_err(io_err(path))?;
+        result.inputs += 1;
+        match status {
+            Status::Ok => {}
+            Status::ExpectFailed => result.expects_failed += 1,
+            Status::Error => result.errors += 1,
+        }
+        if status != Status::Ok {
+            let mut plain = Vec::new();
+            crate::render::write_echo(&mut plain, &input.text, &crate::render::Style::plain()).map_err(io_err(path))?;
+            let at = format!("{name}:{}\n", input.line);
+            result.failures.push(format!(
+                "{at}{}{}",
+                String::from_utf8_lossy(&plain),
+                strip_ansi(&buf[plain.len().min(buf.len())..])
+            ));
+        }
+        if !quiet || status != Status::Ok {
+            out.write_all(&buf).map_err(io_err(path))?;
+        }
+    }
+    if let Some(diag) = broken {
+        let mut buf = Vec::new();
+        diag.render(session.sources(), &mut buf, style.color, style.width).map_err(io_err(path))?;
+        out.write_all(&buf).map_err(io_err(path))?;
+        result.errors += 1;
+        result.failures.push(strip_ansi(&buf));
+    }
+    result.elapsed = start.elapsed();
+    let verdict = if result.passed() { style.ok("PASS") } else { style.error("FAIL") };
+    let mut detail = format!("{} inputs", result.inputs);
+    if result.expects_failed > 0 {
+        detail.push_str(&format!(", {} expect(s) failed", result.expects_failed));
+    }
+    if result.errors > 0 {
+        detail.push_str(&format!(", {} error(s)", result.errors));
+    }
+    writeln!(out, "{verdict} {name} ({detail})").map_err(io_err(path))?;
+    if !quiet {
+        writeln!(out).map_err(io_err(path))?;
+    }
+    Ok(result)
+}
+
+fn io_err(path: &Path) -> impl Fn(io::Error) -> UsageError + '_ {
+    move |source| UsageError::Unreadable { path: path.to_path_buf(), source }
+}
+
+/// Remove ANSI colour codes, for reports meant for files.
+pub fn strip_ansi(bytes: &[u8]) -> String {
+    let s = String::from_utf8_lossy(bytes);
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A JUnit XML report, one test case per script, as CI systems read them.
+pub fn junit(results: &[ScriptResult]) -> String {
+    let failures = results.iter().filter(|r| !r.passed()).count();
+    let total: f64 = results.iter().map(|r| r.elapsed.as_secs_f64()).sum();
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    x.push_str(&format!(
+        "<testsuites tests=\"{}\" failures=\"{failures}\" time=\"{total:.3}\">\n  <testsuite name=\"gridlab replay\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" time=\"{total:.3}\">\n",
+        results.len(),
+        results.len()
+    ));
+    for r in results {
+        let name = escape(&r.path.display().to_string());
+        x.push_str(&format!(
+            "    <testcase classname=\"gridlab\" name=\"{name}\" time=\"{:.3}\"",
+            r.elapsed.as_secs_f64()
+        ));
+        if r.passed() {
+            x.push_str("/>\n");
+        } else {
+            let msg = format!("{} expect(s) failed, {} error(s)", r.expects_failed, r.errors);
+            x.push_str(&format!(
+                ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                escape(&msg),
+                escape(&r.failures.join("\n"))
+            ));
+        }
+    }
+    x.push_str("  </testsuite>\n</testsuites>\n");
+    x
+}
+
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // XML 1.0 forbids most control characters even escaped.
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t') => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn junit_escapes_and_counts_failures() {
+        let ok = ScriptResult {
+            path: "a.gridlab".into(),
+            inputs: 3,
+            expects_failed: 0,
+            errors: 0,
+            failures: vec![],
+            elapsed: Duration::from_millis(5),
+        };
+        let bad = ScriptResult {
+            path: "b<c>.gridlab".into(),
+            inputs: 2,
+            expects_failed: 1,
+            errors: 0,
+            failures: vec!["b.gridlab:2\n>>> expect a == \"x\"\n".into()],
+            elapsed: Duration::from_millis(7),
+        };
+        let x = junit(&[ok, bad]);
+        assert!(x.contains("tests=\"2\" failures=\"1\""));
+        assert!(x.contains("name=\"b&lt;c&gt;.gridlab\""));
+        assert!(x.contains("&gt;&gt;&gt; expect a == &quot;x&quot;"));
+        assert!(x.contains("<testcase classname=\"gridlab\" name=\"a.gridlab\" time=\"0.005\"/>"));
+    }
+
+    #[test]
+    fn ansi_codes_are_stripped() {
+        assert_eq!(strip_ansi(b"\x1b[31merror\x1b[0m: x"), "error: x");
+    }
+}

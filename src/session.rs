@@ -1,0 +1,484 @@
+//! A gridlab session: the state behind the prompt, and `Session::eval` that runs one input.
+//!
+//! The REPL, `replay` and lessons all feed inputs through the same `eval`, so a statement means
+//! the same thing wherever it is typed. The session owns everything the learner made: the CUDA
+//! module, the buffers (host copies, the single source of truth), scalars, and the findings of
+//! the last launch. A backend only ever borrows buffers for the length of one launch.
+
+mod launch;
+
+use std::io::{self, Write};
+
+use crate::backend::sim::{Schedule, SimBackend, SimConfig};
+use crate::backend::{Backend, BackendKind, LaunchReport, LaunchSpec};
+use crate::buffer::Buffer;
+use crate::command;
+use crate::cuda::{ItemKind, Module};
+use crate::diag::{Diagnostic, SourceId, SourceMap};
+use crate::finding::Finding;
+use crate::render::{self, Style};
+use crate::script::ast::{Expect, ExprKind, StmtKind};
+use crate::script::eval::{self, Env};
+use crate::script::value::Value;
+use crate::script::{self, Input, InputKind};
+
+/// How one input went, for `replay`'s exit code and summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    /// An `expect` did not hold.
+    ExpectFailed,
+    /// The input could not run (parse error, unknown name, refused launch, ...).
+    Error,
+}
+
+/// Settings fixed when the session starts (from the command line).
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub style: Style,
+    /// Refuse buffers beyond this many bytes in total.
+    pub max_alloc: u64,
+    pub sim: SimConfig,
+    pub backend: BackendKind,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            style: Style::plain(),
+            max_alloc: default_max_alloc(),
+            sim: SimConfig::default(),
+            backend: BackendKind::Sim,
+        }
+    }
+}
+
+/// Half of physical memory, or 4 GiB where it cannot be read.
+pub fn default_max_alloc() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
+        let line = s.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    });
+    total.map_or(4 << 30, |t| t / 2)
+}
+
+/// The last launch, kept for `expect clean`, `expect finding ...` and highlighting what changed.
+pub(crate) struct LastLaunch {
+    pub report: LaunchReport,
+    /// The launched buffers as they were before the launch, by name.
+    pub before: Vec<(String, Buffer)>,
+}
+
+pub struct Session {
+    pub(crate) sources: SourceMap,
+    pub(crate) module: Module,
+    pub(crate) buffers: Vec<(String, Buffer)>,
+    pub(crate) scalars: Vec<(String, Value)>,
+    pub(crate) sim: SimBackend,
+    pub(crate) options: Options,
+    pub(crate) last: Option<LastLaunch>,
+    /// Inputs that ran, for `:save`.
+    pub(crate) history: Vec<String>,
+    typed: u32,
+}
+
+impl Session {
+    pub fn new(options: Options) -> Session {
+        let sim = SimBackend::new(options.sim.clone());
+        Session {
+            sources: SourceMap::new(),
+            module: Module::new(),
+            buffers: Vec::new(),
+            scalars: Vec::new(),
+            sim,
+            options,
+            last: None,
+            history: Vec::new(),
+            typed: 0,
+        }
+    }
+
+    pub fn style(&self) -> &Style {
+        &self.options.style
+    }
+
+    pub fn sources(&self) -> &SourceMap {
+        &self.sources
+    }
+
+    pub fn module(&self) -> &Module {
+        &self.module
+    }
+
+    /// The findings of the last launch, if there was one.
+    pub fn last_findings(&self) -> Option<&[Finding]> {
+        self.last.as_ref().map(|l| l.report.findings.as_slice())
+    }
+
+    pub fn buffer(&self, name: &str) -> Option<&Buffer> {
+        self.buffers.iter().find(|(n, _)| n == name).map(|(_, b)| b)
+    }
+
+    /// The backend that runs launches now. Only the simulator exists in this version.
+    pub(crate) fn backend(&mut self) -> &mut dyn Backend {
+        &mut self.sim
+    }
+
+    pub(crate) fn backend_label(&self) -> String {
+        self.sim.label()
+    }
+
+    /// Run text typed at a prompt: it may hold several inputs (a pasted script).
+    pub fn eval_typed(&mut self, text: &str, out: &mut dyn Write) -> io::Result<Status> {
+        self.typed += 1;
+        let name = format!("<input {}>", self.typed);
+        self.eval_text(&name, text, false, out)
+    }
+
+    /// Split `text` into inputs and run each; `echo` prints each input before its output, as
+    /// `replay` and `:load` do. Returns the worst status.
+    pub fn eval_text(&mut self, name: &str, text: &str, echo: bool, out: &mut dyn Write) -> io::Result<Status> {
+        let (inputs, broken) = self.split(name, text);
+        let mut worst = Status::Ok;
+        for input in &inputs {
+            if echo {
+                render::write_echo(out, &input.text, &self.options.style)?;
+            }
+            let status = self.eval(name, input, out)?;
+            worst = worse(worst, status);
+        }
+        if let Some(diag) = broken {
+            self.report(&diag, out)?;
+            worst = Status::Error;
+        }
+        Ok(worst)
+    }
+
+    /// Split a script into inputs. When its last CUDA item never ends, the inputs before it are
+    /// returned with the error, re-pointed at `name` so it shows the script's own line.
+    pub fn split(&mut self, name: &str, text: &str) -> (Vec<Input>, Option<Diagnostic>) {
+        match script::split_inputs(text) {
+            Ok(inputs) => (inputs, None),
+            Err(e) => {
+                let id = self.sources.add(name, text, 1);
+                let diag = Diagnostic { span: e.diag.span.map(|s| crate::diag::Span { source: id, ..s }), ..e.diag };
+                (e.inputs, Some(diag))
+            }
+        }
+    }
+
+    /// Run one input. `name` is the file (or `<input N>`) it came from, for error locations.
+    pub fn eval(&mut self, name: &str, input: &Input, out: &mut dyn Write) -> io::Result<Status> {
+        let id = self.sources.add(name, input.text.as_str(), input.line);
+        let status = match input.kind {
+            InputKind::Cuda => self.define(id, out)?,
+            InputKind::Command => command::run(self, &input.text, out)?,
+            InputKind::Statement => self.statement(id, out)?,
+        };
+        if status != Status::Error && input.kind != InputKind::Command {
+            self.history.push(input.text.clone());
+        }
+        Ok(status)
+    }
+
+    fn report(&self, diag: &Diagnostic, out: &mut dyn Write) -> io::Result<Status> {
+        diag.render(&self.sources, out, self.options.style.color, self.options.style.width)?;
+        Ok(if diag.is_error() { Status::Error } else { Status::Ok })
+    }
+
+    fn text(&self, id: SourceId) -> String {
+        self.sources.get(id).map(|f| f.text.clone()).unwrap_or_default()
+    }
+
+    /// CUDA source: add it to the module, checked against everything defined so far.
+    fn define(&mut self, id: SourceId, out: &mut dyn Write) -> io::Result<Status> {
+        let text = self.text(id);
+        match self.module.add(id, &text) {
+            Ok(outcome) => {
+                for w in &outcome.warnings {
+                    self.report(w, out)?;
+                }
+                let module = self.module.clone();
+                if let Err(e) = self.backend().load(&module) {
+                    writeln!(out, "{}", self.options.style.error(&e.to_string()))?;
+                    return Ok(Status::Error);
+                }
+                for d in &outcome.defined {
+                    let what = match d.kind {
+                        ItemKind::Kernel => "kernel",
+                        ItemKind::DeviceFunction => "device function",
+                        ItemKind::Global => "global",
+                        ItemKind::Define => "macro",
+                        ItemKind::Typedef => "type",
+                    };
+                    let verb = if d.replaced { "redefined" } else { "defined" };
+                    let sig = match d.kind {
+                        ItemKind::Kernel | ItemKind::DeviceFunction => self
+                            .module
+                            .program()
+                            .function(&d.name)
+                            .map(|(_, f)| render::signature(f))
+                            .unwrap_or_else(|| d.name.clone()),
+                        _ => d.name.clone(),
+                    };
+                    writeln!(out, "{} {what} {}", self.options.style.dim(verb), self.options.style.bold(&sig))?;
+                }
+                Ok(Status::Ok)
+            }
+            Err(diags) => {
+                for d in &diags {
+                    self.report(d, out)?;
+                }
+                Ok(Status::Error)
+            }
+        }
+    }
+
+    fn statement(&mut self, id: SourceId, out: &mut dyn Write) -> io::Result<Status> {
+        let text = self.text(id);
+        let stmt = match script::parse_statement(id, &text) {
+            Ok(stmt) => stmt,
+            Err(diag) => return self.report(&diag, out),
+        };
+        match stmt.kind {
+            StmtKind::Let { name, value, .. } => {
+                let v = match eval::eval(&value, self, &text) {
+                    Ok(v) => v,
+                    Err(diag) => return self.report(&diag, out),
+                };
+                self.bind(name, v);
+                Ok(Status::Ok)
+            }
+            StmtKind::Launch(launch) => self.launch(&launch, &text, out),
+            StmtKind::Inspect(expr) => {
+                let style = self.options.style.clone();
+                if let ExprKind::Name(name) = &expr.kind
+                    && let Some(buf) = self.buffer(name)
+                {
+                    let changed = self.changed_mask(name);
+                    render::array::write_array(out, name, buf, &style.array(changed))?;
+                    return Ok(Status::Ok);
+                }
+                match eval::eval(&expr, self, &text) {
+                    Ok(v) => {
+                        let label = text
+                            [(expr.span.lo as usize).min(text.len())..(expr.span.hi as usize).min(text.len())]
+                            .trim()
+                            .to_string();
+                        render::array::write_value(out, &label, &v, &style.array(None))?;
+                        Ok(Status::Ok)
+                    }
+                    Err(diag) => self.report(&diag, out),
+                }
+            }
+            StmtKind::Expect(expect) => self.expect(&expect, &text, out),
+        }
+    }
+
+    fn bind(&mut self, name: String, v: Value) {
+        self.buffers.retain(|(n, _)| *n != name);
+        self.scalars.retain(|(n, _)| *n != name);
+        match v {
+            Value::Array(a) => self.buffers.push((name, a.to_buffer())),
+            scalar => self.scalars.push((name, scalar)),
+        }
+    }
+
+    fn expect(&mut self, expect: &Expect, text: &str, out: &mut dyn Write) -> io::Result<Status> {
+        let style = self.options.style.clone();
+        let (passed, message) = match expect {
+            Expect::Expr(expr) => match eval::eval_expect(expr, self, text) {
+                Ok(o) => (o.passed, o.message),
+                Err(diag) => return self.report(&diag, out),
+            },
+            Expect::Clean | Expect::Finding(..) => {
+                let Some(findings) = self.last_findings() else {
+                    writeln!(out, "{}", style.error("error: no launch yet: `expect clean` and `expect finding` check the findings of the last launch"))?;
+                    return Ok(Status::Error);
+                };
+                match expect {
+                    Expect::Clean if findings.is_empty() => (true, String::new()),
+                    Expect::Clean => {
+                        let kinds: Vec<_> = findings.iter().map(|f| f.kind().name()).collect();
+                        (false, format!("the last launch has {} finding(s): {}", findings.len(), kinds.join(", ")))
+                    }
+                    Expect::Finding(kind, _) => {
+                        if findings.iter().any(|f| f.kind() == *kind) {
+                            (true, String::new())
+                        } else if findings.is_empty() {
+                            (false, format!("the last launch has no findings; expected a {} finding", kind.name()))
+                        } else {
+                            let kinds: Vec<_> = findings.iter().map(|f| f.kind().name()).collect();
+                            (
+                                false,
+                                format!(
+                                    "the last launch has no {} finding (it has: {})",
+                                    kind.name(),
+                                    kinds.join(", ")
+                                ),
+                            )
+                        }
+                    }
+                    Expect::Expr(_) => unreachable!("handled above"),
+                }
+            }
+        };
+        if passed {
+            writeln!(out, "{}", style.ok("ok"))?;
+            Ok(Status::Ok)
+        } else {
+            writeln!(out, "{} {message}", style.error("expect failed:"))?;
+            Ok(Status::ExpectFailed)
+        }
+    }
+
+    /// Which elements of `name` the last launch changed, when it was launched with that buffer.
+    fn changed_mask(&self, name: &str) -> Option<Vec<bool>> {
+        let last = self.last.as_ref()?;
+        let (_, before) = last.before.iter().find(|(n, _)| n == name)?;
+        let now = self.buffer(name)?;
+        if before.len() != now.len() || before.dtype() != now.dtype() {
+            return None;
+        }
+        let size = now.dtype().size();
+        Some(before.bytes().chunks(size).zip(now.bytes().chunks(size)).map(|(a, b)| a != b).collect())
+    }
+
+    /// Forget kernels, buffers, scalars and findings; keep the settings.
+    pub fn reset(&mut self) {
+        self.module.clear();
+        self.buffers.clear();
+        self.scalars.clear();
+        self.last = None;
+        self.history.clear();
+    }
+
+    pub(crate) fn set_schedule(&mut self, schedule: Schedule) {
+        self.sim.config.schedule = schedule;
+        self.options.sim.schedule = schedule;
+    }
+
+    pub(crate) fn set_seed(&mut self, seed: u64) {
+        self.sim.config.seed = seed;
+        self.options.sim.seed = seed;
+    }
+
+    pub(crate) fn total_buffer_bytes(&self) -> u64 {
+        self.buffers.iter().map(|(_, b)| b.size_bytes() as u64).sum()
+    }
+
+    fn run_launch(
+        &mut self,
+        spec: &LaunchSpec,
+        names: &[String],
+    ) -> Result<LaunchReport, crate::backend::BackendError> {
+        let module = self.module.clone();
+        let mut picked: Vec<Option<&mut Buffer>> = Vec::new();
+        picked.resize_with(names.len(), || None);
+        for (n, b) in self.buffers.iter_mut() {
+            if let Some(i) = names.iter().position(|x| x == n) {
+                picked[i] = Some(b);
+            }
+        }
+        let mut lb = crate::backend::LaunchBuffers {
+            names: names.to_vec(),
+            buffers: picked.into_iter().map(|b| b.expect("launch buffers are resolved from session names")).collect(),
+        };
+        self.sim.launch(&module, spec, &mut lb)
+    }
+}
+
+impl Env for Session {
+    fn buffer(&self, name: &str) -> Option<&Buffer> {
+        Session::buffer(self, name)
+    }
+
+    fn scalar(&self, name: &str) -> Option<&Value> {
+        self.scalars.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    fn max_alloc_bytes(&self) -> u64 {
+        self.options.max_alloc.saturating_sub(self.total_buffer_bytes())
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.buffers.iter().map(|(n, _)| n.clone()).chain(self.scalars.iter().map(|(n, _)| n.clone())).collect()
+    }
+}
+
+/// The more serious of two statuses.
+pub fn worse(a: Status, b: Status) -> Status {
+    match (a, b) {
+        (Status::Error, _) | (_, Status::Error) => Status::Error,
+        (Status::ExpectFailed, _) | (_, Status::ExpectFailed) => Status::ExpectFailed,
+        _ => Status::Ok,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A session small enough that any mutated script runs in milliseconds.
+    fn small_session() -> Session {
+        let sim = SimConfig { max_steps: 200_000, ..SimConfig::default() };
+        Session::new(Options { max_alloc: 1 << 20, sim, ..Options::default() })
+    }
+
+    fn scripts() -> Vec<String> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts");
+        let mut v: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap()).collect();
+        v.sort();
+        v
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Mutated scripts (lines dropped, duplicated, swapped, characters changed) may fail,
+        /// but never panic the session: whatever the learner types, the session survives.
+        #[test]
+        fn mutated_scripts_never_panic(
+            which in any::<prop::sample::Index>(),
+            edits in proptest::collection::vec((0u8..4, any::<prop::sample::Index>(), any::<prop::sample::Index>(), any::<char>()), 1..6),
+        ) {
+            let all = scripts();
+            let mut lines: Vec<String> = which.get(&all).lines().map(str::to_string).collect();
+            for (op, a, b, c) in edits {
+                if lines.is_empty() {
+                    break;
+                }
+                let i = a.index(lines.len());
+                match op {
+                    0 => { lines.remove(i); }
+                    1 => { let l = lines[i].clone(); lines.insert(b.index(lines.len() + 1), l); }
+                    2 => { let j = b.index(lines.len()); lines.swap(i, j); }
+                    _ => {
+                        let mut chars: Vec<char> = lines[i].chars().collect();
+                        if !chars.is_empty() {
+                            let k = b.index(chars.len());
+                            chars[k] = c;
+                        }
+                        lines[i] = chars.into_iter().collect();
+                    }
+                }
+            }
+            let text = lines.join("\n");
+            let mut out = Vec::new();
+            small_session().eval_text("mutated.gridlab", &text, true, &mut out).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_stopped_launch_leaves_its_buffers_as_they_were() {
+        let mut s = small_session();
+        let mut out = Vec::new();
+        let script = "__global__ void k(int *a) { a[0] = 7; while (a[1] == 0) {} }\nlet a = zeros(2, i32)\nk<<<1, 1>>>(a)\nexpect a[0] == 0\nexpect finding step_limit\n";
+        let status = s.eval_text("t.gridlab", script, false, &mut out).unwrap();
+        assert_eq!(status, Status::Ok, "{}", String::from_utf8_lossy(&out));
+    }
+}

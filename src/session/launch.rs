@@ -1,0 +1,380 @@
+//! Launch statements: from `kernel<<<grid, block>>>(args)` as typed to a [`LaunchSpec`] that a
+//! backend can run without further checks, then the launch itself and its report.
+//!
+//! Everything that can be wrong with a launch is caught here, before any thread runs, with a
+//! message that names the limit or the parameter: CUDA's launch limits, argument count, buffer
+//! versus scalar, element types, and scalar ranges.
+
+use std::io::{self, Write};
+
+use super::{LastLaunch, Session, Status};
+use crate::backend::{Arg, Dim3, LaunchSpec, ScalarArg};
+use crate::cuda::ast::{FuncKind, Function, Scalar, Type};
+use crate::diag::{Diagnostic, Span};
+use crate::dtype::DType;
+use crate::render;
+use crate::script::ast::{Dim, Expr, ExprKind, Launch};
+use crate::script::eval;
+use crate::script::value::Value;
+
+/// CUDA's limits for every device of compute capability 3.0 and later.
+pub const MAX_THREADS_PER_BLOCK: u64 = 1024;
+pub const MAX_BLOCK: [u32; 3] = [1024, 1024, 64];
+pub const MAX_GRID: [u32; 3] = [(1u32 << 31) - 1, 65535, 65535];
+pub const MAX_SHARED_BYTES: u64 = 48 * 1024;
+
+impl Session {
+    pub(super) fn launch(&mut self, launch: &Launch, text: &str, out: &mut dyn Write) -> io::Result<Status> {
+        let (spec, names) = match self.prepare(launch, text) {
+            Ok(ok) => ok,
+            Err(diag) => return self.report(&diag, out),
+        };
+        // Keep the launched buffers as they were: to put them back if the launch is stopped
+        // part-way, and to show which elements it changed.
+        let before: Vec<(String, crate::buffer::Buffer)> =
+            names.iter().map(|n| (n.clone(), self.buffer(n).cloned().expect("resolved above"))).collect();
+        let result = self.run_launch(&spec, &names);
+        let style = self.options.style.clone();
+        match result {
+            Ok(report) => {
+                if report.aborted {
+                    for (name, old) in &before {
+                        if let Some((_, b)) = self.buffers.iter_mut().find(|(n, _)| n == name) {
+                            *b = old.clone();
+                        }
+                    }
+                }
+                render::launch::write_summary(out, &spec, &self.backend_label(), &report, &style)?;
+                render::launch::write_output(out, &report, &style)?;
+                for f in &report.findings {
+                    render::findings::write_finding(out, f, &self.sources, &style)?;
+                }
+                if report.aborted {
+                    writeln!(out, "{}", style.dim("the launch was stopped; its buffers are as they were before it"))?;
+                }
+                self.last = Some(LastLaunch { report, before });
+                Ok(Status::Ok)
+            }
+            Err(e) => {
+                writeln!(out, "{} {e}", style.error("error:"))?;
+                Ok(Status::Error)
+            }
+        }
+    }
+
+    /// Resolve and check everything about a launch; returns the spec and the buffer names that
+    /// `Arg::Buffer` indices refer to.
+    fn prepare(&self, launch: &Launch, text: &str) -> Result<(LaunchSpec, Vec<String>), Diagnostic> {
+        let kernel = self.find_kernel(&launch.kernel, launch.kernel_span)?;
+        let grid = self.dim(&launch.grid, text, "grid")?;
+        let block = self.dim(&launch.block, text, "block")?;
+        check_limits(grid, block, launch)?;
+        let shared_bytes = match &launch.shared {
+            Some(e) => {
+                let v = self.integer(e, text)?;
+                u32::try_from(v).map_err(|_| {
+                    Diagnostic::error(format!(
+                        "dynamic shared memory must be between 0 and {MAX_SHARED_BYTES} bytes, not {v}"
+                    ))
+                    .at(e.span)
+                })?
+            }
+            None => 0,
+        };
+        let static_shared: u64 = kernel.shared.iter().filter(|s| !s.is_extern).map(|s| s.ty.size()).sum();
+        if static_shared + shared_bytes as u64 > MAX_SHARED_BYTES {
+            let at = launch.shared.as_ref().map_or(launch.span, |e| e.span);
+            return Err(Diagnostic::error(format!(
+                "`{}` needs {} bytes of shared memory per block ({static_shared} static + {shared_bytes} dynamic); the limit is {MAX_SHARED_BYTES} bytes (48 KiB)",
+                kernel.name,
+                static_shared + shared_bytes as u64
+            ))
+            .at(at)
+            .help("use smaller shared arrays, or a smaller third launch parameter"));
+        }
+        if launch.args.len() != kernel.params.len() {
+            return Err(Diagnostic::error(format!(
+                "`{}` takes {} argument{}, but {} {} given",
+                kernel.name,
+                kernel.params.len(),
+                if kernel.params.len() == 1 { "" } else { "s" },
+                launch.args.len(),
+                if launch.args.len() == 1 { "was" } else { "were" },
+            ))
+            .at(launch.span)
+            .help(format!("the kernel is `{}`", render::signature(kernel))));
+        }
+        let mut names: Vec<String> = Vec::new();
+        let mut args = Vec::with_capacity(launch.args.len());
+        for (expr, param) in launch.args.iter().zip(&kernel.params) {
+            let arg = match &param.ty {
+                Type::Ptr { pointee, .. } => {
+                    let name = self.buffer_arg(expr, &param.name, &param.ty, pointee, text)?;
+                    let idx = names.iter().position(|n| *n == name).unwrap_or_else(|| {
+                        names.push(name.clone());
+                        names.len() - 1
+                    });
+                    Arg::Buffer(idx)
+                }
+                Type::Scalar(s) => Arg::Scalar(self.scalar_arg(expr, &param.name, *s, text)?),
+                other => {
+                    return Err(Diagnostic::error(format!(
+                        "parameter `{}` has type `{}`, which a launch cannot pass",
+                        param.name,
+                        other.c_name()
+                    ))
+                    .at(expr.span));
+                }
+            };
+            args.push(arg);
+        }
+        let spec = LaunchSpec { kernel: kernel.name.clone(), grid, block, shared_bytes, args };
+        Ok((spec, names))
+    }
+
+    fn find_kernel(&self, name: &str, span: Span) -> Result<&Function, Diagnostic> {
+        if let Some(k) = self.module.kernel(name) {
+            return Ok(k);
+        }
+        if let Some((_, f)) = self.module.program().function(name)
+            && f.kind == FuncKind::Device
+        {
+            return Err(Diagnostic::error(format!(
+                "`{name}` is a __device__ function; only __global__ kernels can be launched"
+            ))
+            .at(span)
+            .help("call it from a kernel, or declare it `__global__ void`"));
+        }
+        let kernels: Vec<&str> = self.module.program().kernels().map(|k| k.name.as_str()).collect();
+        let mut d = Diagnostic::error(format!("no kernel named `{name}`")).at(span).label("not defined");
+        d = match crate::render::closest(name, kernels.iter().copied()) {
+            Some(best) => d.help(format!("did you mean `{best}`?")),
+            None if kernels.is_empty() => {
+                d.help(format!("define it first: type `__global__ void {name}(float *a) {{ ... }}`"))
+            }
+            None => d.help(format!("the kernels defined so far are: {}", kernels.join(", "))),
+        };
+        Err(d)
+    }
+
+    fn integer(&self, e: &Expr, text: &str) -> Result<i128, Diagnostic> {
+        match eval::eval(e, self, text)? {
+            Value::Int(v) => Ok(v),
+            Value::Bool(b) => Ok(b as i128),
+            Value::Float(f) if f.fract() == 0.0 && f.is_finite() => Ok(f as i128),
+            other => Err(Diagnostic::error(format!("expected an integer here, found {}", other.type_name()))
+                .at(e.span)
+                .help("launch sizes are whole numbers of blocks and threads")),
+        }
+    }
+
+    fn dim(&self, dim: &Dim, text: &str, what: &str) -> Result<Dim3, Diagnostic> {
+        let mut v = [1u32; 3];
+        if dim.exprs.is_empty() || dim.exprs.len() > 3 {
+            return Err(
+                Diagnostic::error(format!("a {what} size has 1 to 3 dimensions, not {}", dim.exprs.len())).at(dim.span)
+            );
+        }
+        for (i, e) in dim.exprs.iter().enumerate() {
+            let n = self.integer(e, text)?;
+            let axis = ["x", "y", "z"][i];
+            if n <= 0 {
+                return Err(Diagnostic::error(format!(
+                    "the {what} size must be at least 1 in every dimension, but {axis} is {n}"
+                ))
+                .at(e.span)
+                .help(format!(
+                    "a launch needs at least one {}",
+                    if what == "grid" { "block" } else { "thread per block" }
+                )));
+            }
+            v[i] = u32::try_from(n).map_err(|_| {
+                Diagnostic::error(format!(
+                    "the {what} size {n} in {axis} is too large (CUDA's limit is {})",
+                    limit_of(what, i)
+                ))
+                .at(e.span)
+            })?;
+        }
+        Ok(Dim3::new(v[0], v[1], v[2]))
+    }
+
+    /// A pointer parameter takes a buffer, by name, of the matching element type.
+    fn buffer_arg(&self, e: &Expr, param: &str, ty: &Type, pointee: &Type, text: &str) -> Result<String, Diagnostic> {
+        let ExprKind::Name(name) = &e.kind else {
+            return Err(Diagnostic::error(format!(
+                "parameter `{param}` is a pointer (`{}`): pass a buffer by name",
+                ty.c_name()
+            ))
+            .at(e.span)
+            .help("create one first, e.g. `let a = zeros(1000)`, then pass `a`"));
+        };
+        let Some(buf) = self.buffer(name) else {
+            let is_scalar = eval::eval(e, self, text).is_ok();
+            let d = if is_scalar {
+                Diagnostic::error(format!(
+                    "`{name}` is a scalar, but parameter `{param}` is a pointer (`{}`)",
+                    ty.c_name()
+                ))
+                .at(e.span)
+                .help("pass a buffer made with zeros(...), arange(...) or similar")
+            } else {
+                let names = self.buffers.iter().map(|(n, _)| n.as_str());
+                let d = Diagnostic::error(format!("no buffer named `{name}`")).at(e.span);
+                match crate::render::closest(name, names) {
+                    Some(best) => d.help(format!("did you mean `{best}`?")),
+                    None => d.help(format!("create it first, e.g. `let {name} = zeros(1000)`")),
+                }
+            };
+            return Err(d);
+        };
+        let want = match pointee {
+            Type::Scalar(s) => dtype_of(*s),
+            _ => None,
+        };
+        match want {
+            Some(dt) if dt == buf.dtype() => Ok(name.clone()),
+            Some(dt) => Err(Diagnostic::error(format!(
+                "`{name}` holds {} ({}), but parameter `{param}` is `{}`",
+                buf.dtype(),
+                buf.dtype().c_name(),
+                ty.c_name()
+            ))
+            .at(e.span)
+            .label(format!("{} buffer", buf.dtype()))
+            .help(format!(
+                "make the buffer {dt} (e.g. `let {name} = zeros({}, {dt})`), or change the parameter to `{} *`",
+                buf.shape(),
+                buf.dtype().c_name()
+            ))),
+            None => Err(Diagnostic::error(format!(
+                "parameter `{param}` has type `{}`; gridlab passes buffers of f32, f64, i32, u32, i64 or u64",
+                ty.c_name()
+            ))
+            .at(e.span)),
+        }
+    }
+
+    /// A scalar parameter takes a number that fits its C type exactly.
+    fn scalar_arg(&self, e: &Expr, param: &str, ty: Scalar, text: &str) -> Result<ScalarArg, Diagnostic> {
+        if let ExprKind::Name(name) = &e.kind
+            && let Some(buf) = self.buffer(name)
+        {
+            return Err(Diagnostic::error(format!(
+                "`{name}` is a buffer ({}[{}]), but parameter `{param}` is `{}`",
+                buf.dtype(),
+                buf.shape(),
+                ty.c_name()
+            ))
+            .at(e.span)
+            .help(format!("to pass its length, write `len({name})`")));
+        }
+        let v = eval::eval(e, self, text)?;
+        let range_err = |v: String| {
+            let (lo, hi): (i128, i128) = match ty {
+                Scalar::Bool => (0, 1),
+                Scalar::I8 => (i8::MIN.into(), i8::MAX.into()),
+                Scalar::U8 => (0, u8::MAX.into()),
+                Scalar::I32 => (i32::MIN.into(), i32::MAX.into()),
+                Scalar::U32 => (0, u32::MAX.into()),
+                Scalar::I64 => (i64::MIN.into(), i64::MAX.into()),
+                Scalar::U64 | Scalar::F32 | Scalar::F64 => (0, u64::MAX.into()),
+            };
+            Diagnostic::error(format!("{v} does not fit parameter `{param}` of type `{}` ({lo} to {hi})", ty.c_name()))
+                .at(e.span)
+                .help(if lo == 0 {
+                    "unsigned parameters take no negative values: check the sign, or make the parameter `int`"
+                        .to_string()
+                } else {
+                    "pass a smaller value, or make the parameter `long long` (64 bits)".to_string()
+                })
+        };
+        let int = |i: i128| -> Result<ScalarArg, Diagnostic> {
+            let s = i.to_string();
+            Ok(match ty {
+                Scalar::Bool => match i {
+                    0 | 1 => ScalarArg::Bool(i == 1),
+                    _ => return Err(range_err(s)),
+                },
+                Scalar::I8 => ScalarArg::I8(i8::try_from(i).map_err(|_| range_err(s))?),
+                Scalar::U8 => ScalarArg::U8(u8::try_from(i).map_err(|_| range_err(s))?),
+                Scalar::I32 => ScalarArg::I32(i32::try_from(i).map_err(|_| range_err(s))?),
+                Scalar::U32 => ScalarArg::U32(u32::try_from(i).map_err(|_| range_err(s))?),
+                Scalar::I64 => ScalarArg::I64(i64::try_from(i).map_err(|_| range_err(s))?),
+                Scalar::U64 => ScalarArg::U64(u64::try_from(i).map_err(|_| range_err(s))?),
+                Scalar::F32 => ScalarArg::F32(i as f32),
+                Scalar::F64 => ScalarArg::F64(i as f64),
+            })
+        };
+        match v {
+            Value::Int(i) => int(i),
+            Value::Bool(b) => int(b as i128),
+            Value::Float(f) => match ty {
+                Scalar::F32 => Ok(ScalarArg::F32(f as f32)),
+                Scalar::F64 => Ok(ScalarArg::F64(f)),
+                _ => Err(Diagnostic::error(format!(
+                    "{f} is not a whole number, but parameter `{param}` is `{}`",
+                    ty.c_name()
+                ))
+                .at(e.span)
+                .help(format!("pass an integer, e.g. `int({})`", &text[e.span.lo as usize..e.span.hi as usize]))),
+            },
+            other => Err(Diagnostic::error(format!(
+                "parameter `{param}` is `{}`, but this is {}",
+                ty.c_name(),
+                other.type_name()
+            ))
+            .at(e.span)),
+        }
+    }
+}
+
+fn dtype_of(s: Scalar) -> Option<DType> {
+    Some(match s {
+        Scalar::F32 => DType::F32,
+        Scalar::F64 => DType::F64,
+        Scalar::I32 => DType::I32,
+        Scalar::U32 => DType::U32,
+        Scalar::I64 => DType::I64,
+        Scalar::U64 => DType::U64,
+        Scalar::Bool | Scalar::I8 | Scalar::U8 => return None,
+    })
+}
+
+fn limit_of(what: &str, axis: usize) -> u32 {
+    if what == "grid" { MAX_GRID[axis] } else { MAX_BLOCK[axis] }
+}
+
+/// CUDA's launch limits, each named in the message when broken.
+fn check_limits(grid: Dim3, block: Dim3, launch: &Launch) -> Result<(), Diagnostic> {
+    let axes = ["x", "y", "z"];
+    for (i, (&b, &max)) in block.as_array().iter().zip(&MAX_BLOCK).enumerate() {
+        if b > max {
+            return Err(Diagnostic::error(format!(
+                "block size {b} in {} is above CUDA's limit of {max} (block dimensions are at most (1024, 1024, 64))",
+                axes[i]
+            ))
+            .at(launch.block.span)
+            .help("use more blocks and fewer threads per block"));
+        }
+    }
+    if block.count() > MAX_THREADS_PER_BLOCK {
+        return Err(Diagnostic::error(format!(
+            "{} threads per block ({block}) is above CUDA's limit of {MAX_THREADS_PER_BLOCK}",
+            block.count()
+        ))
+        .at(launch.block.span)
+        .help("a block holds at most 1024 threads: use more blocks, e.g. 256 threads per block"));
+    }
+    for (i, (&g, &max)) in grid.as_array().iter().zip(&MAX_GRID).enumerate() {
+        if g > max {
+            return Err(Diagnostic::error(format!(
+                "grid size {g} in {} is above CUDA's limit of {max} (grids are at most (2^31-1, 65535, 65535) blocks)",
+                axes[i]
+            ))
+            .at(launch.grid.span)
+            .help("use a grid-stride loop so fewer blocks cover the data"));
+        }
+    }
+    Ok(())
+}

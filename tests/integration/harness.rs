@@ -1,0 +1,58 @@
+//! A small builder around the real binary: arguments, stdin, and the captured result.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub struct Gridlab {
+    args: Vec<String>,
+    stdin: Option<String>,
+}
+
+/// The repository root, where `tests/scripts` lives.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn gridlab() -> Gridlab {
+    Gridlab { args: Vec::new(), stdin: None }
+}
+
+impl Gridlab {
+    pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Gridlab {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn stdin(mut self, text: &str) -> Gridlab {
+        self.stdin = Some(text.to_string());
+        self
+    }
+
+    pub fn run(self) -> Run {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gridlab"));
+        cmd.args(&self.args)
+            .current_dir(root())
+            .env("NO_COLOR", "1")
+            .env_remove("COLUMNS")
+            .stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("the gridlab binary runs");
+        if let Some(text) = &self.stdin {
+            child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! `gridlab replay`: the scripts in tests/scripts pass, output is deterministic, reports work.
+
+use super::harness::{gridlab, root};
+
+#[test]
+fn every_script_in_tests_scripts_passes_on_the_simulator() {
+    let run = gridlab().args(["replay", "tests/scripts", "--backend", "sim"]).run();
+    assert_eq!(run.code, 0, "replay failed:\n{}\n{}", run.stdout, run.stderr);
+    let scripts = std::fs::read_dir(root().join("tests/scripts")).unwrap().count();
+    assert!(run.stdout.contains(&format!("{scripts} passed, 0 failed")), "{}", run.stdout);
+}
+
+#[test]
+fn the_same_seed_gives_byte_identical_output() {
+    let once = gridlab().args(["replay", "tests/scripts/02-race.gridlab", "--seed", "5"]).run();
+    let twice = gridlab().args(["replay", "tests/scripts/02-race.gridlab", "--seed", "5"]).run();
+    assert_eq!(once.code, 0, "{}", once.stdout);
+    assert_eq!(once.stdout, twice.stdout);
+}
+
+#[test]
+fn the_racy_kernel_transcript() {
+    let run = gridlab().args(["replay", "tests/scripts/01-first-kernel.gridlab"]).run();
+    assert_eq!(run.code, 0);
+    insta::assert_snapshot!(run.stdout);
+}
+
+#[test]
+fn a_failed_expect_exits_1_and_names_the_elements() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("fail.gridlab");
+    std::fs::write(&script, "let a = arange(10)\nexpect a == 0\nexpect sum(a) == 45\n").unwrap();
+    let run = gridlab().args(["replay", script.to_str().unwrap()]).run();
+    assert_eq!(run.code, 1);
+    assert!(run.stdout.contains("expect failed"), "{}", run.stdout);
+    assert!(run.stdout.contains("a[1]"), "{}", run.stdout);
+    assert!(run.stdout.contains("0 passed, 1 failed"), "{}", run.stdout);
+}
+
+#[test]
+fn junit_report_has_one_case_per_script() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("good.gridlab"), "let a = ones(3)\nexpect sum(a) == 3\n").unwrap();
+    std::fs::write(dir.path().join("bad.gridlab"), "let a = ones(3)\nexpect sum(a) == 4\n").unwrap();
+    let report = dir.path().join("report.xml");
+    let run = gridlab().args(["replay", dir.path().to_str().unwrap(), "--junit", report.to_str().unwrap()]).run();
+    assert_eq!(run.code, 1);
+    let xml = std::fs::read_to_string(report).unwrap();
+    assert!(xml.contains("tests=\"2\" failures=\"1\""), "{xml}");
+    assert_eq!(xml.matches("<testcase ").count(), 2);
+    assert!(xml.contains("expect sum(a) == 4"), "{xml}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let missing = gridlab().args(["replay", "no/such/file.gridlab"]).run();
+    assert_eq!(missing.code, 2);
+    assert!(missing.stderr.contains("no such file or folder"), "{}", missing.stderr);
+    let empty = tempfile::tempdir().unwrap();
+    let run = gridlab().args(["replay", empty.path().to_str().unwrap()]).run();
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("no .gridlab scripts"), "{}", run.stderr);
+    let bad_flag = gridlab().args(["replay", "tests/scripts", "--backend", "tpu"]).run();
+    assert_eq!(bad_flag.code, 2);
+}
+
+#[test]
+fn save_then_load_replays_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("saved.gridlab");
+    let script = format!(
+        "__global__ void k(float *a) {{ a[threadIdx.x] = threadIdx.x; }}\nlet a = zeros(4)\nk<<<1, 4>>>(a)\n:seed 9\n:save {}\n",
+        saved.display()
+    );
+    let first = gridlab().stdin(&script).run();
+    assert_eq!(first.code, 0, "{}", first.stdout);
+    let text = std::fs::read_to_string(&saved).unwrap();
+    assert!(text.contains("k<<<1, 4>>>(a)") && text.contains(":seed 9"), "{text}");
+    let again = gridlab().stdin(&format!(":load {}\nexpect a == arange(4)\n", saved.display())).run();
+    assert_eq!(again.code, 0, "{}", again.stdout);
+}
