@@ -18,6 +18,8 @@ pub fn run(cli: Cli) -> ExitCode {
     let options = options(&cli.global);
     let result = match cli.command {
         Some(Command::Replay(args)) => replay_cmd(&args, &options),
+        Some(Command::Doctor) => crate::doctor::run(&options, &mut io::stdout()),
+        Some(Command::Worker) => return crate::backend::gpu::worker::main(cli.global.device),
         None => interactive(&options),
     };
     match result {
@@ -53,18 +55,13 @@ fn options(g: &GlobalArgs) -> Options {
         style: Style { color, width },
         max_alloc: g.max_alloc.unwrap_or_else(session::default_max_alloc),
         sim,
-        // There is no GPU backend yet: `auto` and `gpu` both run on the simulator (and say so).
-        backend: BackendKind::Sim,
-    }
-}
-
-fn note_backend(requested: BackendKind, out: &mut dyn Write) -> io::Result<()> {
-    match requested {
-        BackendKind::Sim => Ok(()),
-        BackendKind::Auto => {
-            writeln!(out, "backend: sim (auto picks the simulator: this version of gridlab has no GPU backend yet)")
-        }
-        BackendKind::Gpu => writeln!(out, "backend: sim (this version of gridlab has no GPU backend yet)"),
+        backend: g.backend,
+        device: g.device,
+        timeout: std::time::Duration::from_secs_f64(if g.timeout.is_finite() && g.timeout > 0.0 {
+            g.timeout
+        } else {
+            10.0
+        }),
     }
 }
 
@@ -79,8 +76,8 @@ fn replay_cmd(args: &ReplayArgs, options: &Options) -> io::Result<ExitCode> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let mut results = Vec::new();
-    for path in &scripts {
-        match replay::run_script(path, options, args.quiet, &mut out) {
+    for (i, path) in scripts.iter().enumerate() {
+        match replay::run_script(path, options, args.quiet, i == 0, &mut out) {
             Ok(r) => results.push(r),
             Err(e) => {
                 eprintln!("gridlab replay: {e}");
@@ -117,7 +114,9 @@ fn interactive(options: &Options) -> io::Result<ExitCode> {
             options.style.dim("A short demo first; then it's your turn. Type :help for help, Ctrl-D to leave.")
         )?;
         writeln!(out)?;
-        note_backend(options.backend, &mut out)?;
+        if options.backend != BackendKind::Sim {
+            writeln!(out, "{}", session.resolve_backend())?;
+        }
         session.eval_text("demo.gridlab", DEMO, true, &mut out)?;
         session.reset();
         writeln!(out)?;

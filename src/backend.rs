@@ -5,6 +5,7 @@
 //! out-of-bounds accesses; `gpu` (NVRTC and the CUDA driver in a supervised worker process) runs
 //! the real thing. The session never knows which one it talks to beyond [`Backend::kind`].
 
+pub mod gpu;
 pub mod sim;
 
 use std::fmt;
@@ -14,7 +15,7 @@ use thiserror::Error;
 
 use crate::buffer::Buffer;
 use crate::cuda::Module;
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, SourceMap};
 use crate::finding::{Finding, ThreadRef};
 
 /// Which backend runs launches. `Auto` resolves to `Gpu` when one works, else `Sim`.
@@ -105,6 +106,21 @@ pub enum ScalarArg {
 }
 
 impl ScalarArg {
+    /// The bytes a kernel parameter of this type holds (little-endian, its C size).
+    pub fn to_le_bytes(self) -> Vec<u8> {
+        match self {
+            ScalarArg::Bool(b) => vec![b as u8],
+            ScalarArg::I8(v) => v.to_le_bytes().to_vec(),
+            ScalarArg::U8(v) => v.to_le_bytes().to_vec(),
+            ScalarArg::I32(v) => v.to_le_bytes().to_vec(),
+            ScalarArg::U32(v) => v.to_le_bytes().to_vec(),
+            ScalarArg::I64(v) => v.to_le_bytes().to_vec(),
+            ScalarArg::U64(v) => v.to_le_bytes().to_vec(),
+            ScalarArg::F32(v) => v.to_le_bytes().to_vec(),
+            ScalarArg::F64(v) => v.to_le_bytes().to_vec(),
+        }
+    }
+
     /// The value as the 64-bit pattern a register holds (floats as their IEEE bits, integers
     /// sign- or zero-extended).
     pub fn to_bits(self) -> u64 {
@@ -154,10 +170,11 @@ pub struct LaunchBuffers<'a> {
     pub buffers: Vec<&'a mut Buffer>,
 }
 
-/// A line a kernel printed with `printf`, attributed to its thread.
+/// A line a kernel printed with `printf`, attributed to its thread where the backend knows it
+/// (the simulator does; a GPU's printf does not say).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PrintLine {
-    pub thread: ThreadRef,
+    pub thread: Option<ThreadRef>,
     pub text: String,
 }
 
@@ -168,6 +185,8 @@ pub struct LaunchReport {
     pub elapsed: Duration,
     /// Simulated warp steps (the simulator's own measure of work); `None` on the GPU.
     pub steps: Option<u64>,
+    /// Kernel time from CUDA events, in milliseconds; `None` on the simulator.
+    pub kernel_ms: Option<f32>,
     pub findings: Vec<Finding>,
     pub output: Vec<PrintLine>,
     /// Set when printf output was cut short (too many lines).
@@ -192,6 +211,9 @@ pub enum BackendError {
     /// The backend is not available on this machine.
     #[error("{0}")]
     Unavailable(String),
+    /// The GPU's compiler (NVRTC) rejected the module, with its messages on the learner's lines.
+    #[error("the CUDA compiler rejected the code")]
+    Compile(Vec<Diagnostic>),
 }
 
 /// A place kernels run.
@@ -203,7 +225,7 @@ pub trait Backend {
 
     /// Prepare the module after it changed (compile it, on the GPU). The simulator compiles each
     /// kernel lazily at its first launch instead, so this may do nothing.
-    fn load(&mut self, module: &Module) -> Result<(), BackendError>;
+    fn load(&mut self, module: &Module, sources: &SourceMap) -> Result<(), BackendError>;
 
     /// Run one launch. Buffers are updated in place; on `Err`, they are left as they were.
     fn launch(

@@ -47,6 +47,14 @@ pub struct GlobalArgs {
     #[arg(long, value_name = "STEPS", global = true)]
     pub max_steps: Option<u64>,
 
+    /// Which GPU to use, when there are several (see `gridlab doctor`).
+    #[arg(long, default_value_t = 0, global = true)]
+    pub device: usize,
+
+    /// Stop a GPU launch that runs longer than this many seconds (an endless loop, say).
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, global = true)]
+    pub timeout: f64,
+
     /// When to use colour.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
     pub color: ColorChoice,
@@ -73,6 +81,15 @@ pub enum Command {
     /// Exit status: 0 when every statement ran and every expect held, 1 when an expect failed or
     /// a statement errored, 2 for usage errors (no such file, no scripts found).
     Replay(ReplayArgs),
+
+    /// Check the GPU set-up: driver, NVRTC, devices, and which backend `auto` picks.
+    ///
+    /// Exit status: 0 when a GPU is usable, 1 otherwise (with what to install).
+    Doctor,
+
+    /// The GPU worker process (started by gridlab itself, not by hand).
+    #[command(hide = true)]
+    Worker,
 }
 
 #[derive(Debug, Args)]

@@ -230,27 +230,23 @@ fn reset(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Stat
 
 fn backend(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
     if args.is_empty() {
-        writeln!(out, "backend: {} (the CPU simulator)", session.backend_label())?;
+        let label = session.backend_label();
+        let what = if session.on_gpu() { "the GPU" } else { "the CPU simulator" };
+        writeln!(out, "backend: {label} ({what})")?;
         return Ok(Status::Ok);
     }
-    match BackendKind::parse(args) {
-        Some(BackendKind::Sim) => {
-            writeln!(out, "backend: sim")?;
+    let Some(kind) = BackendKind::parse(args) else {
+        return usage(session, out, "backend", &format!("`{args}` is not a backend"));
+    };
+    match session.switch_backend(kind) {
+        Ok(msg) => {
+            writeln!(out, "{msg}")?;
             Ok(Status::Ok)
         }
-        Some(BackendKind::Auto) => {
-            writeln!(out, "backend: sim (auto picks the simulator: this version of gridlab has no GPU backend yet)")?;
-            Ok(Status::Ok)
-        }
-        Some(BackendKind::Gpu) => {
-            writeln!(
-                out,
-                "{} this version of gridlab has no GPU backend yet; kernels keep running on the simulator",
-                session.style().error("error:")
-            )?;
+        Err(msg) => {
+            writeln!(out, "{} {msg}", session.style().error("error:"))?;
             Ok(Status::Error)
         }
-        None => usage(session, out, "backend", &format!("`{args}` is not a backend")),
     }
 }
 

@@ -132,6 +132,8 @@ pub enum Finding {
     },
     /// A `__trap()` or failed `assert` in device code.
     Trap { site: Site, message: String },
+    /// Writes outside a buffer seen in its guard regions after a GPU launch: where, not who.
+    GuardWrite { memory: Memory, len: u64, count: u64, min_index: i64, max_index: i64 },
 }
 
 /// The names learners use in `expect finding NAME`.
@@ -166,7 +168,7 @@ impl FindingKind {
 impl Finding {
     pub fn kind(&self) -> FindingKind {
         match self {
-            Finding::OutOfBounds { .. } => FindingKind::OutOfBounds,
+            Finding::OutOfBounds { .. } | Finding::GuardWrite { .. } => FindingKind::OutOfBounds,
             Finding::Race { .. } => FindingKind::Race,
             Finding::BarrierDivergence { .. } => FindingKind::Barrier,
             Finding::StepLimit { .. } => FindingKind::StepLimit,

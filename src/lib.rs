@@ -16,6 +16,7 @@ pub mod cli;
 pub mod command;
 pub mod cuda;
 pub mod diag;
+pub mod doctor;
 pub mod dtype;
 pub mod finding;
 pub mod render;

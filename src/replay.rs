@@ -77,6 +77,7 @@ pub fn run_script(
     path: &Path,
     options: &Options,
     quiet: bool,
+    announce: bool,
     out: &mut dyn Write,
 ) -> Result<ScriptResult, UsageError> {
     let text =
@@ -84,6 +85,10 @@ pub fn run_script(
     let start = Instant::now();
     let mut session = Session::new(options.clone());
     let name = path.display().to_string();
+    // Say once which backend runs the scripts (and why), when the learner did not pin `sim`.
+    if options.backend != crate::backend::BackendKind::Sim && announce {
+        writeln!(out, "{}", session.resolve_backend()).map_err(io_err(path))?;
+    }
     let mut result = ScriptResult {
         path: path.to_path_buf(),
         inputs: 0,

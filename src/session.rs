@@ -9,8 +9,12 @@ mod launch;
 
 use std::io::{self, Write};
 
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::backend::gpu::GpuBackend;
 use crate::backend::sim::{Schedule, SimBackend, SimConfig};
-use crate::backend::{Backend, BackendKind, LaunchReport, LaunchSpec};
+use crate::backend::{Backend, BackendError, BackendKind, LaunchReport, LaunchSpec};
 use crate::buffer::Buffer;
 use crate::command;
 use crate::cuda::{ItemKind, Module};
@@ -39,7 +43,12 @@ pub struct Options {
     /// Refuse buffers beyond this many bytes in total.
     pub max_alloc: u64,
     pub sim: SimConfig,
+    /// What the learner asked for; `Auto` becomes `Gpu` when one works.
     pub backend: BackendKind,
+    /// Which GPU, when there are several.
+    pub device: usize,
+    /// Per GPU launch; a kernel running longer is stopped.
+    pub timeout: Duration,
 }
 
 impl Default for Options {
@@ -49,8 +58,17 @@ impl Default for Options {
             max_alloc: default_max_alloc(),
             sim: SimConfig::default(),
             backend: BackendKind::Sim,
+            device: 0,
+            timeout: Duration::from_secs(10),
         }
     }
+}
+
+/// The GPU backend: being started in the background, started, or not usable (and why).
+pub(crate) enum Gpu {
+    Starting(JoinHandle<Result<GpuBackend, String>>),
+    Ready(Box<GpuBackend>),
+    Unusable(String),
 }
 
 /// Half of physical memory, or 4 GiB where it cannot be read.
@@ -76,6 +94,9 @@ pub struct Session {
     pub(crate) buffers: Vec<(String, Buffer)>,
     pub(crate) scalars: Vec<(String, Value)>,
     pub(crate) sim: SimBackend,
+    pub(crate) gpu: Option<Gpu>,
+    /// Where launches run now: `Sim` or `Gpu` (`Auto` until the GPU's start is settled).
+    pub(crate) active: BackendKind,
     pub(crate) options: Options,
     pub(crate) last: Option<LastLaunch>,
     /// Inputs that ran, for `:save`.
@@ -86,12 +107,24 @@ pub struct Session {
 impl Session {
     pub fn new(options: Options) -> Session {
         let sim = SimBackend::new(options.sim.clone());
+        // Creating a CUDA context takes half a second: start it now, in the background, so the
+        // learner never waits for it at the prompt.
+        let gpu = match options.backend {
+            BackendKind::Sim => None,
+            BackendKind::Gpu | BackendKind::Auto => {
+                let (device, timeout) = (options.device, options.timeout);
+                Some(Gpu::Starting(std::thread::spawn(move || GpuBackend::start(device, timeout))))
+            }
+        };
+        let active = if options.backend == BackendKind::Sim { BackendKind::Sim } else { BackendKind::Auto };
         Session {
             sources: SourceMap::new(),
             module: Module::new(),
             buffers: Vec::new(),
             scalars: Vec::new(),
             sim,
+            gpu,
+            active,
             options,
             last: None,
             history: Vec::new(),
@@ -120,13 +153,111 @@ impl Session {
         self.buffers.iter().find(|(n, _)| n == name).map(|(_, b)| b)
     }
 
-    /// The backend that runs launches now. Only the simulator exists in this version.
+    /// Wait for the GPU started in the background, if it is still starting.
+    fn gpu_ready(&mut self) -> Option<&mut GpuBackend> {
+        if let Some(Gpu::Starting(_)) = &self.gpu {
+            let Some(Gpu::Starting(handle)) = self.gpu.take() else { unreachable!("matched above") };
+            self.gpu = Some(match handle.join() {
+                Ok(Ok(gpu)) => Gpu::Ready(Box::new(gpu)),
+                Ok(Err(why)) => Gpu::Unusable(why),
+                Err(_) => Gpu::Unusable("the GPU backend failed to start".into()),
+            });
+        }
+        match &mut self.gpu {
+            Some(Gpu::Ready(g)) => Some(g),
+            _ => None,
+        }
+    }
+
+    fn gpu_unusable_reason(&self) -> String {
+        match &self.gpu {
+            Some(Gpu::Unusable(why)) => why.clone(),
+            _ => "no GPU".into(),
+        }
+    }
+
+    /// Settle which backend runs launches (`auto` waits for the GPU's start) and say why, once.
+    pub fn resolve_backend(&mut self) -> String {
+        let requested = self.options.backend;
+        if requested == BackendKind::Sim {
+            self.active = BackendKind::Sim;
+            return "backend: sim".into();
+        }
+        match self.gpu_ready().map(|g| g.info().name.clone()) {
+            Some(name) => {
+                self.active = BackendKind::Gpu;
+                format!("backend: gpu ({name})")
+            }
+            None => {
+                self.active = BackendKind::Sim;
+                let why = self.gpu_unusable_reason();
+                match requested {
+                    BackendKind::Gpu => format!("backend: sim, because the GPU backend is not usable: {why}"),
+                    _ => format!("backend: sim (auto picks the simulator: {why})"),
+                }
+            }
+        }
+    }
+
+    /// Switch backends (`:backend`). Moving to the GPU gives it the module.
+    pub(crate) fn switch_backend(&mut self, kind: BackendKind) -> Result<String, String> {
+        if kind == BackendKind::Sim {
+            self.active = BackendKind::Sim;
+            return Ok("backend: sim".into());
+        }
+        if self.gpu.is_none() {
+            let (device, timeout) = (self.options.device, self.options.timeout);
+            self.gpu = Some(Gpu::Starting(std::thread::spawn(move || GpuBackend::start(device, timeout))));
+        }
+        let module = self.module.clone();
+        let sources = self.sources.clone();
+        match self.gpu_ready() {
+            Some(gpu) => {
+                let name = gpu.info().name.clone();
+                if !module.is_empty() {
+                    gpu.load(&module, &sources)
+                        .map_err(|e| format!("the GPU could not compile the session's kernels: {e}"))?;
+                }
+                self.active = BackendKind::Gpu;
+                Ok(format!("backend: gpu ({name})"))
+            }
+            None => {
+                let why = self.gpu_unusable_reason();
+                self.active = BackendKind::Sim;
+                if kind == BackendKind::Auto {
+                    Ok(format!("backend: sim (auto picks the simulator: {why})"))
+                } else {
+                    Err(format!("the GPU backend is not usable: {why}; kernels keep running on the simulator"))
+                }
+            }
+        }
+    }
+
+    fn ensure_resolved(&mut self) {
+        if self.active == BackendKind::Auto {
+            self.resolve_backend();
+        }
+    }
+
+    /// The backend that runs launches now.
     pub(crate) fn backend(&mut self) -> &mut dyn Backend {
+        self.ensure_resolved();
+        if self.active == BackendKind::Gpu
+            && let Some(Gpu::Ready(g)) = &mut self.gpu
+        {
+            return g.as_mut();
+        }
         &mut self.sim
     }
 
-    pub(crate) fn backend_label(&self) -> String {
-        self.sim.label()
+    pub(crate) fn backend_label(&mut self) -> String {
+        self.backend().label()
+    }
+
+    /// Whether launches run on the GPU now.
+    pub fn on_gpu(&mut self) -> bool {
+        self.ensure_resolved();
+        self.active == BackendKind::Gpu
     }
 
     /// Run text typed at a prompt: it may hold several inputs (a pasted script).
@@ -194,14 +325,25 @@ impl Session {
     /// CUDA source: add it to the module, checked against everything defined so far.
     fn define(&mut self, id: SourceId, out: &mut dyn Write) -> io::Result<Status> {
         let text = self.text(id);
+        let previous = self.module.clone();
         match self.module.add(id, &text) {
             Ok(outcome) => {
                 for w in &outcome.warnings {
                     self.report(w, out)?;
                 }
                 let module = self.module.clone();
-                if let Err(e) = self.backend().load(&module) {
-                    writeln!(out, "{}", self.options.style.error(&e.to_string()))?;
+                let sources = self.sources.clone();
+                if let Err(e) = self.backend().load(&module, &sources) {
+                    // The GPU's compiler said no: the session keeps the module it had.
+                    self.module = previous;
+                    match e {
+                        BackendError::Compile(diags) => {
+                            for d in &diags {
+                                self.report(d, out)?;
+                            }
+                        }
+                        other => writeln!(out, "{} {other}", self.options.style.error("error:"))?,
+                    }
                     return Ok(Status::Error);
                 }
                 for d in &outcome.defined {
@@ -373,6 +515,7 @@ impl Session {
         spec: &LaunchSpec,
         names: &[String],
     ) -> Result<LaunchReport, crate::backend::BackendError> {
+        self.ensure_resolved();
         let module = self.module.clone();
         let mut picked: Vec<Option<&mut Buffer>> = Vec::new();
         picked.resize_with(names.len(), || None);
@@ -381,11 +524,24 @@ impl Session {
                 picked[i] = Some(b);
             }
         }
-        let mut lb = crate::backend::LaunchBuffers {
-            names: names.to_vec(),
-            buffers: picked.into_iter().map(|b| b.expect("launch buffers are resolved from session names")).collect(),
-        };
+        let buffers = picked.into_iter().map(|b| b.expect("launch buffers are resolved from session names")).collect();
+        let mut lb = crate::backend::LaunchBuffers { names: names.to_vec(), buffers };
+        if self.active == BackendKind::Gpu
+            && let Some(Gpu::Ready(g)) = &mut self.gpu
+        {
+            return g.launch(&module, spec, &mut lb);
+        }
         self.sim.launch(&module, spec, &mut lb)
+    }
+
+    /// Run a launch on the simulator over copies of the buffers, for what it finds: after a GPU
+    /// fault, this names the thread, index and line the GPU could not.
+    pub(crate) fn diagnose_on_sim(&mut self, spec: &LaunchSpec, before: &[(String, Buffer)]) -> Option<LaunchReport> {
+        let module = self.module.clone();
+        let mut copies: Vec<Buffer> = before.iter().map(|(_, b)| b.clone()).collect();
+        let names = before.iter().map(|(n, _)| n.clone()).collect();
+        let mut lb = crate::backend::LaunchBuffers { names, buffers: copies.iter_mut().collect() };
+        self.sim.launch(&module, spec, &mut lb).ok()
     }
 }
 

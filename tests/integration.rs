@@ -4,6 +4,7 @@
 mod integration {
     pub mod cli;
     pub mod errors;
+    pub mod gpu;
     pub mod harness;
     pub mod replay;
 }

@@ -180,7 +180,7 @@ impl Backend for SimBackend {
         "sim".to_string()
     }
 
-    fn load(&mut self, _module: &Module) -> Result<(), BackendError> {
+    fn load(&mut self, _module: &Module, _sources: &crate::diag::SourceMap) -> Result<(), BackendError> {
         Ok(())
     }
 
@@ -243,6 +243,7 @@ impl Backend for SimBackend {
         Ok(LaunchReport {
             elapsed: start.elapsed(),
             steps: Some(out.steps),
+            kernel_ms: None,
             findings: out.findings,
             output: out.output,
             output_truncated: out.output_truncated,

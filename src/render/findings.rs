@@ -124,6 +124,18 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
         .at(site.span)
         .label(format!("{} was here", site.thread.describe()))
         .help("check that the loop's condition eventually becomes false; if the kernel really needs more steps, raise the budget with --max-steps"),
+        Finding::GuardWrite { memory, len, count, min_index, max_index } => {
+            let place = if *min_index >= *len as i64 { "past the end of" } else { "outside" };
+            let range = if min_index == max_index { format!("index {min_index}") } else { format!("indices {min_index}..{max_index}") };
+            Diagnostic::finding(format!(
+                "{} element{} written {place} {} (length {len}): {range}",
+                thousands(*count),
+                if *count == 1 { "" } else { "s" },
+                memory.describe()
+            ))
+            .note("seen in the guard region gridlab puts around every buffer on the GPU; the GPU itself reported nothing")
+            .help("more threads than elements: guard the access, e.g. `if (i < n) { ... }`, and pass n; `:backend sim` names the thread and line")
+        }
         Finding::Trap { site, message } => Diagnostic::finding(format!(
             "{} stopped the launch at line {}: {message}",
             site.thread.describe(),

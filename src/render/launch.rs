@@ -17,9 +17,10 @@ pub fn write_summary(
     report: &LaunchReport,
     style: &Style,
 ) -> io::Result<()> {
-    let cost = match report.steps {
-        Some(steps) => format!("{} warp steps", thousands(steps)),
-        None => format_duration(report.elapsed),
+    let cost = match (report.steps, report.kernel_ms) {
+        (Some(steps), _) => format!("{} warp steps", thousands(steps)),
+        (None, Some(ms)) => format!("kernel {}", format_duration(std::time::Duration::from_secs_f64(ms as f64 / 1e3))),
+        (None, None) => format_duration(report.elapsed),
     };
     let findings = match report.findings.len() {
         0 => style.ok("clean"),
@@ -45,12 +46,11 @@ pub fn write_output(out: &mut dyn Write, report: &LaunchReport, style: &Style) -
     let n = report.output.len();
     writeln!(out, "{}", style.dim(&format!("printf output ({n} line{}):", if n == 1 { "" } else { "s" })))?;
     for line in &report.output {
-        writeln!(
-            out,
-            "  {} {}",
-            style.dim(&format!("[{}]", line.thread.describe())),
-            line.text.trim_end_matches('\n')
-        )?;
+        let text = line.text.trim_end_matches('\n');
+        match &line.thread {
+            Some(t) => writeln!(out, "  {} {text}", style.dim(&format!("[{}]", t.describe())))?,
+            None => writeln!(out, "  {text}")?,
+        }
     }
     if report.output_truncated {
         writeln!(out, "{}", style.warn("  ... more output was cut off"))?;

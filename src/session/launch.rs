@@ -57,6 +57,17 @@ impl Session {
             }
             Err(e) => {
                 writeln!(out, "{} {e}", style.error("error:"))?;
+                // A GPU fault says little; the simulator names the thread, index and line.
+                if matches!(e, crate::backend::BackendError::Aborted(_))
+                    && self.on_gpu()
+                    && let Some(report) = self.diagnose_on_sim(&spec, &before)
+                    && !report.findings.is_empty()
+                {
+                    writeln!(out, "{}", style.dim("The same launch on the simulator shows where it went wrong:"))?;
+                    for f in &report.findings {
+                        render::findings::write_finding(out, f, &self.sources, &style)?;
+                    }
+                }
                 Ok(Status::Error)
             }
         }

@@ -5,7 +5,9 @@ use super::harness::{gridlab, root};
 
 fn transcript(name: &str) -> String {
     // A fixed allocation limit, so messages do not depend on this machine's memory.
-    let run = gridlab().args(["replay", &format!("tests/errors/{name}.gridlab"), "--max-alloc", "1G"]).run();
+    let run = gridlab()
+        .args(["replay", &format!("tests/errors/{name}.gridlab"), "--max-alloc", "1G", "--backend", "sim"])
+        .run();
     assert_eq!(run.code, 1, "tests/errors/{name}.gridlab should fail:\n{}", run.stdout);
     run.stdout
 }

@@ -20,7 +20,7 @@ fn the_same_seed_gives_byte_identical_output() {
 
 #[test]
 fn the_racy_kernel_transcript() {
-    let run = gridlab().args(["replay", "tests/scripts/01-first-kernel.gridlab"]).run();
+    let run = gridlab().args(["replay", "tests/scripts/01-first-kernel.gridlab", "--backend", "sim"]).run();
     assert_eq!(run.code, 0);
     insta::assert_snapshot!(run.stdout);
 }

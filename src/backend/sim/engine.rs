@@ -810,7 +810,7 @@ impl Machine<'_, '_> {
             if self.output.len() >= MAX_OUTPUT_LINES {
                 self.truncated = true;
             } else {
-                self.output.push(PrintLine { thread: self.thread_ref(thread), text: line });
+                self.output.push(PrintLine { thread: Some(self.thread_ref(thread)), text: line });
             }
         }
         if !pending.is_empty() {

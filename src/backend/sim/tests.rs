@@ -540,7 +540,7 @@ fn cuda_printf_in_thread_order() {
             "block 1 thread 1:  0.50 ff"
         ]
     );
-    assert_eq!(r.output[3].thread.describe(), "block 1 thread 1");
+    assert_eq!(r.output[3].thread.unwrap().describe(), "block 1 thread 1");
 }
 
 #[test]

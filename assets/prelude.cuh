@@ -1,0 +1,37 @@
+// gridlab's prelude: compiled in front of every session's CUDA code on the GPU backend, so that
+// kernels written for the simulator compile unchanged with NVRTC (which has no system headers).
+//
+// - The constants the simulator predefines: INFINITY, NAN, FLT_MAX, FLT_MIN, DBL_MAX, INT_MAX,
+//   INT_MIN, UINT_MAX (only where NVRTC does not define them already).
+// - assert(cond): stops the kernel with a message naming the condition, file and line, as
+//   <assert.h> does under nvcc.
+// - gridlab_global_index(): blockIdx.x * blockDim.x + threadIdx.x, Numba's cuda.grid(1).
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+#ifndef FLT_MAX
+#define FLT_MAX 3.402823466e+38f
+#endif
+#ifndef FLT_MIN
+#define FLT_MIN 1.175494351e-38f
+#endif
+#ifndef DBL_MAX
+#define DBL_MAX 1.7976931348623158e+308
+#endif
+#ifndef INT_MAX
+#define INT_MAX 2147483647
+#endif
+#ifndef INT_MIN
+#define INT_MIN (-2147483647 - 1)
+#endif
+#ifndef UINT_MAX
+#define UINT_MAX 4294967295u
+#endif
+#ifndef assert
+extern "C" __device__ void __assertfail(const char *message, const char *file, unsigned line, const char *function, unsigned long long char_size);
+#define assert(e) ((e) ? (void)0 : __assertfail(#e, __FILE__, __LINE__, __func__, sizeof(char)))
+#endif
+__device__ __forceinline__ unsigned gridlab_global_index() { return blockIdx.x * blockDim.x + threadIdx.x; }

@@ -1,0 +1,255 @@
+//! The GPU backend: NVRTC and the CUDA driver (through cudarc) in a supervised worker process.
+//!
+//! The session keeps every buffer as a host copy; the worker owns the CUDA context and the
+//! loaded module. Each launch sends the launched buffers, runs the kernel with guard regions
+//! around every buffer, and brings the buffers back. After `CUDA_ERROR_ILLEGAL_ADDRESS` and the
+//! other sticky errors nothing inside a process can recover the device, and a kernel in an
+//! endless loop cannot be stopped from inside, so on a fault, a timeout or Ctrl-C the worker is
+//! killed and a new one started and given the module again. The host copies are untouched, so
+//! nothing the learner made is lost.
+//!
+//! - `libs.rs` finds the driver and NVRTC before any cudarc call;
+//! - `protocol.rs` is the typed request/response protocol on the worker's pipes;
+//! - `client.rs` spawns the worker and waits for answers with a deadline;
+//! - `worker.rs` is the worker process itself (`gridlab worker`);
+//! - `source.rs` generates the module's CUDA source and maps NVRTC's errors back;
+//! - `guard.rs` checks the guard regions after a launch.
+
+pub mod client;
+pub mod guard;
+pub mod libs;
+pub mod protocol;
+pub mod source;
+pub mod worker;
+
+use std::time::{Duration, Instant};
+
+use self::client::{Worker, WorkerError};
+use self::libs::Libraries;
+use self::protocol::{DeviceInfo, LaunchRequest, Request, Response, WireArg, WireBuffer};
+use super::{Arg, Backend, BackendError, BackendKind, LaunchBuffers, LaunchReport, LaunchSpec, PrintLine};
+use crate::cuda::Module;
+use crate::diag::SourceMap;
+use crate::finding::{Finding, Memory};
+
+/// Context creation and NVRTC's first load take a while; compiles are bounded separately.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+const COMPILE_TIMEOUT: Duration = Duration::from_secs(120);
+
+pub struct GpuBackend {
+    libs: Libraries,
+    device: usize,
+    /// Per launch; a kernel running longer is stopped and the worker restarted.
+    pub timeout: Duration,
+    worker: Option<Worker>,
+    info: DeviceInfo,
+    /// The module source the worker has compiled, given again to a restarted worker.
+    source: Option<String>,
+    /// How long the last compile took and for which architecture.
+    pub last_compile: Option<(String, f64)>,
+}
+
+impl GpuBackend {
+    /// Find CUDA, start the worker and create the context. `Err` says why no GPU is usable.
+    pub fn start(device: usize, timeout: Duration) -> Result<GpuBackend, String> {
+        let libs = Libraries::find();
+        if let Some(advice) = libs.missing_advice() {
+            return Err(advice);
+        }
+        let (worker, info) = hello(&libs, device)?;
+        Ok(GpuBackend { libs, device, timeout, worker: Some(worker), info, source: None, last_compile: None })
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    pub fn libraries(&self) -> &Libraries {
+        &self.libs
+    }
+
+    /// A fresh worker, given the current module again.
+    fn restart(&mut self) -> Result<(), String> {
+        self.worker = None;
+        let (mut worker, info) = hello(&self.libs, self.device)?;
+        self.info = info;
+        if let Some(source) = &self.source {
+            let req = Request::Compile { source: source.clone(), options: Vec::new() };
+            match worker.request(&req, COMPILE_TIMEOUT) {
+                Ok(Response::Compiled { .. }) => {}
+                Ok(other) => return Err(format!("the restarted worker could not load the module again: {other:?}")),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        self.worker = Some(worker);
+        Ok(())
+    }
+
+    fn worker(&mut self) -> Result<&mut Worker, BackendError> {
+        if self.worker.is_none() {
+            self.restart().map_err(BackendError::Unavailable)?;
+        }
+        Ok(self.worker.as_mut().expect("started above"))
+    }
+
+    /// The worker died or was stopped: start a new one and explain, in one paragraph.
+    fn recover(&mut self, what: String) -> BackendError {
+        let restarted = match self.restart() {
+            Ok(()) => "gridlab restarted the GPU worker and gave it your kernels again; your buffers are as they were before the launch, so nothing was lost.".to_string(),
+            Err(e) => format!("gridlab could not restart the GPU worker ({e}); your buffers are safe, and `:backend sim` keeps you going."),
+        };
+        BackendError::Aborted(format!("{what}. {restarted}"))
+    }
+
+    /// The PTX of the current module (for `:ptx`).
+    pub fn ptx(&mut self) -> Result<String, BackendError> {
+        let worker = self.worker()?;
+        match worker.request(&Request::Ptx, COMPILE_TIMEOUT) {
+            Ok(Response::Ptx(p)) => Ok(p),
+            Ok(Response::Failed { message, .. }) => Err(BackendError::Launch(message)),
+            Ok(other) => Err(BackendError::Launch(format!("unexpected answer from the worker: {other:?}"))),
+            Err(e) => Err(self.recover(e.to_string())),
+        }
+    }
+}
+
+fn hello(libs: &Libraries, device: usize) -> Result<(Worker, DeviceInfo), String> {
+    let mut worker = Worker::spawn(libs, device).map_err(|e| e.to_string())?;
+    match worker.request(&Request::Hello, START_TIMEOUT) {
+        Ok(Response::Hello(info)) => Ok((worker, info)),
+        Ok(Response::Failed { message, .. }) => Err(message),
+        Ok(other) => Err(format!("unexpected answer from the GPU worker: {other:?}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `NVIDIA H100 80GB HBM3` -> `H100`: short enough for a prompt.
+pub fn short_name(name: &str) -> String {
+    let words: Vec<&str> = name.split_whitespace().filter(|w| !w.eq_ignore_ascii_case("nvidia")).collect();
+    match words.as_slice() {
+        ["GeForce", rest @ ..] => rest.iter().take(2).copied().collect::<Vec<_>>().join(" "),
+        ["Tesla" | "Quadro", model, ..] => model.to_string(),
+        [first, ..] => first.to_string(),
+        [] => "gpu".to_string(),
+    }
+}
+
+impl Backend for GpuBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Gpu
+    }
+
+    fn label(&self) -> String {
+        short_name(&self.info.name)
+    }
+
+    fn load(&mut self, module: &Module, sources: &SourceMap) -> Result<(), BackendError> {
+        let source = source::generate(module, sources);
+        let req = Request::Compile { source: source.clone(), options: Vec::new() };
+        let worker = self.worker()?;
+        match worker.request(&req, COMPILE_TIMEOUT) {
+            Ok(Response::Compiled { log, arch, millis }) => {
+                self.source = Some(source);
+                self.last_compile = Some((arch, millis));
+                let warnings = source::map_log(&log, sources);
+                if warnings.iter().any(|d| d.is_error()) {
+                    return Err(BackendError::Compile(warnings));
+                }
+                Ok(())
+            }
+            Ok(Response::CompileFailed { log }) => Err(BackendError::Compile(source::map_log(&log, sources))),
+            Ok(Response::Failed { message, .. }) => Err(BackendError::Launch(message)),
+            Ok(other) => Err(BackendError::Launch(format!("unexpected answer from the GPU worker: {other:?}"))),
+            Err(e) => Err(self.recover(e.to_string())),
+        }
+    }
+
+    fn launch(
+        &mut self,
+        _module: &Module,
+        spec: &LaunchSpec,
+        buffers: &mut LaunchBuffers<'_>,
+    ) -> Result<LaunchReport, BackendError> {
+        let start = Instant::now();
+        let req = Request::Launch(LaunchRequest {
+            kernel: spec.kernel.clone(),
+            grid: spec.grid.as_array(),
+            block: spec.block.as_array(),
+            shared_bytes: spec.shared_bytes,
+            args: spec
+                .args
+                .iter()
+                .map(|a| match a {
+                    Arg::Buffer(i) => WireArg::Buffer(*i as u32),
+                    Arg::Scalar(s) => WireArg::Scalar(s.to_le_bytes()),
+                })
+                .collect(),
+            buffers: buffers
+                .buffers
+                .iter()
+                .map(|b| WireBuffer { bytes: b.bytes().to_vec(), elem_size: b.dtype().size() as u32 })
+                .collect(),
+            repeat: 1,
+        });
+        let timeout = self.timeout;
+        let worker = self.worker()?;
+        let result = match worker.request(&req, timeout) {
+            Ok(Response::Launched(r)) => r,
+            Ok(Response::Failed { message, sticky: true }) => {
+                return Err(self.recover(format!("`{}` stopped with an error on the GPU ({message})", spec.kernel)));
+            }
+            Ok(Response::Failed { message, .. }) => return Err(BackendError::Launch(message)),
+            Ok(other) => return Err(BackendError::Launch(format!("unexpected answer from the GPU worker: {other:?}"))),
+            Err(WorkerError::TimedOut(t)) => {
+                return Err(self.recover(format!(
+                    "`{}` ran longer than {} s (the --timeout), so gridlab stopped it",
+                    spec.kernel,
+                    t.as_secs_f64()
+                )));
+            }
+            Err(e) => return Err(self.recover(format!("`{}` took the GPU worker down ({e})", spec.kernel))),
+        };
+        for (b, bytes) in buffers.buffers.iter_mut().zip(&result.buffers) {
+            if bytes.len() == b.size_bytes() {
+                b.bytes_mut().copy_from_slice(bytes);
+            }
+        }
+        let findings = result
+            .guard_hits
+            .iter()
+            .filter_map(|h| {
+                let i = h.buffer as usize;
+                Some(Finding::GuardWrite {
+                    memory: Memory::Global(buffers.names.get(i)?.clone()),
+                    len: buffers.buffers.get(i)?.len() as u64,
+                    count: h.count,
+                    min_index: h.min_index,
+                    max_index: h.max_index,
+                })
+            })
+            .collect();
+        let output = result.printf.lines().map(|l| PrintLine { thread: None, text: l.to_string() }).collect();
+        Ok(LaunchReport {
+            elapsed: start.elapsed(),
+            steps: None,
+            kernel_ms: result.kernel_ms.first().copied(),
+            findings,
+            output,
+            output_truncated: false,
+            aborted: false,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names_fit_a_prompt() {
+        assert_eq!(short_name("NVIDIA H100 80GB HBM3"), "H100");
+        assert_eq!(short_name("NVIDIA GeForce RTX 4090"), "RTX 4090");
+        assert_eq!(short_name("Tesla T4"), "T4");
+        assert_eq!(short_name(""), "gpu");
+    }
+}

@@ -1,0 +1,69 @@
+//! Guard regions: every buffer is allocated with a stretch of known bytes before and after it.
+//! After a launch, any changed guard byte is a write outside the buffer, reported as the
+//! simulator reports one ("24 elements written past the end of `a`, indices 1000..1023"), and
+//! the guards are filled again. A small overrun does not fault on a GPU; this is how gridlab
+//! shows it anyway.
+
+use super::protocol::GuardHit;
+
+/// Bytes of guard on each side. Large enough for the usual off-by-a-block overrun.
+pub const GUARD_BYTES: usize = 64 * 1024;
+
+/// The fill pattern: a byte unlikely to be written as part of a real value (0xA5A5A5A5 is
+/// about -2.9e-16 as a float, and an odd large integer).
+pub const PATTERN: u8 = 0xA5;
+
+/// The element range written in the guards before (`before`) and after (`after`) a buffer of
+/// `len` bytes with elements of `elem_size` bytes.
+pub fn check(buffer: u32, before: &[u8], after: &[u8], len: usize, elem_size: usize) -> Option<GuardHit> {
+    let elem_size = elem_size.max(1) as i64;
+    let mut indices = Vec::new();
+    // Guard bytes before the buffer: byte k of `before` is at offset k - before.len().
+    for (k, b) in before.iter().enumerate() {
+        if *b != PATTERN {
+            let offset = k as i64 - before.len() as i64;
+            indices.push(offset.div_euclid(elem_size));
+        }
+    }
+    for (k, b) in after.iter().enumerate() {
+        if *b != PATTERN {
+            indices.push((len as i64 + k as i64) / elem_size);
+        }
+    }
+    indices.dedup();
+    let (min_index, max_index) = (*indices.iter().min()?, *indices.iter().max()?);
+    let mut distinct = indices.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    Some(GuardHit { buffer, min_index, max_index, count: distinct.len() as u64 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_past_the_end_are_reported_in_elements() {
+        let before = vec![PATTERN; 64];
+        let mut after = vec![PATTERN; 256];
+        // 24 floats written past the end of a 1000-float buffer.
+        for b in &mut after[..96] {
+            *b = 0;
+        }
+        let hit = check(0, &before, &after, 4000, 4).unwrap();
+        assert_eq!((hit.min_index, hit.max_index, hit.count), (1000, 1023, 24));
+    }
+
+    #[test]
+    fn writes_before_the_start_have_negative_indices() {
+        let mut before = vec![PATTERN; 64];
+        before[60] = 1;
+        let hit = check(2, &before, &[PATTERN; 8], 40, 4).unwrap();
+        assert_eq!((hit.buffer, hit.min_index, hit.max_index), (2, -1, -1));
+    }
+
+    #[test]
+    fn untouched_guards_report_nothing() {
+        assert_eq!(check(0, &[PATTERN; 16], &[PATTERN; 16], 40, 4), None);
+    }
+}

@@ -1,0 +1,127 @@
+//! The CUDA source NVRTC compiles: gridlab's prelude, then every item of the session's module
+//! in definition order, each behind a `#line` directive naming its snippet, so that NVRTC's
+//! errors come back as the learner's own file and line. Kernels get `extern "C"` so their names
+//! are not mangled.
+
+use crate::cuda::{ItemKind, Module};
+use crate::diag::{Diagnostic, SourceMap, Span};
+
+/// gridlab's helpers for kernels on the GPU (documented in the file itself).
+pub const PRELUDE: &str = include_str!("../../../assets/prelude.cuh");
+
+/// The whole module as one translation unit.
+pub fn generate(module: &Module, sources: &SourceMap) -> String {
+    let mut out = String::from(PRELUDE);
+    out.push('\n');
+    for item in module.items() {
+        let line = line_in_source(sources, item.span);
+        out.push_str(&format!("#line {line} \"@{}\"\n", item.source));
+        if item.kind == ItemKind::Kernel {
+            out.push_str("extern \"C\" ");
+        }
+        out.push_str(&item.text);
+        out.push('\n');
+    }
+    out
+}
+
+/// 1-based line of a span within its own source text (what `#line` counts).
+fn line_in_source(sources: &SourceMap, span: Span) -> usize {
+    let text = sources.get(span.source).map_or("", |f| f.text.as_str());
+    text[..(span.lo as usize).min(text.len())].matches('\n').count() + 1
+}
+
+/// Turn NVRTC's log into diagnostics on the learner's lines. Lines look like
+/// `@3(5): error: identifier "x" is undefined`; those from the prelude or without a place are
+/// kept as notes of the first diagnostic (or a diagnostic of their own).
+pub fn map_log(log: &str, sources: &SourceMap) -> Vec<Diagnostic> {
+    let mut diags: Vec<Diagnostic> = Vec::new();
+    for line in log.lines().map(str::trim_end).filter(|l| !l.is_empty()) {
+        match parse_line(line) {
+            Some((source, lineno, severity, message)) => {
+                let mut d =
+                    if severity == "warning" { Diagnostic::warning(message) } else { Diagnostic::error(message) };
+                if let Some(span) = line_span(sources, source, lineno) {
+                    d = d.at(span).label("NVRTC");
+                }
+                diags.push(d);
+            }
+            None if line.contains("compilation terminated")
+                || line.ends_with("detected in the compilation of \"gridlab.cu\".") => {}
+            None => match diags.last_mut() {
+                Some(d) => d.notes.push(line.trim().to_string()),
+                None => diags.push(Diagnostic::error(line.trim().to_string())),
+            },
+        }
+    }
+    diags
+}
+
+fn parse_line(line: &str) -> Option<(u32, usize, &str, String)> {
+    let rest = line.strip_prefix('@')?;
+    let (id, rest) = rest.split_once('(')?;
+    let (lineno, rest) = rest.split_once("): ")?;
+    let (severity, message) = rest.split_once(": ")?;
+    let severity = severity.trim();
+    if !matches!(severity, "error" | "warning" | "catastrophic error") {
+        return None;
+    }
+    Some((id.parse().ok()?, lineno.parse().ok()?, severity, message.trim().to_string()))
+}
+
+/// The span of a line's text (without leading blanks) in a source.
+fn line_span(sources: &SourceMap, source: u32, lineno: usize) -> Option<Span> {
+    let text = &sources.get(source)?.text;
+    let start: usize = text.split_inclusive('\n').take(lineno.checked_sub(1)?).map(str::len).sum();
+    let line = text[start..].lines().next()?;
+    let indent = line.len() - line.trim_start().len();
+    Some(Span::new(source, start + indent, start + line.trim_end().len().max(indent + 1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(snippets: &[&str]) -> (Module, SourceMap) {
+        let mut map = SourceMap::new();
+        let mut module = Module::new();
+        for (i, s) in snippets.iter().enumerate() {
+            let id = map.add(format!("<input {}>", i + 1), *s, 10 * i as u32 + 1);
+            module.add(id, s).unwrap();
+        }
+        (module, map)
+    }
+
+    #[test]
+    fn every_item_gets_a_line_directive_and_kernels_extern_c() {
+        let (module, map) = session(&[
+            "#define N 4",
+            "__device__ float sq(float x) { return x * x; }\n__global__ void k(float *a) {\n  a[0] = sq(N);\n}",
+        ]);
+        let src = generate(&module, &map);
+        assert!(src.starts_with(PRELUDE));
+        assert!(src.contains("#line 1 \"@0\"\n#define N 4\n"));
+        assert!(src.contains("#line 1 \"@1\"\n__device__ float sq"));
+        assert!(src.contains("#line 2 \"@1\"\nextern \"C\" __global__ void k(float *a) {"));
+    }
+
+    #[test]
+    fn nvrtc_errors_point_at_the_learners_line() {
+        let (_, map) = session(&["__global__ void k(float *a) {\n    a[0] = 1.0f;\n}"]);
+        let log =
+            "@0(2): error: identifier \"b\" is undefined\n\n1 error detected in the compilation of \"gridlab.cu\".\n";
+        let diags = map_log(log, &map);
+        assert_eq!(diags.len(), 1);
+        let text = diags[0].to_plain(&map);
+        assert!(text.contains("<input 1>:2:5"), "{text}");
+        assert!(text.contains("identifier \"b\" is undefined"), "{text}");
+    }
+
+    #[test]
+    fn lines_without_a_place_are_kept() {
+        let map = SourceMap::new();
+        let diags = map_log("nvrtc: error: invalid value for --gpu-architecture (-arch)\n", &map);
+        assert_eq!(diags.len(), 1);
+        assert!(diags[0].message.contains("--gpu-architecture"));
+    }
+}

@@ -1,0 +1,426 @@
+//! The GPU worker: the same executable, started by the session as `gridlab worker` (a hidden
+//! subcommand). It owns the CUDA context, the loaded module and, during a launch, the device
+//! buffers; the session owns everything else. A kernel that faults or never ends can only take
+//! this process down, and the session starts a new one.
+//!
+//! Device `printf` writes to file descriptor 1, so at start the worker moves its stdout to an
+//! in-memory file and speaks the protocol on a duplicate of the original descriptor.
+
+use std::ffi::{CString, c_void};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::fd::FromRawFd;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use cudarc::driver::{result, sys};
+use cudarc::nvrtc;
+
+use super::guard::{self, GUARD_BYTES, PATTERN};
+use super::protocol::{self, DeviceInfo, LaunchRequest, LaunchResult, Request, Response, WireArg};
+
+/// Device printf buffer: large enough for a lesson's worth of output per launch.
+const PRINTF_FIFO_BYTES: usize = 16 << 20;
+
+struct Worker {
+    ordinal: usize,
+    ctx: Option<sys::CUcontext>,
+    module: Option<sys::CUmodule>,
+    last_source: Option<(String, String)>,
+    printf: File,
+    printf_read: u64,
+}
+
+/// Run the worker loop until the session closes the pipe.
+pub fn main(ordinal: usize) -> ExitCode {
+    let (protocol_out, printf) = match redirect_stdout() {
+        Ok(pair) => pair,
+        Err(e) => {
+            eprintln!("gridlab worker: cannot set up its output: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    let mut out = io::BufWriter::new(protocol_out);
+    let stdin = io::stdin();
+    let mut input = stdin.lock();
+    let mut worker = Worker { ordinal, ctx: None, module: None, last_source: None, printf, printf_read: 0 };
+    loop {
+        let request = match protocol::recv::<Request>(&mut input) {
+            Ok(Some(r)) => r,
+            Ok(None) => return ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("gridlab worker: bad request: {e}");
+                return ExitCode::from(3);
+            }
+        };
+        let response = worker.handle(request);
+        let sticky = matches!(response, Response::Failed { sticky: true, .. });
+        if protocol::send(&mut out, &response).is_err() {
+            return ExitCode::from(3);
+        }
+        if sticky {
+            // The context is unusable after a sticky error: leave, the session starts anew.
+            return ExitCode::from(4);
+        }
+    }
+}
+
+/// Duplicate fd 1 for the protocol and point fd 1 at an in-memory file for device printf.
+fn redirect_stdout() -> io::Result<(File, File)> {
+    // SAFETY: plain descriptor calls; every result is checked.
+    unsafe {
+        let proto = libc::dup(1);
+        if proto < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let name = CString::new("gridlab-printf").unwrap();
+        let memfd = libc::memfd_create(name.as_ptr(), 0);
+        if memfd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::dup2(memfd, 1) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((File::from_raw_fd(proto), File::from_raw_fd(memfd)))
+    }
+}
+
+fn failed(what: &str, e: result::DriverError) -> Response {
+    let code = e.0 as u32;
+    let name = e.error_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("error {code}"));
+    let text = e.error_string().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    // Errors after which the context cannot be used again (CUDA's "sticky" errors).
+    let sticky = matches!(code, 700 | 702 | 710 | 714..=719);
+    Response::Failed { message: format!("{what}: {name}: {text}"), sticky }
+}
+
+impl Worker {
+    fn handle(&mut self, request: Request) -> Response {
+        if self.ctx.is_none()
+            && let Err(r) = self.init()
+        {
+            return r;
+        }
+        match request {
+            Request::Hello => match self.info() {
+                Ok(info) => Response::Hello(info),
+                Err(e) => failed("reading the device's properties", e),
+            },
+            Request::Compile { source, options } => self.compile(source, options),
+            Request::Launch(req) => self.launch(req),
+            Request::Ptx => self.ptx(),
+        }
+    }
+
+    fn init(&mut self) -> Result<(), Response> {
+        // SAFETY: cudarc panics when a library is missing; check first.
+        let present = unsafe { sys::is_culib_present() && nvrtc::sys::is_culib_present() };
+        if !present {
+            return Err(Response::Failed {
+                message: "the CUDA driver or NVRTC library could not be loaded".into(),
+                sticky: false,
+            });
+        }
+        let step = |what: &str, r: Result<(), result::DriverError>| r.map_err(|e| failed(what, e));
+        step("initialising the CUDA driver", result::init())?;
+        let dev = result::device::get(self.ordinal as i32).map_err(|e| failed("opening the device", e))?;
+        // SAFETY: the device handle is valid; the primary context is retained for the process.
+        let ctx = unsafe { result::primary_ctx::retain(dev) }.map_err(|e| failed("creating a context", e))?;
+        step("making the context current", unsafe { result::ctx::set_current(ctx) })?;
+        step(
+            "enlarging the printf buffer",
+            result::ctx::set_limit(sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE, PRINTF_FIFO_BYTES),
+        )?;
+        self.ctx = Some(ctx);
+        Ok(())
+    }
+
+    fn attr(&self, a: sys::CUdevice_attribute) -> Result<i32, result::DriverError> {
+        let dev = result::device::get(self.ordinal as i32)?;
+        // SAFETY: valid device and attribute.
+        unsafe { result::device::get_attribute(dev, a) }
+    }
+
+    fn info(&self) -> Result<DeviceInfo, result::DriverError> {
+        use sys::CUdevice_attribute as A;
+        let dev = result::device::get(self.ordinal as i32)?;
+        let clock_khz = self.attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)? as f64;
+        let bus_bits = self.attr(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)? as f64;
+        let mut driver = 0;
+        // SAFETY: writes one int.
+        unsafe { sys::cuDriverGetVersion(&mut driver) }.result()?;
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: writes two ints.
+        unsafe { nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+        Ok(DeviceInfo {
+            name: result::device::get_name(dev)?,
+            ordinal: self.ordinal as u32,
+            compute_capability: (
+                self.attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                self.attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+            ),
+            sm_count: self.attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            // SAFETY: valid device.
+            total_mem: unsafe { result::device::total_mem(dev) }? as u64,
+            // Double data rate: two transfers per clock, bus width in bits.
+            peak_bandwidth_gbs: 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9,
+            max_threads_per_block: self.attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_block: [
+                self.attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                self.attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                self.attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+            ],
+            max_grid: [
+                self.attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                self.attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                self.attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+            ],
+            max_shared_per_block: self.attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+            driver_version: driver,
+            nvrtc_version: (major, minor),
+        })
+    }
+
+    /// Compile with NVRTC to a CUBIN for this device's exact architecture (so the driver never
+    /// JITs PTX), falling back to PTX for `compute_XY` where NVRTC cannot target the device.
+    fn compile(&mut self, source: String, options: Vec<String>) -> Response {
+        let start = Instant::now();
+        let (major, minor) = match (
+            self.attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+            self.attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
+        ) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) | (_, Err(e)) => return failed("reading the compute capability", e),
+        };
+        let mut last_log = String::new();
+        for (arch, binary) in [(format!("sm_{major}{minor}"), true), (format!("compute_{major}{minor}"), false)] {
+            let mut opts = vec![format!("--gpu-architecture={arch}"), "-lineinfo".into(), "--std=c++17".into()];
+            opts.extend(options.iter().cloned());
+            match nvrtc_compile(&source, &opts, binary) {
+                Ok((image, log)) => {
+                    if let Some(old) = self.module.take() {
+                        // SAFETY: the old module is no longer used.
+                        unsafe {
+                            let _ = result::module::unload(old);
+                        }
+                    }
+                    // SAFETY: `image` is a CUBIN or a NUL-terminated PTX image.
+                    match unsafe { result::module::load_data(image.as_ptr() as *const c_void) } {
+                        Ok(m) => self.module = Some(m),
+                        Err(e) => return failed("loading the compiled module", e),
+                    }
+                    self.last_source = Some((source, arch.clone()));
+                    return Response::Compiled { log, arch, millis: start.elapsed().as_secs_f64() * 1e3 };
+                }
+                Err(log) => {
+                    let arch_unsupported = log.contains("--gpu-architecture") || log.contains("-arch");
+                    if !(binary && arch_unsupported) {
+                        return Response::CompileFailed { log };
+                    }
+                    last_log = log;
+                }
+            }
+        }
+        Response::CompileFailed { log: last_log }
+    }
+
+    fn ptx(&self) -> Response {
+        let Some((source, _)) = &self.last_source else {
+            return Response::Failed { message: "no module has been compiled yet".into(), sticky: false };
+        };
+        let (major, minor) = (
+            self.attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).unwrap_or(7),
+            self.attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).unwrap_or(0),
+        );
+        let opts = vec![format!("--gpu-architecture=compute_{major}{minor}"), "--std=c++17".into()];
+        match nvrtc_compile(source, &opts, false) {
+            Ok((ptx, _)) => Response::Ptx(String::from_utf8_lossy(&ptx).trim_end_matches('\0').to_string()),
+            Err(log) => Response::CompileFailed { log },
+        }
+    }
+
+    fn launch(&mut self, req: LaunchRequest) -> Response {
+        let Some(module) = self.module else {
+            return Response::Failed { message: "no module is loaded: define a kernel first".into(), sticky: false };
+        };
+        let name = match CString::new(req.kernel.clone()) {
+            Ok(n) => n,
+            Err(_) => return Response::Failed { message: "bad kernel name".into(), sticky: false },
+        };
+        // SAFETY: the module is loaded.
+        let func = match unsafe { result::module::get_function(module, name) } {
+            Ok(f) => f,
+            Err(e) => return failed(&format!("finding kernel `{}`", req.kernel), e),
+        };
+        // Allocate every buffer with guards on both sides, filled with the pattern.
+        let mut allocations: Vec<(sys::CUdeviceptr, usize)> = Vec::new();
+        let free_all = |allocs: &[(sys::CUdeviceptr, usize)]| {
+            for (p, _) in allocs {
+                // SAFETY: allocated below, freed once.
+                unsafe {
+                    let _ = result::free_sync(*p);
+                }
+            }
+        };
+        for b in &req.buffers {
+            let total = b.bytes.len() + 2 * GUARD_BYTES;
+            // SAFETY: plain allocation and copies into it.
+            let r = unsafe {
+                result::malloc_sync(total).and_then(|p| {
+                    allocations.push((p, b.bytes.len()));
+                    sys::cuMemsetD8_v2(p, PATTERN, total).result()?;
+                    result::memcpy_htod_sync(p + GUARD_BYTES as u64, &b.bytes)?;
+                    Ok(())
+                })
+            };
+            if let Err(e) = r {
+                free_all(&allocations);
+                let sticky = matches!(e.0 as u32, 700 | 702 | 710 | 714..=719);
+                if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                    return Response::Failed {
+                        message: format!(
+                            "the GPU has no room for a buffer of {} bytes (and its guards)",
+                            b.bytes.len()
+                        ),
+                        sticky,
+                    };
+                }
+                return failed("allocating buffers", e);
+            }
+        }
+        // Argument storage must outlive the launch; params point into it.
+        let mut storage: Vec<Vec<u8>> = req
+            .args
+            .iter()
+            .map(|a| match a {
+                WireArg::Buffer(i) => {
+                    let ptr = allocations.get(*i as usize).map_or(0, |(p, _)| p + GUARD_BYTES as u64);
+                    ptr.to_le_bytes().to_vec()
+                }
+                WireArg::Scalar(bytes) => bytes.clone(),
+            })
+            .collect();
+        let mut params: Vec<*mut c_void> = storage.iter_mut().map(|s| s.as_mut_ptr() as *mut c_void).collect();
+        let mut kernel_ms = Vec::new();
+        let mut launch_us = Vec::new();
+        let events = (
+            result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT),
+            result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT),
+        );
+        let (start_ev, stop_ev) = match events {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) | (_, Err(e)) => {
+                free_all(&allocations);
+                return failed("creating timing events", e);
+            }
+        };
+        let g = (req.grid[0], req.grid[1], req.grid[2]);
+        let b = (req.block[0], req.block[1], req.block[2]);
+        let stream = std::ptr::null_mut();
+        for _ in 0..req.repeat.max(1) {
+            // SAFETY: the function, its arguments and the buffers are valid for the launch.
+            let r = unsafe {
+                result::event::record(start_ev, stream).and_then(|_| {
+                    let t = Instant::now();
+                    let r = result::launch_kernel(func, g, b, req.shared_bytes, stream, &mut params);
+                    launch_us.push(t.elapsed().as_secs_f64() * 1e6);
+                    r?;
+                    result::event::record(stop_ev, stream)?;
+                    result::event::synchronize(stop_ev)?;
+                    kernel_ms.push(result::event::elapsed(start_ev, stop_ev)?);
+                    Ok(())
+                })
+            };
+            if let Err(e) = r {
+                let response = failed(&format!("running `{}`", req.kernel), e);
+                if !matches!(response, Response::Failed { sticky: true, .. }) {
+                    free_all(&allocations);
+                }
+                return response;
+            }
+        }
+        // SAFETY: plain synchronisation and copies out of our own allocations.
+        let copied = unsafe {
+            result::ctx::synchronize().and_then(|_| {
+                let mut out = Vec::new();
+                let mut hits = Vec::new();
+                for (i, (p, len)) in allocations.iter().enumerate() {
+                    let mut host = vec![0u8; *len];
+                    result::memcpy_dtoh_sync(&mut host, p + GUARD_BYTES as u64)?;
+                    let mut before = vec![0u8; GUARD_BYTES];
+                    let mut after = vec![0u8; GUARD_BYTES];
+                    result::memcpy_dtoh_sync(&mut before, *p)?;
+                    result::memcpy_dtoh_sync(&mut after, p + (GUARD_BYTES + len) as u64)?;
+                    let elem = req.buffers[i].elem_size as usize;
+                    if let Some(hit) = guard::check(i as u32, &before, &after, *len, elem) {
+                        hits.push(hit);
+                    }
+                    out.push(host);
+                }
+                Ok((out, hits))
+            })
+        };
+        // SAFETY: events created above.
+        unsafe {
+            let _ = result::event::destroy(start_ev);
+            let _ = result::event::destroy(stop_ev);
+        }
+        let printf = self.take_printf();
+        match copied {
+            Ok((buffers, guard_hits)) => {
+                free_all(&allocations);
+                Response::Launched(LaunchResult { buffers, printf, guard_hits, kernel_ms, launch_us })
+            }
+            Err(e) => failed(&format!("running `{}`", req.kernel), e),
+        }
+    }
+
+    /// What device printf wrote since the last launch.
+    fn take_printf(&mut self) -> String {
+        // SAFETY: flushes C stdio buffers, where the driver's printf output may wait.
+        unsafe { libc::fflush(std::ptr::null_mut()) };
+        let mut text = String::new();
+        if self.printf.seek(SeekFrom::Start(self.printf_read)).is_ok() {
+            let _ = self.printf.read_to_string(&mut text);
+            self.printf_read += text.len() as u64;
+        }
+        text
+    }
+}
+
+/// NVRTC: the compiled image (CUBIN when `binary`, else NUL-terminated PTX) and the log, or the
+/// log of a failed compilation.
+fn nvrtc_compile(source: &str, options: &[String], binary: bool) -> Result<(Vec<u8>, String), String> {
+    let src = CString::new(source).map_err(|_| "the source contains a NUL character".to_string())?;
+    let name = CString::new("gridlab.cu").unwrap();
+    let prog = nvrtc::result::create_program(&src, Some(&name)).map_err(|e| format!("nvrtc: {e:?}"))?;
+    // SAFETY: the program is valid until destroyed at the end of this function.
+    unsafe {
+        let compiled = nvrtc::result::compile_program(prog, options);
+        let log = nvrtc::result::get_program_log(prog)
+            .map(|l| {
+                let bytes: Vec<u8> = l.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
+                String::from_utf8_lossy(&bytes).into_owned()
+            })
+            .unwrap_or_default();
+        let image = match compiled {
+            Err(_) => Err(log.clone()),
+            Ok(()) if binary => {
+                let mut size = 0usize;
+                nvrtc::sys::nvrtcGetCUBINSize(prog, &mut size);
+                let mut image = vec![0u8; size];
+                let r = nvrtc::sys::nvrtcGetCUBIN(prog, image.as_mut_ptr() as *mut std::ffi::c_char);
+                if r == nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
+                    Ok((image, log.clone()))
+                } else {
+                    Err(format!("nvrtc: no CUBIN ({r:?})"))
+                }
+            }
+            Ok(()) => nvrtc::result::get_ptx(prog)
+                .map(|p| (p.iter().map(|&c| c as u8).collect(), log.clone()))
+                .map_err(|e| format!("nvrtc: {e:?}")),
+        };
+        let _ = nvrtc::result::destroy_program(prog);
+        image
+    }
+}

@@ -1,0 +1,59 @@
+//! The GPU backend. Tests that need a GPU run only with `GRIDLAB_GPU=1` and say that they were
+//! skipped otherwise; the rest (doctor without a GPU) run everywhere.
+
+use super::harness::{gridlab, root};
+
+fn gpu_enabled(test: &str) -> bool {
+    let on = std::env::var("GRIDLAB_GPU").is_ok_and(|v| v == "1");
+    if !on {
+        eprintln!("skipped {test}: needs a GPU (run with GRIDLAB_GPU=1 on a machine with one)");
+    }
+    on
+}
+
+#[test]
+fn doctor_without_a_gpu_says_what_to_install() {
+    if std::env::var("GRIDLAB_GPU").is_ok_and(|v| v == "1") {
+        eprintln!("skipped: this machine has a GPU");
+        return;
+    }
+    let run = gridlab().args(["doctor"]).run();
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("auto picks       sim"), "{}", run.stdout);
+    assert!(run.stdout.contains("no usable GPU:"), "{}", run.stdout);
+}
+
+#[test]
+fn doctor_finds_the_gpu() {
+    if !gpu_enabled("doctor_finds_the_gpu") {
+        return;
+    }
+    let run = gridlab().args(["doctor"]).run();
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains("auto picks       gpu"), "{}", run.stdout);
+}
+
+#[test]
+fn test_scripts_pass_on_the_gpu() {
+    if !gpu_enabled("test_scripts_pass_on_the_gpu") {
+        return;
+    }
+    let run = gridlab().args(["replay", "tests/scripts", "--backend", "gpu"]).run();
+    assert_eq!(run.code, 0, "{}", run.stdout);
+}
+
+#[test]
+fn faults_are_survived_on_the_gpu() {
+    if !gpu_enabled("faults_are_survived_on_the_gpu") {
+        return;
+    }
+    for entry in std::fs::read_dir(root().join("tests/faults")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "gridlab") {
+            continue;
+        }
+        let run = gridlab().args(["replay", path.to_str().unwrap(), "--backend", "gpu", "--timeout", "3"]).run();
+        assert!(!run.stdout.contains("expect failed"), "{}:\n{}", path.display(), run.stdout);
+        assert!(run.stdout.matches("\nok\n").count() >= 1, "{}:\n{}", path.display(), run.stdout);
+    }
+}
