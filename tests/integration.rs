@@ -5,5 +5,6 @@ mod integration {
     pub mod cli;
     pub mod errors;
     pub mod harness;
+    pub mod repl;
     pub mod replay;
 }
