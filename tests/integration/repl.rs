@@ -24,6 +24,11 @@ struct Terminal {
 
 impl Terminal {
     fn start(home: &Path, args: &[&str]) -> Terminal {
+        Terminal::start_with(home, args, &[])
+    }
+
+    /// Start with environment changes: `(name, None)` removes a variable.
+    fn start_with(home: &Path, args: &[&str], env: &[(&str, Option<&str>)]) -> Terminal {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_gridlab"));
         cmd.args(args)
             .current_dir(home)
@@ -35,6 +40,12 @@ impl Terminal {
             .env("COLUMNS", COLS.to_string())
             .env("LINES", ROWS.to_string())
             .env_remove("NO_COLOR");
+        for (name, value) in env {
+            match value {
+                Some(v) => cmd.env(name, v),
+                None => cmd.env_remove(name),
+            };
+        }
         let mut session = OsSession::spawn(cmd).expect("gridlab starts in a pseudo-terminal");
         session.get_process_mut().set_window_size(COLS, ROWS).expect("the window size can be set");
         Terminal {
@@ -60,6 +71,18 @@ impl Terminal {
         let keep = (1..DSR.len()).rev().find(|&k| self.pending.ends_with(&DSR[..k])).unwrap_or(0);
         let chunk: Vec<u8> = self.pending.drain(..self.pending.len() - keep).collect();
         self.screen.process(&chunk);
+    }
+
+    /// The colour and boldness of the first character of `what` on the screen.
+    fn look_of(&self, what: &str) -> (vt100::Color, bool) {
+        let screen = self.screen.screen();
+        for (row, line) in screen.rows(0, COLS).enumerate() {
+            if let Some(col) = line.find(what) {
+                let cell = screen.cell(row as u16, col as u16).unwrap();
+                return (cell.fgcolor(), cell.bold());
+            }
+        }
+        panic!("{what:?} is not on the screen:\n{}", self.text());
     }
 
     fn text(&self) -> String {
@@ -128,6 +151,9 @@ fn a_learner_types_launches_completes_and_leaves() {
     // A kernel over several lines: the editor keeps reading while the braces are open.
     t.keys("__global__ void scale(float *a, float s, int n) {\r");
     t.wait_for("...  ");
+    // Coloured as typed: the qualifier is bold, the type is not.
+    assert_ne!(t.look_of("__global__"), (vt100::Color::Default, false), "{}", t.text());
+    assert_ne!(t.look_of("float *a").0, vt100::Color::Default);
     t.keys("int i = blockIdx.x * blockDim.x + threadIdx.x;\r");
     t.keys("if (i < n) a[i] = a[i] * s;\r");
     t.keys("}\r");
@@ -181,5 +207,27 @@ fn ctrl_c_stops_a_running_launch_and_keeps_the_buffers() {
     t.keys("expect a[0] == 0\r");
     t.wait_for("ok");
     t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+}
+
+#[test]
+fn without_a_usable_state_folder_history_stays_in_memory() {
+    let home = tempfile::tempdir().unwrap();
+    // A file where the state folder should be: `gridlab/history` cannot be made under it.
+    std::fs::write(home.path().join("state"), "").unwrap();
+    let mut t =
+        Terminal::start_with(home.path(), &["--no-demo"], &[("GRIDLAB_NO_DEMO", None), ("NO_COLOR", Some("1"))]);
+    t.wait_for("history is kept for this session only");
+    t.prompt(1);
+    assert!(!t.text().contains("demo"), "--no-demo skips the demo:\n{}", t.text());
+    t.keys("let x = 1 # no colours with NO_COLOR\r");
+    t.prompt(2);
+    assert_eq!(t.look_of("let x"), (vt100::Color::Default, false));
+    // History still works within the session: Up brings the last input back.
+    t.keys("\x1b[A");
+    t.wait_for("sim> let x = 1 # no colours");
+    t.keys("\x03");
+    t.keys("\x04");
+    t.wait_for("history was kept in memory only");
     assert_eq!(t.exit_code(), 0);
 }
