@@ -114,10 +114,14 @@ fn editor(names: &SharedNames, color: bool, history: Box<dyn History>) -> Reedli
     );
     keys.add_binding(KeyModifiers::SHIFT, KeyCode::BackTab, ReedlineEvent::MenuPrevious);
     let menu = ColumnarMenu::default().with_name("completion");
-    let hint_style = if color { AnsiStyle::new().fg(Color::DarkGray) } else { AnsiStyle::new() };
-    Reedline::create()
-        .with_history(history)
-        .with_hinter(Box::new(DefaultHinter::default().with_style(hint_style)))
+    let editor = Reedline::create().with_history(history);
+    // A hint is told from typed text only by its colour: without colour, no hints.
+    let editor = if color {
+        editor.with_hinter(Box::new(DefaultHinter::default().with_style(AnsiStyle::new().fg(Color::DarkGray))))
+    } else {
+        editor
+    };
+    editor
         .with_validator(Box::new(validator::InputValidator))
         .with_highlighter(Box::new(highlighter::InputHighlighter::new(names.clone(), color)))
         .with_completer(Box::new(completer::InputCompleter::new(names.clone())))
