@@ -21,6 +21,10 @@ pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
 
+    /// Start the interactive session without the demo (or set GRIDLAB_NO_DEMO=1).
+    #[arg(long)]
+    pub no_demo: bool,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }

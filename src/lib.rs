@@ -7,6 +7,7 @@
 //! - [`session`]: evaluates inputs, owns buffers and kernels, talks to a [`backend`];
 //! - [`backend`]: `sim`, the CPU simulator with race and bounds findings (a GPU backend follows);
 //! - [`render`]: arrays, findings and tables, written to any `impl Write`;
+//! - [`repl`]: the interactive prompt (reedline): multi-line input, colours, completion, history;
 //! - [`replay`]: scripts run non-interactively, with exit codes and JUnit reports.
 
 pub mod app;
@@ -20,6 +21,7 @@ pub mod doctor;
 pub mod dtype;
 pub mod finding;
 pub mod render;
+pub mod repl;
 pub mod replay;
 pub mod script;
 pub mod session;

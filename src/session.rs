@@ -157,8 +157,12 @@ impl Session {
     fn gpu_ready(&mut self) -> Option<&mut GpuBackend> {
         if let Some(Gpu::Starting(_)) = &self.gpu {
             let Some(Gpu::Starting(handle)) = self.gpu.take() else { unreachable!("matched above") };
+            let cancel = self.options.sim.cancel.clone();
             self.gpu = Some(match handle.join() {
-                Ok(Ok(gpu)) => Gpu::Ready(Box::new(gpu)),
+                Ok(Ok(mut gpu)) => {
+                    gpu.cancel = cancel;
+                    Gpu::Ready(Box::new(gpu))
+                }
                 Ok(Err(why)) => Gpu::Unusable(why),
                 Err(_) => Gpu::Unusable("the GPU backend failed to start".into()),
             });

@@ -6,5 +6,6 @@ mod integration {
     pub mod errors;
     pub mod gpu;
     pub mod harness;
+    pub mod repl;
     pub mod replay;
 }

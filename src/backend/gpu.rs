@@ -47,6 +47,8 @@ pub struct GpuBackend {
     source: Option<String>,
     /// How long the last compile took and for which architecture.
     pub last_compile: Option<(String, f64)>,
+    /// Set by Ctrl-C: the running launch is stopped (and the worker restarted).
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl GpuBackend {
@@ -57,7 +59,16 @@ impl GpuBackend {
             return Err(advice);
         }
         let (worker, info) = hello(&libs, device)?;
-        Ok(GpuBackend { libs, device, timeout, worker: Some(worker), info, source: None, last_compile: None })
+        Ok(GpuBackend {
+            libs,
+            device,
+            timeout,
+            worker: Some(worker),
+            info,
+            source: None,
+            last_compile: None,
+            cancel: None,
+        })
     }
 
     pub fn info(&self) -> &DeviceInfo {
@@ -75,7 +86,7 @@ impl GpuBackend {
         self.info = info;
         if let Some(source) = &self.source {
             let req = Request::Compile { source: source.clone(), options: Vec::new() };
-            match worker.request(&req, COMPILE_TIMEOUT) {
+            match worker.request(&req, COMPILE_TIMEOUT, None) {
                 Ok(Response::Compiled { .. }) => {}
                 Ok(other) => return Err(format!("the restarted worker could not load the module again: {other:?}")),
                 Err(e) => return Err(e.to_string()),
@@ -104,7 +115,7 @@ impl GpuBackend {
     /// The PTX of the current module (for `:ptx`).
     pub fn ptx(&mut self) -> Result<String, BackendError> {
         let worker = self.worker()?;
-        match worker.request(&Request::Ptx, COMPILE_TIMEOUT) {
+        match worker.request(&Request::Ptx, COMPILE_TIMEOUT, None) {
             Ok(Response::Ptx(p)) => Ok(p),
             Ok(Response::Failed { message, .. }) => Err(BackendError::Launch(message)),
             Ok(other) => Err(BackendError::Launch(format!("unexpected answer from the worker: {other:?}"))),
@@ -115,7 +126,7 @@ impl GpuBackend {
 
 fn hello(libs: &Libraries, device: usize) -> Result<(Worker, DeviceInfo), String> {
     let mut worker = Worker::spawn(libs, device).map_err(|e| e.to_string())?;
-    match worker.request(&Request::Hello, START_TIMEOUT) {
+    match worker.request(&Request::Hello, START_TIMEOUT, None) {
         Ok(Response::Hello(info)) => Ok((worker, info)),
         Ok(Response::Failed { message, .. }) => Err(message),
         Ok(other) => Err(format!("unexpected answer from the GPU worker: {other:?}")),
@@ -147,7 +158,7 @@ impl Backend for GpuBackend {
         let source = source::generate(module, sources);
         let req = Request::Compile { source: source.clone(), options: Vec::new() };
         let worker = self.worker()?;
-        match worker.request(&req, COMPILE_TIMEOUT) {
+        match worker.request(&req, COMPILE_TIMEOUT, None) {
             Ok(Response::Compiled { log, arch, millis }) => {
                 self.source = Some(source);
                 self.last_compile = Some((arch, millis));
@@ -192,14 +203,18 @@ impl Backend for GpuBackend {
             repeat: 1,
         });
         let timeout = self.timeout;
+        let cancel = self.cancel.clone();
         let worker = self.worker()?;
-        let result = match worker.request(&req, timeout) {
+        let result = match worker.request(&req, timeout, cancel.as_deref()) {
             Ok(Response::Launched(r)) => r,
             Ok(Response::Failed { message, sticky: true }) => {
                 return Err(self.recover(format!("`{}` stopped with an error on the GPU ({message})", spec.kernel)));
             }
             Ok(Response::Failed { message, .. }) => return Err(BackendError::Launch(message)),
             Ok(other) => return Err(BackendError::Launch(format!("unexpected answer from the GPU worker: {other:?}"))),
+            Err(WorkerError::Interrupted) => {
+                return Err(self.recover(format!("`{}` stopped by Ctrl-C", spec.kernel)));
+            }
             Err(WorkerError::TimedOut(t)) => {
                 return Err(self.recover(format!(
                     "`{}` ran longer than {} s (the --timeout), so gridlab stopped it",

@@ -498,10 +498,10 @@ fn not_constant(span: Span) -> Diagnostic {
 
 // ----- functions -----
 
-const BUILTIN_VARS: &[&str] = &["threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"];
+pub(crate) const BUILTIN_VARS: &[&str] = &["threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"];
 
 /// Every builtin function name, for "did you mean" suggestions.
-const BUILTIN_FUNCS: &[&str] = &[
+pub(crate) const BUILTIN_FUNCS: &[&str] = &[
     "__syncthreads",
     "__syncwarp",
     "__threadfence",

@@ -355,7 +355,7 @@ pub fn human_bytes(n: u128) -> String {
     format!("{v:.1} {}", UNITS[u])
 }
 
-const FUNCTIONS: [&str; 27] = [
+pub(crate) const FUNCTIONS: [&str; 27] = [
     "zeros", "ones", "full", "arange", "linspace", "random", "randint", "copy", "array", "len", "sum", "min", "max",
     "mean", "abs", "all", "any", "count", "sqrt", "exp", "log", "float", "int", "round", "floor", "ceil", "dim3",
 ];

@@ -55,6 +55,13 @@ impl Session {
                 self.last = Some(LastLaunch { report, before });
                 Ok(Status::Ok)
             }
+            Err(crate::backend::BackendError::Aborted(_)) => {
+                // Only Ctrl-C cancels a launch part-way (`SimConfig.cancel`); the backend has
+                // already put the buffers back.
+                let msg = format!("`{}` stopped by Ctrl-C; buffers are as they were before the launch", spec.kernel);
+                writeln!(out, "{}", style.warn(&msg))?;
+                Ok(Status::Error)
+            }
             Err(e) => {
                 writeln!(out, "{} {e}", style.error("error:"))?;
                 // A GPU fault says little; the simulator names the thread, index and line.

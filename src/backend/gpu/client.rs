@@ -4,9 +4,10 @@
 
 use std::io::{BufReader, Read};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::libs::Libraries;
 use super::protocol::{self, Request, Response};
@@ -19,6 +20,8 @@ pub enum WorkerError {
     Died { stderr: String },
     #[error("the kernel ran longer than {secs} s", secs = .0.as_secs_f64())]
     TimedOut(Duration),
+    #[error("stopped by Ctrl-C")]
+    Interrupted,
 }
 
 fn tail(stderr: &str) -> String {
@@ -92,16 +95,32 @@ impl Worker {
 
     /// Send a request and wait for its response, at most `timeout`. On a timeout the worker is
     /// killed (a kernel in an endless loop cannot be stopped any other way).
-    pub fn request(&mut self, req: &Request, timeout: Duration) -> Result<Response, WorkerError> {
+    pub fn request(
+        &mut self,
+        req: &Request,
+        timeout: Duration,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Response, WorkerError> {
         if protocol::send(&mut self.stdin, req).is_err() {
             return Err(self.died());
         }
-        match self.responses.recv_timeout(timeout) {
-            Ok(Some(resp)) => Ok(resp),
-            Ok(None) | Err(RecvTimeoutError::Disconnected) => Err(self.died()),
-            Err(RecvTimeoutError::Timeout) => {
-                self.kill();
-                Err(WorkerError::TimedOut(timeout))
+        let deadline = Instant::now() + timeout;
+        loop {
+            // Wake up now and then to notice Ctrl-C.
+            let slice = deadline.saturating_duration_since(Instant::now()).min(Duration::from_millis(50));
+            match self.responses.recv_timeout(slice) {
+                Ok(Some(resp)) => return Ok(resp),
+                Ok(None) | Err(RecvTimeoutError::Disconnected) => return Err(self.died()),
+                Err(RecvTimeoutError::Timeout) => {
+                    if cancel.is_some_and(|c| c.load(Ordering::SeqCst)) {
+                        self.kill();
+                        return Err(WorkerError::Interrupted);
+                    }
+                    if Instant::now() >= deadline {
+                        self.kill();
+                        return Err(WorkerError::TimedOut(timeout));
+                    }
+                }
             }
         }
     }

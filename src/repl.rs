@@ -1,0 +1,272 @@
+//! The interactive prompt: a reedline editor around a [`Session`].
+//!
+//! With a terminal on both ends, input is edited with reedline: multi-line kernels
+//! ([`validator`]), colours ([`highlighter`]), Tab completion ([`completer`]), a prompt naming the
+//! backend ([`prompt`]), history in the platform's state folder with Ctrl-R search and hints,
+//! Ctrl-C to clear the line or stop a running launch, Ctrl-D to leave. Otherwise input is read
+//! line by line: piped input runs like a script (echoed, with its own line numbers, exit code 1
+//! when something failed).
+
+pub mod completer;
+pub mod highlighter;
+pub mod prompt;
+pub mod validator;
+
+use std::io::{self, BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use nu_ansi_term::{Color, Style as AnsiStyle};
+use reedline::{
+    ColumnarMenu, DefaultHinter, Emacs, FileBackedHistory, History, KeyCode, KeyModifiers, MenuBuilder, Reedline,
+    ReedlineEvent, ReedlineMenu, Signal, default_emacs_keybindings,
+};
+
+use crate::cuda::ast::FuncKind;
+use crate::script;
+use crate::session::{self, Options, Session, Status};
+
+/// The demo replayed when gridlab starts interactively, until the guided lessons arrive.
+const DEMO: &str = include_str!("../assets/demo.gridlab");
+
+/// Entries kept in the history file.
+const HISTORY_SIZE: usize = 10_000;
+
+/// How the interactive session starts.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// Replay the start-up demo first.
+    pub demo: bool,
+    /// The lesson in progress, shown in the prompt (lessons come later).
+    pub lesson: Option<String>,
+}
+
+/// What the completer and highlighter know of the session: a snapshot taken after each input,
+/// so that completing never waits for (or blocks) a running launch.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Names {
+    pub kernels: Vec<String>,
+    pub device_functions: Vec<String>,
+    pub buffers: Vec<String>,
+    pub scalars: Vec<String>,
+}
+
+pub type SharedNames = Arc<Mutex<Names>>;
+
+impl Names {
+    pub fn of(session: &Session) -> Names {
+        let functions = &session.module().program().functions;
+        let named = |kind: FuncKind| functions.iter().filter(|f| f.kind == kind).map(|f| f.name.clone()).collect();
+        Names {
+            kernels: named(FuncKind::Kernel),
+            device_functions: named(FuncKind::Device),
+            buffers: session.buffers.iter().map(|(n, _)| n.clone()).collect(),
+            scalars: session.scalars.iter().map(|(n, _)| n.clone()).collect(),
+        }
+    }
+}
+
+/// No command given: the line editor when stdin and stdout are terminals, line by line otherwise.
+pub fn run(options: Options, settings: &Settings) -> io::Result<ExitCode> {
+    if io::stdin().is_terminal() && io::stdout().is_terminal() {
+        interactive(options, settings)
+    } else {
+        lines(options)
+    }
+}
+
+/// Say once, at start, which backend runs kernels and why (when the learner did not pin `sim`).
+fn announce_backend(session: &mut Session, out: &mut impl Write) -> io::Result<()> {
+    if session.options.backend != crate::backend::BackendKind::Sim {
+        writeln!(out, "{}", session.resolve_backend())?;
+    }
+    Ok(())
+}
+
+/// Columns of the terminal on stdout, or `COLUMNS`, or 80.
+pub fn terminal_width() -> usize {
+    let from_tty = io::stdout().is_terminal().then(crossterm::terminal::size).and_then(Result::ok).map(|(w, _)| w);
+    let from_env = || std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok());
+    from_tty.filter(|w| *w > 0).or_else(from_env).map_or(80, |w: u16| usize::from(w).max(40))
+}
+
+/// Where history is kept: `$XDG_STATE_HOME/gridlab/history` (or the platform's equivalent),
+/// falling back to the local data folder.
+pub fn history_path() -> Option<PathBuf> {
+    Some(dirs::state_dir().or_else(dirs::data_local_dir)?.join("gridlab").join("history"))
+}
+
+/// The history file, or an in-memory history and the reason why not.
+fn open_history() -> (Box<dyn History>, Result<PathBuf, String>) {
+    let Some(path) = history_path() else {
+        return (memory_history(), Err("no state or data folder is known for this user".to_string()));
+    };
+    match FileBackedHistory::with_file(HISTORY_SIZE, path.clone()) {
+        Ok(h) => (Box::new(h), Ok(path)),
+        Err(e) => (memory_history(), Err(format!("cannot use {}: {e}", path.display()))),
+    }
+}
+
+fn memory_history() -> Box<dyn History> {
+    Box::new(FileBackedHistory::new(HISTORY_SIZE).expect("an in-memory history of nonzero size"))
+}
+
+fn editor(names: &SharedNames, color: bool, history: Box<dyn History>) -> Reedline {
+    let mut keys = default_emacs_keybindings();
+    keys.add_binding(
+        KeyModifiers::NONE,
+        KeyCode::Tab,
+        ReedlineEvent::UntilFound(vec![ReedlineEvent::Menu("completion".to_string()), ReedlineEvent::MenuNext]),
+    );
+    keys.add_binding(KeyModifiers::SHIFT, KeyCode::BackTab, ReedlineEvent::MenuPrevious);
+    let menu = ColumnarMenu::default().with_name("completion");
+    let editor = Reedline::create().with_history(history);
+    // A hint is told from typed text only by its colour: without colour, no hints.
+    let editor = if color {
+        editor.with_hinter(Box::new(DefaultHinter::default().with_style(AnsiStyle::new().fg(Color::DarkGray))))
+    } else {
+        editor
+    };
+    editor
+        .with_validator(Box::new(validator::InputValidator))
+        .with_highlighter(Box::new(highlighter::InputHighlighter::new(names.clone(), color)))
+        .with_completer(Box::new(completer::InputCompleter::new(names.clone())))
+        .with_quick_completions(true)
+        .with_partial_completions(true)
+        .with_menu(ReedlineMenu::EngineCompleter(Box::new(menu)))
+        .with_edit_mode(Box::new(Emacs::new(keys)))
+        .with_ansi_colors(color)
+}
+
+fn interactive(mut options: Options, settings: &Settings) -> io::Result<ExitCode> {
+    // Ctrl-C while the editor reads is a key (the terminal is raw); while an input runs it is
+    // SIGINT, which this handler turns into a request to stop the launch at its next step.
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = cancel.clone();
+    let can_stop = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).is_ok();
+    if can_stop {
+        options.sim.cancel = Some(cancel.clone());
+    }
+    options.style.width = terminal_width();
+    let color = options.style.color;
+    let mut session = Session::new(options.clone());
+    {
+        let mut out = io::stdout().lock();
+        let style = &options.style;
+        writeln!(out, "{}", style.bold("gridlab: write a CUDA kernel, launch it, see what every thread did."))?;
+        if settings.demo {
+            writeln!(
+                out,
+                "{}",
+                style.dim("A short demo first (skip it with --no-demo); then it's your turn. Type :help for help, Ctrl-D to leave.")
+            )?;
+            writeln!(out)?;
+            announce_backend(&mut session, &mut out)?;
+            session.eval_text("demo.gridlab", DEMO, true, &mut out)?;
+            session.reset();
+        } else {
+            writeln!(out, "{}", style.dim("Type :help for help, Tab to complete, Ctrl-D to leave."))?;
+            announce_backend(&mut session, &mut out)?;
+        }
+        writeln!(out)?;
+    }
+    let (history, saved_in) = open_history();
+    if let Err(why) = &saved_in {
+        println!("{}", options.style.warn(&format!("note: {why}; history is kept for this session only")));
+    }
+    let names: SharedNames = Arc::new(Mutex::new(Names::of(&session)));
+    let mut editor = editor(&names, color, history);
+    let mut prompt = prompt::GridlabPrompt::new(session.backend_label());
+    prompt.lesson = settings.lesson.clone();
+    loop {
+        match editor.read_line(&prompt) {
+            Ok(Signal::Success(text)) => {
+                if text.trim().is_empty() {
+                    continue;
+                }
+                cancel.store(false, Ordering::SeqCst);
+                session.options.style.width = terminal_width();
+                let mut out = io::stdout().lock();
+                session.eval_typed(&text, &mut out)?;
+                out.flush()?;
+                // A Ctrl-C that came after the launch (or with none) must not stop the next one.
+                cancel.store(false, Ordering::SeqCst);
+                if let Ok(mut n) = names.lock() {
+                    *n = Names::of(&session);
+                }
+                prompt.backend = session.backend_label();
+            }
+            // reedline has already cleared the line.
+            Ok(Signal::CtrlC) => {}
+            Ok(Signal::CtrlD) => break,
+            Ok(_) => {}
+            Err(e) => return Err(io::Error::other(e)),
+        }
+    }
+    let synced = editor.sync_history();
+    let style = &options.style;
+    match (saved_in, synced) {
+        (Ok(path), Ok(())) => println!("{}", style.dim(&format!("bye; history is saved in {}", path.display()))),
+        (Ok(path), Err(e)) => {
+            println!("{}", style.warn(&format!("bye; history could not be saved in {}: {e}", path.display())))
+        }
+        (Err(_), _) => println!("{}", style.dim("bye; history was kept in memory only")),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Without a terminal: read lines, gather each input until it is complete, and run it. Piped
+/// input is a script: echoed, with errors at its own line numbers, exit code 1 on failure.
+fn lines(options: Options) -> io::Result<ExitCode> {
+    let stdin = io::stdin();
+    let tty = stdin.is_terminal();
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let mut session = Session::new(options);
+    let mut worst = Status::Ok;
+    let mut pending = String::new();
+    let mut first_line = 1u32;
+    let mut line_no = 0u32;
+    let prompt = |out: &mut dyn Write, more: bool| -> io::Result<()> {
+        if tty {
+            write!(out, "{}", if more { "... " } else { "sim> " })?;
+            out.flush()?;
+        }
+        Ok(())
+    };
+    prompt(&mut out, false)?;
+    for line in stdin.lock().lines() {
+        let line = line?;
+        line_no += 1;
+        if pending.is_empty() {
+            first_line = line_no;
+        }
+        pending.push_str(&line);
+        pending.push('\n');
+        if !script::is_complete(&pending) {
+            prompt(&mut out, true)?;
+            continue;
+        }
+        let text = std::mem::take(&mut pending);
+        let status = if tty {
+            session.eval_typed(&text, &mut out)?
+        } else {
+            // Piped input is a script: echo it and keep its line numbers.
+            let padded = format!("{}{text}", "\n".repeat(first_line as usize - 1));
+            session.eval_text("<stdin>", &padded, true, &mut out)?
+        };
+        worst = session::worse(worst, status);
+        prompt(&mut out, false)?;
+    }
+    if !pending.trim().is_empty() {
+        let status = session.eval_typed(&pending, &mut out)?;
+        worst = session::worse(worst, status);
+    }
+    if tty {
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    Ok(if worst == Status::Ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

@@ -1,0 +1,233 @@
+//! The interactive prompt, driven in a pseudo-terminal as a learner would: keys go in, the
+//! screen is rendered with a terminal emulator (vt100) and checked as text.
+#![cfg(unix)]
+
+use std::io::Write;
+use std::num::NonZeroU16;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use expectrl::session::OsSession;
+
+const ROWS: u16 = 60;
+const COLS: u16 = 100;
+const DSR: &[u8] = b"\x1b[6n";
+
+/// A running `gridlab` in a pseudo-terminal, with the screen it drew.
+struct Terminal {
+    session: OsSession,
+    screen: vt100::Parser,
+    /// Bytes not yet given to the emulator (a cursor-position query may be cut in two).
+    pending: Vec<u8>,
+}
+
+impl Terminal {
+    fn start(home: &Path, args: &[&str]) -> Terminal {
+        Terminal::start_with(home, args, &[])
+    }
+
+    /// Start with environment changes: `(name, None)` removes a variable.
+    fn start_with(home: &Path, args: &[&str], env: &[(&str, Option<&str>)]) -> Terminal {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gridlab"));
+        cmd.args(args)
+            .current_dir(home)
+            .env("GRIDLAB_NO_DEMO", "1")
+            .env("HOME", home)
+            .env("XDG_STATE_HOME", home.join("state"))
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("TERM", "xterm-256color")
+            .env("COLUMNS", COLS.to_string())
+            .env("LINES", ROWS.to_string())
+            .env_remove("NO_COLOR");
+        for (name, value) in env {
+            match value {
+                Some(v) => cmd.env(name, v),
+                None => cmd.env_remove(name),
+            };
+        }
+        let mut session = OsSession::spawn(cmd).expect("gridlab starts in a pseudo-terminal");
+        session.get_process_mut().set_window_size(COLS, ROWS).expect("the window size can be set");
+        Terminal {
+            session,
+            screen: vt100::Parser::new(NonZeroU16::new(ROWS).unwrap(), NonZeroU16::new(COLS).unwrap(), 0),
+            pending: Vec::new(),
+        }
+    }
+
+    /// Read what the program wrote, answering its cursor-position queries as a terminal does.
+    fn pump(&mut self) {
+        let mut buf = [0u8; 8192];
+        while let Ok(n @ 1..) = self.session.try_read(&mut buf) {
+            self.pending.extend_from_slice(&buf[..n]);
+        }
+        while let Some(at) = self.pending.windows(DSR.len()).position(|w| w == DSR) {
+            let chunk: Vec<u8> = self.pending.drain(..at + DSR.len()).collect();
+            self.screen.process(&chunk);
+            let (row, col) = self.screen.screen().cursor_position();
+            write!(self.session, "\x1b[{};{}R", row + 1, col + 1).unwrap();
+            self.session.flush().unwrap();
+        }
+        let keep = (1..DSR.len()).rev().find(|&k| self.pending.ends_with(&DSR[..k])).unwrap_or(0);
+        let chunk: Vec<u8> = self.pending.drain(..self.pending.len() - keep).collect();
+        self.screen.process(&chunk);
+    }
+
+    /// The colour and boldness of the first character of `what` on the screen.
+    fn look_of(&self, what: &str) -> (vt100::Color, bool) {
+        let screen = self.screen.screen();
+        for (row, line) in screen.rows(0, COLS).enumerate() {
+            if let Some(col) = line.find(what) {
+                let cell = screen.cell(row as u16, col as u16).unwrap();
+                return (cell.fgcolor(), cell.bold());
+            }
+        }
+        panic!("{what:?} is not on the screen:\n{}", self.text());
+    }
+
+    fn text(&self) -> String {
+        self.screen.screen().contents()
+    }
+
+    /// Wait until the screen shows `what`.
+    fn wait_for(&mut self, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            self.pump();
+            if self.text().contains(what) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the screen never showed {what:?}; it shows:\n{}", self.text());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Wait until the editor shows a fresh, empty prompt on its last line: `count` of them in all.
+    fn prompt(&mut self, count: usize) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            self.pump();
+            let text = self.text();
+            let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+            if last.trim_end() == "sim>" && text.matches("sim>").count() >= count {
+                return;
+            }
+            assert!(Instant::now() < deadline, "no prompt number {count}; the screen shows:\n{text}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Type keys, a little at a time as a person would (and as the editor expects).
+    fn keys(&mut self, keys: &str) {
+        self.session.write_all(keys.as_bytes()).unwrap();
+        self.session.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        self.pump();
+    }
+
+    /// Wait until the program exits and return its exit code.
+    fn exit_code(&mut self) -> i32 {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            self.pump();
+            match self.session.get_process().status() {
+                Ok(expectrl::process::unix::WaitStatus::Exited(_, code)) => return code,
+                Ok(expectrl::process::unix::WaitStatus::StillAlive) | Err(_) => {}
+                Ok(other) => panic!("gridlab ended with {other:?}"),
+            }
+            assert!(Instant::now() < deadline, "gridlab did not exit; the screen shows:\n{}", self.text());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[test]
+fn a_learner_types_launches_completes_and_leaves() {
+    let home = tempfile::tempdir().unwrap();
+    let mut t = Terminal::start(home.path(), &[]);
+    t.wait_for("sim> ");
+    assert!(!t.text().contains("demo"), "GRIDLAB_NO_DEMO skips the demo:\n{}", t.text());
+
+    // A kernel over several lines: the editor keeps reading while the braces are open.
+    t.keys("__global__ void scale(float *a, float s, int n) {\r");
+    t.wait_for("...  ");
+    // Coloured as typed: the qualifier is bold, the type is not.
+    assert_ne!(t.look_of("__global__"), (vt100::Color::Default, false), "{}", t.text());
+    assert_ne!(t.look_of("float *a").0, vt100::Color::Default);
+    t.keys("int i = blockIdx.x * blockDim.x + threadIdx.x;\r");
+    t.keys("if (i < n) a[i] = a[i] * s;\r");
+    t.keys("}\r");
+    t.wait_for("defined kernel scale(");
+
+    t.keys("let a = arange(8)\r");
+    // Tab completes the kernel's name.
+    t.keys("sc\t");
+    t.wait_for("sim> scale");
+    t.keys("<<<2, 4>>>(a, 2.0, len(a))\r");
+    t.wait_for("scale<<<2, 4>>>");
+    t.keys("a\r");
+    t.wait_for("14");
+
+    // Ctrl-C drops a half-typed line: no `b` is made.
+    t.prompt(5);
+    t.keys("let b = zer");
+    t.keys("\x03");
+    t.prompt(6);
+    t.keys(":buf\t");
+    t.wait_for("sim> :buffers");
+    t.keys("\r");
+    t.wait_for("bytes");
+    let screen = t.text();
+    let table = &screen[screen.rfind(":buffers").unwrap()..];
+    assert!(table.contains(" a ") && !table.contains(" b "), "only `a` exists:\n{screen}");
+
+    // Ctrl-D leaves and says where history is.
+    t.keys("\x04");
+    t.wait_for("history is saved in");
+    assert_eq!(t.exit_code(), 0);
+    let history = std::fs::read_to_string(home.path().join("state/gridlab/history")).unwrap();
+    assert!(history.contains("let a = arange(8)"), "{history}");
+    assert!(!history.contains("let b = zer"), "{history}");
+}
+
+#[test]
+fn ctrl_c_stops_a_running_launch_and_keeps_the_buffers() {
+    let home = tempfile::tempdir().unwrap();
+    let mut t = Terminal::start(home.path(), &["--max-steps", "1000000000000"]);
+    t.wait_for("sim> ");
+    t.keys("__global__ void spin(int *a) { a[0] = 7; while (a[1] == 0) {} }\r");
+    t.wait_for("defined kernel spin(");
+    t.keys("let a = zeros(2, i32)\r");
+    t.prompt(3);
+    t.keys("spin<<<1, 1>>>(a)\r");
+    std::thread::sleep(Duration::from_millis(500));
+    t.keys("\x03");
+    t.wait_for("stopped by Ctrl-C; buffers are as they were before the launch");
+    t.prompt(4);
+    t.keys("expect a[0] == 0\r");
+    t.wait_for("ok");
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+}
+
+#[test]
+fn without_a_usable_state_folder_history_stays_in_memory() {
+    let home = tempfile::tempdir().unwrap();
+    // A file where the state folder should be: `gridlab/history` cannot be made under it.
+    std::fs::write(home.path().join("state"), "").unwrap();
+    let mut t =
+        Terminal::start_with(home.path(), &["--no-demo"], &[("GRIDLAB_NO_DEMO", None), ("NO_COLOR", Some("1"))]);
+    t.wait_for("history is kept for this session only");
+    t.prompt(1);
+    assert!(!t.text().contains("demo"), "--no-demo skips the demo:\n{}", t.text());
+    t.keys("let x = 1 # no colours with NO_COLOR\r");
+    t.prompt(2);
+    assert_eq!(t.look_of("let x"), (vt100::Color::Default, false));
+    // History still works within the session: Up brings the last input back.
+    t.keys("\x1b[A");
+    t.wait_for("sim> let x = 1 # no colours");
+    t.keys("\x03");
+    t.keys("\x04");
+    t.wait_for("history was kept in memory only");
+    assert_eq!(t.exit_code(), 0);
+}
