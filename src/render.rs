@@ -4,7 +4,11 @@
 pub mod array;
 pub mod findings;
 pub mod launch;
+pub mod map;
+pub mod race;
 mod style;
+pub mod timing;
+pub mod why;
 
 pub use style::Style;
 

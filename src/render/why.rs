@@ -1,0 +1,166 @@
+//! `:why`: the race finding's example pair replayed as a timeline of their accesses to the
+//! element, in the order the simulator's schedule ran them, then what went wrong in plain words.
+//!
+//! ```text
+//! step     812  block 0 thread 5    reads  a[0] = 0.0     line 3
+//! step     815  block 1 thread 37   reads  a[0] = 0.0     line 3
+//! step     818  block 0 thread 5    writes a[0] = 0.5     line 3
+//! step     901  block 1 thread 37   writes a[0] = 0.5     line 3
+//! both read a[0] = 0.0 before either wrote: one update lost.
+//! ```
+
+use std::io::{self, Write};
+
+use super::Style;
+use super::array::scalar_float;
+use crate::backend::WatchedAccess;
+use crate::buffer::Num;
+use crate::diag::SourceMap;
+use crate::finding::{Access, Memory, Site, ThreadRef};
+
+/// Timeline lines shown before eliding the rest.
+const MAX_EVENTS: usize = 16;
+
+#[derive(Clone, Debug)]
+pub struct WhyView {
+    /// `kernel<<<grid, block>>>`.
+    pub launch: String,
+    pub schedule: String,
+    pub seed: u64,
+    pub memory: Memory,
+    pub index: i64,
+    /// The finding's example pair.
+    pub first: Site,
+    pub second: Site,
+    /// Their accesses to the element, in the order they ran.
+    pub events: Vec<WatchedAccess>,
+}
+
+fn num(n: Option<Num>) -> String {
+    match n {
+        Some(Num::Float(f)) => scalar_float(f),
+        Some(Num::Int(i)) => i.to_string(),
+        None => "?".into(),
+    }
+}
+
+impl WhyView {
+    fn elem(&self) -> String {
+        format!("{}[{}]", self.memory.name(), self.index)
+    }
+
+    fn what(&self, e: &WatchedAccess) -> String {
+        let elem = self.elem();
+        match e.access {
+            Access::Read => format!("reads  {elem} = {}", num(e.read)),
+            Access::Write => format!("writes {elem} = {}", num(e.written)),
+            Access::Atomic => format!("atomic {elem}: {} -> {}", num(e.read), num(e.written)),
+        }
+    }
+
+    /// What went wrong, in plain words, read off the timeline.
+    pub fn explain(&self) -> String {
+        let ev = &self.events;
+        let elem = self.elem();
+        let name = |t: &ThreadRef| t.describe();
+        if ev.is_empty() {
+            return format!(
+                "the replay saw neither thread touch {elem}; the race is between other accesses of theirs (see the finding's lines)"
+            );
+        }
+        let atomic = ev.iter().any(|e| e.access == Access::Atomic);
+        let plain = ev.iter().any(|e| e.access != Access::Atomic);
+        let prefix = if atomic && plain {
+            "one thread used an atomic and the other a plain access: atomics only order other atomics; "
+        } else {
+            ""
+        };
+        let writes = |e: &WatchedAccess| e.access != Access::Read;
+        for (i, r) in ev.iter().enumerate().filter(|(_, e)| e.access == Access::Read) {
+            let t = r.thread;
+            let Some(j) = (i + 1..ev.len()).find(|&j| ev[j].thread == t && writes(&ev[j])) else { continue };
+            if let Some(k) = (i + 1..j).find(|&k| ev[k].thread != t && writes(&ev[k])) {
+                return format!(
+                    "{prefix}{} wrote {elem} between {}'s read and its write; {} then wrote a value computed from the old {}: {}'s update is lost",
+                    name(&ev[k].thread),
+                    name(&t),
+                    name(&t),
+                    num(r.read),
+                    name(&ev[k].thread)
+                );
+            }
+            if (i + 1..j).any(|k| ev[k].thread != t && ev[k].access == Access::Read) {
+                return format!("{prefix}both read {elem} = {} before either wrote: one update lost", num(r.read));
+            }
+        }
+        if let Some((i, r)) = ev.iter().enumerate().find(|(_, e)| e.access == Access::Read)
+            && let Some(w) = ev[i + 1..].iter().find(|e| e.thread != r.thread && writes(e))
+        {
+            return format!(
+                "{prefix}{} read {elem} = {} before {}'s write reached memory: it saw the old value",
+                name(&r.thread),
+                num(r.read),
+                name(&w.thread)
+            );
+        }
+        if let Some((i, w)) = ev.iter().enumerate().find(|(_, e)| writes(e))
+            && let Some(r) = ev[i + 1..].iter().find(|e| e.thread != w.thread && e.access == Access::Read)
+        {
+            return format!(
+                "{prefix}this time {} read {elem} after {}'s write and saw {}; nothing orders them, so another schedule may not (try `:race`)",
+                name(&r.thread),
+                name(&w.thread),
+                num(r.read)
+            );
+        }
+        format!("{prefix}both threads wrote {elem} and nothing orders the writes: which value stays depends on timing")
+    }
+}
+
+fn kind(m: &Memory) -> &'static str {
+    match m {
+        Memory::Global(_) => "",
+        Memory::Shared(_) => "shared ",
+        Memory::Local(_) => "local ",
+        Memory::Constant(_) => "constant ",
+    }
+}
+
+pub fn write_why(out: &mut dyn Write, v: &WhyView, sources: &SourceMap, style: &Style) -> io::Result<()> {
+    writeln!(
+        out,
+        "{} in {} ({} schedule, seed {}), replayed:",
+        style.bold(&format!("race on {}{}", kind(&v.memory), v.elem())),
+        style.bold(&v.launch),
+        v.schedule,
+        v.seed
+    )?;
+    writeln!(
+        out,
+        "{}",
+        style.dim(&format!(
+            "{} and {}, their accesses to {} in the order the simulator ran them:",
+            v.first.thread.describe(),
+            v.second.thread.describe(),
+            v.elem()
+        ))
+    )?;
+    let who_w = v.events.iter().map(|e| e.thread.describe().len()).max().unwrap_or(0);
+    let what_w = v.events.iter().take(MAX_EVENTS).map(|e| v.what(e).len()).max().unwrap_or(0);
+    for e in v.events.iter().take(MAX_EVENTS) {
+        let who = format!("{:<who_w$}", e.thread.describe());
+        let who = if e.thread == v.first.thread { style.accent(&who) } else { style.warn(&who) };
+        let line = sources.line_of(e.span);
+        writeln!(
+            out,
+            "  {} {who}  {:<what_w$}  {}",
+            style.dim(&format!("step {:>8}", e.step)),
+            v.what(e),
+            style.dim(&format!("line {line}"))
+        )?;
+    }
+    if v.events.len() > MAX_EVENTS {
+        writeln!(out, "  {}", style.dim(&format!("... {} more", v.events.len() - MAX_EVENTS)))?;
+    }
+    writeln!(out, "{}", style.warn(&format!("{}.", v.explain())))
+}
