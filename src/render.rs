@@ -26,6 +26,21 @@ pub fn write_echo(out: &mut dyn Write, text: &str, style: &Style) -> io::Result<
     Ok(())
 }
 
+/// A heading: `title: rest` on one line when it fits, else the title, then `rest` wrapped and
+/// indented under it.
+pub fn write_heading(out: &mut dyn Write, title: &str, rest: &str, style: &Style) -> io::Result<()> {
+    if title.chars().count() + 2 + rest.chars().count() <= style.width {
+        writeln!(out, "{}: {rest}", style.bold(title))
+    } else {
+        writeln!(out, "{}\n  {}", style.bold(title), crate::diag::wrap(rest, style.width, 2))
+    }
+}
+
+/// Prose wrapped to the terminal's width.
+pub fn prose(text: &str, style: &Style) -> String {
+    crate::diag::wrap(text, style.width, 0)
+}
+
 /// `add_half(float *a, int n)`.
 pub fn signature(f: &Function) -> String {
     let params: Vec<String> = f

@@ -112,13 +112,8 @@ fn who(t: u32, grid: Dim3, block: Dim3) -> ThreadRef {
 }
 
 pub fn write_map(out: &mut dyn Write, v: &MapView, style: &Style) -> io::Result<()> {
-    writeln!(
-        out,
-        "{}: who wrote each element ({} blocks x {} threads, on the simulator)",
-        style.bold(&v.launch),
-        v.grid,
-        v.block
-    )?;
+    let rest = format!("who wrote each element (grid {}, block {}; on the simulator)", v.grid, v.block);
+    super::write_heading(out, &v.launch, &rest, style)?;
     let p = Painter { style, block_threads: v.block.count().max(1) };
     let two_d = v.grid.y > 1 || v.block.y > 1;
     let mut any = false;
@@ -140,7 +135,8 @@ pub fn write_map(out: &mut dyn Write, v: &MapView, style: &Style) -> io::Result<
             parts.push(style.error(&format!("{} written twice or more", thousands(many as u64))));
         }
         if b.trace.out_of_bounds_total > 0 {
-            parts.push(style.error(&format!("{} writes out of bounds", thousands(b.trace.out_of_bounds_total))));
+            let n = b.trace.out_of_bounds_total;
+            parts.push(style.error(&format!("{} write{} out of bounds", thousands(n), if n == 1 { "" } else { "s" })));
         }
         writeln!(out, "{}{shape}: {}", style.bold(&b.name), parts.join(", "))?;
         let bucket = match b.shape {
@@ -156,7 +152,12 @@ pub fn write_map(out: &mut dyn Write, v: &MapView, style: &Style) -> io::Result<
         return Ok(());
     }
     let key = if style.color { "colour = block, lighter = lower thread index" } else { "character = block index" };
-    writeln!(out, "{}", style.dim(&format!("{key}; · nobody wrote it; ! written twice or more")))?;
+    let oob = if v.buffers.iter().any(|b| b.trace.out_of_bounds_total > 0) { "; × past the end" } else { "" };
+    writeln!(
+        out,
+        "{}",
+        style.dim(&super::prose(&format!("{key}; · nobody wrote it; ! written twice or more{oob}"), style))
+    )?;
     if !style.color {
         return Ok(());
     }
@@ -246,12 +247,15 @@ fn write_out_of_bounds(out: &mut dyn Write, b: &MapBuffer, v: &MapView, style: &
     writeln!(
         out,
         "{}",
-        style.error(&format!(
-            "× {} write{} out of bounds ({range}{more}; length {}), first by {}: not performed",
-            thousands(t.out_of_bounds_total),
-            if t.out_of_bounds_total == 1 { "" } else { "s" },
-            t.writes.len(),
-            who(thread, v.grid, v.block).describe()
+        style.error(&super::prose(
+            &format!(
+                "× {} write{} out of bounds ({range}{more}; length {}), first by {}: not performed",
+                thousands(t.out_of_bounds_total),
+                if t.out_of_bounds_total == 1 { "" } else { "s" },
+                t.writes.len(),
+                who(thread, v.grid, v.block).describe()
+            ),
+            style
         ))
     )
 }

@@ -278,7 +278,7 @@ fn footnote(o: &Outcomes, style: &Style) -> Option<String> {
 
 /// `:race`: the table, the histogram and the verdict.
 pub fn write_race(out: &mut dyn Write, o: &Outcomes, style: &Style) -> io::Result<()> {
-    writeln!(out, "{}: {}", style.bold(&o.launch), describe(o))?;
+    super::write_heading(out, &o.launch, &describe(o), style)?;
     writeln!(out, "{}", outcome_table(o, style.width, style))?;
     if let Some(f) = footnote(o, style) {
         writeln!(out, "{f}")?;
@@ -290,13 +290,13 @@ pub fn write_race(out: &mut dyn Write, o: &Outcomes, style: &Style) -> io::Resul
 }
 
 fn verdict_styled(o: &Outcomes, style: &Style) -> String {
-    let v = verdict(o);
+    let v = super::prose(&verdict(o), style);
     if v.starts_with("all ") && !o.race_found { style.ok(&v) } else { style.warn(&v) }
 }
 
 /// `:compare`: two launches' outcome tables side by side when they fit, else one above the other.
 pub fn write_compare(out: &mut dyn Write, a: &Outcomes, b: &Outcomes, style: &Style) -> io::Result<()> {
-    writeln!(out, "{} vs {}: {}", style.bold(&a.launch), style.bold(&b.launch), describe(a))?;
+    super::write_heading(out, &format!("{} vs {}", a.launch, b.launch), &describe(a), style)?;
     let half = style.width.saturating_sub(3) / 2;
     let ta = outcome_table(a, half, style).to_string();
     let tb = outcome_table(b, half, style).to_string();

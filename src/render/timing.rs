@@ -18,6 +18,8 @@ pub struct Timing {
     /// `sim`, or the GPU's name.
     pub backend: String,
     pub schedule: String,
+    /// `0..4`, or `5` for one run.
+    pub seeds: String,
     pub threads: u64,
     /// Simulated warp steps per run (simulator).
     pub steps: Vec<u64>,
@@ -33,16 +35,17 @@ fn min_median_max<T: Copy + Ord>(v: &[T]) -> Option<[T; 3]> {
 
 pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Result<()> {
     let runs = t.steps.len().max(t.kernel_times.len());
-    writeln!(
-        out,
-        "{}: {} run{} on {} ({} schedule, seeds from the session's), {} threads",
-        style.bold(&t.launch),
+    let rest = format!(
+        "{} run{} on {} ({} schedule, seed{} {}), {} threads",
         runs,
         if runs == 1 { "" } else { "s" },
         t.backend,
         t.schedule,
+        if runs == 1 { "" } else { "s" },
+        t.seeds,
         thousands(t.threads)
-    )?;
+    );
+    super::write_heading(out, &t.launch, &rest, style)?;
     let mut table = Table::new();
     table.load_preset(UTF8_FULL_CONDENSED);
     table.force_no_tty();
@@ -71,9 +74,7 @@ pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Resul
         writeln!(
             out,
             "{}",
-            style.dim(
-                "these are simulated warp steps (one instruction for one warp), not seconds: they count the work the kernel does; the GPU backend reports kernel times"
-            )
+            style.dim(&super::prose("simulated warp steps (one instruction for one warp), not seconds: they count the work the kernel does, not how fast a GPU runs it; the GPU backend reports kernel times", style))
         )?;
     }
     Ok(())

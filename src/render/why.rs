@@ -127,24 +127,12 @@ fn kind(m: &Memory) -> &'static str {
 }
 
 pub fn write_why(out: &mut dyn Write, v: &WhyView, sources: &SourceMap, style: &Style) -> io::Result<()> {
-    writeln!(
-        out,
-        "{} in {} ({} schedule, seed {}), replayed:",
-        style.bold(&format!("race on {}{}", kind(&v.memory), v.elem())),
-        style.bold(&v.launch),
-        v.schedule,
-        v.seed
-    )?;
-    writeln!(
-        out,
-        "{}",
-        style.dim(&format!(
-            "{} and {}, their accesses to {} in the order the simulator ran them:",
-            v.first.thread.describe(),
-            v.second.thread.describe(),
-            v.elem()
-        ))
-    )?;
+    let title = format!("race on {}{}", kind(&v.memory), v.elem());
+    let rest = format!("{}, {} schedule, seed {}, replayed", v.launch, v.schedule, v.seed);
+    super::write_heading(out, &title, &rest, style)?;
+    let intro =
+        format!("{} and {} touch {} in this order:", v.first.thread.describe(), v.second.thread.describe(), v.elem());
+    writeln!(out, "{}", style.dim(&super::prose(&intro, style)))?;
     let who_w = v.events.iter().map(|e| e.thread.describe().len()).max().unwrap_or(0);
     let what_w = v.events.iter().take(MAX_EVENTS).map(|e| v.what(e).len()).max().unwrap_or(0);
     for e in v.events.iter().take(MAX_EVENTS) {
@@ -162,5 +150,5 @@ pub fn write_why(out: &mut dyn Write, v: &WhyView, sources: &SourceMap, style: &
     if v.events.len() > MAX_EVENTS {
         writeln!(out, "  {}", style.dim(&format!("... {} more", v.events.len() - MAX_EVENTS)))?;
     }
-    writeln!(out, "{}", style.warn(&format!("{}.", v.explain())))
+    writeln!(out, "{}", style.warn(&super::prose(&format!("{}.", v.explain()), style)))
 }

@@ -220,6 +220,7 @@ impl Session {
             launch: p.title(),
             backend: self.sim.label(),
             schedule: schedule.name().to_string(),
+            seeds: if runs == 1 { base.to_string() } else { format!("{base}..{}", base.wrapping_add(runs as u64 - 1)) },
             threads: p.spec.total_threads(),
             steps,
             kernel_times: Vec::new(),
@@ -282,6 +283,129 @@ fn has_race(r: &LaunchReport) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::render::Style;
+    use crate::session::Options;
+
+    const KERNELS: &str = r#"
+__global__ void add_half_everywhere(float *a, int n) {
+    for (int i = 0; i < n; i++) {
+        a[i] += 0.5f;
+    }
+}
+__global__ void add_half_atomic(float *a, int n) {
+    for (int i = 0; i < n; i++) {
+        atomicAdd(&a[i], 0.5f);
+    }
+}
+__global__ void add_half(float *a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i <= n) a[i] += 0.5f;
+}
+__global__ void fill2d(int *m, int rows, int cols) {
+    int r = blockIdx.y * blockDim.y + threadIdx.y;
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows && c <= cols) m[r * cols + c] = blockIdx.x + 2 * blockIdx.y;
+}
+let a = [0, 1]
+let b = zeros(3000)
+let m = zeros((12, 20), i32)
+"#;
+
+    /// Run `script` after the kernels above in a fresh session; returns what the last input printed.
+    fn view(script: &str, color: bool, width: usize) -> String {
+        let mut s = Session::new(Options { style: Style { color, width }, ..Options::default() });
+        let mut out = Vec::new();
+        assert_eq!(s.eval_text("setup", KERNELS, false, &mut out).unwrap(), Status::Ok);
+        let (setup, last) = script.rsplit_once('\n').unwrap_or(("", script));
+        if !setup.is_empty() {
+            let status = s.eval_text("setup", setup, false, &mut out).unwrap();
+            assert_eq!(status, Status::Ok, "{}", String::from_utf8_lossy(&out));
+        }
+        let mut out = Vec::new();
+        let status = s.eval_text("view", last, false, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(status, Status::Ok, "{text}");
+        text
+    }
+
+    /// Snapshots of `script`'s last output, plain and coloured, at 80 and 120 columns.
+    fn snapshots(name: &str, script: &str) {
+        for color in [false, true] {
+            for width in [80, 120] {
+                let text = view(script, color, width);
+                let mode = if color { "color" } else { "plain" };
+                if !color {
+                    assert!(!text.contains('\u{1b}'), "{text}");
+                    let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+                    assert!(widest <= width, "{name} is {widest} columns wide at {width}:\n{text}");
+                }
+                insta::assert_snapshot!(format!("{name}_{mode}_{width}"), text);
+            }
+        }
+    }
+
+    #[test]
+    fn race_view() {
+        snapshots("race", ":race add_half_everywhere<<<8, 64>>>(a, len(a))");
+    }
+
+    #[test]
+    fn race_view_stable_results() {
+        snapshots("race_atomic", ":race add_half_atomic<<<8, 64>>>(a, len(a)) x3");
+    }
+
+    #[test]
+    fn compare_view() {
+        snapshots(
+            "compare",
+            ":compare add_half_everywhere<<<8, 64>>>(a, len(a)) vs add_half_atomic<<<8, 64>>>(a, len(a)) x5",
+        );
+    }
+
+    #[test]
+    fn map_view_1d_with_out_of_bounds() {
+        snapshots("map_1d", ":map add_half<<<12, 256>>>(b, len(b))");
+    }
+
+    #[test]
+    fn map_view_2d_with_out_of_bounds() {
+        snapshots("map_2d", ":map fill2d<<<(3, 2), (8, 8)>>>(m, 12, 20)");
+    }
+
+    #[test]
+    fn why_view() {
+        snapshots("why", "add_half_everywhere<<<8, 64>>>(a, len(a))\n:why");
+    }
+
+    #[test]
+    fn time_view() {
+        snapshots("time", ":time add_half_everywhere<<<8, 64>>>(a, len(a)) x4");
+    }
+
+    #[test]
+    fn views_leave_the_session_as_it_was() {
+        let out = view(
+            ":race add_half_everywhere<<<8, 64>>>(a, len(a)) x2\n:map add_half<<<12, 256>>>(b, len(b))\n:time add_half<<<12, 256>>>(b, len(b)) x2\nexpect a == [0, 1]\nexpect b == 0",
+            false,
+            80,
+        );
+        assert_eq!(out, "ok\n");
+    }
+
+    #[test]
+    fn why_without_a_race_or_a_launch_says_so() {
+        assert!(view(":why", false, 80).contains("no launch yet"));
+        let out = view("add_half_atomic<<<8, 64>>>(a, len(a))\n:why", false, 80);
+        assert!(out.contains("no race finding"), "{out}");
+    }
+
+    #[test]
+    fn changed_elements_are_coloured_after_a_launch() {
+        let out = view("add_half<<<1, 1>>>(a, 1)\na", true, 80);
+        // a[0] changed (0 -> 0.5), a[1] did not.
+        assert!(out.contains("\u{1b}[33m\u{1b}[1m0.5\u{1b}[0m") || out.contains("\u{1b}[1m\u{1b}[33m0.5"), "{out:?}");
+        assert!(!out.contains("\u{1b}[1m1.\u{1b}"), "{out:?}");
+    }
 
     #[test]
     fn runs_suffix() {
