@@ -296,7 +296,12 @@ fn verdict_styled(o: &Outcomes, style: &Style) -> String {
 
 /// `:compare`: two launches' outcome tables side by side when they fit, else one above the other.
 pub fn write_compare(out: &mut dyn Write, a: &Outcomes, b: &Outcomes, style: &Style) -> io::Result<()> {
-    super::write_heading(out, &format!("{} vs {}", a.launch, b.launch), &describe(a), style)?;
+    let both = format!("{} vs {}", a.launch, b.launch);
+    if both.chars().count() <= style.width {
+        super::write_heading(out, &both, &describe(a), style)?;
+    } else {
+        super::write_heading(out, "compare", &describe(a), style)?;
+    }
     let half = style.width.saturating_sub(3) / 2;
     let ta = outcome_table(a, half, style).to_string();
     let tb = outcome_table(b, half, style).to_string();
@@ -305,23 +310,34 @@ pub fn write_compare(out: &mut dyn Write, a: &Outcomes, b: &Outcomes, style: &St
     let wa = la.iter().map(|l| visible_width(l)).max().unwrap_or(0);
     let wb = lb.iter().map(|l| visible_width(l)).max().unwrap_or(0);
     if wa + 3 + wb <= style.width {
-        writeln!(out, "{:<wa$}   {}", a.launch, b.launch)?;
+        writeln!(out, "{:<wa$}   {}", fit(&a.launch, wa), fit(&b.launch, wb))?;
         for k in 0..la.len().max(lb.len()) {
             let l = la.get(k).copied().unwrap_or("");
             let pad = " ".repeat(wa - visible_width(l));
             writeln!(out, "{l}{pad}   {}", lb.get(k).copied().unwrap_or(""))?;
         }
     } else {
-        writeln!(out, "{}\n{ta}\n{}\n{tb}", a.launch, b.launch)?;
+        writeln!(out, "{}\n{ta}\n{}\n{tb}", fit(&a.launch, style.width), fit(&b.launch, style.width))?;
     }
     for o in [a, b] {
-        writeln!(out, "{}", style.bold(&o.launch))?;
+        writeln!(out, "{}", style.bold(&fit(&o.launch, style.width)))?;
         for line in histogram(o, style.width, style) {
             writeln!(out, "{line}")?;
         }
         writeln!(out, "  {}", verdict_styled(o, style))?;
     }
     Ok(())
+}
+
+/// `s`, cut to `width` characters with a `…` when longer.
+fn fit(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
 }
 
 /// Columns a line takes on screen: characters, less ANSI escape sequences.

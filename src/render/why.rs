@@ -147,6 +147,11 @@ pub fn write_why(out: &mut dyn Write, v: &WhyView, sources: &SourceMap, style: &
             style.dim(&format!("line {line}"))
         )?;
     }
+    let shown = &v.events[..v.events.len().min(MAX_EVENTS)];
+    if shown.windows(2).any(|p| p[0].step == p[1].step && p[0].thread != p[1].thread) {
+        let note = "accesses at the same step ran together, as lanes of one warp; of two writes at one step, the higher lane's lands last";
+        writeln!(out, "  {}", style.dim(&crate::diag::wrap(note, style.width, 2)))?;
+    }
     if v.events.len() > MAX_EVENTS {
         writeln!(out, "  {}", style.dim(&format!("... {} more", v.events.len() - MAX_EVENTS)))?;
     }

@@ -27,13 +27,15 @@ pub const MAX_RUNS: u32 = 100;
 
 /// A launch statement that passed every check.
 pub(crate) struct Prepared {
+    /// The launch as typed, to title the views.
+    pub text: String,
     pub spec: LaunchSpec,
     pub names: Vec<String>,
 }
 
 impl Prepared {
     fn title(&self) -> String {
-        format!("{}<<<{}, {}>>>", self.spec.kernel, self.spec.grid, self.spec.block)
+        self.text.clone()
     }
 }
 
@@ -73,7 +75,7 @@ impl Session {
             return Ok(None);
         };
         match self.prepare(&launch, text) {
-            Ok((spec, names)) => Ok(Some(Prepared { spec, names })),
+            Ok((spec, names)) => Ok(Some(Prepared { text: text.trim().to_string(), spec, names })),
             Err(diag) => {
                 self.report(&diag, out)?;
                 Ok(None)
