@@ -354,3 +354,60 @@ pub fn visible_width(s: &str) -> usize {
     }
     n
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::Num;
+    use crate::dtype::DType;
+
+    fn run(label: &str, v: &[f64]) -> Run {
+        let b = Buffer::from_nums(DType::F32, Shape::D1(v.len()), v.iter().map(|x| Num::Float(*x)));
+        Run { label: label.into(), backend: "sim".into(), buffers: vec![b], aborted: false }
+    }
+
+    fn outcomes(reference: &[f64], runs: &[&[f64]], race_found: bool) -> Outcomes {
+        Outcomes {
+            launch: "k<<<1, 2>>>(a)".into(),
+            names: vec!["a".into()],
+            before: vec![run("", &vec![0.0; reference.len()]).buffers.remove(0)],
+            reference: run("sequential", reference),
+            runs: runs.iter().enumerate().map(|(i, r)| run(&format!("seed {i}"), r)).collect(),
+            race_found,
+        }
+    }
+
+    #[test]
+    fn verdicts() {
+        let varied = outcomes(&[2.0], &[&[1.0], &[2.0], &[1.0]], true);
+        assert_eq!(verdict(&varied), "2 different results in 3 runs: the result depends on timing");
+        let stable = outcomes(&[2.0], &[&[1.0], &[1.0]], true);
+        assert_eq!(verdict(&stable), "the same wrong result 2 times out of 2: a race can be stable and still wrong");
+        let right = outcomes(&[2.0], &[&[2.0], &[2.0]], false);
+        assert_eq!(verdict(&right), "all 2 runs match the sequential answer");
+        let lucky = outcomes(&[2.0], &[&[2.0], &[2.0]], true);
+        assert!(verdict(&lucky).contains("it is still a race"));
+    }
+
+    #[test]
+    fn columns_are_the_elements_that_vary_most_and_fit_the_width() {
+        let mut reference = vec![1.0; 100];
+        reference[50] = 5.0;
+        let mut a = reference.clone();
+        a[7] = 0.0;
+        a[50] = 1.0;
+        let mut b = reference.clone();
+        b[50] = 2.0;
+        let o = outcomes(&reference, &[&a, &b], true);
+        // a[50] differs in both runs, a[7] in one: a[50] comes first.
+        assert_eq!(o.interesting(), vec![Col { buffer: 0, index: 50 }, Col { buffer: 0, index: 7 }]);
+        let style = Style { color: false, width: 40 };
+        let text = outcome_table(&o, 40, &style).to_string();
+        assert!(text.contains("a[50]") && text.lines().all(|l| l.chars().count() <= 40), "{text}");
+    }
+
+    #[test]
+    fn visible_width_skips_ansi() {
+        assert_eq!(visible_width("\u{1b}[31mab\u{1b}[0m│"), 3);
+    }
+}

@@ -157,3 +157,67 @@ pub fn write_why(out: &mut dyn Write, v: &WhyView, sources: &SourceMap, style: &
     }
     writeln!(out, "{}", style.warn(&super::prose(&format!("{}.", v.explain()), style)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::Span;
+
+    fn t(thread: u32) -> ThreadRef {
+        ThreadRef { block: [0, 0, 0], thread: [thread, 0, 0] }
+    }
+
+    fn ev(step: u64, thread: u32, access: Access, read: Option<f64>, written: Option<f64>) -> WatchedAccess {
+        WatchedAccess {
+            step,
+            thread: t(thread),
+            access,
+            memory: Memory::Global("a".into()),
+            index: 0,
+            read: read.map(Num::Float),
+            written: written.map(Num::Float),
+            span: Span::default(),
+        }
+    }
+
+    fn view(events: Vec<WatchedAccess>) -> WhyView {
+        let site = |n| Site { thread: t(n), access: Access::Write, span: Span::default() };
+        WhyView {
+            launch: "k<<<1, 2>>>".into(),
+            schedule: "random".into(),
+            seed: 0,
+            memory: Memory::Global("a".into()),
+            index: 0,
+            first: site(1),
+            second: site(2),
+            events,
+        }
+    }
+
+    #[test]
+    fn explanations_follow_the_timeline() {
+        use Access::*;
+        let lost = view(vec![
+            ev(1, 1, Read, Some(0.0), None),
+            ev(2, 2, Read, Some(0.0), None),
+            ev(3, 1, Write, None, Some(0.5)),
+            ev(4, 2, Write, None, Some(0.5)),
+        ]);
+        assert!(lost.explain().starts_with("both read a[0] = 0.0 before either wrote"), "{}", lost.explain());
+        let overwritten = view(vec![
+            ev(1, 1, Read, Some(0.0), None),
+            ev(2, 2, Write, None, Some(7.0)),
+            ev(3, 1, Write, None, Some(0.5)),
+        ]);
+        assert!(overwritten.explain().contains("block 0 thread 2's update is lost"), "{}", overwritten.explain());
+        let stale = view(vec![ev(1, 1, Read, Some(0.0), None), ev(2, 2, Write, None, Some(7.0))]);
+        assert!(stale.explain().contains("before block 0 thread 2's write reached memory"), "{}", stale.explain());
+        let lucky = view(vec![ev(1, 2, Write, None, Some(7.0)), ev(2, 1, Read, Some(7.0), None)]);
+        assert!(lucky.explain().starts_with("this time block 0 thread 1 read a[0] after"), "{}", lucky.explain());
+        let writes = view(vec![ev(1, 2, Write, None, Some(7.0)), ev(2, 1, Write, None, Some(8.0))]);
+        assert!(writes.explain().starts_with("both threads wrote a[0]"), "{}", writes.explain());
+        let mixed = view(vec![ev(1, 2, Atomic, Some(0.0), Some(1.0)), ev(2, 1, Write, None, Some(8.0))]);
+        assert!(mixed.explain().starts_with("one thread used an atomic"), "{}", mixed.explain());
+        assert!(view(vec![]).explain().contains("neither thread"));
+    }
+}
