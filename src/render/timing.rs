@@ -59,7 +59,7 @@ pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Resul
             right(thousands(hi)),
         ]);
         let per = |s: u64| format!("{:.2}", s as f64 * 32.0 / t.threads.max(1) as f64);
-        table.add_row(vec![Cell::new("steps per warp of threads"), right(per(lo)), right(per(mid)), right(per(hi))]);
+        table.add_row(vec![Cell::new("steps per warp"), right(per(lo)), right(per(mid)), right(per(hi))]);
     }
     if let Some([lo, mid, hi]) = min_median_max(&t.kernel_times) {
         table.add_row(vec![
