@@ -16,7 +16,7 @@ use thiserror::Error;
 use crate::buffer::Buffer;
 use crate::cuda::Module;
 use crate::diag::{Diagnostic, SourceMap};
-use crate::finding::{Finding, ThreadRef};
+use crate::finding::{Access, Finding, ThreadRef};
 
 /// Which backend runs launches. `Auto` resolves to `Gpu` when one works, else `Sim`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -194,6 +194,58 @@ pub struct LaunchReport {
     /// The launch was stopped part-way (step limit, `__trap()`): the session puts the buffers
     /// back as they were before it, as the GPU backend does after restarting its worker.
     pub aborted: bool,
+    /// Who wrote each element of each buffer, in [`LaunchBuffers`] order; only when the
+    /// simulator was asked to trace writes (`SimConfig::trace_writes`, for `:map`).
+    pub writes: Option<Vec<WriteTrace>>,
+    /// The watched accesses, in the order they ran; only when the simulator was given a
+    /// `SimConfig::watch` (for `:why`).
+    pub watched: Option<Vec<WatchedAccess>>,
+}
+
+/// Who wrote one buffer during a launch. Threads are global linear ids:
+/// `block_linear * threads_per_block + thread_linear`, with x fastest.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WriteTrace {
+    /// Per element, the last thread that wrote it, or [`WriteTrace::NOBODY`].
+    pub last_writer: Vec<u32>,
+    /// Per element, how many writes (plain or atomic) it took, saturating at 255.
+    pub writes: Vec<u8>,
+    /// Writes past either end (not performed): element index and thread, the first
+    /// [`WriteTrace::MAX_OUT_OF_BOUNDS`] of them.
+    pub out_of_bounds: Vec<(i64, u32)>,
+    /// All out-of-bounds writes, including those not kept.
+    pub out_of_bounds_total: u64,
+}
+
+impl WriteTrace {
+    pub const NOBODY: u32 = u32::MAX;
+    pub const MAX_OUT_OF_BOUNDS: usize = 4096;
+
+    pub fn new(len: usize) -> WriteTrace {
+        WriteTrace { last_writer: vec![WriteTrace::NOBODY; len], writes: vec![0; len], ..WriteTrace::default() }
+    }
+}
+
+/// One access of a watched thread to the watched element (see `SimConfig::watch`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WatchedAccess {
+    /// The launch's warp-step counter when it ran: later accesses have larger steps.
+    pub step: u64,
+    pub thread: ThreadRef,
+    pub access: Access,
+    pub memory: crate::finding::Memory,
+    pub index: i64,
+    /// The value read (for an atomic, the old value).
+    pub read: Option<crate::buffer::Num>,
+    /// The value written (stores and atomics).
+    pub written: Option<crate::buffer::Num>,
+    pub span: crate::diag::Span,
+}
+
+/// The global linear id of a thread: blocks and threads numbered with x fastest.
+pub fn linear_thread(t: &ThreadRef, grid: Dim3, block: Dim3) -> u64 {
+    let lin = |v: [u32; 3], d: Dim3| v[0] as u64 + d.x as u64 * (v[1] as u64 + d.y as u64 * v[2] as u64);
+    lin(t.block, grid) * block.count() + lin(t.thread, block)
 }
 
 /// Why a backend could not do what it was asked.

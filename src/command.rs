@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use comfy_table::{ColumnConstraint, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::backend::BackendKind;
 use crate::backend::sim::Schedule;
@@ -72,6 +72,41 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "show or set how the simulator interleaves threads",
         help: "`random` (default) interleaves warps in a seeded random order, as a GPU might; `lockstep` advances every resident warp one step at a time; `sequential` runs one thread at a time to completion (or to a barrier): what a CPU loop computes, the reference answer for racy kernels.",
         run: schedule,
+    },
+    CommandSpec {
+        name: "race",
+        args: "LAUNCH [xN]",
+        summary: "run a launch N times, compare results",
+        help: "`:race add_half_everywhere<<<1024, 1024>>>(a, len(a)) x10` runs the launch 10 times from the same inputs, on the random schedule with seeds SEED, SEED+1, ... (the session's seed first), and once on the sequential schedule for the reference answer. A table shows the elements that vary, one row per run; a histogram counts the distinct results and a verdict says whether the result depends on timing. The session's buffers are left as they were.",
+        run: |s, a, o| s.race_view(a, o),
+    },
+    CommandSpec {
+        name: "compare",
+        args: "LAUNCH vs LAUNCH [xN]",
+        summary: "race two launches side by side",
+        help: "`:compare racy<<<8, 256>>>(a) vs fixed<<<8, 256>>>(a) x10` runs both as `:race` does, each from the session's buffers, and shows their outcome tables side by side with a verdict for each.",
+        run: |s, a, o| s.compare_view(a, o),
+    },
+    CommandSpec {
+        name: "map",
+        args: "LAUNCH",
+        summary: "which thread wrote each element",
+        help: "`:map add_half<<<4, 256>>>(a, len(a))` runs the launch on a copy of its buffers on the simulator and draws, for every buffer it wrote, which block (colour or character) and thread (shade) wrote each element: `·` nobody wrote it, `!` it was written twice or more, red `×` after `│` writes past the end. Long buffers are bucketed to the terminal width; 2-D launches over 2-D buffers draw a grid.",
+        run: |s, a, o| s.map_view(a, o),
+    },
+    CommandSpec {
+        name: "why",
+        args: "",
+        summary: "replay the last launch's race",
+        help: "After a launch with a race finding, `:why` runs it again exactly (same seed, schedule and inputs) watching the finding's two threads on the racing element, and shows their reads and writes in the order they ran, with the values, then explains what went wrong (\"both read before either wrote: one update lost\").",
+        run: |s, a, o| s.why_view(a, o),
+    },
+    CommandSpec {
+        name: "time",
+        args: "LAUNCH [xN]",
+        summary: "count a launch's cost over N runs",
+        help: "`:time add_half<<<4, 256>>>(a, len(a)) x5` runs the launch 5 times on copies of its buffers (seeds from the session's) and reports the minimum, median and maximum cost. On the simulator that is simulated warp steps, not seconds: the work done, deterministic for a seed. The GPU backend will report kernel times.",
+        run: |s, a, o| s.time_view(a, o),
     },
     CommandSpec {
         name: "load",
@@ -150,9 +185,18 @@ fn help(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
     let topic = args.trim().trim_start_matches(':');
     if topic.is_empty() {
         writeln!(out, "{}", style.bold("Commands"))?;
-        for c in COMMANDS {
-            let head = format!(":{} {}", c.name, c.args);
-            writeln!(out, "  {:<36} {}", style.accent(head.trim_end()), c.summary)?;
+        let heads: Vec<String> =
+            COMMANDS.iter().map(|c| format!(":{} {}", c.name, c.args).trim_end().to_string()).collect();
+        let w = heads.iter().map(|h| h.len()).max().unwrap_or(0);
+        for (c, head) in COMMANDS.iter().zip(&heads) {
+            // Summaries wrap under themselves; on a narrow screen they go on the next line.
+            let (sep, indent) = if 2 + w + 1 + 20 <= style.width {
+                (" ".repeat(w - head.len() + 1), 2 + w + 1)
+            } else {
+                ("\n    ".into(), 4)
+            };
+            let summary = crate::diag::wrap(c.summary, style.width, indent);
+            writeln!(out, "  {}{sep}{summary}", style.accent(head))?;
         }
         writeln!(out, "{}", style.bold("Topics (:help TOPIC)"))?;
         let names: Vec<&str> = TOPICS.iter().map(|(n, _)| *n).collect();
@@ -174,9 +218,12 @@ fn help(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
     Ok(Status::Error)
 }
 
-fn table() -> Table {
+/// A table that wraps its cells to fit the terminal's width.
+fn table(width: usize) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_content_arrangement(ContentArrangement::Dynamic);
+    t.set_width(width.min(u16::MAX as usize) as u16);
     t
 }
 
@@ -185,7 +232,7 @@ fn buffers(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<St
         writeln!(out, "no buffers or scalars yet; make one with `let a = zeros(1000)`")?;
         return Ok(Status::Ok);
     }
-    let mut t = table();
+    let mut t = table(session.style().width);
     t.set_header(["name", "kind", "dtype", "shape", "bytes"]);
     for (name, b) in &session.buffers {
         t.add_row([
@@ -209,14 +256,20 @@ fn kernels(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<St
         writeln!(out, "no kernels yet; type one, starting with `__global__ void`")?;
         return Ok(Status::Ok);
     }
-    let mut t = table();
-    t.set_header(["name", "kind", "signature", "defined at"]);
+    let mut t = table(session.style().width);
+    t.set_header(["kind", "signature", "defined at"]);
     for f in &program.functions {
         let kind = match f.kind {
             crate::cuda::ast::FuncKind::Kernel => "__global__",
             crate::cuda::ast::FuncKind::Device => "__device__",
         };
-        t.add_row([f.name.clone(), kind.to_string(), render::signature(f), session.sources.location(f.name_span)]);
+        t.add_row([kind.to_string(), render::signature(f), session.sources.location(f.name_span)]);
+    }
+    // Kinds and locations stay whole; a long signature wraps instead.
+    for i in [0, 2] {
+        if let Some(c) = t.column_mut(i) {
+            c.set_constraint(ColumnConstraint::ContentWidth);
+        }
     }
     writeln!(out, "{t}")?;
     Ok(Status::Ok)

@@ -229,7 +229,7 @@ impl Diagnostic {
 /// Word-wrap `text` to `width` columns, where the first line starts at column `indent`, and
 /// continuation lines are indented to the same column. Words (and inline code) longer than a
 /// line stay whole.
-fn wrap(text: &str, width: usize, indent: usize) -> String {
+pub(crate) fn wrap(text: &str, width: usize, indent: usize) -> String {
     let room = width.saturating_sub(indent).max(20);
     let mut out = String::with_capacity(text.len());
     let mut col = 0;

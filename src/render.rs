@@ -4,7 +4,11 @@
 pub mod array;
 pub mod findings;
 pub mod launch;
+pub mod map;
+pub mod race;
 mod style;
+pub mod timing;
+pub mod why;
 
 pub use style::Style;
 
@@ -20,6 +24,21 @@ pub fn write_echo(out: &mut dyn Write, text: &str, style: &Style) -> io::Result<
         writeln!(out, "{}{line}", style.dim(prompt))?;
     }
     Ok(())
+}
+
+/// A heading: `title: rest` on one line when it fits, else the title, then `rest` wrapped and
+/// indented under it.
+pub fn write_heading(out: &mut dyn Write, title: &str, rest: &str, style: &Style) -> io::Result<()> {
+    if title.chars().count() + 2 + rest.chars().count() <= style.width {
+        writeln!(out, "{}: {rest}", style.bold(title))
+    } else {
+        writeln!(out, "{}\n  {}", style.bold(title), crate::diag::wrap(rest, style.width, 2))
+    }
+}
+
+/// Prose wrapped to the terminal's width.
+pub fn prose(text: &str, style: &Style) -> String {
+    crate::diag::wrap(text, style.width, 0)
 }
 
 /// `add_half(float *a, int n)`.

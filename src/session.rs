@@ -6,6 +6,7 @@
 //! the last launch. A backend only ever borrows buffers for the length of one launch.
 
 mod launch;
+mod views;
 
 use std::io::{self, Write};
 
@@ -84,8 +85,11 @@ pub fn default_max_alloc() -> u64 {
 /// The last launch, kept for `expect clean`, `expect finding ...` and highlighting what changed.
 pub(crate) struct LastLaunch {
     pub report: LaunchReport,
-    /// The launched buffers as they were before the launch, by name.
+    /// The launched buffers as they were before the launch, by name (in `LaunchBuffers` order).
     pub before: Vec<(String, Buffer)>,
+    /// What ran and how, so `:why` can run it again exactly.
+    pub spec: LaunchSpec,
+    pub config: SimConfig,
 }
 
 pub struct Session {

@@ -252,6 +252,9 @@ impl Backend for GpuBackend {
             output,
             output_truncated: false,
             aborted: false,
+            // Write traces and watches are the simulator's (`:map` and `:why` run there).
+            writes: None,
+            watched: None,
         })
     }
 }

@@ -117,6 +117,19 @@ pub struct SimConfig {
     pub findings: bool,
     /// Set from another thread (Ctrl-C) to stop the running launch at its next step.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Record who wrote each buffer element (`LaunchReport::writes`, for `:map`). Off by default:
+    /// an ordinary launch pays one untaken branch per memory access.
+    pub trace_writes: bool,
+    /// Record every access of two threads to one element (`LaunchReport::watched`, for `:why`).
+    pub watch: Option<Watch>,
+}
+
+/// What `SimConfig::watch` records: accesses of `threads` (global linear ids) to element `index`
+/// of any memory; the caller picks out the memory it is after.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Watch {
+    pub index: i64,
+    pub threads: [u32; 2],
 }
 
 impl SimConfig {
@@ -134,6 +147,8 @@ impl Default for SimConfig {
             max_steps: SimConfig::DEFAULT_MAX_STEPS,
             findings: true,
             cancel: None,
+            trace_writes: false,
+            watch: None,
         }
     }
 }
@@ -248,6 +263,8 @@ impl Backend for SimBackend {
             output: out.output,
             output_truncated: out.output_truncated,
             aborted: out.aborted,
+            writes: out.writes,
+            watched: out.watched,
         })
     }
 }

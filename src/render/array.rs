@@ -86,7 +86,7 @@ fn type_name(dtype: Option<DType>, shape: Shape) -> String {
 }
 
 /// One element as numpy shows it inside an array.
-fn element(n: Num, dtype: Option<DType>) -> String {
+pub(crate) fn element(n: Num, dtype: Option<DType>) -> String {
     match (n, dtype) {
         (Num::Int(i), None) => (i != 0).to_string(),
         (Num::Int(i), Some(_)) => i.to_string(),

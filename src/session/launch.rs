@@ -52,7 +52,8 @@ impl Session {
                 if report.aborted {
                     writeln!(out, "{}", style.dim("the launch was stopped; its buffers are as they were before it"))?;
                 }
-                self.last = Some(LastLaunch { report, before });
+                let config = self.sim.config.clone();
+                self.last = Some(LastLaunch { report, before, spec, config });
                 Ok(Status::Ok)
             }
             Err(crate::backend::BackendError::Aborted(_)) => {
@@ -82,7 +83,7 @@ impl Session {
 
     /// Resolve and check everything about a launch; returns the spec and the buffer names that
     /// `Arg::Buffer` indices refer to.
-    fn prepare(&self, launch: &Launch, text: &str) -> Result<(LaunchSpec, Vec<String>), Diagnostic> {
+    pub(super) fn prepare(&self, launch: &Launch, text: &str) -> Result<(LaunchSpec, Vec<String>), Diagnostic> {
         let kernel = self.find_kernel(&launch.kernel, launch.kernel_span)?;
         let grid = self.dim(&launch.grid, text, "grid")?;
         let block = self.dim(&launch.block, text, "block")?;

@@ -12,7 +12,8 @@ use std::sync::atomic::Ordering;
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::backend::{Arg, Dim3, LaunchSpec, PrintLine};
+use crate::backend::{Arg, Dim3, LaunchSpec, PrintLine, WatchedAccess, WriteTrace};
+use crate::buffer::Num;
 use crate::cuda::ast::{BinaryOp, Program, Scalar, ShflKind};
 use crate::finding::{Access, Finding, Memory, Site, ThreadRef};
 
@@ -20,7 +21,7 @@ use super::alu;
 use super::compile::{Kernel, Op, SPECIAL_REGS, StaticKind, Vote};
 use super::memory::{self, Reports, STATIC_REGION_BASE, Shadow, Who};
 use super::printf::{self, Value};
-use super::{Schedule, SimConfig};
+use super::{Schedule, SimConfig, Watch};
 
 const WARP: usize = 32;
 /// Blocks resident at once (`Random`, `Lockstep`), and the memory they may hold together.
@@ -88,6 +89,29 @@ pub struct Outcome {
     pub output_truncated: bool,
     pub aborted: bool,
     pub cancelled: bool,
+    pub writes: Option<Vec<WriteTrace>>,
+    pub watched: Option<Vec<WatchedAccess>>,
+}
+
+/// A watched access as recorded, resolved to a [`WatchedAccess`] when the launch ends.
+struct RawWatched {
+    step: u64,
+    thread: u32,
+    pc: u32,
+    access: Access,
+    region: u32,
+    index: i64,
+    old: u64,
+    new: Option<u64>,
+    ty: Scalar,
+}
+
+/// What `SimConfig::watch` collects.
+struct WatchState {
+    watch: Watch,
+    events: Vec<RawWatched>,
+    /// The last access recorded an event whose value the instruction fills in.
+    pending: bool,
 }
 
 /// Launch-wide memory: buffers, globals and their shadows.
@@ -100,6 +124,12 @@ struct Mem<'b> {
     globals: Vec<Vec<u8>>,
     global_shadow: Vec<Vec<Shadow>>,
     findings: bool,
+    /// `trace` or `watch` is on: one branch per access when both are off.
+    extra: bool,
+    trace: Option<Vec<WriteTrace>>,
+    watch: Option<WatchState>,
+    /// The launch's step counter, kept here for watched accesses.
+    clock: u64,
 }
 
 struct Machine<'k, 'b> {
@@ -224,7 +254,48 @@ impl Mem<'_> {
             if self.findings {
                 reports.oob(region, access, off.div_euclid(elem), (len / elem) as u64, who.thread as u64, who.pc);
             }
+            if self.extra
+                && access != Access::Read
+                && (1..STATIC_REGION_BASE).contains(&region)
+                && let Some(t) = self.trace.as_mut().and_then(|t| t.get_mut(region as usize - 1))
+            {
+                t.out_of_bounds_total += 1;
+                if t.out_of_bounds.len() < WriteTrace::MAX_OUT_OF_BOUNDS {
+                    t.out_of_bounds.push((off.div_euclid(elem), who.thread));
+                }
+            }
             return Ok(None);
+        }
+        if self.extra {
+            let index = off / elem;
+            if access != Access::Read
+                && (1..STATIC_REGION_BASE).contains(&region)
+                && let Some(t) = self.trace.as_mut().and_then(|t| t.get_mut(region as usize - 1))
+                && let Some(n) = t.writes.get_mut(index as usize)
+            {
+                *n = n.saturating_add(1);
+                t.last_writer[index as usize] = who.thread;
+            }
+            if let Some(w) = self.watch.as_mut() {
+                w.pending = false;
+                if index == w.watch.index && w.watch.threads.contains(&who.thread) {
+                    let mut b = [0u8; 8];
+                    let n = (size as usize).min(8);
+                    b[..n].copy_from_slice(&bytes[off as usize..off as usize + n]);
+                    w.events.push(RawWatched {
+                        step: self.clock,
+                        thread: who.thread,
+                        pc: who.pc,
+                        access,
+                        region,
+                        index,
+                        old: u64::from_le_bytes(b),
+                        new: None,
+                        ty: Scalar::U8,
+                    });
+                    w.pending = true;
+                }
+            }
         }
         if self.findings
             && let Some(sh) = sh
@@ -238,6 +309,23 @@ impl Mem<'_> {
             }
         }
         Ok(Some(&mut bytes[off as usize..(off + size as i64) as usize]))
+    }
+}
+
+impl Mem<'_> {
+    /// Complete the watched access the instruction just made (if it was one): its type, and the
+    /// value it wrote.
+    #[inline]
+    fn watched(&mut self, ty: Scalar, new: Option<u64>) {
+        if let Some(w) = self.watch.as_mut()
+            && w.pending
+        {
+            w.pending = false;
+            if let Some(e) = w.events.last_mut() {
+                e.ty = ty;
+                e.new = new;
+            }
+        }
     }
 }
 
@@ -433,6 +521,7 @@ impl Machine<'_, '_> {
             let warp = &mut b.warps[w];
             warp.steps += 1;
             self.total += 1;
+            self.mem.clock = self.total;
             if warp.steps > self.max_warp || self.total > self.max_total {
                 self.stop.get_or_insert(Stop::StepLimit);
             }
@@ -602,6 +691,9 @@ impl Machine<'_, '_> {
                             0
                         }
                     };
+                    if self.mem.extra {
+                        self.mem.watched(ty, None);
+                    }
                     r[at(dst, l)] = v;
                 })
             }
@@ -624,6 +716,9 @@ impl Machine<'_, '_> {
                         Ok(Some(bytes)) => write(bytes, v),
                         Ok(None) => {}
                         Err(()) => self.trap(pc, thread0 + l as u64, "write through an invalid pointer"),
+                    }
+                    if self.mem.extra {
+                        self.mem.watched(ty, Some(v));
                     }
                 })
             }
@@ -659,7 +754,11 @@ impl Machine<'_, '_> {
                     ) {
                         Ok(Some(bytes)) => {
                             let old = read(bytes, ty);
-                            write(bytes, alu::atomic(op, ty, old, va, vb));
+                            let new = alu::atomic(op, ty, old, va, vb);
+                            write(bytes, new);
+                            if self.mem.extra {
+                                self.mem.watched(ty, Some(new));
+                            }
                             old
                         }
                         Ok(None) => 0,
@@ -910,7 +1009,21 @@ pub fn run(
     let max_total = config.max_steps.saturating_mul(if seq { WARP as u64 } else { 1 });
     let mut m = Machine {
         k: kernel,
-        mem: Mem { bufs, buf_elem, buf_shadow, slot, globals, global_shadow, findings },
+        mem: Mem {
+            trace: config.trace_writes.then(|| {
+                bufs.iter().zip(&buf_elem).map(|(b, e)| WriteTrace::new(b.len() / *e.max(&1) as usize)).collect()
+            }),
+            watch: config.watch.map(|watch| WatchState { watch, events: Vec::new(), pending: false }),
+            extra: config.trace_writes || config.watch.is_some(),
+            clock: 0,
+            bufs,
+            buf_elem,
+            buf_shadow,
+            slot,
+            globals,
+            global_shadow,
+            findings,
+        },
         reports: Reports::default(),
         barrier_findings: Vec::new(),
         barrier_seen: HashSet::new(),
@@ -1086,5 +1199,41 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
         None => {}
     }
     let aborted = findings.iter().any(|f| matches!(f, Finding::Trap { .. } | Finding::StepLimit { .. })) || cancelled;
-    Outcome { steps: m.total, findings, output: m.output, output_truncated: m.truncated, aborted, cancelled }
+    let watched = m.mem.watch.take().map(|w| {
+        let num = |bits: u64, ty: Scalar| match ty {
+            Scalar::F32 => Num::Float(f32x(bits) as f64),
+            Scalar::F64 => Num::Float(f64::from_bits(bits)),
+            Scalar::I8 | Scalar::I32 | Scalar::I64 => {
+                Num::Int(read(&bits.to_le_bytes()[..ty.size() as usize], ty) as i64 as i128)
+            }
+            _ => Num::Int(read(&bits.to_le_bytes()[..ty.size() as usize], ty) as i128),
+        };
+        w.events
+            .into_iter()
+            .map(|e| {
+                let site = m.site(e.pc, e.thread as u64, e.access);
+                WatchedAccess {
+                    step: e.step,
+                    thread: site.thread,
+                    access: e.access,
+                    memory: m.memory_of(e.region, names),
+                    index: e.index,
+                    read: (e.access != Access::Write).then(|| num(e.old, e.ty)),
+                    written: e.new.map(|v| num(v, e.ty)),
+                    span: site.span,
+                }
+            })
+            .collect()
+    });
+    let writes = m.mem.trace.take();
+    Outcome {
+        steps: m.total,
+        findings,
+        output: m.output,
+        output_truncated: m.truncated,
+        aborted,
+        cancelled,
+        writes,
+        watched,
+    }
 }

@@ -856,3 +856,45 @@ __global__ void mix(int *out, float *f) {
         assert_eq!(f.to_f64_vec(), vec![0.0, 1.5, 3.0, 4.5]);
     }
 }
+
+#[test]
+fn write_trace_records_last_writer_count_and_out_of_bounds_only_when_asked() {
+    let args = || vec![Arg::Buffer(0), Arg::Scalar(ScalarArg::I32(2))];
+    let mut a = floats(&[0.0, 1.0]);
+    let out = run_ast(add_half_everywhere_ast(), 2, 4, &mut a, args(), &with(Schedule::Sequential, 0));
+    assert!(out.writes.is_none() && out.watched.is_none());
+    let config = SimConfig { trace_writes: true, ..with(Schedule::Sequential, 0) };
+    let mut a = floats(&[0.0, 1.0]);
+    let out = run_ast(add_half_everywhere_ast(), 2, 4, &mut a, args(), &config);
+    let t = &out.writes.expect("traced")[0];
+    // Sequentially, the last thread (block 1 thread 3 = 7) writes last; 8 writes each.
+    assert_eq!(t.last_writer, vec![7, 7]);
+    assert_eq!(t.writes, vec![8, 8]);
+    assert!(t.out_of_bounds.is_empty());
+    // n = 3 writes one element past the end, 8 times.
+    let mut a = floats(&[0.0, 1.0]);
+    let out =
+        run_ast(add_half_everywhere_ast(), 2, 4, &mut a, vec![Arg::Buffer(0), Arg::Scalar(ScalarArg::I32(3))], &config);
+    let t = &out.writes.expect("traced")[0];
+    assert_eq!(t.out_of_bounds_total, 8);
+    assert_eq!(t.out_of_bounds[0], (2, 0));
+}
+
+#[test]
+fn watch_records_two_threads_reads_and_writes_in_order() {
+    let watch = super::Watch { index: 0, threads: [0, 5] };
+    let config = SimConfig { watch: Some(watch), ..with(Schedule::Random, 3) };
+    let mut a = floats(&[0.0, 1.0]);
+    let out =
+        run_ast(add_half_everywhere_ast(), 2, 4, &mut a, vec![Arg::Buffer(0), Arg::Scalar(ScalarArg::I32(2))], &config);
+    let w = out.watched.expect("watched");
+    assert_eq!(w.len(), 4, "{w:?}");
+    assert!(w.windows(2).all(|p| p[0].step <= p[1].step));
+    assert!(w.iter().all(|e| e.index == 0 && matches!(e.memory, Memory::Global(ref n) if n == "a")));
+    for e in &w {
+        match e.access {
+            Access::Read => assert!(e.read.is_some() && e.written.is_none()),
+            _ => assert!(matches!(e.written, Some(Num::Float(v)) if v > 0.0)),
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! `:race` and `:compare`: the outcomes of one launch run many times, side by side with the
+//! sequential answer, a histogram of the distinct results and a verdict in plain words.
+//!
+//! ```text
+//! add_half_everywhere<<<1024, 1024>>>: 10 runs on sim (random schedule, seeds 0..9)
+//! ┌────────────┬─────────┬──────────┬──────────┐
+//! │ run        ┆ outcome ┆ a[0]     ┆ a[1]     │
+//! ╞════════════╪═════════╪══════════╪══════════╡
+//! │ sequential ┆ A       ┆ 524288.  ┆ 524289.  │
+//! ...
+//! ```
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use comfy_table::{Attribute, Cell, Color, Table, presets::UTF8_FULL_CONDENSED};
+
+use super::Style;
+use super::array::element;
+use crate::buffer::{Buffer, Shape};
+
+/// One run of a launch: on the simulator (a seed) or, later, on a GPU.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// `sequential`, `seed 3`, or `gpu #1`.
+    pub label: String,
+    /// Where it ran: `sim`, or the GPU's name.
+    pub backend: String,
+    /// The launch's buffers after the run, in launch order.
+    pub buffers: Vec<Buffer>,
+    /// The run was stopped (its buffers are as they were before).
+    pub aborted: bool,
+}
+
+/// Every run of one launch, all from the same inputs.
+#[derive(Clone, Debug)]
+pub struct Outcomes {
+    /// `kernel<<<grid, block>>>`.
+    pub launch: String,
+    /// The buffers' session names, in launch order.
+    pub names: Vec<String>,
+    /// The buffers as they were before every run.
+    pub before: Vec<Buffer>,
+    /// The simulator's sequential schedule: what a CPU loop computes.
+    pub reference: Run,
+    /// The runs to compare with it (random schedules; GPU runs may join them).
+    pub runs: Vec<Run>,
+    /// Some run reported a race finding.
+    pub race_found: bool,
+}
+
+/// A column of the table: an element of one buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Col {
+    buffer: usize,
+    index: usize,
+}
+
+impl Outcomes {
+    fn all_runs(&self) -> impl Iterator<Item = &Run> {
+        std::iter::once(&self.reference).chain(&self.runs)
+    }
+
+    /// Outcome number of each run (0 for the first distinct result), reference first.
+    fn outcome_ids(&self) -> (Vec<usize>, usize) {
+        let mut seen: HashMap<Vec<&[u8]>, usize> = HashMap::new();
+        let ids = self
+            .all_runs()
+            .map(|r| {
+                let key: Vec<&[u8]> = r.buffers.iter().map(Buffer::bytes).collect();
+                let next = seen.len();
+                *seen.entry(key).or_insert(next)
+            })
+            .collect();
+        (ids, seen.len())
+    }
+
+    /// Elements worth a column, most telling first: those that differ across runs or from the
+    /// sequential answer, by how many runs differ and then by how far; when nothing varies, the
+    /// elements the launch changed.
+    fn interesting(&self) -> Vec<Col> {
+        let mut scored: Vec<(usize, f64, Col)> = Vec::new();
+        let mut changed: Vec<Col> = Vec::new();
+        for (b, reference) in self.reference.buffers.iter().enumerate() {
+            let size = reference.dtype().size();
+            for i in 0..reference.len() {
+                let r = &reference.bytes()[i * size..(i + 1) * size];
+                let mut differ = 0;
+                let mut spread = 0.0f64;
+                for run in &self.runs {
+                    let Some(buf) = run.buffers.get(b) else { continue };
+                    if &buf.bytes()[i * size..(i + 1) * size] != r {
+                        differ += 1;
+                        let d = (buf.get(i).as_f64() - reference.get(i).as_f64()).abs();
+                        spread = spread.max(if d.is_nan() { f64::INFINITY } else { d });
+                    }
+                }
+                let col = Col { buffer: b, index: i };
+                if differ > 0 {
+                    scored.push((differ, spread, col));
+                } else if changed.len() < 64
+                    && self.before.get(b).is_some_and(|o| o.bytes()[i * size..(i + 1) * size] != *r)
+                {
+                    changed.push(col);
+                }
+            }
+        }
+        if scored.is_empty() {
+            return changed;
+        }
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(&b.2)));
+        scored.into_iter().map(|(_, _, c)| c).collect()
+    }
+
+    fn header(&self, c: Col) -> String {
+        let name = &self.names[c.buffer];
+        match self.reference.buffers[c.buffer].shape() {
+            Shape::D2(_, cols) if cols > 0 => format!("{name}[{}, {}]", c.index / cols, c.index % cols),
+            _ => format!("{name}[{}]", c.index),
+        }
+    }
+
+    fn cell(&self, run: &Run, c: Col) -> String {
+        let b = &run.buffers[c.buffer];
+        element(b.get(c.index), Some(b.dtype()))
+    }
+}
+
+fn letter(id: usize) -> String {
+    let l = (b'A' + (id % 26) as u8) as char;
+    if id < 26 { l.to_string() } else { format!("{l}{}", id / 26) }
+}
+
+fn table(style: &Style) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    if style.color {
+        t.enforce_styling();
+    } else {
+        t.force_no_tty();
+    }
+    t
+}
+
+/// The outcome table of `o`, fitted to `width` columns.
+fn outcome_table(o: &Outcomes, width: usize, style: &Style) -> Table {
+    let (ids, _) = o.outcome_ids();
+    let runs: Vec<&Run> = o.all_runs().collect();
+    let label_w = runs.iter().map(|r| r.label.len()).max().unwrap_or(3).max(3) + 3;
+    let mut used = 1 + label_w + "outcome".len() + 3;
+    let mut cols = Vec::new();
+    for c in o.interesting() {
+        let w = runs.iter().map(|r| o.cell(r, c).len()).max().unwrap_or(1).max(o.header(c).len()) + 3;
+        if used + w > width {
+            break;
+        }
+        used += w;
+        cols.push(c);
+    }
+    cols.sort();
+    let mut t = table(style);
+    let mut header = vec![Cell::new("run"), Cell::new("outcome")];
+    header.extend(cols.iter().map(|c| Cell::new(o.header(*c))));
+    t.set_header(header);
+    for (k, run) in runs.iter().enumerate() {
+        let mut label = run.label.clone();
+        if run.aborted {
+            label.push('*');
+        }
+        let mut row = vec![Cell::new(label), Cell::new(letter(ids[k]))];
+        for c in &cols {
+            let mut cell = Cell::new(o.cell(run, *c));
+            if k == 0 {
+                cell = cell.add_attribute(Attribute::Bold);
+            } else if run.buffers[c.buffer].get(c.index) != o.reference.buffers[c.buffer].get(c.index) {
+                cell = cell.fg(Color::Red);
+            }
+            row.push(cell);
+        }
+        t.add_row(row);
+    }
+    t
+}
+
+/// `A ████████████▌ 7 runs  (the sequential answer)`, one line per distinct outcome of the runs.
+fn histogram(o: &Outcomes, width: usize, style: &Style) -> Vec<String> {
+    let (ids, _) = o.outcome_ids();
+    let mut counts: Vec<(usize, usize)> = Vec::new();
+    for id in &ids[1..] {
+        match counts.iter_mut().find(|(i, _)| i == id) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((*id, 1)),
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    // Bars are shares of all runs, so one run in ten is a tenth of the width.
+    let max = o.runs.len().max(1);
+    let bar_w = width.saturating_sub(40).clamp(8, 40);
+    let shown = if counts.len() > MAX_BARS { MAX_BARS - 1 } else { counts.len() };
+    let rest: usize = counts[shown..].iter().map(|c| c.1).sum();
+    let rest_n = counts.len() - shown;
+    let mut lines: Vec<String> = counts[..shown]
+        .iter()
+        .map(|&(id, n)| {
+            let eighths = (n * bar_w * 8).div_ceil(max);
+            let bar = bar(eighths);
+            let pad = " ".repeat(bar_w.saturating_sub(bar.chars().count()));
+            let bar = if id == ids[0] { style.ok(&bar) } else { style.warn(&bar) };
+            let note = if id == ids[0] { "  (the sequential answer)" } else { "" };
+            format!("  {:<2} {bar}{pad} {n:>3} run{}{note}", letter(id), if n == 1 { "" } else { "s" })
+        })
+        .collect();
+    if rest_n > 0 {
+        lines.push(style.dim(&format!("  ... {rest_n} more outcomes, {rest} runs in all")));
+    }
+    lines
+}
+
+/// Histogram lines before the rest are summed up.
+const MAX_BARS: usize = 6;
+
+fn bar(eighths: usize) -> String {
+    const PARTS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
+    let mut s = "█".repeat(eighths / 8);
+    if eighths % 8 != 0 {
+        s.push(PARTS[eighths % 8]);
+    }
+    s
+}
+
+/// The one-line verdict under the histogram.
+pub fn verdict(o: &Outcomes) -> String {
+    let (ids, _) = o.outcome_ids();
+    let n = o.runs.len();
+    let mut distinct: Vec<usize> = ids[1..].to_vec();
+    distinct.sort();
+    distinct.dedup();
+    let matching = ids[1..].iter().filter(|&&i| i == ids[0]).count();
+    if distinct.len() > 1 {
+        format!("{} different results in {n} runs: the result depends on timing", distinct.len())
+    } else if matching == n {
+        let still = if o.race_found {
+            "; the simulator still found a race: it is still a race, this time without visible harm"
+        } else {
+            ""
+        };
+        format!("all {n} runs match the sequential answer{still}")
+    } else {
+        format!("the same wrong result {n} times out of {n}: a race can be stable and still wrong")
+    }
+}
+
+fn describe(o: &Outcomes) -> String {
+    let backends: Vec<&str> = {
+        let mut v: Vec<&str> = o.runs.iter().map(|r| r.backend.as_str()).collect();
+        v.dedup();
+        v
+    };
+    let seeds = match (o.runs.first(), o.runs.last()) {
+        (Some(a), Some(b)) if o.runs.len() > 1 => {
+            format!("{}..{}", a.label.trim_start_matches("seed "), b.label.trim_start_matches("seed "))
+        }
+        (Some(a), _) => a.label.trim_start_matches("seed ").to_string(),
+        _ => String::new(),
+    };
+    format!(
+        "{} run{} on {} (random schedule, seed{} {seeds}) and the sequential answer",
+        o.runs.len(),
+        if o.runs.len() == 1 { "" } else { "s" },
+        backends.join(" and "),
+        if o.runs.len() == 1 { "" } else { "s" },
+    )
+}
+
+fn footnote(o: &Outcomes, style: &Style) -> Option<String> {
+    o.all_runs().any(|r| r.aborted).then(|| style.dim("* the run was stopped: its buffers are as they were before it"))
+}
+
+/// `:race`: the table, the histogram and the verdict.
+pub fn write_race(out: &mut dyn Write, o: &Outcomes, style: &Style) -> io::Result<()> {
+    super::write_heading(out, &o.launch, &describe(o), style)?;
+    writeln!(out, "{}", outcome_table(o, style.width, style))?;
+    if let Some(f) = footnote(o, style) {
+        writeln!(out, "{f}")?;
+    }
+    for line in histogram(o, style.width, style) {
+        writeln!(out, "{line}")?;
+    }
+    writeln!(out, "{}", verdict_styled(o, style))
+}
+
+fn verdict_styled(o: &Outcomes, style: &Style) -> String {
+    let v = super::prose(&verdict(o), style);
+    if v.starts_with("all ") && !o.race_found { style.ok(&v) } else { style.warn(&v) }
+}
+
+/// `:compare`: two launches' outcome tables side by side when they fit, else one above the other.
+pub fn write_compare(out: &mut dyn Write, a: &Outcomes, b: &Outcomes, style: &Style) -> io::Result<()> {
+    let both = format!("{} vs {}", a.launch, b.launch);
+    if both.chars().count() <= style.width {
+        super::write_heading(out, &both, &describe(a), style)?;
+    } else {
+        super::write_heading(out, "compare", &describe(a), style)?;
+    }
+    let half = style.width.saturating_sub(3) / 2;
+    let ta = outcome_table(a, half, style).to_string();
+    let tb = outcome_table(b, half, style).to_string();
+    let la: Vec<&str> = ta.lines().collect();
+    let lb: Vec<&str> = tb.lines().collect();
+    let wa = la.iter().map(|l| visible_width(l)).max().unwrap_or(0);
+    let wb = lb.iter().map(|l| visible_width(l)).max().unwrap_or(0);
+    if wa + 3 + wb <= style.width {
+        writeln!(out, "{:<wa$}   {}", fit(&a.launch, wa), fit(&b.launch, wb))?;
+        for k in 0..la.len().max(lb.len()) {
+            let l = la.get(k).copied().unwrap_or("");
+            let pad = " ".repeat(wa - visible_width(l));
+            writeln!(out, "{l}{pad}   {}", lb.get(k).copied().unwrap_or(""))?;
+        }
+    } else {
+        writeln!(out, "{}\n{ta}\n{}\n{tb}", fit(&a.launch, style.width), fit(&b.launch, style.width))?;
+    }
+    for o in [a, b] {
+        writeln!(out, "{}", style.bold(&fit(&o.launch, style.width)))?;
+        for line in histogram(o, style.width, style) {
+            writeln!(out, "{line}")?;
+        }
+        writeln!(out, "  {}", verdict_styled(o, style))?;
+    }
+    Ok(())
+}
+
+/// `s`, cut to `width` characters with a `…` when longer.
+fn fit(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// Columns a line takes on screen: characters, less ANSI escape sequences.
+pub fn visible_width(s: &str) -> usize {
+    let mut n = 0;
+    let mut esc = false;
+    for c in s.chars() {
+        match (esc, c) {
+            (false, '\u{1b}') => esc = true,
+            (true, c) if c.is_ascii_alphabetic() => esc = false,
+            (true, _) => {}
+            (false, _) => n += 1,
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::Num;
+    use crate::dtype::DType;
+
+    fn run(label: &str, v: &[f64]) -> Run {
+        let b = Buffer::from_nums(DType::F32, Shape::D1(v.len()), v.iter().map(|x| Num::Float(*x)));
+        Run { label: label.into(), backend: "sim".into(), buffers: vec![b], aborted: false }
+    }
+
+    fn outcomes(reference: &[f64], runs: &[&[f64]], race_found: bool) -> Outcomes {
+        Outcomes {
+            launch: "k<<<1, 2>>>(a)".into(),
+            names: vec!["a".into()],
+            before: vec![run("", &vec![0.0; reference.len()]).buffers.remove(0)],
+            reference: run("sequential", reference),
+            runs: runs.iter().enumerate().map(|(i, r)| run(&format!("seed {i}"), r)).collect(),
+            race_found,
+        }
+    }
+
+    #[test]
+    fn verdicts() {
+        let varied = outcomes(&[2.0], &[&[1.0], &[2.0], &[1.0]], true);
+        assert_eq!(verdict(&varied), "2 different results in 3 runs: the result depends on timing");
+        let stable = outcomes(&[2.0], &[&[1.0], &[1.0]], true);
+        assert_eq!(verdict(&stable), "the same wrong result 2 times out of 2: a race can be stable and still wrong");
+        let right = outcomes(&[2.0], &[&[2.0], &[2.0]], false);
+        assert_eq!(verdict(&right), "all 2 runs match the sequential answer");
+        let lucky = outcomes(&[2.0], &[&[2.0], &[2.0]], true);
+        assert!(verdict(&lucky).contains("it is still a race"));
+    }
+
+    #[test]
+    fn columns_are_the_elements_that_vary_most_and_fit_the_width() {
+        let mut reference = vec![1.0; 100];
+        reference[50] = 5.0;
+        let mut a = reference.clone();
+        a[7] = 0.0;
+        a[50] = 1.0;
+        let mut b = reference.clone();
+        b[50] = 2.0;
+        let o = outcomes(&reference, &[&a, &b], true);
+        // a[50] differs in both runs, a[7] in one: a[50] comes first.
+        assert_eq!(o.interesting(), vec![Col { buffer: 0, index: 50 }, Col { buffer: 0, index: 7 }]);
+        let style = Style { color: false, width: 40 };
+        let text = outcome_table(&o, 40, &style).to_string();
+        assert!(text.contains("a[50]") && text.lines().all(|l| l.chars().count() <= 40), "{text}");
+    }
+
+    #[test]
+    fn visible_width_skips_ansi() {
+        assert_eq!(visible_width("\u{1b}[31mab\u{1b}[0m│"), 3);
+    }
+}

@@ -1,0 +1,81 @@
+//! `:time`: how long a launch takes. On the simulator that is simulated warp steps (one
+//! instruction for one warp), not seconds: they are deterministic and say how much work the
+//! kernel does, not how fast a GPU would do it. The GPU backend fills in `kernel_times`.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
+
+use super::Style;
+use super::findings::thousands;
+use super::launch::format_duration;
+
+#[derive(Clone, Debug)]
+pub struct Timing {
+    /// `kernel<<<grid, block>>>`.
+    pub launch: String,
+    /// `sim`, or the GPU's name.
+    pub backend: String,
+    pub schedule: String,
+    /// `0..4`, or `5` for one run.
+    pub seeds: String,
+    pub threads: u64,
+    /// Simulated warp steps per run (simulator).
+    pub steps: Vec<u64>,
+    /// Kernel times per run, measured on a GPU (empty on the simulator).
+    pub kernel_times: Vec<Duration>,
+}
+
+fn min_median_max<T: Copy + Ord>(v: &[T]) -> Option<[T; 3]> {
+    let mut s = v.to_vec();
+    s.sort();
+    Some([*s.first()?, s[(s.len() - 1) / 2], *s.last()?])
+}
+
+pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Result<()> {
+    let runs = t.steps.len().max(t.kernel_times.len());
+    let rest = format!(
+        "{} run{} on {} ({} schedule, seed{} {}), {} threads",
+        runs,
+        if runs == 1 { "" } else { "s" },
+        t.backend,
+        t.schedule,
+        if runs == 1 { "" } else { "s" },
+        t.seeds,
+        thousands(t.threads)
+    );
+    super::write_heading(out, &t.launch, &rest, style)?;
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED);
+    table.force_no_tty();
+    table.set_header(["", "min", "median", "max"]);
+    let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+    if let Some([lo, mid, hi]) = min_median_max(&t.steps) {
+        table.add_row(vec![
+            Cell::new("simulated warp steps"),
+            right(thousands(lo)),
+            right(thousands(mid)),
+            right(thousands(hi)),
+        ]);
+        let per = |s: u64| format!("{:.2}", s as f64 * 32.0 / t.threads.max(1) as f64);
+        table.add_row(vec![Cell::new("steps per warp"), right(per(lo)), right(per(mid)), right(per(hi))]);
+    }
+    if let Some([lo, mid, hi]) = min_median_max(&t.kernel_times) {
+        table.add_row(vec![
+            Cell::new("kernel time"),
+            right(format_duration(lo)),
+            right(format_duration(mid)),
+            right(format_duration(hi)),
+        ]);
+    }
+    writeln!(out, "{table}")?;
+    if !t.steps.is_empty() && t.kernel_times.is_empty() {
+        writeln!(
+            out,
+            "{}",
+            style.dim(&super::prose("simulated warp steps (one instruction for one warp), not seconds: they count the work the kernel does, not how fast a GPU runs it; the GPU backend reports kernel times", style))
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,419 @@
+//! The views behind `:race`, `:compare`, `:map`, `:why` and `:time`: each runs a launch (or the
+//! last one again) on copies of its buffers, gathers what the renderers in `render/` draw, and
+//! leaves the session's buffers and last launch as they were.
+//!
+//! Runs are gathered as data first ([`Outcomes`], [`MapView`], [`WhyView`], [`Timing`]) so that
+//! the GPU backend can add its own runs and kernel times next to the simulator's.
+
+use std::io::{self, Write};
+
+use super::{Session, Status};
+use crate::backend::sim::{Schedule, SimConfig, Watch};
+use crate::backend::{Backend, BackendError, LaunchBuffers, LaunchReport, LaunchSpec, linear_thread};
+use crate::buffer::Buffer;
+use crate::finding::{Finding, FindingKind};
+use crate::render;
+use crate::render::map::{MapBuffer, MapView};
+use crate::render::race::{Outcomes, Run};
+use crate::render::timing::Timing;
+use crate::render::why::WhyView;
+use crate::script;
+use crate::script::ast::StmtKind;
+
+/// Runs for `:race` and `:time` when no `xN` is given.
+pub const DEFAULT_RUNS: u32 = 10;
+/// At most this many runs: each is a whole launch on the simulator.
+pub const MAX_RUNS: u32 = 100;
+
+/// A launch statement that passed every check.
+pub(crate) struct Prepared {
+    /// The launch as typed, to title the views.
+    pub text: String,
+    pub spec: LaunchSpec,
+    pub names: Vec<String>,
+}
+
+impl Prepared {
+    fn title(&self) -> String {
+        self.text.clone()
+    }
+}
+
+/// Split a trailing ` xN` off command arguments: `k<<<1, 32>>>(a) x20` gives 20.
+pub(crate) fn split_runs(args: &str) -> Result<(&str, u32), String> {
+    let args = args.trim();
+    if let Some((head, last)) = args.rsplit_once(char::is_whitespace)
+        && let Some(n) = last.strip_prefix('x').or_else(|| last.strip_prefix('X'))
+        && !n.is_empty()
+        && n.bytes().all(|b| b.is_ascii_digit())
+    {
+        return match n.parse::<u32>() {
+            Ok(k) if (1..=MAX_RUNS).contains(&k) => Ok((head.trim_end(), k)),
+            _ => Err(format!("the number of runs must be from 1 to {MAX_RUNS}, not {n}")),
+        };
+    }
+    Ok((args, DEFAULT_RUNS))
+}
+
+impl Session {
+    /// Parse and check a launch typed as a command argument; reports problems itself.
+    pub(crate) fn prepare_text(&mut self, cmd: &str, text: &str, out: &mut dyn Write) -> io::Result<Option<Prepared>> {
+        let id = self.sources.add(format!("<:{cmd}>"), text, 1);
+        let stmt = match script::parse_statement(id, text) {
+            Ok(s) => s,
+            Err(diag) => {
+                self.report(&diag, out)?;
+                return Ok(None);
+            }
+        };
+        let StmtKind::Launch(launch) = stmt.kind else {
+            writeln!(
+                out,
+                "{} `:{cmd}` takes a launch, like `:{cmd} add_half<<<4, 256>>>(a, len(a))`",
+                self.options.style.error("error:")
+            )?;
+            return Ok(None);
+        };
+        match self.prepare(&launch, text) {
+            Ok((spec, names)) => Ok(Some(Prepared { text: text.trim().to_string(), spec, names })),
+            Err(diag) => {
+                self.report(&diag, out)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Run `spec` on copies of `inputs` with `config`: the session's buffers are never touched.
+    fn run_copy(
+        &mut self,
+        spec: &LaunchSpec,
+        inputs: &[(String, Buffer)],
+        config: SimConfig,
+    ) -> Result<(LaunchReport, Vec<Buffer>), BackendError> {
+        let module = self.module.clone();
+        let mut copies: Vec<Buffer> = inputs.iter().map(|(_, b)| b.clone()).collect();
+        let saved = std::mem::replace(&mut self.sim.config, config);
+        let result = {
+            let mut lb = LaunchBuffers {
+                names: inputs.iter().map(|(n, _)| n.clone()).collect(),
+                buffers: copies.iter_mut().collect(),
+            };
+            self.sim.launch(&module, spec, &mut lb)
+        };
+        self.sim.config = saved;
+        result.map(|r| (r, copies))
+    }
+
+    fn inputs(&self, names: &[String]) -> Vec<(String, Buffer)> {
+        names.iter().map(|n| (n.clone(), self.buffer(n).cloned().expect("launch buffers exist"))).collect()
+    }
+
+    fn config(&self, schedule: Schedule, seed: u64) -> SimConfig {
+        SimConfig { schedule, seed, trace_writes: false, watch: None, ..self.sim.config.clone() }
+    }
+
+    /// The sequential reference and `runs` random-schedule runs from the session's seed.
+    pub(crate) fn outcomes(&mut self, p: &Prepared, runs: u32) -> Result<Outcomes, BackendError> {
+        let inputs = self.inputs(&p.names);
+        let base = self.sim.config.seed;
+        let (report, buffers) = self.run_copy(&p.spec, &inputs, self.config(Schedule::Sequential, 0))?;
+        let mut race_found = has_race(&report);
+        let reference = Run { label: "sequential".into(), backend: "sim".into(), buffers, aborted: report.aborted };
+        let mut all = Vec::new();
+        for k in 0..runs as u64 {
+            let seed = base.wrapping_add(k);
+            let (report, buffers) = self.run_copy(&p.spec, &inputs, self.config(Schedule::Random, seed))?;
+            race_found |= has_race(&report);
+            all.push(Run { label: format!("seed {seed}"), backend: "sim".into(), buffers, aborted: report.aborted });
+        }
+        Ok(Outcomes {
+            launch: p.title(),
+            names: p.names.clone(),
+            before: inputs.into_iter().map(|(_, b)| b).collect(),
+            reference,
+            runs: all,
+            race_found,
+        })
+    }
+
+    pub(crate) fn race_view(&mut self, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+        let (text, runs) = match split_runs(args) {
+            Ok(ok) => ok,
+            Err(msg) => return self.view_error(out, &msg),
+        };
+        if text.is_empty() {
+            return self.view_error(out, "which launch? e.g. `:race add_half<<<4, 256>>>(a, len(a))`");
+        }
+        let Some(p) = self.prepare_text("race", text, out)? else { return Ok(Status::Error) };
+        match self.outcomes(&p, runs) {
+            Ok(o) => {
+                render::race::write_race(out, &o, &self.options.style)?;
+                Ok(Status::Ok)
+            }
+            Err(e) => self.view_error(out, &e.to_string()),
+        }
+    }
+
+    pub(crate) fn compare_view(&mut self, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+        let (text, runs) = match split_runs(args) {
+            Ok(ok) => ok,
+            Err(msg) => return self.view_error(out, &msg),
+        };
+        let Some((a, b)) = text.split_once(" vs ") else {
+            return self
+                .view_error(out, "compare two launches: `:compare racy<<<4, 256>>>(a) vs fixed<<<4, 256>>>(a)`");
+        };
+        let Some(pa) = self.prepare_text("compare", a.trim(), out)? else { return Ok(Status::Error) };
+        let Some(pb) = self.prepare_text("compare", b.trim(), out)? else { return Ok(Status::Error) };
+        let oa = self.outcomes(&pa, runs);
+        let ob = self.outcomes(&pb, runs);
+        match (oa, ob) {
+            (Ok(oa), Ok(ob)) => {
+                render::race::write_compare(out, &oa, &ob, &self.options.style)?;
+                Ok(Status::Ok)
+            }
+            (Err(e), _) | (_, Err(e)) => self.view_error(out, &e.to_string()),
+        }
+    }
+
+    pub(crate) fn map_view(&mut self, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+        if args.trim().is_empty() {
+            return self.view_error(out, "which launch? e.g. `:map add_half<<<4, 256>>>(a, len(a))`");
+        }
+        let Some(p) = self.prepare_text("map", args.trim(), out)? else { return Ok(Status::Error) };
+        let inputs = self.inputs(&p.names);
+        let config = SimConfig { trace_writes: true, ..self.config(self.sim.config.schedule, self.sim.config.seed) };
+        match self.run_copy(&p.spec, &inputs, config) {
+            Ok((report, _)) => {
+                let traces = report.writes.unwrap_or_default();
+                let buffers = inputs
+                    .iter()
+                    .zip(traces)
+                    .map(|((name, b), trace)| MapBuffer { name: name.clone(), shape: b.shape(), trace })
+                    .collect();
+                let view = MapView { launch: p.title(), grid: p.spec.grid, block: p.spec.block, buffers };
+                render::map::write_map(out, &view, &self.options.style)?;
+                Ok(Status::Ok)
+            }
+            Err(e) => self.view_error(out, &e.to_string()),
+        }
+    }
+
+    pub(crate) fn time_view(&mut self, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+        let (text, runs) = match split_runs(args) {
+            Ok(ok) => ok,
+            Err(msg) => return self.view_error(out, &msg),
+        };
+        if text.is_empty() {
+            return self.view_error(out, "which launch? e.g. `:time add_half<<<4, 256>>>(a, len(a))`");
+        }
+        let Some(p) = self.prepare_text("time", text, out)? else { return Ok(Status::Error) };
+        let inputs = self.inputs(&p.names);
+        let base = self.sim.config.seed;
+        let schedule = self.sim.config.schedule;
+        let mut steps = Vec::new();
+        for k in 0..runs as u64 {
+            match self.run_copy(&p.spec, &inputs, self.config(schedule, base.wrapping_add(k))) {
+                Ok((report, _)) => steps.extend(report.steps),
+                Err(e) => return self.view_error(out, &e.to_string()),
+            }
+        }
+        let timing = Timing {
+            launch: p.title(),
+            backend: self.sim.label(),
+            schedule: schedule.name().to_string(),
+            seeds: if runs == 1 { base.to_string() } else { format!("{base}..{}", base.wrapping_add(runs as u64 - 1)) },
+            threads: p.spec.total_threads(),
+            steps,
+            kernel_times: Vec::new(),
+        };
+        render::timing::write_timing(out, &timing, &self.options.style)?;
+        Ok(Status::Ok)
+    }
+
+    pub(crate) fn why_view(&mut self, _args: &str, out: &mut dyn Write) -> io::Result<Status> {
+        let Some(last) = self.last.as_ref() else {
+            writeln!(out, "no launch yet: `:why` explains the race of the last launch")?;
+            return Ok(Status::Ok);
+        };
+        let Some(Finding::Race { memory, index, first, second, .. }) =
+            last.report.findings.iter().find(|f| f.kind() == FindingKind::Race).cloned()
+        else {
+            writeln!(out, "the last launch had no race finding: nothing to explain")?;
+            return Ok(Status::Ok);
+        };
+        let spec = last.spec.clone();
+        let inputs = last.before.clone();
+        let threads = [
+            linear_thread(&first.thread, spec.grid, spec.block) as u32,
+            linear_thread(&second.thread, spec.grid, spec.block) as u32,
+        ];
+        let config = SimConfig { watch: Some(Watch { index, threads }), trace_writes: false, ..last.config.clone() };
+        let schedule = config.schedule.name().to_string();
+        let seed = config.seed;
+        match self.run_copy(&spec, &inputs, config) {
+            Ok((report, _)) => {
+                let events =
+                    report.watched.unwrap_or_default().into_iter().filter(|e| e.memory == memory).collect::<Vec<_>>();
+                let view = WhyView {
+                    launch: format!("{}<<<{}, {}>>>", spec.kernel, spec.grid, spec.block),
+                    schedule,
+                    seed,
+                    memory,
+                    index,
+                    first,
+                    second,
+                    events,
+                };
+                render::why::write_why(out, &view, &self.sources, &self.options.style)?;
+                Ok(Status::Ok)
+            }
+            Err(e) => self.view_error(out, &e.to_string()),
+        }
+    }
+
+    fn view_error(&self, out: &mut dyn Write, msg: &str) -> io::Result<Status> {
+        writeln!(out, "{} {msg}", self.options.style.error("error:"))?;
+        Ok(Status::Error)
+    }
+}
+
+fn has_race(r: &LaunchReport) -> bool {
+    r.findings.iter().any(|f| f.kind() == FindingKind::Race)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::Style;
+    use crate::session::Options;
+
+    const KERNELS: &str = r#"
+__global__ void add_half_everywhere(float *a, int n) {
+    for (int i = 0; i < n; i++) {
+        a[i] += 0.5f;
+    }
+}
+__global__ void add_half_atomic(float *a, int n) {
+    for (int i = 0; i < n; i++) {
+        atomicAdd(&a[i], 0.5f);
+    }
+}
+__global__ void add_half(float *a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i <= n) a[i] += 0.5f;
+}
+__global__ void fill2d(int *m, int rows, int cols) {
+    int r = blockIdx.y * blockDim.y + threadIdx.y;
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows && c <= cols) m[r * cols + c] = blockIdx.x + 2 * blockIdx.y;
+}
+let a = [0, 1]
+let b = zeros(3000)
+let m = zeros((12, 20), i32)
+"#;
+
+    /// Run `script` after the kernels above in a fresh session; returns what the last input printed.
+    fn view(script: &str, color: bool, width: usize) -> String {
+        let mut s = Session::new(Options { style: Style { color, width }, ..Options::default() });
+        let mut out = Vec::new();
+        assert_eq!(s.eval_text("setup", KERNELS, false, &mut out).unwrap(), Status::Ok);
+        let (setup, last) = script.rsplit_once('\n').unwrap_or(("", script));
+        if !setup.is_empty() {
+            let status = s.eval_text("setup", setup, false, &mut out).unwrap();
+            assert_eq!(status, Status::Ok, "{}", String::from_utf8_lossy(&out));
+        }
+        let mut out = Vec::new();
+        let status = s.eval_text("view", last, false, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(status, Status::Ok, "{text}");
+        text
+    }
+
+    /// Snapshots of `script`'s last output, plain and coloured, at 80 and 120 columns.
+    fn snapshots(name: &str, script: &str) {
+        for color in [false, true] {
+            for width in [80, 120] {
+                let text = view(script, color, width);
+                let mode = if color { "color" } else { "plain" };
+                if !color {
+                    assert!(!text.contains('\u{1b}'), "{text}");
+                    let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+                    assert!(widest <= width, "{name} is {widest} columns wide at {width}:\n{text}");
+                }
+                insta::assert_snapshot!(format!("{name}_{mode}_{width}"), text);
+            }
+        }
+    }
+
+    #[test]
+    fn race_view() {
+        snapshots("race", ":race add_half_everywhere<<<8, 64>>>(a, len(a))");
+    }
+
+    #[test]
+    fn race_view_stable_results() {
+        snapshots("race_atomic", ":race add_half_atomic<<<8, 64>>>(a, len(a)) x3");
+    }
+
+    #[test]
+    fn compare_view() {
+        snapshots(
+            "compare",
+            ":compare add_half_everywhere<<<8, 64>>>(a, len(a)) vs add_half_atomic<<<8, 64>>>(a, len(a)) x5",
+        );
+    }
+
+    #[test]
+    fn map_view_1d_with_out_of_bounds() {
+        snapshots("map_1d", ":map add_half<<<12, 256>>>(b, len(b))");
+    }
+
+    #[test]
+    fn map_view_2d_with_out_of_bounds() {
+        snapshots("map_2d", ":map fill2d<<<(3, 2), (8, 8)>>>(m, 12, 20)");
+    }
+
+    #[test]
+    fn why_view() {
+        snapshots("why", "add_half_everywhere<<<8, 64>>>(a, len(a))\n:why");
+    }
+
+    #[test]
+    fn time_view() {
+        snapshots("time", ":time add_half_everywhere<<<8, 64>>>(a, len(a)) x4");
+    }
+
+    #[test]
+    fn views_leave_the_session_as_it_was() {
+        let out = view(
+            ":race add_half_everywhere<<<8, 64>>>(a, len(a)) x2\n:map add_half<<<12, 256>>>(b, len(b))\n:time add_half<<<12, 256>>>(b, len(b)) x2\nexpect a == [0, 1]\nexpect b == 0",
+            false,
+            80,
+        );
+        assert_eq!(out, "ok\n");
+    }
+
+    #[test]
+    fn why_without_a_race_or_a_launch_says_so() {
+        assert!(view(":why", false, 80).contains("no launch yet"));
+        let out = view("add_half_atomic<<<8, 64>>>(a, len(a))\n:why", false, 80);
+        assert!(out.contains("no race finding"), "{out}");
+    }
+
+    #[test]
+    fn changed_elements_are_coloured_after_a_launch() {
+        let out = view("add_half<<<1, 1>>>(a, 1)\na", true, 80);
+        // a[0] changed (0 -> 0.5), a[1] did not.
+        assert!(out.contains("\u{1b}[33m\u{1b}[1m0.5\u{1b}[0m") || out.contains("\u{1b}[1m\u{1b}[33m0.5"), "{out:?}");
+        assert!(!out.contains("\u{1b}[1m1.\u{1b}"), "{out:?}");
+    }
+
+    #[test]
+    fn runs_suffix() {
+        assert_eq!(split_runs("k<<<1, 2>>>(a) x20"), Ok(("k<<<1, 2>>>(a)", 20)));
+        assert_eq!(split_runs("k<<<1, 2>>>(a)"), Ok(("k<<<1, 2>>>(a)", DEFAULT_RUNS)));
+        assert_eq!(split_runs("k<<<1, 2>>>(x, xs)"), Ok(("k<<<1, 2>>>(x, xs)", DEFAULT_RUNS)));
+        assert!(split_runs("k<<<1, 2>>>(a) x0").is_err());
+    }
+}
