@@ -112,6 +112,30 @@ impl GpuBackend {
         BackendError::Aborted(format!("{what}. {restarted}"))
     }
 
+    /// Launch `repeat` times in a row on the device (for `:time`): kernel time of each launch
+    /// from CUDA events, and the host time of each launch call. Buffers are not written back.
+    pub fn time(
+        &mut self,
+        spec: &LaunchSpec,
+        buffers: &LaunchBuffers<'_>,
+        repeat: u32,
+    ) -> Result<(Vec<f32>, Vec<f64>), BackendError> {
+        let req = launch_request(spec, buffers, repeat);
+        // The per-launch timeout applies to each of the launches.
+        let timeout = self.timeout.saturating_mul(repeat.max(1));
+        let cancel = self.cancel.clone();
+        let worker = self.worker()?;
+        match worker.request(&req, timeout, cancel.as_deref()) {
+            Ok(Response::Launched(r)) => Ok((r.kernel_ms, r.launch_us)),
+            Ok(Response::Failed { message, sticky: true }) => {
+                Err(self.recover(format!("`{}` stopped with an error on the GPU ({message})", spec.kernel)))
+            }
+            Ok(Response::Failed { message, .. }) => Err(BackendError::Launch(message)),
+            Ok(other) => Err(BackendError::Launch(format!("unexpected answer from the GPU worker: {other:?}"))),
+            Err(e) => Err(self.recover(format!("timing `{}` stopped ({e})", spec.kernel))),
+        }
+    }
+
     /// The PTX of the current module (for `:ptx`).
     pub fn ptx(&mut self) -> Result<String, BackendError> {
         let worker = self.worker()?;
@@ -132,6 +156,30 @@ fn hello(libs: &Libraries, device: usize) -> Result<(Worker, DeviceInfo), String
         Ok(other) => Err(format!("unexpected answer from the GPU worker: {other:?}")),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// The request for `repeat` launches of `spec` over `buffers`.
+fn launch_request(spec: &LaunchSpec, buffers: &LaunchBuffers<'_>, repeat: u32) -> Request {
+    Request::Launch(LaunchRequest {
+        kernel: spec.kernel.clone(),
+        grid: spec.grid.as_array(),
+        block: spec.block.as_array(),
+        shared_bytes: spec.shared_bytes,
+        args: spec
+            .args
+            .iter()
+            .map(|a| match a {
+                Arg::Buffer(i) => WireArg::Buffer(*i as u32),
+                Arg::Scalar(s) => WireArg::Scalar(s.to_le_bytes()),
+            })
+            .collect(),
+        buffers: buffers
+            .buffers
+            .iter()
+            .map(|b| WireBuffer { bytes: b.bytes().to_vec(), elem_size: b.dtype().size() as u32 })
+            .collect(),
+        repeat,
+    })
 }
 
 /// `NVIDIA H100 80GB HBM3` -> `H100`: short enough for a prompt.
@@ -182,26 +230,7 @@ impl Backend for GpuBackend {
         buffers: &mut LaunchBuffers<'_>,
     ) -> Result<LaunchReport, BackendError> {
         let start = Instant::now();
-        let req = Request::Launch(LaunchRequest {
-            kernel: spec.kernel.clone(),
-            grid: spec.grid.as_array(),
-            block: spec.block.as_array(),
-            shared_bytes: spec.shared_bytes,
-            args: spec
-                .args
-                .iter()
-                .map(|a| match a {
-                    Arg::Buffer(i) => WireArg::Buffer(*i as u32),
-                    Arg::Scalar(s) => WireArg::Scalar(s.to_le_bytes()),
-                })
-                .collect(),
-            buffers: buffers
-                .buffers
-                .iter()
-                .map(|b| WireBuffer { bytes: b.bytes().to_vec(), elem_size: b.dtype().size() as u32 })
-                .collect(),
-            repeat: 1,
-        });
+        let req = launch_request(spec, buffers, 1);
         let timeout = self.timeout;
         let cancel = self.cancel.clone();
         let worker = self.worker()?;

@@ -11,7 +11,7 @@ use super::Style;
 use super::findings::thousands;
 use super::launch::format_duration;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Timing {
     /// `kernel<<<grid, block>>>`.
     pub launch: String,
@@ -25,6 +25,12 @@ pub struct Timing {
     pub steps: Vec<u64>,
     /// Kernel times per run, measured on a GPU (empty on the simulator).
     pub kernel_times: Vec<Duration>,
+    /// Host time of each launch call on the GPU (the launch overhead).
+    pub launch_overhead: Vec<Duration>,
+    /// Bytes of the buffer arguments, for the bandwidth estimate.
+    pub bytes: u64,
+    /// The device's peak memory bandwidth in GB/s.
+    pub peak_gbs: Option<f64>,
 }
 
 fn min_median_max<T: Copy + Ord>(v: &[T]) -> Option<[T; 3]> {
@@ -35,16 +41,26 @@ fn min_median_max<T: Copy + Ord>(v: &[T]) -> Option<[T; 3]> {
 
 pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Result<()> {
     let runs = t.steps.len().max(t.kernel_times.len());
-    let rest = format!(
-        "{} run{} on {} ({} schedule, seed{} {}), {} threads",
-        runs,
-        if runs == 1 { "" } else { "s" },
-        t.backend,
-        t.schedule,
-        if runs == 1 { "" } else { "s" },
-        t.seeds,
-        thousands(t.threads)
-    );
+    let rest = if t.kernel_times.is_empty() {
+        format!(
+            "{} run{} on {} ({} schedule, seed{} {}), {} threads",
+            runs,
+            if runs == 1 { "" } else { "s" },
+            t.backend,
+            t.schedule,
+            if runs == 1 { "" } else { "s" },
+            t.seeds,
+            thousands(t.threads)
+        )
+    } else {
+        format!(
+            "{} launch{} on {}, {} threads",
+            runs,
+            if runs == 1 { "" } else { "es" },
+            t.backend,
+            thousands(t.threads)
+        )
+    };
     super::write_heading(out, &t.launch, &rest, style)?;
     let mut table = Table::new();
     table.load_preset(UTF8_FULL_CONDENSED);
@@ -69,7 +85,31 @@ pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Resul
             right(format_duration(hi)),
         ]);
     }
+    if let Some([lo, mid, hi]) = min_median_max(&t.launch_overhead) {
+        table.add_row(vec![
+            Cell::new("launch overhead (host)"),
+            right(format_duration(lo)),
+            right(format_duration(mid)),
+            right(format_duration(hi)),
+        ]);
+    }
     writeln!(out, "{table}")?;
+    if let (Some([_, mid, _]), true) = (min_median_max(&t.kernel_times), t.bytes > 0) {
+        let gbs = t.bytes as f64 / mid.as_secs_f64().max(1e-12) / 1e9;
+        let share =
+            t.peak_gbs.map(|p| format!(", {:.0}% of this GPU's peak {p:.0} GB/s", 100.0 * gbs / p)).unwrap_or_default();
+        writeln!(
+            out,
+            "{}",
+            super::prose(
+                &format!(
+                    "effective bandwidth {gbs:.0} GB/s{share} (an estimate: the bytes of the buffer arguments, {}, moved once per launch in the median kernel time)",
+                    crate::script::eval::human_bytes(t.bytes as u128)
+                ),
+                style
+            )
+        )?;
+    }
     if !t.steps.is_empty() && t.kernel_times.is_empty() {
         writeln!(
             out,

@@ -56,9 +56,9 @@ impl Session {
                 self.last = Some(LastLaunch { report, before, spec, config });
                 Ok(Status::Ok)
             }
-            Err(crate::backend::BackendError::Aborted(_)) => {
-                // Only Ctrl-C cancels a launch part-way (`SimConfig.cancel`); the backend has
-                // already put the buffers back.
+            Err(crate::backend::BackendError::Aborted(_)) if !self.on_gpu() => {
+                // On the simulator only Ctrl-C cancels a launch part-way (`SimConfig.cancel`);
+                // the backend has already put the buffers back.
                 let msg = format!("`{}` stopped by Ctrl-C; buffers are as they were before the launch", spec.kernel);
                 writeln!(out, "{}", style.warn(&msg))?;
                 Ok(Status::Error)
@@ -66,8 +66,10 @@ impl Session {
             Err(e) => {
                 writeln!(out, "{} {e}", style.error("error:"))?;
                 // A GPU fault says little; the simulator names the thread, index and line.
+                let interrupted =
+                    self.options.sim.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::SeqCst));
                 if matches!(e, crate::backend::BackendError::Aborted(_))
-                    && self.on_gpu()
+                    && !interrupted
                     && let Some(report) = self.diagnose_on_sim(&spec, &before)
                     && !report.findings.is_empty()
                 {
@@ -181,6 +183,11 @@ impl Session {
             Value::Int(v) => Ok(v),
             Value::Bool(b) => Ok(b as i128),
             Value::Float(f) if f.fract() == 0.0 && f.is_finite() => Ok(f as i128),
+            Value::Float(f) => Err(Diagnostic::error(format!("a launch size must be a whole number, but this is {f}"))
+                .at(e.span)
+                .help(
+                    "`/` divides exactly, as in Python; write `//` for whole-number division, e.g. `(n + 255) // 256`",
+                )),
             other => Err(Diagnostic::error(format!("expected an integer here, found {}", other.type_name()))
                 .at(e.span)
                 .help("launch sizes are whole numbers of blocks and threads")),

@@ -24,6 +24,8 @@ use crate::script::ast::StmtKind;
 pub const DEFAULT_RUNS: u32 = 10;
 /// At most this many runs: each is a whole launch on the simulator.
 pub const MAX_RUNS: u32 = 100;
+/// `:time` repeats a launch many more times: launch overhead is measured over thousands.
+pub const MAX_TIME_RUNS: u32 = 10_000;
 
 /// A launch statement that passed every check.
 pub(crate) struct Prepared {
@@ -40,7 +42,7 @@ impl Prepared {
 }
 
 /// Split a trailing ` xN` off command arguments: `k<<<1, 32>>>(a) x20` gives 20.
-pub(crate) fn split_runs(args: &str) -> Result<(&str, u32), String> {
+pub(crate) fn split_runs(args: &str, max: u32) -> Result<(&str, u32), String> {
     let args = args.trim();
     if let Some((head, last)) = args.rsplit_once(char::is_whitespace)
         && let Some(n) = last.strip_prefix('x').or_else(|| last.strip_prefix('X'))
@@ -48,8 +50,8 @@ pub(crate) fn split_runs(args: &str) -> Result<(&str, u32), String> {
         && n.bytes().all(|b| b.is_ascii_digit())
     {
         return match n.parse::<u32>() {
-            Ok(k) if (1..=MAX_RUNS).contains(&k) => Ok((head.trim_end(), k)),
-            _ => Err(format!("the number of runs must be from 1 to {MAX_RUNS}, not {n}")),
+            Ok(k) if (1..=max).contains(&k) => Ok((head.trim_end(), k)),
+            _ => Err(format!("the number of runs must be from 1 to {max}, not {n}")),
         };
     }
     Ok((args, DEFAULT_RUNS))
@@ -137,7 +139,7 @@ impl Session {
     }
 
     pub(crate) fn race_view(&mut self, args: &str, out: &mut dyn Write) -> io::Result<Status> {
-        let (text, runs) = match split_runs(args) {
+        let (text, runs) = match split_runs(args, MAX_RUNS) {
             Ok(ok) => ok,
             Err(msg) => return self.view_error(out, &msg),
         };
@@ -155,7 +157,7 @@ impl Session {
     }
 
     pub(crate) fn compare_view(&mut self, args: &str, out: &mut dyn Write) -> io::Result<Status> {
-        let (text, runs) = match split_runs(args) {
+        let (text, runs) = match split_runs(args, MAX_RUNS) {
             Ok(ok) => ok,
             Err(msg) => return self.view_error(out, &msg),
         };
@@ -200,7 +202,7 @@ impl Session {
     }
 
     pub(crate) fn time_view(&mut self, args: &str, out: &mut dyn Write) -> io::Result<Status> {
-        let (text, runs) = match split_runs(args) {
+        let (text, runs) = match split_runs(args, MAX_TIME_RUNS) {
             Ok(ok) => ok,
             Err(msg) => return self.view_error(out, &msg),
         };
@@ -209,6 +211,9 @@ impl Session {
         }
         let Some(p) = self.prepare_text("time", text, out)? else { return Ok(Status::Error) };
         let inputs = self.inputs(&p.names);
+        if self.on_gpu() {
+            return self.time_on_gpu(&p.spec, &p.title(), inputs, runs as usize, out);
+        }
         let base = self.sim.config.seed;
         let schedule = self.sim.config.schedule;
         let mut steps = Vec::new();
@@ -225,10 +230,50 @@ impl Session {
             seeds: if runs == 1 { base.to_string() } else { format!("{base}..{}", base.wrapping_add(runs as u64 - 1)) },
             threads: p.spec.total_threads(),
             steps,
-            kernel_times: Vec::new(),
+            ..Timing::default()
         };
         render::timing::write_timing(out, &timing, &self.options.style)?;
         Ok(Status::Ok)
+    }
+
+    /// `:time` on the GPU: kernel times from CUDA events, the host's launch overhead, and an
+    /// effective bandwidth estimated from the bytes of the buffer arguments.
+    fn time_on_gpu(
+        &mut self,
+        spec: &crate::backend::LaunchSpec,
+        title: &str,
+        mut inputs: Vec<(String, crate::buffer::Buffer)>,
+        runs: usize,
+        out: &mut dyn Write,
+    ) -> io::Result<Status> {
+        let bytes: u64 = inputs.iter().map(|(_, b)| b.size_bytes() as u64).sum();
+        let names = inputs.iter().map(|(n, _)| n.clone()).collect();
+        let lb = crate::backend::LaunchBuffers { names, buffers: inputs.iter_mut().map(|(_, b)| b).collect() };
+        let Some(crate::session::Gpu::Ready(gpu)) = &mut self.gpu else {
+            return self.view_error(out, "the GPU backend is not ready");
+        };
+        let peak = gpu.info().peak_bandwidth_gbs;
+        let label = gpu.label();
+        match gpu.time(spec, &lb, runs as u32) {
+            Ok((kernel_ms, launch_us)) => {
+                let timing = Timing {
+                    launch: title.to_string(),
+                    backend: label,
+                    threads: spec.total_threads(),
+                    kernel_times: kernel_ms
+                        .iter()
+                        .map(|ms| std::time::Duration::from_secs_f64(*ms as f64 / 1e3))
+                        .collect(),
+                    launch_overhead: launch_us.iter().map(|us| std::time::Duration::from_secs_f64(us / 1e6)).collect(),
+                    bytes,
+                    peak_gbs: Some(peak),
+                    ..Timing::default()
+                };
+                render::timing::write_timing(out, &timing, &self.options.style)?;
+                Ok(Status::Ok)
+            }
+            Err(e) => self.view_error(out, &e.to_string()),
+        }
     }
 
     pub(crate) fn why_view(&mut self, _args: &str, out: &mut dyn Write) -> io::Result<Status> {
@@ -411,9 +456,9 @@ let m = zeros((12, 20), i32)
 
     #[test]
     fn runs_suffix() {
-        assert_eq!(split_runs("k<<<1, 2>>>(a) x20"), Ok(("k<<<1, 2>>>(a)", 20)));
-        assert_eq!(split_runs("k<<<1, 2>>>(a)"), Ok(("k<<<1, 2>>>(a)", DEFAULT_RUNS)));
-        assert_eq!(split_runs("k<<<1, 2>>>(x, xs)"), Ok(("k<<<1, 2>>>(x, xs)", DEFAULT_RUNS)));
-        assert!(split_runs("k<<<1, 2>>>(a) x0").is_err());
+        assert_eq!(split_runs("k<<<1, 2>>>(a) x20", MAX_RUNS), Ok(("k<<<1, 2>>>(a)", 20)));
+        assert_eq!(split_runs("k<<<1, 2>>>(a)", MAX_RUNS), Ok(("k<<<1, 2>>>(a)", DEFAULT_RUNS)));
+        assert_eq!(split_runs("k<<<1, 2>>>(x, xs)", MAX_RUNS), Ok(("k<<<1, 2>>>(x, xs)", DEFAULT_RUNS)));
+        assert!(split_runs("k<<<1, 2>>>(a) x0", MAX_RUNS).is_err());
     }
 }
