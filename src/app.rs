@@ -78,6 +78,8 @@ fn replay_cmd(args: &ReplayArgs, options: &Options) -> io::Result<ExitCode> {
     for (i, path) in scripts.iter().enumerate() {
         match replay::run_script(path, options, args.quiet, i == 0, &mut out) {
             Ok(r) => results.push(r),
+            // The caller's own handling (a closed pipe ends quietly).
+            Err(replay::UsageError::Output(e)) => return Err(e),
             Err(e) => {
                 eprintln!("gridlab replay: {e}");
                 return Ok(ExitCode::from(2));

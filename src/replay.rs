@@ -36,6 +36,9 @@ pub enum UsageError {
     Empty { path: PathBuf },
     #[error("cannot read {path}: {source}")]
     Unreadable { path: PathBuf, source: io::Error },
+    /// Writing the transcript failed (e.g. a closed pipe): not a problem with the scripts.
+    #[error("cannot write the transcript: {0}")]
+    Output(io::Error),
 }
 
 /// Expand files and folders into the scripts to run, folders searched recursively for
@@ -87,7 +90,7 @@ pub fn run_script(
     let name = path.display().to_string();
     // Say once which backend runs the scripts (and why), when the learner did not pin `sim`.
     if options.backend != crate::backend::BackendKind::Sim && announce {
-        writeln!(out, "{}", session.resolve_backend()).map_err(io_err(path))?;
+        writeln!(out, "{}", session.resolve_backend()).map_err(UsageError::Output)?;
     }
     let mut result = ScriptResult {
         path: path.to_path_buf(),
@@ -99,13 +102,13 @@ pub fn run_script(
     };
     let style = options.style.clone();
     if !quiet {
-        writeln!(out, "{}", style.bold(&format!("== {name}"))).map_err(io_err(path))?;
+        writeln!(out, "{}", style.bold(&format!("== {name}"))).map_err(UsageError::Output)?;
     }
     let (inputs, broken) = session.split(&name, &text);
     for input in &inputs {
         let mut buf = Vec::new();
-        crate::render::write_echo(&mut buf, &input.text, &style).map_err(io_err(path))?;
-        let status = session.eval(&name, input, &mut buf).map_err(io_err(path))?;
+        crate::render::write_echo(&mut buf, &input.text, &style).map_err(UsageError::Output)?;
+        let status = session.eval(&name, input, &mut buf).map_err(UsageError::Output)?;
         result.inputs += 1;
         match status {
             Status::Ok => {}
@@ -114,7 +117,8 @@ pub fn run_script(
         }
         if status != Status::Ok {
             let mut plain = Vec::new();
-            crate::render::write_echo(&mut plain, &input.text, &crate::render::Style::plain()).map_err(io_err(path))?;
+            crate::render::write_echo(&mut plain, &input.text, &crate::render::Style::plain())
+                .map_err(UsageError::Output)?;
             let at = format!("{name}:{}\n", input.line);
             result.failures.push(format!(
                 "{at}{}{}",
@@ -123,13 +127,13 @@ pub fn run_script(
             ));
         }
         if !quiet || status != Status::Ok {
-            out.write_all(&buf).map_err(io_err(path))?;
+            out.write_all(&buf).map_err(UsageError::Output)?;
         }
     }
     if let Some(diag) = broken {
         let mut buf = Vec::new();
-        diag.render(session.sources(), &mut buf, style.color, style.width).map_err(io_err(path))?;
-        out.write_all(&buf).map_err(io_err(path))?;
+        diag.render(session.sources(), &mut buf, style.color, style.width).map_err(UsageError::Output)?;
+        out.write_all(&buf).map_err(UsageError::Output)?;
         result.errors += 1;
         result.failures.push(strip_ansi(&buf));
     }
@@ -142,15 +146,11 @@ pub fn run_script(
     if result.errors > 0 {
         detail.push_str(&format!(", {} error(s)", result.errors));
     }
-    writeln!(out, "{verdict} {name} ({detail})").map_err(io_err(path))?;
+    writeln!(out, "{verdict} {name} ({detail})").map_err(UsageError::Output)?;
     if !quiet {
-        writeln!(out).map_err(io_err(path))?;
+        writeln!(out).map_err(UsageError::Output)?;
     }
     Ok(result)
-}
-
-fn io_err(path: &Path) -> impl Fn(io::Error) -> UsageError + '_ {
-    move |source| UsageError::Unreadable { path: path.to_path_buf(), source }
 }
 
 /// Remove ANSI colour codes, for reports meant for files.

@@ -201,7 +201,11 @@ impl Session {
                 let why = self.gpu_unusable_reason();
                 match requested {
                     BackendKind::Gpu => format!("backend: sim, because the GPU backend is not usable: {why}"),
-                    _ => format!("backend: sim (auto picks the simulator: {why})"),
+                    // Most machines without a GPU see this at every start: keep it to one line.
+                    _ => {
+                        let short = why.split(':').next().unwrap_or(&why).trim();
+                        format!("backend: sim (auto: {short}; `gridlab doctor` says more)")
+                    }
                 }
             }
         }
