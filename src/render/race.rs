@@ -19,10 +19,10 @@ use super::Style;
 use super::array::element;
 use crate::buffer::{Buffer, Shape};
 
-/// One run of a launch: on the simulator (a seed) or, later, on a GPU.
+/// One run of a launch: on the simulator (a seed) or on a GPU.
 #[derive(Clone, Debug)]
 pub struct Run {
-    /// `sequential`, `seed 3`, or `gpu #1`.
+    /// `sequential`, `seed 3`, `sim seed 3` (beside GPU runs) or `gpu 1`.
     pub label: String,
     /// Where it ran: `sim`, or the GPU's name.
     pub backend: String,
@@ -43,8 +43,12 @@ pub struct Outcomes {
     pub before: Vec<Buffer>,
     /// The simulator's sequential schedule: what a CPU loop computes.
     pub reference: Run,
-    /// The runs to compare with it (random schedules; GPU runs may join them).
+    /// The runs to compare with it, which the histogram and the verdict speak about: the
+    /// simulator's random schedules, or the GPU's runs when the session runs on a GPU.
     pub runs: Vec<Run>,
+    /// Runs shown in the table under `runs` for comparison, but not counted by the histogram
+    /// or the verdict: the simulator's random schedules beside GPU runs.
+    pub beside: Vec<Run>,
     /// Some run reported a race finding.
     pub race_found: bool,
 }
@@ -57,8 +61,25 @@ struct Col {
 }
 
 impl Outcomes {
+    /// `self` (the simulator's runs) with `gpu`'s runs in their place: the simulator's random
+    /// schedules stay in the table, beside the GPU's, relabelled `sim seed N`.
+    pub fn with_gpu_runs(mut self, gpu: Vec<Run>) -> Outcomes {
+        let mut sim = std::mem::replace(&mut self.runs, gpu);
+        for run in &mut sim {
+            run.label = format!("sim {}", run.label);
+        }
+        self.beside = sim;
+        self
+    }
+
+    /// Every row of the table: the reference, the runs, then the runs beside them.
     fn all_runs(&self) -> impl Iterator<Item = &Run> {
-        std::iter::once(&self.reference).chain(&self.runs)
+        std::iter::once(&self.reference).chain(&self.runs).chain(&self.beside)
+    }
+
+    /// Whether the runs the verdict speaks about ran on the simulator.
+    fn on_sim(&self) -> bool {
+        self.runs.iter().all(|r| r.backend == "sim")
     }
 
     /// Outcome number of each run (0 for the first distinct result), reference first.
@@ -87,7 +108,7 @@ impl Outcomes {
                 let r = &reference.bytes()[i * size..(i + 1) * size];
                 let mut differ = 0;
                 let mut spread = 0.0f64;
-                for run in &self.runs {
+                for run in self.runs.iter().chain(&self.beside) {
                     let Some(buf) = run.buffers.get(b) else { continue };
                     if &buf.bytes()[i * size..(i + 1) * size] != r {
                         differ += 1;
@@ -186,7 +207,7 @@ fn outcome_table(o: &Outcomes, width: usize, style: &Style) -> Table {
 fn histogram(o: &Outcomes, width: usize, style: &Style) -> Vec<String> {
     let (ids, _) = o.outcome_ids();
     let mut counts: Vec<(usize, usize)> = Vec::new();
-    for id in &ids[1..] {
+    for id in &ids[1..=o.runs.len()] {
         match counts.iter_mut().find(|(i, _)| i == id) {
             Some((_, n)) => *n += 1,
             None => counts.push((*id, 1)),
@@ -232,44 +253,52 @@ fn bar(eighths: usize) -> String {
 pub fn verdict(o: &Outcomes) -> String {
     let (ids, _) = o.outcome_ids();
     let n = o.runs.len();
-    let mut distinct: Vec<usize> = ids[1..].to_vec();
+    let runs = &ids[1..=n];
+    let mut distinct: Vec<usize> = runs.to_vec();
     distinct.sort();
     distinct.dedup();
-    let matching = ids[1..].iter().filter(|&&i| i == ids[0]).count();
+    let matching = runs.iter().filter(|&&i| i == ids[0]).count();
+    // On a GPU, say so: the simulator's runs beside them are not what the verdict counts.
+    let on = match o.runs.first() {
+        Some(r) if !o.on_sim() => format!(" on {}", r.backend),
+        _ => String::new(),
+    };
     if distinct.len() > 1 {
-        format!("{} different results in {n} runs: the result depends on timing", distinct.len())
+        format!("{} different results in {n} runs{on}: the result depends on timing", distinct.len())
     } else if matching == n {
         let still = if o.race_found {
             "; the simulator still found a race: it is still a race, this time without visible harm"
         } else {
             ""
         };
-        format!("all {n} runs match the sequential answer{still}")
+        format!("all {n} runs{on} match the sequential answer{still}")
     } else {
-        format!("the same wrong result {n} times out of {n}: a race can be stable and still wrong")
+        format!("the same wrong result {n} times out of {n}{on}: a race can be stable and still wrong")
     }
 }
 
 fn describe(o: &Outcomes) -> String {
-    let backends: Vec<&str> = {
-        let mut v: Vec<&str> = o.runs.iter().map(|r| r.backend.as_str()).collect();
-        v.dedup();
-        v
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    // `3 runs on sim (random schedule, seeds 0..2)`.
+    let sim = |runs: &[Run]| {
+        let seed = |r: &Run| r.label.trim_start_matches("sim ").trim_start_matches("seed ").to_string();
+        let seeds = match (runs.first(), runs.last()) {
+            (Some(a), Some(b)) if runs.len() > 1 => format!("{}..{}", seed(a), seed(b)),
+            (Some(a), _) => seed(a),
+            _ => String::new(),
+        };
+        format!("{} run{} on sim (random schedule, seed{} {seeds})", runs.len(), plural(runs.len()), plural(runs.len()))
     };
-    let seeds = match (o.runs.first(), o.runs.last()) {
-        (Some(a), Some(b)) if o.runs.len() > 1 => {
-            format!("{}..{}", a.label.trim_start_matches("seed "), b.label.trim_start_matches("seed "))
-        }
-        (Some(a), _) => a.label.trim_start_matches("seed ").to_string(),
-        _ => String::new(),
-    };
-    format!(
-        "{} run{} on {} (random schedule, seed{} {seeds}) and the sequential answer",
-        o.runs.len(),
-        if o.runs.len() == 1 { "" } else { "s" },
-        backends.join(" and "),
-        if o.runs.len() == 1 { "" } else { "s" },
-    )
+    if o.on_sim() {
+        return format!("{} and the sequential answer", sim(&o.runs));
+    }
+    let gpu = o.runs.first().map_or("the GPU", |r| r.backend.as_str());
+    let n = o.runs.len();
+    if o.beside.is_empty() {
+        format!("{n} run{} on {gpu} and the sequential answer", plural(n))
+    } else {
+        format!("{n} run{} on {gpu}, {} and the sequential answer", plural(n), sim(&o.beside))
+    }
 }
 
 fn footnote(o: &Outcomes, style: &Style) -> Option<String> {
@@ -373,6 +402,7 @@ mod tests {
             before: vec![run("", &vec![0.0; reference.len()]).buffers.remove(0)],
             reference: run("sequential", reference),
             runs: runs.iter().enumerate().map(|(i, r)| run(&format!("seed {i}"), r)).collect(),
+            beside: Vec::new(),
             race_found,
         }
     }

@@ -26,6 +26,9 @@ pub const DEFAULT_RUNS: u32 = 10;
 pub const MAX_RUNS: u32 = 100;
 /// `:time` repeats a launch many more times: launch overhead is measured over thousands.
 pub const MAX_TIME_RUNS: u32 = 10_000;
+/// The simulator's random schedules shown beside GPU runs in `:race`: a few, for comparison
+/// (each is a whole launch on the CPU, slow for big launches).
+pub const SIM_RUNS_BESIDE_GPU: u32 = 3;
 
 /// A launch statement that passed every check.
 pub(crate) struct Prepared {
@@ -106,6 +109,16 @@ impl Session {
         result.map(|r| (r, copies))
     }
 
+    /// `runs` launches of `p` on the GPU, each on fresh copies of the session's buffers.
+    fn gpu_runs(&mut self, p: &Prepared, runs: u32) -> Result<Vec<Run>, BackendError> {
+        let inputs = self.inputs(&p.names);
+        let module = self.module.clone();
+        let Some(super::Gpu::Ready(gpu)) = &mut self.gpu else {
+            return Err(BackendError::Unavailable("the GPU backend is not ready".into()));
+        };
+        repeat_on(gpu.as_mut(), &module, &p.spec, &inputs, runs)
+    }
+
     fn inputs(&self, names: &[String]) -> Vec<(String, Buffer)> {
         names.iter().map(|n| (n.clone(), self.buffer(n).cloned().expect("launch buffers exist"))).collect()
     }
@@ -134,6 +147,7 @@ impl Session {
             before: inputs.into_iter().map(|(_, b)| b).collect(),
             reference,
             runs: all,
+            beside: Vec::new(),
             race_found,
         })
     }
@@ -147,7 +161,12 @@ impl Session {
             return self.view_error(out, "which launch? e.g. `:race add_half<<<4, 256>>>(a, len(a))`");
         }
         let Some(p) = self.prepare_text("race", text, out)? else { return Ok(Status::Error) };
-        match self.outcomes(&p, runs) {
+        let result = if self.on_gpu() {
+            self.outcomes(&p, runs.min(SIM_RUNS_BESIDE_GPU)).and_then(|o| Ok(o.with_gpu_runs(self.gpu_runs(&p, runs)?)))
+        } else {
+            self.outcomes(&p, runs)
+        };
+        match result {
             Ok(o) => {
                 render::race::write_race(out, &o, &self.options.style)?;
                 Ok(Status::Ok)
@@ -323,6 +342,30 @@ impl Session {
     }
 }
 
+/// Launch `spec` `runs` times on `backend`, each time on fresh copies of `inputs` (which are
+/// never touched): the rows `gpu 1`, `gpu 2`, ... of `:race`.
+pub(crate) fn repeat_on(
+    backend: &mut dyn Backend,
+    module: &crate::cuda::Module,
+    spec: &LaunchSpec,
+    inputs: &[(String, Buffer)],
+    runs: u32,
+) -> Result<Vec<Run>, BackendError> {
+    let label = backend.label();
+    let kind = backend.kind();
+    (1..=runs)
+        .map(|k| {
+            let mut copies: Vec<Buffer> = inputs.iter().map(|(_, b)| b.clone()).collect();
+            let mut lb = LaunchBuffers {
+                names: inputs.iter().map(|(n, _)| n.clone()).collect(),
+                buffers: copies.iter_mut().collect(),
+            };
+            let report = backend.launch(module, spec, &mut lb)?;
+            Ok(Run { label: format!("{kind} {k}"), backend: label.clone(), buffers: copies, aborted: report.aborted })
+        })
+        .collect()
+}
+
 fn has_race(r: &LaunchReport) -> bool {
     r.findings.iter().any(|f| f.kind() == FindingKind::Race)
 }
@@ -427,6 +470,80 @@ let m = zeros((12, 20), i32)
     #[test]
     fn time_view() {
         snapshots("time", ":time add_half_everywhere<<<8, 64>>>(a, len(a)) x4");
+    }
+
+    /// A stand-in for a GPU (there is none in CI): each launch loses a different number of the
+    /// racy kernel's updates, as a real one does.
+    struct FakeGpu {
+        launches: u32,
+    }
+
+    impl Backend for FakeGpu {
+        fn kind(&self) -> crate::backend::BackendKind {
+            crate::backend::BackendKind::Gpu
+        }
+
+        fn label(&self) -> String {
+            "H100".into()
+        }
+
+        fn load(&mut self, _: &crate::cuda::Module, _: &crate::diag::SourceMap) -> Result<(), BackendError> {
+            Ok(())
+        }
+
+        fn launch(
+            &mut self,
+            _: &crate::cuda::Module,
+            _: &LaunchSpec,
+            buffers: &mut LaunchBuffers<'_>,
+        ) -> Result<LaunchReport, BackendError> {
+            let got = [2.5, 3.0, 2.5, 4.5][self.launches as usize % 4];
+            self.launches += 1;
+            let a = &mut buffers.buffers[0];
+            a.set(0, crate::buffer::Num::Float(got));
+            a.set(1, crate::buffer::Num::Float(got + 1.0));
+            Ok(LaunchReport::default())
+        }
+    }
+
+    /// `:race` on a GPU: the simulator's outcomes with the (fake) GPU's runs in their place.
+    fn race_with_gpu(width: usize, color: bool) -> (String, Session) {
+        let mut s = Session::new(Options { style: Style { color, width }, ..Options::default() });
+        let mut out = Vec::new();
+        assert_eq!(s.eval_text("setup", KERNELS, false, &mut out).unwrap(), Status::Ok);
+        let p = s.prepare_text("race", "add_half_everywhere<<<8, 64>>>(a, len(a))", &mut out).unwrap().unwrap();
+        let inputs = s.inputs(&p.names);
+        let module = s.module.clone();
+        let gpu = repeat_on(&mut FakeGpu { launches: 0 }, &module, &p.spec, &inputs, 5).unwrap();
+        let o = s.outcomes(&p, SIM_RUNS_BESIDE_GPU).unwrap().with_gpu_runs(gpu);
+        let mut out = Vec::new();
+        render::race::write_race(&mut out, &o, &s.options.style).unwrap();
+        (String::from_utf8(out).unwrap(), s)
+    }
+
+    #[test]
+    fn race_view_with_gpu_runs() {
+        for width in [80, 120] {
+            let (text, _) = race_with_gpu(width, false);
+            let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+            assert!(widest <= width, "{widest} columns wide at {width}:\n{text}");
+            for row in ["sequential", "gpu 1", "gpu 5", "sim seed 0", "sim seed 2"] {
+                assert!(text.contains(&format!("│ {row} ")), "no row {row}:\n{text}");
+            }
+            // The verdict and the histogram count the GPU's 5 runs, not the simulator's 3.
+            assert!(text.contains("3 different results in 5 runs on H100: the result depends on timing"), "{text}");
+            let bars: usize = text
+                .lines()
+                .filter(|l| l.contains('█'))
+                .filter_map(|l| l.split(" run").next()?.split_whitespace().last()?.parse::<usize>().ok())
+                .sum();
+            assert_eq!(bars, 5, "{text}");
+            insta::assert_snapshot!(format!("race_gpu_plain_{width}"), text);
+        }
+        let (text, s) = race_with_gpu(80, true);
+        insta::assert_snapshot!("race_gpu_color_80", text);
+        // Every run was on copies: the session's `a` is as it was.
+        assert_eq!(s.buffer("a").unwrap().to_f64_vec(), vec![0.0, 1.0]);
     }
 
     #[test]
