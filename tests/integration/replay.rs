@@ -79,3 +79,34 @@ fn save_then_load_replays_the_session() {
     let again = gridlab().stdin(&format!(":load {}\nexpect a == arange(4)\n", saved.display())).run();
     assert_eq!(again.code, 0, "{}", again.stdout);
 }
+
+/// The tour in the README is what gridlab prints: `assets/tour.txt` is the replay of
+/// `assets/tour.gridlab` on the simulator (deterministic, so compared byte for byte), and the
+/// README's excerpt is taken from it.
+#[test]
+fn the_tour_transcript_is_what_gridlab_prints() {
+    let run = gridlab().args(["replay", "assets/tour.gridlab", "--backend", "sim", "--color", "never"]).run();
+    assert_eq!(run.code, 0, "the tour failed:\n{}\n{}", run.stdout, run.stderr);
+    let recorded = std::fs::read_to_string(root().join("assets/tour.txt")).unwrap();
+    for (k, (now, then)) in run.stdout.lines().zip(recorded.lines()).enumerate() {
+        assert_eq!(
+            now,
+            then,
+            "assets/tour.txt differs at line {}: record it again with\n  cargo run --release -- replay assets/tour.gridlab --backend sim --color never > assets/tour.txt",
+            k + 1
+        );
+    }
+    assert_eq!(run.stdout, recorded, "assets/tour.txt has a different length: record it again");
+
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let tour = readme.split("## A tour").nth(1).expect("the README has a tour");
+    let excerpt = tour.split("```text\n").nth(1).and_then(|t| t.split("```").next()).expect("with a text block");
+    // Every line of the excerpt comes from the transcript, in order.
+    let mut lines = recorded.lines();
+    for line in excerpt.lines().filter(|l| !l.trim().is_empty()) {
+        assert!(
+            lines.any(|l| l == line),
+            "the README's tour shows {line:?}, which assets/tour.txt does not (in that order)"
+        );
+    }
+}
