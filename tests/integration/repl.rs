@@ -231,3 +231,49 @@ fn without_a_usable_state_folder_history_stays_in_memory() {
     t.wait_for("history was kept in memory only");
     assert_eq!(t.exit_code(), 0);
 }
+
+#[test]
+fn race_and_map_draw_their_views_on_the_screen() {
+    let home = tempfile::tempdir().unwrap();
+    let mut t = Terminal::start(home.path(), &[]);
+    t.wait_for("sim> ");
+    t.keys("__global__ void add_half_everywhere(float *a, int n) { for (int i = 0; i < n; i++) a[i] += 0.5f; }\r");
+    t.wait_for("defined kernel add_half_everywhere(");
+    t.keys("let a = [0, 1]\r");
+    t.prompt(3);
+    t.keys(":race add_half_everywhere<<<8, 64>>>(a, len(a)) x4\r");
+    // The verdict under the table and the histogram, and the sequential answer in the table.
+    t.wait_for("different results in 4 runs: the result depends on timing");
+    let screen = t.text();
+    assert!(screen.contains("│ sequential ┆ A"), "{screen}");
+    assert!(screen.contains("│ seed 3 "), "{screen}");
+    t.prompt(4);
+
+    t.keys("__global__ void add_half(float *a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] += 0.5f; }\r");
+    t.wait_for("defined kernel add_half(");
+    t.keys("let b = zeros(100)\r");
+    t.prompt(6);
+    t.keys(":map add_half<<<4, 32>>>(b, len(b))\r");
+    // The map's legend: in a colour terminal, a colour per block.
+    t.wait_for("nobody wrote it; ! written twice or more");
+    let screen = t.text();
+    assert!(screen.contains("colour = block, lighter = lower thread index"), "{screen}");
+    assert!(screen.contains("blocks: 0█ 1█ 2█ 3█"), "{screen}");
+    assert!(screen.contains("who wrote each element (grid 4, block 32"), "{screen}");
+    // `blocks: 0█ 1█ 2█ 3█`: the squares (columns 9, 12, 15, 18) have four different colours.
+    let vt = t.screen.screen();
+    let row = vt.rows(0, COLS).position(|l| l.starts_with("blocks: ")).unwrap() as u16;
+    let mut colours: Vec<String> =
+        [9, 12, 15, 18].iter().map(|&c| format!("{:?}", vt.cell(row, c).unwrap().fgcolor())).collect();
+    colours.sort();
+    colours.dedup();
+    assert_eq!(colours.len(), 4, "{colours:?}");
+    assert!(screen.contains("b[100]: 100 of 100 written"), "{screen}");
+    t.prompt(7);
+    // The views ran on copies: the session's buffers are as they were.
+    t.keys("expect a == [0, 1]\r");
+    t.prompt(8);
+    assert!(t.text().lines().any(|l| l.trim_end() == "ok"), "{}", t.text());
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+}
