@@ -378,6 +378,12 @@ impl Session {
                     };
                     writeln!(out, "{} {what} {}", self.options.style.dim(verb), self.options.style.bold(&sig))?;
                 }
+                if self.active == BackendKind::Gpu
+                    && let Some(Gpu::Ready(g)) = &self.gpu
+                    && let Some(stat) = &g.last_compile
+                {
+                    writeln!(out, "{}", self.options.style.dim(&format!("  ({})", stat.describe())))?;
+                }
                 Ok(Status::Ok)
             }
             Err(diags) => {

@@ -81,7 +81,10 @@ pub enum Response {
     Compiled {
         log: String,
         arch: String,
+        /// Compile time, or on a cache hit the time to read and load the cached image.
         millis: f64,
+        /// Loaded from the compile cache on disk (`cache.rs`): NVRTC did not run.
+        cached: bool,
     },
     CompileFailed {
         log: String,

@@ -16,6 +16,7 @@ use std::time::Instant;
 use cudarc::driver::{result, sys};
 use cudarc::nvrtc;
 
+use super::cache;
 use super::guard::{self, GUARD_BYTES, PATTERN};
 use super::protocol::{self, DeviceInfo, LaunchRequest, LaunchResult, Request, Response, WireArg};
 
@@ -149,9 +150,7 @@ impl Worker {
         let mut driver = 0;
         // SAFETY: writes one int.
         unsafe { sys::cuDriverGetVersion(&mut driver) }.result()?;
-        let (mut major, mut minor) = (0, 0);
-        // SAFETY: writes two ints.
-        unsafe { nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+        let (major, minor) = nvrtc_version();
         Ok(DeviceInfo {
             name: result::device::get_name(dev)?,
             ordinal: self.ordinal as u32,
@@ -182,7 +181,8 @@ impl Worker {
     }
 
     /// Compile with NVRTC to a CUBIN for this device's exact architecture (so the driver never
-    /// JITs PTX), falling back to PTX for `compute_XY` where NVRTC cannot target the device.
+    /// JITs PTX), falling back to PTX for `compute_XY` where NVRTC cannot target the device. The
+    /// compile cache on disk is asked first: a hit skips NVRTC and loads the stored image.
     fn compile(&mut self, source: String, options: Vec<String>) -> Response {
         let start = Instant::now();
         let (major, minor) = match (
@@ -192,25 +192,47 @@ impl Worker {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) | (_, Err(e)) => return failed("reading the compute capability", e),
         };
-        let mut last_log = String::new();
-        for (arch, binary) in [(format!("sm_{major}{minor}"), true), (format!("compute_{major}{minor}"), false)] {
+        let options_for = |arch: &str| {
             let mut opts = vec![format!("--gpu-architecture={arch}"), "-lineinfo".into(), "--std=c++17".into()];
             opts.extend(options.iter().cloned());
-            match nvrtc_compile(&source, &opts, binary) {
-                Ok((image, log)) => {
-                    if let Some(old) = self.module.take() {
-                        // SAFETY: the old module is no longer used.
-                        unsafe {
-                            let _ = result::module::unload(old);
-                        }
+            opts
+        };
+        let device_arch = format!("sm_{major}{minor}");
+        let cache_dir = cache::dir();
+        let key = cache::key(&source, &options_for(&device_arch), &device_arch, nvrtc_version());
+        if let Some(entry) = cache_dir.as_deref().and_then(|d| cache::read(d, &key)) {
+            match self.load_image(&entry.image) {
+                Ok(()) => {
+                    self.last_source = Some((source, entry.arch.clone()));
+                    let millis = start.elapsed().as_secs_f64() * 1e3;
+                    return Response::Compiled { log: entry.log, arch: entry.arch, millis, cached: true };
+                }
+                Err(e) => {
+                    let response = failed("loading a module from the compile cache", e);
+                    if matches!(response, Response::Failed { sticky: true, .. }) {
+                        return response;
                     }
-                    // SAFETY: `image` is a CUBIN or a NUL-terminated PTX image.
-                    match unsafe { result::module::load_data(image.as_ptr() as *const c_void) } {
-                        Ok(m) => self.module = Some(m),
-                        Err(e) => return failed("loading the compiled module", e),
+                    // An image the driver refuses (another driver, a damaged file): compile
+                    // again below, which also overwrites the entry.
+                }
+            }
+        }
+        let mut last_log = String::new();
+        for (arch, binary) in [(device_arch.clone(), true), (format!("compute_{major}{minor}"), false)] {
+            match nvrtc_compile(&source, &options_for(&arch), binary) {
+                Ok((image, log)) => {
+                    if let Err(e) = self.load_image(&image) {
+                        return failed("loading the compiled module", e);
+                    }
+                    let millis = start.elapsed().as_secs_f64() * 1e3;
+                    if let Some(dir) = &cache_dir {
+                        let entry = cache::Entry { arch: arch.clone(), log: log.clone(), image };
+                        // A cache that cannot be written (read-only home, full disk) only costs
+                        // the next compile its time.
+                        let _ = cache::write(dir, &key, &entry);
                     }
                     self.last_source = Some((source, arch.clone()));
-                    return Response::Compiled { log, arch, millis: start.elapsed().as_secs_f64() * 1e3 };
+                    return Response::Compiled { log, arch, millis, cached: false };
                 }
                 Err(log) => {
                     let arch_unsupported = log.contains("--gpu-architecture") || log.contains("-arch");
@@ -222,6 +244,29 @@ impl Worker {
             }
         }
         Response::CompileFailed { log: last_log }
+    }
+
+    /// Replace the loaded module with `image`: a CUBIN (ELF) or PTX text.
+    fn load_image(&mut self, image: &[u8]) -> Result<(), result::DriverError> {
+        if let Some(old) = self.module.take() {
+            // SAFETY: the old module is no longer used.
+            unsafe {
+                let _ = result::module::unload(old);
+            }
+        }
+        // The driver reads PTX up to its NUL: make sure there is one.
+        let mut owned;
+        let image = if !image.starts_with(b"\x7fELF") && image.last() != Some(&0) {
+            owned = image.to_vec();
+            owned.push(0);
+            owned.as_slice()
+        } else {
+            image
+        };
+        // SAFETY: `image` is a CUBIN or a NUL-terminated PTX image, alive for the call.
+        let m = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }?;
+        self.module = Some(m);
+        Ok(())
     }
 
     fn ptx(&self) -> Response {
@@ -386,6 +431,14 @@ impl Worker {
         }
         text
     }
+}
+
+/// NVRTC's version, `(12, 4)`; `(0, 0)` where it cannot say.
+fn nvrtc_version() -> (i32, i32) {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: writes two ints; the library was checked present before any request.
+    unsafe { nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+    (major, minor)
 }
 
 /// NVRTC: the compiled image (CUBIN when `binary`, else NUL-terminated PTX) and the log, or the
