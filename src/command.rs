@@ -109,6 +109,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         run: |s, a, o| s.time_view(a, o),
     },
     CommandSpec {
+        name: "ptx",
+        args: "[KERNEL]",
+        summary: "show the PTX the GPU compiler made",
+        help: "`:ptx add_half` shows the PTX (the GPU's portable assembly) that NVRTC makes from your kernel: its `.param`s, the registers it declares, every load (`ld.global`), store and branch. Without a name it shows the whole module. Needs the GPU backend (`:backend gpu`).",
+        run: ptx,
+    },
+    CommandSpec {
         name: "load",
         args: "FILE",
         summary: "run a .gridlab script in this session",
@@ -369,5 +376,96 @@ fn save(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
             writeln!(out, "{} cannot write {}: {e}", session.style().error("error:"), path.display())?;
             Ok(Status::Error)
         }
+    }
+}
+
+/// Refuse, with the way to switch, when the GPU backend is not the one running launches.
+fn needs_gpu(session: &mut Session, cmd: &str, what: &str, out: &mut dyn Write) -> io::Result<Option<Status>> {
+    if session.active_gpu().is_some() {
+        return Ok(None);
+    }
+    writeln!(
+        out,
+        "{} `:{cmd}` needs the GPU backend: {what}. Switch with `:backend gpu` (`gridlab doctor` says whether this machine has a usable GPU).",
+        session.style().error("error:")
+    )?;
+    Ok(Some(Status::Error))
+}
+
+/// Refuse a name that is not a kernel of the session, suggesting the closest one.
+fn not_a_kernel(session: &Session, name: &str, out: &mut dyn Write) -> io::Result<Option<Status>> {
+    let program = session.module.program();
+    if program.kernels().any(|k| k.name == name) {
+        return Ok(None);
+    }
+    let style = session.style();
+    if program.kernels().next().is_none() {
+        writeln!(out, "{} no kernels yet; type one, starting with `__global__ void`", style.error("error:"))?;
+        return Ok(Some(Status::Error));
+    }
+    let hint = render::closest(name, program.kernels().map(|k| k.name.as_str()))
+        .map(|c| format!(" Did you mean `{c}`?"))
+        .unwrap_or_default();
+    writeln!(out, "{} there is no kernel `{name}`.{hint} `:kernels` lists them.", style.error("error:"))?;
+    Ok(Some(Status::Error))
+}
+
+fn ptx(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+    if let Some(status) = needs_gpu(session, "ptx", "PTX is what NVRTC, CUDA's compiler, makes for a real GPU", out)? {
+        return Ok(status);
+    }
+    let kernel = args.trim();
+    if !kernel.is_empty()
+        && let Some(status) = not_a_kernel(session, kernel, out)?
+    {
+        return Ok(status);
+    }
+    if session.module.is_empty() {
+        writeln!(out, "no kernels yet; type one, starting with `__global__ void`")?;
+        return Ok(Status::Ok);
+    }
+    let style = session.style().clone();
+    let Some(gpu) = session.active_gpu() else { return Ok(Status::Error) };
+    let text = match gpu.ptx() {
+        Ok(text) => text,
+        Err(e) => {
+            writeln!(out, "{} {e}", style.error("error:"))?;
+            return Ok(Status::Error);
+        }
+    };
+    match crate::backend::gpu::ptx::entry(&text, kernel) {
+        Some(entry) if !kernel.is_empty() => writeln!(out, "{entry}")?,
+        _ => {
+            if !kernel.is_empty() {
+                writeln!(
+                    out,
+                    "{}",
+                    style.dim(&format!("(`{kernel}` was not found on its own in the PTX: the whole module follows)"))
+                )?;
+            }
+            writeln!(out, "{}", text.trim_end())?;
+        }
+    }
+    Ok(Status::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Options;
+
+    fn run_on_sim(script: &str) -> (Status, String) {
+        let mut s = Session::new(Options::default());
+        let mut out = Vec::new();
+        let status = s.eval_text("t.gridlab", script, false, &mut out).unwrap();
+        (status, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn ptx_on_the_simulator_says_how_to_switch() {
+        let (status, out) = run_on_sim("__global__ void k(float *a) { a[0] = 1; }\n:ptx k\n");
+        assert_eq!(status, Status::Error, "{out}");
+        assert!(out.contains("`:ptx` needs the GPU backend"), "{out}");
+        assert!(out.contains("`:backend gpu`"), "{out}");
     }
 }

@@ -13,6 +13,7 @@
 //! - `protocol.rs` is the typed request/response protocol on the worker's pipes;
 //! - `client.rs` spawns the worker and waits for answers with a deadline;
 //! - `worker.rs` is the worker process itself (`gridlab worker`);
+//! - `ptx.rs` cuts one kernel's `.entry` out of a module's PTX (for `:ptx`);
 //! - `source.rs` generates the module's CUDA source and maps NVRTC's errors back;
 //! - `guard.rs` checks the guard regions after a launch.
 
@@ -21,6 +22,7 @@ pub mod client;
 pub mod guard;
 pub mod libs;
 pub mod protocol;
+pub mod ptx;
 pub mod source;
 pub mod worker;
 
