@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use self::client::{Worker, WorkerError};
 use self::libs::Libraries;
-use self::protocol::{DeviceInfo, LaunchRequest, Request, Response, WireArg, WireBuffer};
+use self::protocol::{DeviceInfo, KernelInfo, LaunchRequest, Request, Response, WireArg, WireBuffer};
 use super::{Arg, Backend, BackendError, BackendKind, LaunchBuffers, LaunchReport, LaunchSpec, PrintLine};
 use crate::cuda::Module;
 use crate::diag::SourceMap;
@@ -158,6 +158,20 @@ impl GpuBackend {
             Ok(Response::Failed { message, .. }) => Err(BackendError::Launch(message)),
             Ok(other) => Err(BackendError::Launch(format!("unexpected answer from the GPU worker: {other:?}"))),
             Err(e) => Err(self.recover(format!("timing `{}` stopped ({e})", spec.kernel))),
+        }
+    }
+
+    /// A kernel's registers, shared and local memory, and its occupancy for blocks of
+    /// `block_size` threads (for `:info`).
+    pub fn kernel_info(&mut self, kernel: &str, block_size: u32) -> Result<KernelInfo, BackendError> {
+        let req = Request::Info { kernel: kernel.to_string(), block_size };
+        let worker = self.worker()?;
+        match worker.request(&req, COMPILE_TIMEOUT, None) {
+            Ok(Response::Info(info)) => Ok(info),
+            Ok(Response::Failed { message, sticky: true }) => Err(self.recover(message)),
+            Ok(Response::Failed { message, .. }) => Err(BackendError::Launch(message)),
+            Ok(other) => Err(BackendError::Launch(format!("unexpected answer from the worker: {other:?}"))),
+            Err(e) => Err(self.recover(e.to_string())),
         }
     }
 

@@ -18,7 +18,7 @@ use cudarc::nvrtc;
 
 use super::cache;
 use super::guard::{self, GUARD_BYTES, PATTERN};
-use super::protocol::{self, DeviceInfo, LaunchRequest, LaunchResult, Request, Response, WireArg};
+use super::protocol::{self, DeviceInfo, KernelInfo, LaunchRequest, LaunchResult, Request, Response, WireArg};
 
 /// Device printf buffer: large enough for a lesson's worth of output per launch.
 const PRINTF_FIFO_BYTES: usize = 16 << 20;
@@ -110,6 +110,7 @@ impl Worker {
             Request::Compile { source, options } => self.compile(source, options),
             Request::Launch(req) => self.launch(req),
             Request::Ptx => self.ptx(),
+            Request::Info { kernel, block_size } => self.kernel_info(&kernel, block_size),
         }
     }
 
@@ -281,6 +282,58 @@ impl Worker {
         match nvrtc_compile(source, &opts, false) {
             Ok((ptx, _)) => Response::Ptx(String::from_utf8_lossy(&ptx).trim_end_matches('\0').to_string()),
             Err(log) => Response::CompileFailed { log },
+        }
+    }
+
+    /// The loaded module's kernel `name`.
+    fn function(&self, name: &str) -> Result<sys::CUfunction, Response> {
+        let Some(module) = self.module else {
+            return Err(Response::Failed {
+                message: "no module is loaded: define a kernel first".into(),
+                sticky: false,
+            });
+        };
+        let Ok(cname) = CString::new(name) else {
+            return Err(Response::Failed { message: "bad kernel name".into(), sticky: false });
+        };
+        // SAFETY: the module is loaded.
+        unsafe { result::module::get_function(module, cname) }
+            .map_err(|e| failed(&format!("finding kernel `{name}`"), e))
+    }
+
+    /// Registers, shared and local memory of a kernel, and its occupancy for one block size.
+    fn kernel_info(&self, kernel: &str, block_size: u32) -> Response {
+        use sys::CUfunction_attribute as F;
+        let func = match self.function(kernel) {
+            Ok(f) => f,
+            Err(r) => return r,
+        };
+        // SAFETY: `func` comes from the loaded module; each call writes one int.
+        let attr = |a: F| unsafe { result::function::get_function_attribute(func, a) };
+        let read = || -> Result<KernelInfo, result::DriverError> {
+            let max_threads_per_block = attr(F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?;
+            // A block larger than the kernel allows cannot launch: no blocks are resident, and
+            // the occupancy calculator is not asked about an impossible launch.
+            let active_blocks_per_sm = if block_size == 0 || block_size as i64 > max_threads_per_block as i64 {
+                0
+            } else {
+                // SAFETY: a valid function; no dynamic shared memory.
+                unsafe { result::occupancy::max_active_block_per_multiprocessor(func, block_size as i32, 0) }?
+            };
+            Ok(KernelInfo {
+                registers: attr(F::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+                shared_bytes: attr(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+                local_bytes: attr(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+                max_threads_per_block,
+                block_size,
+                active_blocks_per_sm,
+                max_threads_per_sm: self
+                    .attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+            })
+        };
+        match read() {
+            Ok(info) => Response::Info(info),
+            Err(e) => failed(&format!("reading the attributes of `{kernel}`"), e),
         }
     }
 
