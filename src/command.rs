@@ -8,8 +8,9 @@ use std::path::Path;
 use comfy_table::{ColumnConstraint, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::backend::BackendKind;
+use crate::backend::gpu::protocol::KernelInfo;
 use crate::backend::sim::Schedule;
-use crate::render;
+use crate::render::{self, Style};
 use crate::session::{Session, Status};
 
 type Run = fn(&mut Session, &str, &mut dyn Write) -> io::Result<Status>;
@@ -107,6 +108,20 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "count a launch's cost over N runs",
         help: "`:time add_half<<<4, 256>>>(a, len(a)) x5` runs the launch 5 times on copies of its buffers (seeds from the session's) and reports the minimum, median and maximum cost. On the simulator that is simulated warp steps, not seconds: the work done, deterministic for a seed. The GPU backend will report kernel times.",
         run: |s, a, o| s.time_view(a, o),
+    },
+    CommandSpec {
+        name: "ptx",
+        args: "[KERNEL]",
+        summary: "show the PTX the GPU compiler made",
+        help: "`:ptx add_half` shows the PTX (the GPU's portable assembly) that NVRTC makes from your kernel: its `.param`s, the registers it declares, every load (`ld.global`), store and branch. Without a name it shows the whole module. Needs the GPU backend (`:backend gpu`).",
+        run: ptx,
+    },
+    CommandSpec {
+        name: "info",
+        args: "KERNEL [BLOCK]",
+        summary: "registers, memory and occupancy of a kernel",
+        help: "`:info add_half 256` shows what the compiled kernel uses: registers per thread, static shared memory per block, local memory per thread (local arrays and register spills, which are slow), the most threads a block of it may have, and its occupancy for blocks of BLOCK threads (256 unless given): how many warps are resident on an SM at once, out of the most it can hold. More resident warps hide more memory latency. Needs the GPU backend (`:backend gpu`).",
+        run: info,
     },
     CommandSpec {
         name: "load",
@@ -369,5 +384,212 @@ fn save(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
             writeln!(out, "{} cannot write {}: {e}", session.style().error("error:"), path.display())?;
             Ok(Status::Error)
         }
+    }
+}
+
+/// Refuse, with the way to switch, when the GPU backend is not the one running launches.
+fn needs_gpu(session: &mut Session, cmd: &str, what: &str, out: &mut dyn Write) -> io::Result<Option<Status>> {
+    if session.active_gpu().is_some() {
+        return Ok(None);
+    }
+    writeln!(
+        out,
+        "{} `:{cmd}` needs the GPU backend: {what}. Switch with `:backend gpu` (`gridlab doctor` says whether this machine has a usable GPU).",
+        session.style().error("error:")
+    )?;
+    Ok(Some(Status::Error))
+}
+
+/// Refuse a name that is not a kernel of the session, suggesting the closest one.
+fn not_a_kernel(session: &Session, name: &str, out: &mut dyn Write) -> io::Result<Option<Status>> {
+    let program = session.module.program();
+    if program.kernels().any(|k| k.name == name) {
+        return Ok(None);
+    }
+    let style = session.style();
+    if program.kernels().next().is_none() {
+        writeln!(out, "{} no kernels yet; type one, starting with `__global__ void`", style.error("error:"))?;
+        return Ok(Some(Status::Error));
+    }
+    let hint = render::closest(name, program.kernels().map(|k| k.name.as_str()))
+        .map(|c| format!(" Did you mean `{c}`?"))
+        .unwrap_or_default();
+    writeln!(out, "{} there is no kernel `{name}`.{hint} `:kernels` lists them.", style.error("error:"))?;
+    Ok(Some(Status::Error))
+}
+
+fn ptx(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+    if let Some(status) = needs_gpu(session, "ptx", "PTX is what NVRTC, CUDA's compiler, makes for a real GPU", out)? {
+        return Ok(status);
+    }
+    let kernel = args.trim();
+    if !kernel.is_empty()
+        && let Some(status) = not_a_kernel(session, kernel, out)?
+    {
+        return Ok(status);
+    }
+    if session.module.is_empty() {
+        writeln!(out, "no kernels yet; type one, starting with `__global__ void`")?;
+        return Ok(Status::Ok);
+    }
+    let style = session.style().clone();
+    let Some(gpu) = session.active_gpu() else { return Ok(Status::Error) };
+    let text = match gpu.ptx() {
+        Ok(text) => text,
+        Err(e) => {
+            writeln!(out, "{} {e}", style.error("error:"))?;
+            return Ok(Status::Error);
+        }
+    };
+    match crate::backend::gpu::ptx::entry(&text, kernel) {
+        Some(entry) if !kernel.is_empty() => writeln!(out, "{entry}")?,
+        _ => {
+            if !kernel.is_empty() {
+                writeln!(
+                    out,
+                    "{}",
+                    style.dim(&format!("(`{kernel}` was not found on its own in the PTX: the whole module follows)"))
+                )?;
+            }
+            writeln!(out, "{}", text.trim_end())?;
+        }
+    }
+    Ok(Status::Ok)
+}
+
+fn info(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+    let mut words = args.split_whitespace();
+    let (Some(kernel), block, None) = (words.next(), words.next(), words.next()) else {
+        return usage(session, out, "info", "which kernel?");
+    };
+    let block_size = match block.map(|b| b.replace('_', "").parse::<u32>()) {
+        None => 256,
+        Some(Ok(n)) if n > 0 => n,
+        Some(_) => {
+            let b = block.unwrap_or_default();
+            return usage(session, out, "info", &format!("`{b}` is not a block size (threads per block, like 256)"));
+        }
+    };
+    if let Some(status) =
+        needs_gpu(session, "info", "registers and occupancy are what the GPU's compiler decides", out)?
+    {
+        return Ok(status);
+    }
+    if let Some(status) = not_a_kernel(session, kernel, out)? {
+        return Ok(status);
+    }
+    let style = session.style().clone();
+    let Some(gpu) = session.active_gpu() else { return Ok(Status::Error) };
+    match gpu.kernel_info(kernel, block_size) {
+        Ok(i) => {
+            writeln!(out, "{}", info_table(kernel, &i, &style))?;
+            Ok(Status::Ok)
+        }
+        Err(e) => {
+            writeln!(out, "{} {e}", style.error("error:"))?;
+            Ok(Status::Error)
+        }
+    }
+}
+
+/// `:info`'s table: one row per resource, then the occupancy for the block size.
+fn info_table(kernel: &str, i: &KernelInfo, style: &Style) -> Table {
+    let mut t = table(style.width);
+    t.set_header([style.bold(kernel), String::new()]);
+    let bytes = |n: i32| if n == 1 { "1 byte".to_string() } else { format!("{n} bytes") };
+    t.add_row(["registers per thread".to_string(), i.registers.to_string()]);
+    t.add_row(["shared memory per block (static)".to_string(), bytes(i.shared_bytes)]);
+    let local = bytes(i.local_bytes);
+    let local = if i.local_bytes > 0 { style.warn(&format!("{local}, slow (spills or arrays)")) } else { local };
+    t.add_row(["local memory per thread".to_string(), local]);
+    t.add_row(["max threads per block".to_string(), i.max_threads_per_block.to_string()]);
+    let occupancy = if i.active_blocks_per_sm <= 0 {
+        style.error(&format!("cannot launch (at most {})", i.max_threads_per_block))
+    } else {
+        let blocks = if i.active_blocks_per_sm == 1 { "block" } else { "blocks" };
+        format!(
+            "{:.0}%: {} {blocks} per SM, {} of {} warps",
+            i.occupancy() * 100.0,
+            i.active_blocks_per_sm,
+            i.active_warps(),
+            i.max_warps()
+        )
+    };
+    t.add_row([format!("occupancy at {} threads per block", i.block_size), occupancy]);
+    if let Some(c) = t.column_mut(0) {
+        c.set_constraint(ColumnConstraint::ContentWidth);
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Options;
+
+    fn run_on_sim(script: &str) -> (Status, String) {
+        let mut s = Session::new(Options::default());
+        let mut out = Vec::new();
+        let status = s.eval_text("t.gridlab", script, false, &mut out).unwrap();
+        (status, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn ptx_on_the_simulator_says_how_to_switch() {
+        let (status, out) = run_on_sim("__global__ void k(float *a) { a[0] = 1; }\n:ptx k\n");
+        assert_eq!(status, Status::Error, "{out}");
+        assert!(out.contains("`:ptx` needs the GPU backend"), "{out}");
+        assert!(out.contains("`:backend gpu`"), "{out}");
+    }
+
+    #[test]
+    fn info_checks_its_arguments_then_needs_the_gpu() {
+        let (status, out) = run_on_sim(":info\n");
+        assert_eq!(status, Status::Error);
+        assert!(out.contains("usage: :info KERNEL [BLOCK]"), "{out}");
+        let (_, out) = run_on_sim(":info k zero\n");
+        assert!(out.contains("`zero` is not a block size"), "{out}");
+        let (_, out) = run_on_sim(":info k 0\n");
+        assert!(out.contains("`0` is not a block size"), "{out}");
+        let (status, out) = run_on_sim("__global__ void k(float *a) { a[0] = 1; }\n:info k 128\n");
+        assert_eq!(status, Status::Error);
+        assert!(out.contains("`:info` needs the GPU backend"), "{out}");
+    }
+
+    fn kernel_info() -> KernelInfo {
+        KernelInfo {
+            registers: 16,
+            shared_bytes: 1024,
+            local_bytes: 0,
+            max_threads_per_block: 1024,
+            block_size: 256,
+            active_blocks_per_sm: 6,
+            max_threads_per_sm: 2048,
+        }
+    }
+
+    #[test]
+    fn info_shows_resources_and_occupancy() {
+        let text = info_table("add_half", &kernel_info(), &Style::plain()).to_string();
+        for want in [
+            "registers per thread",
+            "16",
+            "1024 bytes",
+            "0 bytes",
+            "occupancy at 256 threads per block",
+            "75%: 6 blocks per SM, 48 of 64 warps",
+        ] {
+            assert!(text.contains(want), "{want}:\n{text}");
+        }
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    }
+
+    #[test]
+    fn info_warns_of_spills_and_impossible_blocks() {
+        let i = KernelInfo { local_bytes: 48, block_size: 2048, active_blocks_per_sm: 0, ..kernel_info() };
+        let text = info_table("k", &i, &Style::plain()).to_string();
+        assert!(text.contains("48 bytes, slow (spills or arrays)"), "{text}");
+        assert!(text.contains("cannot launch (at most 1024)"), "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
     }
 }

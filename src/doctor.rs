@@ -4,6 +4,7 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use crate::backend::gpu::cache;
 use crate::backend::gpu::libs::Libraries;
 use crate::backend::gpu::{GpuBackend, short_name};
 use crate::session::Options;
@@ -11,6 +12,27 @@ use crate::session::Options;
 /// `13000` -> `13.0`.
 fn cuda_version(v: i32) -> String {
     format!("{}.{}", v / 1000, (v % 1000) / 10)
+}
+
+/// The compile cache's folder and what it holds: `~/.cache/gridlab/kernels (3 entries, 41 KiB)`.
+fn compile_cache() -> String {
+    match cache::dir() {
+        Some(dir) => {
+            let (entries, bytes) = cache::usage(&dir);
+            let plural = if entries == 1 { "entry" } else { "entries" };
+            format!("{} ({entries} {plural}, {})", dir.display(), human_bytes(bytes))
+        }
+        None => "none (this platform has no cache folder)".into(),
+    }
+}
+
+/// `41984` -> `41 KiB`.
+fn human_bytes(n: u64) -> String {
+    match n {
+        0..1024 => format!("{n} bytes"),
+        1024..1_048_576 => format!("{:.0} KiB", n as f64 / 1024.0),
+        _ => format!("{:.1} MiB", n as f64 / 1_048_576.0),
+    }
 }
 
 pub fn run(options: &Options, out: &mut impl Write) -> io::Result<ExitCode> {
@@ -22,6 +44,7 @@ pub fn run(options: &Options, out: &mut impl Write) -> io::Result<ExitCode> {
     writeln!(out, "{}", style.bold("gridlab doctor"))?;
     writeln!(out, "  driver library   {}", show(&libs.driver))?;
     writeln!(out, "  NVRTC library    {}", show(&libs.nvrtc))?;
+    writeln!(out, "  compile cache    {}", compile_cache())?;
     if let Some(advice) = libs.missing_advice() {
         writeln!(
             out,
@@ -73,5 +96,18 @@ pub fn run(options: &Options, out: &mut impl Write) -> io::Result<ExitCode> {
             )?;
             Ok(ExitCode::from(1))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_people_say_them() {
+        assert_eq!(human_bytes(0), "0 bytes");
+        assert_eq!(human_bytes(1023), "1023 bytes");
+        assert_eq!(human_bytes(41984), "41 KiB");
+        assert_eq!(human_bytes(3 << 20), "3.0 MiB");
     }
 }

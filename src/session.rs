@@ -266,6 +266,15 @@ impl Session {
         self.backend().label()
     }
 
+    /// The GPU backend, when launches run on it now.
+    pub(crate) fn active_gpu(&mut self) -> Option<&mut GpuBackend> {
+        self.ensure_resolved();
+        match &mut self.gpu {
+            Some(Gpu::Ready(g)) if self.active == BackendKind::Gpu => Some(g.as_mut()),
+            _ => None,
+        }
+    }
+
     /// Whether launches run on the GPU now.
     pub fn on_gpu(&mut self) -> bool {
         self.ensure_resolved();
@@ -377,6 +386,12 @@ impl Session {
                         _ => d.name.clone(),
                     };
                     writeln!(out, "{} {what} {}", self.options.style.dim(verb), self.options.style.bold(&sig))?;
+                }
+                if self.active == BackendKind::Gpu
+                    && let Some(Gpu::Ready(g)) = &self.gpu
+                    && let Some(stat) = &g.last_compile
+                {
+                    writeln!(out, "{}", self.options.style.dim(&format!("  ({})", stat.describe())))?;
                 }
                 Ok(Status::Ok)
             }

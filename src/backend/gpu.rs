@@ -8,17 +8,21 @@
 //! killed and a new one started and given the module again. The host copies are untouched, so
 //! nothing the learner made is lost.
 //!
+//! - `cache.rs` keeps compiled modules on disk, so the same source is compiled once;
 //! - `libs.rs` finds the driver and NVRTC before any cudarc call;
 //! - `protocol.rs` is the typed request/response protocol on the worker's pipes;
 //! - `client.rs` spawns the worker and waits for answers with a deadline;
 //! - `worker.rs` is the worker process itself (`gridlab worker`);
+//! - `ptx.rs` cuts one kernel's `.entry` out of a module's PTX (for `:ptx`);
 //! - `source.rs` generates the module's CUDA source and maps NVRTC's errors back;
 //! - `guard.rs` checks the guard regions after a launch.
 
+pub mod cache;
 pub mod client;
 pub mod guard;
 pub mod libs;
 pub mod protocol;
+pub mod ptx;
 pub mod source;
 pub mod worker;
 
@@ -26,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use self::client::{Worker, WorkerError};
 use self::libs::Libraries;
-use self::protocol::{DeviceInfo, LaunchRequest, Request, Response, WireArg, WireBuffer};
+use self::protocol::{DeviceInfo, KernelInfo, LaunchRequest, Request, Response, WireArg, WireBuffer};
 use super::{Arg, Backend, BackendError, BackendKind, LaunchBuffers, LaunchReport, LaunchSpec, PrintLine};
 use crate::cuda::Module;
 use crate::diag::SourceMap;
@@ -45,10 +49,31 @@ pub struct GpuBackend {
     info: DeviceInfo,
     /// The module source the worker has compiled, given again to a restarted worker.
     source: Option<String>,
-    /// How long the last compile took and for which architecture.
-    pub last_compile: Option<(String, f64)>,
+    /// How the last compile went: for which architecture, how long, from the cache or not.
+    pub last_compile: Option<CompileStat>,
     /// Set by Ctrl-C: the running launch is stopped (and the worker restarted).
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+}
+
+/// How one module was compiled, for the line under a definition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompileStat {
+    /// `sm_90` (a CUBIN) or `compute_90` (PTX).
+    pub arch: String,
+    pub millis: f64,
+    /// Loaded from the compile cache on disk: NVRTC did not run.
+    pub cached: bool,
+}
+
+impl CompileStat {
+    /// `compiled for sm_90 in 48 ms` or `sm_90, from the compile cache`.
+    pub fn describe(&self) -> String {
+        if self.cached {
+            format!("{}, from the compile cache", self.arch)
+        } else {
+            format!("compiled for {} in {:.0} ms", self.arch, self.millis)
+        }
+    }
 }
 
 impl GpuBackend {
@@ -136,6 +161,20 @@ impl GpuBackend {
         }
     }
 
+    /// A kernel's registers, shared and local memory, and its occupancy for blocks of
+    /// `block_size` threads (for `:info`).
+    pub fn kernel_info(&mut self, kernel: &str, block_size: u32) -> Result<KernelInfo, BackendError> {
+        let req = Request::Info { kernel: kernel.to_string(), block_size };
+        let worker = self.worker()?;
+        match worker.request(&req, COMPILE_TIMEOUT, None) {
+            Ok(Response::Info(info)) => Ok(info),
+            Ok(Response::Failed { message, sticky: true }) => Err(self.recover(message)),
+            Ok(Response::Failed { message, .. }) => Err(BackendError::Launch(message)),
+            Ok(other) => Err(BackendError::Launch(format!("unexpected answer from the worker: {other:?}"))),
+            Err(e) => Err(self.recover(e.to_string())),
+        }
+    }
+
     /// The PTX of the current module (for `:ptx`).
     pub fn ptx(&mut self) -> Result<String, BackendError> {
         let worker = self.worker()?;
@@ -207,9 +246,9 @@ impl Backend for GpuBackend {
         let req = Request::Compile { source: source.clone(), options: Vec::new() };
         let worker = self.worker()?;
         match worker.request(&req, COMPILE_TIMEOUT, None) {
-            Ok(Response::Compiled { log, arch, millis }) => {
+            Ok(Response::Compiled { log, arch, millis, cached }) => {
                 self.source = Some(source);
-                self.last_compile = Some((arch, millis));
+                self.last_compile = Some(CompileStat { arch, millis, cached });
                 let warnings = source::map_log(&log, sources);
                 if warnings.iter().any(|d| d.is_error()) {
                     return Err(BackendError::Compile(warnings));
@@ -298,5 +337,13 @@ mod tests {
         assert_eq!(short_name("NVIDIA GeForce RTX 4090"), "RTX 4090");
         assert_eq!(short_name("Tesla T4"), "T4");
         assert_eq!(short_name(""), "gpu");
+    }
+
+    #[test]
+    fn compiles_are_described_with_their_time_or_the_cache() {
+        let fresh = CompileStat { arch: "sm_90".into(), millis: 48.4, cached: false };
+        assert_eq!(fresh.describe(), "compiled for sm_90 in 48 ms");
+        let hit = CompileStat { cached: true, millis: 0.7, ..fresh };
+        assert_eq!(hit.describe(), "sm_90, from the compile cache");
     }
 }

@@ -19,6 +19,9 @@ pub enum Request {
     Launch(LaunchRequest),
     /// The PTX of the last compiled module.
     Ptx,
+    /// What the compiled kernel uses (registers, shared and local memory) and its occupancy for
+    /// blocks of `block_size` threads.
+    Info { kernel: String, block_size: u32 },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -81,7 +84,10 @@ pub enum Response {
     Compiled {
         log: String,
         arch: String,
+        /// Compile time, or on a cache hit the time to read and load the cached image.
         millis: f64,
+        /// Loaded from the compile cache on disk (`cache.rs`): NVRTC did not run.
+        cached: bool,
     },
     CompileFailed {
         log: String,
@@ -93,6 +99,44 @@ pub enum Response {
         message: String,
         sticky: bool,
     },
+    Info(KernelInfo),
+}
+
+/// A compiled kernel's resources (`cuFuncGetAttribute`) and its occupancy for one block size
+/// (`cuOccupancyMaxActiveBlocksPerMultiprocessor`), for `:info`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelInfo {
+    pub registers: i32,
+    /// Static `__shared__` memory per block.
+    pub shared_bytes: i32,
+    /// Local memory per thread: local arrays and register spills.
+    pub local_bytes: i32,
+    /// The most threads a block of this kernel may have (registers can make it less than the
+    /// device's limit).
+    pub max_threads_per_block: i32,
+    pub block_size: u32,
+    /// Blocks of `block_size` threads resident on one SM at once; 0 when such a block cannot
+    /// launch at all.
+    pub active_blocks_per_sm: i32,
+    /// The device's limit of resident threads per SM.
+    pub max_threads_per_sm: i32,
+}
+
+impl KernelInfo {
+    /// Warps resident on one SM at once.
+    pub fn active_warps(&self) -> u32 {
+        self.active_blocks_per_sm.max(0) as u32 * self.block_size.div_ceil(32)
+    }
+
+    /// The most warps an SM can hold.
+    pub fn max_warps(&self) -> u32 {
+        (self.max_threads_per_sm.max(0) as u32 / 32).max(1)
+    }
+
+    /// Active warps over the most an SM holds, from 0 to 1.
+    pub fn occupancy(&self) -> f64 {
+        self.active_warps() as f64 / self.max_warps() as f64
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -158,6 +202,30 @@ mod tests {
         assert_eq!(recv::<Request>(&mut r).unwrap(), Some(req));
         assert_eq!(recv::<Request>(&mut r).unwrap(), Some(Request::Hello));
         assert_eq!(recv::<Request>(&mut r).unwrap(), None);
+    }
+
+    #[test]
+    fn occupancy_is_active_warps_over_the_sms_warps() {
+        let info = KernelInfo {
+            registers: 32,
+            shared_bytes: 0,
+            local_bytes: 0,
+            max_threads_per_block: 1024,
+            block_size: 256,
+            active_blocks_per_sm: 8,
+            max_threads_per_sm: 2048,
+        };
+        assert_eq!((info.active_warps(), info.max_warps()), (64, 64));
+        assert_eq!(info.occupancy(), 1.0);
+        // A partial warp still takes a whole warp's slot.
+        let odd = KernelInfo { block_size: 100, active_blocks_per_sm: 5, ..info.clone() };
+        assert_eq!(odd.active_warps(), 20);
+        assert!((odd.occupancy() - 20.0 / 64.0).abs() < 1e-12);
+        let none = KernelInfo { active_blocks_per_sm: 0, ..info };
+        assert_eq!(none.occupancy(), 0.0);
+        let mut wire = Vec::new();
+        send(&mut wire, &Response::Info(none.clone())).unwrap();
+        assert_eq!(recv::<Response>(&mut wire.as_slice()).unwrap(), Some(Response::Info(none)));
     }
 
     #[test]

@@ -16,8 +16,9 @@ use std::time::Instant;
 use cudarc::driver::{result, sys};
 use cudarc::nvrtc;
 
+use super::cache;
 use super::guard::{self, GUARD_BYTES, PATTERN};
-use super::protocol::{self, DeviceInfo, LaunchRequest, LaunchResult, Request, Response, WireArg};
+use super::protocol::{self, DeviceInfo, KernelInfo, LaunchRequest, LaunchResult, Request, Response, WireArg};
 
 /// Device printf buffer: large enough for a lesson's worth of output per launch.
 const PRINTF_FIFO_BYTES: usize = 16 << 20;
@@ -109,6 +110,7 @@ impl Worker {
             Request::Compile { source, options } => self.compile(source, options),
             Request::Launch(req) => self.launch(req),
             Request::Ptx => self.ptx(),
+            Request::Info { kernel, block_size } => self.kernel_info(&kernel, block_size),
         }
     }
 
@@ -149,9 +151,7 @@ impl Worker {
         let mut driver = 0;
         // SAFETY: writes one int.
         unsafe { sys::cuDriverGetVersion(&mut driver) }.result()?;
-        let (mut major, mut minor) = (0, 0);
-        // SAFETY: writes two ints.
-        unsafe { nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+        let (major, minor) = nvrtc_version();
         Ok(DeviceInfo {
             name: result::device::get_name(dev)?,
             ordinal: self.ordinal as u32,
@@ -182,7 +182,8 @@ impl Worker {
     }
 
     /// Compile with NVRTC to a CUBIN for this device's exact architecture (so the driver never
-    /// JITs PTX), falling back to PTX for `compute_XY` where NVRTC cannot target the device.
+    /// JITs PTX), falling back to PTX for `compute_XY` where NVRTC cannot target the device. The
+    /// compile cache on disk is asked first: a hit skips NVRTC and loads the stored image.
     fn compile(&mut self, source: String, options: Vec<String>) -> Response {
         let start = Instant::now();
         let (major, minor) = match (
@@ -192,25 +193,47 @@ impl Worker {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) | (_, Err(e)) => return failed("reading the compute capability", e),
         };
-        let mut last_log = String::new();
-        for (arch, binary) in [(format!("sm_{major}{minor}"), true), (format!("compute_{major}{minor}"), false)] {
+        let options_for = |arch: &str| {
             let mut opts = vec![format!("--gpu-architecture={arch}"), "-lineinfo".into(), "--std=c++17".into()];
             opts.extend(options.iter().cloned());
-            match nvrtc_compile(&source, &opts, binary) {
-                Ok((image, log)) => {
-                    if let Some(old) = self.module.take() {
-                        // SAFETY: the old module is no longer used.
-                        unsafe {
-                            let _ = result::module::unload(old);
-                        }
+            opts
+        };
+        let device_arch = format!("sm_{major}{minor}");
+        let cache_dir = cache::dir();
+        let key = cache::key(&source, &options_for(&device_arch), &device_arch, nvrtc_version());
+        if let Some(entry) = cache_dir.as_deref().and_then(|d| cache::read(d, &key)) {
+            match self.load_image(&entry.image) {
+                Ok(()) => {
+                    self.last_source = Some((source, entry.arch.clone()));
+                    let millis = start.elapsed().as_secs_f64() * 1e3;
+                    return Response::Compiled { log: entry.log, arch: entry.arch, millis, cached: true };
+                }
+                Err(e) => {
+                    let response = failed("loading a module from the compile cache", e);
+                    if matches!(response, Response::Failed { sticky: true, .. }) {
+                        return response;
                     }
-                    // SAFETY: `image` is a CUBIN or a NUL-terminated PTX image.
-                    match unsafe { result::module::load_data(image.as_ptr() as *const c_void) } {
-                        Ok(m) => self.module = Some(m),
-                        Err(e) => return failed("loading the compiled module", e),
+                    // An image the driver refuses (another driver, a damaged file): compile
+                    // again below, which also overwrites the entry.
+                }
+            }
+        }
+        let mut last_log = String::new();
+        for (arch, binary) in [(device_arch.clone(), true), (format!("compute_{major}{minor}"), false)] {
+            match nvrtc_compile(&source, &options_for(&arch), binary) {
+                Ok((image, log)) => {
+                    if let Err(e) = self.load_image(&image) {
+                        return failed("loading the compiled module", e);
+                    }
+                    let millis = start.elapsed().as_secs_f64() * 1e3;
+                    if let Some(dir) = &cache_dir {
+                        let entry = cache::Entry { arch: arch.clone(), log: log.clone(), image };
+                        // A cache that cannot be written (read-only home, full disk) only costs
+                        // the next compile its time.
+                        let _ = cache::write(dir, &key, &entry);
                     }
                     self.last_source = Some((source, arch.clone()));
-                    return Response::Compiled { log, arch, millis: start.elapsed().as_secs_f64() * 1e3 };
+                    return Response::Compiled { log, arch, millis, cached: false };
                 }
                 Err(log) => {
                     let arch_unsupported = log.contains("--gpu-architecture") || log.contains("-arch");
@@ -222,6 +245,29 @@ impl Worker {
             }
         }
         Response::CompileFailed { log: last_log }
+    }
+
+    /// Replace the loaded module with `image`: a CUBIN (ELF) or PTX text.
+    fn load_image(&mut self, image: &[u8]) -> Result<(), result::DriverError> {
+        if let Some(old) = self.module.take() {
+            // SAFETY: the old module is no longer used.
+            unsafe {
+                let _ = result::module::unload(old);
+            }
+        }
+        // The driver reads PTX up to its NUL: make sure there is one.
+        let mut owned;
+        let image = if !image.starts_with(b"\x7fELF") && image.last() != Some(&0) {
+            owned = image.to_vec();
+            owned.push(0);
+            owned.as_slice()
+        } else {
+            image
+        };
+        // SAFETY: `image` is a CUBIN or a NUL-terminated PTX image, alive for the call.
+        let m = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }?;
+        self.module = Some(m);
+        Ok(())
     }
 
     fn ptx(&self) -> Response {
@@ -236,6 +282,58 @@ impl Worker {
         match nvrtc_compile(source, &opts, false) {
             Ok((ptx, _)) => Response::Ptx(String::from_utf8_lossy(&ptx).trim_end_matches('\0').to_string()),
             Err(log) => Response::CompileFailed { log },
+        }
+    }
+
+    /// The loaded module's kernel `name`.
+    fn function(&self, name: &str) -> Result<sys::CUfunction, Response> {
+        let Some(module) = self.module else {
+            return Err(Response::Failed {
+                message: "no module is loaded: define a kernel first".into(),
+                sticky: false,
+            });
+        };
+        let Ok(cname) = CString::new(name) else {
+            return Err(Response::Failed { message: "bad kernel name".into(), sticky: false });
+        };
+        // SAFETY: the module is loaded.
+        unsafe { result::module::get_function(module, cname) }
+            .map_err(|e| failed(&format!("finding kernel `{name}`"), e))
+    }
+
+    /// Registers, shared and local memory of a kernel, and its occupancy for one block size.
+    fn kernel_info(&self, kernel: &str, block_size: u32) -> Response {
+        use sys::CUfunction_attribute as F;
+        let func = match self.function(kernel) {
+            Ok(f) => f,
+            Err(r) => return r,
+        };
+        // SAFETY: `func` comes from the loaded module; each call writes one int.
+        let attr = |a: F| unsafe { result::function::get_function_attribute(func, a) };
+        let read = || -> Result<KernelInfo, result::DriverError> {
+            let max_threads_per_block = attr(F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?;
+            // A block larger than the kernel allows cannot launch: no blocks are resident, and
+            // the occupancy calculator is not asked about an impossible launch.
+            let active_blocks_per_sm = if block_size == 0 || block_size as i64 > max_threads_per_block as i64 {
+                0
+            } else {
+                // SAFETY: a valid function; no dynamic shared memory.
+                unsafe { result::occupancy::max_active_block_per_multiprocessor(func, block_size as i32, 0) }?
+            };
+            Ok(KernelInfo {
+                registers: attr(F::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+                shared_bytes: attr(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+                local_bytes: attr(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+                max_threads_per_block,
+                block_size,
+                active_blocks_per_sm,
+                max_threads_per_sm: self
+                    .attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+            })
+        };
+        match read() {
+            Ok(info) => Response::Info(info),
+            Err(e) => failed(&format!("reading the attributes of `{kernel}`"), e),
         }
     }
 
@@ -386,6 +484,14 @@ impl Worker {
         }
         text
     }
+}
+
+/// NVRTC's version, `(12, 4)`; `(0, 0)` where it cannot say.
+fn nvrtc_version() -> (i32, i32) {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: writes two ints; the library was checked present before any request.
+    unsafe { nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+    (major, minor)
 }
 
 /// NVRTC: the compiled image (CUBIN when `binary`, else NUL-terminated PTX) and the log, or the
