@@ -72,6 +72,22 @@ pub(crate) enum Gpu {
     Unusable(String),
 }
 
+impl Gpu {
+    /// Start the GPU backend on a background thread: creating a CUDA context takes half a
+    /// second, and the learner should not wait for it at the prompt.
+    fn start(options: &Options) -> Gpu {
+        let (device, timeout) = (options.device, options.timeout);
+        Gpu::Starting(std::thread::spawn(move || GpuBackend::start(device, timeout)))
+    }
+}
+
+/// What `auto` says when it falls back to the simulator. Most machines without a GPU see this
+/// at every start, so it is one line; `gridlab doctor` has the details.
+fn auto_fallback(why: &str) -> String {
+    let short = why.split(':').next().unwrap_or(why).trim();
+    format!("backend: sim (auto: {short}; `gridlab doctor` says more)")
+}
+
 /// Half of physical memory, or 4 GiB where it cannot be read.
 pub fn default_max_alloc() -> u64 {
     let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
@@ -111,14 +127,10 @@ pub struct Session {
 impl Session {
     pub fn new(options: Options) -> Session {
         let sim = SimBackend::new(options.sim.clone());
-        // Creating a CUDA context takes half a second: start it now, in the background, so the
-        // learner never waits for it at the prompt.
+        // Start the GPU now (see `Gpu::start`), so it is ready by the first launch.
         let gpu = match options.backend {
             BackendKind::Sim => None,
-            BackendKind::Gpu | BackendKind::Auto => {
-                let (device, timeout) = (options.device, options.timeout);
-                Some(Gpu::Starting(std::thread::spawn(move || GpuBackend::start(device, timeout))))
-            }
+            BackendKind::Gpu | BackendKind::Auto => Some(Gpu::start(&options)),
         };
         let active = if options.backend == BackendKind::Sim { BackendKind::Sim } else { BackendKind::Auto };
         Session {
@@ -201,11 +213,7 @@ impl Session {
                 let why = self.gpu_unusable_reason();
                 match requested {
                     BackendKind::Gpu => format!("backend: sim, because the GPU backend is not usable: {why}"),
-                    // Most machines without a GPU see this at every start: keep it to one line.
-                    _ => {
-                        let short = why.split(':').next().unwrap_or(&why).trim();
-                        format!("backend: sim (auto: {short}; `gridlab doctor` says more)")
-                    }
+                    _ => auto_fallback(&why),
                 }
             }
         }
@@ -218,26 +226,24 @@ impl Session {
             return Ok("backend: sim".into());
         }
         if self.gpu.is_none() {
-            let (device, timeout) = (self.options.device, self.options.timeout);
-            self.gpu = Some(Gpu::Starting(std::thread::spawn(move || GpuBackend::start(device, timeout))));
+            self.gpu = Some(Gpu::start(&self.options));
         }
-        let module = self.module.clone();
-        let sources = self.sources.clone();
-        match self.gpu_ready() {
-            Some(gpu) => {
+        let ready = self.gpu_ready().is_some();
+        match &mut self.gpu {
+            Some(Gpu::Ready(gpu)) if ready => {
                 let name = gpu.info().name.clone();
-                if !module.is_empty() {
-                    gpu.load(&module, &sources)
+                if !self.module.is_empty() {
+                    gpu.load(&self.module, &self.sources)
                         .map_err(|e| format!("the GPU could not compile the session's kernels: {e}"))?;
                 }
                 self.active = BackendKind::Gpu;
                 Ok(format!("backend: gpu ({name})"))
             }
-            None => {
+            _ => {
                 let why = self.gpu_unusable_reason();
                 self.active = BackendKind::Sim;
                 if kind == BackendKind::Auto {
-                    Ok(format!("backend: sim (auto picks the simulator: {why})"))
+                    Ok(auto_fallback(&why))
                 } else {
                     Err(format!("the GPU backend is not usable: {why}; kernels keep running on the simulator"))
                 }
@@ -254,12 +260,7 @@ impl Session {
     /// The backend that runs launches now.
     pub(crate) fn backend(&mut self) -> &mut dyn Backend {
         self.ensure_resolved();
-        if self.active == BackendKind::Gpu
-            && let Some(Gpu::Ready(g)) = &mut self.gpu
-        {
-            return g.as_mut();
-        }
-        &mut self.sim
+        active_backend(&mut self.sim, &mut self.gpu, self.active)
     }
 
     pub(crate) fn backend_label(&mut self) -> String {
@@ -352,9 +353,9 @@ impl Session {
                 for w in &outcome.warnings {
                     self.report(w, out)?;
                 }
-                let module = self.module.clone();
-                let sources = self.sources.clone();
-                if let Err(e) = self.backend().load(&module, &sources) {
+                self.ensure_resolved();
+                let backend = active_backend(&mut self.sim, &mut self.gpu, self.active);
+                if let Err(e) = backend.load(&self.module, &self.sources) {
                     // The GPU's compiler said no: the session keeps the module it had.
                     self.module = previous;
                     match e {
@@ -543,7 +544,6 @@ impl Session {
         names: &[String],
     ) -> Result<LaunchReport, crate::backend::BackendError> {
         self.ensure_resolved();
-        let module = self.module.clone();
         let mut picked: Vec<Option<&mut Buffer>> = Vec::new();
         picked.resize_with(names.len(), || None);
         for (n, b) in self.buffers.iter_mut() {
@@ -553,22 +553,16 @@ impl Session {
         }
         let buffers = picked.into_iter().map(|b| b.expect("launch buffers are resolved from session names")).collect();
         let mut lb = crate::backend::LaunchBuffers { names: names.to_vec(), buffers };
-        if self.active == BackendKind::Gpu
-            && let Some(Gpu::Ready(g)) = &mut self.gpu
-        {
-            return g.launch(&module, spec, &mut lb);
-        }
-        self.sim.launch(&module, spec, &mut lb)
+        active_backend(&mut self.sim, &mut self.gpu, self.active).launch(&self.module, spec, &mut lb)
     }
+}
 
-    /// Run a launch on the simulator over copies of the buffers, for what it finds: after a GPU
-    /// fault, this names the thread, index and line the GPU could not.
-    pub(crate) fn diagnose_on_sim(&mut self, spec: &LaunchSpec, before: &[(String, Buffer)]) -> Option<LaunchReport> {
-        let module = self.module.clone();
-        let mut copies: Vec<Buffer> = before.iter().map(|(_, b)| b.clone()).collect();
-        let names = before.iter().map(|(n, _)| n.clone()).collect();
-        let mut lb = crate::backend::LaunchBuffers { names, buffers: copies.iter_mut().collect() };
-        self.sim.launch(&module, spec, &mut lb).ok()
+/// The backend that runs launches, borrowed from the session's fields alone so that the module
+/// and sources can be borrowed beside it (rather than copied for every launch).
+fn active_backend<'a>(sim: &'a mut SimBackend, gpu: &'a mut Option<Gpu>, active: BackendKind) -> &'a mut dyn Backend {
+    match gpu {
+        Some(Gpu::Ready(g)) if active == BackendKind::Gpu => g.as_mut(),
+        _ => sim,
     }
 }
 

@@ -148,16 +148,9 @@ impl GpuBackend {
         let req = launch_request(spec, buffers, repeat);
         // The per-launch timeout applies to each of the launches.
         let timeout = self.timeout.saturating_mul(repeat.max(1));
-        let cancel = self.cancel.clone();
-        let worker = self.worker()?;
-        match worker.request(&req, timeout, cancel.as_deref()) {
-            Ok(Response::Launched(r)) => Ok((r.kernel_ms, r.launch_us)),
-            Ok(Response::Failed { message, sticky: true }) => {
-                Err(self.recover(format!("`{}` stopped with an error on the GPU ({message})", spec.kernel)))
-            }
-            Ok(Response::Failed { message, .. }) => Err(BackendError::Launch(message)),
-            Ok(other) => Err(BackendError::Launch(format!("unexpected answer from the GPU worker: {other:?}"))),
-            Err(e) => Err(self.recover(format!("timing `{}` stopped ({e})", spec.kernel))),
+        match self.call(&req, timeout, &format!("timing `{}`", spec.kernel))? {
+            Response::Launched(r) => Ok((r.kernel_ms, r.launch_us)),
+            other => Err(unexpected(other)),
         }
     }
 
@@ -165,26 +158,44 @@ impl GpuBackend {
     /// `block_size` threads (for `:info`).
     pub fn kernel_info(&mut self, kernel: &str, block_size: u32) -> Result<KernelInfo, BackendError> {
         let req = Request::Info { kernel: kernel.to_string(), block_size };
-        let worker = self.worker()?;
-        match worker.request(&req, COMPILE_TIMEOUT, None) {
-            Ok(Response::Info(info)) => Ok(info),
-            Ok(Response::Failed { message, sticky: true }) => Err(self.recover(message)),
-            Ok(Response::Failed { message, .. }) => Err(BackendError::Launch(message)),
-            Ok(other) => Err(BackendError::Launch(format!("unexpected answer from the worker: {other:?}"))),
-            Err(e) => Err(self.recover(e.to_string())),
+        match self.call(&req, COMPILE_TIMEOUT, &format!("reading `{kernel}`'s attributes"))? {
+            Response::Info(info) => Ok(info),
+            other => Err(unexpected(other)),
         }
     }
 
     /// The PTX of the current module (for `:ptx`).
     pub fn ptx(&mut self) -> Result<String, BackendError> {
-        let worker = self.worker()?;
-        match worker.request(&Request::Ptx, COMPILE_TIMEOUT, None) {
-            Ok(Response::Ptx(p)) => Ok(p),
-            Ok(Response::Failed { message, .. }) => Err(BackendError::Launch(message)),
-            Ok(other) => Err(BackendError::Launch(format!("unexpected answer from the worker: {other:?}"))),
-            Err(e) => Err(self.recover(e.to_string())),
+        match self.call(&Request::Ptx, COMPILE_TIMEOUT, "making the PTX")? {
+            Response::Ptx(p) => Ok(p),
+            other => Err(unexpected(other)),
         }
     }
+
+    /// Send a request and turn every failure into a `BackendError`. A sticky CUDA error, a
+    /// timeout, Ctrl-C or a dead worker restart the worker, and the message names `what` was
+    /// stopped; other CUDA errors are plain. Any other answer is the caller's to read.
+    fn call(&mut self, req: &Request, timeout: Duration, what: &str) -> Result<Response, BackendError> {
+        let cancel = self.cancel.clone();
+        let answer = self.worker()?.request(req, timeout, cancel.as_deref());
+        match answer {
+            Ok(Response::Failed { message, sticky: true }) => {
+                Err(self.recover(format!("{what} stopped with an error on the GPU ({message})")))
+            }
+            Ok(Response::Failed { message, .. }) => Err(BackendError::Launch(message)),
+            Ok(resp) => Ok(resp),
+            Err(WorkerError::Interrupted) => Err(self.recover(format!("{what} stopped by Ctrl-C"))),
+            Err(WorkerError::TimedOut(t)) => {
+                let hint = if matches!(req, Request::Launch(_)) { " (the --timeout)" } else { "" };
+                Err(self.recover(format!("{what} ran longer than {} s{hint}, so gridlab stopped it", t.as_secs_f64())))
+            }
+            Err(e) => Err(self.recover(format!("{what} took the GPU worker down ({e})"))),
+        }
+    }
+}
+
+fn unexpected(answer: Response) -> BackendError {
+    BackendError::Launch(format!("unexpected answer from the GPU worker: {answer:?}"))
 }
 
 fn hello(libs: &Libraries, device: usize) -> Result<(Worker, DeviceInfo), String> {
@@ -244,9 +255,8 @@ impl Backend for GpuBackend {
     fn load(&mut self, module: &Module, sources: &SourceMap) -> Result<(), BackendError> {
         let source = source::generate(module, sources);
         let req = Request::Compile { source: source.clone(), options: Vec::new() };
-        let worker = self.worker()?;
-        match worker.request(&req, COMPILE_TIMEOUT, None) {
-            Ok(Response::Compiled { log, arch, millis, cached }) => {
+        match self.call(&req, COMPILE_TIMEOUT, "compiling the module")? {
+            Response::Compiled { log, arch, millis, cached } => {
                 self.source = Some(source);
                 self.last_compile = Some(CompileStat { arch, millis, cached });
                 let warnings = source::map_log(&log, sources);
@@ -255,10 +265,8 @@ impl Backend for GpuBackend {
                 }
                 Ok(())
             }
-            Ok(Response::CompileFailed { log }) => Err(BackendError::Compile(source::map_log(&log, sources))),
-            Ok(Response::Failed { message, .. }) => Err(BackendError::Launch(message)),
-            Ok(other) => Err(BackendError::Launch(format!("unexpected answer from the GPU worker: {other:?}"))),
-            Err(e) => Err(self.recover(e.to_string())),
+            Response::CompileFailed { log } => Err(BackendError::Compile(source::map_log(&log, sources))),
+            other => Err(unexpected(other)),
         }
     }
 
@@ -270,27 +278,9 @@ impl Backend for GpuBackend {
     ) -> Result<LaunchReport, BackendError> {
         let start = Instant::now();
         let req = launch_request(spec, buffers, 1);
-        let timeout = self.timeout;
-        let cancel = self.cancel.clone();
-        let worker = self.worker()?;
-        let result = match worker.request(&req, timeout, cancel.as_deref()) {
-            Ok(Response::Launched(r)) => r,
-            Ok(Response::Failed { message, sticky: true }) => {
-                return Err(self.recover(format!("`{}` stopped with an error on the GPU ({message})", spec.kernel)));
-            }
-            Ok(Response::Failed { message, .. }) => return Err(BackendError::Launch(message)),
-            Ok(other) => return Err(BackendError::Launch(format!("unexpected answer from the GPU worker: {other:?}"))),
-            Err(WorkerError::Interrupted) => {
-                return Err(self.recover(format!("`{}` stopped by Ctrl-C", spec.kernel)));
-            }
-            Err(WorkerError::TimedOut(t)) => {
-                return Err(self.recover(format!(
-                    "`{}` ran longer than {} s (the --timeout), so gridlab stopped it",
-                    spec.kernel,
-                    t.as_secs_f64()
-                )));
-            }
-            Err(e) => return Err(self.recover(format!("`{}` took the GPU worker down ({e})", spec.kernel))),
+        let result = match self.call(&req, self.timeout, &format!("`{}`", spec.kernel))? {
+            Response::Launched(r) => r,
+            other => return Err(unexpected(other)),
         };
         for (b, bytes) in buffers.buffers.iter_mut().zip(&result.buffers) {
             if bytes.len() == b.size_bytes() {

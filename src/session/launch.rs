@@ -31,8 +31,7 @@ impl Session {
         };
         // Keep the launched buffers as they were: to put them back if the launch is stopped
         // part-way, and to show which elements it changed.
-        let before: Vec<(String, crate::buffer::Buffer)> =
-            names.iter().map(|n| (n.clone(), self.buffer(n).cloned().expect("resolved above"))).collect();
+        let before = self.inputs(&names);
         let result = self.run_launch(&spec, &names);
         let style = self.options.style.clone();
         match result {
@@ -70,7 +69,7 @@ impl Session {
                     self.options.sim.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::SeqCst));
                 if matches!(e, crate::backend::BackendError::Aborted(_))
                     && !interrupted
-                    && let Some(report) = self.diagnose_on_sim(&spec, &before)
+                    && let Ok((report, _)) = self.run_copy(&spec, &before, self.sim.config.clone())
                     && !report.findings.is_empty()
                 {
                     writeln!(out, "{}", style.dim("The same launch on the simulator shows where it went wrong:"))?;

@@ -89,13 +89,12 @@ impl Session {
     }
 
     /// Run `spec` on copies of `inputs` with `config`: the session's buffers are never touched.
-    fn run_copy(
+    pub(super) fn run_copy(
         &mut self,
         spec: &LaunchSpec,
         inputs: &[(String, Buffer)],
         config: SimConfig,
     ) -> Result<(LaunchReport, Vec<Buffer>), BackendError> {
-        let module = self.module.clone();
         let mut copies: Vec<Buffer> = inputs.iter().map(|(_, b)| b.clone()).collect();
         let saved = std::mem::replace(&mut self.sim.config, config);
         let result = {
@@ -103,7 +102,7 @@ impl Session {
                 names: inputs.iter().map(|(n, _)| n.clone()).collect(),
                 buffers: copies.iter_mut().collect(),
             };
-            self.sim.launch(&module, spec, &mut lb)
+            self.sim.launch(&self.module, spec, &mut lb)
         };
         self.sim.config = saved;
         result.map(|r| (r, copies))
@@ -112,14 +111,13 @@ impl Session {
     /// `runs` launches of `p` on the GPU, each on fresh copies of the session's buffers.
     fn gpu_runs(&mut self, p: &Prepared, runs: u32) -> Result<Vec<Run>, BackendError> {
         let inputs = self.inputs(&p.names);
-        let module = self.module.clone();
         let Some(super::Gpu::Ready(gpu)) = &mut self.gpu else {
             return Err(BackendError::Unavailable("the GPU backend is not ready".into()));
         };
-        repeat_on(gpu.as_mut(), &module, &p.spec, &inputs, runs)
+        repeat_on(gpu.as_mut(), &self.module, &p.spec, &inputs, runs)
     }
 
-    fn inputs(&self, names: &[String]) -> Vec<(String, Buffer)> {
+    pub(super) fn inputs(&self, names: &[String]) -> Vec<(String, Buffer)> {
         names.iter().map(|n| (n.clone(), self.buffer(n).cloned().expect("launch buffers exist"))).collect()
     }
 

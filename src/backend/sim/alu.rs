@@ -158,77 +158,50 @@ pub fn cvt(v: u64, from: Scalar, to: Scalar) -> u64 {
     }
 }
 
-fn math64(f: MathFn, x: f64, y: f64, z: f64) -> f64 {
-    match f {
-        MathFn::Sqrt => x.sqrt(),
-        MathFn::Rsqrt => 1.0 / x.sqrt(),
-        MathFn::Cbrt => x.cbrt(),
-        MathFn::Exp => x.exp(),
-        MathFn::Exp2 => x.exp2(),
-        MathFn::Expm1 => x.exp_m1(),
-        MathFn::Log => x.ln(),
-        MathFn::Log2 => x.log2(),
-        MathFn::Log10 => x.log10(),
-        MathFn::Log1p => x.ln_1p(),
-        MathFn::Sin => x.sin(),
-        MathFn::Cos => x.cos(),
-        MathFn::Tan => x.tan(),
-        MathFn::Asin => x.asin(),
-        MathFn::Acos => x.acos(),
-        MathFn::Atan => x.atan(),
-        MathFn::Atan2 => x.atan2(y),
-        MathFn::Sinh => x.sinh(),
-        MathFn::Cosh => x.cosh(),
-        MathFn::Tanh => x.tanh(),
-        MathFn::Pow => x.powf(y),
-        MathFn::Fabs => x.abs(),
-        MathFn::Fmin => x.min(y),
-        MathFn::Fmax => x.max(y),
-        MathFn::Fmod => x % y,
-        MathFn::Floor => x.floor(),
-        MathFn::Ceil => x.ceil(),
-        MathFn::Round => x.round(),
-        MathFn::Trunc => x.trunc(),
-        MathFn::Fma => x.mul_add(y, z),
-        MathFn::Hypot => x.hypot(y),
-    }
+/// The math functions, once for each precision: `f32` math is computed in `f32`, as
+/// `sqrtf` and friends are on a GPU.
+macro_rules! math_fn {
+    ($name:ident, $t:ty) => {
+        fn $name(f: MathFn, x: $t, y: $t, z: $t) -> $t {
+            match f {
+                MathFn::Sqrt => x.sqrt(),
+                MathFn::Rsqrt => 1.0 / x.sqrt(),
+                MathFn::Cbrt => x.cbrt(),
+                MathFn::Exp => x.exp(),
+                MathFn::Exp2 => x.exp2(),
+                MathFn::Expm1 => x.exp_m1(),
+                MathFn::Log => x.ln(),
+                MathFn::Log2 => x.log2(),
+                MathFn::Log10 => x.log10(),
+                MathFn::Log1p => x.ln_1p(),
+                MathFn::Sin => x.sin(),
+                MathFn::Cos => x.cos(),
+                MathFn::Tan => x.tan(),
+                MathFn::Asin => x.asin(),
+                MathFn::Acos => x.acos(),
+                MathFn::Atan => x.atan(),
+                MathFn::Atan2 => x.atan2(y),
+                MathFn::Sinh => x.sinh(),
+                MathFn::Cosh => x.cosh(),
+                MathFn::Tanh => x.tanh(),
+                MathFn::Pow => x.powf(y),
+                MathFn::Fabs => x.abs(),
+                MathFn::Fmin => x.min(y),
+                MathFn::Fmax => x.max(y),
+                MathFn::Fmod => x % y,
+                MathFn::Floor => x.floor(),
+                MathFn::Ceil => x.ceil(),
+                MathFn::Round => x.round(),
+                MathFn::Trunc => x.trunc(),
+                MathFn::Fma => x.mul_add(y, z),
+                MathFn::Hypot => x.hypot(y),
+            }
+        }
+    };
 }
 
-fn math32(f: MathFn, x: f32, y: f32, z: f32) -> f32 {
-    match f {
-        MathFn::Sqrt => x.sqrt(),
-        MathFn::Rsqrt => 1.0 / x.sqrt(),
-        MathFn::Cbrt => x.cbrt(),
-        MathFn::Exp => x.exp(),
-        MathFn::Exp2 => x.exp2(),
-        MathFn::Expm1 => x.exp_m1(),
-        MathFn::Log => x.ln(),
-        MathFn::Log2 => x.log2(),
-        MathFn::Log10 => x.log10(),
-        MathFn::Log1p => x.ln_1p(),
-        MathFn::Sin => x.sin(),
-        MathFn::Cos => x.cos(),
-        MathFn::Tan => x.tan(),
-        MathFn::Asin => x.asin(),
-        MathFn::Acos => x.acos(),
-        MathFn::Atan => x.atan(),
-        MathFn::Atan2 => x.atan2(y),
-        MathFn::Sinh => x.sinh(),
-        MathFn::Cosh => x.cosh(),
-        MathFn::Tanh => x.tanh(),
-        MathFn::Pow => x.powf(y),
-        MathFn::Fabs => x.abs(),
-        MathFn::Fmin => x.min(y),
-        MathFn::Fmax => x.max(y),
-        MathFn::Fmod => x % y,
-        MathFn::Floor => x.floor(),
-        MathFn::Ceil => x.ceil(),
-        MathFn::Round => x.round(),
-        MathFn::Trunc => x.trunc(),
-        MathFn::Fma => x.mul_add(y, z),
-        MathFn::Hypot => x.hypot(y),
-    }
-}
+math_fn!(math64, f64);
+math_fn!(math32, f32);
 
 pub fn math(f: MathFn, ty: Scalar, a: u64, b: u64, c: u64) -> u64 {
     if ty == Scalar::F32 {
