@@ -4,21 +4,32 @@ use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::backend::sim::{Schedule, SimConfig};
-use crate::cli::{Cli, ColorChoice, Command, GlobalArgs, ReplayArgs, ScheduleArg};
+use crate::cli::{Cli, ColorChoice, Command, DevCommand, GlobalArgs, ReplayArgs, ScheduleArg};
+use crate::lesson::{self, Course};
 use crate::render::Style;
 use crate::repl;
 use crate::replay;
 use crate::session::{self, Options};
 
 pub fn run(cli: Cli) -> ExitCode {
-    let options = options(&cli.global);
+    let mut options = options(&cli.global);
     let result = match cli.command {
         Some(Command::Replay(args)) => replay_cmd(&args, &options),
         Some(Command::Doctor) => crate::doctor::run(&options, &mut io::stdout()),
         Some(Command::Worker) => return crate::backend::gpu::worker::main(cli.global.device),
+        Some(Command::Learn { id }) => repl::run(options, &repl::Start::Learn(id)),
+        Some(Command::Demo { id, big }) => {
+            options.big = big;
+            repl::run(options, &repl::Start::Demo(id))
+        }
+        Some(Command::Lessons { reset }) => lessons_cmd(&options, reset),
+        Some(Command::Dev(DevCommand::Check { dir, quiet })) => {
+            dev_check(dir.or(options.course.clone()), &options, quiet)
+        }
         None => {
-            let no_demo = std::env::var_os("GRIDLAB_NO_DEMO").is_some_and(|v| !v.is_empty());
-            repl::run(options, &repl::Settings { demo: !(cli.no_demo || no_demo), lesson: None })
+            let set = |var: &str| std::env::var_os(var).is_some_and(|v| !v.is_empty());
+            let free = cli.no_lesson || set("GRIDLAB_NO_LESSON") || set("GRIDLAB_NO_DEMO");
+            repl::run(options, if free { &repl::Start::Free } else { &repl::Start::Resume })
         }
     };
     match result {
@@ -61,6 +72,8 @@ fn options(g: &GlobalArgs) -> Options {
         } else {
             10.0
         }),
+        course: g.course.clone(),
+        big: false,
     }
 }
 
@@ -76,6 +89,10 @@ fn replay_cmd(args: &ReplayArgs, options: &Options) -> io::Result<ExitCode> {
     let mut out = stdout.lock();
     let mut results = Vec::new();
     for (i, path) in scripts.iter().enumerate() {
+        if lesson::course::is_lesson_file(path) {
+            results.push(replay_lesson(path, options, args.quiet, &mut out)?);
+            continue;
+        }
         match replay::run_script(path, options, args.quiet, i == 0, &mut out) {
             Ok(r) => results.push(r),
             // The caller's own handling (a closed pipe ends quietly).
@@ -86,15 +103,129 @@ fn replay_cmd(args: &ReplayArgs, options: &Options) -> io::Result<ExitCode> {
             }
         }
     }
-    let passed = results.iter().filter(|r| r.passed()).count();
-    let failed = results.len() - passed;
-    writeln!(out, "replayed {} script{}", results.len(), if results.len() == 1 { "" } else { "s" })?;
-    writeln!(out, "{passed} passed, {failed} failed")?;
+    let skipped = results.iter().filter(|r| r.skipped()).count();
+    let passed = results.iter().filter(|r| r.passed() && !r.skipped()).count();
+    let failed = results.len() - passed - skipped;
+    let lessons = scripts.iter().filter(|p| lesson::course::is_lesson_file(p)).count();
+    let what = match (results.len() - lessons, lessons) {
+        (n, 0) => format!("{n} script{}", plural(n)),
+        (0, l) => format!("{l} lesson{}", plural(l)),
+        (n, l) => format!("{n} script{} and {l} lesson{}", plural(n), plural(l)),
+    };
+    writeln!(out, "replayed {what}")?;
+    if skipped > 0 {
+        writeln!(out, "{passed} passed, {failed} failed, {skipped} skipped")?;
+    } else {
+        writeln!(out, "{passed} passed, {failed} failed")?;
+    }
     if let Some(path) = &args.junit
         && let Err(e) = std::fs::write(path, replay::junit(&results))
     {
         eprintln!("gridlab replay: cannot write the JUnit report to {}: {e}", path.display());
         return Ok(ExitCode::from(2));
     }
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Replay one lesson file: solutions in place of exercises, checks included. A lesson that
+/// cannot be read is a failure, reported with its file and line.
+fn replay_lesson(
+    path: &std::path::Path,
+    options: &Options,
+    quiet: bool,
+    out: &mut dyn Write,
+) -> io::Result<replay::ScriptResult> {
+    let shown = path.display().to_string();
+    let parsed = std::fs::read_to_string(path)
+        .map_err(|e| lesson::LessonError { path: shown.clone(), line: 0, message: format!("cannot read it: {e}") })
+        .and_then(|text| lesson::parse(&shown, &text));
+    match parsed {
+        Ok(l) => lesson::run::run_lesson(&l, options, lesson::run::Mode::Replay, quiet, out),
+        Err(e) => {
+            writeln!(out, "{} {e}", options.style.error("error:"))?;
+            writeln!(out, "{} {shown}", options.style.error("FAIL"))?;
+            let mut r = replay::ScriptResult::new(path.to_path_buf());
+            r.errors = 1;
+            r.failures.push(e.to_string());
+            Ok(r)
+        }
+    }
+}
+
+/// `gridlab lessons [--reset]`.
+fn lessons_cmd(options: &Options, reset: bool) -> io::Result<ExitCode> {
+    let course = match Course::chosen(options.course.as_deref()) {
+        Ok(c) => c,
+        Err(errors) => return Ok(course_errors(&errors, options)),
+    };
+    let store = lesson::progress::Store::for_course(&course.name);
+    let mut out = io::stdout().lock();
+    if reset {
+        let place = store.path().map(|p| p.display().to_string()).unwrap_or_else(|| "(nowhere)".into());
+        match store.reset() {
+            Ok(true) => writeln!(out, "progress cleared ({place}); `gridlab` starts at lesson 1 again")?,
+            Ok(false) => writeln!(out, "no progress to clear ({place})")?,
+            Err(e) => {
+                eprintln!("gridlab lessons: cannot remove {place}: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (progress, note) = store.load();
+    if let Some(note) = note {
+        writeln!(out, "{}", options.style.warn(&format!("note: {note}")))?;
+    }
+    let current = progress.current.as_deref().and_then(|id| course.lessons.iter().position(|l| l.id == id));
+    lesson::guide::write_course(&mut out, &course, &progress, current, &options.style)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn course_errors(errors: &[lesson::LessonError], options: &Options) -> ExitCode {
+    for e in errors {
+        eprintln!("{} {e}", options.style.error("error:"));
+    }
+    ExitCode::from(2)
+}
+
+/// `gridlab dev check [DIR]`: every lesson parses, every block runs, every starter fails its
+/// check and every solution passes.
+fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, quiet: bool) -> io::Result<ExitCode> {
+    let course = match Course::chosen(dir.as_deref()) {
+        Ok(c) => c,
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("{} {e}", options.style.error("error:"));
+            }
+            eprintln!("gridlab dev check: {} problem(s) reading the course", errors.len());
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let mut out = io::stdout().lock();
+    let mut failed = 0;
+    let mut skipped = 0;
+    let mut exercises = 0;
+    for l in &course.lessons {
+        exercises += l.exercises().count();
+        let r = lesson::run::run_lesson(l, options, lesson::run::Mode::DevCheck, quiet, &mut out)?;
+        if r.skipped() {
+            skipped += 1;
+        } else if !r.passed() {
+            failed += 1;
+        }
+    }
+    let n = course.lessons.len();
+    writeln!(
+        out,
+        "checked {n} lesson{} ({exercises} exercises) of {}: {} sound, {failed} with problems{}",
+        plural(n),
+        course.name,
+        n - failed - skipped,
+        if skipped > 0 { format!(", {skipped} skipped") } else { String::new() }
+    )?;
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

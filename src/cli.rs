@@ -14,16 +14,16 @@ use crate::backend::BackendKind;
     long_about = "gridlab compiles the CUDA C kernels you type, launches them with the grid and block \
                   sizes you choose, and shows the results. The `sim` backend is a CPU simulator that \
                   runs everywhere and explains races and out-of-bounds accesses that a GPU hides.",
-    after_help = "Run without a command to start an interactive session.\n\
-                  Examples:\n  gridlab replay tests/scripts --backend sim\n  gridlab replay lesson.gridlab --junit report.xml"
+    after_help = "Run without a command to start the course where you left off (the first lesson the first time).\n\
+                  Examples:\n  gridlab learn 3\n  gridlab --no-lesson\n  gridlab replay lessons/ --backend sim --junit report.xml"
 )]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
 
-    /// Start the interactive session without the demo (or set GRIDLAB_NO_DEMO=1).
-    #[arg(long)]
-    pub no_demo: bool,
+    /// Start a free session, without opening a lesson (or set GRIDLAB_NO_LESSON=1).
+    #[arg(long, alias = "no-demo")]
+    pub no_lesson: bool,
 
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -62,6 +62,10 @@ pub struct GlobalArgs {
     /// When to use colour.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
     pub color: ColorChoice,
+
+    /// A course folder to use instead of the built-in lessons (or set GRIDLAB_COURSE).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub course: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -86,6 +90,32 @@ pub enum Command {
     /// a statement errored, 2 for usage errors (no such file, no scripts found).
     Replay(ReplayArgs),
 
+    /// Open a lesson of the course (by number, id or slug).
+    Learn {
+        /// e.g. 3, 03-one-thread-per-element, or one-thread-per-element.
+        id: String,
+    },
+
+    /// List the course's lessons with your progress.
+    Lessons {
+        /// Forget your progress (which lessons you saw, which exercises you solved).
+        #[arg(long)]
+        reset: bool,
+    },
+
+    /// Present a lesson live: each Enter on an empty line shows the next part or statement.
+    Demo {
+        /// The lesson, as for `learn`.
+        id: String,
+        /// Size tables and spacing for a projector.
+        #[arg(long)]
+        big: bool,
+    },
+
+    /// Tools for course authors.
+    #[command(subcommand)]
+    Dev(DevCommand),
+
     /// Check the GPU set-up: driver, NVRTC, devices, and which backend `auto` picks.
     ///
     /// Exit status: 0 when a GPU is usable, 1 otherwise (with what to install).
@@ -96,13 +126,28 @@ pub enum Command {
     Worker,
 }
 
+#[derive(Debug, Subcommand)]
+pub enum DevCommand {
+    /// Verify a course: every lesson parses, every starter fails its check, every solution
+    /// passes, every block runs.
+    ///
+    /// Exit status: 0 when the course is sound, 1 otherwise, 2 when it cannot be read.
+    Check {
+        /// The course folder (default: `--course`, else the built-in lessons).
+        dir: Option<PathBuf>,
+        /// Print only problems and the summary.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+}
+
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// Script files, or folders searched for *.gridlab files.
+    /// Scripts (.gridlab) and lessons (NN-slug.md), or folders searched for both.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 
-    /// Write a JUnit XML report (one test case per script) for CI systems.
+    /// Write a JUnit XML report (one test case per script, one per lesson step) for CI systems.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
 

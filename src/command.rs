@@ -124,6 +124,69 @@ pub const COMMANDS: &[CommandSpec] = &[
         run: info,
     },
     CommandSpec {
+        name: "lesson",
+        args: "[ID]",
+        summary: "open a lesson, or say which is open",
+        help: "`:lesson 3` opens lesson 3 (by number, id like `03-one-thread-per-element`, or slug); `:lesson` alone opens where you left off, or names the open lesson. Lessons show their steps one at a time and put each suggested input in your editor.",
+        run: crate::lesson::guide::cmd_lesson,
+    },
+    CommandSpec {
+        name: "lessons",
+        args: "",
+        summary: "the course, with your progress",
+        help: "Lists the lessons with what they teach and how far you got: steps seen and exercises solved. Progress is saved in your data folder; `gridlab lessons --reset` clears it.",
+        run: crate::lesson::guide::cmd_lessons,
+    },
+    CommandSpec {
+        name: "next",
+        args: "",
+        summary: "the lesson's next step",
+        help: "Shows the next step of the lesson (after the last step, the next lesson).",
+        run: crate::lesson::guide::cmd_next,
+    },
+    CommandSpec {
+        name: "back",
+        args: "",
+        summary: "the lesson's previous step",
+        help: "Shows the previous step again.",
+        run: crate::lesson::guide::cmd_back,
+    },
+    CommandSpec {
+        name: "step",
+        args: "",
+        summary: "show the current step again",
+        help: "Shows the current step again and puts its first input back in your editor.",
+        run: crate::lesson::guide::cmd_step,
+    },
+    CommandSpec {
+        name: "hint",
+        args: "",
+        summary: "the exercise's next hint",
+        help: "Shows the exercise's hints one at a time: each `:hint` gives one more.",
+        run: crate::lesson::guide::cmd_hint,
+    },
+    CommandSpec {
+        name: "check",
+        args: "",
+        summary: "check your solution to the exercise",
+        help: "Runs the exercise's check against the kernels you defined: several sizes and launch shapes chosen to break wrong answers, each on the simulator with three seeds and in lockstep (and on the GPU when you use one). A race or an out-of-bounds access fails it even when the numbers come out right. A failure says which configuration broke and how.",
+        run: crate::lesson::guide::cmd_check,
+    },
+    CommandSpec {
+        name: "solution",
+        args: "",
+        summary: "show a solution (asks first)",
+        help: "Shows a solution to the exercise and puts it in your editor, after asking whether you are sure: trying first teaches more.",
+        run: crate::lesson::guide::cmd_solution,
+    },
+    CommandSpec {
+        name: "export",
+        args: "FILE.md",
+        summary: "write this session as Markdown",
+        help: "Writes everything typed in this session and what it printed (without colour codes) as a Markdown file, to hand out after a demo.",
+        run: export,
+    },
+    CommandSpec {
         name: "load",
         args: "FILE",
         summary: "run a .gridlab script in this session",
@@ -385,6 +448,51 @@ fn save(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
             Ok(Status::Error)
         }
     }
+}
+
+/// `:export FILE.md`: the session so far as Markdown, each input in a fenced block followed by
+/// its output.
+fn export(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+    let args = args.trim();
+    if args.is_empty() {
+        return usage(session, out, "export", "which file? e.g. `:export session.md`");
+    }
+    let path = Path::new(args);
+    let backend = session.backend_label();
+    let text = export_markdown(&session.transcript, &backend);
+    match std::fs::write(path, text) {
+        Ok(()) => {
+            writeln!(out, "wrote {} inputs and their output to {}", session.transcript.len(), path.display())?;
+            Ok(Status::Ok)
+        }
+        Err(e) => {
+            writeln!(out, "{} cannot write {}: {e}", session.style().error("error:"), path.display())?;
+            Ok(Status::Error)
+        }
+    }
+}
+
+/// Markdown for a transcript: fences long enough that no output can close them early.
+pub fn export_markdown(transcript: &[(String, String)], backend: &str) -> String {
+    let fence = |body: &str| {
+        let longest = body.lines().map(|l| l.trim_start().chars().take_while(|&c| c == '`').count()).max().unwrap_or(0);
+        "`".repeat(longest.max(2) + 1)
+    };
+    let mut md =
+        format!("# A gridlab session\n\nKernels ran on `{backend}`. Each input is followed by what gridlab printed.\n");
+    for (input, output) in transcript {
+        let lang = match crate::script::classify(input.lines().next().unwrap_or("")) {
+            Some(crate::script::InputKind::Cuda) => "cuda",
+            _ => "gridlab",
+        };
+        let f = fence(input);
+        md.push_str(&format!("\n{f}{lang}\n{input}\n{f}\n"));
+        if !output.trim().is_empty() {
+            let f = fence(output);
+            md.push_str(&format!("\n{f}text\n{}\n{f}\n", output.trim_end()));
+        }
+    }
+    md
 }
 
 /// Refuse, with the way to switch, when the GPU backend is not the one running launches.

@@ -5,10 +5,12 @@
 //!   and lessons; [`command`]: the `:` commands;
 //! - [`cuda`]: the CUDA C front end (lexer, parser, checker to a typed AST);
 //! - [`session`]: evaluates inputs, owns buffers and kernels, talks to a [`backend`];
-//! - [`backend`]: `sim`, the CPU simulator with race and bounds findings (a GPU backend follows);
+//! - [`backend`]: `sim`, the CPU simulator with race and bounds findings, and `gpu`, NVRTC and
+//!   the CUDA driver in a supervised worker process;
 //! - [`render`]: arrays, findings and tables, written to any `impl Write`;
 //! - [`repl`]: the interactive prompt (reedline): multi-line input, colours, completion, history;
-//! - [`replay`]: scripts run non-interactively, with exit codes and JUnit reports.
+//! - [`replay`]: scripts and lessons run non-interactively, with exit codes and JUnit reports;
+//! - [`lesson`]: the guided course: lesson files, checks, progress, the guided mode.
 
 pub mod app;
 pub mod backend;
@@ -20,6 +22,7 @@ pub mod diag;
 pub mod doctor;
 pub mod dtype;
 pub mod finding;
+pub mod lesson;
 pub mod render;
 pub mod repl;
 pub mod replay;

@@ -25,22 +25,27 @@ use reedline::{
 };
 
 use crate::cuda::ast::FuncKind;
+use crate::lesson::guide::{Guide, Question};
+use crate::lesson::progress::Store;
+use crate::lesson::{Course, LessonError};
 use crate::script;
 use crate::session::{self, Options, Session, Status};
-
-/// The demo replayed when gridlab starts interactively, until the guided lessons arrive.
-const DEMO: &str = include_str!("../assets/demo.gridlab");
 
 /// Entries kept in the history file.
 const HISTORY_SIZE: usize = 10_000;
 
-/// How the interactive session starts.
-#[derive(Clone, Debug, Default)]
-pub struct Settings {
-    /// Replay the start-up demo first.
-    pub demo: bool,
-    /// The lesson in progress, shown in the prompt (lessons come later).
-    pub lesson: Option<String>,
+/// How the session starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// No lesson (`--no-lesson`).
+    Free,
+    /// The course where the learner left off (the first lesson the first time). Piped input
+    /// is a script, so it starts free.
+    Resume,
+    /// `gridlab learn ID`.
+    Learn(String),
+    /// `gridlab demo ID`: a lesson presented live.
+    Demo(String),
 }
 
 /// What the completer and highlighter know of the session: a snapshot taken after each input,
@@ -51,6 +56,8 @@ pub struct Names {
     pub device_functions: Vec<String>,
     pub buffers: Vec<String>,
     pub scalars: Vec<String>,
+    /// The course's lessons: `(id, title)`.
+    pub lessons: Vec<(String, String)>,
 }
 
 pub type SharedNames = Arc<Mutex<Names>>;
@@ -64,17 +71,63 @@ impl Names {
             device_functions: named(FuncKind::Device),
             buffers: session.buffers.iter().map(|(n, _)| n.clone()).collect(),
             scalars: session.scalars.iter().map(|(n, _)| n.clone()).collect(),
+            lessons: session
+                .guide
+                .as_ref()
+                .map(|g| g.course.lessons.iter().map(|l| (l.id.clone(), l.meta.title.clone())).collect())
+                .unwrap_or_default(),
         }
     }
 }
 
-/// No command given: the line editor when stdin and stdout are terminals, line by line otherwise.
-pub fn run(options: Options, settings: &Settings) -> io::Result<ExitCode> {
+/// The line editor when stdin and stdout are terminals, line by line otherwise.
+pub fn run(options: Options, start: &Start) -> io::Result<ExitCode> {
     if io::stdin().is_terminal() && io::stdout().is_terminal() {
-        interactive(options, settings)
+        interactive(options, start)
     } else {
-        lines(options)
+        lines(options, start)
     }
+}
+
+/// The guide a session starts with, or `Err` with the exit code when the course or the lesson
+/// asked for cannot be had (the reasons are printed).
+fn open_guide(options: &Options, start: &Start, out: &mut dyn Write) -> io::Result<Result<Option<Guide>, ExitCode>> {
+    let style = &options.style;
+    let (id, demo) = match start {
+        Start::Free => return Ok(Ok(None)),
+        Start::Resume => (None, false),
+        Start::Learn(id) => (Some(id.as_str()), false),
+        Start::Demo(id) => (Some(id.as_str()), true),
+    };
+    let course = match Course::chosen(options.course.as_deref()) {
+        Ok(c) => c,
+        Err(errors) => {
+            report_course_errors(&errors, out, style)?;
+            return Ok(Err(ExitCode::from(2)));
+        }
+    };
+    let store = Store::for_course(&course.name);
+    let (guide, note) = match id {
+        None => Guide::resume(course, store),
+        Some(id) => match course.find(id) {
+            Ok(i) => Guide::open(course, store, i, demo),
+            Err(e) => {
+                writeln!(out, "{} {e}", style.error("error:"))?;
+                return Ok(Err(ExitCode::from(2)));
+            }
+        },
+    };
+    if let Some(note) = note {
+        writeln!(out, "{}", style.warn(&format!("note: {note}")))?;
+    }
+    Ok(Ok(Some(guide)))
+}
+
+fn report_course_errors(errors: &[LessonError], out: &mut dyn Write, style: &crate::render::Style) -> io::Result<()> {
+    for e in errors {
+        writeln!(out, "{} {e}", style.error("error:"))?;
+    }
+    writeln!(out, "{}", style.dim("Fix the course, or start without it: `gridlab --no-lesson`."))
 }
 
 /// Say once, at start, which backend runs kernels and why (when the learner did not pin `sim`).
@@ -140,7 +193,7 @@ fn editor(names: &SharedNames, color: bool, history: Box<dyn History>) -> Reedli
         .with_ansi_colors(color)
 }
 
-fn interactive(mut options: Options, settings: &Settings) -> io::Result<ExitCode> {
+fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
     // Ctrl-C while the editor reads is a key (the terminal is raw); while an input runs it is
     // SIGINT, which this handler turns into a request to stop the launch at its next step.
     let cancel = Arc::new(AtomicBool::new(false));
@@ -151,24 +204,26 @@ fn interactive(mut options: Options, settings: &Settings) -> io::Result<ExitCode
     }
     options.style.width = terminal_width();
     let color = options.style.color;
+    let guide = match open_guide(&options, start, &mut io::stdout().lock())? {
+        Ok(g) => g,
+        Err(code) => return Ok(code),
+    };
+    let demo = matches!(start, Start::Demo(_));
     let mut session = Session::new(options.clone());
     {
         let mut out = io::stdout().lock();
         let style = &options.style;
         writeln!(out, "{}", style.bold("gridlab: write a CUDA kernel, launch it, see what every thread did."))?;
-        if settings.demo {
-            writeln!(
-                out,
-                "{}",
-                style.dim("A short demo first (skip it with --no-demo); then it's your turn. Type :help for help, Ctrl-D to leave.")
-            )?;
-            writeln!(out)?;
-            announce_backend(&mut session, &mut out)?;
-            session.eval_text("demo.gridlab", DEMO, true, &mut out)?;
-            session.reset();
+        let keys = if guide.is_some() {
+            "Type :help for help, :lessons for the course, Ctrl-D to leave (your place is saved)."
         } else {
-            writeln!(out, "{}", style.dim("Type :help for help, Tab to complete, Ctrl-D to leave."))?;
-            announce_backend(&mut session, &mut out)?;
+            "Type :help for help, :lessons for the course, Tab to complete, Ctrl-D to leave."
+        };
+        writeln!(out, "{}", style.dim(keys))?;
+        announce_backend(&mut session, &mut out)?;
+        if let Some(mut guide) = guide {
+            guide.show(&mut out, &session.options.style)?;
+            session.set_guide(guide);
         }
         writeln!(out)?;
     }
@@ -179,20 +234,41 @@ fn interactive(mut options: Options, settings: &Settings) -> io::Result<ExitCode
     let names: SharedNames = Arc::new(Mutex::new(Names::of(&session)));
     let mut editor = editor(&names, color, history);
     let mut prompt = prompt::GridlabPrompt::new(session.backend_label());
-    prompt.lesson = settings.lesson.clone();
     loop {
+        prompt.lesson = session.guide().map(|g| g.label());
+        if let Some(text) = session.guide().and_then(Guide::take_suggestion) {
+            editor.run_edit_commands(&[reedline::EditCommand::Clear, reedline::EditCommand::InsertString(text)]);
+        }
         match editor.read_line(&prompt) {
             Ok(Signal::Success(text)) => {
+                session.options.style.width = terminal_width();
+                let mut out = io::stdout().lock();
                 if text.trim().is_empty() {
+                    // In a demo, Enter on an empty line moves the presentation on.
+                    if demo {
+                        let style = session.options.style.clone();
+                        if let Some(g) = session.guide() {
+                            g.advance(&mut out, &style)?;
+                        }
+                    }
                     continue;
                 }
                 cancel.store(false, Ordering::SeqCst);
-                session.options.style.width = terminal_width();
-                let mut out = io::stdout().lock();
-                session.eval_typed(&text, &mut out)?;
+                let status = session.eval_typed(&text, &mut out)?;
                 out.flush()?;
                 // A Ctrl-C that came after the launch (or with none) must not stop the next one.
                 cancel.store(false, Ordering::SeqCst);
+                if let Some(Question::Solution) = session.guide().and_then(Guide::take_question) {
+                    drop(out);
+                    if confirm(&mut editor, "Show a solution? Trying first teaches more. [y/N] ")? {
+                        session.eval_typed(":solution yes", &mut io::stdout().lock())?;
+                    }
+                } else if !text.trim_start().starts_with(':')
+                    && status != Status::Error
+                    && let Some(g) = session.guide()
+                {
+                    g.input_ran();
+                }
                 if let Ok(mut n) = names.lock() {
                     *n = Names::of(&session);
                 }
@@ -217,14 +293,34 @@ fn interactive(mut options: Options, settings: &Settings) -> io::Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
+/// Ask a yes/no question in the editor; anything but `y`/`yes` is no.
+fn confirm(editor: &mut Reedline, question: &str) -> io::Result<bool> {
+    let prompt = prompt::QuestionPrompt(question.to_string());
+    match editor.read_line(&prompt) {
+        Ok(Signal::Success(answer)) => Ok(matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")),
+        Ok(_) => Ok(false),
+        Err(e) => Err(io::Error::other(e)),
+    }
+}
+
 /// Without a terminal: read lines, gather each input until it is complete, and run it. Piped
 /// input is a script: echoed, with errors at its own line numbers, exit code 1 on failure.
-fn lines(options: Options) -> io::Result<ExitCode> {
+fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
     let stdin = io::stdin();
     let tty = stdin.is_terminal();
     let stdout = io::stdout();
     let mut out = stdout.lock();
+    // Piped input is a script: it opens a lesson only when asked to (`gridlab learn 2 < x`).
+    let start = if *start == Start::Resume && !tty { &Start::Free } else { start };
+    let guide = match open_guide(&options, start, &mut out)? {
+        Ok(g) => g,
+        Err(code) => return Ok(code),
+    };
     let mut session = Session::new(options);
+    if let Some(mut guide) = guide {
+        guide.show(&mut out, &session.options.style)?;
+        session.set_guide(guide);
+    }
     let mut worst = Status::Ok;
     let mut pending = String::new();
     let mut first_line = 1u32;

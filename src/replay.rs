@@ -19,11 +19,47 @@ pub struct ScriptResult {
     /// Each input that failed, echoed with its output (plain text), for reports.
     pub failures: Vec<String>,
     pub elapsed: Duration,
+    /// A lesson's steps, each its own test case in the JUnit report; empty for a script, which
+    /// is one test case.
+    pub cases: Vec<Case>,
+}
+
+/// One test case of a JUnit report: a step of a lesson.
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub name: String,
+    pub failures: Vec<String>,
+    pub elapsed: Duration,
+    /// Why it did not run (a lesson that needs a GPU, without one).
+    pub skipped: Option<String>,
+}
+
+impl Case {
+    pub fn new(name: String) -> Case {
+        Case { name, failures: Vec::new(), elapsed: Duration::ZERO, skipped: None }
+    }
 }
 
 impl ScriptResult {
+    pub fn new(path: PathBuf) -> ScriptResult {
+        ScriptResult {
+            path,
+            inputs: 0,
+            expects_failed: 0,
+            errors: 0,
+            failures: Vec::new(),
+            elapsed: Duration::ZERO,
+            cases: Vec::new(),
+        }
+    }
+
     pub fn passed(&self) -> bool {
         self.expects_failed == 0 && self.errors == 0
+    }
+
+    /// Every case was skipped (a lesson that needs a GPU, without one).
+    pub fn skipped(&self) -> bool {
+        !self.cases.is_empty() && self.cases.iter().all(|c| c.skipped.is_some())
     }
 }
 
@@ -32,7 +68,7 @@ impl ScriptResult {
 pub enum UsageError {
     #[error("{path}: no such file or folder")]
     Missing { path: PathBuf },
-    #[error("no .gridlab scripts found under {path}")]
+    #[error("no .gridlab scripts or NN-slug.md lessons found under {path}")]
     Empty { path: PathBuf },
     #[error("cannot read {path}: {source}")]
     Unreadable { path: PathBuf, source: io::Error },
@@ -42,7 +78,7 @@ pub enum UsageError {
 }
 
 /// Expand files and folders into the scripts to run, folders searched recursively for
-/// `*.gridlab`, in sorted order so runs are reproducible.
+/// `*.gridlab` scripts and `NN-slug.md` lessons, in sorted order so runs are reproducible.
 pub fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, UsageError> {
     let mut scripts = Vec::new();
     for path in paths {
@@ -67,7 +103,7 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> io::Result<()> {
     for p in entries {
         if p.is_dir() {
             walk(&p, found)?;
-        } else if p.extension().is_some_and(|e| e == "gridlab") {
+        } else if p.extension().is_some_and(|e| e == "gridlab") || crate::lesson::course::is_lesson_file(&p) {
             found.push(p);
         }
     }
@@ -92,14 +128,7 @@ pub fn run_script(
     if options.backend != crate::backend::BackendKind::Sim && announce {
         writeln!(out, "{}", session.resolve_backend()).map_err(UsageError::Output)?;
     }
-    let mut result = ScriptResult {
-        path: path.to_path_buf(),
-        inputs: 0,
-        expects_failed: 0,
-        errors: 0,
-        failures: Vec::new(),
-        elapsed: Duration::ZERO,
-    };
+    let mut result = ScriptResult::new(path.to_path_buf());
     let style = options.style.clone();
     if !quiet {
         writeln!(out, "{}", style.bold(&format!("== {name}"))).map_err(UsageError::Output)?;
@@ -172,29 +201,59 @@ pub fn strip_ansi(bytes: &[u8]) -> String {
     out
 }
 
-/// A JUnit XML report, one test case per script, as CI systems read them.
+/// A JUnit XML report, as CI systems read them: one test case per script, and one per step of
+/// each lesson.
 pub fn junit(results: &[ScriptResult]) -> String {
-    let failures = results.iter().filter(|r| !r.passed()).count();
-    let total: f64 = results.iter().map(|r| r.elapsed.as_secs_f64()).sum();
+    struct Row<'a> {
+        name: String,
+        failures: &'a [String],
+        message: String,
+        elapsed: Duration,
+        skipped: Option<&'a str>,
+    }
+    let mut rows = Vec::new();
+    for r in results {
+        if r.cases.is_empty() {
+            rows.push(Row {
+                name: r.path.display().to_string(),
+                failures: &r.failures,
+                message: format!("{} expect(s) failed, {} error(s)", r.expects_failed, r.errors),
+                elapsed: r.elapsed,
+                skipped: None,
+            });
+        }
+        for c in &r.cases {
+            rows.push(Row {
+                name: c.name.clone(),
+                failures: &c.failures,
+                message: format!("{} failure(s)", c.failures.len()),
+                elapsed: c.elapsed,
+                skipped: c.skipped.as_deref(),
+            });
+        }
+    }
+    let failures = rows.iter().filter(|r| !r.failures.is_empty()).count();
+    let skipped = rows.iter().filter(|r| r.skipped.is_some()).count();
+    let total: f64 = rows.iter().map(|r| r.elapsed.as_secs_f64()).sum();
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     x.push_str(&format!(
-        "<testsuites tests=\"{}\" failures=\"{failures}\" time=\"{total:.3}\">\n  <testsuite name=\"gridlab replay\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" time=\"{total:.3}\">\n",
-        results.len(),
-        results.len()
+        "<testsuites tests=\"{n}\" failures=\"{failures}\" time=\"{total:.3}\">\n  <testsuite name=\"gridlab replay\" tests=\"{n}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{total:.3}\">\n",
+        n = rows.len(),
     ));
-    for r in results {
-        let name = escape(&r.path.display().to_string());
+    for r in &rows {
         x.push_str(&format!(
-            "    <testcase classname=\"gridlab\" name=\"{name}\" time=\"{:.3}\"",
+            "    <testcase classname=\"gridlab\" name=\"{}\" time=\"{:.3}\"",
+            escape(&r.name),
             r.elapsed.as_secs_f64()
         ));
-        if r.passed() {
+        if let Some(why) = r.skipped {
+            x.push_str(&format!(">\n      <skipped message=\"{}\"/>\n    </testcase>\n", escape(why)));
+        } else if r.failures.is_empty() {
             x.push_str("/>\n");
         } else {
-            let msg = format!("{} expect(s) failed, {} error(s)", r.expects_failed, r.errors);
             x.push_str(&format!(
                 ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
-                escape(&msg),
+                escape(&r.message),
                 escape(&r.failures.join("\n"))
             ));
         }
@@ -233,6 +292,7 @@ mod tests {
             errors: 0,
             failures: vec![],
             elapsed: Duration::from_millis(5),
+            cases: vec![],
         };
         let bad = ScriptResult {
             path: "b<c>.gridlab".into(),
@@ -241,6 +301,7 @@ mod tests {
             errors: 0,
             failures: vec!["b.gridlab:2\n>>> expect a == \"x\"\n".into()],
             elapsed: Duration::from_millis(7),
+            cases: vec![],
         };
         let x = junit(&[ok, bad]);
         assert!(x.contains("tests=\"2\" failures=\"1\""));

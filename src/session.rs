@@ -50,6 +50,10 @@ pub struct Options {
     pub device: usize,
     /// Per GPU launch; a kernel running longer is stopped.
     pub timeout: Duration,
+    /// The course folder (`--course`); `None` for the built-in course.
+    pub course: Option<std::path::PathBuf>,
+    /// Size tables and spacing for a projector (`gridlab demo --big`).
+    pub big: bool,
 }
 
 impl Default for Options {
@@ -61,6 +65,8 @@ impl Default for Options {
             backend: BackendKind::Sim,
             device: 0,
             timeout: Duration::from_secs(10),
+            course: None,
+            big: false,
         }
     }
 }
@@ -108,6 +114,25 @@ pub(crate) struct LastLaunch {
     pub config: SimConfig,
 }
 
+/// What [`Session::save_state`] took out.
+pub(crate) struct Saved {
+    buffers: Vec<(String, Buffer)>,
+    scalars: Vec<(String, Value)>,
+    last: Option<LastLaunch>,
+    history: Vec<String>,
+    seed: u64,
+    schedule: Schedule,
+    active: BackendKind,
+    color: bool,
+}
+
+/// Where a check's run goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunOn {
+    Sim { seed: u64, schedule: Schedule },
+    Gpu,
+}
+
 pub struct Session {
     pub(crate) sources: SourceMap,
     pub(crate) module: Module,
@@ -121,6 +146,10 @@ pub struct Session {
     pub(crate) last: Option<LastLaunch>,
     /// Inputs that ran, for `:save`.
     pub(crate) history: Vec<String>,
+    /// What was typed and what it printed (without colour), for `:export`.
+    pub(crate) transcript: Vec<(String, String)>,
+    /// The lesson in progress, when there is one.
+    pub(crate) guide: Option<crate::lesson::guide::Guide>,
     typed: u32,
 }
 
@@ -144,6 +173,8 @@ impl Session {
             options,
             last: None,
             history: Vec::new(),
+            transcript: Vec::new(),
+            guide: None,
             typed: 0,
         }
     }
@@ -286,7 +317,21 @@ impl Session {
     pub fn eval_typed(&mut self, text: &str, out: &mut dyn Write) -> io::Result<Status> {
         self.typed += 1;
         let name = format!("<input {}>", self.typed);
-        self.eval_text(&name, text, false, out)
+        let mut tee = Tee { out, copy: Vec::new() };
+        let status = self.eval_text(&name, text, false, &mut tee)?;
+        let printed = crate::replay::strip_ansi(&tee.copy);
+        self.transcript.push((text.trim_end().to_string(), printed));
+        Ok(status)
+    }
+
+    /// The guided lesson, when one is open.
+    pub fn guide(&mut self) -> Option<&mut crate::lesson::guide::Guide> {
+        self.guide.as_mut()
+    }
+
+    /// Open a guided lesson in this session.
+    pub fn set_guide(&mut self, guide: crate::lesson::guide::Guide) {
+        self.guide = Some(guide);
     }
 
     /// Split `text` into inputs and run each; `echo` prints each input before its output, as
@@ -524,6 +569,57 @@ impl Session {
         self.history.clear();
     }
 
+    /// Take what the learner made (buffers, scalars, the last launch, history) and the run
+    /// settings out of the session, for a lesson check to run in a scratch copy; the module stays.
+    pub(crate) fn save_state(&mut self) -> Saved {
+        Saved {
+            buffers: std::mem::take(&mut self.buffers),
+            scalars: std::mem::take(&mut self.scalars),
+            last: self.last.take(),
+            history: self.history.clone(),
+            seed: self.options.sim.seed,
+            schedule: self.options.sim.schedule,
+            active: self.active,
+            color: self.options.style.color,
+        }
+    }
+
+    /// Put back what [`Session::save_state`] took, dropping whatever a check made meanwhile.
+    pub(crate) fn restore_state(&mut self, saved: Saved) {
+        self.buffers = saved.buffers;
+        self.scalars = saved.scalars;
+        self.last = saved.last;
+        self.history = saved.history;
+        self.set_seed(saved.seed);
+        self.set_schedule(saved.schedule);
+        self.active = saved.active;
+        self.options.style.color = saved.color;
+    }
+
+    /// Forget buffers, scalars and the last launch, keeping kernels and settings.
+    pub(crate) fn clear_data(&mut self) {
+        self.buffers.clear();
+        self.scalars.clear();
+        self.last = None;
+    }
+
+    /// Run the next launches on the simulator with this seed and schedule, or on the GPU (when
+    /// it is ready; callers ask [`Session::on_gpu`] first).
+    pub(crate) fn run_on(&mut self, target: RunOn) {
+        match target {
+            RunOn::Sim { seed, schedule } => {
+                self.active = BackendKind::Sim;
+                self.set_seed(seed);
+                self.set_schedule(schedule);
+            }
+            RunOn::Gpu => {
+                if matches!(self.gpu, Some(Gpu::Ready(_))) {
+                    self.active = BackendKind::Gpu;
+                }
+            }
+        }
+    }
+
     pub(crate) fn set_schedule(&mut self, schedule: Schedule) {
         self.sim.config.schedule = schedule;
         self.options.sim.schedule = schedule;
@@ -581,6 +677,24 @@ impl Env for Session {
 
     fn names(&self) -> Vec<String> {
         self.buffers.iter().map(|(n, _)| n.clone()).chain(self.scalars.iter().map(|(n, _)| n.clone())).collect()
+    }
+}
+
+/// Writes to the terminal and keeps a copy, for the transcript.
+struct Tee<'a> {
+    out: &'a mut dyn Write,
+    copy: Vec<u8>,
+}
+
+impl Write for Tee<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.copy.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
     }
 }
 

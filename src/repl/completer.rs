@@ -39,7 +39,7 @@ pub fn complete(line: &str, pos: usize, names: &Names) -> Vec<Candidate> {
             Some(n) => {
                 let args = after_colon[n..].trim_start();
                 let args_start = pos - args.len();
-                command_args(&after_colon[..n], args, args_start, pos)
+                command_args(&after_colon[..n], args, args_start, pos, names)
             }
         };
     }
@@ -118,10 +118,25 @@ fn commands(prefix: &str, start: usize, end: usize) -> Vec<Candidate> {
         .collect()
 }
 
-fn command_args(name: &str, args: &str, start: usize, end: usize) -> Vec<Candidate> {
+fn command_args(name: &str, args: &str, start: usize, end: usize, names: &Names) -> Vec<Candidate> {
     let Some(spec) = command::find(name) else { return Vec::new() };
-    if matches!(spec.name, "load" | "save") {
+    if matches!(spec.name, "load" | "save" | "export") {
         return paths(args, start, end);
+    }
+    if spec.name == "lesson" {
+        // By id, or by the slug or number typed so far.
+        return names
+            .lessons
+            .iter()
+            .filter(|(id, _)| id.starts_with(args) || id.split_once('-').is_some_and(|(_, slug)| slug.starts_with(args)))
+            .map(|(id, title)| Candidate {
+                value: id.clone(),
+                start,
+                end,
+                description: Some(title.clone()),
+                space: false,
+            })
+            .collect();
     }
     if spec.name == "help" {
         return COMMANDS
@@ -225,13 +240,21 @@ mod tests {
             device_functions: vec!["square".into()],
             buffers: vec!["a".into(), "out".into(), "sums".into()],
             scalars: vec!["n".into()],
+            lessons: vec![("01-first-kernel".into(), "Your first kernel".into()), ("02-race".into(), "The race".into())],
         }
+    }
+
+    #[test]
+    fn lesson_ids_complete_by_number_or_slug() {
+        assert_eq!(values(":lesson 0", &names()), vec!["01-first-kernel", "02-race"]);
+        assert_eq!(values(":lesson ra", &names()), vec!["02-race"]);
+        assert_eq!(values(":lesson 01", &names()), vec!["01-first-kernel"]);
     }
 
     #[test]
     fn commands_complete_from_the_table() {
         assert_eq!(values(":he", &names()), vec![":help"]);
-        assert_eq!(values(":s", &names()), vec![":seed", ":schedule", ":save"]);
+        assert_eq!(values(":s", &names()), vec![":seed", ":schedule", ":step", ":solution", ":save"]);
         let all = values(":", &names());
         assert_eq!(all.len(), COMMANDS.len());
         let c = &complete("  :ke", 5, &names())[0];

@@ -1,5 +1,5 @@
-//! The prompt: the backend that runs launches (`sim`, later the GPU's short name) and the
-//! current lesson when there is one, e.g. `sim> ` or `sim lesson 2> `.
+//! The prompt: the backend that runs launches (`sim`, or the GPU's short name) and the current
+//! lesson and step when there is one, e.g. `sim> ` or `H100 lesson 3.2> `.
 
 use std::borrow::Cow;
 
@@ -8,7 +8,7 @@ use reedline::{Prompt, PromptEditMode, PromptHistorySearch, PromptHistorySearchS
 pub struct GridlabPrompt {
     /// The backend's short name.
     pub backend: String,
-    /// The lesson being worked on (lessons come later).
+    /// The lesson and step being worked on, e.g. `lesson 3.2`.
     pub lesson: Option<String>,
 }
 
@@ -50,6 +50,31 @@ impl Prompt for GridlabPrompt {
             PromptHistorySearchStatus::Failing => "failing ",
         };
         Cow::Owned(format!("({failing}reverse-search: {}) ", search.term))
+    }
+}
+
+/// A one-off question (`:solution` asks before it shows one).
+pub struct QuestionPrompt(pub String);
+
+impl Prompt for QuestionPrompt {
+    fn render_prompt_left(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.0)
+    }
+
+    fn render_prompt_right(&self) -> Cow<'_, str> {
+        Cow::Borrowed("")
+    }
+
+    fn render_prompt_indicator(&self, _mode: PromptEditMode) -> Cow<'_, str> {
+        Cow::Borrowed("")
+    }
+
+    fn render_prompt_multiline_indicator(&self) -> Cow<'_, str> {
+        Cow::Borrowed("")
+    }
+
+    fn render_prompt_history_search_indicator(&self, _search: PromptHistorySearch) -> Cow<'_, str> {
+        Cow::Borrowed("")
     }
 }
 

@@ -32,7 +32,7 @@ impl Terminal {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_gridlab"));
         cmd.args(args)
             .current_dir(home)
-            .env("GRIDLAB_NO_DEMO", "1")
+            .env("GRIDLAB_NO_LESSON", "1")
             .env("HOME", home)
             .env("XDG_STATE_HOME", home.join("state"))
             .env("XDG_DATA_HOME", home.join("data"))
@@ -146,7 +146,7 @@ fn a_learner_types_launches_completes_and_leaves() {
     let home = tempfile::tempdir().unwrap();
     let mut t = Terminal::start(home.path(), &[]);
     t.wait_for("sim> ");
-    assert!(!t.text().contains("demo"), "GRIDLAB_NO_DEMO skips the demo:\n{}", t.text());
+    assert!(!t.text().contains("Lesson 1"), "GRIDLAB_NO_LESSON starts without a lesson:\n{}", t.text());
 
     // A kernel over several lines: the editor keeps reading while the braces are open.
     t.keys("__global__ void scale(float *a, float s, int n) {\r");
@@ -216,10 +216,10 @@ fn without_a_usable_state_folder_history_stays_in_memory() {
     // A file where the state folder should be: `gridlab/history` cannot be made under it.
     std::fs::write(home.path().join("state"), "").unwrap();
     let mut t =
-        Terminal::start_with(home.path(), &["--no-demo"], &[("GRIDLAB_NO_DEMO", None), ("NO_COLOR", Some("1"))]);
+        Terminal::start_with(home.path(), &["--no-lesson"], &[("GRIDLAB_NO_LESSON", None), ("NO_COLOR", Some("1"))]);
     t.wait_for("history is kept for this session only");
     t.prompt(1);
-    assert!(!t.text().contains("demo"), "--no-demo skips the demo:\n{}", t.text());
+    assert!(!t.text().contains("Lesson 1"), "--no-lesson starts without a lesson:\n{}", t.text());
     t.keys("let x = 1 # no colours with NO_COLOR\r");
     t.prompt(2);
     assert_eq!(t.look_of("let x"), (vt100::Color::Default, false));

@@ -1,0 +1,221 @@
+//! Running an exercise's check so that wrong answers cannot pass.
+//!
+//! A check runs in a scratch copy of the learner's session: their kernels, none of their buffers
+//! (which are put back untouched afterwards). Each `config` line is a configuration; each runs
+//! on the simulator with three seeds of the random schedule and once in lockstep, and once on
+//! the GPU when the session runs on one. A statement that errors, an `expect` that fails, or a
+//! launch with a finding the check does not `expect` stops the check and says which
+//! configuration and run broke. The findings matter most: a racy or unguarded kernel fails on
+//! the simulator even when a GPU happens to produce the right numbers.
+
+use std::io::{self, Write};
+
+use super::{Check, Config};
+use crate::backend::sim::Schedule;
+use crate::finding::FindingKind;
+use crate::render::Style;
+use crate::script::ast::{Expect, StmtKind};
+use crate::script::{self, Input, InputKind};
+use crate::session::{RunOn, Session, Status};
+
+/// The simulator runs of every configuration: three random interleavings and lockstep.
+const SIM_RUNS: [RunOn; 4] = [
+    RunOn::Sim { seed: 1, schedule: Schedule::Random },
+    RunOn::Sim { seed: 2, schedule: Schedule::Random },
+    RunOn::Sim { seed: 3, schedule: Schedule::Random },
+    RunOn::Sim { seed: 1, schedule: Schedule::Lockstep },
+];
+
+/// How a check went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub configs: usize,
+    /// The runs of each configuration, e.g. `sim seed 1`, `gpu`.
+    pub runs: Vec<String>,
+    /// The first thing that broke; `None` when the check passed.
+    pub failure: Option<Failure>,
+}
+
+impl Outcome {
+    pub fn passed(&self) -> bool {
+        self.failure.is_none()
+    }
+}
+
+/// What broke, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// The configuration, as its `config` line reads (`None` without config lines).
+    pub config: Option<String>,
+    /// The run (`sim seed 2`, `sim lockstep`, `gpu`).
+    pub run: String,
+    /// `lessons/04-bounds.md:51`.
+    pub at: String,
+    /// The statement that broke, and what it printed (plain text).
+    pub input: String,
+    pub output: String,
+    /// One sentence: why this counts as a failure.
+    pub why: String,
+}
+
+fn label(run: RunOn) -> String {
+    match run {
+        RunOn::Sim { schedule: Schedule::Lockstep, .. } => "sim lockstep".into(),
+        RunOn::Sim { schedule: Schedule::Sequential, .. } => "sim sequential".into(),
+        RunOn::Sim { seed, .. } => format!("sim seed {seed}"),
+        RunOn::Gpu => "gpu".into(),
+    }
+}
+
+/// One input of the check, and for a launch the findings the check expects of it.
+struct Planned {
+    input: Input,
+    launch: bool,
+    expected: Vec<FindingKind>,
+}
+
+fn plan(path: &str, check: &Check) -> Result<Vec<Planned>, Box<Failure>> {
+    let inputs = script::split_inputs(&check.body.text).map_err(|e| {
+        Box::new(Failure {
+            config: None,
+            run: String::new(),
+            at: format!("{path}:{}", check.body.line),
+            input: String::new(),
+            output: String::new(),
+            why: format!("the check cannot be read: {}", e.diag.message),
+        })
+    })?;
+    let mut planned: Vec<Planned> = Vec::new();
+    for mut input in inputs {
+        input.line += check.body.line - 1;
+        let stmt = (input.kind == InputKind::Statement).then(|| script::parse_statement(0, &input.text).ok()).flatten();
+        let launch = matches!(stmt.as_ref().map(|s| &s.kind), Some(StmtKind::Launch(_)));
+        if let Some(StmtKind::Expect(Expect::Finding(kind, _))) = stmt.map(|s| s.kind)
+            && let Some(last) = planned.iter_mut().rev().find(|p| p.launch)
+        {
+            last.expected.push(kind);
+        }
+        planned.push(Planned { input, launch, expected: Vec::new() });
+    }
+    Ok(planned)
+}
+
+/// Run `check` (from the lesson at `path`) against the session's kernels.
+pub fn run(session: &mut Session, path: &str, check: &Check) -> io::Result<Outcome> {
+    let mut runs: Vec<RunOn> = SIM_RUNS.to_vec();
+    if session.on_gpu() {
+        runs.push(RunOn::Gpu);
+    }
+    let configs: Vec<Option<&Config>> =
+        if check.configs.is_empty() { vec![None] } else { check.configs.iter().map(Some).collect() };
+    let mut outcome = Outcome { configs: configs.len(), runs: runs.iter().map(|r| label(*r)).collect(), failure: None };
+    let planned = match plan(path, check) {
+        Ok(p) => p,
+        Err(f) => {
+            outcome.failure = Some(*f);
+            return Ok(outcome);
+        }
+    };
+    let saved = session.save_state();
+    session.options.style.color = false;
+    let result = (|| -> io::Result<Option<Failure>> {
+        for config in &configs {
+            for &run in &runs {
+                if let Some(f) = one_run(session, path, *config, run, &planned)? {
+                    return Ok(Some(f));
+                }
+            }
+        }
+        Ok(None)
+    })();
+    session.restore_state(saved);
+    outcome.failure = result?;
+    Ok(outcome)
+}
+
+fn one_run(
+    session: &mut Session,
+    path: &str,
+    config: Option<&Config>,
+    run: RunOn,
+    planned: &[Planned],
+) -> io::Result<Option<Failure>> {
+    session.clear_data();
+    session.run_on(run);
+    let fail = |input: &Input, output: Vec<u8>, why: String| Failure {
+        config: config.map(Config::label),
+        run: label(run),
+        at: format!("{path}:{}", input.line),
+        input: input.text.clone(),
+        output: String::from_utf8_lossy(&output).into_owned(),
+        why,
+    };
+    if let Some(config) = config {
+        for (name, expr) in &config.bindings {
+            let input = Input {
+                kind: InputKind::Statement,
+                text: format!("let {name} = {expr}"),
+                line: config.line,
+                end_line: config.line,
+            };
+            let mut out = Vec::new();
+            if session.eval(path, &input, &mut out)? != Status::Ok {
+                return Ok(Some(fail(&input, out, "the configuration itself cannot be made".into())));
+            }
+        }
+    }
+    for p in planned {
+        if p.launch {
+            session.last = None;
+        }
+        let mut out = Vec::new();
+        let status = session.eval(path, &p.input, &mut out)?;
+        match status {
+            Status::Ok => {}
+            Status::ExpectFailed => return Ok(Some(fail(&p.input, out, "this expect did not hold".into()))),
+            Status::Error => return Ok(Some(fail(&p.input, out, "this statement failed".into()))),
+        }
+        if p.launch
+            && let Some(findings) = session.last_findings()
+            && let Some(f) = findings.iter().find(|f| !p.expected.contains(&f.kind()))
+        {
+            let name = f.kind().name();
+            let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+            let why = format!(
+                "the launch has {article} {name} finding: a kernel with one is wrong even when its numbers come out right"
+            );
+            return Ok(Some(fail(&p.input, out, why)));
+        }
+    }
+    Ok(None)
+}
+
+/// Say how the check went: one line when it passed, the configuration, run, statement and
+/// output when it did not.
+pub fn write(out: &mut dyn Write, outcome: &Outcome, style: &Style) -> io::Result<()> {
+    let configs = match outcome.configs {
+        1 => "1 configuration".to_string(),
+        n => format!("{n} configurations"),
+    };
+    match &outcome.failure {
+        None => writeln!(
+            out,
+            "{} {configs}, each run {} ({}): right results, no findings",
+            style.ok("✓ passed:"),
+            outcome.runs.len(),
+            outcome.runs.join(", ")
+        ),
+        Some(f) => {
+            let with = f.config.as_ref().map(|c| format!("with {c}, ")).unwrap_or_default();
+            writeln!(out, "{} {with}on {}:", style.error("✗ not yet:"), f.run)?;
+            writeln!(out, "{}", style.dim(&format!("  at {}", f.at)))?;
+            for (i, line) in f.input.lines().enumerate() {
+                writeln!(out, "  {}{line}", if i == 0 { ">>> " } else { "... " })?;
+            }
+            for line in f.output.lines() {
+                writeln!(out, "  {line}")?;
+            }
+            writeln!(out, "  {}", style.warn(&f.why))
+        }
+    }
+}

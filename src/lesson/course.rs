@@ -1,0 +1,186 @@
+//! A course: the lessons of a folder, in the order of their numbers.
+//!
+//! The built-in course is compiled into the binary (so `gridlab` carries its lessons wherever it
+//! is copied); `--course DIR` or `GRIDLAB_COURSE` reads another folder instead.
+
+use std::path::{Path, PathBuf};
+
+use super::{Lesson, LessonError, parse};
+
+/// The built-in course, `lessons/` at build time. A test checks that this list and the folder
+/// agree, so a new lesson cannot be forgotten here.
+const BUILTIN: &[(&str, &str)] = &[
+    ("01-first-kernel.md", include_str!("../../lessons/01-first-kernel.md")),
+    ("02-race.md", include_str!("../../lessons/02-race.md")),
+    ("03-one-thread-per-element.md", include_str!("../../lessons/03-one-thread-per-element.md")),
+    ("04-bounds-checks.md", include_str!("../../lessons/04-bounds-checks.md")),
+    ("05-grid-stride-loops.md", include_str!("../../lessons/05-grid-stride-loops.md")),
+    ("06-launch-configuration.md", include_str!("../../lessons/06-launch-configuration.md")),
+    ("07-launch-cost.md", include_str!("../../lessons/07-launch-cost.md")),
+    ("08-shared-memory.md", include_str!("../../lessons/08-shared-memory.md")),
+    ("09-reductions.md", include_str!("../../lessons/09-reductions.md")),
+    ("10-matrix-multiply.md", include_str!("../../lessons/10-matrix-multiply.md")),
+];
+
+#[derive(Clone, Debug)]
+pub struct Course {
+    /// Names the course in messages and keys its progress: `gridlab` for the built-in course,
+    /// otherwise the folder.
+    pub name: String,
+    /// The folder it was read from; `None` for the built-in course.
+    pub root: Option<PathBuf>,
+    pub lessons: Vec<Lesson>,
+}
+
+impl Course {
+    /// The course compiled into gridlab.
+    pub fn builtin() -> Result<Course, Vec<LessonError>> {
+        let files = BUILTIN.iter().map(|(name, text)| (format!("lessons/{name}"), text.to_string())).collect();
+        Course::from_files("gridlab".into(), None, files)
+    }
+
+    /// Every `NN-slug.md` in `dir` (other files are ignored).
+    pub fn load(dir: &Path) -> Result<Course, Vec<LessonError>> {
+        let whole = |message: String| vec![LessonError { path: dir.display().to_string(), line: 0, message }];
+        let entries = std::fs::read_dir(dir).map_err(|e| whole(format!("cannot read the course folder: {e}")))?;
+        let mut files = Vec::new();
+        for entry in entries {
+            let path = entry.map_err(|e| whole(format!("cannot read the course folder: {e}")))?.path();
+            if path.is_file() && path.extension().is_some_and(|e| e == "md") && is_lesson_file(&path) {
+                let shown = path.display().to_string();
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    vec![LessonError { path: shown.clone(), line: 0, message: format!("cannot read it: {e}") }]
+                })?;
+                files.push((shown, text));
+            }
+        }
+        if files.is_empty() {
+            return Err(whole("no lessons here: a lesson is a file named NN-slug.md (e.g. 01-first-kernel.md)".into()));
+        }
+        files.sort();
+        Course::from_files(dir.display().to_string(), Some(dir.to_path_buf()), files)
+    }
+
+    /// `--course DIR` when given, else `GRIDLAB_COURSE`, else the built-in course.
+    pub fn chosen(dir: Option<&Path>) -> Result<Course, Vec<LessonError>> {
+        let env = std::env::var_os("GRIDLAB_COURSE").filter(|v| !v.is_empty()).map(PathBuf::from);
+        match dir.map(Path::to_path_buf).or(env) {
+            Some(dir) => Course::load(&dir),
+            None => Course::builtin(),
+        }
+    }
+
+    fn from_files(
+        name: String,
+        root: Option<PathBuf>,
+        files: Vec<(String, String)>,
+    ) -> Result<Course, Vec<LessonError>> {
+        let mut lessons = Vec::new();
+        let mut errors = Vec::new();
+        for (path, text) in files {
+            match parse(&path, &text) {
+                Ok(l) => lessons.push(l),
+                Err(e) => errors.push(e),
+            }
+        }
+        if lessons.is_empty() && errors.is_empty() {
+            errors.push(LessonError { path: name.clone(), line: 0, message: "the course has no lessons".into() });
+        }
+        lessons.sort_by_key(|l| l.number);
+        for pair in lessons.windows(2) {
+            if pair[0].number == pair[1].number {
+                errors.push(LessonError {
+                    path: pair[1].path.clone(),
+                    line: 0,
+                    message: format!(
+                        "lesson number {:02} is also used by {}: renumber one",
+                        pair[1].number, pair[0].path
+                    ),
+                });
+            }
+        }
+        if errors.is_empty() { Ok(Course { name, root, lessons }) } else { Err(errors) }
+    }
+
+    /// A lesson by number (`3`, `03`), id (`03-one-thread`) or slug, or a unique prefix of a slug.
+    pub fn find(&self, query: &str) -> Result<usize, String> {
+        let q = query.trim();
+        let by = |f: &dyn Fn(&Lesson) -> bool| self.lessons.iter().position(f);
+        if let Ok(n) = q.parse::<u32>()
+            && let Some(i) = by(&|l| l.number == n)
+        {
+            return Ok(i);
+        }
+        if let Some(i) = by(&|l| l.id == q || l.slug == q) {
+            return Ok(i);
+        }
+        let matches: Vec<usize> = (0..self.lessons.len()).filter(|&i| self.lessons[i].slug.starts_with(q)).collect();
+        match matches.as_slice() {
+            [i] if !q.is_empty() => Ok(*i),
+            [] | [_] => Err(format!("no lesson `{q}`; `gridlab lessons` (or `:lessons`) lists them: {}", self.ids())),
+            many => Err(format!(
+                "`{q}` could be {}; say which",
+                many.iter().map(|&i| self.lessons[i].id.as_str()).collect::<Vec<_>>().join(" or ")
+            )),
+        }
+    }
+
+    fn ids(&self) -> String {
+        let ids: Vec<String> = self.lessons.iter().map(|l| format!("{} ({})", l.number, l.slug)).collect();
+        ids.join(", ")
+    }
+}
+
+/// `NN-slug.md`, the only files of a folder that are lessons.
+pub fn is_lesson_file(path: &Path) -> bool {
+    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| super::parse::file_name(n).is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/course")
+    }
+
+    #[test]
+    fn the_builtin_list_is_the_lessons_folder() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("lessons");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| is_lesson_file(Path::new(n)))
+            .collect();
+        on_disk.sort();
+        let built_in: Vec<String> = BUILTIN.iter().map(|(n, _)| n.to_string()).collect();
+        assert_eq!(built_in, on_disk, "add the new lesson to BUILTIN in src/lesson/course.rs");
+        for (name, text) in BUILTIN {
+            let on_disk =
+                std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("lessons").join(name)).unwrap();
+            assert_eq!(*text, on_disk);
+        }
+        Course::builtin().unwrap();
+    }
+
+    #[test]
+    fn lessons_are_found_by_number_id_slug_or_prefix() {
+        let c = Course::load(&fixture()).unwrap();
+        assert_eq!(c.lessons.len(), 2);
+        assert_eq!(c.find("1"), Ok(0));
+        assert_eq!(c.find("02"), Ok(1));
+        assert_eq!(c.find("02-guard"), Ok(1));
+        assert_eq!(c.find("guard"), Ok(1));
+        assert_eq!(c.find("gu"), Ok(1));
+        let e = c.find("7").unwrap_err();
+        assert!(e.starts_with("no lesson `7`"), "{e}");
+    }
+
+    #[test]
+    fn a_folder_without_lessons_says_what_a_lesson_is() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("README.md"), "# not a lesson").unwrap();
+        let e = Course::load(dir.path()).unwrap_err();
+        assert!(e[0].message.contains("NN-slug.md"), "{}", e[0]);
+    }
+}

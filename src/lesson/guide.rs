@@ -1,0 +1,538 @@
+//! The guided mode: which lesson and step the learner is on, what goes in their editor next,
+//! how many hints they have seen, and the `:lesson :next :back :step :hint :check :solution
+//! :lessons` commands that move them along.
+//!
+//! The guide lives in the [`Session`] (so commands reach it like any other), and talks to the
+//! editor through two small hand-offs the REPL picks up after each input: a *suggestion* (text
+//! to put in the editor: the step's next statement, a starter, a solution) and a *question*
+//! (`:solution` asks before it gives the answer away).
+//!
+//! In a demo (`gridlab demo ID`), a step is shown a piece at a time: each Enter on an empty
+//! line shows the next paragraph or puts the next statement in the editor.
+
+use std::collections::VecDeque;
+use std::io::{self, Write};
+
+use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+
+use super::progress::{Progress, Store};
+use super::{Course, Lesson, Part, check, prose};
+use crate::render::Style;
+use crate::script;
+use crate::session::{Session, Status};
+
+/// Something the REPL must ask the learner before the guide goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Question {
+    /// Show the solution of the current exercise?
+    Solution,
+}
+
+pub struct Guide {
+    pub course: Course,
+    pub lesson: usize,
+    pub step: usize,
+    /// A live presentation: shown a piece at a time, progress left alone.
+    pub demo: bool,
+    /// The step's inputs still to offer, in order.
+    queue: VecDeque<String>,
+    /// Text for the editor, taken by the REPL.
+    suggestion: Option<String>,
+    question: Option<Question>,
+    /// In a demo: the parts of the step not shown yet.
+    pending_parts: VecDeque<Part>,
+    hints_shown: usize,
+    progress: Progress,
+    store: Store,
+    /// A failed save is reported once, not at every step.
+    save_failed: bool,
+}
+
+impl Guide {
+    /// Open `course` at its saved place (the first lesson the first time), with a note when
+    /// the saved progress could not be read.
+    pub fn resume(course: Course, store: Store) -> (Guide, Option<String>) {
+        let (progress, note) = store.load();
+        let (lesson, step) = progress
+            .current
+            .as_deref()
+            .and_then(|id| course.lessons.iter().position(|l| l.id == id))
+            .map_or((0, 0), |i| (i, progress.step.min(course.lessons[i].steps.len().saturating_sub(1))));
+        (Guide::new(course, store, progress, lesson, step, false), note)
+    }
+
+    /// Open lesson `lesson` of `course` at its first step.
+    pub fn open(course: Course, store: Store, lesson: usize, demo: bool) -> (Guide, Option<String>) {
+        let (progress, note) = if demo { (Progress::default(), None) } else { store.load() };
+        (Guide::new(course, store, progress, lesson, 0, demo), note)
+    }
+
+    fn new(course: Course, store: Store, progress: Progress, lesson: usize, step: usize, demo: bool) -> Guide {
+        Guide {
+            course,
+            lesson,
+            step,
+            demo,
+            queue: VecDeque::new(),
+            suggestion: None,
+            question: None,
+            pending_parts: VecDeque::new(),
+            hints_shown: 0,
+            progress,
+            store,
+            save_failed: false,
+        }
+    }
+
+    pub fn current(&self) -> &Lesson {
+        &self.course.lessons[self.lesson]
+    }
+
+    /// For the prompt: `lesson 3.2`.
+    pub fn label(&self) -> String {
+        format!("lesson {}.{}", self.current().number, self.step + 1)
+    }
+
+    /// What the REPL should put in the editor now.
+    pub fn take_suggestion(&mut self) -> Option<String> {
+        self.suggestion.take()
+    }
+
+    pub fn take_question(&mut self) -> Option<Question> {
+        self.question.take()
+    }
+
+    /// Where progress is kept, for messages.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// After the learner ran an input that was not a `:` command: the suggestion was used (as
+    /// offered or changed), so offer the next one.
+    pub fn input_ran(&mut self) {
+        if !self.demo {
+            self.suggestion = self.queue.pop_front();
+        }
+    }
+
+    fn save(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
+        if self.demo {
+            return Ok(());
+        }
+        if let Err(e) = self.store.save(&self.progress)
+            && !self.save_failed
+        {
+            self.save_failed = true;
+            let place = self.store.path().map(|p| p.display().to_string()).unwrap_or_default();
+            writeln!(
+                out,
+                "{}",
+                style.warn(&format!("note: progress cannot be saved in {place}: {e}; it is kept for this session"))
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Show the current step (with the lesson's introduction on its first step) and queue its
+    /// inputs for the editor.
+    pub fn show(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
+        let lesson = self.current().clone();
+        let step = &lesson.steps[self.step];
+        self.progress.visit(&lesson.id, self.step);
+        self.save(out, style)?;
+        self.hints_shown = 0;
+        self.question = None;
+        writeln!(out)?;
+        if self.step == 0 {
+            let title = format!("Lesson {} of {}: {}", lesson.number, self.course.lessons.len(), lesson.title());
+            writeln!(out, "{}", style.bold(&style.accent(&title)))?;
+            writeln!(out, "{}", style.dim(&lesson.meta.summary))?;
+            if !lesson.intro.trim().is_empty() {
+                writeln!(out)?;
+                prose::write_markdown(out, &lesson.intro, style)?;
+            }
+            writeln!(out)?;
+        }
+        let head = format!("── Step {} of {}: {} ", self.step + 1, lesson.steps.len(), step.title);
+        let fill = style.width.saturating_sub(head.chars().count()).min(20);
+        writeln!(out, "{}", style.bold(&format!("{head}{}", "─".repeat(fill))))?;
+        self.queue.clear();
+        self.pending_parts = step.parts.iter().cloned().collect();
+        if self.demo {
+            writeln!(out, "{}", style.dim("(Enter on an empty line shows the next part)"))?;
+            return self.advance(out, style);
+        }
+        while let Some(part) = self.pending_parts.pop_front() {
+            self.show_part(&part, out, style)?;
+        }
+        self.suggestion = self.queue.pop_front();
+        if self.suggestion.is_some() {
+            writeln!(out, "{}", style.dim("(the first input is in your editor: Enter runs it, or change it first)"))?;
+        } else {
+            writeln!(out, "{}", style.dim(self.end_of_step_hint()))?;
+        }
+        Ok(())
+    }
+
+    fn end_of_step_hint(&self) -> &'static str {
+        if self.step + 1 < self.current().steps.len() {
+            "(:next goes on to the next step)"
+        } else if self.lesson + 1 < self.course.lessons.len() {
+            "(that was the last step: :next opens the next lesson)"
+        } else {
+            "(that was the last step of the course)"
+        }
+    }
+
+    /// Show one part; its inputs join the queue for the editor.
+    fn show_part(&mut self, part: &Part, out: &mut dyn Write, style: &Style) -> io::Result<()> {
+        match part {
+            Part::Prose(md) => {
+                prose::write_markdown(out, md, style)?;
+                writeln!(out)?;
+            }
+            Part::Cuda(code) => {
+                prose::write_markdown(out, &format!("```cuda\n{}```", code.text), style)?;
+                writeln!(out)?;
+                self.queue.push_back(code.text.trim_end().to_string());
+            }
+            Part::Gridlab(code) => {
+                prose::write_markdown(out, &format!("```gridlab\n{}```", code.text), style)?;
+                writeln!(out)?;
+                if let Ok(inputs) = script::split_inputs(&code.text) {
+                    self.queue.extend(inputs.into_iter().map(|i| i.text));
+                }
+            }
+            Part::Exercise(ex) => {
+                writeln!(out, "{}", style.bold(&style.warn("┌ exercise")))?;
+                let mut task = Vec::new();
+                prose::write_markdown(
+                    &mut task,
+                    &ex.task,
+                    &Style { width: style.width.saturating_sub(2), ..style.clone() },
+                )?;
+                for line in String::from_utf8_lossy(&task).lines() {
+                    writeln!(out, "{} {line}", style.warn("│"))?;
+                }
+                let solved = self.solved(self.step);
+                let tail = if solved {
+                    "already solved: :check runs the check again, :next goes on".to_string()
+                } else {
+                    let hints = match ex.hints.len() {
+                        0 => String::new(),
+                        1 => ":hint for a hint, ".into(),
+                        n => format!(":hint for a hint ({n}), "),
+                    };
+                    format!("{hints}:check when ready, :solution to see one")
+                };
+                writeln!(out, "{} {}", style.warn("└"), style.dim(&tail))?;
+                writeln!(out)?;
+                let starter = ex.starter.as_ref().map(|s| s.text.trim_end().to_string()).unwrap_or_default();
+                if !starter.is_empty() {
+                    self.queue.push_back(starter);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// In a demo, Enter on an empty line: the next part of the step, the next statement, or
+    /// the next step.
+    pub fn advance(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
+        if let Some(next) = self.queue.pop_front() {
+            self.suggestion = Some(next);
+            return Ok(());
+        }
+        match self.pending_parts.pop_front() {
+            Some(part) => {
+                self.show_part(&part, out, style)?;
+                if let Some(next) = self.queue.pop_front() {
+                    self.suggestion = Some(next);
+                }
+                Ok(())
+            }
+            None => self.next(out, style),
+        }
+    }
+
+    fn solved(&self, step: usize) -> bool {
+        self.progress.lesson(&self.current().id).is_some_and(|l| l.solved.contains(&step))
+    }
+
+    pub fn next(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
+        if self.step + 1 < self.current().steps.len() {
+            self.step += 1;
+        } else if self.lesson + 1 < self.course.lessons.len() {
+            self.lesson += 1;
+            self.step = 0;
+        } else {
+            writeln!(
+                out,
+                "{}",
+                style.ok("That was the last step of the last lesson: well done. `:lessons` shows the course.")
+            )?;
+            return Ok(());
+        }
+        self.show(out, style)
+    }
+
+    pub fn back(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
+        if self.step > 0 {
+            self.step -= 1;
+        } else if self.lesson > 0 {
+            self.lesson -= 1;
+            self.step = self.current().steps.len() - 1;
+        } else {
+            writeln!(out, "{}", style.dim("This is the first step of the first lesson."))?;
+            return Ok(());
+        }
+        self.show(out, style)
+    }
+
+    pub fn goto(&mut self, lesson: usize, out: &mut dyn Write, style: &Style) -> io::Result<()> {
+        self.lesson = lesson;
+        self.step = 0;
+        self.show(out, style)
+    }
+
+    pub fn hint(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<Status> {
+        let Some(ex) = self.current().steps[self.step].exercise().cloned() else {
+            writeln!(out, "{}", style.dim("This step has no exercise, so no hints: just run what it suggests."))?;
+            return Ok(Status::Ok);
+        };
+        if ex.hints.is_empty() {
+            writeln!(out, "{}", style.dim("This exercise has no hints; `:solution` shows a solution."))?;
+            return Ok(Status::Ok);
+        }
+        let i = self.hints_shown.min(ex.hints.len() - 1);
+        writeln!(out, "{}", style.bold(&format!("Hint {} of {}:", i + 1, ex.hints.len())))?;
+        prose::write_markdown(out, &ex.hints[i], style)?;
+        self.hints_shown = (i + 1).min(ex.hints.len());
+        if self.hints_shown == ex.hints.len() {
+            writeln!(out, "{}", style.dim("(that was the last hint; `:solution` shows a solution)"))?;
+        }
+        Ok(Status::Ok)
+    }
+
+    /// `:solution`: ask first (the REPL does), unless `confirmed`.
+    pub fn solution(&mut self, confirmed: bool, out: &mut dyn Write, style: &Style) -> io::Result<Status> {
+        let Some(ex) = self.current().steps[self.step].exercise().cloned() else {
+            writeln!(out, "{}", style.dim("This step has no exercise."))?;
+            return Ok(Status::Ok);
+        };
+        if !confirmed {
+            self.question = Some(Question::Solution);
+            return Ok(Status::Ok);
+        }
+        writeln!(out, "{}", style.bold("A solution (it is in your editor: Enter defines it, then :check):"))?;
+        prose::write_markdown(out, &format!("```cuda\n{}```", ex.solution.text), style)?;
+        self.suggestion = Some(ex.solution.text.trim_end().to_string());
+        Ok(Status::Ok)
+    }
+
+    /// Record a passed check.
+    fn solved_now(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
+        let id = self.current().id.clone();
+        self.progress.solve(&id, self.step);
+        self.save(out, style)
+    }
+
+    /// The course as a table: number, title, concepts, and how far the learner got.
+    pub fn write_lessons(&self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
+        write_course(out, &self.course, &self.progress, Some(self.lesson), style)
+    }
+}
+
+/// The course table of `:lessons` and `gridlab lessons`.
+pub fn write_course(
+    out: &mut dyn Write,
+    course: &Course,
+    progress: &Progress,
+    current: Option<usize>,
+    style: &Style,
+) -> io::Result<()> {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+    t.set_width(style.width.min(u16::MAX as usize) as u16);
+    t.set_header(vec!["", "#", "lesson", "steps", "exercises"]);
+    for (i, l) in course.lessons.iter().enumerate() {
+        let p = progress.lesson(&l.id);
+        let seen = p.map_or(0, |p| p.seen.min(l.steps.len()));
+        let exercises: Vec<usize> = l.exercises().map(|(s, _)| s).collect();
+        let solved = p.map_or(0, |p| exercises.iter().filter(|s| p.solved.contains(s)).count());
+        let mark = if seen == l.steps.len() && solved == exercises.len() {
+            "✓"
+        } else if current == Some(i) {
+            "▶"
+        } else if seen > 0 {
+            "◐"
+        } else {
+            " "
+        };
+        let mut what = l.meta.title.clone();
+        if !l.meta.concepts.is_empty() {
+            what.push_str(&format!("\n{}", style.dim(&l.meta.concepts.join(", "))));
+        }
+        if l.meta.needs_gpu {
+            what.push_str(&style.dim(" (needs a GPU)"));
+        }
+        t.add_row(vec![
+            mark.to_string(),
+            format!("{:>2}", l.number),
+            what,
+            format!("{seen}/{}", l.steps.len()),
+            if exercises.is_empty() { "-".into() } else { format!("{solved}/{}", exercises.len()) },
+        ]);
+    }
+    writeln!(out, "{t}")?;
+    writeln!(out, "{}", style.dim("✓ done  ▶ current  ◐ started   `gridlab learn N` or `:lesson N` opens one"))
+}
+
+// The `:` commands. Each takes the guide out of the session for the length of the command (a
+// check needs the session and the guide at once) and puts it back.
+
+fn with_guide(
+    session: &mut Session,
+    out: &mut dyn Write,
+    f: impl FnOnce(&mut Guide, &mut Session, &mut dyn Write, &Style) -> io::Result<Status>,
+) -> io::Result<Status> {
+    let style = session.style().clone();
+    let Some(mut guide) = session.guide.take() else {
+        writeln!(
+            out,
+            "{} no lesson is open: `:lesson 1` opens the first, `:lessons` lists them",
+            style.error("error:")
+        )?;
+        return Ok(Status::Error);
+    };
+    let status = f(&mut guide, session, out, &style);
+    session.guide = Some(guide);
+    status
+}
+
+/// `:lesson [ID]`: open a lesson (loading the course if needed), or say which one is open.
+pub fn cmd_lesson(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+    let style = session.style().clone();
+    let id = args.trim();
+    if session.guide.is_none() {
+        if let Err(s) = load_guide(session, out)? {
+            return Ok(s);
+        }
+        if id.is_empty() {
+            return with_guide(session, out, |g, _, out, style| g.show(out, style).map(|_| Status::Ok));
+        }
+    }
+    if id.is_empty() {
+        return with_guide(session, out, |g, _, out, style| {
+            let l = g.current();
+            writeln!(
+                out,
+                "{} {} (step {} of {}); `:lesson N` opens another",
+                style.bold("lesson"),
+                l.id,
+                g.step + 1,
+                l.steps.len()
+            )?;
+            Ok(Status::Ok)
+        });
+    }
+    with_guide(session, out, |g, _, out, _| match g.course.find(id) {
+        Ok(i) => g.goto(i, out, &style).map(|_| Status::Ok),
+        Err(e) => {
+            writeln!(out, "{} {e}", style.error("error:"))?;
+            Ok(Status::Error)
+        }
+    })
+}
+
+/// Load the session's course and open it where the learner left off.
+fn load_guide(session: &mut Session, out: &mut dyn Write) -> io::Result<Result<(), Status>> {
+    let style = session.style().clone();
+    match Course::chosen(session.options.course.as_deref()) {
+        Ok(course) => {
+            let store = Store::for_course(&course.name);
+            let (guide, note) = Guide::resume(course, store);
+            if let Some(note) = note {
+                writeln!(out, "{}", style.warn(&format!("note: {note}")))?;
+            }
+            session.guide = Some(guide);
+            Ok(Ok(()))
+        }
+        Err(errors) => {
+            for e in errors {
+                writeln!(out, "{} {e}", style.error("error:"))?;
+            }
+            Ok(Err(Status::Error))
+        }
+    }
+}
+
+pub fn cmd_next(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
+    with_guide(session, out, |g, _, out, style| g.next(out, style).map(|_| Status::Ok))
+}
+
+pub fn cmd_back(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
+    with_guide(session, out, |g, _, out, style| g.back(out, style).map(|_| Status::Ok))
+}
+
+pub fn cmd_step(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
+    with_guide(session, out, |g, _, out, style| g.show(out, style).map(|_| Status::Ok))
+}
+
+pub fn cmd_hint(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
+    with_guide(session, out, |g, _, out, style| g.hint(out, style))
+}
+
+pub fn cmd_solution(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+    // `:solution yes` skips the question (scripts, and the REPL once the learner said yes).
+    let confirmed = matches!(args.trim(), "yes" | "y");
+    with_guide(session, out, |g, _, out, style| g.solution(confirmed, out, style))
+}
+
+pub fn cmd_lessons(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
+    if session.guide.is_none() {
+        let style = session.style().clone();
+        match Course::chosen(session.options.course.as_deref()) {
+            Ok(course) => {
+                let (progress, _) = Store::for_course(&course.name).load();
+                write_course(out, &course, &progress, None, &style)?;
+                return Ok(Status::Ok);
+            }
+            Err(errors) => {
+                for e in errors {
+                    writeln!(out, "{} {e}", style.error("error:"))?;
+                }
+                return Ok(Status::Error);
+            }
+        }
+    }
+    with_guide(session, out, |g, _, out, style| g.write_lessons(out, style).map(|_| Status::Ok))
+}
+
+/// `:check`: run the current exercise's check against the learner's kernels.
+pub fn cmd_check(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
+    with_guide(session, out, |g, session, out, style| {
+        let lesson = g.current().clone();
+        let Some(ex) = lesson.steps[g.step].exercise() else {
+            writeln!(out, "{}", style.dim("This step has no exercise to check; `:next` goes on."))?;
+            return Ok(Status::Ok);
+        };
+        writeln!(out, "{}", style.dim(&format!("checking {} configuration(s) ...", ex.check.configs.len().max(1))))?;
+        out.flush()?;
+        let outcome = check::run(session, &lesson.path, &ex.check)?;
+        check::write(out, &outcome, style)?;
+        if outcome.passed() {
+            g.solved_now(out, style)?;
+            writeln!(out, "{}", style.ok(&format!("Solved! {}", g.end_of_step_hint())))?;
+            Ok(Status::Ok)
+        } else {
+            let hint = if ex.hints.is_empty() { "" } else { " `:hint` helps," };
+            writeln!(
+                out,
+                "{}",
+                style.dim(&format!("Change your kernel and `:check` again;{hint} `:solution` shows one."))
+            )?;
+            Ok(Status::ExpectFailed)
+        }
+    })
+}

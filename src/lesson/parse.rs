@@ -1,0 +1,564 @@
+//! One lesson file into a [`Lesson`]: the `+++` TOML front matter, then Markdown whose `##`
+//! headings are steps and whose fenced blocks tagged `cuda`, `gridlab`, `exercise`, `starter`,
+//! `check`, `solution` and `hint` are the runnable parts.
+//!
+//! The Markdown is read with pulldown-cmark (so a fence inside a list, a quote or an indented
+//! block is understood as the author's Markdown viewer understands it); prose is kept as the
+//! author's own Markdown source and rendered only when shown. Every error names the file and
+//! the line.
+
+use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use serde::Deserialize;
+
+use super::{Check, Code, Config, Exercise, Lesson, LessonError, Meta, Part, Step};
+use crate::script::{self, InputKind};
+
+/// The fenced-block tags gridlab gives a meaning to.
+const TAGS: [&str; 7] = ["cuda", "gridlab", "exercise", "starter", "check", "solution", "hint"];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FrontMatter {
+    title: String,
+    summary: String,
+    #[serde(default)]
+    concepts: Vec<String>,
+    backend: Option<String>,
+}
+
+/// Split `NN-slug.md` (any folders before it) into its number and slug.
+pub fn file_name(path: &str) -> Option<(u32, String)> {
+    let name = path.rsplit(['/', '\\']).next()?;
+    let stem = name.strip_suffix(".md")?;
+    let (num, slug) = stem.split_once('-')?;
+    let valid_slug = !slug.is_empty()
+        && slug.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !slug.starts_with('-')
+        && !slug.ends_with('-');
+    if num.len() != 2 || !num.chars().all(|c| c.is_ascii_digit()) || !valid_slug {
+        return None;
+    }
+    Some((num.parse().ok()?, slug.to_string()))
+}
+
+/// Parse the lesson in `text`, read from `path` (a file named `NN-slug.md`).
+pub fn parse(path: &str, text: &str) -> Result<Lesson, LessonError> {
+    let err = |line: u32, message: String| LessonError { path: path.to_string(), line, message };
+    let Some((number, slug)) = file_name(path) else {
+        return Err(err(
+            0,
+            "a lesson file is named NN-slug.md: two digits, a dash, then lower-case letters, digits and dashes \
+             (e.g. 03-one-thread-per-element.md)"
+                .into(),
+        ));
+    };
+    let lines = LineIndex::new(text);
+    let (meta, body_start) = front_matter(text, &lines).map_err(|(line, m)| err(line, m))?;
+    let mut builder = Builder { lines: &lines, path, intro: String::new(), steps: Vec::new(), exercise: None };
+    builder.body(text, body_start)?;
+    if builder.steps.is_empty() {
+        return Err(err(0, "the lesson has no steps: each `## heading` starts one".into()));
+    }
+    let id = format!("{number:02}-{slug}");
+    Ok(Lesson { id, number, slug, path: path.to_string(), meta, intro: builder.intro, steps: builder.steps })
+}
+
+/// Byte offsets to 1-based line numbers.
+struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    fn new(text: &str) -> LineIndex {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
+    }
+
+    fn line(&self, offset: usize) -> u32 {
+        (self.starts.partition_point(|&s| s <= offset)) as u32
+    }
+}
+
+fn front_matter(text: &str, lines: &LineIndex) -> Result<(Meta, usize), (u32, String)> {
+    let text_start = text.strip_prefix('\u{feff}').map_or(0, |_| 3);
+    let rest = &text[text_start..];
+    let first = rest.lines().next().unwrap_or("");
+    if first.trim_end() != "+++" {
+        return Err((
+            1,
+            "a lesson starts with TOML front matter between two `+++` lines (title = \"...\", summary = \"...\")"
+                .into(),
+        ));
+    }
+    let open_end = text_start + first.len() + 1;
+    let mut offset = open_end.min(text.len());
+    let close = loop {
+        if offset >= text.len() {
+            return Err((1, "the front matter opened here is never closed: end it with a `+++` line".into()));
+        }
+        let line_end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+        if text[offset..line_end].trim_end() == "+++" {
+            break (offset, (line_end + 1).min(text.len()));
+        }
+        offset = line_end + 1;
+    };
+    let toml_text = &text[open_end.min(close.0)..close.0];
+    let first_toml_line = lines.line(open_end.min(text.len().saturating_sub(1)));
+    let fm: FrontMatter = toml::from_str(toml_text).map_err(|e| {
+        let line =
+            e.span().map_or(first_toml_line, |s| first_toml_line + toml_text[..s.start].matches('\n').count() as u32);
+        (line, format!("front matter: {}", e.message().trim_end()))
+    })?;
+    if fm.title.trim().is_empty() {
+        return Err((first_toml_line, "front matter: `title` is empty".into()));
+    }
+    let needs_gpu = match fm.backend.as_deref() {
+        None | Some("sim") => false,
+        Some("gpu") => true,
+        Some(other) => {
+            let line = first_toml_line + toml_text.lines().position(|l| l.contains("backend")).unwrap_or(0) as u32;
+            return Err((line, format!("front matter: backend is \"sim\" or \"gpu\", not {other:?}")));
+        }
+    };
+    Ok((Meta { title: fm.title, summary: fm.summary, concepts: fm.concepts, needs_gpu }, close.1))
+}
+
+struct PendingExercise {
+    task: String,
+    line: u32,
+    /// Where the `Part::Exercise` goes in the step's parts.
+    slot: usize,
+    starter: Option<Code>,
+    check: Option<Check>,
+    solution: Option<Code>,
+    hints: Vec<String>,
+}
+
+struct Builder<'a> {
+    lines: &'a LineIndex,
+    path: &'a str,
+    intro: String,
+    steps: Vec<Step>,
+    exercise: Option<PendingExercise>,
+}
+
+impl Builder<'_> {
+    fn err(&self, line: u32, message: impl Into<String>) -> LessonError {
+        LessonError { path: self.path.to_string(), line, message: message.into() }
+    }
+
+    fn body(&mut self, text: &str, start: usize) -> Result<(), LessonError> {
+        let body = &text[start..];
+        let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
+        let mut events = Parser::new_ext(body, options).into_offset_iter().peekable();
+        // Markdown not yet given to a step, from this offset (into `text`).
+        let mut cursor = start;
+        // Containers (quotes, lists) the parser is inside: runnable blocks must be at the top.
+        let mut depth = 0usize;
+        while let Some((event, range)) = events.next() {
+            let range = range.start + start..range.end + start;
+            match event {
+                Event::Start(Tag::BlockQuote(_) | Tag::List(_) | Tag::Item | Tag::FootnoteDefinition(_)) => depth += 1,
+                Event::End(TagEnd::BlockQuote(_) | TagEnd::List(_) | TagEnd::Item | TagEnd::FootnoteDefinition) => {
+                    depth = depth.saturating_sub(1)
+                }
+                Event::Start(Tag::Heading { level: HeadingLevel::H2, .. }) if depth == 0 => {
+                    let mut title = String::new();
+                    for (e, _) in events.by_ref() {
+                        match e {
+                            Event::End(TagEnd::Heading(_)) => break,
+                            Event::Text(t) | Event::Code(t) => title.push_str(&t),
+                            _ => {}
+                        }
+                    }
+                    self.prose(&text[cursor..range.start]);
+                    self.finish_step()?;
+                    let line = self.lines.line(range.start);
+                    if title.trim().is_empty() {
+                        return Err(self.err(line, "a step's `##` heading needs a title"));
+                    }
+                    self.steps.push(Step { title: title.trim().to_string(), line, parts: Vec::new() });
+                    cursor = range.end;
+                }
+                Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(info))) => {
+                    let tag = info.split_whitespace().next().unwrap_or("").to_string();
+                    if !TAGS.contains(&tag.as_str()) {
+                        continue;
+                    }
+                    let mut code = String::new();
+                    for (e, _) in events.by_ref() {
+                        match e {
+                            Event::End(TagEnd::CodeBlock) => break,
+                            Event::Text(t) => code.push_str(&t),
+                            _ => {}
+                        }
+                    }
+                    let fence_line = self.lines.line(range.start);
+                    if depth > 0 {
+                        return Err(self.err(
+                            fence_line,
+                            format!(
+                                "a `{tag}` block inside a list or a quote is not run: move it to the top level \
+                                 (or tag it `text` to only show it)"
+                            ),
+                        ));
+                    }
+                    self.prose(&text[cursor..range.start]);
+                    cursor = range.end;
+                    self.block(&tag, Code { text: code, line: fence_line + 1 }, fence_line)?;
+                }
+                _ => {}
+            }
+        }
+        self.prose(&text[cursor..]);
+        self.finish_step()
+    }
+
+    /// Markdown between runnable parts.
+    fn prose(&mut self, md: &str) {
+        if md.trim().is_empty() {
+            return;
+        }
+        match self.steps.last_mut() {
+            Some(step) => step.parts.push(Part::Prose(md.trim_matches('\n').to_string())),
+            None => {
+                self.intro.push_str(md.trim_matches('\n'));
+                self.intro.push('\n');
+            }
+        }
+    }
+
+    fn block(&mut self, tag: &str, code: Code, fence_line: u32) -> Result<(), LessonError> {
+        let Some(step) = self.steps.last_mut() else {
+            return Err(self.err(
+                fence_line,
+                format!("a `{tag}` block before the first step: start a step with a `## heading` above it"),
+            ));
+        };
+        let slot = step.parts.len();
+        match tag {
+            "cuda" => step.parts.push(Part::Cuda(code)),
+            "gridlab" => step.parts.push(Part::Gridlab(code)),
+            "exercise" => {
+                if self.exercise.is_some() || step.exercise().is_some() {
+                    return Err(
+                        self.err(fence_line, "a step holds at most one exercise: start a new `##` step for this one")
+                    );
+                }
+                if code.text.trim().is_empty() {
+                    return Err(self.err(fence_line, "the exercise block is empty: say what the learner should write"));
+                }
+                self.exercise = Some(PendingExercise {
+                    task: code.text.trim_end().to_string(),
+                    line: fence_line,
+                    slot,
+                    starter: None,
+                    check: None,
+                    solution: None,
+                    hints: Vec::new(),
+                });
+            }
+            _ => {
+                let Some(ex) = self.exercise.as_mut() else {
+                    return Err(self.err(
+                        fence_line,
+                        format!(
+                            "a `{tag}` block belongs to an exercise: put an `exercise` block before it in this step"
+                        ),
+                    ));
+                };
+                let duplicate = match tag {
+                    "starter" => ex.starter.replace(code).is_some(),
+                    "solution" => ex.solution.replace(code).is_some(),
+                    "hint" => {
+                        ex.hints.push(code.text.trim_end().to_string());
+                        false
+                    }
+                    "check" => {
+                        let check = check(self.path, code)?;
+                        let Some(ex) = self.exercise.as_mut() else { unreachable!("checked above") };
+                        ex.check.replace(check).is_some()
+                    }
+                    _ => unreachable!("TAGS holds every tag"),
+                };
+                if duplicate {
+                    return Err(self.err(fence_line, format!("the exercise already has a `{tag}` block: keep one")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The step ends: its exercise must be complete.
+    fn finish_step(&mut self) -> Result<(), LessonError> {
+        let Some(ex) = self.exercise.take() else { return Ok(()) };
+        let missing = |what: &str| {
+            self.err(ex.line, format!("the exercise has no `{what}` block: add one after it, in the same step"))
+        };
+        let check = ex.check.ok_or_else(|| missing("check"))?;
+        let solution = ex.solution.ok_or_else(|| missing("solution"))?;
+        let exercise = Exercise { task: ex.task, line: ex.line, starter: ex.starter, check, solution, hints: ex.hints };
+        let step = self.steps.last_mut().expect("an exercise is only started inside a step");
+        step.parts.insert(ex.slot.min(step.parts.len()), Part::Exercise(Box::new(exercise)));
+        Ok(())
+    }
+}
+
+/// A check block: `config` lines, then statements (no CUDA: checks use the learner's kernels).
+fn check(path: &str, code: Code) -> Result<Check, LessonError> {
+    let err = |line: u32, message: String| LessonError { path: path.to_string(), line, message };
+    let mut configs = Vec::new();
+    let mut body = String::new();
+    for (i, raw) in code.text.lines().enumerate() {
+        let line = code.line + i as u32;
+        let trimmed = raw.trim_start();
+        if let Some(rest) = trimmed.strip_prefix("config").filter(|r| r.starts_with(char::is_whitespace)) {
+            configs.push(config(rest, line).map_err(|m| err(line, m))?);
+            body.push('\n');
+        } else {
+            body.push_str(raw);
+            body.push('\n');
+        }
+    }
+    if let (Some(first), Some(other)) = (configs.first(), configs.iter().find(|c| !same_names(c, &configs[0]))) {
+        let names = |c: &Config| c.bindings.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ");
+        return Err(err(
+            other.line,
+            format!(
+                "every config line binds the same names: line {} binds {}, this one {}",
+                first.line,
+                names(first),
+                names(other)
+            ),
+        ));
+    }
+    let inputs = script::split_inputs(&body).map_err(|e| err(code.line, format!("check block: {}", e.diag.message)))?;
+    if inputs.iter().all(|i| i.kind != InputKind::Statement) {
+        return Err(err(
+            code.line - 1,
+            "the check block has no statements: launch the learner's kernel and `expect` the result".into(),
+        ));
+    }
+    if let Some(cuda) = inputs.iter().find(|i| i.kind == InputKind::Cuda) {
+        return Err(err(
+            code.line + cuda.line - 1,
+            "a check block cannot define CUDA: it runs the learner's kernels (put helpers in a `cuda` block of the step)".into(),
+        ));
+    }
+    Ok(Check { configs, body: Code { text: body, line: code.line } })
+}
+
+fn same_names(a: &Config, b: &Config) -> bool {
+    a.bindings.len() == b.bindings.len() && a.bindings.iter().zip(&b.bindings).all(|((x, _), (y, _))| x == y)
+}
+
+/// `n = 1000, threads = 256  # a comment`.
+fn config(text: &str, line: u32) -> Result<Config, String> {
+    let text = text.split_once('#').map_or(text, |(t, _)| t).trim();
+    if text.is_empty() {
+        return Err("a config line binds names: `config n = 1000, threads = 256`".into());
+    }
+    let mut bindings = Vec::new();
+    for part in split_top_level(text) {
+        let Some((name, expr)) = part.split_once('=') else {
+            return Err(format!("`{}` in a config line: write `name = value`", part.trim()));
+        };
+        let (name, expr) = (name.trim(), expr.trim());
+        let is_ident = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !is_ident {
+            return Err(format!("`{name}` is not a name: config names are like `n` or `threads`"));
+        }
+        if expr.is_empty() {
+            return Err(format!("`{name} =` has no value"));
+        }
+        // Parse it as the `let` it becomes, so a typo is reported here and not at check time.
+        if let Err(d) = script::parse_statement(0, &format!("let {name} = {expr}")) {
+            return Err(format!("`{name} = {expr}`: {}", d.message));
+        }
+        if bindings.iter().any(|(n, _): &(String, String)| n == name) {
+            return Err(format!("`{name}` is bound twice in this config line"));
+        }
+        bindings.push((name.to_string(), expr.to_string()));
+    }
+    Ok(Config { line, bindings })
+}
+
+/// Split at commas outside parentheses and brackets (`shape = (4, 4), n = 16`).
+fn split_top_level(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"+++
+title = "Bounds"
+summary = "Guard the tail."
+concepts = ["bounds check"]
++++
+
+Some intro with `code`.
+
+## The problem
+
+Prose *here*.
+
+```cuda
+__global__ void k(float *a) { a[threadIdx.x] = 1; }
+```
+
+```gridlab
+let a = zeros(4)
+k<<<1, 4>>>(a)
+```
+
+> **In Numba**
+>
+> ```python
+> print("shown, not run")
+> ```
+
+## Your turn
+
+```exercise
+Write `add_half(float *a, int n)`.
+```
+
+```starter
+__global__ void add_half(float *a, int n) { }
+```
+
+```hint
+Use the global index.
+```
+
+```check
+config n = 1000, threads = 256, blocks = 4   # ragged
+config n = 1, threads = 32, blocks = 1
+let a = zeros(n)
+add_half<<<blocks, threads>>>(a, n)
+expect a == 0.5
+```
+
+```solution
+__global__ void add_half(float *a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] += 0.5f;
+}
+```
+
+```hint
+`if (i < n)`.
+```
+"#;
+
+    #[test]
+    fn a_lesson_parses_into_steps_and_parts() {
+        let l = parse("lessons/04-bounds.md", GOOD).unwrap();
+        assert_eq!((l.number, l.slug.as_str(), l.id.as_str()), (4, "bounds", "04-bounds"));
+        assert_eq!(l.meta.title, "Bounds");
+        assert_eq!(l.meta.concepts, ["bounds check"]);
+        assert!(l.intro.contains("Some intro"));
+        assert_eq!(l.steps.len(), 2);
+        let s = &l.steps[0];
+        assert_eq!((s.title.as_str(), s.line), ("The problem", 9));
+        assert!(matches!(&s.parts[0], Part::Prose(p) if p.contains("Prose *here*")));
+        assert!(matches!(&s.parts[1], Part::Cuda(c) if c.line == 14 && c.text.starts_with("__global__")));
+        assert!(matches!(&s.parts[2], Part::Gridlab(c) if c.line == 18));
+        // A python block in a quote is prose.
+        assert!(matches!(&s.parts[3], Part::Prose(p) if p.contains("print(\"shown, not run\")")));
+        let ex = l.steps[1].exercise().unwrap();
+        assert_eq!(ex.task, "Write `add_half(float *a, int n)`.");
+        assert_eq!(ex.hints, ["Use the global index.", "`if (i < n)`."]);
+        assert_eq!(ex.check.configs.len(), 2);
+        assert_eq!(ex.check.configs[0].label(), "n = 1000, threads = 256, blocks = 4");
+        assert_eq!(ex.check.configs[0].line, 43);
+        // Config lines are blanked, so the body's lines are the file's lines.
+        let body_lines: Vec<&str> = ex.check.body.text.lines().collect();
+        assert_eq!(body_lines[3], "add_half<<<blocks, threads>>>(a, n)");
+        assert_eq!(ex.check.body.line + 3, 46);
+        assert!(ex.solution.text.contains("if (i < n)"));
+        assert!(ex.starter.is_some());
+    }
+
+    fn error_of(text: &str) -> String {
+        parse("lessons/01-x.md", text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn errors_name_the_file_the_line_and_the_fix() {
+        assert_eq!(
+            error_of("# no front matter\n"),
+            "lessons/01-x.md:1: a lesson starts with TOML front matter between two `+++` lines (title = \"...\", summary = \"...\")"
+        );
+        assert!(error_of("+++\ntitle = \"t\"\n").contains(":1: the front matter opened here is never closed"));
+        let e = error_of("+++\ntitle = \"t\"\nsummary = 3\n+++\n## s\n");
+        assert!(e.starts_with("lessons/01-x.md:3: front matter:"), "{e}");
+        let e = error_of("+++\ntitle = \"t\"\nsummary = \"s\"\ncolour = 1\n+++\n## s\n");
+        assert!(e.starts_with("lessons/01-x.md:4: front matter: unknown field `colour`"), "{e}");
+        let e = error_of("+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## s\n\n```check\nexpect 1 == 1\n```\n");
+        assert_eq!(
+            e,
+            "lessons/01-x.md:7: a `check` block belongs to an exercise: put an `exercise` block before it in this step"
+        );
+        let e = error_of("+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## s\n\n```exercise\ndo it\n```\n\n## next\n");
+        assert_eq!(e, "lessons/01-x.md:7: the exercise has no `check` block: add one after it, in the same step");
+        let e = error_of("+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n```cuda\n__global__ void k() {}\n```\n## s\n");
+        assert!(e.starts_with("lessons/01-x.md:5: a `cuda` block before the first step"), "{e}");
+        let e = error_of("+++\ntitle = \"t\"\nsummary = \"s\"\n+++\nno steps\n");
+        assert_eq!(e, "lessons/01-x.md: the lesson has no steps: each `## heading` starts one");
+        let e = error_of(
+            "+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## s\n- item\n\n  ```cuda\n  __global__ void k() {}\n  ```\n",
+        );
+        assert!(e.starts_with("lessons/01-x.md:8: a `cuda` block inside a list"), "{e}");
+        assert!(parse("lessons/1-x.md", GOOD).unwrap_err().message.contains("NN-slug.md"));
+        assert!(parse("lessons/01-X.md", GOOD).is_err());
+    }
+
+    #[test]
+    fn config_lines_are_checked_when_the_lesson_loads() {
+        let with_check = |check: &str| {
+            format!(
+                "+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## s\n```exercise\ndo\n```\n```solution\n__global__ void k() {{}}\n```\n```check\n{check}\n```\n"
+            )
+        };
+        let e = error_of(&with_check("config n 4\nk<<<1, 1>>>()"));
+        assert_eq!(e, "lessons/01-x.md:13: `n 4` in a config line: write `name = value`");
+        let e = error_of(&with_check("config n = 4, 2x = 1\nk<<<1, 1>>>()"));
+        assert!(e.contains(":13: `2x` is not a name"), "{e}");
+        let e = error_of(&with_check("config n = (4 +\nk<<<1, 1>>>()"));
+        assert!(e.contains(":13: `n = (4 +`"), "{e}");
+        let e = error_of(&with_check("config n = 4\nconfig m = 4\nk<<<1, 1>>>()"));
+        assert!(e.contains(":14: every config line binds the same names"), "{e}");
+        let e = error_of(&with_check("config shape = (4, 4), n = 16\n__global__ void h() {}"));
+        assert!(e.contains("no statements") || e.contains("cannot define CUDA"), "{e}");
+        let ok = parse("lessons/01-x.md", &with_check("config shape = (4, 4), n = 16\nk<<<1, 1>>>()")).unwrap();
+        let cfg = &ok.steps[0].exercise().unwrap().check.configs[0];
+        assert_eq!(cfg.bindings, [("shape".to_string(), "(4, 4)".to_string()), ("n".to_string(), "16".to_string())]);
+    }
+
+    #[test]
+    fn file_names_give_number_and_slug() {
+        assert_eq!(file_name("lessons/03-one-thread.md"), Some((3, "one-thread".into())));
+        assert_eq!(file_name("README.md"), None);
+        assert_eq!(file_name("03-.md"), None);
+        assert_eq!(file_name("03-a_b.md"), None);
+    }
+}
