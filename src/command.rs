@@ -85,7 +85,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         name: "compare",
         args: "LAUNCH vs LAUNCH [xN]",
         summary: "race two launches side by side",
-        help: "`:compare racy<<<8, 256>>>(a) vs fixed<<<8, 256>>>(a) x10` runs both as `:race` does, each from the session's buffers, and shows their outcome tables side by side with a verdict for each.",
+        help: "`:compare racy<<<8, 256>>>(a) vs fixed<<<8, 256>>>(a) x10` runs both as `:race` does, each from the session's buffers, and shows their outcome tables side by side with a verdict for each. On the GPU (`:backend gpu`), each launch runs N times on the device (rows `gpu 1`, `gpu 2`, ...), beside up to 3 of the simulator's random schedules (rows `sim seed ...`) for reference; the histograms and the verdicts count the GPU's runs.",
         run: |s, a, o| s.compare_view(a, o),
     },
     CommandSpec {

@@ -87,3 +87,17 @@ fn test_scripts_are_the_same_on_sim_and_gpu() {
     let summary = format!("compared {scripts} scripts: {scripts} the same on sim and gpu");
     assert!(run.stdout.trim_end().ends_with(&summary), "{}", run.stdout);
 }
+
+#[test]
+fn compare_runs_on_the_gpu() {
+    if !gpu_enabled("compare_runs_on_the_gpu") {
+        return;
+    }
+    let script = "__global__ void racy(float *a, int n) {\n    for (int i = 0; i < n; i++) a[i] += 0.5f;\n}\n__global__ void fixed(float *a, int n) {\n    for (int i = 0; i < n; i++) atomicAdd(&a[i], 0.5f);\n}\nlet a = [0, 1]\n:compare racy<<<64, 256>>>(a, len(a)) vs fixed<<<64, 256>>>(a, len(a)) x4\n";
+    let run = gridlab().args(["--backend", "gpu"]).stdin(script).run();
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.stdout.matches("│ gpu 4 ").count(), 2, "{}", run.stdout);
+    assert_eq!(run.stdout.matches("│ sim seed 2 ").count(), 2, "{}", run.stdout);
+    assert!(run.stdout.contains("4 runs on "), "{}", run.stdout);
+    assert!(run.stdout.contains("all 4 runs on "), "the atomic kernel is right on the GPU:\n{}", run.stdout);
+}
