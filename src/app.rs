@@ -87,6 +87,9 @@ fn replay_cmd(args: &ReplayArgs, options: &Options) -> io::Result<ExitCode> {
     };
     let stdout = io::stdout();
     let mut out = stdout.lock();
+    if args.compare.is_some() {
+        return compare_cmd(&scripts, options, args.quiet, &mut out);
+    }
     let mut results = Vec::new();
     for (i, path) in scripts.iter().enumerate() {
         if lesson::course::is_lesson_file(path) {
@@ -228,4 +231,20 @@ fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, quiet: bool) ->
         if skipped > 0 { format!(", {skipped} skipped") } else { String::new() }
     )?;
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn compare_cmd(
+    scripts: &[std::path::PathBuf],
+    options: &Options,
+    quiet: bool,
+    out: &mut dyn Write,
+) -> io::Result<ExitCode> {
+    match replay::compare::compare_scripts(scripts, options, quiet, out) {
+        Ok(summary) => Ok(if summary.different.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }),
+        Err(replay::compare::CompareError::Usage(replay::UsageError::Output(e))) => Err(e),
+        Err(e) => {
+            eprintln!("gridlab replay: {e}");
+            Ok(ExitCode::from(2))
+        }
+    }
 }

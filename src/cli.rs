@@ -154,6 +154,11 @@ pub struct ReplayArgs {
     /// Print only failures and the summary, not every input and output.
     #[arg(long, short)]
     pub quiet: bool,
+
+    /// Run each script on both backends in lockstep and report where buffers or scalars differ
+    /// (exit 1), instead of the transcript. Exit 2 when the GPU is not usable.
+    #[arg(long, value_name = "sim,gpu", value_parser = crate::replay::compare::parse_backends, conflicts_with = "junit")]
+    pub compare: Option<crate::replay::compare::SimAndGpu>,
 }
 
 /// `4096`, `512K`, `512M`, `4G`, `1T` (powers of 1024; a trailing `B` or `iB` is accepted).

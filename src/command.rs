@@ -78,14 +78,14 @@ pub const COMMANDS: &[CommandSpec] = &[
         name: "race",
         args: "LAUNCH [xN]",
         summary: "run a launch N times, compare results",
-        help: "`:race add_half_everywhere<<<1024, 1024>>>(a, len(a)) x10` runs the launch 10 times from the same inputs, on the random schedule with seeds SEED, SEED+1, ... (the session's seed first), and once on the sequential schedule for the reference answer. A table shows the elements that vary, one row per run; a histogram counts the distinct results and a verdict says whether the result depends on timing. The session's buffers are left as they were.",
+        help: "`:race add_half_everywhere<<<1024, 1024>>>(a, len(a)) x10` runs the launch 10 times from the same inputs, on the random schedule with seeds SEED, SEED+1, ... (the session's seed first), and once on the sequential schedule for the reference answer. A table shows the elements that vary, one row per run; a histogram counts the distinct results and a verdict says whether the result depends on timing. On the GPU (`:backend gpu`), the N runs are on the device (rows `gpu 1`, `gpu 2`, ...), beside up to 3 of the simulator's random schedules (rows `sim seed ...`) for reference; the histogram and the verdict count the GPU's runs. The session's buffers are left as they were.",
         run: |s, a, o| s.race_view(a, o),
     },
     CommandSpec {
         name: "compare",
         args: "LAUNCH vs LAUNCH [xN]",
         summary: "race two launches side by side",
-        help: "`:compare racy<<<8, 256>>>(a) vs fixed<<<8, 256>>>(a) x10` runs both as `:race` does, each from the session's buffers, and shows their outcome tables side by side with a verdict for each.",
+        help: "`:compare racy<<<8, 256>>>(a) vs fixed<<<8, 256>>>(a) x10` runs both as `:race` does, each from the session's buffers, and shows their outcome tables side by side with a verdict for each. On the GPU (`:backend gpu`), each launch runs N times on the device (rows `gpu 1`, `gpu 2`, ...), beside up to 3 of the simulator's random schedules (rows `sim seed ...`) for reference; the histograms and the verdicts count the GPU's runs.",
         run: |s, a, o| s.compare_view(a, o),
     },
     CommandSpec {
@@ -640,6 +640,16 @@ mod tests {
         let mut out = Vec::new();
         let status = s.eval_text("t.gridlab", script, false, &mut out).unwrap();
         (status, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn help_on_race_and_compare_says_what_happens_on_the_gpu() {
+        for cmd in ["race", "compare"] {
+            let (status, out) = run_on_sim(&format!(":help {cmd}\n"));
+            assert_eq!(status, Status::Ok, "{out}");
+            assert!(out.contains("On the GPU (`:backend gpu`)") && out.contains("`gpu 1`"), "{out}");
+            assert!(out.contains("up to 3 of the simulator's"), "{out}");
+        }
     }
 
     #[test]

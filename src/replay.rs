@@ -3,6 +3,8 @@
 //!
 //! Each script runs in a fresh session, so scripts never depend on the order they run in.
 
+pub mod compare;
+
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -133,6 +133,17 @@ pub enum RunOn {
     Gpu,
 }
 
+/// What [`Session::last_launch`] tells about the last launch.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LaunchOutline {
+    /// The buffers it was given, by name.
+    pub given: Vec<String>,
+    /// Those whose contents it changed.
+    pub changed: Vec<String>,
+    /// It had a race finding.
+    pub racy: bool,
+}
+
 pub struct Session {
     pub(crate) sources: SourceMap,
     pub(crate) module: Module,
@@ -151,6 +162,8 @@ pub struct Session {
     /// The lesson in progress, when there is one.
     pub(crate) guide: Option<crate::lesson::guide::Guide>,
     typed: u32,
+    /// Launches that ran to a report: tells `replay --compare` which inputs launched.
+    pub(crate) launches: u64,
 }
 
 impl Session {
@@ -176,6 +189,7 @@ impl Session {
             transcript: Vec::new(),
             guide: None,
             typed: 0,
+            launches: 0,
         }
     }
 
@@ -200,6 +214,31 @@ impl Session {
         self.buffers.iter().find(|(n, _)| n == name).map(|(_, b)| b)
     }
 
+    /// Every buffer, by name, in the order they were made.
+    pub fn buffers(&self) -> &[(String, Buffer)] {
+        &self.buffers
+    }
+
+    /// Every scalar, by name, in the order they were made.
+    pub fn scalars(&self) -> &[(String, Value)] {
+        &self.scalars
+    }
+
+    /// How many launches ran to a report in this session (not counting the views' runs).
+    pub fn launch_count(&self) -> u64 {
+        self.launches
+    }
+
+    /// The last launch: the names of the buffers it was given, those it changed, and whether it
+    /// had a race finding.
+    pub fn last_launch(&self) -> Option<LaunchOutline> {
+        let last = self.last.as_ref()?;
+        let given: Vec<String> = last.before.iter().map(|(n, _)| n.clone()).collect();
+        let changed = last.before.iter().filter(|(n, b)| self.buffer(n) != Some(b)).map(|(n, _)| n.clone()).collect();
+        let racy = last.report.findings.iter().any(|f| f.kind() == crate::finding::FindingKind::Race);
+        Some(LaunchOutline { given, changed, racy })
+    }
+
     /// Wait for the GPU started in the background, if it is still starting.
     fn gpu_ready(&mut self) -> Option<&mut GpuBackend> {
         if let Some(Gpu::Starting(_)) = &self.gpu {
@@ -218,6 +257,17 @@ impl Session {
             Some(Gpu::Ready(g)) => Some(g),
             _ => None,
         }
+    }
+
+    /// Why launches do not run on the GPU, when they do not (after settling `auto`'s choice).
+    pub fn gpu_problem(&mut self) -> Option<String> {
+        if self.on_gpu() {
+            return None;
+        }
+        Some(match self.options.backend {
+            BackendKind::Sim => "the session runs on the simulator".into(),
+            _ => self.gpu_unusable_reason(),
+        })
     }
 
     fn gpu_unusable_reason(&self) -> String {

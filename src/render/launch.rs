@@ -6,10 +6,14 @@ use super::Style;
 use super::findings::thousands;
 use crate::backend::{LaunchReport, LaunchSpec};
 
-/// `add_half<<<4096, 256>>>: 4096 x 256 = 1,048,576 threads on sim, 98,304 warp steps`.
+/// `add_half<<<4096, 256>>>: 4096 x 256 = 1,048,576 threads on sim, 98,304 warp steps, clean`.
 ///
 /// On the simulator the cost is counted in warp steps, not seconds, so that the same seed gives
 /// byte-identical output (wall time is for `:time`).
+///
+/// The line fits `style.width`: when it does not, the cost and findings go on a second line,
+/// then the threads too, and a kernel name too long for a line of its own is cut with `…`
+/// (its `<<<grid, block>>>` stays whole: that is what the learner launched).
 pub fn write_summary(
     out: &mut dyn Write,
     spec: &LaunchSpec,
@@ -18,24 +22,50 @@ pub fn write_summary(
     style: &Style,
 ) -> io::Result<()> {
     let cost = match (report.steps, report.kernel_ms) {
-        (Some(steps), _) => format!("{} warp steps", thousands(steps)),
+        (Some(steps), _) => format!("{} warp step{}", thousands(steps), if steps == 1 { "" } else { "s" }),
         (None, Some(ms)) => format!("kernel {}", format_duration(std::time::Duration::from_secs_f64(ms as f64 / 1e3))),
         (None, None) => format_duration(report.elapsed),
     };
     let findings = match report.findings.len() {
-        0 => style.ok("clean"),
-        1 => style.warn("1 finding"),
-        n => style.warn(&format!("{n} findings")),
+        0 => "clean".to_string(),
+        1 => "1 finding".to_string(),
+        n => format!("{n} findings"),
     };
-    writeln!(
-        out,
-        "{}: {} x {} = {} thread{} on {backend}, {cost}, {findings}",
-        style.bold(&format!("{}<<<{}, {}>>>", spec.kernel, spec.grid, spec.block)),
+    let paint = |f: &str| if report.findings.is_empty() { style.ok(f) } else { style.warn(f) };
+    let threads = format!(
+        "{} x {} = {} thread{} on {backend}",
         spec.grid,
         spec.block,
         thousands(spec.total_threads()),
         if spec.total_threads() == 1 { "" } else { "s" },
-    )
+    );
+    let launch = format!("<<<{}, {}>>>", spec.grid, spec.block);
+    let width = style.width;
+    // Widths are counted on the plain text: colour codes take no columns.
+    let cols = |s: &str| s.chars().count();
+    let head_w = cols(&spec.kernel) + cols(&launch) + 1;
+    let tail_w = cols(&cost) + 2 + cols(&findings);
+    let head = |room: usize| {
+        let name = if head_w <= room {
+            spec.kernel.clone()
+        } else {
+            let keep = room.saturating_sub(cols(&launch) + 2).max(1);
+            let mut cut: String = spec.kernel.chars().take(keep).collect();
+            cut.push('…');
+            cut
+        };
+        format!("{}:", style.bold(&format!("{name}{launch}")))
+    };
+    let tail = format!("{cost}, {}", paint(&findings));
+    if head_w + 1 + cols(&threads) + 2 + tail_w <= width {
+        writeln!(out, "{} {threads}, {tail}", head(width))
+    } else if head_w + 1 + cols(&threads) <= width {
+        writeln!(out, "{} {threads}\n  {tail}", head(width))
+    } else if 2 + cols(&threads) + 2 + tail_w <= width {
+        writeln!(out, "{}\n  {threads}, {tail}", head(width))
+    } else {
+        writeln!(out, "{}\n  {threads}\n  {tail}", head(width))
+    }
 }
 
 /// printf output, each line under its thread, in the order the threads printed.
@@ -67,5 +97,73 @@ pub fn format_duration(d: std::time::Duration) -> String {
         format!("{:.1} ms", s * 1e3)
     } else {
         format!("{:.0} us", s * 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::Dim3;
+    use crate::render::race::visible_width;
+
+    fn summary(kernel: &str, grid: Dim3, block: Dim3, backend: &str, report: &LaunchReport, color: bool) -> String {
+        let spec = LaunchSpec { kernel: kernel.into(), grid, block, shared_bytes: 0, args: vec![] };
+        let mut out = Vec::new();
+        write_summary(&mut out, &spec, backend, report, &Style { color, width: 80 }).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for line in text.lines() {
+            assert!(visible_width(line) <= 80, "{} columns:\n{text}", visible_width(line));
+        }
+        text
+    }
+
+    fn sim_report() -> LaunchReport {
+        LaunchReport { steps: Some(98_304), ..LaunchReport::default() }
+    }
+
+    #[test]
+    fn a_summary_is_one_line_when_it_fits_else_the_cost_goes_below() {
+        let text = summary("add_half", Dim3::linear(4), Dim3::linear(256), "sim", &sim_report(), false);
+        assert_eq!(text, "add_half<<<4, 256>>>: 4 x 256 = 1,024 threads on sim, 98,304 warp steps, clean\n");
+        let text = summary("add_half", Dim3::linear(4096), Dim3::linear(256), "sim", &sim_report(), false);
+        assert_eq!(
+            text,
+            "add_half<<<4096, 256>>>: 4096 x 256 = 1,048,576 threads on sim\n  98,304 warp steps, clean\n"
+        );
+    }
+
+    #[test]
+    fn long_summaries_fit_80_columns() {
+        let gpu = LaunchReport { kernel_ms: Some(12.3), ..LaunchReport::default() };
+        let (grid, block) = (Dim3::new(4096, 4096, 1), Dim3::new(16, 16, 1));
+        let mut all = String::new();
+        for (kernel, report, backend) in [
+            ("add_half", &sim_report(), "sim"),
+            ("matmul_tiled_shared", &sim_report(), "sim"),
+            ("matrix_multiply_tiled_with_shared_memory_padding", &gpu, "H100"),
+            ("matrix_multiply_tiled_with_shared_memory_padding_to_avoid_bank_conflicts", &gpu, "RTX 4090"),
+        ] {
+            all.push_str(&summary(kernel, grid, block, backend, report, false));
+        }
+        insta::assert_snapshot!("long_summaries_80", all);
+    }
+
+    #[test]
+    fn colour_codes_do_not_count_towards_the_width() {
+        let report = LaunchReport {
+            steps: Some(1),
+            findings: vec![crate::finding::Finding::GuardWrite {
+                memory: crate::finding::Memory::Global("a".into()),
+                len: 32,
+                count: 1,
+                min_index: 32,
+                max_index: 32,
+            }],
+            ..LaunchReport::default()
+        };
+        // 79 columns of text, many more bytes with the colour codes.
+        let text = summary("a_longer_kernel", Dim3::linear(1), Dim3::linear(32), "sim", &report, true);
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains("1 warp step, "), "{text}");
     }
 }

@@ -128,7 +128,9 @@ fn command_args(name: &str, args: &str, start: usize, end: usize, names: &Names)
         return names
             .lessons
             .iter()
-            .filter(|(id, _)| id.starts_with(args) || id.split_once('-').is_some_and(|(_, slug)| slug.starts_with(args)))
+            .filter(|(id, _)| {
+                id.starts_with(args) || id.split_once('-').is_some_and(|(_, slug)| slug.starts_with(args))
+            })
             .map(|(id, title)| Candidate {
                 value: id.clone(),
                 start,
@@ -240,7 +242,10 @@ mod tests {
             device_functions: vec!["square".into()],
             buffers: vec!["a".into(), "out".into(), "sums".into()],
             scalars: vec!["n".into()],
-            lessons: vec![("01-first-kernel".into(), "Your first kernel".into()), ("02-race".into(), "The race".into())],
+            lessons: vec![
+                ("01-first-kernel".into(), "Your first kernel".into()),
+                ("02-race".into(), "The race".into()),
+            ],
         }
     }
 

@@ -53,6 +53,7 @@ impl Session {
                 }
                 let config = self.sim.config.clone();
                 self.last = Some(LastLaunch { report, before, spec, config });
+                self.launches += 1;
                 Ok(Status::Ok)
             }
             Err(crate::backend::BackendError::Aborted(_)) if !self.on_gpu() => {

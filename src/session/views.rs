@@ -150,6 +150,17 @@ impl Session {
         })
     }
 
+    /// What `:race` and `:compare` show of one launch: on the GPU, `runs` launches on the device
+    /// beside a few of the simulator's random schedules; otherwise `runs` on the simulator.
+    fn race_outcomes(&mut self, p: &Prepared, runs: u32) -> Result<Outcomes, BackendError> {
+        if self.on_gpu() {
+            let o = self.outcomes(p, runs.min(SIM_RUNS_BESIDE_GPU))?;
+            Ok(o.with_gpu_runs(self.gpu_runs(p, runs)?))
+        } else {
+            self.outcomes(p, runs)
+        }
+    }
+
     pub(crate) fn race_view(&mut self, args: &str, out: &mut dyn Write) -> io::Result<Status> {
         let (text, runs) = match split_runs(args, MAX_RUNS) {
             Ok(ok) => ok,
@@ -159,12 +170,7 @@ impl Session {
             return self.view_error(out, "which launch? e.g. `:race add_half<<<4, 256>>>(a, len(a))`");
         }
         let Some(p) = self.prepare_text("race", text, out)? else { return Ok(Status::Error) };
-        let result = if self.on_gpu() {
-            self.outcomes(&p, runs.min(SIM_RUNS_BESIDE_GPU)).and_then(|o| Ok(o.with_gpu_runs(self.gpu_runs(&p, runs)?)))
-        } else {
-            self.outcomes(&p, runs)
-        };
-        match result {
+        match self.race_outcomes(&p, runs) {
             Ok(o) => {
                 render::race::write_race(out, &o, &self.options.style)?;
                 Ok(Status::Ok)
@@ -184,8 +190,8 @@ impl Session {
         };
         let Some(pa) = self.prepare_text("compare", a.trim(), out)? else { return Ok(Status::Error) };
         let Some(pb) = self.prepare_text("compare", b.trim(), out)? else { return Ok(Status::Error) };
-        let oa = self.outcomes(&pa, runs);
-        let ob = self.outcomes(&pb, runs);
+        let oa = self.race_outcomes(&pa, runs);
+        let ob = self.race_outcomes(&pb, runs);
         match (oa, ob) {
             (Ok(oa), Ok(ob)) => {
                 render::race::write_compare(out, &oa, &ob, &self.options.style)?;
@@ -474,6 +480,8 @@ let m = zeros((12, 20), i32)
     /// racy kernel's updates, as a real one does.
     struct FakeGpu {
         launches: u32,
+        /// Always the right answer of `add_half_atomic<<<8, 64>>>` (the fixed kernel).
+        stable: bool,
     }
 
     impl Backend for FakeGpu {
@@ -495,7 +503,7 @@ let m = zeros((12, 20), i32)
             _: &LaunchSpec,
             buffers: &mut LaunchBuffers<'_>,
         ) -> Result<LaunchReport, BackendError> {
-            let got = [2.5, 3.0, 2.5, 4.5][self.launches as usize % 4];
+            let got = if self.stable { 256.0 } else { [2.5, 3.0, 2.5, 4.5][self.launches as usize % 4] };
             self.launches += 1;
             let a = &mut buffers.buffers[0];
             a.set(0, crate::buffer::Num::Float(got));
@@ -512,7 +520,7 @@ let m = zeros((12, 20), i32)
         let p = s.prepare_text("race", "add_half_everywhere<<<8, 64>>>(a, len(a))", &mut out).unwrap().unwrap();
         let inputs = s.inputs(&p.names);
         let module = s.module.clone();
-        let gpu = repeat_on(&mut FakeGpu { launches: 0 }, &module, &p.spec, &inputs, 5).unwrap();
+        let gpu = repeat_on(&mut FakeGpu { launches: 0, stable: false }, &module, &p.spec, &inputs, 5).unwrap();
         let o = s.outcomes(&p, SIM_RUNS_BESIDE_GPU).unwrap().with_gpu_runs(gpu);
         let mut out = Vec::new();
         render::race::write_race(&mut out, &o, &s.options.style).unwrap();
@@ -542,6 +550,43 @@ let m = zeros((12, 20), i32)
         insta::assert_snapshot!("race_gpu_color_80", text);
         // Every run was on copies: the session's `a` is as it was.
         assert_eq!(s.buffer("a").unwrap().to_f64_vec(), vec![0.0, 1.0]);
+    }
+
+    /// `:compare` on a GPU: each launch's outcomes with the (fake) GPU's runs, as `:race` has them.
+    fn compare_with_gpu(width: usize, color: bool) -> String {
+        let mut s = Session::new(Options { style: Style { color, width }, ..Options::default() });
+        let mut out = Vec::new();
+        assert_eq!(s.eval_text("setup", KERNELS, false, &mut out).unwrap(), Status::Ok);
+        let module = s.module.clone();
+        let mut outcomes = Vec::new();
+        for (launch, stable) in
+            [("add_half_everywhere<<<8, 64>>>(a, len(a))", false), ("add_half_atomic<<<8, 64>>>(a, len(a))", true)]
+        {
+            let p = s.prepare_text("compare", launch, &mut out).unwrap().unwrap();
+            let inputs = s.inputs(&p.names);
+            let gpu = repeat_on(&mut FakeGpu { launches: 0, stable }, &module, &p.spec, &inputs, 4).unwrap();
+            outcomes.push(s.outcomes(&p, SIM_RUNS_BESIDE_GPU).unwrap().with_gpu_runs(gpu));
+        }
+        let mut out = Vec::new();
+        render::race::write_compare(&mut out, &outcomes[0], &outcomes[1], &s.options.style).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn compare_view_with_gpu_runs() {
+        for width in [80, 120] {
+            let text = compare_with_gpu(width, false);
+            let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+            assert!(widest <= width, "{widest} columns wide at {width}:\n{text}");
+            for row in ["sequential", "gpu 1", "gpu 4", "sim seed 0", "sim seed 2"] {
+                assert_eq!(text.matches(&format!("│ {row} ")).count(), 2, "no row {row} in both tables:\n{text}");
+            }
+            assert!(text.contains("4 runs on H100, 3 runs on sim (random schedule, seeds 0..2)"), "{text}");
+            assert!(text.contains("3 different results in 4 runs on H100: the result depends on timing"), "{text}");
+            assert!(text.contains("all 4 runs on H100 match the sequential answer"), "{text}");
+            insta::assert_snapshot!(format!("compare_gpu_plain_{width}"), text);
+        }
+        insta::assert_snapshot!("compare_gpu_color_80", compare_with_gpu(80, true));
     }
 
     #[test]
