@@ -20,6 +20,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Learn { id }) => repl::run(options, &repl::Start::Learn(id)),
         Some(Command::Demo { id, big }) => {
             options.big = big;
+            options.style.big = big;
             repl::run(options, &repl::Start::Demo(id))
         }
         Some(Command::Lessons { reset }) => lessons_cmd(&options, reset),
@@ -62,7 +63,7 @@ fn options(g: &GlobalArgs) -> Options {
         sim.max_steps = steps;
     }
     Options {
-        style: Style { color, width },
+        style: Style { color, width, big: false },
         max_alloc: g.max_alloc.unwrap_or_else(session::default_max_alloc),
         sim,
         backend: g.backend,

@@ -124,6 +124,7 @@ pub(crate) struct Saved {
     schedule: Schedule,
     active: BackendKind,
     color: bool,
+    width: usize,
 }
 
 /// Where a check's run goes.
@@ -631,6 +632,7 @@ impl Session {
             schedule: self.options.sim.schedule,
             active: self.active,
             color: self.options.style.color,
+            width: self.options.style.width,
         }
     }
 
@@ -644,6 +646,7 @@ impl Session {
         self.set_schedule(saved.schedule);
         self.active = saved.active;
         self.options.style.color = saved.color;
+        self.options.style.width = saved.width;
     }
 
     /// Forget buffers, scalars and the last launch, keeping kernels and settings.

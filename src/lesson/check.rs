@@ -116,8 +116,11 @@ pub fn run(session: &mut Session, path: &str, check: &Check) -> io::Result<Outco
             return Ok(outcome);
         }
     };
+    let width = session.style().width;
     let saved = session.save_state();
+    // Plain, and narrower: a failure shows the output indented under its statement.
     session.options.style.color = false;
+    session.options.style.width = width.saturating_sub(2).max(40);
     let result = (|| -> io::Result<Option<Failure>> {
         for config in &configs {
             for &run in &runs {
@@ -198,13 +201,15 @@ pub fn write(out: &mut dyn Write, outcome: &Outcome, style: &Style) -> io::Resul
         n => format!("{n} configurations"),
     };
     match &outcome.failure {
-        None => writeln!(
-            out,
-            "{} {configs}, each run {} ({}): right results, no findings",
-            style.ok("✓ passed:"),
-            outcome.runs.len(),
-            outcome.runs.join(", ")
-        ),
+        None => {
+            let sims: Vec<&str> = outcome.runs.iter().filter_map(|r| r.strip_prefix("sim ")).collect();
+            let mut runs = format!("on the simulator ({})", sims.join(", "));
+            if outcome.runs.iter().any(|r| r == "gpu") {
+                runs.push_str(" and on the GPU");
+            }
+            let text = format!("{configs}, each {runs}: right results, no findings");
+            writeln!(out, "{} {}", style.ok("✓ passed:"), crate::diag::wrap(&text, style.width, 2))
+        }
         Some(f) => {
             let with = f.config.as_ref().map(|c| format!("with {c}, ")).unwrap_or_default();
             writeln!(out, "{} {with}on {}:", style.error("✗ not yet:"), f.run)?;

@@ -167,7 +167,7 @@ impl Guide {
         }
         self.suggestion = self.queue.pop_front();
         if self.suggestion.is_some() {
-            writeln!(out, "{}", style.dim("(the first input is in your editor: Enter runs it, or change it first)"))?;
+            writeln!(out, "{}", style.dim("(the next input is in your editor: Enter runs it; change it first if you like, or Ctrl-C clears it)"))?;
         } else {
             writeln!(out, "{}", style.dim(self.end_of_step_hint()))?;
         }
@@ -191,14 +191,19 @@ impl Guide {
                 prose::write_markdown(out, md, style)?;
                 writeln!(out)?;
             }
+            // In a demo the code appears in the editor, typed out, rather than twice.
             Part::Cuda(code) => {
-                prose::write_markdown(out, &format!("```cuda\n{}```", code.text), style)?;
-                writeln!(out)?;
+                if !self.demo {
+                    prose::write_markdown(out, &format!("```cuda\n{}```", code.text), style)?;
+                    writeln!(out)?;
+                }
                 self.queue.push_back(code.text.trim_end().to_string());
             }
             Part::Gridlab(code) => {
-                prose::write_markdown(out, &format!("```gridlab\n{}```", code.text), style)?;
-                writeln!(out)?;
+                if !self.demo {
+                    prose::write_markdown(out, &format!("```gridlab\n{}```", code.text), style)?;
+                    writeln!(out)?;
+                }
                 if let Ok(inputs) = script::split_inputs(&code.text) {
                     self.queue.extend(inputs.into_iter().map(|i| i.text));
                 }
@@ -371,10 +376,11 @@ pub fn write_course(
         };
         let mut what = l.meta.title.clone();
         if !l.meta.concepts.is_empty() {
-            what.push_str(&format!("\n{}", style.dim(&l.meta.concepts.join(", "))));
+            // Plain text: comfy-table measures cells by their characters, colour codes included.
+            what.push_str(&format!("\n{}", l.meta.concepts.join(", ")));
         }
         if l.meta.needs_gpu {
-            what.push_str(&style.dim(" (needs a GPU)"));
+            what.push_str(" (needs a GPU)");
         }
         t.add_row(vec![
             mark.to_string(),

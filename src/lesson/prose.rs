@@ -299,7 +299,7 @@ mod tests {
 
     fn plain(md: &str, width: usize) -> String {
         let mut out = Vec::new();
-        write_markdown(&mut out, md, &Style { color: false, width }).unwrap();
+        write_markdown(&mut out, md, &Style { color: false, width, big: false }).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -345,7 +345,7 @@ mod tests {
         write_markdown(
             &mut out,
             "Use `atomicAdd`.\n\n```cuda\n__global__ void k() {}\n```",
-            &Style { color: true, width: 80 },
+            &Style { color: true, width: 80, big: false },
         )
         .unwrap();
         let text = String::from_utf8(out).unwrap();

@@ -216,7 +216,7 @@ fn histogram(o: &Outcomes, width: usize, style: &Style) -> Vec<String> {
     counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     // Bars are shares of all runs, so one run in ten is a tenth of the width.
     let max = o.runs.len().max(1);
-    let bar_w = width.saturating_sub(40).clamp(8, 40);
+    let bar_w = if style.big { width.saturating_sub(30).clamp(16, 60) } else { width.saturating_sub(40).clamp(8, 40) };
     let shown = if counts.len() > MAX_BARS { MAX_BARS - 1 } else { counts.len() };
     let rest: usize = counts[shown..].iter().map(|c| c.1).sum();
     let rest_n = counts.len() - shown;
@@ -308,12 +308,21 @@ fn footnote(o: &Outcomes, style: &Style) -> Option<String> {
 /// `:race`: the table, the histogram and the verdict.
 pub fn write_race(out: &mut dyn Write, o: &Outcomes, style: &Style) -> io::Result<()> {
     super::write_heading(out, &o.launch, &describe(o), style)?;
-    writeln!(out, "{}", outcome_table(o, style.width, style))?;
+    let mut table = outcome_table(o, style.width, style);
+    style.enlarge(&mut table);
+    writeln!(out, "{table}")?;
     if let Some(f) = footnote(o, style) {
         writeln!(out, "{f}")?;
     }
+    if style.big {
+        writeln!(out)?;
+    }
     for line in histogram(o, style.width, style) {
         writeln!(out, "{line}")?;
+    }
+    if style.big {
+        writeln!(out)?;
+        return writeln!(out, "  {}\n", style.bold(&verdict_styled(o, style)));
     }
     writeln!(out, "{}", verdict_styled(o, style))
 }
@@ -431,7 +440,7 @@ mod tests {
         let o = outcomes(&reference, &[&a, &b], true);
         // a[50] differs in both runs, a[7] in one: a[50] comes first.
         assert_eq!(o.interesting(), vec![Col { buffer: 0, index: 50 }, Col { buffer: 0, index: 7 }]);
-        let style = Style { color: false, width: 40 };
+        let style = Style { color: false, width: 40, big: false };
         let text = outcome_table(&o, 40, &style).to_string();
         assert!(text.contains("a[50]") && text.lines().all(|l| l.chars().count() <= 40), "{text}");
     }

@@ -9,6 +9,8 @@ pub struct Style {
     pub color: bool,
     /// Columns available; renderers wrap or elide to fit.
     pub width: usize,
+    /// Sized for a projector (`gridlab demo --big`): roomier tables, longer bars.
+    pub big: bool,
 }
 
 impl Default for Style {
@@ -20,7 +22,7 @@ impl Default for Style {
 impl Style {
     /// No colour, 80 columns: what scripts, files and tests get.
     pub fn plain() -> Style {
-        Style { color: false, width: 80 }
+        Style { color: false, width: 80, big: false }
     }
 
     fn paint(&self, s: &str, f: impl Fn(&str) -> String) -> String {
@@ -53,6 +55,18 @@ impl Style {
 }
 
 impl Style {
+    /// Make a filled table roomier for a projector, when `big`: a rule between rows and two
+    /// spaces of padding in every cell.
+    pub fn enlarge(&self, table: &mut comfy_table::Table) {
+        if !self.big {
+            return;
+        }
+        table.load_preset(comfy_table::presets::UTF8_FULL);
+        for column in table.column_iter_mut() {
+            column.set_padding((2, 2));
+        }
+    }
+
     /// The options for printing an array, with elements the last launch changed (if known).
     pub fn array(&self, changed: Option<Vec<bool>>) -> super::array::ArrayStyle {
         super::array::ArrayStyle { color: self.color, width: self.width, changed }

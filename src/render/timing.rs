@@ -43,22 +43,24 @@ pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Resul
     let runs = t.steps.len().max(t.kernel_times.len());
     let rest = if t.kernel_times.is_empty() {
         format!(
-            "{} run{} on {} ({} schedule, seed{} {}), {} threads",
+            "{} run{} on {} ({} schedule, seed{} {}), {} thread{}",
             runs,
             if runs == 1 { "" } else { "s" },
             t.backend,
             t.schedule,
             if runs == 1 { "" } else { "s" },
             t.seeds,
-            thousands(t.threads)
+            thousands(t.threads),
+            if t.threads == 1 { "" } else { "s" }
         )
     } else {
         format!(
-            "{} launch{} on {}, {} threads",
+            "{} launch{} on {}, {} thread{}",
             runs,
             if runs == 1 { "" } else { "es" },
             t.backend,
-            thousands(t.threads)
+            thousands(t.threads),
+            if t.threads == 1 { "" } else { "s" }
         )
     };
     super::write_heading(out, &t.launch, &rest, style)?;
@@ -74,7 +76,8 @@ pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Resul
             right(thousands(mid)),
             right(thousands(hi)),
         ]);
-        let per = |s: u64| format!("{:.2}", s as f64 * 32.0 / t.threads.max(1) as f64);
+        // Warps, not threads / 32: a launch of 1 thread is still one warp.
+        let per = |s: u64| format!("{:.2}", s as f64 / t.threads.div_ceil(32).max(1) as f64);
         table.add_row(vec![Cell::new("steps per warp"), right(per(lo)), right(per(mid)), right(per(hi))]);
     }
     if let Some([lo, mid, hi]) = min_median_max(&t.kernel_times) {
@@ -93,6 +96,7 @@ pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Resul
             right(format_duration(hi)),
         ]);
     }
+    style.enlarge(&mut table);
     writeln!(out, "{table}")?;
     if let (Some([_, mid, _]), true) = (min_median_max(&t.kernel_times), t.bytes > 0) {
         let gbs = t.bytes as f64 / mid.as_secs_f64().max(1e-12) / 1e9;
