@@ -198,3 +198,23 @@ fn other_constructs_outside_the_subset() {
         assert_eq!(out.gpu_only.first().map(|g| g.1.as_str()), Some(construct), "{text}");
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 128, ..Default::default() })]
+
+    /// The GPU's path never panics either, whatever is typed: mutations of a GPU-only snippet.
+    #[test]
+    fn the_gpu_path_survives_mangled_code(
+        cut in 0usize..400,
+        junk in "[ -~\n]{0,12}",
+    ) {
+        let base = "struct P { float x; };\ntemplate <typename T> __device__ T sq(T x) { return x * x; }\n\
+                    __global__ void k(float4 *v, P p, int n) { switch (n) { case 0: v[0].x = sq(p.x); } }\n\
+                    __global__ void plain(float *a) { a[0] = 1.0f; }";
+        let cut = cut.min(base.len());
+        let text = format!("{}{junk}{}", &base[..cut], &base[cut..]);
+        let mut s = Session::new();
+        let _ = s.add(&text, true);
+        let _ = s.add("__global__ void k2(float *a) { a[0] = sq(a[0]); }", true);
+    }
+}

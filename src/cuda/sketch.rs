@@ -748,6 +748,21 @@ mod tests {
         assert!(kernel("__global__ void none() {}").params.is_empty());
     }
 
+    proptest::proptest! {
+        /// Whatever the learner types, the sketch does not panic and its ranges are slices of
+        /// the text, in order.
+        #[test]
+        fn any_text_is_sketched_into_ordered_slices(text in "[ -~\n\u{e9}\u{3bb}]{0,200}") {
+            let items = sketch(&text);
+            let mut end = 0;
+            for i in &items {
+                proptest::prop_assert!(end <= i.lo && i.lo <= i.hi && i.hi <= text.len(), "{items:?}");
+                proptest::prop_assert!(text.is_char_boundary(i.lo) && text.is_char_boundary(i.hi));
+                end = i.hi;
+            }
+        }
+    }
+
     #[test]
     fn comments_strings_and_unfinished_code() {
         let items = sketch("// struct Nope {\n__global__ void k(int *a) { printf(\"}\"); /* } */ }\n__device__ int f(");
