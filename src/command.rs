@@ -10,6 +10,7 @@ use comfy_table::{ColumnConstraint, ContentArrangement, Table, presets::UTF8_FUL
 use crate::backend::BackendKind;
 use crate::backend::gpu::protocol::KernelInfo;
 use crate::backend::sim::Schedule;
+use crate::cuda::ItemKind;
 use crate::render::{self, Style};
 use crate::session::{Session, Status};
 
@@ -330,7 +331,14 @@ fn buffers(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<St
 
 fn kernels(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
     let program = session.module.program();
-    if program.functions.is_empty() {
+    let gpu_only: Vec<_> = session
+        .module
+        .items()
+        .iter()
+        .filter(|i| matches!(i.kind, ItemKind::Kernel | ItemKind::DeviceFunction))
+        .filter_map(|i| Some((i, i.gpu_only()?)))
+        .collect();
+    if program.functions.is_empty() && gpu_only.is_empty() {
         writeln!(out, "no kernels yet; type one, starting with `__global__ void`")?;
         return Ok(Status::Ok);
     }
@@ -342,6 +350,11 @@ fn kernels(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<St
             crate::cuda::ast::FuncKind::Device => "__device__",
         };
         t.add_row([kind.to_string(), render::signature(f), session.sources.location(f.name_span)]);
+    }
+    // GPU-only functions are marked: the simulator does not run them.
+    for (item, g) in gpu_only {
+        let kind = if item.kind == ItemKind::Kernel { "__global__ (GPU only)" } else { "__device__ (GPU only)" };
+        t.add_row([kind.to_string(), g.signature(&item.name), session.sources.location(item.span)]);
     }
     // Kinds and locations stay whole; a long signature wraps instead.
     for i in [0, 2] {
@@ -510,18 +523,17 @@ fn needs_gpu(session: &mut Session, cmd: &str, what: &str, out: &mut dyn Write) 
 
 /// Refuse a name that is not a kernel of the session, suggesting the closest one.
 fn not_a_kernel(session: &Session, name: &str, out: &mut dyn Write) -> io::Result<Option<Status>> {
-    let program = session.module.program();
-    if program.kernels().any(|k| k.name == name) {
+    let kernels = session.module.kernel_names();
+    if kernels.contains(&name) {
         return Ok(None);
     }
     let style = session.style();
-    if program.kernels().next().is_none() {
+    if kernels.is_empty() {
         writeln!(out, "{} no kernels yet; type one, starting with `__global__ void`", style.error("error:"))?;
         return Ok(Some(Status::Error));
     }
-    let hint = render::closest(name, program.kernels().map(|k| k.name.as_str()))
-        .map(|c| format!(" Did you mean `{c}`?"))
-        .unwrap_or_default();
+    let hint =
+        render::closest(name, kernels.iter().copied()).map(|c| format!(" Did you mean `{c}`?")).unwrap_or_default();
     writeln!(out, "{} there is no kernel `{name}`.{hint} `:kernels` lists them.", style.error("error:"))?;
     Ok(Some(Status::Error))
 }

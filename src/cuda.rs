@@ -9,11 +9,18 @@
 //! `#define`s and typedefs persist across snippets and apply from where they are written on:
 //! items are kept as parse trees with macros already expanded, so redefining a macro affects
 //! later snippets only (as re-running a C file top to bottom would), not code added before it.
+//!
+//! On the GPU backend, code outside the simulator's subset (templates, structs, vector types,
+//! anything NVRTC compiles) is kept as *GPU-only* items ([`GpuOnly`]): the front end's error
+//! says which construct it met, [`sketch`] reads what the item defines and each kernel's
+//! signature, and NVRTC is the judge of the rest. An item that uses a GPU-only item is GPU-only
+//! too. The simulator refuses to launch GPU-only kernels, naming the construct.
 
 pub mod ast;
 pub mod check;
 pub mod lexer;
 pub mod parser;
+pub mod sketch;
 pub mod suggest;
 pub mod syntax;
 #[cfg(test)]
@@ -21,8 +28,8 @@ mod tests;
 
 use std::collections::HashMap;
 
-use crate::diag::{Diagnostic, SourceId, Span};
-use ast::{Function, Program};
+use crate::diag::{Cause, Diagnostic, SourceId, Span};
+use ast::{FuncKind, Function, Program, Type};
 use lexer::Token;
 
 /// What a snippet defined.
@@ -47,6 +54,117 @@ pub struct Defined {
 pub struct AddOutcome {
     pub defined: Vec<Defined>,
     pub warnings: Vec<Diagnostic>,
+    /// Items that became GPU-only with this snippet (new ones, and older ones that use them),
+    /// with the construct that made each one so.
+    pub gpu_only: Vec<(String, String)>,
+}
+
+impl AddOutcome {
+    /// The one line that says some of the snippet runs on the GPU only, e.g.
+    /// ``note: `k` uses `float4`, which the simulator does not run; it runs on the GPU``.
+    pub fn gpu_note(&self) -> Option<String> {
+        let ((first, construct), rest) = self.gpu_only.split_first()?;
+        let tail = if rest.is_empty() {
+            "it runs on the GPU".to_string()
+        } else {
+            let names: Vec<String> = self.gpu_only.iter().map(|(n, _)| format!("`{n}`")).collect();
+            let (last, most) = names.split_last().expect("two or more");
+            format!("{} and {last} run on the GPU only", most.join(", "))
+        };
+        Some(format!("note: `{first}` uses {construct}, which the simulator does not run; {tail}"))
+    }
+}
+
+/// Why an item runs on the GPU only, and what gridlab knows of it without parsing it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuOnly {
+    /// The first construct outside the simulator's subset, as the front end named it
+    /// (`` `float4` ``, `templates`), or a GPU-only item it uses (`` `sq` ``).
+    pub construct: String,
+    /// Where the front end met it.
+    pub at: Span,
+    /// For kernels: the signature, read by [`sketch`].
+    pub kernel: Option<sketch::KernelSig>,
+    /// For kernels whose every parameter gridlab can pass: the signature as a body-less
+    /// [`Function`], which the launch checks take like any other kernel's.
+    launchable: Option<Function>,
+    /// `name(types)`: GPU-only functions may be overloaded (`operator+` for several types).
+    overload: String,
+}
+
+impl GpuOnly {
+    fn new(sketch: &sketch::Sketch, source: SourceId, offset: usize, construct: String, at: Span) -> GpuOnly {
+        let mut kernel = sketch.kernel.clone();
+        if let Some(k) = &mut kernel {
+            for p in &mut k.params {
+                p.lo += offset;
+                p.hi += offset;
+            }
+        }
+        let launchable = kernel.as_ref().filter(|k| !k.template).and_then(|k| {
+            let params = k.launch_params(source).ok()?;
+            let span = Span::new(source, sketch.lo + offset, sketch.hi + offset);
+            Some(Function {
+                name: k.name.clone(),
+                kind: FuncKind::Kernel,
+                ret: Type::Void,
+                locals: Vec::new(),
+                local_arrays: Vec::new(),
+                shared: Vec::new(),
+                body: Vec::new(),
+                span,
+                name_span: span,
+                calls: Vec::new(),
+                params,
+            })
+        });
+        GpuOnly { construct, at, kernel, launchable, overload: sketch.overload.clone() }
+    }
+
+    /// The kernel as the launch checks see it, or why it cannot be launched by name.
+    pub fn launchable(&self, name: &str) -> Result<&Function, Diagnostic> {
+        if let Some(f) = &self.launchable {
+            return Ok(f);
+        }
+        let Some(k) = &self.kernel else {
+            return Err(Diagnostic::error(format!("`{name}` is not a kernel")));
+        };
+        if k.template {
+            return Err(Diagnostic::error(format!(
+                "`{name}` is a template kernel: gridlab launches kernels by name, and a template needs its type arguments first"
+            ))
+            .help(format!(
+                "make `{name}` a `template` `__device__` function and launch a plain kernel that calls it for one type, e.g. `__global__ void {name}_f32(float *a, int n) {{ {name}<float>(a, n); }}`"
+            )));
+        }
+        let p = k.launch_params(0).expect_err("not launchable, so some parameter cannot be passed");
+        Err(Diagnostic::error(format!(
+            "gridlab cannot pass parameter `{}` of `{name}`: its type is `{}`",
+            p.name, p.c_type
+        ))
+        .help("a launch passes buffers to pointers to float, double, int, unsigned, long long or unsigned long long (with `const` and `__restrict__` as you like), and numbers to those types; take plain pointers and numbers, and build the rest inside the kernel"))
+    }
+
+    /// `k(float4 *v, int n)` for a kernel, `sq(T)` for a function, else the name.
+    pub fn signature(&self, name: &str) -> String {
+        match &self.kernel {
+            Some(k) if k.template => format!("template {}", k.render()),
+            Some(k) => k.render(),
+            None if self.overload.is_empty() => name.to_string(),
+            None => self.overload.clone(),
+        }
+    }
+
+    /// What the simulator says when asked to launch this kernel.
+    pub fn sim_refusal(&self, name: &str) -> Diagnostic {
+        Diagnostic::error(format!(
+            "the simulator cannot run `{name}`: it uses {}, which runs on the GPU only",
+            self.construct
+        ))
+        .at(self.at)
+        .label("outside the simulator's subset")
+        .help("switch to the GPU with `:backend gpu`; the session's other kernels keep running on the simulator")
+    }
 }
 
 /// One item of the module as the learner wrote it: its parse tree and its text, so the whole
@@ -62,12 +180,20 @@ pub struct ModuleItem {
     syntax: Option<syntax::Item>,
     /// For `#define`: the body's tokens, expanded again in every later snippet.
     define_body: Vec<Token>,
+    /// Set for items only the GPU runs (they have no parse tree).
+    gpu_only: Option<GpuOnly>,
 }
 
 impl ModuleItem {
-    /// The untyped parse tree (`None` for `#define`s, which live on as tokens).
+    /// The untyped parse tree (`None` for `#define`s, which live on as tokens, and for
+    /// GPU-only items).
     pub fn syntax(&self) -> Option<&syntax::Item> {
         self.syntax.as_ref()
+    }
+
+    /// Why the item runs on the GPU only, when it does.
+    pub fn gpu_only(&self) -> Option<&GpuOnly> {
+        self.gpu_only.as_ref()
     }
 
     fn same_slot(&self, other: &ModuleItem) -> bool {
@@ -77,7 +203,35 @@ impl ModuleItem {
             ItemKind::Define => 2,
             ItemKind::Typedef => 3,
         };
-        self.name == other.name && group(&self.kind) == group(&other.kind)
+        if self.name != other.name || group(&self.kind) != group(&other.kind) {
+            return false;
+        }
+        // Two GPU-only device functions of the same name are overloads unless their
+        // parameter types match; the simulator's functions (and kernels) are not overloaded.
+        match (&self.gpu_only, &other.gpu_only) {
+            (Some(a), Some(b)) if self.kind == ItemKind::DeviceFunction && other.kind == ItemKind::DeviceFunction => {
+                a.overload == b.overload
+            }
+            _ => true,
+        }
+    }
+
+    /// This item, kept for the GPU only because of `construct` at `at`.
+    fn into_gpu_only(mut self, construct: String, at: Span) -> ModuleItem {
+        let offset = self.span.lo as usize;
+        let sketch =
+            sketch::sketch(&self.text).into_iter().find(|s| s.name == self.name).unwrap_or_else(|| sketch::Sketch {
+                name: self.name.clone(),
+                kind: self.kind.clone(),
+                lo: 0,
+                hi: self.text.len(),
+                overload: String::new(),
+                kernel: None,
+            });
+        self.gpu_only = Some(GpuOnly::new(&sketch, self.source, offset, construct, at));
+        self.syntax = None;
+        self.define_body = Vec::new();
+        self
     }
 }
 
@@ -98,7 +252,27 @@ impl Module {
     /// replacing same-named ones; then check the whole module. On any error the module is left
     /// unchanged and every error found is returned.
     pub fn add(&mut self, source: SourceId, text: &str) -> Result<AddOutcome, Vec<Diagnostic>> {
-        let new_items = self.parse(source, text).map_err(|d| vec![d])?;
+        self.add_to(source, text, false)
+    }
+
+    /// As [`Module::add`], for a session on the GPU: code that fails the front end only because
+    /// it is outside the simulator's subset (or uses GPU-only items) is kept as GPU-only items,
+    /// for NVRTC to compile.
+    pub fn add_for_gpu(&mut self, source: SourceId, text: &str) -> Result<AddOutcome, Vec<Diagnostic>> {
+        self.add_to(source, text, true)
+    }
+
+    /// Whether [`Module::add_for_gpu`] could take code that [`Module::add`] refused with `errors`.
+    pub fn gpu_could_take(&self, errors: &[Diagnostic], text: &str) -> bool {
+        errors.iter().any(|d| self.gpu_reason(d, text).is_some())
+    }
+
+    fn add_to(&mut self, source: SourceId, text: &str, gpu: bool) -> Result<AddOutcome, Vec<Diagnostic>> {
+        let new_items = match self.parse(&self.items, source, text) {
+            Ok(items) => items,
+            Err(d) if gpu && self.gpu_reason(&d, text).is_some() => self.parse_pieces(source, text)?,
+            Err(d) => return Err(vec![self.explain(d, text)]),
+        };
         if new_items.is_empty() {
             return Ok(AddOutcome::default());
         }
@@ -129,21 +303,123 @@ impl Module {
         if !errors.is_empty() {
             return Err(errors);
         }
-        let syntax: Vec<&syntax::Item> = items.iter().filter_map(|i| i.syntax.as_ref()).collect();
-        let checked = check::check(&syntax)?;
+        let mut gpu_only: Vec<(String, String)> =
+            new_items.iter().filter_map(|i| Some((i.name.clone(), i.gpu_only.as_ref()?.construct.clone()))).collect();
+        // Check what the simulator runs. On the GPU, an item whose error is about the subset
+        // (or a GPU-only item it uses) becomes GPU-only itself, and the rest is checked again.
+        let checked = loop {
+            let syntax: Vec<&syntax::Item> = items.iter().filter_map(|i| i.syntax.as_ref()).collect();
+            let errors = match check::check(&syntax) {
+                Ok(checked) => break checked,
+                Err(errors) => errors,
+            };
+            if !gpu {
+                return Err(errors.into_iter().map(|d| self.explain(d, "")).collect());
+            }
+            let gpu_names = gpu_names(&items);
+            let mut demote = Vec::new();
+            if errors.is_empty() {
+                return Err(errors);
+            }
+            for d in &errors {
+                let found = d.span.and_then(|at| {
+                    let k = items.iter().position(|i| {
+                        i.gpu_only.is_none() && i.source == at.source && i.span.lo <= at.lo && at.lo <= i.span.hi
+                    })?;
+                    Some((k, at))
+                });
+                match found.and_then(|(k, at)| Some((k, reason(d, &items[k].text, &gpu_names)?, at))) {
+                    Some(found) => demote.push(found),
+                    None => return Err(errors),
+                }
+            }
+            for (k, construct, at) in demote {
+                if items[k].gpu_only.is_none() {
+                    gpu_only.push((items[k].name.clone(), construct.clone()));
+                    items[k] = items[k].clone().into_gpu_only(construct, at);
+                }
+            }
+        };
         let warnings = checked.warnings.into_iter().filter(|w| w.span.is_none_or(|s| s.source == source)).collect();
         self.items = items;
         self.program = checked.program;
         self.generation += 1;
-        Ok(AddOutcome { defined, warnings })
+        Ok(AddOutcome { defined, warnings, gpu_only })
     }
 
-    /// Lex, expand macros and parse one snippet into module items, in the order written.
-    fn parse(&self, source: SourceId, text: &str) -> Result<Vec<ModuleItem>, Diagnostic> {
+    /// Why the GPU could take code the front end refused with `d` (in `text`), if it could.
+    fn gpu_reason(&self, d: &Diagnostic, text: &str) -> Option<String> {
+        reason(d, text, &gpu_names(&self.items))
+    }
+
+    /// On the simulator, say so when an error is about a GPU-only item.
+    fn explain(&self, d: Diagnostic, text: &str) -> Diagnostic {
+        let names = gpu_names(&self.items);
+        if matches!(d.cause.as_deref(), Some(Cause::OutsideSubset(_))) {
+            return d;
+        }
+        let used = names
+            .iter()
+            .find(|n| matches!(d.cause.as_deref(), Some(Cause::UnknownName(u)) if u == *n) || mentions(text, n));
+        match used {
+            Some(n) => {
+                d.note(format!("`{n}` runs on the GPU only, so code that uses it does too: switch with `:backend gpu`"))
+            }
+            None => d,
+        }
+    }
+
+    /// A snippet the front end cannot parse as a whole: take it item by item (as [`sketch`]
+    /// splits it), each parsed on its own where it can be and kept GPU-only where it cannot.
+    /// An item with an error that is not about the subset fails the snippet.
+    fn parse_pieces(&self, source: SourceId, text: &str) -> Result<Vec<ModuleItem>, Vec<Diagnostic>> {
+        let mut context = self.items.clone();
+        let mut out = Vec::new();
+        for piece in sketch::sketch(text) {
+            // Blank out the rest of the snippet, keeping newlines, so spans stay the snippet's.
+            let mut alone = String::with_capacity(text.len());
+            for (i, c) in text.char_indices() {
+                if (piece.lo..piece.hi).contains(&i) || c == '\n' {
+                    alone.push(c);
+                } else {
+                    alone.extend(std::iter::repeat_n(' ', c.len_utf8()));
+                }
+            }
+            let items = match self.parse(&context, source, &alone) {
+                Ok(items) => items,
+                Err(d) => {
+                    let Some(construct) = reason(&d, &text[piece.lo..piece.hi], &gpu_names(&context)) else {
+                        return Err(vec![d]);
+                    };
+                    let at = d.span.unwrap_or(Span::new(source, piece.lo, piece.lo));
+                    vec![ModuleItem {
+                        name: piece.name.clone(),
+                        kind: piece.kind.clone(),
+                        source,
+                        text: text[piece.lo..piece.hi].to_string(),
+                        span: Span::new(source, piece.lo, piece.hi),
+                        syntax: None,
+                        define_body: Vec::new(),
+                        gpu_only: Some(GpuOnly::new(&piece, source, 0, construct, at)),
+                    }]
+                }
+            };
+            for item in &items {
+                context.retain(|o| !o.same_slot(item));
+                context.push(item.clone());
+            }
+            out.extend(items);
+        }
+        Ok(out)
+    }
+
+    /// Lex, expand macros and parse one snippet into module items, in the order written, with
+    /// the macros and typedefs of `context`.
+    fn parse(&self, context: &[ModuleItem], source: SourceId, text: &str) -> Result<Vec<ModuleItem>, Diagnostic> {
         let tokens = lexer::lex(source, text)?;
         let mut defines: HashMap<String, Vec<Token>> = lexer::predefined(source).into_iter().collect();
         let mut typedefs = HashMap::new();
-        for item in &self.items {
+        for item in context {
             match (&item.kind, &item.syntax) {
                 (ItemKind::Define, _) => {
                     defines.insert(item.name.clone(), item.define_body.clone());
@@ -168,6 +444,7 @@ impl Module {
                 span: tok.span,
                 syntax: None,
                 define_body: body,
+                gpu_only: None,
             })
             .collect();
         for item in parsed {
@@ -185,6 +462,7 @@ impl Module {
                 span: item.span,
                 syntax: Some(item),
                 define_body: Vec::new(),
+                gpu_only: None,
             });
         }
         items.sort_by_key(|i| i.span.lo);
@@ -201,8 +479,26 @@ impl Module {
         &self.program
     }
 
+    /// A kernel the simulator can run (see [`Module::gpu_only_kernel`] for the others).
     pub fn kernel(&self, name: &str) -> Option<&Function> {
         self.program.kernels().find(|f| f.name == name)
+    }
+
+    /// A kernel only the GPU runs.
+    pub fn gpu_only_kernel(&self, name: &str) -> Option<&GpuOnly> {
+        self.items.iter().filter(|i| i.kind == ItemKind::Kernel && i.name == name).find_map(|i| i.gpu_only.as_ref())
+    }
+
+    /// Every kernel's name, the simulator's and the GPU-only ones.
+    pub fn kernel_names(&self) -> Vec<&str> {
+        let gpu = self.items.iter().filter(|i| i.kind == ItemKind::Kernel && i.gpu_only.is_some());
+        self.program.kernels().map(|k| k.name.as_str()).chain(gpu.map(|i| i.name.as_str())).collect()
+    }
+
+    /// A GPU-only function's signature, for the line under its definition.
+    pub fn gpu_only_signature(&self, name: &str) -> Option<String> {
+        let g = self.items.iter().filter(|i| i.name == name).find_map(|i| i.gpu_only.as_ref())?;
+        Some(g.signature(name))
     }
 
     /// Changes whenever the module does, so backends can cache compiled kernels.
@@ -211,7 +507,9 @@ impl Module {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.program.functions.is_empty() && self.program.globals.is_empty()
+        self.program.functions.is_empty()
+            && self.program.globals.is_empty()
+            && self.items.iter().all(|i| i.gpu_only.is_none())
     }
 
     /// Forget everything (`:reset`).
@@ -221,3 +519,37 @@ impl Module {
         self.generation = generation;
     }
 }
+
+/// The names GPU-only items define.
+fn gpu_names(items: &[ModuleItem]) -> Vec<&str> {
+    items.iter().filter(|i| i.gpu_only.is_some()).map(|i| i.name.as_str()).collect()
+}
+
+/// Why the GPU could take code (`text`) the front end refused with `d`: a construct outside the
+/// subset, or a GPU-only item (of `gpu_names`) it names.
+fn reason(d: &Diagnostic, text: &str, gpu_names: &[&str]) -> Option<String> {
+    match d.cause.as_deref() {
+        Some(Cause::OutsideSubset(construct)) => return Some(construct.clone()),
+        Some(Cause::UnknownName(name)) if gpu_names.contains(&name.as_str()) => return Some(format!("`{name}`")),
+        _ => {}
+    }
+    // A GPU-only type or template confuses the parser in many ways (`P p;` reads as an
+    // expression, `sq<float>(x)` as comparisons): any error in code that names one.
+    gpu_names.iter().find(|n| mentions(text, n)).map(|n| format!("`{n}`"))
+}
+
+/// Whether `text` has `name` as a whole word.
+fn mentions(text: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    if name.is_empty() || !name.chars().all(ident) {
+        return false;
+    }
+    text.match_indices(name).any(|(i, _)| {
+        let before = text[..i].chars().next_back().is_none_or(|c| !ident(c));
+        let after = text[i + name.len()..].chars().next().is_none_or(|c| !ident(c));
+        before && after
+    })
+}
+
+#[cfg(test)]
+mod gpu_only_tests;

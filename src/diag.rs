@@ -118,10 +118,25 @@ pub struct Diagnostic {
     pub message: String,
     pub span: Option<Span>,
     /// Text drawn next to the carets.
-    pub label: Option<String>,
+    /// (A boxed `str`, so that the rare `cause` costs no room: diagnostics travel in `Result`s.)
+    pub label: Option<Box<str>>,
     /// How to fix it, shown as `help: ...`.
     pub help: Option<String>,
     pub notes: Vec<String>,
+    /// Set by the CUDA front end when the error is about the simulator's subset of CUDA rather
+    /// than a mistake, so the GPU backend can take the code instead (see `cuda::Module`).
+    pub cause: Option<Box<Cause>>,
+}
+
+/// Why the CUDA front end refused code that NVRTC may well compile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// A construct outside the simulator's subset, as messages name it: `` `float4` ``,
+    /// `templates`, `` `switch` ``.
+    OutsideSubset(String),
+    /// A name the front end does not know (a type, function or variable): a GPU-only item may
+    /// declare it.
+    UnknownName(String),
 }
 
 impl Diagnostic {
@@ -133,6 +148,7 @@ impl Diagnostic {
             label: None,
             help: None,
             notes: Vec::new(),
+            cause: None,
         }
     }
 
@@ -150,7 +166,7 @@ impl Diagnostic {
     }
 
     pub fn label(mut self, label: impl Into<String>) -> Diagnostic {
-        self.label = Some(label.into());
+        self.label = Some(label.into().into_boxed_str());
         self
     }
 
@@ -161,6 +177,18 @@ impl Diagnostic {
 
     pub fn note(mut self, note: impl Into<String>) -> Diagnostic {
         self.notes.push(note.into());
+        self
+    }
+
+    /// Mark the error as about `construct`, which the simulator's subset lacks.
+    pub fn outside_subset(mut self, construct: impl Into<String>) -> Diagnostic {
+        self.cause = Some(Box::new(Cause::OutsideSubset(construct.into())));
+        self
+    }
+
+    /// Mark the error as about `name`, which the front end does not know.
+    pub fn unknown_name(mut self, name: impl Into<String>) -> Diagnostic {
+        self.cause = Some(Box::new(Cause::UnknownName(name.into())));
         self
     }
 

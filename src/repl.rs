@@ -66,9 +66,20 @@ impl Names {
     pub fn of(session: &Session) -> Names {
         let functions = &session.module().program().functions;
         let named = |kind: FuncKind| functions.iter().filter(|f| f.kind == kind).map(|f| f.name.clone()).collect();
+        // GPU-only kernels and functions (see `cuda::GpuOnly`) complete and colour the same.
+        let gpu_only = |kind: crate::cuda::ItemKind| {
+            let items = session.module().items().iter();
+            items.filter(move |i| i.kind == kind && i.gpu_only().is_some()).map(|i| i.name.clone())
+        };
+        let mut device_functions: Vec<String> = named(FuncKind::Device);
+        for f in gpu_only(crate::cuda::ItemKind::DeviceFunction) {
+            if !device_functions.contains(&f) {
+                device_functions.push(f);
+            }
+        }
         Names {
-            kernels: named(FuncKind::Kernel),
-            device_functions: named(FuncKind::Device),
+            kernels: session.module().kernel_names().into_iter().map(str::to_string).collect(),
+            device_functions,
             buffers: session.buffers.iter().map(|(n, _)| n.clone()).collect(),
             scalars: session.scalars.iter().map(|(n, _)| n.clone()).collect(),
             lessons: session

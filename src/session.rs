@@ -444,7 +444,14 @@ impl Session {
     fn define(&mut self, id: SourceId, out: &mut dyn Write) -> io::Result<Status> {
         let text = self.text(id);
         let previous = self.module.clone();
-        match self.module.add(id, &text) {
+        let added = match self.module.add(id, &text) {
+            // Outside the simulator's subset: on the GPU, NVRTC takes it (and judges it).
+            Err(errors) if self.module.gpu_could_take(&errors, &text) && self.on_gpu() => {
+                self.module.add_for_gpu(id, &text)
+            }
+            added => added,
+        };
+        match added {
             Ok(outcome) => {
                 for w in &outcome.warnings {
                     self.report(w, out)?;
@@ -464,6 +471,9 @@ impl Session {
                     }
                     return Ok(Status::Error);
                 }
+                if let Some(note) = outcome.gpu_note() {
+                    writeln!(out, "{}", self.options.style.dim(&note))?;
+                }
                 for d in &outcome.defined {
                     let what = match d.kind {
                         ItemKind::Kernel => "kernel",
@@ -479,6 +489,7 @@ impl Session {
                             .program()
                             .function(&d.name)
                             .map(|(_, f)| render::signature(f))
+                            .or_else(|| self.module.gpu_only_signature(&d.name))
                             .unwrap_or_else(|| d.name.clone()),
                         _ => d.name.clone(),
                     };

@@ -175,6 +175,9 @@ impl SimBackend {
         {
             return Ok(k.clone());
         }
+        if let Some(g) = module.gpu_only_kernel(name) {
+            return Err(BackendError::Unsupported(g.sim_refusal(name)));
+        }
         let program = module.program();
         let (id, _) = program
             .function(name)

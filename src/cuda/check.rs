@@ -158,7 +158,8 @@ fn find_recursion(functions: &[Function]) -> Option<Diagnostic> {
                     Diagnostic::error("recursive __device__ functions are not supported by the simulator")
                         .at(first.name_span)
                         .label(label)
-                        .help("rewrite the recursion as a loop"),
+                        .help("rewrite the recursion as a loop")
+                        .outside_subset("recursion"),
                 );
             }
         }
@@ -700,7 +701,7 @@ impl<'m> Fx<'m> {
     }
 
     fn undeclared(&self, name: &str, span: Span) -> Diagnostic {
-        let d = err(span, format!("use of undeclared identifier `{name}`")).label("not declared");
+        let d = err(span, format!("use of undeclared identifier `{name}`")).label("not declared").unknown_name(name);
         match suggest::did_you_mean(name, self.names_in_scope()) {
             Some(h) => d.help(h),
             None => d.help(format!("declare it first, e.g. `int {name} = 0;`")),
@@ -833,7 +834,8 @@ impl<'m> Fx<'m> {
             match decl.storage {
                 Storage::Static => {
                     return Err(err(decl.span, "static local variables are not supported by the simulator")
-                        .help("use a `__device__` global, or `__shared__` for one copy per block"));
+                        .help("use a `__device__` global, or `__shared__` for one copy per block")
+                        .outside_subset("`static` locals"));
                 }
                 Storage::Shared => {
                     if let Some(init) = &d.init {
@@ -1585,8 +1587,13 @@ impl<'m> Fx<'m> {
         candidates.extend(MATH.iter().map(|m| m.0));
         let d = err(name_span, format!("unknown function `{name}`")).label("not defined");
         Err(match suggest::did_you_mean(name, candidates) {
-            Some(h) => d.help(h),
-            None => d.help("define it as a `__device__` function first"),
+            Some(h) => d.help(h).unknown_name(name),
+            // Not a typo of a known name: most likely one of CUDA's intrinsics (`__ldg`,
+            // `__popc`) or vector constructors (`make_float4`) that NVRTC knows.
+            None if name.starts_with("__") || name.starts_with("make_") => d
+                .help("the simulator does not have this CUDA function; the GPU backend runs it")
+                .outside_subset(format!("`{name}`")),
+            None => d.help("define it as a `__device__` function first").unknown_name(name),
         })
     }
 

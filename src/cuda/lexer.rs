@@ -187,7 +187,8 @@ impl Lexer<'_> {
             _ => Err(self
                 .err(start, self.pos, format!("`#{word}` is not supported by the simulator"))
                 .label("unsupported preprocessor line")
-                .help("only `#define NAME value`, `#include` and `#pragma` are supported")),
+                .help("only `#define NAME value`, `#include` and `#pragma` are supported")
+                .outside_subset(format!("`#{word}`"))),
         }
     }
 
@@ -220,7 +221,8 @@ impl Lexer<'_> {
             return Err(self
                 .err(name_lo, self.pos + 1, "function-like macros are not supported by the simulator")
                 .label("a macro with parameters")
-                .help("write a __device__ function instead"));
+                .help("write a __device__ function instead")
+                .outside_subset("function-like macros"));
         }
         let mut body = Vec::new();
         while !self.skip_line_space()? {

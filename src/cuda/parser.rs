@@ -77,6 +77,7 @@ fn is_vector_type(name: &str) -> bool {
 }
 
 /// A message and hint for a type name the simulator does not support, if `name` is one.
+/// (The construct the error is marked with is the name itself.)
 fn unsupported_type(name: &str) -> Option<(String, &'static str)> {
     let (msg, help) = match name {
         "short" => ("`short` is not supported by the simulator".into(), "use `int`"),
@@ -214,32 +215,47 @@ impl Parser<'_> {
     /// only when `types` (elsewhere they may be ordinary names, like a function `half`).
     fn reject_unsupported_word(&self, types: bool) -> PResult<()> {
         let Some(Tok::Ident(w)) = self.peek() else { return Ok(()) };
-        let (msg, help): (String, &str) = match w.as_str() {
-            "template" | "typename" => {
-                ("templates run on the GPU backend only".into(), "write the function for one concrete type")
-            }
+        let code = format!("`{w}`");
+        let (msg, help, construct): (String, &str, String) = match w.as_str() {
+            "template" | "typename" => (
+                "templates run on the GPU backend only".into(),
+                "write the function for one concrete type",
+                "templates".into(),
+            ),
             "struct" | "class" | "union" => {
-                ("structs run on the GPU backend only".into(), "use separate arrays for each field")
+                ("structs run on the GPU backend only".into(), "use separate arrays for each field", "structs".into())
             }
-            "enum" => ("enums are not supported by the simulator".into(), "use `#define NAME value` constants"),
-            "switch" | "case" => ("switch is not supported by the simulator yet".into(), "use if/else if/else instead"),
-            "goto" => ("goto is not supported by the simulator".into(), "use loops with break and continue"),
+            "enum" => (
+                "enums are not supported by the simulator".into(),
+                "use `#define NAME value` constants",
+                "enums".into(),
+            ),
+            "switch" | "case" => (
+                "switch is not supported by the simulator yet".into(),
+                "use if/else if/else instead",
+                "`switch`".into(),
+            ),
+            "goto" => ("goto is not supported by the simulator".into(), "use loops with break and continue", code),
             "namespace" | "using" => {
-                (format!("`{w}` is not supported by the simulator"), "write plain CUDA C functions")
+                (format!("`{w}` is not supported by the simulator"), "write plain CUDA C functions", code)
             }
             "new" | "delete" | "malloc" | "free" | "throw" | "try" | "operator" | "this" => {
-                (format!("`{w}` is not supported in kernels"), "allocate buffers in the gridlab session")
+                (format!("`{w}` is not supported in kernels"), "allocate buffers in the gridlab session", code)
             }
             "long" if matches!(self.peek_at(1), Some(Tok::Ident(n)) if n == "double") => {
-                ("`long double` is not supported".into(), "use `double`")
+                // NVRTC has no `long double` in device code either: a plain error.
+                return Err(Diagnostic::error("`long double` is not supported")
+                    .at(self.span())
+                    .label("not supported")
+                    .help("use `double`"));
             }
             _ if !types => return Ok(()),
             w => match unsupported_type(w) {
-                Some((msg, help)) => (msg, help),
+                Some((msg, help)) => (msg, help, code),
                 None => return Ok(()),
             },
         };
-        Err(Diagnostic::error(msg).at(self.span()).label("not supported").help(help))
+        Err(Diagnostic::error(msg).at(self.span()).label("not supported").help(help).outside_subset(construct))
     }
 
     // ----- types -----
@@ -267,7 +283,8 @@ impl Parser<'_> {
             _ => return self.expected("a type"),
         };
         let names: Vec<&str> = TYPE_NAMES.iter().copied().chain(self.typedefs.keys().map(String::as_str)).collect();
-        let d = Diagnostic::error(format!("unknown type name `{name}`")).at(span).label("not a type");
+        let d =
+            Diagnostic::error(format!("unknown type name `{name}`")).at(span).label("not a type").unknown_name(&name);
         match suggest::did_you_mean(&name, names) {
             Some(h) => d.help(h),
             None => d.help("use a type such as `float`, `int` or `unsigned`, or declare it with `typedef`"),
@@ -522,7 +539,8 @@ impl Parser<'_> {
         if self.is("...") {
             return Err(Diagnostic::error("variadic functions are not supported")
                 .at(start)
-                .help("give the function a fixed list of parameters"));
+                .help("give the function a fixed list of parameters")
+                .outside_subset("variadic functions"));
         }
         if let Some(Tok::Ident(w)) = self.peek()
             && !self.at_type()
@@ -547,7 +565,8 @@ impl Parser<'_> {
         if self.is("=") {
             return Err(Diagnostic::error("default arguments are not supported")
                 .at(self.span())
-                .help("remove the default value and pass it at every call"));
+                .help("remove the default value and pass it at every call")
+                .outside_subset("default arguments"));
         }
         Ok(ParamDecl { ty, name, array_dims, span: start.to(self.prev_span()) })
     }
@@ -584,7 +603,8 @@ impl Parser<'_> {
             if self.is("(") {
                 return Err(Diagnostic::error("constructor-style initialisation is not supported")
                     .at(self.span())
-                    .help(format!("write `{name} = value;`")));
+                    .help(format!("write `{name} = value;`"))
+                    .outside_subset("constructor-style initialisation"));
             }
             let init = if self.eat("=") { Some(self.init()?) } else { None };
             declarators.push(Declarator { name, name_span, ptrs, dims, init });
@@ -716,7 +736,8 @@ impl Parser<'_> {
         if matches!(self.peek(), Some(Tok::Ident(_))) && self.is_at(1, ":") && !self.is_at(1, "::") {
             return Err(Diagnostic::error("labels are not supported by the simulator")
                 .at(start)
-                .help("use loops with break and continue instead of goto"));
+                .help("use loops with break and continue instead of goto")
+                .outside_subset("labels"));
         }
         let e = self.expr()?;
         self.expect(";")?;
@@ -1085,7 +1106,8 @@ impl Parser<'_> {
         if which != "static_cast" {
             return Err(Diagnostic::error(format!("`{which}` is not supported by the simulator"))
                 .at(start)
-                .help("use `static_cast<T>(x)` or `(T)x` between arithmetic types"));
+                .help("use `static_cast<T>(x)` or `(T)x` between arithmetic types")
+                .outside_subset(format!("`{which}`")));
         }
         self.pos += 1;
         self.expect("<")?;

@@ -63,6 +63,8 @@ impl Session {
                 writeln!(out, "{}", style.warn(&msg))?;
                 Ok(Status::Error)
             }
+            // The simulator's refusal of a GPU-only kernel, drawn at the construct's line.
+            Err(crate::backend::BackendError::Unsupported(d)) => self.report(&d, out),
             Err(e) => {
                 writeln!(out, "{} {e}", style.error("error:"))?;
                 // A GPU fault says little; the simulator names the thread, index and line.
@@ -157,6 +159,10 @@ impl Session {
         if let Some(k) = self.module.kernel(name) {
             return Ok(k);
         }
+        if let Some(g) = self.module.gpu_only_kernel(name) {
+            // Checked like any kernel; the simulator refuses it at launch, naming why.
+            return g.launchable(name).map_err(|d| d.at(span));
+        }
         if let Some((_, f)) = self.module.program().function(name)
             && f.kind == FuncKind::Device
         {
@@ -166,7 +172,7 @@ impl Session {
             .at(span)
             .help("call it from a kernel, or declare it `__global__ void`"));
         }
-        let kernels: Vec<&str> = self.module.program().kernels().map(|k| k.name.as_str()).collect();
+        let kernels = self.module.kernel_names();
         let mut d = Diagnostic::error(format!("no kernel named `{name}`")).at(span).label("not defined");
         d = match crate::render::closest(name, kernels.iter().copied()) {
             Some(best) => d.help(format!("did you mean `{best}`?")),
@@ -403,4 +409,101 @@ fn check_limits(grid: Dim3, block: Dim3, launch: &Launch) -> Result<(), Diagnost
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Options, Session, Status};
+    use crate::backend::BackendKind;
+
+    fn run(s: &mut Session, text: &str) -> (Status, String) {
+        let mut out = Vec::new();
+        let status = s.eval_text("t.gridlab", text, false, &mut out).unwrap();
+        (status, String::from_utf8(out).unwrap())
+    }
+
+    const KERNELS: &str = "__global__ void h(float *a, int n) {\n    float4 v = make_float4(1.0f, 2.0f, 3.0f, 4.0f);\n    if (threadIdx.x < n) a[threadIdx.x] = v.y;\n}\n__global__ void k(float4 *v) { v[0].x = 1.0f; }\n__global__ void plain(float *a) { a[0] = 7.0f; }\n";
+
+    /// The session's path for GPU-only code, without a GPU: the session believes it runs on
+    /// one, so definitions take the GPU's path, while launches reach the simulator (the only
+    /// backend here), which refuses GPU-only kernels.
+    #[test]
+    fn gpu_only_kernels_are_defined_listed_checked_and_refused_by_the_simulator() {
+        let mut s = Session::new(Options::default());
+        s.active = BackendKind::Gpu;
+        let (status, out) = run(&mut s, KERNELS);
+        assert_eq!(status, Status::Ok, "{out}");
+        // A script is split into one input per item: one note each.
+        assert_eq!(
+            out,
+            "note: `h` uses `float4`, which the simulator does not run; it runs on the GPU\n\
+             defined kernel h(float *a, int n)\n\
+             note: `k` uses `float4`, which the simulator does not run; it runs on the GPU\n\
+             defined kernel k(float4 *v)\n\
+             defined kernel plain(float *a)\n"
+        );
+
+        let (_, out) = run(&mut s, ":kernels");
+        assert!(out.contains("__global__ (GPU only)"), "{out}");
+        assert_eq!(out.matches("(GPU only)").count(), 2, "{out}");
+
+        run(&mut s, "let a = zeros(4)");
+        // Arguments are checked as for any kernel.
+        let (status, out) = run(&mut s, "h<<<1, 4>>>(a)");
+        assert_eq!(status, Status::Error);
+        assert!(out.contains("`h` takes 2 arguments, but 1 was given"), "{out}");
+        let (status, out) = run(&mut s, "k<<<1, 1>>>(a)");
+        assert_eq!(status, Status::Error);
+        assert!(out.contains("gridlab cannot pass parameter `v` of `k`: its type is `float4 *`"), "{out}");
+        // The simulator says it cannot, where, and what to do.
+        let (status, out) = run(&mut s, "h<<<1, 4>>>(a, len(a))");
+        assert_eq!(status, Status::Error);
+        assert!(
+            out.contains("error: the simulator cannot run `h`: it uses `float4`, which runs on the GPU only"),
+            "{out}"
+        );
+        assert!(out.contains("--> t.gridlab:2:5"), "{out}");
+        assert!(out.contains("`:backend gpu`"), "{out}");
+
+        // On the simulator the GPU-only kernels stay, refused the same way, and the rest works.
+        assert_eq!(s.switch_backend(BackendKind::Sim).unwrap(), "backend: sim");
+        let (status, out) = run(&mut s, "plain<<<1, 1>>>(a)\nexpect a[0] == 7");
+        assert_eq!(status, Status::Ok, "{out}");
+        let (status, out) = run(&mut s, "h<<<1, 4>>>(a, len(a))");
+        assert_eq!(status, Status::Error);
+        assert!(out.contains("the simulator cannot run `h`"), "{out}");
+        let (status, out) = run(&mut s, ":race h<<<1, 4>>>(a, len(a))");
+        assert_eq!(status, Status::Error);
+        assert!(out.contains("the simulator cannot run `h`"), "{out}");
+        assert!(s.module().gpu_only_kernel("h").is_some());
+        // New code outside the subset is the simulator's error, as before.
+        let (status, out) = run(&mut s, "__global__ void v2(float2 *v) { v[0].x = 1.0f; }");
+        assert_eq!(status, Status::Error);
+        assert!(out.contains("vector types run on the GPU backend only (`float2`)"), "{out}");
+        assert!(s.module().gpu_only_kernel("v2").is_none());
+    }
+
+    /// The GPU-gated script's definitions take the GPU's path, checked here without a GPU.
+    #[test]
+    fn the_gpu_scripts_definitions_are_accepted() {
+        let mut s = Session::new(Options::default());
+        s.active = BackendKind::Gpu;
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/gpu/gpu_only.gridlab");
+        let text = std::fs::read_to_string(path).unwrap();
+        let defs: String = text.split("\nlet ").next().unwrap().to_string();
+        let (status, out) = run(&mut s, &defs);
+        assert_eq!(status, Status::Ok, "{out}");
+        assert!(
+            out.contains("note: `step` uses `Particle`, which the simulator does not run; it runs on the GPU"),
+            "{out}"
+        );
+        assert!(
+            out.contains("defined kernel step(float *out, const float *pos, const float * __restrict__ vel, int n)"),
+            "{out}"
+        );
+        assert!(s.module().kernel("fill").is_some(), "within the subset: the simulator's");
+        let (status, out) = run(&mut s, &text[defs.len()..]);
+        assert_eq!(status, Status::Error, "the simulator refuses `step`:\n{out}");
+        assert!(out.contains("the simulator cannot run `step`: it uses `Particle`"), "{out}");
+    }
 }

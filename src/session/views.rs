@@ -175,7 +175,7 @@ impl Session {
                 render::race::write_race(out, &o, &self.options.style)?;
                 Ok(Status::Ok)
             }
-            Err(e) => self.view_error(out, &e.to_string()),
+            Err(e) => self.backend_error(out, &e),
         }
     }
 
@@ -197,7 +197,7 @@ impl Session {
                 render::race::write_compare(out, &oa, &ob, &self.options.style)?;
                 Ok(Status::Ok)
             }
-            (Err(e), _) | (_, Err(e)) => self.view_error(out, &e.to_string()),
+            (Err(e), _) | (_, Err(e)) => self.backend_error(out, &e),
         }
     }
 
@@ -220,7 +220,7 @@ impl Session {
                 render::map::write_map(out, &view, &self.options.style)?;
                 Ok(Status::Ok)
             }
-            Err(e) => self.view_error(out, &e.to_string()),
+            Err(e) => self.backend_error(out, &e),
         }
     }
 
@@ -243,7 +243,7 @@ impl Session {
         for k in 0..runs as u64 {
             match self.run_copy(&p.spec, &inputs, self.config(schedule, base.wrapping_add(k))) {
                 Ok((report, _)) => steps.extend(report.steps),
-                Err(e) => return self.view_error(out, &e.to_string()),
+                Err(e) => return self.backend_error(out, &e),
             }
         }
         let timing = Timing {
@@ -295,7 +295,7 @@ impl Session {
                 render::timing::write_timing(out, &timing, &self.options.style)?;
                 Ok(Status::Ok)
             }
-            Err(e) => self.view_error(out, &e.to_string()),
+            Err(e) => self.backend_error(out, &e),
         }
     }
 
@@ -336,13 +336,21 @@ impl Session {
                 render::why::write_why(out, &view, &self.sources, &self.options.style)?;
                 Ok(Status::Ok)
             }
-            Err(e) => self.view_error(out, &e.to_string()),
+            Err(e) => self.backend_error(out, &e),
         }
     }
 
     fn view_error(&self, out: &mut dyn Write, msg: &str) -> io::Result<Status> {
         writeln!(out, "{} {msg}", self.options.style.error("error:"))?;
         Ok(Status::Error)
+    }
+
+    /// A backend's error; the simulator's refusal of a GPU-only kernel is drawn at its line.
+    fn backend_error(&self, out: &mut dyn Write, e: &BackendError) -> io::Result<Status> {
+        match e {
+            BackendError::Unsupported(d) => self.report(d, out),
+            e => self.view_error(out, &e.to_string()),
+        }
     }
 }
 

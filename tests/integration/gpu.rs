@@ -101,3 +101,74 @@ fn compare_runs_on_the_gpu() {
     assert!(run.stdout.contains("4 runs on "), "{}", run.stdout);
     assert!(run.stdout.contains("all 4 runs on "), "the atomic kernel is right on the GPU:\n{}", run.stdout);
 }
+
+#[test]
+fn cuda_outside_the_simulators_subset_runs_on_the_gpu() {
+    if !gpu_enabled("cuda_outside_the_simulators_subset_runs_on_the_gpu") {
+        return;
+    }
+    let run = gridlab().args(["replay", "tests/gpu/gpu_only.gridlab", "--backend", "gpu"]).run();
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let out = &run.stdout;
+    assert!(
+        out.contains("note: `Particle` uses structs, which the simulator does not run; it runs on the GPU"),
+        "{out}"
+    );
+    assert!(
+        out.contains("note: `twice` uses templates, which the simulator does not run; it runs on the GPU"),
+        "{out}"
+    );
+    assert!(
+        out.contains("note: `step` uses `Particle`, which the simulator does not run; it runs on the GPU"),
+        "{out}"
+    );
+    assert!(
+        out.contains("defined kernel step(float *out, const float *pos, const float * __restrict__ vel, int n)"),
+        "{out}"
+    );
+    assert_eq!(out.matches("\nok\n").count() + usize::from(out.starts_with("ok\n")), 3, "{out}");
+}
+
+#[test]
+fn gpu_only_kernels_across_backends_and_their_errors() {
+    if !gpu_enabled("gpu_only_kernels_across_backends_and_their_errors") {
+        return;
+    }
+    let script = std::fs::read_to_string(root().join("tests/gpu/gpu_only.gridlab")).unwrap();
+    let more = "\
+:kernels
+# Arguments are checked as for any kernel.
+step<<<4, 256>>>(out, pos, vel)
+# A struct by value and a template kernel cannot be launched by name.
+__global__ void by_value(float *a, Particle p) { a[0] = p.x; }
+by_value<<<1, 1>>>(out, 1)
+template <typename T> __global__ void scale(T *a, T s) { a[threadIdx.x] *= s; }
+scale<<<1, 1>>>(out, 2)
+# NVRTC's errors point at the learner's line.
+__global__ void bad(float4 *v) {
+    v[0].w = not_declared_anywhere;
+}
+# On the simulator: refused with the reason; the rest of the session keeps working.
+:backend sim
+step<<<4, 256>>>(out, pos, vel, len(out))
+fill<<<4, 256>>>(out, len(out))
+expect out[999] == 1
+# Back on the GPU the GPU-only kernels are loaded again.
+:backend gpu
+step<<<4, 256>>>(out, pos, vel, len(out))
+expect out[999] == 2998.5
+";
+    let run = gridlab().args(["--backend", "gpu"]).stdin(&format!("{script}{more}")).run();
+    let out = &run.stdout;
+    assert!(out.contains("__global__ (GPU only)"), "{out}");
+    assert!(out.contains("`step` takes 4 arguments, but 3 were given"), "{out}");
+    assert!(out.contains("gridlab cannot pass parameter `p` of `by_value`: its type is `Particle`"), "{out}");
+    assert!(out.contains("`scale` is a template kernel"), "{out}");
+    assert!(out.contains("not_declared_anywhere"), "{out}");
+    let text = format!("{script}{more}");
+    let line = text.lines().position(|l| l.contains("v[0].w = not_declared_anywhere")).unwrap() + 1;
+    assert!(out.contains(&format!("<stdin>:{line}:5")), "NVRTC's error is on the learner's line {line}:\n{out}");
+    assert!(out.contains("the simulator cannot run `step`: it uses `Particle`, which runs on the GPU only"), "{out}");
+    assert!(out.contains("`:backend gpu`"), "{out}");
+    assert!(!out.contains("expect failed"), "{out}");
+}

@@ -1,7 +1,11 @@
 //! The CUDA source NVRTC compiles: gridlab's prelude, then every item of the session's module
 //! in definition order, each behind a `#line` directive naming its snippet, so that NVRTC's
 //! errors come back as the learner's own file and line. Kernels get `extern "C"` so their names
-//! are not mangled.
+//! are not mangled (GPU-only ones too, unless they are templates, which C linkage cannot have,
+//! or say `extern "C"` already).
+//!
+//! GPU-only items (`cuda::GpuOnly`: templates, structs, vector types, ...) are in the module as
+//! the learner wrote them, in definition order like the rest.
 
 use crate::cuda::{ItemKind, Module};
 use crate::diag::{Diagnostic, SourceMap, Span};
@@ -16,7 +20,11 @@ pub fn generate(module: &Module, sources: &SourceMap) -> String {
     for item in module.items() {
         let line = line_in_source(sources, item.span);
         out.push_str(&format!("#line {line} \"@{}\"\n", item.source));
-        if item.kind == ItemKind::Kernel {
+        let c_linkage = match item.gpu_only().and_then(|g| g.kernel.as_ref()) {
+            Some(k) => !k.template && !k.extern_c,
+            None => item.kind == ItemKind::Kernel,
+        };
+        if c_linkage {
             out.push_str("extern \"C\" ");
         }
         out.push_str(&item.text);
@@ -87,9 +95,28 @@ mod tests {
         let mut module = Module::new();
         for (i, s) in snippets.iter().enumerate() {
             let id = map.add(format!("<input {}>", i + 1), *s, 10 * i as u32 + 1);
-            module.add(id, s).unwrap();
+            module.add_for_gpu(id, s).unwrap();
         }
         (module, map)
+    }
+
+    #[test]
+    fn gpu_only_items_are_in_the_source_with_their_lines() {
+        let (module, map) = session(&[
+            "struct P { float x, y; };\n\ntemplate <typename T> __device__ T sq(T x) { return x * x; }",
+            "__global__ void k(float4 *v, P *p) {\n  v[0].x = sq(p[0].x);\n}\ntemplate <typename T> __global__ void t(T *a) {}",
+            "__global__ void plain(float *a) { a[0] = 1.0f; }",
+        ]);
+        assert!(module.items().iter().filter(|i| i.name != "plain").all(|i| i.gpu_only().is_some()));
+        let src = generate(&module, &map);
+        assert!(src.contains("#line 1 \"@0\"\nstruct P { float x, y; };\n"), "{src}");
+        assert!(src.contains("#line 3 \"@0\"\ntemplate <typename T> __device__ T sq(T x)"), "{src}");
+        assert!(src.contains("#line 1 \"@1\"\nextern \"C\" __global__ void k(float4 *v, P *p) {\n  v[0].x"), "{src}");
+        // A template kernel cannot have C linkage.
+        assert!(src.contains("#line 4 \"@1\"\ntemplate <typename T> __global__ void t"), "{src}");
+        assert!(src.contains("#line 1 \"@2\"\nextern \"C\" __global__ void plain"), "{src}");
+        // Definition order: the struct before the kernel that uses it.
+        assert!(src.find("struct P").unwrap() < src.find("void k(").unwrap());
     }
 
     #[test]

@@ -1,0 +1,220 @@
+//! GPU-only items: what [`Module::add_for_gpu`] keeps for NVRTC, what it still refuses, and
+//! how the launch checks and the simulator see such kernels.
+
+use super::*;
+use crate::diag::SourceMap;
+
+/// A module and its sources, snippet by snippet.
+struct Session {
+    map: SourceMap,
+    m: Module,
+}
+
+impl Session {
+    fn new() -> Session {
+        Session { map: SourceMap::new(), m: Module::new() }
+    }
+
+    fn add(&mut self, text: &str, gpu: bool) -> Result<AddOutcome, String> {
+        let id = self.map.add(format!("<input {}>", self.map.get(0).map_or(1, |_| 2)), text, 1);
+        let r = if gpu { self.m.add_for_gpu(id, text) } else { self.m.add(id, text) };
+        r.map_err(|errors| errors.iter().map(|e| e.to_plain(&self.map)).collect::<Vec<_>>().join("\n"))
+    }
+
+    fn gpu(&mut self, text: &str) -> AddOutcome {
+        self.add(text, true).unwrap_or_else(|e| panic!("expected the GPU to take it:\n{e}"))
+    }
+
+    fn gpu_only(&self, name: &str) -> Option<&GpuOnly> {
+        self.m.items().iter().find(|i| i.name == name)?.gpu_only()
+    }
+}
+
+const FLOAT4: &str =
+    "__global__ void k(float4 *v, int n) {\n    int i = threadIdx.x;\n    if (i < n) v[i].x += 1.0f;\n}";
+
+#[test]
+fn the_simulator_refuses_what_the_gpu_takes() {
+    let mut s = Session::new();
+    let err = s.add(FLOAT4, false).unwrap_err();
+    assert!(err.contains("vector types run on the GPU backend only (`float4`)"), "{err}");
+    assert!(s.m.items().is_empty());
+    assert!(s.m.is_empty());
+
+    let out = s.gpu(FLOAT4);
+    assert_eq!(out.defined[0].name, "k");
+    assert_eq!(
+        out.gpu_note().unwrap(),
+        "note: `k` uses `float4`, which the simulator does not run; it runs on the GPU"
+    );
+    let g = s.gpu_only("k").expect("GPU-only");
+    assert_eq!(g.construct, "`float4`");
+    assert!(s.m.kernel("k").is_none(), "not the simulator's");
+    assert!(s.m.gpu_only_kernel("k").is_some());
+    assert_eq!(s.m.kernel_names(), ["k"]);
+    assert!(!s.m.is_empty(), "switching back to the GPU must load it again");
+    assert_eq!(s.m.gpu_only_signature("k").unwrap(), "k(float4 *v, int n)");
+}
+
+#[test]
+fn code_within_the_subset_stays_the_simulators() {
+    let mut s = Session::new();
+    let out = s.gpu("__global__ void k(float *a) { a[0] = 1.0f; }");
+    assert!(out.gpu_note().is_none());
+    assert!(s.m.kernel("k").is_some());
+    assert!(s.gpu_only("k").is_none());
+}
+
+#[test]
+fn genuine_errors_are_still_errors_on_the_gpu() {
+    let mut s = Session::new();
+    let err = s.add("__global__ void k(float *a) { a[0] = b; }", true).unwrap_err();
+    assert!(err.contains("use of undeclared identifier `b`"), "{err}");
+    let err = s.add("__global__ void k(float *a) { flaot x = 1; }", true).unwrap_err();
+    assert!(err.contains("did you mean `float`?"), "{err}");
+    assert!(s.m.items().is_empty());
+}
+
+#[test]
+fn a_snippet_is_taken_item_by_item() {
+    let mut s = Session::new();
+    let text = "struct P { float x, y; };\n\
+                template <typename T> __device__ T sq(T x) { return x * x; }\n\
+                __global__ void k(float4 *v, const P *p, int n) { v[0].x = sq(p[0].x); }\n\
+                __device__ float twice(float x) { return 2.0f * x; }\n\
+                __global__ void plain(float *a) { a[0] = twice(a[0]); }";
+    let out = s.gpu(text);
+    let gpu: Vec<(&str, &str)> = out.gpu_only.iter().map(|(n, c)| (n.as_str(), c.as_str())).collect();
+    assert_eq!(gpu, [("P", "structs"), ("sq", "templates"), ("k", "`float4`")]);
+    assert_eq!(
+        out.gpu_note().unwrap(),
+        "note: `P` uses structs, which the simulator does not run; `P`, `sq` and `k` run on the GPU only"
+    );
+    // What is within the subset is checked and runs on the simulator as before.
+    assert!(s.m.kernel("plain").is_some());
+    assert!(s.m.program().function("twice").is_some());
+    let kinds: Vec<(&str, ItemKind)> = s.m.items().iter().map(|i| (i.name.as_str(), i.kind.clone())).collect();
+    assert_eq!(
+        kinds,
+        [
+            ("P", ItemKind::Typedef),
+            ("sq", ItemKind::DeviceFunction),
+            ("k", ItemKind::Kernel),
+            ("twice", ItemKind::DeviceFunction),
+            ("plain", ItemKind::Kernel)
+        ]
+    );
+    assert_eq!(s.m.items()[2].text, "__global__ void k(float4 *v, const P *p, int n) { v[0].x = sq(p[0].x); }");
+}
+
+#[test]
+fn code_that_uses_a_gpu_only_item_is_gpu_only_too() {
+    let mut s = Session::new();
+    s.gpu("template <typename T> __device__ T sq(T x) { return x * x; }\nstruct P { float x; };");
+    // A kernel within the subset that calls the template, or declares a `P`.
+    let call = "__global__ void k(float *a) { a[0] = sq(a[0]); }";
+    let err = s.add(call, false).unwrap_err();
+    assert!(err.contains("unknown function `sq`"), "{err}");
+    assert!(err.contains("`sq` runs on the GPU only"), "{err}");
+    let out = s.gpu(call);
+    assert_eq!(out.gpu_only, [("k".to_string(), "`sq`".to_string())]);
+    let out = s.gpu("__global__ void k2(float *a) { P p; p.x = sq<float>(a[0]); a[0] = p.x; }");
+    assert_eq!(out.gpu_only[0].0, "k2");
+    assert_eq!(s.m.kernel_names(), ["k", "k2"]);
+}
+
+#[test]
+fn a_gpu_only_replacement_takes_its_callers_along() {
+    let mut s = Session::new();
+    s.gpu("__device__ float sq(float x) { return x * x; }\n__global__ void k(float *a) { a[0] = sq(a[0]); }");
+    assert!(s.m.kernel("k").is_some());
+    let out = s.gpu("template <typename T> __device__ T sq(T x) { return x * x; }");
+    assert!(out.defined[0].replaced);
+    assert_eq!(out.gpu_only, [("sq".to_string(), "templates".to_string()), ("k".to_string(), "`sq`".to_string())]);
+    assert!(s.m.kernel("k").is_none());
+    assert!(s.m.gpu_only_kernel("k").is_some());
+    // ... and code within the subset replaces a GPU-only item again.
+    s.gpu("__global__ void k(float *a) { a[0] = 2.0f; }");
+    assert!(s.m.kernel("k").is_some());
+    assert!(s.m.gpu_only_kernel("k").is_none());
+}
+
+#[test]
+fn gpu_only_overloads_live_side_by_side() {
+    let mut s = Session::new();
+    s.gpu("__device__ float4 operator+(float4 a, float4 b) { return a; }");
+    s.gpu("__device__ float2 operator+(float2 a, float2 b) { return a; }");
+    assert_eq!(s.m.items().len(), 2);
+    let out = s.gpu("__device__ float2 operator+(float2 a, float2 b) { return b; }");
+    assert!(out.defined[0].replaced);
+    assert_eq!(s.m.items().len(), 2);
+}
+
+#[test]
+fn launching_needs_parameters_gridlab_can_pass() {
+    let mut s = Session::new();
+    s.gpu("struct P { float x; };\n__global__ void by_value(float *a, P p) { a[0] = p.x; }");
+    let err = s.m.gpu_only_kernel("by_value").unwrap().launchable("by_value").unwrap_err();
+    assert_eq!(err.message, "gridlab cannot pass parameter `p` of `by_value`: its type is `P`");
+    s.gpu("template <typename T> __global__ void scale(T *a, T s) { a[0] *= s; }");
+    let err = s.m.gpu_only_kernel("scale").unwrap().launchable("scale").unwrap_err();
+    assert!(err.message.contains("`scale` is a template kernel"), "{}", err.message);
+    assert!(err.help.unwrap().contains("scale<float>(a, n)"));
+    s.gpu(FLOAT4);
+    let err = s.m.gpu_only_kernel("k").unwrap().launchable("k").unwrap_err();
+    assert!(err.message.contains("parameter `v` of `k`: its type is `float4 *`"), "{}", err.message);
+    s.gpu("__global__ void ok(const float *__restrict__ a, double *b, unsigned n) { __ldg(a); }");
+    let f = s.m.gpu_only_kernel("ok").unwrap().launchable("ok").unwrap();
+    let params: Vec<String> = f.params.iter().map(|p| format!("{} {}", p.ty.c_name(), p.name)).collect();
+    assert_eq!(params, ["const float * a", "double * b", "unsigned int n"]);
+    assert_eq!(s.gpu_only("ok").unwrap().construct, "`__ldg`");
+}
+
+#[test]
+fn the_simulators_refusal_names_the_construct_and_its_line() {
+    let mut s = Session::new();
+    s.gpu(FLOAT4);
+    let d = s.m.gpu_only_kernel("k").unwrap().sim_refusal("k");
+    let text = d.to_plain(&s.map);
+    assert!(
+        text.starts_with("error: the simulator cannot run `k`: it uses `float4`, which runs on the GPU only"),
+        "{text}"
+    );
+    assert!(text.contains("<input 1>:1:19"), "{text}");
+    assert!(text.contains("`:backend gpu`"), "{text}");
+}
+
+#[test]
+fn other_constructs_outside_the_subset() {
+    for (text, construct) in [
+        ("__global__ void k(int *a) {\n switch (a[0]) { case 0: a[1] = 1; break; }\n}", "`switch`"),
+        ("#define SQ(x) ((x) * (x))", "function-like macros"),
+        ("__global__ void k(long long *a) { a[0] = __brevll(a[0]); }", "`__brevll`"),
+        ("__device__ int fact(int n) { return n <= 1 ? 1 : n * fact(n - 1); }", "recursion"),
+        ("__global__ void k(float *a) { int2 p = make_int2(1, 2); a[0] = p.x; }", "`int2`"),
+    ] {
+        let mut s = Session::new();
+        let out = s.gpu(text);
+        assert_eq!(out.gpu_only.first().map(|g| g.1.as_str()), Some(construct), "{text}");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 128, ..Default::default() })]
+
+    /// The GPU's path never panics either, whatever is typed: mutations of a GPU-only snippet.
+    #[test]
+    fn the_gpu_path_survives_mangled_code(
+        cut in 0usize..400,
+        junk in "[ -~\n]{0,12}",
+    ) {
+        let base = "struct P { float x; };\ntemplate <typename T> __device__ T sq(T x) { return x * x; }\n\
+                    __global__ void k(float4 *v, P p, int n) { switch (n) { case 0: v[0].x = sq(p.x); } }\n\
+                    __global__ void plain(float *a) { a[0] = 1.0f; }";
+        let cut = cut.min(base.len());
+        let text = format!("{}{junk}{}", &base[..cut], &base[cut..]);
+        let mut s = Session::new();
+        let _ = s.add(&text, true);
+        let _ = s.add("__global__ void k2(float *a) { a[0] = sq(a[0]); }", true);
+    }
+}
