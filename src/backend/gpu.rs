@@ -69,7 +69,7 @@ impl CompileStat {
     /// `compiled for sm_90 in 48 ms` or `sm_90, from the compile cache`.
     pub fn describe(&self) -> String {
         if self.cached {
-            format!("{}, from the compile cache", self.arch)
+            format!("{}, from the compile cache in {:.1} ms", self.arch, self.millis)
         } else {
             format!("compiled for {} in {:.0} ms", self.arch, self.millis)
         }
@@ -334,6 +334,6 @@ mod tests {
         let fresh = CompileStat { arch: "sm_90".into(), millis: 48.4, cached: false };
         assert_eq!(fresh.describe(), "compiled for sm_90 in 48 ms");
         let hit = CompileStat { cached: true, millis: 0.7, ..fresh };
-        assert_eq!(hit.describe(), "sm_90, from the compile cache");
+        assert_eq!(hit.describe(), "sm_90, from the compile cache in 0.7 ms");
     }
 }

@@ -15,9 +15,16 @@ pub struct Gridlab {
     stdin: Option<String>,
 }
 
-/// The repository root, where `tests/scripts` lives.
+/// The repository root, where `tests/scripts` lives. `GRIDLAB_TEST_ROOT` and `GRIDLAB_TEST_BIN`
+/// move the tests to a machine without Rust (the GPU machine): the test binary is built here and
+/// run there against a copy of the tree and the release binary.
 pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    std::env::var_os("GRIDLAB_TEST_ROOT").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
+/// The gridlab binary under test.
+pub fn binary() -> PathBuf {
+    std::env::var_os("GRIDLAB_TEST_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_gridlab")), PathBuf::from)
 }
 
 pub fn gridlab() -> Gridlab {
@@ -36,7 +43,7 @@ impl Gridlab {
     }
 
     pub fn run(self) -> Run {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gridlab"));
+        let mut cmd = Command::new(binary());
         cmd.args(&self.args)
             .current_dir(root())
             .env("NO_COLOR", "1")

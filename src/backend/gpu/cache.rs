@@ -49,7 +49,7 @@ pub fn key(source: &str, options: &[String], arch: &str, nvrtc_version: (i32, i3
         h.update(bytes);
     };
     part(&VERSION.to_le_bytes());
-    part(source.as_bytes());
+    part(canonical(source).as_bytes());
     part(&(options.len() as u64).to_le_bytes());
     for o in options {
         part(o.as_bytes());
@@ -58,6 +58,33 @@ pub fn key(source: &str, options: &[String], arch: &str, nvrtc_version: (i32, i3
     part(&nvrtc_version.0.to_le_bytes());
     part(&nvrtc_version.1.to_le_bytes());
     hex(&h.finalize())
+}
+
+/// `source` with each snippet's id in its `#line N "@ID"` directives replaced by the order in
+/// which the snippet first appears. Ids count every input of a session, so the same kernel typed
+/// again (or in the next session, after other inputs) has a new id: without this it would never
+/// hit the cache. The ids only name snippets in NVRTC's messages and the line table; a compile
+/// that fails is not cached, so a hit never has to map a message back.
+fn canonical(source: &str) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut out = String::with_capacity(source.len());
+    for line in source.split_inclusive('\n') {
+        let id = line
+            .strip_prefix("#line ")
+            .and_then(|rest| rest.split_once(" \"@"))
+            .and_then(|(n, rest)| Some((n, rest.split_once('"')?)));
+        match id {
+            Some((n, (id, tail))) if n.chars().all(|c| c.is_ascii_digit()) => {
+                let k = seen.iter().position(|s| *s == id).unwrap_or_else(|| {
+                    seen.push(id);
+                    seen.len() - 1
+                });
+                out.push_str(&format!("#line {n} \"@{k}\"{tail}"));
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -154,6 +181,12 @@ mod tests {
         for k in &others {
             assert_ne!(&base, k);
         }
+        // The same snippets typed again (new ids) are the same key; a different layout is not.
+        let a = "#line 1 \"@3\"\n__global__ void k() {}\n#line 1 \"@7\"\n__global__ void j() {}\n";
+        let b = "#line 1 \"@12\"\n__global__ void k() {}\n#line 1 \"@40\"\n__global__ void j() {}\n";
+        let c = "#line 1 \"@12\"\n__global__ void k() {}\n#line 1 \"@12\"\n__global__ void j() {}\n";
+        assert_eq!(key(a, &opts(), "sm_90", (12, 4)), key(b, &opts(), "sm_90", (12, 4)));
+        assert_ne!(key(a, &opts(), "sm_90", (12, 4)), key(c, &opts(), "sm_90", (12, 4)));
         // Length prefixes: moving a boundary between parts changes the key.
         assert_ne!(key("ab", &["c".into()], "x", (1, 0)), key("a", &["bc".into()], "x", (1, 0)));
     }
