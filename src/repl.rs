@@ -134,6 +134,25 @@ fn open_guide(options: &Options, start: &Start, out: &mut dyn Write) -> io::Resu
     Ok(Ok(Some(guide)))
 }
 
+/// Show the guide's step, after catching up on the steps before it when it resumes mid-lesson.
+fn start_guide(session: &mut Session, mut guide: Guide, out: &mut dyn Write) -> io::Result<()> {
+    let style = session.options.style.clone();
+    if guide.step > 0 {
+        let steps = guide.catch_up(session)?;
+        let what = if steps == 1 { "step 1".to_string() } else { format!("steps 1 to {steps}") };
+        writeln!(
+            out,
+            "{}",
+            style.dim(&format!(
+                "Welcome back. (Ran the kernels and statements of {what} again, so this step has what it builds on.)"
+            ))
+        )?;
+    }
+    guide.show(out, &style)?;
+    session.set_guide(guide);
+    Ok(())
+}
+
 fn report_course_errors(errors: &[LessonError], out: &mut dyn Write, style: &crate::render::Style) -> io::Result<()> {
     for e in errors {
         writeln!(out, "{} {e}", style.error("error:"))?;
@@ -232,9 +251,8 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
         };
         writeln!(out, "{}", style.dim(keys))?;
         announce_backend(&mut session, &mut out)?;
-        if let Some(mut guide) = guide {
-            guide.show(&mut out, &session.options.style)?;
-            session.set_guide(guide);
+        if let Some(guide) = guide {
+            start_guide(&mut session, guide, &mut out)?;
         }
         writeln!(out)?;
     }
@@ -328,9 +346,8 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     let mut session = Session::new(options);
-    if let Some(mut guide) = guide {
-        guide.show(&mut out, &session.options.style)?;
-        session.set_guide(guide);
+    if let Some(guide) = guide {
+        start_guide(&mut session, guide, &mut out)?;
     }
     let mut worst = Status::Ok;
     let mut pending = String::new();
@@ -362,9 +379,13 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
         } else {
             // Piped input is a script: echo it and keep its line numbers.
             let padded = format!("{}{text}", "\n".repeat(first_line as usize - 1));
-            session.eval_text("<stdin>", &padded, true, &mut out)?
+            session.eval_recorded("<stdin>", &padded, true, &mut out)?
         };
         worst = session::worse(worst, status);
+        // No editor to ask in: say how to answer instead.
+        if let Some(Question::Solution) = session.guide().and_then(Guide::take_question) {
+            writeln!(out, "Sure? Trying first teaches more. `:solution yes` shows one.")?;
+        }
         prompt(&mut out, false)?;
     }
     if !pending.trim().is_empty() {

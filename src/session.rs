@@ -368,10 +368,23 @@ impl Session {
     pub fn eval_typed(&mut self, text: &str, out: &mut dyn Write) -> io::Result<Status> {
         self.typed += 1;
         let name = format!("<input {}>", self.typed);
+        self.eval_recorded(&name, text, false, out)
+    }
+
+    /// [`Session::eval_text`], keeping the input and what it printed for `:export`.
+    pub fn eval_recorded(&mut self, name: &str, text: &str, echo: bool, out: &mut dyn Write) -> io::Result<Status> {
         let mut tee = Tee { out, copy: Vec::new() };
-        let status = self.eval_text(&name, text, false, &mut tee)?;
-        let printed = crate::replay::strip_ansi(&tee.copy);
-        self.transcript.push((text.trim_end().to_string(), printed));
+        let status = self.eval_text(name, text, echo, &mut tee)?;
+        let mut printed = crate::replay::strip_ansi(&tee.copy);
+        if echo {
+            // The echo is the input itself, which the transcript has already.
+            let mut plain = Vec::new();
+            render::write_echo(&mut plain, text.trim_matches('\n'), &Style::plain())?;
+            if let Some(rest) = printed.strip_prefix(String::from_utf8_lossy(&plain).as_ref()) {
+                printed = rest.to_string();
+            }
+        }
+        self.transcript.push((text.trim_matches('\n').to_string(), printed));
         Ok(status)
     }
 

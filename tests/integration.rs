@@ -6,6 +6,7 @@ mod integration {
     pub mod errors;
     pub mod gpu;
     pub mod harness;
+    pub mod lessons;
     pub mod repl;
     pub mod replay;
 }

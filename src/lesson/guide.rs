@@ -46,6 +46,8 @@ pub struct Guide {
     store: Store,
     /// A failed save is reported once, not at every step.
     save_failed: bool,
+    /// Nothing shown yet: the first step shown names the lesson even when it is not step 1.
+    fresh: bool,
 }
 
 impl Guide {
@@ -81,7 +83,39 @@ impl Guide {
             progress,
             store,
             save_failed: false,
+            fresh: true,
         }
+    }
+
+    /// A lesson resumed at a later step, in a new session: run the kernels and statements of
+    /// the steps before it quietly (and the solutions of the exercises already solved), so the
+    /// step finds the kernels and buffers it builds on. Views (`:race`, `:time` ...) are skipped;
+    /// settings (`:backend`, `:seed`, `:schedule`) are kept. Returns how many steps ran.
+    pub fn catch_up(&self, session: &mut Session) -> io::Result<usize> {
+        let lesson = self.current();
+        let mut sink = Vec::new();
+        for (i, step) in lesson.steps.iter().enumerate().take(self.step) {
+            for part in &step.parts {
+                let code = match part {
+                    Part::Prose(_) => continue,
+                    Part::Cuda(code) | Part::Gridlab(code) => code.clone(),
+                    Part::Exercise(ex) if self.solved(i) => ex.solution.clone(),
+                    Part::Exercise(_) => continue,
+                };
+                let padded = format!("{}{}", "\n".repeat(code.line.saturating_sub(1) as usize), code.text);
+                let (inputs, _) = session.split(&lesson.path, &padded);
+                for input in &inputs {
+                    let command =
+                        input.text.trim_start().strip_prefix(':').map(|c| c.split_whitespace().next().unwrap_or(""));
+                    if command.is_some_and(|c| !matches!(c, "backend" | "seed" | "schedule")) {
+                        continue;
+                    }
+                    session.eval(&lesson.path, input, &mut sink)?;
+                    sink.clear();
+                }
+            }
+        }
+        Ok(self.step)
     }
 
     pub fn current(&self) -> &Lesson {
@@ -143,16 +177,17 @@ impl Guide {
         self.hints_shown = 0;
         self.question = None;
         writeln!(out)?;
-        if self.step == 0 {
+        if self.step == 0 || self.fresh {
             let title = format!("Lesson {} of {}: {}", lesson.number, self.course.lessons.len(), lesson.title());
             writeln!(out, "{}", style.bold(&style.accent(&title)))?;
             writeln!(out, "{}", style.dim(&lesson.meta.summary))?;
-            if !lesson.intro.trim().is_empty() {
+            if self.step == 0 && !lesson.intro.trim().is_empty() {
                 writeln!(out)?;
                 prose::write_markdown(out, &lesson.intro, style)?;
             }
             writeln!(out)?;
         }
+        self.fresh = false;
         let head = format!("── Step {} of {}: {} ", self.step + 1, lesson.steps.len(), step.title);
         let fill = style.width.saturating_sub(head.chars().count()).min(20);
         writeln!(out, "{}", style.bold(&format!("{head}{}", "─".repeat(fill))))?;

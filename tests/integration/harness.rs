@@ -13,6 +13,7 @@ pub struct Run {
 pub struct Gridlab {
     args: Vec<String>,
     stdin: Option<String>,
+    env: Vec<(String, String)>,
 }
 
 /// The repository root, where `tests/scripts` lives. `GRIDLAB_TEST_ROOT` and `GRIDLAB_TEST_BIN`
@@ -28,12 +29,17 @@ pub fn binary() -> PathBuf {
 }
 
 pub fn gridlab() -> Gridlab {
-    Gridlab { args: Vec::new(), stdin: None }
+    Gridlab { args: Vec::new(), stdin: None, env: Vec::new() }
 }
 
 impl Gridlab {
     pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Gridlab {
         self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn env(mut self, name: &str, value: &str) -> Gridlab {
+        self.env.push((name.to_string(), value.to_string()));
         self
     }
 
@@ -51,6 +57,9 @@ impl Gridlab {
             .stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        for (name, value) in &self.env {
+            cmd.env(name, value);
+        }
         let mut child = cmd.spawn().expect("the gridlab binary runs");
         if let Some(text) = &self.stdin {
             child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();

@@ -277,3 +277,46 @@ fn race_and_map_draw_their_views_on_the_screen() {
     t.keys("\x04");
     assert_eq!(t.exit_code(), 0);
 }
+
+#[test]
+fn a_lesson_puts_each_input_in_the_editor_asks_before_a_solution_and_resumes() {
+    let home = tempfile::tempdir().unwrap();
+    let course = super::harness::root().join("tests/fixtures/course");
+    let course = course.to_str().unwrap();
+    // No arguments: the course opens at its first lesson, with the kernel in the editor.
+    let mut t = Terminal::start_with(home.path(), &["--course", course], &[("GRIDLAB_NO_LESSON", None)]);
+    t.wait_for("Lesson 1 of 2: Fill an array");
+    t.wait_for("sim lesson 1.1> __global__ void fill(float *a, int n) {");
+    t.keys("\r");
+    t.wait_for("defined kernel fill(float *a, int n)");
+    t.wait_for("sim lesson 1.1> let a = zeros(4)");
+    // Ctrl-C clears the suggestion; a command does not use it up.
+    t.keys("\x03");
+    t.keys(":next\r");
+    t.wait_for("── Step 2 of 2: Your turn");
+    t.wait_for("sim lesson 1.2> __global__ void twice(float *a, int n) {");
+    t.keys("\x03");
+    t.keys(":solution\r");
+    t.wait_for("Show a solution? Trying first teaches more. [y/N]");
+    t.keys("y\r");
+    t.wait_for("A solution (it is in your editor");
+    t.wait_for("if (i < n) a[i] *= 2;");
+    t.keys("\r");
+    t.wait_for("defined kernel twice(float *a, int n)");
+    t.keys(":check\r");
+    t.wait_for("Solved!");
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+
+    // Back again: gridlab resumes at step 2 and has run step 1's kernel and statements.
+    let mut t = Terminal::start_with(home.path(), &["--course", course], &[("GRIDLAB_NO_LESSON", None)]);
+    t.wait_for("Welcome back. (Ran the kernels and statements of step 1 again");
+    t.wait_for("Lesson 1 of 2: Fill an array");
+    t.wait_for("── Step 2 of 2: Your turn");
+    t.wait_for("already solved");
+    t.keys("\x03");
+    t.keys(":kernels\r");
+    t.wait_for("fill(float *a, int n)");
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+}

@@ -1,0 +1,166 @@
+//! Lessons, on the fixture course in `tests/fixtures/course` (never the real lessons, which
+//! change as the course is written): replay with one JUnit case per step, `dev check`, lesson
+//! errors, the guided mode fed through a pipe, progress kept between runs, and `:export`.
+
+use super::harness::{Run, gridlab, root};
+
+const COURSE: &str = "tests/fixtures/course";
+
+/// The fixture's second exercise's starter and solution, as a learner would type them.
+const WRONG_TWICE: &str = "__global__ void twice(float *a, int n) {\n    int i = threadIdx.x;\n    a[i] *= 2;\n}\n";
+const RIGHT_TWICE: &str = "__global__ void twice(float *a, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) a[i] *= 2;\n}\n";
+
+/// `gridlab ARGS` with its progress in `data` (so nothing touches the real data folder).
+fn in_home(data: &std::path::Path, args: &[&str], stdin: &str) -> Run {
+    let data = data.display().to_string();
+    let mut all = vec!["--course", COURSE, "--backend", "sim"];
+    all.extend_from_slice(args);
+    gridlab().env("XDG_DATA_HOME", &data).args(all).stdin(stdin).run()
+}
+
+#[test]
+fn replaying_a_course_runs_every_step_and_reports_each_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("report.xml");
+    let run = gridlab().args(["replay", COURSE, "--backend", "sim", "--junit", junit.to_str().unwrap()]).run();
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("-- 2. Your turn"), "{}", run.stdout);
+    assert!(run.stdout.contains("exercise: Write `twice(float *a, int n)`"), "{}", run.stdout);
+    assert!(run.stdout.contains("check: ✓ passed: 2 configurations"), "{}", run.stdout);
+    assert!(run.stdout.ends_with("replayed 2 lessons\n2 passed, 0 failed\n"), "{}", run.stdout);
+    let xml = std::fs::read_to_string(junit).unwrap();
+    assert!(xml.contains("tests=\"4\" failures=\"0\""), "{xml}");
+    for step in ["01-fill step 1: A kernel", "01-fill step 2: Your turn", "02-guard step 2: Make it atomic"] {
+        assert!(xml.contains(&format!("name=\"{step}\"")), "{step} in {xml}");
+    }
+}
+
+#[test]
+fn dev_check_passes_a_sound_course_and_catches_a_check_that_can_be_fooled() {
+    let run = gridlab().args(["dev", "check", COURSE, "--backend", "sim"]).run();
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("✓ the starter fails its check (with n = 100, blocks = 4, threads = 32, on sim seed 1")
+    );
+    assert!(
+        run.stdout.ends_with("checked 2 lessons (2 exercises) of tests/fixtures/course: 2 sound, 0 with problems\n")
+    );
+
+    // A check with only one configuration, a multiple of the block size: the unguarded starter
+    // passes it, and dev check says so.
+    let dir = tempfile::tempdir().unwrap();
+    let lesson = std::fs::read_to_string(root().join(COURSE).join("01-fill.md")).unwrap();
+    let weak = lesson
+        .replace("config n = 100, blocks = 4, threads = 32    # four blocks, ragged tail\n", "")
+        .replace("config n = 1, blocks = 1, threads = 32", "config n = 32, blocks = 1, threads = 32");
+    std::fs::write(dir.path().join("01-fill.md"), weak).unwrap();
+    let run = gridlab().args(["dev", "check", dir.path().to_str().unwrap(), "--backend", "sim", "-q"]).run();
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("01-fill.md:27: the starter passes its check"), "{}", run.stdout);
+    assert!(run.stdout.contains("1 with problems"), "{}", run.stdout);
+}
+
+#[test]
+fn a_broken_lesson_names_its_file_line_and_fix() {
+    let run = gridlab().args(["dev", "check", "tests/fixtures/broken-course"]).run();
+    assert_eq!(run.code, 1);
+    let expected = "tests/fixtures/broken-course/01-broken.md:8: a `solution` block belongs to an exercise: \
+                    put an `exercise` block before it in this step";
+    assert!(run.stderr.contains(expected), "{}", run.stderr);
+    let run = gridlab().args(["replay", "tests/fixtures/broken-course/01-broken.md"]).run();
+    assert_eq!(run.code, 1);
+    assert!(run.stdout.contains(expected), "{}", run.stdout);
+    let run = gridlab().args(["learn", "1", "--course", "tests/fixtures/broken-course"]).run();
+    assert_eq!(run.code, 2);
+    assert!(run.stdout.contains(expected) && run.stdout.contains("--no-lesson"), "{}", run.stdout);
+    let run = gridlab().args(["learn", "9", "--course", COURSE]).run();
+    assert_eq!(run.code, 2);
+    assert!(run.stdout.contains("no lesson `9`"), "{}", run.stdout);
+}
+
+#[test]
+fn a_failed_check_says_which_configuration_and_run_broke() {
+    let data = tempfile::tempdir().unwrap();
+    let run = in_home(data.path(), &["learn", "1"], &format!(":next\n{WRONG_TWICE}:check\n"));
+    assert_eq!(run.code, 1, "a failed check fails a piped session:\n{}", run.stdout);
+    let out = &run.stdout;
+    assert!(out.contains("✗ not yet: with n = 100, blocks = 4, threads = 32, on sim seed 1:"), "{out}");
+    assert!(out.contains("at tests/fixtures/course/01-fill.md:50"), "{out}");
+    assert!(out.contains(">>> twice<<<blocks, threads>>>(a, n)"), "{out}");
+    assert!(out.contains("race finding: a kernel with one is wrong even when its numbers come out right"), "{out}");
+    assert!(out.contains("`:hint` helps"), "{out}");
+}
+
+#[test]
+fn the_guided_mode_shows_steps_hints_and_solutions_and_keeps_progress() {
+    let data = tempfile::tempdir().unwrap();
+    let run = in_home(data.path(), &["learn", "1"], ":hint\n:next\n:hint\n:hint\n:hint\n:solution\n:solution yes\n");
+    let out = &run.stdout;
+    assert!(out.contains("Lesson 1 of 2: Fill an array"), "{out}");
+    assert!(out.contains("── Step 1 of 2: A kernel"), "{out}");
+    assert!(out.contains("This step has no exercise, so no hints"), "{out}");
+    assert!(out.contains("┌ exercise\n│ Write `twice(float *a, int n)`"), "{out}");
+    assert!(out.contains("Hint 1 of 2:\nUse the global index"), "{out}");
+    assert!(out.contains("Hint 2 of 2:\nGuard it"), "{out}");
+    assert!(out.contains("(that was the last hint; `:solution` shows a solution)"), "{out}");
+    assert!(out.contains("Sure? Trying first teaches more. `:solution yes` shows one."), "{out}");
+    assert!(out.contains("A solution (it is in your editor"), "{out}");
+
+    // Solve it: the progress is saved, and `gridlab lessons` shows it.
+    let run = in_home(data.path(), &["learn", "1"], &format!(":next\n{RIGHT_TWICE}:check\n"));
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("✓ passed: 2 configurations, each on the simulator (seed 1, seed 2, seed 3, lockstep)")
+    );
+    assert!(run.stdout.contains("Solved! (that was the last step: :next opens the next lesson)"), "{}", run.stdout);
+    let progress = data.path().join("gridlab/progress");
+    let file = std::fs::read_dir(&progress).unwrap().next().unwrap().unwrap().path();
+    let saved = std::fs::read_to_string(&file).unwrap();
+    assert!(saved.contains("current = \"01-fill\"") && saved.contains("solved = [1]"), "{saved}");
+    let run = in_home(data.path(), &["lessons"], "");
+    assert_eq!(run.code, 0);
+    let row = run.stdout.lines().find(|l| l.contains("Fill an array")).unwrap();
+    assert!(row.contains('✓') && row.contains("2/2") && row.contains("1/1"), "{}", run.stdout);
+
+    let run = in_home(data.path(), &["lessons", "--reset"], "");
+    assert!(run.stdout.starts_with("progress cleared"), "{}", run.stdout);
+    let run = in_home(data.path(), &["lessons"], "");
+    assert!(!run.stdout.lines().any(|l| l.contains('✓') && l.contains("Fill")), "{}", run.stdout);
+}
+
+#[test]
+fn a_corrupt_progress_file_is_set_aside_not_fatal() {
+    let data = tempfile::tempdir().unwrap();
+    let progress = data.path().join("gridlab/progress");
+    std::fs::create_dir_all(&progress).unwrap();
+    // The course's progress file name ends in a hash of its folder: write every plausible one by
+    // letting gridlab make it first.
+    in_home(data.path(), &["learn", "1"], "");
+    let file = std::fs::read_dir(&progress).unwrap().next().unwrap().unwrap().path();
+    std::fs::write(&file, "current = [").unwrap();
+    let run = in_home(data.path(), &["learn", "2"], "");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains("could not be read") && run.stdout.contains(".toml.bak"), "{}", run.stdout);
+    assert!(run.stdout.contains("Lesson 2 of 2: Guard the tail"), "{}", run.stdout);
+}
+
+#[test]
+fn export_writes_the_session_as_markdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let md = dir.path().join("session.md");
+    let script = format!(
+        "__global__ void k(float *a) {{ a[threadIdx.x] = 1; }}\nlet a = zeros(4)\nk<<<1, 4>>>(a)\na\n:export {}\n",
+        md.display()
+    );
+    let run = gridlab().args(["--backend", "sim"]).stdin(&script).run();
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains("wrote 4 inputs and their output to"), "{}", run.stdout);
+    let text = std::fs::read_to_string(md).unwrap();
+    assert!(text.starts_with("# A gridlab session\n"), "{text}");
+    assert!(text.contains("```cuda\n__global__ void k(float *a) { a[threadIdx.x] = 1; }\n```"), "{text}");
+    assert!(
+        text.contains("```gridlab\nk<<<1, 4>>>(a)\n```\n\n```text\nk<<<1, 4>>>: 1 x 4 = 4 threads on sim"),
+        "{text}"
+    );
+    assert!(!text.contains('\u{1b}'), "no colour codes: {text}");
+}
