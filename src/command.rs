@@ -48,6 +48,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         run: kernels,
     },
     CommandSpec {
+        name: "device",
+        args: "",
+        summary: "what runs your kernels: the GPU or the simulator",
+        help: "On the GPU backend: the device's name, compute capability, number of SMs (streaming multiprocessors: choose grid sizes as a few blocks per SM), memory, peak memory bandwidth and launch limits. On the simulator: how it runs threads (warps of 32, schedule, seed, step budget) and the limits it enforces, which are CUDA's.",
+        run: device,
+    },
+    CommandSpec {
         name: "reset",
         args: "",
         summary: "forget kernels, buffers and scalars",
@@ -327,6 +334,58 @@ fn buffers(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<St
     }
     writeln!(out, "{t}")?;
     Ok(Status::Ok)
+}
+
+/// `:device`: the backend's device as a table of properties.
+fn device(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
+    let width = session.style().width;
+    let mut t = table(width);
+    t.set_header(["", "device"]);
+    if let Some(gpu) = session.active_gpu() {
+        let i = gpu.info().clone();
+        let [bx, by, bz] = i.max_block;
+        let [gx, gy, gz] = i.max_grid;
+        t.add_row(["backend".to_string(), format!("gpu {}: {}", i.ordinal, i.name)]);
+        t.add_row(["compute capability".to_string(), format!("{}.{}", i.compute_capability.0, i.compute_capability.1)]);
+        t.add_row(["SMs".to_string(), i.sm_count.to_string()]);
+        t.add_row(["memory".to_string(), format!("{:.1} GiB", i.total_mem as f64 / f64::from(1u32 << 30))]);
+        t.add_row(["peak memory bandwidth".to_string(), format!("{:.0} GB/s", i.peak_bandwidth_gbs)]);
+        t.add_row(["threads per block".to_string(), format!("at most {}", i.max_threads_per_block)]);
+        t.add_row(["block".to_string(), format!("at most ({bx}, {by}, {bz})")]);
+        t.add_row(["grid".to_string(), format!("at most ({gx}, {gy}, {gz})")]);
+        t.add_row(["shared memory".to_string(), format!("{} KiB per block", i.max_shared_per_block / 1024)]);
+        t.add_row([
+            "CUDA".to_string(),
+            format!(
+                "driver {}.{}, NVRTC {}.{}",
+                i.driver_version / 1000,
+                i.driver_version % 1000 / 10,
+                i.nvrtc_version.0,
+                i.nvrtc_version.1
+            ),
+        ]);
+    } else {
+        let config = session.sim.config.clone();
+        t.add_row(["backend", "sim: gridlab's CPU simulator of CUDA C"]);
+        t.add_row(["threads", "run as warps of 32 lanes in lockstep; warps interleave like a GPU's"]);
+        t.add_row(["schedule".to_string(), format!("{} (seed {})", schedule_name(config.schedule), config.seed)]);
+        t.add_row([
+            "step budget".to_string(),
+            format!("{} warp steps per launch", crate::render::findings::thousands(config.max_steps)),
+        ]);
+        t.add_row(["limits", "CUDA's: 1024 threads per block, block (1024, 1024, 64), grid (2147483647, 65535, 65535), 48 KiB shared memory per block"]);
+        t.add_row(["SMs", "none: it has no hardware to fill (an H100 has 132); `:backend gpu` and `gridlab doctor` tell about a real GPU"]);
+    }
+    writeln!(out, "{t}")?;
+    Ok(Status::Ok)
+}
+
+fn schedule_name(s: Schedule) -> &'static str {
+    match s {
+        Schedule::Random => "random",
+        Schedule::Lockstep => "lockstep",
+        Schedule::Sequential => "sequential",
+    }
 }
 
 fn kernels(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
@@ -644,6 +703,18 @@ fn info_table(kernel: &str, i: &KernelInfo, style: &Style) -> Table {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn device_describes_the_simulator_without_a_gpu() {
+        let mut s = Session::new(crate::session::Options::default());
+        let mut out = Vec::new();
+        assert_eq!(run(&mut s, ":device", &mut out).unwrap(), Status::Ok);
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains("sim: gridlab's CPU simulator of CUDA C"), "{out}");
+        assert!(out.contains("random (seed 0)"), "{out}");
+        assert!(out.contains("200,000,000 warp steps per launch"), "{out}");
+        assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
+    }
+
     use super::*;
     use crate::session::Options;
 

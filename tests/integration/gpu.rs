@@ -29,8 +29,11 @@ fn doctor_finds_the_gpu() {
         return;
     }
     let run = gridlab().args(["doctor"]).run();
-    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("auto picks       gpu"), "{}", run.stdout);
+    let run = gridlab().args(["--backend", "gpu"]).stdin(":device\n").run();
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("compute capability") && run.stdout.contains("SMs"), "{}", run.stdout);
 }
 
 #[test]
