@@ -68,15 +68,34 @@ impl Libraries {
     /// (`libnvrtc.so`, `libcuda.so`) first on `LD_LIBRARY_PATH`, then the libraries' own folders
     /// (NVRTC loads its builtins library from there).
     pub fn worker_library_path(&self) -> std::io::Result<String> {
-        let links = std::env::temp_dir().join(format!("gridlab-libs-{}", unsafe { libc::getuid() }));
+        // One folder per user and pair of libraries: sessions started at the same moment (two
+        // terminals, tests in parallel) with the same libraries share it, and others never
+        // point it elsewhere under them.
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for lib in [&self.nvrtc, &self.driver] {
+            h.update(lib.as_deref().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default());
+            h.update([0]);
+        }
+        let hash = h.finalize();
+        let uid = unsafe { libc::getuid() };
+        let links = std::env::temp_dir()
+            .join(format!("gridlab-libs-{uid}-{:02x}{:02x}{:02x}{:02x}", hash[0], hash[1], hash[2], hash[3]));
         std::fs::create_dir_all(&links)?;
         let mut path = vec![links.clone()];
         for (lib, name) in [(&self.nvrtc, "libnvrtc.so"), (&self.driver, "libcuda.so")] {
             let Some(lib) = lib else { continue };
             let link = links.join(name);
-            // Replace a stale link from an earlier run (another CUDA version, say).
-            let _ = std::fs::remove_file(&link);
-            std::os::unix::fs::symlink(lib, &link)?;
+            if std::fs::read_link(&link).ok().as_deref() != Some(lib.as_path()) {
+                // Made under a name of this process's own, then renamed into place: a rename
+                // replaces atomically, so a concurrent start never sees the link missing.
+                static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+                let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let tmp = links.join(format!(".{name}.{}.{n}", std::process::id()));
+                let _ = std::fs::remove_file(&tmp);
+                std::os::unix::fs::symlink(lib, &tmp)?;
+                std::fs::rename(&tmp, &link)?;
+            }
             if let Some(dir) = lib.parent() {
                 path.push(dir.to_path_buf());
             }
@@ -202,6 +221,23 @@ pub fn candidate_dirs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sessions_starting_together_all_get_their_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let (nvrtc, driver) = (dir.path().join("libnvrtc.so.13"), dir.path().join("libcuda.so.1"));
+        std::fs::write(&nvrtc, "").unwrap();
+        std::fs::write(&driver, "").unwrap();
+        let libs = Libraries { driver: Some(driver.clone()), nvrtc: Some(nvrtc.clone()), searched: vec![] };
+        let paths: Vec<String> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..16).map(|_| s.spawn(|| libs.worker_library_path().unwrap())).collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(paths.windows(2).all(|w| w[0] == w[1]));
+        let links = PathBuf::from(paths[0].split(':').next().unwrap());
+        assert_eq!(std::fs::read_link(links.join("libnvrtc.so")).unwrap(), nvrtc);
+        assert_eq!(std::fs::read_link(links.join("libcuda.so")).unwrap(), driver);
+    }
 
     #[test]
     fn finds_the_newest_nvrtc_and_the_driver_in_the_first_folders_that_have_them() {
