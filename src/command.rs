@@ -510,16 +510,8 @@ fn save(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
         text.push_str(input.trim_end());
         text.push('\n');
     }
-    match std::fs::write(path, text) {
-        Ok(()) => {
-            writeln!(out, "saved {} inputs to {}", session.history.len(), path.display())?;
-            Ok(Status::Ok)
-        }
-        Err(e) => {
-            writeln!(out, "{} cannot write {}: {e}", session.style().error("error:"), path.display())?;
-            Ok(Status::Error)
-        }
-    }
+    let what = format!("saved {} inputs to {}", session.history.len(), path.display());
+    write_file(session, path, &text, &what, out)
 }
 
 /// `:export FILE.md`: the session so far as Markdown, each input in a fenced block followed by
@@ -532,9 +524,15 @@ fn export(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<
     let path = Path::new(args);
     let backend = session.backend_label();
     let text = export_markdown(&session.transcript, &backend);
+    let what = format!("wrote {} inputs and their output to {}", session.transcript.len(), path.display());
+    write_file(session, path, &text, &what, out)
+}
+
+/// Write a file the learner named, saying `done` or why not.
+fn write_file(session: &Session, path: &Path, text: &str, done: &str, out: &mut dyn Write) -> io::Result<Status> {
     match std::fs::write(path, text) {
         Ok(()) => {
-            writeln!(out, "wrote {} inputs and their output to {}", session.transcript.len(), path.display())?;
+            writeln!(out, "{done}")?;
             Ok(Status::Ok)
         }
         Err(e) => {

@@ -80,6 +80,14 @@ pub struct Code {
     pub line: u32,
 }
 
+impl Code {
+    /// The text behind as many blank lines as come before it in the file, so that inputs split
+    /// from it, and errors in them, carry the file's own line numbers.
+    pub fn padded(&self) -> String {
+        format!("{}{}", "\n".repeat(self.line.saturating_sub(1) as usize), self.text)
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Exercise {
     /// The task, in Markdown.

@@ -102,8 +102,7 @@ impl Guide {
                     Part::Exercise(ex) if self.solved(i) => ex.solution.clone(),
                     Part::Exercise(_) => continue,
                 };
-                let padded = format!("{}{}", "\n".repeat(code.line.saturating_sub(1) as usize), code.text);
-                let (inputs, _) = session.split(&lesson.path, &padded);
+                let (inputs, _) = session.split(&lesson.path, &code.padded());
                 for input in &inputs {
                     let command =
                         input.text.trim_start().strip_prefix(':').map(|c| c.split_whitespace().next().unwrap_or(""));

@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 use std::time::Instant;
 
-use super::{Exercise, Lesson, Part, check};
+use super::{Code, Exercise, Lesson, Part, check};
 use crate::render::{self, Style};
 use crate::replay::{Case, ScriptResult, strip_ansi};
 use crate::session::{Options, Session, Status};
@@ -29,41 +29,46 @@ pub fn run_lesson(
 ) -> io::Result<ScriptResult> {
     let start = Instant::now();
     let style = options.style.clone();
-    let mut session = Session::new(options.clone());
-    let mut result = ScriptResult::new(lesson.path.clone().into());
+    let mut walk = Walk {
+        session: Session::new(options.clone()),
+        lesson,
+        style: style.clone(),
+        quiet,
+        result: ScriptResult::new(lesson.path.clone().into()),
+        out,
+    };
     if !quiet {
-        writeln!(out, "{}", style.bold(&format!("== {}: {}", lesson.path, lesson.title())))?;
+        writeln!(walk.out, "{}", style.bold(&format!("== {}: {}", lesson.path, lesson.title())))?;
     }
-    if lesson.meta.needs_gpu && !session.on_gpu() {
+    if lesson.meta.needs_gpu && !walk.session.on_gpu() {
         let why = "the lesson needs a GPU (its front matter says backend = \"gpu\") and none is in use".to_string();
-        writeln!(out, "{} {}: {why}", style.warn("SKIP"), lesson.path)?;
-        result.cases = lesson
+        writeln!(walk.out, "{} {}: {why}", style.warn("SKIP"), lesson.path)?;
+        walk.result.cases = lesson
             .steps
             .iter()
             .enumerate()
             .map(|(i, s)| Case { skipped: Some(why.clone()), ..Case::new(step_name(lesson, i, &s.title)) })
             .collect();
-        result.elapsed = start.elapsed();
-        return Ok(result);
+        walk.result.elapsed = start.elapsed();
+        return Ok(walk.result);
     }
     for (i, step) in lesson.steps.iter().enumerate() {
         let step_start = Instant::now();
         let mut case = Case::new(step_name(lesson, i, &step.title));
         if !quiet {
-            writeln!(out, "{}", style.accent(&format!("-- {}. {}", i + 1, step.title)))?;
+            writeln!(walk.out, "{}", style.accent(&format!("-- {}. {}", i + 1, step.title)))?;
         }
         for part in &step.parts {
             match part {
                 Part::Prose(_) => {}
-                Part::Cuda(code) | Part::Gridlab(code) => {
-                    run_code(&mut session, lesson, code, quiet, &mut result, &mut case, out)?;
-                }
-                Part::Exercise(ex) => exercise(&mut session, lesson, ex, mode, quiet, &mut result, &mut case, out)?,
+                Part::Cuda(code) | Part::Gridlab(code) => walk.code(code, &mut case)?,
+                Part::Exercise(ex) => walk.exercise(ex, mode, &mut case)?,
             }
         }
         case.elapsed = step_start.elapsed();
-        result.cases.push(case);
+        walk.result.cases.push(case);
     }
+    let mut result = walk.result;
     result.elapsed = start.elapsed();
     let verdict = if result.passed() { style.ok("PASS") } else { style.error("FAIL") };
     let mut detail = format!("{} steps, {} inputs", lesson.steps.len(), result.inputs);
@@ -73,9 +78,9 @@ pub fn run_lesson(
     if result.errors > 0 {
         detail.push_str(&format!(", {} error(s)", result.errors));
     }
-    writeln!(out, "{verdict} {} ({detail})", lesson.path)?;
+    writeln!(walk.out, "{verdict} {} ({detail})", lesson.path)?;
     if !quiet {
-        writeln!(out)?;
+        writeln!(walk.out)?;
     }
     Ok(result)
 }
@@ -84,121 +89,111 @@ fn step_name(lesson: &Lesson, i: usize, title: &str) -> String {
     format!("{} step {}: {title}", lesson.id, i + 1)
 }
 
-/// A `cuda` or `gridlab` block, input by input, with the file's own line numbers.
-fn run_code(
-    session: &mut Session,
-    lesson: &Lesson,
-    code: &super::Code,
+/// A lesson being walked through: its session, the transcript's destination and the tally.
+struct Walk<'a> {
+    session: Session,
+    lesson: &'a Lesson,
+    style: Style,
     quiet: bool,
-    result: &mut ScriptResult,
-    case: &mut Case,
-    out: &mut dyn Write,
-) -> io::Result<()> {
-    let style = session.style().clone();
-    let padded = format!("{}{}", "\n".repeat(code.line.saturating_sub(1) as usize), code.text);
-    let (inputs, broken) = session.split(&lesson.path, &padded);
-    for input in &inputs {
-        let mut buf = Vec::new();
-        render::write_echo(&mut buf, &input.text, &style)?;
-        let echoed = buf.len();
-        let status = session.eval(&lesson.path, input, &mut buf)?;
-        result.inputs += 1;
-        if status != Status::Ok {
-            let mut plain = Vec::new();
-            render::write_echo(&mut plain, &input.text, &Style::plain())?;
-            let failure = format!(
-                "{}:{}\n{}{}",
-                lesson.path,
-                input.line,
-                String::from_utf8_lossy(&plain),
-                strip_ansi(&buf[echoed..])
-            );
-            match status {
-                Status::ExpectFailed => result.expects_failed += 1,
-                _ => result.errors += 1,
-            }
-            result.failures.push(failure.clone());
-            case.failures.push(failure);
-        }
-        if !quiet || status != Status::Ok {
-            out.write_all(&buf)?;
-        }
-    }
-    if let Some(diag) = broken {
-        let mut buf = Vec::new();
-        diag.render(session.sources(), &mut buf, style.color, style.width)?;
-        out.write_all(&buf)?;
-        result.errors += 1;
-        result.failures.push(strip_ansi(&buf));
-        case.failures.push(strip_ansi(&buf));
-    }
-    Ok(())
+    result: ScriptResult,
+    out: &'a mut dyn Write,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn exercise(
-    session: &mut Session,
-    lesson: &Lesson,
-    ex: &Exercise,
-    mode: Mode,
-    quiet: bool,
-    result: &mut ScriptResult,
-    case: &mut Case,
-    out: &mut dyn Write,
-) -> io::Result<()> {
-    let style = session.style().clone();
-    let task = ex.task.lines().next().unwrap_or("");
-    if !quiet {
-        writeln!(out, "{} {task}", style.bold("exercise:"))?;
-    }
-    if mode == Mode::DevCheck {
-        let mut buf = Vec::new();
-        if let Some(starter) = &ex.starter {
-            // The starter may not even compile: then its check fails too, which is all we ask.
-            let padded = format!("{}{}", "\n".repeat(starter.line.saturating_sub(1) as usize), starter.text);
-            let mut sink = Vec::new();
-            session.eval_text(&lesson.path, &padded, false, &mut sink)?;
+impl Walk<'_> {
+    /// Count a failure (`expect` is whether it is a failed expectation rather than an error)
+    /// against the lesson and the step.
+    fn fail(&mut self, case: &mut Case, expect: bool, text: String) {
+        if expect {
+            self.result.expects_failed += 1;
+        } else {
+            self.result.errors += 1;
         }
-        let outcome = check::run(session, &lesson.path, &ex.check)?;
-        match &outcome.failure {
-            Some(f) => {
-                if !quiet {
+        self.result.failures.push(text.clone());
+        case.failures.push(text);
+    }
+
+    /// A `cuda` or `gridlab` block, input by input, with the file's own line numbers.
+    fn code(&mut self, code: &Code, case: &mut Case) -> io::Result<()> {
+        let path = &self.lesson.path;
+        let (inputs, broken) = self.session.split(path, &code.padded());
+        for input in &inputs {
+            let mut buf = Vec::new();
+            render::write_echo(&mut buf, &input.text, &self.style)?;
+            let echoed = buf.len();
+            let status = self.session.eval(path, input, &mut buf)?;
+            self.result.inputs += 1;
+            if status != Status::Ok {
+                let mut plain = Vec::new();
+                render::write_echo(&mut plain, &input.text, &Style::plain())?;
+                let text =
+                    format!("{path}:{}\n{}{}", input.line, String::from_utf8_lossy(&plain), strip_ansi(&buf[echoed..]));
+                self.fail(case, status == Status::ExpectFailed, text);
+            }
+            if !self.quiet || status != Status::Ok {
+                self.out.write_all(&buf)?;
+            }
+        }
+        if let Some(diag) = broken {
+            let mut buf = Vec::new();
+            diag.render(self.session.sources(), &mut buf, self.style.color, self.style.width)?;
+            self.out.write_all(&buf)?;
+            self.fail(case, false, strip_ansi(&buf));
+        }
+        Ok(())
+    }
+
+    /// An exercise: in a dev check the starter must fail its check; then the solution must
+    /// pass it.
+    fn exercise(&mut self, ex: &Exercise, mode: Mode, case: &mut Case) -> io::Result<()> {
+        let (path, style) = (self.lesson.path.clone(), self.style.clone());
+        if !self.quiet {
+            writeln!(self.out, "{} {}", style.bold("exercise:"), ex.task.lines().next().unwrap_or(""))?;
+        }
+        if mode == Mode::DevCheck {
+            if let Some(starter) = &ex.starter {
+                // The starter may not even compile: then its check fails too, which is all we ask.
+                self.session.eval_text(&path, &starter.padded(), false, &mut Vec::new())?;
+            }
+            let outcome = check::run(&mut self.session, &path, &ex.check)?;
+            match &outcome.failure {
+                Some(f) if !self.quiet => {
                     let with = f.config.as_ref().map(|c| format!("with {c}, ")).unwrap_or_default();
-                    writeln!(buf, "{} the starter fails its check ({with}on {}: {})", style.ok("✓"), f.run, f.why)?;
+                    writeln!(
+                        self.out,
+                        "{} the starter fails its check ({with}on {}: {})",
+                        style.ok("✓"),
+                        f.run,
+                        f.why
+                    )?;
+                }
+                Some(_) => {}
+                None => {
+                    let what = if ex.starter.is_some() {
+                        "the starter passes its check"
+                    } else {
+                        "the check passes with no kernel written"
+                    };
+                    let msg = format!(
+                        "{path}:{}: {what}: the check does not catch the mistake the exercise is about; add a configuration that breaks it",
+                        ex.line
+                    );
+                    writeln!(self.out, "{} {msg}", style.error("✗"))?;
+                    self.fail(case, true, msg);
                 }
             }
-            None => {
-                let what = if ex.starter.is_some() {
-                    "the starter passes its check"
-                } else {
-                    "the check passes with no kernel written"
-                };
-                let msg = format!(
-                    "{}:{}: {what}: the check does not catch the mistake the exercise is about; add a configuration that breaks it",
-                    lesson.path, ex.line
-                );
-                writeln!(buf, "{} {msg}", style.error("✗"))?;
-                result.expects_failed += 1;
-                result.failures.push(msg.clone());
-                case.failures.push(msg);
-            }
         }
-        out.write_all(&buf)?;
+        self.code(&ex.solution, case)?;
+        let outcome = check::run(&mut self.session, &path, &ex.check)?;
+        let mut buf = Vec::new();
+        write!(buf, "{} ", style.bold("check:"))?;
+        check::write(&mut buf, &outcome, &style)?;
+        if !outcome.passed() {
+            let msg = format!("{path}:{}: the solution fails its check\n{}", ex.line, strip_ansi(&buf));
+            self.fail(case, true, msg);
+        }
+        if !self.quiet || !outcome.passed() {
+            self.out.write_all(&buf)?;
+        }
+        Ok(())
     }
-    let solution = super::Code { text: ex.solution.text.clone(), line: ex.solution.line };
-    run_code(session, lesson, &solution, quiet, result, case, out)?;
-    let outcome = check::run(session, &lesson.path, &ex.check)?;
-    let mut buf = Vec::new();
-    write!(buf, "{} ", style.bold("check:"))?;
-    check::write(&mut buf, &outcome, &style)?;
-    if !outcome.passed() {
-        let msg = format!("{}:{}: the solution fails its check\n{}", lesson.path, ex.line, strip_ansi(&buf));
-        result.expects_failed += 1;
-        result.failures.push(msg.clone());
-        case.failures.push(msg);
-    }
-    if !quiet || !outcome.passed() {
-        out.write_all(&buf)?;
-    }
-    Ok(())
 }
