@@ -163,15 +163,20 @@ fn table(style: &Style) -> Table {
     t
 }
 
-/// The outcome table of `o`, fitted to `width` columns.
-fn outcome_table(o: &Outcomes, width: usize, style: &Style) -> Table {
-    let (ids, _) = o.outcome_ids();
-    let runs: Vec<&Run> = o.all_runs().collect();
-    let label_w = runs.iter().map(|r| r.label.len()).max().unwrap_or(3).max(3) + 3;
+/// The columns to show: `candidates` in order of interest, as many as fit in `width` columns
+/// in each of `tables` (one table for `:race`; both for `:compare`, so that the two show the same
+/// elements side by side), then in index order.
+fn pick_columns(tables: &[&Outcomes], candidates: Vec<Col>, width: usize) -> Vec<Col> {
+    let label_w = tables.iter().flat_map(|o| o.all_runs().map(|r| r.label.len())).max().unwrap_or(3).max(3) + 3;
     let mut used = 1 + label_w + "outcome".len() + 3;
     let mut cols = Vec::new();
-    for c in o.interesting() {
-        let w = runs.iter().map(|r| o.cell(r, c).len()).max().unwrap_or(1).max(o.header(c).len()) + 3;
+    for c in candidates {
+        let w = tables
+            .iter()
+            .map(|o| o.all_runs().map(|r| o.cell(r, c).len()).max().unwrap_or(1).max(o.header(c).len()))
+            .max()
+            .unwrap_or(1)
+            + 3;
         if used + w > width {
             break;
         }
@@ -179,6 +184,13 @@ fn outcome_table(o: &Outcomes, width: usize, style: &Style) -> Table {
         cols.push(c);
     }
     cols.sort();
+    cols
+}
+
+/// The outcome table of `o` with the columns `cols`.
+fn outcome_table(o: &Outcomes, cols: &[Col], style: &Style) -> Table {
+    let (ids, _) = o.outcome_ids();
+    let runs: Vec<&Run> = o.all_runs().collect();
     let mut t = table(style);
     let mut header = vec![Cell::new("run"), Cell::new("outcome")];
     header.extend(cols.iter().map(|c| Cell::new(o.header(*c))));
@@ -189,7 +201,7 @@ fn outcome_table(o: &Outcomes, width: usize, style: &Style) -> Table {
             label.push('*');
         }
         let mut row = vec![Cell::new(label), Cell::new(letter(ids[k]))];
-        for c in &cols {
+        for c in cols {
             let mut cell = Cell::new(o.cell(run, *c));
             if k == 0 {
                 cell = cell.add_attribute(Attribute::Bold);
@@ -308,7 +320,8 @@ fn footnote(o: &Outcomes, style: &Style) -> Option<String> {
 /// `:race`: the table, the histogram and the verdict.
 pub fn write_race(out: &mut dyn Write, o: &Outcomes, style: &Style) -> io::Result<()> {
     super::write_heading(out, &o.launch, &describe(o), style)?;
-    let mut table = outcome_table(o, style.width, style);
+    let cols = pick_columns(&[o], o.interesting(), style.width);
+    let mut table = outcome_table(o, &cols, style);
     style.enlarge(&mut table);
     writeln!(out, "{table}")?;
     if let Some(f) = footnote(o, style) {
@@ -341,8 +354,25 @@ pub fn write_compare(out: &mut dyn Write, a: &Outcomes, b: &Outcomes, style: &St
         super::write_heading(out, "compare", &describe(a), style)?;
     }
     let half = style.width.saturating_sub(3) / 2;
-    let ta = outcome_table(a, half, style).to_string();
-    let tb = outcome_table(b, half, style).to_string();
+    // The same elements on both sides when the two launches have the same buffers: the racy
+    // kernel's varying elements beside the fix's values of them.
+    let same_buffers = a.names == b.names
+        && a.before.len() == b.before.len()
+        && a.before.iter().zip(&b.before).all(|(x, y)| x.len() == y.len());
+    let (ca, cb) = if same_buffers {
+        let mut candidates = a.interesting();
+        for c in b.interesting() {
+            if !candidates.contains(&c) {
+                candidates.push(c);
+            }
+        }
+        let cols = pick_columns(&[a, b], candidates, half);
+        (cols.clone(), cols)
+    } else {
+        (pick_columns(&[a], a.interesting(), half), pick_columns(&[b], b.interesting(), half))
+    };
+    let ta = outcome_table(a, &ca, style).to_string();
+    let tb = outcome_table(b, &cb, style).to_string();
     let la: Vec<&str> = ta.lines().collect();
     let lb: Vec<&str> = tb.lines().collect();
     let wa = la.iter().map(|l| visible_width(l)).max().unwrap_or(0);
@@ -429,6 +459,20 @@ mod tests {
     }
 
     #[test]
+    fn compared_launches_show_the_same_elements_side_by_side() {
+        // The racy kernel varies in a[1]; the fix varies nowhere, and alone would show a[0].
+        let racy = outcomes(&[8.0, 9.0], &[&[8.0, 3.0], &[8.0, 4.0]], true);
+        let fixed = outcomes(&[8.0, 9.0], &[&[8.0, 9.0], &[8.0, 9.0]], false);
+        let mut out = Vec::new();
+        write_compare(&mut out, &racy, &fixed, &Style { color: false, width: 80, big: false }).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let header = text.lines().find(|l| l.contains("outcome")).unwrap();
+        let (left, right) = header.split_once("│   │").unwrap();
+        assert_eq!(format!("{left}│"), format!("│{right}"), "{text}");
+        assert!(left.contains("a[1]"), "{text}");
+    }
+
+    #[test]
     fn columns_are_the_elements_that_vary_most_and_fit_the_width() {
         let mut reference = vec![1.0; 100];
         reference[50] = 5.0;
@@ -441,7 +485,7 @@ mod tests {
         // a[50] differs in both runs, a[7] in one: a[50] comes first.
         assert_eq!(o.interesting(), vec![Col { buffer: 0, index: 50 }, Col { buffer: 0, index: 7 }]);
         let style = Style { color: false, width: 40, big: false };
-        let text = outcome_table(&o, 40, &style).to_string();
+        let text = outcome_table(&o, &pick_columns(&[&o], o.interesting(), 40), &style).to_string();
         assert!(text.contains("a[50]") && text.lines().all(|l| l.chars().count() <= 40), "{text}");
     }
 
