@@ -19,7 +19,6 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Worker) => return crate::backend::gpu::worker::main(cli.global.device),
         Some(Command::Learn { id }) => repl::run(options, &repl::Start::Learn(id)),
         Some(Command::Demo { id, big }) => {
-            options.big = big;
             options.style.big = big;
             repl::run(options, &repl::Start::Demo(id))
         }
@@ -74,7 +73,6 @@ fn options(g: &GlobalArgs) -> Options {
             10.0
         }),
         course: g.course.clone(),
-        big: false,
     }
 }
 

@@ -238,7 +238,6 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
         Ok(g) => g,
         Err(code) => return Ok(code),
     };
-    let demo = matches!(start, Start::Demo(_));
     let mut session = Session::new(options.clone());
     {
         let mut out = io::stdout().lock();
@@ -274,11 +273,9 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                 let mut out = io::stdout().lock();
                 if text.trim().is_empty() {
                     // In a demo, Enter on an empty line moves the presentation on.
-                    if demo {
-                        let style = session.options.style.clone();
-                        if let Some(g) = session.guide() {
-                            g.advance(&mut out, &style)?;
-                        }
+                    let style = session.options.style.clone();
+                    if let Some(g) = session.guide().filter(|g| g.demo) {
+                        g.advance(&mut out, &style)?;
                     }
                     continue;
                 }

@@ -52,8 +52,6 @@ pub struct Options {
     pub timeout: Duration,
     /// The course folder (`--course`); `None` for the built-in course.
     pub course: Option<std::path::PathBuf>,
-    /// Size tables and spacing for a projector (`gridlab demo --big`).
-    pub big: bool,
 }
 
 impl Default for Options {
@@ -66,7 +64,6 @@ impl Default for Options {
             device: 0,
             timeout: Duration::from_secs(10),
             course: None,
-            big: false,
         }
     }
 }
@@ -371,23 +368,6 @@ impl Session {
         self.eval_recorded(&name, text, false, out)
     }
 
-    /// [`Session::eval_text`], keeping the input and what it printed for `:export`.
-    pub fn eval_recorded(&mut self, name: &str, text: &str, echo: bool, out: &mut dyn Write) -> io::Result<Status> {
-        let mut tee = Tee { out, copy: Vec::new() };
-        let status = self.eval_text(name, text, echo, &mut tee)?;
-        let mut printed = crate::replay::strip_ansi(&tee.copy);
-        if echo {
-            // The echo is the input itself, which the transcript has already.
-            let mut plain = Vec::new();
-            render::write_echo(&mut plain, text.trim_matches('\n'), &Style::plain())?;
-            if let Some(rest) = printed.strip_prefix(String::from_utf8_lossy(&plain).as_ref()) {
-                printed = rest.to_string();
-            }
-        }
-        self.transcript.push((text.trim_matches('\n').to_string(), printed));
-        Ok(status)
-    }
-
     /// The guided lesson, when one is open.
     pub fn guide(&mut self) -> Option<&mut crate::lesson::guide::Guide> {
         self.guide.as_mut()
@@ -401,13 +381,35 @@ impl Session {
     /// Split `text` into inputs and run each; `echo` prints each input before its output, as
     /// `replay` and `:load` do. Returns the worst status.
     pub fn eval_text(&mut self, name: &str, text: &str, echo: bool, out: &mut dyn Write) -> io::Result<Status> {
+        self.eval_inputs(name, text, echo, false, out)
+    }
+
+    /// [`Session::eval_text`], keeping each input and what it printed (without the echo and
+    /// colour) for `:export`: what the learner typed or piped in.
+    pub fn eval_recorded(&mut self, name: &str, text: &str, echo: bool, out: &mut dyn Write) -> io::Result<Status> {
+        self.eval_inputs(name, text, echo, true, out)
+    }
+
+    fn eval_inputs(
+        &mut self,
+        name: &str,
+        text: &str,
+        echo: bool,
+        record: bool,
+        out: &mut dyn Write,
+    ) -> io::Result<Status> {
         let (inputs, broken) = self.split(name, text);
         let mut worst = Status::Ok;
         for input in &inputs {
             if echo {
                 render::write_echo(out, &input.text, &self.options.style)?;
             }
-            let status = self.eval(name, input, out)?;
+            let mut tee = Tee { out: &mut *out, copy: Vec::new(), keep: record };
+            let status = self.eval(name, input, &mut tee)?;
+            if record {
+                let printed = crate::replay::strip_ansi(&tee.copy);
+                self.transcript.push((input.text.clone(), printed));
+            }
             worst = worse(worst, status);
         }
         if let Some(diag) = broken {
@@ -757,16 +759,19 @@ impl Env for Session {
     }
 }
 
-/// Writes to the terminal and keeps a copy, for the transcript.
+/// Writes to the terminal and, when `keep`, keeps a copy for the transcript.
 struct Tee<'a> {
     out: &'a mut dyn Write,
     copy: Vec<u8>,
+    keep: bool,
 }
 
 impl Write for Tee<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.out.write(buf)?;
-        self.copy.extend_from_slice(&buf[..n]);
+        if self.keep {
+            self.copy.extend_from_slice(&buf[..n]);
+        }
         Ok(n)
     }
 

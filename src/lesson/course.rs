@@ -27,8 +27,6 @@ pub struct Course {
     /// Names the course in messages and keys its progress: `gridlab` for the built-in course,
     /// otherwise the folder.
     pub name: String,
-    /// The folder it was read from; `None` for the built-in course.
-    pub root: Option<PathBuf>,
     pub lessons: Vec<Lesson>,
 }
 
@@ -36,7 +34,7 @@ impl Course {
     /// The course compiled into gridlab.
     pub fn builtin() -> Result<Course, Vec<LessonError>> {
         let files = BUILTIN.iter().map(|(name, text)| (format!("lessons/{name}"), text.to_string())).collect();
-        Course::from_files("gridlab".into(), None, files)
+        Course::from_files("gridlab".into(), files)
     }
 
     /// Every `NN-slug.md` in `dir` (other files are ignored).
@@ -58,7 +56,7 @@ impl Course {
             return Err(whole("no lessons here: a lesson is a file named NN-slug.md (e.g. 01-first-kernel.md)".into()));
         }
         files.sort();
-        Course::from_files(dir.display().to_string(), Some(dir.to_path_buf()), files)
+        Course::from_files(dir.display().to_string(), files)
     }
 
     /// `--course DIR` when given, else `GRIDLAB_COURSE`, else the built-in course.
@@ -70,11 +68,7 @@ impl Course {
         }
     }
 
-    fn from_files(
-        name: String,
-        root: Option<PathBuf>,
-        files: Vec<(String, String)>,
-    ) -> Result<Course, Vec<LessonError>> {
+    fn from_files(name: String, files: Vec<(String, String)>) -> Result<Course, Vec<LessonError>> {
         let mut lessons = Vec::new();
         let mut errors = Vec::new();
         for (path, text) in files {
@@ -99,7 +93,7 @@ impl Course {
                 });
             }
         }
-        if errors.is_empty() { Ok(Course { name, root, lessons }) } else { Err(errors) }
+        if errors.is_empty() { Ok(Course { name, lessons }) } else { Err(errors) }
     }
 
     /// A lesson by number (`3`, `03`), id (`03-one-thread`) or slug, or a unique prefix of a slug.

@@ -135,11 +135,6 @@ impl Guide {
         self.question.take()
     }
 
-    /// Where progress is kept, for messages.
-    pub fn store(&self) -> &Store {
-        &self.store
-    }
-
     /// After the learner ran an input that was not a `:` command: the suggestion was used (as
     /// offered or changed), so offer the next one.
     pub fn input_ran(&mut self) {
