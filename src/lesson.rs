@@ -78,6 +78,9 @@ pub enum Part {
 pub struct Code {
     pub text: String,
     pub line: u32,
+    /// A ` ```gridlab error ` (or ` ```cuda error `) block: every input in it is one gridlab
+    /// refuses, shown on purpose (a launch beyond the limits, a kernel that does not compile).
+    pub refused: bool,
 }
 
 impl Code {

@@ -290,10 +290,9 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                         session.eval_typed(":solution yes", &mut io::stdout().lock())?;
                     }
                 } else if !text.trim_start().starts_with(':')
-                    && status != Status::Error
                     && let Some(g) = session.guide()
                 {
-                    g.input_ran();
+                    g.input_ran(status == Status::Error);
                 }
                 if let Ok(mut n) = names.lock() {
                     *n = Names::of(&session);

@@ -34,10 +34,13 @@ pub struct Guide {
     pub step: usize,
     /// A live presentation: shown a piece at a time, progress left alone.
     pub demo: bool,
-    /// The step's inputs still to offer, in order.
-    queue: VecDeque<String>,
+    /// The step's inputs still to offer, in order, each with whether gridlab is meant to
+    /// refuse it (from an `error` block).
+    queue: VecDeque<(String, bool)>,
     /// Text for the editor, taken by the REPL.
     suggestion: Option<String>,
+    /// The input last offered is meant to be refused: its error still moves the step on.
+    offered_refused: bool,
     question: Option<Question>,
     /// In a demo: the parts of the step not shown yet.
     pending_parts: VecDeque<Part>,
@@ -77,6 +80,7 @@ impl Guide {
             demo,
             queue: VecDeque::new(),
             suggestion: None,
+            offered_refused: false,
             question: None,
             pending_parts: VecDeque::new(),
             hints_shown: 0,
@@ -98,6 +102,8 @@ impl Guide {
             for part in &step.parts {
                 let code = match part {
                     Part::Prose(_) => continue,
+                    // What was refused on purpose changed nothing.
+                    Part::Cuda(code) | Part::Gridlab(code) if code.refused => continue,
                     Part::Cuda(code) | Part::Gridlab(code) => code.clone(),
                     Part::Exercise(ex) if self.solved(i) => ex.solution.clone(),
                     Part::Exercise(_) => continue,
@@ -136,11 +142,18 @@ impl Guide {
     }
 
     /// After the learner ran an input that was not a `:` command: the suggestion was used (as
-    /// offered or changed), so offer the next one.
-    pub fn input_ran(&mut self) {
-        if !self.demo {
-            self.suggestion = self.queue.pop_front();
+    /// offered or changed), so offer the next one. An input that failed keeps the step where it
+    /// is (the learner fixes it from history), unless failing was the point.
+    pub fn input_ran(&mut self, failed: bool) {
+        if !self.demo && (!failed || self.offered_refused) {
+            self.offer_next();
         }
+    }
+
+    fn offer_next(&mut self) {
+        let next = self.queue.pop_front();
+        self.offered_refused = next.as_ref().is_some_and(|(_, refused)| *refused);
+        self.suggestion = next.map(|(text, _)| text);
     }
 
     fn save(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
@@ -194,7 +207,7 @@ impl Guide {
         while let Some(part) = self.pending_parts.pop_front() {
             self.show_part(&part, out, style)?;
         }
-        self.suggestion = self.queue.pop_front();
+        self.offer_next();
         if self.suggestion.is_some() {
             writeln!(out, "{}", style.dim("(the next input is in your editor: Enter runs it; change it first if you like, or Ctrl-C clears it)"))?;
         } else {
@@ -226,7 +239,7 @@ impl Guide {
                     prose::write_markdown(out, &format!("```cuda\n{}```", code.text), style)?;
                     writeln!(out)?;
                 }
-                self.queue.push_back(code.text.trim_end().to_string());
+                self.queue.push_back((code.text.trim_end().to_string(), code.refused));
             }
             Part::Gridlab(code) => {
                 if !self.demo {
@@ -234,7 +247,7 @@ impl Guide {
                     writeln!(out)?;
                 }
                 if let Ok(inputs) = script::split_inputs(&code.text) {
-                    self.queue.extend(inputs.into_iter().map(|i| i.text));
+                    self.queue.extend(inputs.into_iter().map(|i| (i.text, code.refused)));
                 }
             }
             Part::Exercise(ex) => {
@@ -263,7 +276,7 @@ impl Guide {
                 writeln!(out)?;
                 let starter = ex.starter.as_ref().map(|s| s.text.trim_end().to_string()).unwrap_or_default();
                 if !starter.is_empty() {
-                    self.queue.push_back(starter);
+                    self.queue.push_back((starter, false));
                 }
             }
         }
@@ -273,16 +286,14 @@ impl Guide {
     /// In a demo, Enter on an empty line: the next part of the step, the next statement, or
     /// the next step.
     pub fn advance(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
-        if let Some(next) = self.queue.pop_front() {
-            self.suggestion = Some(next);
+        if !self.queue.is_empty() {
+            self.offer_next();
             return Ok(());
         }
         match self.pending_parts.pop_front() {
             Some(part) => {
                 self.show_part(&part, out, style)?;
-                if let Some(next) = self.queue.pop_front() {
-                    self.suggestion = Some(next);
-                }
+                self.offer_next();
                 Ok(())
             }
             None => self.next(out, style),
@@ -361,6 +372,7 @@ impl Guide {
         writeln!(out, "{}", style.bold("A solution (it is in your editor: Enter defines it, then :check):"))?;
         prose::write_markdown(out, &format!("```cuda\n{}```", ex.solution.text), style)?;
         self.suggestion = Some(ex.solution.text.trim_end().to_string());
+        self.offered_refused = false;
         Ok(Status::Ok)
     }
 

@@ -182,10 +182,12 @@ impl Builder<'_> {
                     cursor = range.end;
                 }
                 Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(info))) => {
-                    let tag = info.split_whitespace().next().unwrap_or("").to_string();
+                    let mut words = info.split_whitespace();
+                    let tag = words.next().unwrap_or("").to_string();
                     if !TAGS.contains(&tag.as_str()) {
                         continue;
                     }
+                    let modifiers: Vec<String> = words.map(str::to_string).collect();
                     let mut code = String::new();
                     for (e, _) in events.by_ref() {
                         match e {
@@ -204,9 +206,23 @@ impl Builder<'_> {
                             ),
                         ));
                     }
+                    let refused = match modifiers.as_slice() {
+                        [] => false,
+                        [m] if m == "error" && matches!(tag.as_str(), "cuda" | "gridlab") => true,
+                        _ => {
+                            return Err(self.err(
+                                fence_line,
+                                format!(
+                                    "`{tag} {}`: the only word a block takes after its tag is `error`, on `cuda` and \
+                                     `gridlab` blocks whose inputs gridlab refuses on purpose",
+                                    modifiers.join(" ")
+                                ),
+                            ));
+                        }
+                    };
                     self.prose(&text[cursor..range.start]);
                     cursor = range.end;
-                    self.block(&tag, Code { text: code, line: fence_line + 1 }, fence_line)?;
+                    self.block(&tag, Code { text: code, line: fence_line + 1, refused }, fence_line)?;
                 }
                 _ => {}
             }
@@ -346,7 +362,7 @@ fn check(path: &str, code: Code) -> Result<Check, LessonError> {
             "a check block cannot define CUDA: it runs the learner's kernels (put helpers in a `cuda` block of the step)".into(),
         ));
     }
-    Ok(Check { configs, body: Code { text: body, line: code.line } })
+    Ok(Check { configs, body: Code { text: body, line: code.line, refused: false } })
 }
 
 fn same_names(a: &Config, b: &Config) -> bool {
@@ -552,6 +568,20 @@ __global__ void add_half(float *a, int n) {
         let ok = parse("lessons/01-x.md", &with_check("config shape = (4, 4), n = 16\nk<<<1, 1>>>()")).unwrap();
         let cfg = &ok.steps[0].exercise().unwrap().check.configs[0];
         assert_eq!(cfg.bindings, [("shape".to_string(), "(4, 4)".to_string()), ("n".to_string(), "16".to_string())]);
+    }
+
+    #[test]
+    fn error_blocks_are_marked_and_other_words_refused() {
+        let lesson = |fence: &str| {
+            format!("+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## s\n```{fence}\nk<<<1, 2048>>>()\n```\n")
+        };
+        let l = parse("lessons/01-x.md", &lesson("gridlab error")).unwrap();
+        assert!(matches!(&l.steps[0].parts[0], Part::Gridlab(c) if c.refused));
+        let l = parse("lessons/01-x.md", &lesson("gridlab")).unwrap();
+        assert!(matches!(&l.steps[0].parts[0], Part::Gridlab(c) if !c.refused));
+        let e = error_of(&lesson("gridlab eror"));
+        assert!(e.starts_with("lessons/01-x.md:6: `gridlab eror`: the only word"), "{e}");
+        assert!(error_of(&lesson("solution error")).contains("the only word"));
     }
 
     #[test]

@@ -122,14 +122,24 @@ impl Walk<'_> {
             let echoed = buf.len();
             let status = self.session.eval(path, input, &mut buf)?;
             self.result.inputs += 1;
-            if status != Status::Ok {
+            // In an `error` block the refusal is the point; running is the failure.
+            let failed = if code.refused { status != Status::Error } else { status != Status::Ok };
+            if failed {
                 let mut plain = Vec::new();
                 render::write_echo(&mut plain, &input.text, &Style::plain())?;
-                let text =
+                let mut text =
                     format!("{path}:{}\n{}{}", input.line, String::from_utf8_lossy(&plain), strip_ansi(&buf[echoed..]));
-                self.fail(case, status == Status::ExpectFailed, text);
+                if code.refused {
+                    text.push_str("this input ran, but its block says `error`: gridlab should have refused it\n");
+                    writeln!(
+                        buf,
+                        "{}",
+                        self.style.error("expected an error: the block says `error`, but this input ran")
+                    )?;
+                }
+                self.fail(case, status == Status::ExpectFailed || code.refused, text);
             }
-            if !self.quiet || status != Status::Ok {
+            if !self.quiet || failed {
                 self.out.write_all(&buf)?;
             }
         }

@@ -164,3 +164,18 @@ fn export_writes_the_session_as_markdown() {
     );
     assert!(!text.contains('\u{1b}'), "no colour codes: {text}");
 }
+
+#[test]
+fn error_blocks_must_be_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let lesson = "+++\ntitle = \"Limits\"\nsummary = \"s\"\n+++\n## Too big\n\n```cuda\n__global__ void k(float *a) { a[0] = 1; }\n```\n\n```gridlab\nlet a = zeros(1)\n```\n\n```gridlab error\nk<<<1, 2048>>>(a)\n```\n";
+    std::fs::write(dir.path().join("01-limits.md"), lesson).unwrap();
+    let run = gridlab().args(["replay", dir.path().to_str().unwrap(), "--backend", "sim"]).run();
+    assert_eq!(run.code, 0, "a refused launch in an error block passes:\n{}", run.stdout);
+    assert!(run.stdout.contains("block size 2048 in x is above CUDA's limit of 1024"), "{}", run.stdout);
+
+    std::fs::write(dir.path().join("01-limits.md"), lesson.replace("k<<<1, 2048>>>(a)", "k<<<1, 32>>>(a)")).unwrap();
+    let run = gridlab().args(["replay", dir.path().to_str().unwrap(), "--backend", "sim"]).run();
+    assert_eq!(run.code, 1, "a launch that runs in an error block fails:\n{}", run.stdout);
+    assert!(run.stdout.contains("expected an error: the block says `error`, but this input ran"), "{}", run.stdout);
+}
