@@ -474,6 +474,18 @@ impl Module {
         &self.items
     }
 
+    /// Object-like `#define`s with a body, as `(name, body text)`, in definition order: the
+    /// session reads those that are numbers as constants (`#define TILE 16` makes `TILE` usable
+    /// in a launch).
+    pub fn defines(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.items.iter().filter(|i| i.kind == ItemKind::Define).filter_map(|i| {
+            let rest = i.text.trim_start().strip_prefix("#")?.trim_start().strip_prefix("define")?;
+            let rest = rest.trim_start().strip_prefix(i.name.as_str())?;
+            // A function-like macro (`NAME(`) is not a constant.
+            (!rest.starts_with('(')).then_some((i.name.as_str(), rest.trim()))
+        })
+    }
+
     /// The checked program: every function and global, typed.
     pub fn program(&self) -> &Program {
         &self.program

@@ -147,6 +147,9 @@ pub struct Session {
     pub(crate) module: Module,
     pub(crate) buffers: Vec<(String, Buffer)>,
     pub(crate) scalars: Vec<(String, Value)>,
+    /// The module's `#define`s that are numbers, usable in statements like scalars (a `let` of
+    /// the same name wins).
+    constants: Vec<(String, Value)>,
     pub(crate) sim: SimBackend,
     pub(crate) gpu: Option<Gpu>,
     /// Where launches run now: `Sim` or `Gpu` (`Auto` until the GPU's start is settled).
@@ -178,6 +181,7 @@ impl Session {
             module: Module::new(),
             buffers: Vec::new(),
             scalars: Vec::new(),
+            constants: Vec::new(),
             sim,
             gpu,
             active,
@@ -489,6 +493,7 @@ impl Session {
                 if let Some(note) = outcome.gpu_note() {
                     writeln!(out, "{}", self.options.style.dim(&note))?;
                 }
+                self.constants = constants(&self.module);
                 for d in &outcome.defined {
                     let what = match d.kind {
                         ItemKind::Kernel => "kernel",
@@ -640,6 +645,7 @@ impl Session {
     /// Forget kernels, buffers, scalars and findings; keep the settings.
     pub fn reset(&mut self) {
         self.module.clear();
+        self.constants.clear();
         self.buffers.clear();
         self.scalars.clear();
         self.last = None;
@@ -746,8 +752,9 @@ impl Env for Session {
         Session::buffer(self, name)
     }
 
-    fn scalar(&self, name: &str) -> Option<&Value> {
-        self.scalars.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    fn scalar<'a>(&'a self, name: &str) -> Option<&'a Value> {
+        let named = |list: &'a [(String, Value)]| list.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v);
+        named(&self.scalars).or_else(|| named(&self.constants))
     }
 
     fn max_alloc_bytes(&self) -> u64 {
@@ -755,8 +762,47 @@ impl Env for Session {
     }
 
     fn names(&self) -> Vec<String> {
-        self.buffers.iter().map(|(n, _)| n.clone()).chain(self.scalars.iter().map(|(n, _)| n.clone())).collect()
+        let scalars = self.scalars.iter().chain(&self.constants);
+        self.buffers.iter().map(|(n, _)| n.clone()).chain(scalars.map(|(n, _)| n.clone())).collect()
     }
+}
+
+/// The module's `#define`s whose bodies are numbers (`16`, `1.5f`, `(1 << 10)`), as values, so
+/// that a launch can say `<<<n // TILE, TILE>>>` after `#define TILE 16`.
+fn constants(module: &Module) -> Vec<(String, Value)> {
+    /// The constants so far: a body may use the macros defined before it (`#define N (TILE * 4)`).
+    struct Earlier(Vec<(String, Value)>);
+    impl Env for Earlier {
+        fn buffer(&self, _: &str) -> Option<&Buffer> {
+            None
+        }
+        fn scalar(&self, name: &str) -> Option<&Value> {
+            self.0.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v)
+        }
+        fn max_alloc_bytes(&self) -> u64 {
+            0
+        }
+    }
+    let mut out = Earlier(Vec::new());
+    for (name, body) in module.defines() {
+        // C's literal suffixes (`16u`, `1.5f`) mean nothing to the session language.
+        let body: String = body.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_')).fold(
+            body.to_string(),
+            |text, word| {
+                let bare = word.trim_end_matches(['f', 'F', 'u', 'U', 'l', 'L']);
+                let numeric = bare.chars().next().is_some_and(|c| c.is_ascii_digit()) && !bare.contains(['x', 'X']);
+                if numeric && bare != word { text.replacen(word, bare, 1) } else { text }
+            },
+        );
+        let text = format!("let {name} = {body}");
+        let Ok(stmt) = script::parse_statement(0, &text) else { continue };
+        if let StmtKind::Let { value, .. } = stmt.kind
+            && let Ok(v @ (Value::Int(_) | Value::Float(_))) = eval::eval(&value, &out, &text)
+        {
+            out.0.push((name.to_string(), v));
+        }
+    }
+    out.0
 }
 
 /// Writes to the terminal and, when `keep`, keeps a copy for the transcript.
@@ -844,6 +890,25 @@ mod tests {
             let mut out = Vec::new();
             small_session().eval_text("mutated.gridlab", &text, true, &mut out).unwrap();
         }
+    }
+
+    #[test]
+    fn numeric_defines_are_constants_in_statements() {
+        let mut s = small_session();
+        let mut out = Vec::new();
+        let script = "#define TILE 16\n#define HALF 0.5f\n#define N (TILE * 4)\n#define NAME foo\n\
+                      __global__ void k(float *a) { a[threadIdx.x + blockIdx.x * TILE] += HALF; }\n\
+                      let a = zeros(N)\nk<<<N // TILE, TILE>>>(a)\nexpect a == HALF\nexpect len(a) == 64\n";
+        let status = s.eval_text("t.gridlab", script, false, &mut out).unwrap();
+        assert_eq!(status, Status::Ok, "{}", String::from_utf8_lossy(&out));
+        // A `let` of the same name wins; a macro that is not a number is no constant.
+        let mut out = Vec::new();
+        s.eval_text("t.gridlab", "let TILE = 3\nexpect TILE == 3\nNAME\n", false, &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains("`NAME` is not defined"), "{out}");
+        s.reset();
+        let mut out = Vec::new();
+        assert_eq!(s.eval_text("t.gridlab", "HALF\n", false, &mut out).unwrap(), Status::Error);
     }
 
     #[test]
