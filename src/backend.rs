@@ -159,8 +159,9 @@ pub struct LaunchSpec {
 }
 
 impl LaunchSpec {
-    pub fn total_threads(&self) -> u64 {
-        self.grid.count() * self.block.count()
+    /// Grid times block: up to about 2^73 within CUDA's limits, so a `u128`.
+    pub fn total_threads(&self) -> u128 {
+        u128::from(self.grid.count()) * u128::from(self.block.count())
     }
 }
 

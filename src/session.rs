@@ -893,6 +893,19 @@ mod tests {
     }
 
     #[test]
+    fn the_largest_legal_launch_is_refused_by_the_simulator_at_once() {
+        let mut s = small_session();
+        let mut out = Vec::new();
+        let script = "__global__ void k(float *a) { a[0] = 1; }\nlet a = zeros(4)\n\
+                      k<<<(2147483647, 65535, 65535), 1024>>>(a)\n";
+        assert_eq!(s.eval_text("t.gridlab", script, false, &mut out).unwrap(), Status::Error);
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains("is 9,444,444,733,164,249,676,800 threads in 295,138,897,911,382,802,400 warps"), "{out}");
+        assert!(out.contains("launch fewer, or run this one on a GPU"), "{out}");
+        assert!(s.buffer("a").unwrap().bytes().iter().all(|b| *b == 0));
+    }
+
+    #[test]
     fn numeric_defines_are_constants_in_statements() {
         let mut s = small_session();
         let mut out = Vec::new();

@@ -218,6 +218,22 @@ impl Backend for SimBackend {
         if spec.block.count() > 1 << 16 {
             return Err(BackendError::Launch(format!("blocks of {} threads are too large", spec.block.count())));
         }
+        // Every warp takes at least one step: a launch with more warps than the step budget
+        // could not even start them all, and would only grind until it hit the budget.
+        let warps = u128::from(spec.grid.count()) * u128::from(spec.block.count().div_ceil(32));
+        if warps > u128::from(self.config.max_steps) {
+            return Err(BackendError::Launch(format!(
+                "`{}<<<{}, {}>>>` is {} threads in {} warps, more than the simulator's budget of {} warp steps per \
+                 launch (`--max-steps`): it could not run every warp even once. The simulator is for lesson-sized \
+                 launches, up to a few million threads: launch fewer, or run this one on a GPU (`:backend gpu`)",
+                spec.kernel,
+                spec.grid,
+                spec.block,
+                crate::render::findings::thousands(spec.total_threads()),
+                crate::render::findings::thousands(warps),
+                crate::render::findings::thousands(self.config.max_steps),
+            )));
+        }
         let kernel = self.kernel(module, &spec.kernel)?;
         let memory = kernel.memory_bytes(spec.block.count(), spec.shared_bytes as u64);
         if memory > MAX_MEMORY_BYTES {

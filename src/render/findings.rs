@@ -22,8 +22,9 @@ fn line(sources: &SourceMap, site: &Site) -> u32 {
     sources.line_of(site.span)
 }
 
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
+/// `1234567` -> `1,234,567`; any unsigned integer (a launch's thread count can exceed `u64`).
+pub fn thousands(n: impl Into<u128>) -> String {
+    let s = n.into().to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
         if i > 0 && (s.len() - i) % 3 == 0 {

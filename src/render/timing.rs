@@ -20,7 +20,7 @@ pub struct Timing {
     pub schedule: String,
     /// `0..4`, or `5` for one run.
     pub seeds: String,
-    pub threads: u64,
+    pub threads: u128,
     /// Simulated warp steps per run (simulator).
     pub steps: Vec<u64>,
     /// Kernel times per run, measured on a GPU (empty on the simulator).
