@@ -117,6 +117,20 @@ impl Terminal {
         }
     }
 
+    /// Wait until the last line on the screen is `line` (an empty prompt, say).
+    fn wait_for_last_line(&mut self, line: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            self.pump();
+            let text = self.text();
+            if text.lines().rev().find(|l| !l.trim().is_empty()).is_some_and(|l| l.trim_end() == line) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the last line never became {line:?}; the screen shows:\n{text}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Type keys, a little at a time as a person would (and as the editor expects).
     fn keys(&mut self, keys: &str) {
         self.session.write_all(keys.as_bytes()).unwrap();
@@ -319,4 +333,28 @@ fn a_lesson_puts_each_input_in_the_editor_asks_before_a_solution_and_resumes() {
     t.wait_for("fill(float *a, int n)");
     t.keys("\x04");
     assert_eq!(t.exit_code(), 0);
+}
+
+#[test]
+fn a_demo_moves_on_with_each_enter() {
+    let home = tempfile::tempdir().unwrap();
+    let course = super::harness::root().join("tests/fixtures/course");
+    let mut t = Terminal::start(home.path(), &["demo", "1", "--course", course.to_str().unwrap()]);
+    t.wait_for("(Enter on an empty line shows the next part)");
+    t.wait_for("This kernel writes every element from one thread.");
+    assert!(!t.text().contains("__global__ void fill"), "the code comes later, typed in:\n{}", t.text());
+    // Enter: the kernel is typed into the editor; Enter again runs it.
+    t.keys("\r");
+    t.wait_for("sim lesson 1.1> __global__ void fill(float *a, int n) {");
+    t.keys("\r");
+    t.wait_for("defined kernel fill(float *a, int n)");
+    // The next Enter (at the empty prompt) types the first statement of the next block.
+    t.wait_for_last_line("sim lesson 1.1>");
+    t.keys("\r");
+    t.wait_for("sim lesson 1.1> let a = zeros(4)");
+    t.keys("\x03");
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+    // A demo leaves the presenter's own progress alone.
+    assert!(!home.path().join("data/gridlab/progress").exists());
 }
