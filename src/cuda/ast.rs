@@ -28,6 +28,27 @@ pub enum Scalar {
 }
 
 impl Scalar {
+    /// The type C's type words name: a base word (`int`, `float`, `char`, `size_t`, ... or none),
+    /// whether `signed` or `unsigned` was written, and how many `long`s (LP64: `long` is 64-bit,
+    /// as on Linux, where CUDA runs). `Some(None)` is `void`; `None` is no type
+    /// (`unsigned float`, `long char`). The parser and the GPU-only signature reader share it.
+    pub fn from_words(base: Option<&str>, signed: bool, unsigned: bool, longs: u32) -> Option<Option<Scalar>> {
+        let sign = signed || unsigned;
+        Some(match (base, sign, longs) {
+            (Some("void"), false, 0) => None,
+            (Some("bool"), false, 0) => Some(Scalar::Bool),
+            (Some("float"), false, 0) => Some(Scalar::F32),
+            (Some("double"), false, 0) => Some(Scalar::F64),
+            (Some("size_t"), false, 0) => Some(Scalar::U64),
+            (Some("char"), _, 0) => Some(if unsigned { Scalar::U8 } else { Scalar::I8 }),
+            (None | Some("int"), _, 0) if base.is_some() || sign => {
+                Some(if unsigned { Scalar::U32 } else { Scalar::I32 })
+            }
+            (None | Some("int"), _, 1 | 2) => Some(if unsigned { Scalar::U64 } else { Scalar::I64 }),
+            _ => return None,
+        })
+    }
+
     pub fn size(self) -> u32 {
         match self {
             Scalar::Bool | Scalar::I8 | Scalar::U8 => 1,

@@ -350,24 +350,15 @@ impl Parser<'_> {
             t.span = start.to(self.prev_span());
             return Ok(t);
         } else {
-            match (base, unsigned || signed, longs) {
-                (None, false, 0) => {
-                    return Err(if matches!(self.peek(), Some(Tok::Ident(_))) {
-                        self.unknown_type()
-                    } else {
-                        self.expected("a type")
-                    });
-                }
-                (Some("void"), false, 0) => None,
-                (Some("bool"), false, 0) => Some(Scalar::Bool),
-                (Some("float"), false, 0) => Some(Scalar::F32),
-                (Some("double"), false, 0) => Some(Scalar::F64),
-                (Some("size_t"), false, 0) => Some(Scalar::U64),
-                (Some("char"), _, 0) => Some(if unsigned { Scalar::U8 } else { Scalar::I8 }),
-                (None | Some("int"), _, 0) => Some(if unsigned { Scalar::U32 } else { Scalar::I32 }),
-                (None | Some("int"), _, 1 | 2) => Some(if unsigned { Scalar::U64 } else { Scalar::I64 }),
-                _ => return Err(bad("this combination of type words is not a supported type")),
+            if base.is_none() && !unsigned && !signed && longs == 0 {
+                return Err(if matches!(self.peek(), Some(Tok::Ident(_))) {
+                    self.unknown_type()
+                } else {
+                    self.expected("a type")
+                });
             }
+            Scalar::from_words(base, signed, unsigned, longs)
+                .ok_or_else(|| bad("this combination of type words is not a supported type"))?
         };
         if unsigned && signed {
             return Err(bad("a type cannot be both `signed` and `unsigned`"));

@@ -595,7 +595,6 @@ fn param_type(body: &[&Tok], array: bool) -> Option<Type> {
 
 /// The arithmetic type a list of type words names, if gridlab can pass it.
 fn scalar_of(words: &[&str]) -> Option<Scalar> {
-    let one = |w: &str| words.len() == 1 && words[0] == w;
     let fixed = match words {
         [w] => match *w {
             "int8_t" => Some(Scalar::I8),
@@ -611,33 +610,16 @@ fn scalar_of(words: &[&str]) -> Option<Scalar> {
     if fixed.is_some() {
         return fixed;
     }
-    if one("float") {
-        return Some(Scalar::F32);
-    }
-    if one("double") {
-        return Some(Scalar::F64);
-    }
-    if one("bool") {
-        return Some(Scalar::Bool);
-    }
     if words.iter().any(|w| !TYPE_WORDS.contains(w)) || words.contains(&"short") {
         return None;
     }
-    let unsigned = words.contains(&"unsigned");
-    let longs = words.iter().filter(|w| **w == "long").count();
-    if words.contains(&"char") {
-        return Some(if unsigned { Scalar::U8 } else { Scalar::I8 });
-    }
-    if words.iter().any(|w| matches!(*w, "float" | "double" | "void" | "bool")) {
+    let bases: Vec<&str> = words.iter().copied().filter(|w| !matches!(*w, "signed" | "unsigned" | "long")).collect();
+    if bases.len() > 1 {
         return None;
     }
-    // `long` is 64 bits on Linux, where CUDA runs (LP64).
-    Some(match (unsigned, longs) {
-        (false, 0) => Scalar::I32,
-        (true, 0) => Scalar::U32,
-        (false, _) => Scalar::I64,
-        (true, _) => Scalar::U64,
-    })
+    let longs = words.iter().filter(|w| **w == "long").count() as u32;
+    // `void` names no value to pass: the outer `Some(None)` becomes `None` here too.
+    Scalar::from_words(bases.first().copied(), words.contains(&"signed"), words.contains(&"unsigned"), longs).flatten()
 }
 
 #[cfg(test)]
