@@ -51,7 +51,9 @@ pub struct Tolerance {
     pub abs: f64,
 }
 
-pub const F32_TOLERANCE: Tolerance = Tolerance { rel: 1e-5, abs: 1e-6 };
+/// The tolerance of `~=` in `expect`: what a script already accepts as the same f32.
+pub const F32_TOLERANCE: Tolerance =
+    Tolerance { rel: crate::script::eval::APPROX_REL, abs: crate::script::eval::APPROX_ABS };
 pub const F64_TOLERANCE: Tolerance = Tolerance { rel: 1e-12, abs: 1e-14 };
 
 /// Whether two elements of `dtype` count as the same: integers exactly, floats within the
