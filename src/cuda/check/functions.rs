@@ -1,0 +1,1301 @@
+//! Function bodies: statements and expressions, checked with C's rules into the typed AST.
+
+use super::*;
+
+pub(super) struct Fx<'m> {
+    m: &'m Module<'m>,
+    /// `None` while checking file-scope initialisers.
+    this: Option<FuncId>,
+    kind: FuncKind,
+    ret: Type,
+    locals: Vec<LocalVar>,
+    local_const: Vec<bool>,
+    local_arrays: Vec<MemVar>,
+    local_array_const: Vec<bool>,
+    shared: Vec<MemVar>,
+    scopes: Vec<HashMap<String, Sym>>,
+    calls: Vec<FuncId>,
+    loops: usize,
+    /// Locals declared without a value and not yet assigned (in reading order).
+    unassigned: HashSet<LocalId>,
+    pub(super) warnings: Vec<Diagnostic>,
+}
+
+pub(super) fn err(span: Span, msg: impl Into<String>) -> Diagnostic {
+    Diagnostic::error(msg).at(span)
+}
+
+impl<'m> Fx<'m> {
+    pub(super) fn new(m: &'m Module<'m>, this: Option<FuncId>) -> Fx<'m> {
+        Fx {
+            m,
+            this,
+            kind: FuncKind::Device,
+            ret: Type::Void,
+            locals: Vec::new(),
+            local_const: Vec::new(),
+            local_arrays: Vec::new(),
+            local_array_const: Vec::new(),
+            shared: Vec::new(),
+            scopes: vec![HashMap::new()],
+            calls: Vec::new(),
+            loops: 0,
+            unassigned: HashSet::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    pub(super) fn function(&mut self, f: &syntax::FuncDef) -> CResult<Function> {
+        let sig = &self.m.sigs[self.this.unwrap_or(0) as usize];
+        self.kind = sig.kind;
+        self.ret = sig.ret.clone();
+        for (p, syn) in sig.params.iter().zip(&f.params) {
+            let id = self.locals.len() as LocalId;
+            self.locals.push(LocalVar { name: p.name.clone(), ty: p.ty.clone(), span: p.span });
+            let is_const = p.ty.scalar().is_some() && syn.ty.is_const && syn.array_dims == 0;
+            self.local_const.push(is_const);
+            self.scopes[0].insert(p.name.clone(), Sym::Local(id));
+        }
+        self.scopes.push(HashMap::new());
+        let mut body = Vec::new();
+        for s in &f.body {
+            self.stmt_into(s, &mut body)?;
+        }
+        Ok(Function {
+            name: f.name.clone(),
+            kind: sig.kind,
+            ret: sig.ret.clone(),
+            params: sig.params.clone(),
+            locals: std::mem::take(&mut self.locals),
+            local_arrays: std::mem::take(&mut self.local_arrays),
+            shared: std::mem::take(&mut self.shared),
+            body,
+            span: f.span,
+            name_span: sig.name_span,
+            calls: std::mem::take(&mut self.calls),
+        })
+    }
+
+    // ----- names -----
+
+    fn lookup(&self, name: &str) -> Option<Sym> {
+        self.scopes.iter().rev().find_map(|s| s.get(name)).or_else(|| self.m.globals.get(name)).cloned()
+    }
+
+    fn declare(&mut self, name: &str, span: Span, sym: Sym) -> CResult<()> {
+        let scope = self.scopes.last_mut().expect("there is always a scope");
+        if scope.contains_key(name) {
+            return Err(err(span, format!("`{name}` is already declared in this scope"))
+                .label("declared again here")
+                .help("give the new variable another name"));
+        }
+        scope.insert(name.to_string(), sym);
+        Ok(())
+    }
+
+    fn names_in_scope(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.scopes.iter().flat_map(|s| s.keys().map(String::as_str)).collect();
+        names.extend(self.m.globals.keys().map(String::as_str));
+        names.extend(BUILTIN_VARS);
+        names.extend(self.m.funcs.keys().copied());
+        names
+    }
+
+    fn undeclared(&self, name: &str, span: Span) -> Diagnostic {
+        let d = err(span, format!("use of undeclared identifier `{name}`")).label("not declared").unknown_name(name);
+        match suggest::did_you_mean(name, self.names_in_scope()) {
+            Some(h) => d.help(h),
+            None => d.help(format!("declare it first, e.g. `int {name} = 0;`")),
+        }
+    }
+
+    // ----- statements -----
+
+    fn with_scope<T>(&mut self, f: impl FnOnce(&mut Self) -> CResult<T>) -> CResult<T> {
+        self.scopes.push(HashMap::new());
+        let r = f(self);
+        self.scopes.pop();
+        r
+    }
+
+    /// A statement where C expects exactly one (the body of an `if` or loop).
+    fn sub_stmt(&mut self, s: &syntax::Stmt) -> CResult<Box<Stmt>> {
+        self.with_scope(|fx| {
+            let mut out = Vec::new();
+            fx.stmt_into(s, &mut out)?;
+            Ok(Box::new(if out.len() == 1 {
+                out.pop().expect("one statement")
+            } else {
+                Stmt { kind: StmtKind::Block(out), span: s.span }
+            }))
+        })
+    }
+
+    fn stmt_into(&mut self, s: &syntax::Stmt, out: &mut Vec<Stmt>) -> CResult<()> {
+        use syntax::StmtKind as S;
+        let span = s.span;
+        let kind = match &s.kind {
+            S::Decl(decl) => return self.local_decl(decl, out),
+            S::Expr(e) => StmtKind::Expr(self.expr(e)?),
+            S::Empty => StmtKind::Empty,
+            S::Block(stmts) => {
+                let mut body = Vec::new();
+                self.with_scope(|fx| stmts.iter().try_for_each(|s| fx.stmt_into(s, &mut body)))?;
+                StmtKind::Block(body)
+            }
+            S::If(c, then, else_) => {
+                let cond = self.cond_expr(c)?;
+                let then = self.sub_stmt(then)?;
+                let else_ = match else_ {
+                    Some(e) => Some(self.sub_stmt(e)?),
+                    None => None,
+                };
+                StmtKind::If { cond, then, else_ }
+            }
+            S::While(c, body) => {
+                let cond = self.cond_expr(c)?;
+                let body = self.loop_body(body)?;
+                StmtKind::While { cond, body }
+            }
+            S::DoWhile(body, c) => {
+                let body = self.loop_body(body)?;
+                let cond = self.cond_expr(c)?;
+                StmtKind::DoWhile { body, cond }
+            }
+            S::For { init, cond, step, body } => {
+                return self.with_scope(|fx| {
+                    let init = match init {
+                        Some(i) => {
+                            let mut v = Vec::new();
+                            fx.stmt_into(i, &mut v)?;
+                            Some(Box::new(if v.len() == 1 {
+                                v.pop().expect("one statement")
+                            } else {
+                                Stmt { kind: StmtKind::Block(v), span: i.span }
+                            }))
+                        }
+                        None => None,
+                    };
+                    let cond = cond.as_ref().map(|c| fx.cond_expr(c)).transpose()?;
+                    let body = fx.loop_body(body)?;
+                    // The step runs after the body, so check it after (for "read before assigned").
+                    let step = step.as_ref().map(|e| fx.expr(e)).transpose()?;
+                    out.push(Stmt { kind: StmtKind::For { init, cond, step, body }, span });
+                    Ok(())
+                });
+            }
+            S::Break | S::Continue => {
+                let word = if s.kind == S::Break { "break" } else { "continue" };
+                if self.loops == 0 {
+                    return Err(err(span, format!("`{word}` outside of a loop"))
+                        .help(format!("`{word}` only works inside for, while and do loops")));
+                }
+                if s.kind == S::Break { StmtKind::Break } else { StmtKind::Continue }
+            }
+            S::Return(value) => StmtKind::Return(self.return_value(value.as_ref(), span)?),
+        };
+        out.push(Stmt { kind, span });
+        Ok(())
+    }
+
+    fn loop_body(&mut self, body: &syntax::Stmt) -> CResult<Box<Stmt>> {
+        self.loops += 1;
+        let r = self.sub_stmt(body);
+        self.loops -= 1;
+        r
+    }
+
+    fn return_value(&mut self, value: Option<&syntax::Expr>, span: Span) -> CResult<Option<Expr>> {
+        match (value, &self.ret) {
+            (None, Type::Void) => Ok(None),
+            (None, ret) => Err(err(span, "this function must return a value")
+                .label(format!("returns `{}`", ret.c_name()))
+                .help("write `return value;`")),
+            (Some(v), Type::Void) => {
+                let what = if self.kind == FuncKind::Kernel { "a kernel" } else { "a void function" };
+                Err(err(v.span, format!("{what} cannot return a value"))
+                    .help("write the result through a pointer parameter, or change the return type"))
+            }
+            (Some(v), ret) => {
+                let ret = ret.clone();
+                let e = self.value_expr(v)?;
+                Ok(Some(self.convert(e, &ret, "return")?))
+            }
+        }
+    }
+
+    fn local_decl(&mut self, decl: &Decl, out: &mut Vec<Stmt>) -> CResult<()> {
+        for d in &decl.declarators {
+            let base = resolve_type(&decl.ty, &d.ptrs);
+            let is_const = object_const(&decl.ty, &d.ptrs);
+            if base == Type::Void {
+                return Err(err(d.name_span, format!("`{}` cannot have type `void`", d.name))
+                    .help("give it a type such as `float` or `int`"));
+            }
+            match decl.storage {
+                Storage::Static => {
+                    return Err(err(decl.span, "static local variables are not supported by the simulator")
+                        .help("use a `__device__` global, or `__shared__` for one copy per block")
+                        .outside_subset("`static` locals"));
+                }
+                Storage::Shared => {
+                    if let Some(init) = &d.init {
+                        let span = match init {
+                            Init::Expr(e) => e.span,
+                            Init::List(_, s) => *s,
+                        };
+                        return Err(err(span, "`__shared__` variables cannot have an initialiser")
+                            .help("assign it in the kernel (e.g. from thread 0), then call __syncthreads()"));
+                    }
+                    if d.dims.first().is_some_and(Option::is_none) {
+                        return Err(err(d.name_span, "a `__shared__` array needs a size")
+                            .help("give the size, or write `extern __shared__` to size it at launch"));
+                    }
+                    let ty = self.array_type(base, &d.dims, None, d.name_span)?;
+                    let id = self.shared.len() as u32;
+                    self.shared.push(MemVar {
+                        name: d.name.clone(),
+                        ty: ty.clone(),
+                        is_extern: false,
+                        span: d.name_span,
+                    });
+                    self.declare(&d.name, d.name_span, Sym::Mem(MemId::Shared(id), ty))?;
+                }
+                Storage::ExternShared => {
+                    if d.dims.len() != 1 || d.dims[0].is_some() || d.init.is_some() {
+                        return Err(err(d.name_span, "`extern __shared__` declares an unsized array").help(format!(
+                            "write `extern __shared__ {} {}[];`",
+                            base.c_name(),
+                            d.name
+                        )));
+                    }
+                    let ty = Type::Array { elem: Box::new(base), len: 0 };
+                    let id = self.shared.len() as u32;
+                    self.shared.push(MemVar {
+                        name: d.name.clone(),
+                        ty: ty.clone(),
+                        is_extern: true,
+                        span: d.name_span,
+                    });
+                    self.declare(&d.name, d.name_span, Sym::Mem(MemId::Shared(id), ty))?;
+                }
+                _ if !d.dims.is_empty() => {
+                    let ty = self.array_type(base, &d.dims, d.init.as_ref(), d.name_span)?;
+                    let init = match &d.init {
+                        Some(i) => Some(
+                            self.flatten_init(&ty, i)?
+                                .into_iter()
+                                .map(|e| e.unwrap_or_else(|| const_to_expr(Num::I(0), ty.innermost(), d.name_span)))
+                                .collect(),
+                        ),
+                        None => None,
+                    };
+                    let id = self.local_arrays.len() as u32;
+                    self.local_arrays.push(MemVar {
+                        name: d.name.clone(),
+                        ty: ty.clone(),
+                        is_extern: false,
+                        span: d.name_span,
+                    });
+                    self.local_array_const.push(is_const);
+                    self.declare(&d.name, d.name_span, Sym::Mem(MemId::Local(id), ty))?;
+                    out.push(Stmt { kind: StmtKind::ArrayDecl { array: id, init }, span: decl.span });
+                }
+                _ => {
+                    let init = match &d.init {
+                        None if is_const => {
+                            return Err(err(d.name_span, format!("the constant `{}` needs a value", d.name))
+                                .help(format!("write `const {} {} = ...;`", base.c_name(), d.name)));
+                        }
+                        None => None,
+                        Some(Init::List(_, span)) => {
+                            return Err(err(*span, "braces initialise arrays").help(format!(
+                                "write `{} {} = value;`",
+                                base.c_name(),
+                                d.name
+                            )));
+                        }
+                        Some(Init::Expr(e)) => {
+                            let v = self.value_expr(e)?;
+                            Some(self.convert(v, &base, "initialise")?)
+                        }
+                    };
+                    let id = self.locals.len() as LocalId;
+                    self.locals.push(LocalVar { name: d.name.clone(), ty: base, span: d.name_span });
+                    self.local_const.push(is_const);
+                    if init.is_none() {
+                        self.unassigned.insert(id);
+                    }
+                    self.declare(&d.name, d.name_span, Sym::Local(id))?;
+                    out.push(Stmt { kind: StmtKind::Decl { local: id, init }, span: decl.span });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The array type a declarator spells; `[]` takes its length from the initialiser.
+    pub(super) fn array_type(
+        &mut self,
+        base: Type,
+        dims: &[Option<syntax::Expr>],
+        init: Option<&Init>,
+        at: Span,
+    ) -> CResult<Type> {
+        let mut lens = Vec::new();
+        for (i, d) in dims.iter().enumerate() {
+            let len = match d {
+                Some(e) => {
+                    let v = self.value_expr(e)?;
+                    let n = match (v.ty.scalar(), const_eval(&v)) {
+                        (Some(s), Some(Num::I(n))) if s.is_integer() => n,
+                        (Some(s), _) if s.is_float() => {
+                            return Err(err(e.span, "an array size must be an integer").help("write e.g. `[256]`"));
+                        }
+                        _ => return Err(not_constant(e.span)),
+                    };
+                    if n <= 0 {
+                        return Err(err(e.span, format!("an array size must be positive, this is {n}"))
+                            .help("write e.g. `[256]`"));
+                    }
+                    n as u64
+                }
+                None if i == 0 => match init {
+                    Some(Init::List(items, _)) if !items.is_empty() => {
+                        let inner: u64 = lens_after(&mut *self, &dims[1..])?;
+                        let scalars = items.iter().filter(|i| matches!(i, Init::Expr(_))).count() as u64;
+                        let lists = items.len() as u64 - scalars;
+                        lists + scalars.div_ceil(inner.max(1))
+                    }
+                    _ => {
+                        return Err(err(at, "this array needs a size")
+                            .help("write the size in the brackets, e.g. `float v[4];`"));
+                    }
+                },
+                None => {
+                    return Err(err(at, "only the first dimension of an array may be left empty")
+                        .help("write every size after the first, e.g. `float m[][4]`"));
+                }
+            };
+            lens.push(len);
+        }
+        let total = lens.iter().try_fold(1u64, |acc, &l| acc.checked_mul(l)).unwrap_or(u64::MAX);
+        if total > MAX_ARRAY_ELEMS {
+            return Err(err(at, format!("this array has {total} elements, too many for the simulator"))
+                .help("use a buffer passed as a parameter for large data"));
+        }
+        let mut ty = base;
+        for &len in lens.iter().rev() {
+            ty = Type::Array { elem: Box::new(ty), len: len as u32 };
+        }
+        Ok(ty)
+    }
+
+    /// The initialiser of an array, as one value (or `None` for zero) per innermost element,
+    /// converted to the element type. Nested braces follow the dimensions; missing braces fill
+    /// elements in order, as C's brace elision does.
+    pub(super) fn flatten_init(&mut self, ty: &Type, init: &Init) -> CResult<Vec<Option<Expr>>> {
+        let total = (ty.size() / ty.innermost().size().max(1)) as usize;
+        if total > MAX_INIT_ELEMS {
+            let span = match init {
+                Init::Expr(e) => e.span,
+                Init::List(_, s) => *s,
+            };
+            return Err(err(span, format!("an initialised array may have at most {MAX_INIT_ELEMS} elements"))
+                .help("leave a large array uninitialised and fill it in the kernel"));
+        }
+        let mut out: Vec<Option<Expr>> = vec![None; total];
+        let mut cursor = 0;
+        match init {
+            Init::List(items, _) => self.fill(ty, items, &mut out, &mut cursor)?,
+            Init::Expr(e) if !matches!(ty, Type::Array { .. }) => {
+                let v = self.value_expr(e)?;
+                out[0] = Some(self.convert(v, ty, "initialise")?);
+            }
+            Init::Expr(e) => {
+                return Err(
+                    err(e.span, "an array is initialised with a list in braces").help("write e.g. `= {1, 2, 3}`")
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    fn fill(&mut self, ty: &Type, items: &[Init], out: &mut [Option<Expr>], cursor: &mut usize) -> CResult<()> {
+        let elem = ty.innermost().clone();
+        let start = *cursor;
+        let end = start + (ty.size() / elem.size().max(1)) as usize;
+        for item in items {
+            if *cursor >= end {
+                let span = match item {
+                    Init::Expr(e) => e.span,
+                    Init::List(_, s) => *s,
+                };
+                return Err(err(span, "too many values in this initialiser").help(format!(
+                    "the array `{}` has {} elements here",
+                    ty.c_name(),
+                    end - start
+                )));
+            }
+            match item {
+                Init::Expr(e) => {
+                    let v = self.value_expr(e)?;
+                    out[*cursor] = Some(self.convert(v, &elem, "initialise")?);
+                    *cursor += 1;
+                }
+                Init::List(inner, span) => {
+                    let Type::Array { elem: sub, .. } = ty else {
+                        return Err(err(*span, "too many braces in this initialiser")
+                            .help("a single value goes without braces"));
+                    };
+                    // A nested list fills exactly one sub-array, starting at its boundary.
+                    let sub_len = (sub.size() / elem.size().max(1)) as usize;
+                    let offset = *cursor - start;
+                    let sub_start = start + offset.div_ceil(sub_len.max(1)) * sub_len;
+                    if sub_start >= end {
+                        return Err(err(*span, "too many values in this initialiser").help(format!(
+                            "the array `{}` has {} elements here",
+                            ty.c_name(),
+                            end - start
+                        )));
+                    }
+                    *cursor = sub_start;
+                    self.fill(sub, inner, out, cursor)?;
+                    *cursor = sub_start + sub_len;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ----- expressions -----
+
+    /// An expression used as a value: arrays decay to pointers.
+    pub(super) fn value_expr(&mut self, e: &syntax::Expr) -> CResult<Expr> {
+        let e = self.expr(e)?;
+        Ok(self.value(e))
+    }
+
+    fn value(&self, e: Expr) -> Expr {
+        if let Type::Array { elem, .. } = &e.ty {
+            let ty = Type::Ptr { pointee: elem.clone(), is_const: self.lvalue_const(&e) };
+            return Expr { span: e.span, ty, kind: ExprKind::Decay(Box::new(e)) };
+        }
+        e
+    }
+
+    /// A condition: tested against zero, as `bool`.
+    fn cond_expr(&mut self, e: &syntax::Expr) -> CResult<Expr> {
+        let v = self.value_expr(e)?;
+        self.to_bool(v)
+    }
+
+    fn to_bool(&self, v: Expr) -> CResult<Expr> {
+        match &v.ty {
+            Type::Scalar(_) | Type::Ptr { .. } => Ok(cast(v, &Type::Scalar(Scalar::Bool))),
+            t => Err(err(v.span, format!("a `{}` value cannot be used as a condition", t.c_name()))
+                .help("compare it with something, e.g. `x != 0`")),
+        }
+    }
+
+    fn lvalue_const(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Local(id) => self.local_const.get(*id as usize).copied().unwrap_or(false),
+            ExprKind::Mem(MemId::Local(i)) => self.local_array_const.get(*i as usize).copied().unwrap_or(false),
+            ExprKind::Mem(MemId::Shared(_)) => false,
+            ExprKind::Mem(MemId::Global(i)) => self.m.global_const.get(*i as usize).copied().unwrap_or(false),
+            ExprKind::Deref(p) | ExprKind::Index { base: p, .. } => matches!(p.ty, Type::Ptr { is_const: true, .. }),
+            _ => false,
+        }
+    }
+
+    /// Assignment conversion of a value to `to` (for `=`, initialisers, arguments, `return`).
+    pub(super) fn convert(&self, e: Expr, to: &Type, what: &str) -> CResult<Expr> {
+        if &e.ty == to {
+            return Ok(e);
+        }
+        match (&e.ty, to) {
+            (Type::Scalar(_), Type::Scalar(_)) => Ok(cast(e, to)),
+            (Type::Ptr { .. }, Type::Scalar(Scalar::Bool)) => Ok(cast(e, to)),
+            (Type::Ptr { is_const: true, .. }, Type::Ptr { is_const: false, .. })
+                if pointee_compatible(
+                    &Type::Ptr { pointee: Box::new(e.ty.pointee().cloned().unwrap_or(Type::Void)), is_const: false },
+                    to,
+                ) =>
+            {
+                Err(err(e.span, format!("cannot {what} a `{}` with a pointer to const data", to.c_name()))
+                    .label(format!("this is `{}`", e.ty.c_name()))
+                    .help("declare the destination `const` too, or pass a pointer you may write through"))
+            }
+            (Type::Ptr { .. }, Type::Ptr { .. }) if pointee_compatible(&e.ty, to) => Ok(cast(e, to)),
+            (Type::Void, _) => Err(err(e.span, "this expression has no value")
+                .label("its type is `void`")
+                .help("a void function's result cannot be used")),
+            (from, to) => Err(err(e.span, format!("cannot {what} a `{}` with a `{}`", to.c_name(), from.c_name()))
+                .label(format!("this is `{}`", from.c_name()))
+                .help(match (from, to) {
+                    (Type::Scalar(_), Type::Ptr { .. }) => "pass a pointer here: an array name or `&a[i]`".to_string(),
+                    (Type::Ptr { .. }, Type::Scalar(_)) => "read the value it points to: `p[i]` or `*p`".to_string(),
+                    _ => format!("convert it explicitly with `({})`", to.c_name()),
+                })),
+        }
+    }
+
+    fn arith(&self, e: &Expr, op: &str) -> CResult<Scalar> {
+        match e.ty {
+            Type::Scalar(s) => Ok(s),
+            ref t => Err(err(e.span, format!("`{op}` needs a number, but this is `{}`", t.c_name())).help(match t {
+                Type::Ptr { .. } => "index the pointer to get a value: `p[i]`",
+                _ => "use a number here",
+            })),
+        }
+    }
+
+    fn integer(&self, e: &Expr, op: &str) -> CResult<Scalar> {
+        let s = self.arith(e, op)?;
+        if s.is_float() {
+            return Err(err(e.span, format!("`{op}` needs an integer, but this is `{}`", s.c_name()))
+                .help(if op == "%" { "use fmodf(a, b) for floats" } else { "convert it with `(int)` first" }));
+        }
+        Ok(s)
+    }
+
+    fn expr(&mut self, e: &syntax::Expr) -> CResult<Expr> {
+        use syntax::ExprKind as E;
+        let span = e.span;
+        let mk = |kind, ty| Ok(Expr { kind, ty, span });
+        match &e.kind {
+            E::Int(v, s) => mk(ExprKind::IntConst(*v), Type::Scalar(*s)),
+            E::Float(v, s) => {
+                let v = if *s == Scalar::F32 { *v as f32 as f64 } else { *v };
+                mk(ExprKind::FloatConst(v), Type::Scalar(*s))
+            }
+            E::Char(c) => mk(ExprKind::IntConst(*c as i8 as i64 as u64), Type::Scalar(Scalar::I8)),
+            E::Bool(b) => mk(ExprKind::IntConst(*b as u64), Type::Scalar(Scalar::Bool)),
+            E::Str(_) => Err(err(span, "string literals are only allowed as printf's format")
+                .help("write `printf(\"x = %d\\n\", x);`")),
+            E::Name(name) => self.name(name, span),
+            E::Member(base, field, field_span) => self.member(base, field, *field_span),
+            E::Unary(op, operand) => self.unary(*op, operand, span),
+            E::Binary(op, lhs, rhs) => {
+                let l = self.value_expr(lhs)?;
+                let r = self.value_expr(rhs)?;
+                self.binary(*op, l, r, span)
+            }
+            E::Assign(op, lhs, rhs) => self.assign(*op, lhs, rhs, span),
+            E::IncDec { operand, increment, prefix } => {
+                let target = self.lvalue(operand, if *increment { "++" } else { "--" })?;
+                match &target.ty {
+                    Type::Scalar(_) | Type::Ptr { .. } => {}
+                    t => {
+                        return Err(err(span, format!("cannot increment a `{}`", t.c_name()))
+                            .help("`++` works on numbers and pointers"));
+                    }
+                }
+                let ty = target.ty.clone();
+                mk(ExprKind::IncDec { lhs: Box::new(target), increment: *increment, prefix: *prefix }, ty)
+            }
+            E::Cond(c, t, f) => {
+                let cond = self.cond_expr(c)?;
+                let then = self.value_expr(t)?;
+                let else_ = self.value_expr(f)?;
+                let ty = match (&then.ty, &else_.ty) {
+                    (a, b) if a == b => a.clone(),
+                    (Type::Scalar(a), Type::Scalar(b)) => Type::Scalar(usual(*a, *b)),
+                    (Type::Ptr { pointee: a, is_const: ca }, Type::Ptr { pointee: b, is_const: cb }) if a == b => {
+                        Type::Ptr { pointee: a.clone(), is_const: *ca || *cb }
+                    }
+                    (a, b) => {
+                        return Err(err(
+                            span,
+                            format!(
+                                "the two sides of `?:` have different types, `{}` and `{}`",
+                                a.c_name(),
+                                b.c_name()
+                            ),
+                        )
+                        .help("make both sides the same kind of value"));
+                    }
+                };
+                let (then, else_) = (cast(then, &ty), cast(else_, &ty));
+                mk(ExprKind::Cond { cond: Box::new(cond), then: Box::new(then), else_: Box::new(else_) }, ty)
+            }
+            E::Cast(tn, operand) => {
+                let to = resolve_type(tn, &[]);
+                let v = self.value_expr(operand)?;
+                match (&v.ty, &to) {
+                    (_, Type::Void) => Ok(v),
+                    (Type::Scalar(_), Type::Scalar(_)) | (Type::Ptr { .. }, Type::Ptr { .. }) => {
+                        Ok(Expr { span, ty: to, kind: ExprKind::Cast(Box::new(v)) })
+                    }
+                    (Type::Ptr { .. }, Type::Scalar(Scalar::Bool)) => {
+                        Ok(Expr { span, ty: to, kind: ExprKind::Cast(Box::new(v)) })
+                    }
+                    (from, to) => Err(err(span, format!("cannot convert `{}` to `{}`", from.c_name(), to.c_name()))
+                        .help("the simulator converts between numbers, and between pointers")),
+                }
+            }
+            E::Call { name, name_span, args } => self.call(name, *name_span, args, span),
+            E::Index(base, index) => {
+                let mut b = self.value_expr(base)?;
+                let mut i = self.value_expr(index)?;
+                if i.ty.is_pointer() && !b.ty.is_pointer() {
+                    std::mem::swap(&mut b, &mut i);
+                }
+                let Some(pointee) = b.ty.pointee().cloned() else {
+                    return Err(err(b.span, format!("`{}` cannot be indexed", b.ty.c_name()))
+                        .label("not an array or pointer")
+                        .help("only arrays and pointers take `[i]`"));
+                };
+                if pointee == Type::Void {
+                    return Err(err(b.span, "cannot index a `void *`").help("cast it to a typed pointer first"));
+                }
+                self.integer(&i, "[]").map_err(|d| d.help("an index must be an integer, e.g. `a[(int)x]`"))?;
+                let index = scalar_cast(i, Scalar::I64);
+                mk(ExprKind::Index { base: Box::new(b), index: Box::new(index) }, pointee)
+            }
+            E::Comma(l, r) => {
+                let l = self.value_expr(l)?;
+                let r = self.value_expr(r)?;
+                let ty = r.ty.clone();
+                mk(ExprKind::Comma { lhs: Box::new(l), rhs: Box::new(r) }, ty)
+            }
+            E::SizeofType(tn) => {
+                let ty = resolve_type(tn, &[]);
+                if ty == Type::Void {
+                    return Err(err(span, "`void` has no size").help("take the size of a real type"));
+                }
+                mk(ExprKind::IntConst(ty.size()), Type::Scalar(Scalar::U64))
+            }
+            E::SizeofExpr(inner) => {
+                let v = self.expr(inner)?;
+                mk(ExprKind::IntConst(v.ty.size()), Type::Scalar(Scalar::U64))
+            }
+        }
+    }
+
+    fn name(&mut self, name: &str, span: Span) -> CResult<Expr> {
+        let mk = |kind, ty| Ok(Expr { kind, ty, span });
+        match self.lookup(name) {
+            Some(Sym::Local(id)) => {
+                if self.unassigned.remove(&id) {
+                    self.warnings.push(
+                        Diagnostic::warning(format!("`{name}` is read before it is assigned"))
+                            .at(span)
+                            .label("read here")
+                            .help(format!(
+                                "give it a value where it is declared, e.g. `{} {name} = 0;`",
+                                self.locals[id as usize].ty.c_name()
+                            )),
+                    );
+                }
+                mk(ExprKind::Local(id), self.locals[id as usize].ty.clone())
+            }
+            Some(Sym::Mem(id, ty)) => mk(ExprKind::Mem(id), ty),
+            Some(Sym::Const(v)) => Ok(Expr { span, ..v }),
+            None if name == "warpSize" => mk(ExprKind::WarpSize, Type::Scalar(Scalar::I32)),
+            None if BUILTIN_VARS.contains(&name) => Err(err(span, format!("`{name}` needs a component"))
+                .help(format!("write `{name}.x`, `{name}.y` or `{name}.z`"))),
+            None if self.m.funcs.contains_key(name) || BUILTIN_FUNCS.contains(&name) => {
+                Err(err(span, format!("`{name}` is a function")).help(format!("call it: `{name}(...)`")))
+            }
+            None => Err(self.undeclared(name, span)),
+        }
+    }
+
+    fn member(&mut self, base: &syntax::Expr, field: &str, field_span: Span) -> CResult<Expr> {
+        let var = match &base.kind {
+            syntax::ExprKind::Name(n) if self.lookup(n).is_none() => match n.as_str() {
+                "threadIdx" => Some(BuiltinVar::ThreadIdx),
+                "blockIdx" => Some(BuiltinVar::BlockIdx),
+                "blockDim" => Some(BuiltinVar::BlockDim),
+                "gridDim" => Some(BuiltinVar::GridDim),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(var) = var else {
+            if let syntax::ExprKind::Name(n) = &base.kind
+                && self.lookup(n).is_none()
+            {
+                return Err(self.undeclared(n, base.span));
+            }
+            return Err(err(base.span.to(field_span), "`.` works only on threadIdx, blockIdx, blockDim and gridDim")
+                .help("structs run on the GPU backend only; use separate arrays for each field"));
+        };
+        let axis = match field {
+            "x" => Axis::X,
+            "y" => Axis::Y,
+            "z" => Axis::Z,
+            _ => {
+                return Err(err(field_span, format!("no component `{field}`"))
+                    .label("not x, y or z")
+                    .help("the components are `.x`, `.y` and `.z`"));
+            }
+        };
+        Ok(Expr { kind: ExprKind::Builtin(var, axis), ty: Type::Scalar(Scalar::U32), span: base.span.to(field_span) })
+    }
+
+    /// An expression that must be a modifiable lvalue (target of `=`, `+=`, `++`).
+    fn lvalue(&mut self, e: &syntax::Expr, op: &str) -> CResult<Expr> {
+        let target = self.expr(e)?;
+        if !is_lvalue(&target) {
+            return Err(err(e.span, format!("cannot apply `{op}` to this expression"))
+                .label("not a variable or array element")
+                .help("assign to a variable, `a[i]` or `*p`"));
+        }
+        if matches!(target.ty, Type::Array { .. }) {
+            return Err(
+                err(e.span, "cannot assign to a whole array").help("assign its elements one at a time, e.g. in a loop")
+            );
+        }
+        if self.lvalue_const(&target) {
+            let what = match &target.kind {
+                ExprKind::Mem(MemId::Global(i)) if self.m.global_vars[*i as usize].is_constant => {
+                    "`__constant__` memory is read-only in kernels"
+                }
+                ExprKind::Index { .. } | ExprKind::Deref(_) => "this points to `const` data",
+                _ => "this variable is `const`",
+            };
+            return Err(err(e.span, format!("cannot assign here: {what}"))
+                .label("read-only")
+                .help("remove `const` from the declaration if it must change"));
+        }
+        Ok(target)
+    }
+
+    fn assign(&mut self, op: Option<BinOp>, lhs: &syntax::Expr, rhs: &syntax::Expr, span: Span) -> CResult<Expr> {
+        let op_text = match op {
+            None => "=",
+            Some(_) => "op=",
+        };
+        let Some(op) = op else {
+            let r = self.value_expr(rhs)?;
+            let simple_local = match &lhs.kind {
+                syntax::ExprKind::Name(n) => match self.lookup(n) {
+                    Some(Sym::Local(id)) => Some(id),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(id) = simple_local {
+                self.unassigned.remove(&id);
+            }
+            let l = self.lvalue(lhs, op_text)?;
+            let ty = l.ty.clone();
+            let r = self.convert(r, &ty, "assign")?;
+            return Ok(Expr { kind: ExprKind::Assign { lhs: Box::new(l), rhs: Box::new(r) }, ty, span });
+        };
+        let l = self.lvalue(lhs, op_text)?;
+        let r = self.value_expr(rhs)?;
+        let ty = l.ty.clone();
+        let (op, op_ty, r) = match &ty {
+            Type::Ptr { .. } => {
+                if !matches!(op, BinOp::Add | BinOp::Sub) {
+                    return Err(err(span, "only `+=` and `-=` work on pointers")
+                        .help("move a pointer with `p += n` or `p -= n`"));
+                }
+                self.integer(&r, "+=")?;
+                (bin(op), Scalar::I64, scalar_cast(r, Scalar::I64))
+            }
+            Type::Scalar(ls) => {
+                let rs = self.arith(&r, "op=")?;
+                let op_ty = match op {
+                    BinOp::Shl | BinOp::Shr => {
+                        self.integer(&l, "<<=")?;
+                        self.integer(&r, "<<=")?;
+                        promote(*ls)
+                    }
+                    BinOp::Rem | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
+                        self.integer(&l, "%=")?;
+                        self.integer(&r, "%=")?;
+                        usual(*ls, rs)
+                    }
+                    _ => usual(*ls, rs),
+                };
+                (bin(op), op_ty, scalar_cast(r, op_ty))
+            }
+            t => return Err(err(span, format!("cannot update a `{}`", t.c_name())).help("use a number or pointer")),
+        };
+        Ok(Expr { kind: ExprKind::CompoundAssign { op, lhs: Box::new(l), rhs: Box::new(r), op_ty }, ty, span })
+    }
+
+    fn unary(&mut self, op: UnOp, operand: &syntax::Expr, span: Span) -> CResult<Expr> {
+        let mk = |kind, ty| Ok(Expr { kind, ty, span });
+        match op {
+            UnOp::AddrOf => {
+                let target = self.expr(operand)?;
+                match &target.kind {
+                    ExprKind::Local(id) => {
+                        let name = &self.locals[*id as usize].name;
+                        Err(err(span, format!("cannot take the address of the register variable `{name}`"))
+                            .help(format!(
+                                "only memory has addresses: use an array element like `&a[i]`, or declare `{name}` as an array"
+                            )))
+                    }
+                    _ if is_lvalue(&target) => {
+                        let ty =
+                            Type::Ptr { pointee: Box::new(target.ty.clone()), is_const: self.lvalue_const(&target) };
+                        mk(ExprKind::AddrOf(Box::new(target)), ty)
+                    }
+                    _ => Err(err(span, "cannot take the address of this expression")
+                        .help("`&` needs an array element or a variable in memory, e.g. `&a[i]`")),
+                }
+            }
+            UnOp::Deref => {
+                let p = self.value_expr(operand)?;
+                match p.ty.pointee().cloned() {
+                    Some(Type::Void) => {
+                        Err(err(span, "cannot dereference a `void *`").help("cast it to a typed pointer"))
+                    }
+                    Some(t) => mk(ExprKind::Deref(Box::new(p)), t),
+                    None => Err(err(span, format!("cannot dereference a `{}`", p.ty.c_name()))
+                        .label("not a pointer")
+                        .help("`*` reads through a pointer")),
+                }
+            }
+            UnOp::LogNot => {
+                let c = self.cond_expr(operand)?;
+                mk(ExprKind::Unary { op: UnaryOp::LogNot, operand: Box::new(c) }, Type::Scalar(Scalar::Bool))
+            }
+            UnOp::Neg | UnOp::Plus | UnOp::BitNot => {
+                let v = self.value_expr(operand)?;
+                let sym = match op {
+                    UnOp::Neg => "-",
+                    UnOp::Plus => "+",
+                    _ => "~",
+                };
+                let s = if op == UnOp::BitNot { self.integer(&v, sym)? } else { self.arith(&v, sym)? };
+                let s = promote(s);
+                let v = scalar_cast(v, s);
+                match op {
+                    UnOp::Plus => Ok(Expr { span, ..v }),
+                    UnOp::Neg => mk(ExprKind::Unary { op: UnaryOp::Neg, operand: Box::new(v) }, Type::Scalar(s)),
+                    _ => mk(ExprKind::Unary { op: UnaryOp::BitNot, operand: Box::new(v) }, Type::Scalar(s)),
+                }
+            }
+        }
+    }
+
+    fn binary(&mut self, op: BinOp, l: Expr, r: Expr, span: Span) -> CResult<Expr> {
+        let mk = |kind, ty| Ok(Expr { kind, ty, span });
+        let sym = op_symbol(op);
+        match op {
+            BinOp::LogAnd | BinOp::LogOr => {
+                let (l, r) = (self.to_bool(l)?, self.to_bool(r)?);
+                return mk(
+                    ExprKind::Binary { op: bin(op), lhs: Box::new(l), rhs: Box::new(r) },
+                    Type::Scalar(Scalar::Bool),
+                );
+            }
+            BinOp::Add | BinOp::Sub if l.ty.is_pointer() || r.ty.is_pointer() => return self.ptr_arith(op, l, r, span),
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+                if l.ty.is_pointer() || r.ty.is_pointer() =>
+            {
+                if !(l.ty.is_pointer() && r.ty.is_pointer() && l.ty.pointee() == r.ty.pointee()) {
+                    return Err(err(span, format!("cannot compare `{}` with `{}`", l.ty.c_name(), r.ty.c_name()))
+                        .help("compare pointers of the same type, or the values they point to"));
+                }
+                return mk(
+                    ExprKind::Binary { op: bin(op), lhs: Box::new(l), rhs: Box::new(r) },
+                    Type::Scalar(Scalar::Bool),
+                );
+            }
+            _ => {}
+        }
+        let (ls, rs) = match op {
+            BinOp::Shl | BinOp::Shr | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Rem => {
+                (self.integer(&l, sym)?, self.integer(&r, sym)?)
+            }
+            _ => (self.arith(&l, sym)?, self.arith(&r, sym)?),
+        };
+        let ty = match op {
+            BinOp::Shl | BinOp::Shr => promote(ls),
+            _ => usual(ls, rs),
+        };
+        let (l, r) = (scalar_cast(l, ty), scalar_cast(r, ty));
+        let result = match op {
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => Scalar::Bool,
+            _ => ty,
+        };
+        mk(ExprKind::Binary { op: bin(op), lhs: Box::new(l), rhs: Box::new(r) }, Type::Scalar(result))
+    }
+
+    fn ptr_arith(&mut self, op: BinOp, l: Expr, r: Expr, span: Span) -> CResult<Expr> {
+        let mk = |kind, ty| Ok(Expr { kind, ty, span });
+        if l.ty.is_pointer() && r.ty.is_pointer() {
+            if op == BinOp::Sub && l.ty.pointee() == r.ty.pointee() {
+                return mk(ExprKind::PtrDiff { lhs: Box::new(l), rhs: Box::new(r) }, Type::Scalar(Scalar::I64));
+            }
+            return Err(err(
+                span,
+                format!("cannot {} two pointers", if op == BinOp::Add { "add" } else { "subtract" }),
+            )
+            .help("add an integer offset to a pointer: `p + i`"));
+        }
+        if op == BinOp::Sub && !l.ty.is_pointer() {
+            return Err(err(span, "cannot subtract a pointer from a number").help("write `p - n`"));
+        }
+        let (p, n) = if l.ty.is_pointer() { (l, r) } else { (r, l) };
+        if p.ty.pointee() == Some(&Type::Void) {
+            return Err(err(p.span, "cannot do arithmetic on a `void *`").help("cast it to a typed pointer first"));
+        }
+        self.integer(&n, op_symbol(op))
+            .map_err(|d| d.help("a pointer moves by a whole number of elements, e.g. `p + i`"))?;
+        let mut offset = scalar_cast(n, Scalar::I64);
+        if op == BinOp::Sub {
+            let s = offset.span;
+            offset = Expr {
+                kind: ExprKind::Unary { op: UnaryOp::Neg, operand: Box::new(offset) },
+                ty: Type::Scalar(Scalar::I64),
+                span: s,
+            };
+        }
+        let ty = p.ty.clone();
+        mk(ExprKind::PtrOffset { ptr: Box::new(p), offset: Box::new(offset) }, ty)
+    }
+
+    // ----- calls -----
+
+    fn args(&mut self, args: &[syntax::Expr]) -> CResult<Vec<Expr>> {
+        args.iter().map(|a| self.value_expr(a)).collect()
+    }
+
+    fn arity(&self, name: &str, args: &[syntax::Expr], min: usize, max: usize, span: Span, usage: &str) -> CResult<()> {
+        if args.len() < min || args.len() > max {
+            let want = if min == max { format!("{min}") } else { format!("{min} to {max}") };
+            let s = if min == 1 && max == 1 { "" } else { "s" };
+            return Err(err(span, format!("`{name}` takes {want} argument{s}, but {} were given", args.len()))
+                .help(format!("call it as `{usage}`")));
+        }
+        Ok(())
+    }
+
+    fn call(&mut self, name: &str, name_span: Span, args: &[syntax::Expr], span: Span) -> CResult<Expr> {
+        if let Some(sym) = self.lookup(name) {
+            let _ = sym;
+            return Err(err(name_span, format!("`{name}` is a variable, not a function"))
+                .help("rename the variable if you meant the function of the same name"));
+        }
+        if let Some(&id) = self.m.funcs.get(name) {
+            return self.device_call(id, name, args, span);
+        }
+        if let Some(e) = self.intrinsic(name, name_span, args, span)? {
+            return Ok(e);
+        }
+        let mut candidates: Vec<&str> = self.m.funcs.keys().copied().collect();
+        candidates.extend(BUILTIN_FUNCS);
+        candidates.extend(MATH.iter().map(|m| m.0));
+        let d = err(name_span, format!("unknown function `{name}`")).label("not defined");
+        Err(match suggest::did_you_mean(name, candidates) {
+            Some(h) => d.help(h).unknown_name(name),
+            // Not a typo of a known name: most likely one of CUDA's intrinsics (`__ldg`,
+            // `__popc`) or vector constructors (`make_float4`) that NVRTC knows.
+            None if name.starts_with("__") || name.starts_with("make_") => d
+                .help("the simulator does not have this CUDA function; the GPU backend runs it")
+                .outside_subset(format!("`{name}`")),
+            None => d.help("define it as a `__device__` function first").unknown_name(name),
+        })
+    }
+
+    fn device_call(&mut self, id: FuncId, name: &str, args: &[syntax::Expr], span: Span) -> CResult<Expr> {
+        let sig = &self.m.sigs[id as usize];
+        if sig.kind == FuncKind::Kernel {
+            return Err(err(span, format!("cannot call the kernel `{name}` from device code"))
+                .label("`__global__` functions are launched, not called")
+                .help(format!("launch it from the gridlab prompt, or make `{name}` a `__device__` function")));
+        }
+        let usage = format!(
+            "{name}({})",
+            sig.params.iter().map(|p| format!("{} {}", p.ty.c_name(), p.name)).collect::<Vec<_>>().join(", ")
+        );
+        let n = sig.params.len();
+        self.arity(name, args, n, n, span, &usage)?;
+        let mut out = Vec::new();
+        for (a, p) in args.iter().zip(&sig.params) {
+            let v = self.value_expr(a)?;
+            out.push(self.convert(v, &p.ty, "pass")?);
+        }
+        if !self.calls.contains(&id) {
+            self.calls.push(id);
+        }
+        Ok(Expr { kind: ExprKind::Call { func: id, args: out }, ty: sig.ret.clone(), span })
+    }
+
+    /// A builtin function, or `None` if `name` is not one.
+    fn intrinsic(&mut self, name: &str, name_span: Span, args: &[syntax::Expr], span: Span) -> CResult<Option<Expr>> {
+        let u32t = Type::Scalar(Scalar::U32);
+        let intr = |which, args, ty| Ok(Some(Expr { kind: ExprKind::Intrinsic { which, args }, ty, span }));
+        match name {
+            "__syncthreads" => {
+                self.arity(name, args, 0, 0, span, "__syncthreads()")?;
+                intr(Intrinsic::SyncThreads, vec![], Type::Void)
+            }
+            "__syncwarp" => {
+                self.arity(name, args, 0, 1, span, "__syncwarp(0xffffffff)")?;
+                let mask = match args.first() {
+                    Some(a) => self.number_arg(a, Scalar::U32, name)?,
+                    None => int_const(0xffff_ffff, Scalar::U32, span),
+                };
+                intr(Intrinsic::SyncWarp, vec![mask], Type::Void)
+            }
+            "__threadfence" | "__threadfence_block" | "__threadfence_system" => {
+                self.arity(name, args, 0, 0, span, &format!("{name}()"))?;
+                intr(Intrinsic::ThreadFence, vec![], Type::Void)
+            }
+            "__trap" => {
+                self.arity(name, args, 0, 0, span, "__trap()")?;
+                intr(Intrinsic::Trap, vec![], Type::Void)
+            }
+            "assert" => {
+                self.arity(name, args, 1, 1, span, "assert(i < n)")?;
+                let c = self.cond_expr(&args[0])?;
+                intr(Intrinsic::Assert, vec![c], Type::Void)
+            }
+            "printf" => self.printf(args, span).map(Some),
+            "__shfl_sync" | "__shfl_up_sync" | "__shfl_down_sync" | "__shfl_xor_sync" => {
+                let kind = match name {
+                    "__shfl_sync" => ShflKind::Idx,
+                    "__shfl_up_sync" => ShflKind::Up,
+                    "__shfl_down_sync" => ShflKind::Down,
+                    _ => ShflKind::Xor,
+                };
+                let usage =
+                    format!("{name}(0xffffffff, value, {})", if kind == ShflKind::Idx { "lane" } else { "delta" });
+                self.arity(name, args, 3, 4, span, &usage)?;
+                let mask = self.number_arg(&args[0], Scalar::U32, name)?;
+                let v = self.value_expr(&args[1])?;
+                let ty = promote(self.arith(&v, name)?);
+                let v = scalar_cast(v, ty);
+                let lane_ty = if matches!(kind, ShflKind::Up | ShflKind::Down) { Scalar::U32 } else { Scalar::I32 };
+                let lane = self.number_arg(&args[2], lane_ty, name)?;
+                let width = match args.get(3) {
+                    Some(w) => self.number_arg(w, Scalar::I32, name)?,
+                    None => int_const(32, Scalar::I32, span),
+                };
+                intr(Intrinsic::Shfl { kind, ty }, vec![mask, v, lane, width], Type::Scalar(ty))
+            }
+            "__shfl" | "__shfl_up" | "__shfl_down" | "__shfl_xor" | "__ballot" | "__any" | "__all" => {
+                Err(err(name_span, format!("`{name}` was removed in CUDA 9"))
+                    .help(format!("use `{name}_sync(0xffffffff, ...)`")))
+            }
+            "__ballot_sync" | "__any_sync" | "__all_sync" => {
+                self.arity(name, args, 2, 2, span, &format!("{name}(0xffffffff, predicate)"))?;
+                let mask = self.number_arg(&args[0], Scalar::U32, name)?;
+                let pred = self.cond_expr(&args[1])?;
+                let (which, ty) = match name {
+                    "__ballot_sync" => (Intrinsic::Ballot, u32t),
+                    "__any_sync" => (Intrinsic::Any, Type::Scalar(Scalar::I32)),
+                    _ => (Intrinsic::All, Type::Scalar(Scalar::I32)),
+                };
+                intr(which, vec![mask, pred], ty)
+            }
+            "min" | "max" => {
+                self.arity(name, args, 2, 2, span, &format!("{name}(a, b)"))?;
+                let v = self.args(args)?;
+                let ty = usual(self.arith(&v[0], name)?, self.arith(&v[1], name)?);
+                let v = v.into_iter().map(|a| scalar_cast(a, ty)).collect();
+                let which = if name == "min" { Intrinsic::Min { ty } } else { Intrinsic::Max { ty } };
+                intr(which, v, Type::Scalar(ty))
+            }
+            "abs" | "labs" | "llabs" => {
+                self.arity(name, args, 1, 1, span, &format!("{name}(x)"))?;
+                let v = self.value_expr(&args[0])?;
+                let s = promote(self.arith(&v, name)?);
+                let ty = if name == "abs" { s } else { Scalar::I64 };
+                intr(Intrinsic::Abs { ty }, vec![scalar_cast(v, ty)], Type::Scalar(ty))
+            }
+            "__fdividef" => {
+                self.arity(name, args, 2, 2, span, "__fdividef(a, b)")?;
+                let l = self.number_arg(&args[0], Scalar::F32, name)?;
+                let r = self.number_arg(&args[1], Scalar::F32, name)?;
+                let kind = ExprKind::Binary { op: BinaryOp::Div, lhs: Box::new(l), rhs: Box::new(r) };
+                Ok(Some(Expr { kind, ty: Type::Scalar(Scalar::F32), span }))
+            }
+            _ if name.starts_with("atomic") => self.atomic(name, name_span, args, span),
+            _ => self.math(name, args, span),
+        }
+    }
+
+    /// An argument converted to a number type.
+    fn number_arg(&mut self, a: &syntax::Expr, to: Scalar, func: &str) -> CResult<Expr> {
+        let v = self.value_expr(a)?;
+        self.arith(&v, func)?;
+        Ok(scalar_cast(v, to))
+    }
+
+    fn math(&mut self, name: &str, args: &[syntax::Expr], span: Span) -> CResult<Option<Expr>> {
+        let found = MATH
+            .iter()
+            .find(|m| m.0 == name)
+            .map(|m| (m.1, m.2, Some(Scalar::F32)))
+            .or_else(|| FAST_MATH.iter().find(|m| m.0 == name).map(|m| (m.1, m.2, Some(Scalar::F32))))
+            // The unsuffixed names are overloaded in CUDA C++: float arguments stay float.
+            .or_else(|| MATH.iter().find(|m| m.0.strip_suffix('f') == Some(name)).map(|m| (m.1, m.2, None)));
+        let Some((f, n, ty)) = found else { return Ok(None) };
+        let usage = format!("{name}({})", ["x", "y", "z"][..n].join(", "));
+        self.arity(name, args, n, n, span, &usage)?;
+        let v = self.args(args)?;
+        for a in &v {
+            self.arith(a, name)?;
+        }
+        let ty = ty.unwrap_or_else(|| {
+            if v.iter().all(|a| a.ty == Type::Scalar(Scalar::F32)) { Scalar::F32 } else { Scalar::F64 }
+        });
+        let v = v.into_iter().map(|a| scalar_cast(a, ty)).collect();
+        Ok(Some(Expr {
+            kind: ExprKind::Intrinsic { which: Intrinsic::Math { f, ty }, args: v },
+            ty: Type::Scalar(ty),
+            span,
+        }))
+    }
+
+    fn atomic(&mut self, name: &str, name_span: Span, args: &[syntax::Expr], span: Span) -> CResult<Option<Expr>> {
+        let base = name.strip_suffix("_block").or_else(|| name.strip_suffix("_system")).unwrap_or(name);
+        let op = match base {
+            "atomicAdd" => AtomicOp::Add,
+            "atomicSub" => AtomicOp::Sub,
+            "atomicExch" => AtomicOp::Exch,
+            "atomicMin" => AtomicOp::Min,
+            "atomicMax" => AtomicOp::Max,
+            "atomicInc" => AtomicOp::Inc,
+            "atomicDec" => AtomicOp::Dec,
+            "atomicCAS" => AtomicOp::Cas,
+            "atomicAnd" => AtomicOp::And,
+            "atomicOr" => AtomicOp::Or,
+            "atomicXor" => AtomicOp::Xor,
+            _ => return Ok(None),
+        };
+        let n = if op == AtomicOp::Cas { 3 } else { 2 };
+        let usage = if op == AtomicOp::Cas {
+            format!("{name}(&a[i], expected, value)")
+        } else {
+            format!("{name}(&a[i], value)")
+        };
+        self.arity(name, args, n, n, span, &usage)?;
+        let p = self.value_expr(&args[0])?;
+        let Some(pointee) = p.ty.pointee().cloned() else {
+            return Err(err(p.span, format!("the first argument of `{name}` must be a pointer"))
+                .label(format!("this is `{}`", p.ty.c_name()))
+                .help(format!("pass the address: {base}(&a[i], v)")));
+        };
+        if matches!(p.ty, Type::Ptr { is_const: true, .. }) {
+            return Err(err(p.span, format!("`{name}` writes through this pointer, but it points to const data"))
+                .help("remove `const` from the pointer's declaration"));
+        }
+        let ty = match pointee {
+            Type::Scalar(s) => s,
+            ref t => {
+                return Err(err(p.span, format!("`{name}` cannot operate on `{}`", t.c_name()))
+                    .help(format!("pass the address of one element: {base}(&a[i], v)")));
+            }
+        };
+        use Scalar::*;
+        let allowed: &[Scalar] = match op {
+            AtomicOp::Add => &[I32, U32, I64, U64, F32, F64],
+            AtomicOp::Exch => &[I32, U32, I64, U64, F32],
+            AtomicOp::Inc | AtomicOp::Dec => &[U32],
+            _ => &[I32, U32, I64, U64],
+        };
+        if !allowed.contains(&ty) {
+            let names: Vec<&str> = allowed.iter().map(|s| s.c_name()).collect();
+            return Err(err(p.span, format!("`{name}` does not support `{}`", ty.c_name()))
+                .label("wrong element type")
+                .help(format!("`{name}` works on {}", names.join(", "))));
+        }
+        let _ = name_span;
+        let mut v = vec![p];
+        for a in &args[1..] {
+            let value_ty = if matches!(op, AtomicOp::Inc | AtomicOp::Dec) { U32 } else { ty };
+            v.push(self.number_arg(a, value_ty, name)?);
+        }
+        Ok(Some(Expr {
+            kind: ExprKind::Intrinsic { which: Intrinsic::Atomic { op, ty }, args: v },
+            ty: Type::Scalar(ty),
+            span,
+        }))
+    }
+
+    fn printf(&mut self, args: &[syntax::Expr], span: Span) -> CResult<Expr> {
+        let Some(syntax::Expr { kind: syntax::ExprKind::Str(format), .. }) = args.first() else {
+            let at = args.first().map_or(span, |a| a.span);
+            return Err(err(at, "printf's first argument must be a string literal")
+                .help("write e.g. `printf(\"i = %d\\n\", i);`"));
+        };
+        let mut out = Vec::new();
+        for a in &args[1..] {
+            let v = self.value_expr(a)?;
+            let v = match v.ty {
+                Type::Scalar(Scalar::F32) => scalar_cast(v, Scalar::F64),
+                Type::Scalar(s) => scalar_cast(v, promote(s)),
+                Type::Ptr { .. } => v,
+                _ => {
+                    return Err(err(v.span, "printf cannot print this value")
+                        .help("print numbers or pointers, e.g. `printf(\"%f\\n\", x)`"));
+                }
+            };
+            out.push(v);
+        }
+        Ok(Expr { kind: ExprKind::Printf { format: format.clone(), args: out }, ty: Type::Scalar(Scalar::I32), span })
+    }
+}
+
+/// For `float v[][4] = {...}`: the number of innermost elements per outer element.
+pub(super) fn lens_after(fx: &mut Fx, dims: &[Option<syntax::Expr>]) -> CResult<u64> {
+    let mut n = 1u64;
+    for d in dims {
+        let Some(e) = d else { return Ok(n) };
+        let v = fx.value_expr(e)?;
+        match const_eval(&v) {
+            Some(Num::I(k)) if k > 0 => n = n.saturating_mul(k as u64),
+            _ => return Err(not_constant(e.span)),
+        }
+    }
+    Ok(n)
+}
+
+pub(super) fn bin(op: BinOp) -> BinaryOp {
+    match op {
+        BinOp::Add => BinaryOp::Add,
+        BinOp::Sub => BinaryOp::Sub,
+        BinOp::Mul => BinaryOp::Mul,
+        BinOp::Div => BinaryOp::Div,
+        BinOp::Rem => BinaryOp::Rem,
+        BinOp::Shl => BinaryOp::Shl,
+        BinOp::Shr => BinaryOp::Shr,
+        BinOp::BitAnd => BinaryOp::BitAnd,
+        BinOp::BitOr => BinaryOp::BitOr,
+        BinOp::BitXor => BinaryOp::BitXor,
+        BinOp::Eq => BinaryOp::Eq,
+        BinOp::Ne => BinaryOp::Ne,
+        BinOp::Lt => BinaryOp::Lt,
+        BinOp::Le => BinaryOp::Le,
+        BinOp::Gt => BinaryOp::Gt,
+        BinOp::Ge => BinaryOp::Ge,
+        BinOp::LogAnd => BinaryOp::LogAnd,
+        BinOp::LogOr => BinaryOp::LogOr,
+    }
+}
+
+pub(super) fn op_symbol(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Add => "+",
+        BinOp::Sub => "-",
+        BinOp::Mul => "*",
+        BinOp::Div => "/",
+        BinOp::Rem => "%",
+        BinOp::Shl => "<<",
+        BinOp::Shr => ">>",
+        BinOp::BitAnd => "&",
+        BinOp::BitOr => "|",
+        BinOp::BitXor => "^",
+        BinOp::Eq => "==",
+        BinOp::Ne => "!=",
+        BinOp::Lt => "<",
+        BinOp::Le => "<=",
+        BinOp::Gt => ">",
+        BinOp::Ge => ">=",
+        BinOp::LogAnd => "&&",
+        BinOp::LogOr => "||",
+    }
+}
