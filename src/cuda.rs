@@ -32,6 +32,9 @@ use crate::diag::{Cause, Diagnostic, SourceId, Span};
 use ast::{FuncKind, Function, Program, Type};
 use lexer::Token;
 
+/// The most kernels, functions, variables and typedefs a session keeps (see [`Module::add`]).
+pub const MAX_ITEMS: usize = 1000;
+
 /// What a snippet defined.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ItemKind {
@@ -302,6 +305,17 @@ impl Module {
         }
         if !errors.is_empty() {
             return Err(errors);
+        }
+        // Every snippet re-checks the whole module, so the module's size is bounded to keep a
+        // long script's total time in seconds rather than growing with its square.
+        let checked_items = items.iter().filter(|i| i.kind != ItemKind::Define).count();
+        if checked_items > MAX_ITEMS {
+            return Err(vec![
+                Diagnostic::error(format!("the session holds more than {MAX_ITEMS} kernels, functions and variables"))
+                    .at(new_items[0].span)
+                    .label("one too many")
+                    .help("gridlab checks the whole module at every change; `:reset` to start over, or redefine an existing name"),
+            ]);
         }
         let mut gpu_only: Vec<(String, String)> =
             new_items.iter().filter_map(|i| Some((i.name.clone(), i.gpu_only.as_ref()?.construct.clone()))).collect();

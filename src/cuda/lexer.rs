@@ -432,8 +432,9 @@ pub fn predefined(source: SourceId) -> Vec<(String, Vec<Token>)> {
     ]
 }
 
-/// A cap on what macro expansion may produce, so `#define A B B` / `#define B A A` chains
-/// cannot blow up.
+/// A cap on the tokens macro expansion may add to one snippet, so `#define A B B` /
+/// `#define B A A` chains cannot blow up. Tokens written out are not counted: a long
+/// expression is the parser's to judge.
 const MAX_EXPANDED: usize = 200_000;
 
 /// A `#define` met while expanding: the directive token, the name and the body.
@@ -448,6 +449,7 @@ pub fn expand(
 ) -> Result<(Vec<Token>, Vec<NewDefine>), Diagnostic> {
     let mut out = Vec::with_capacity(tokens.len());
     let mut new_defines = Vec::new();
+    let mut added = 0usize;
     for token in tokens {
         match token.tok {
             Tok::Directive(Directive::Define { ref name, ref body, .. }) => {
@@ -457,7 +459,7 @@ pub fn expand(
             Tok::Directive(Directive::Ignored) => {}
             _ => {
                 let mut hidden = HashSet::new();
-                expand_one(token, defines, &mut hidden, &mut out, 0)?;
+                expand_one(token, defines, &mut hidden, &mut out, &mut added, 0)?;
             }
         }
     }
@@ -469,9 +471,10 @@ fn expand_one(
     defines: &HashMap<String, Vec<Token>>,
     hidden: &mut HashSet<String>,
     out: &mut Vec<Token>,
+    added: &mut usize,
     depth: usize,
 ) -> Result<(), Diagnostic> {
-    if out.len() > MAX_EXPANDED || depth > 64 {
+    if *added > MAX_EXPANDED || depth > 64 {
         return Err(Diagnostic::error("macro expansion is too large")
             .at(token.span)
             .label("expanding this macro never ends")
@@ -487,9 +490,10 @@ fn expand_one(
     };
     let Tok::Ident(name) = &token.tok else { unreachable!("only identifiers expand") };
     hidden.insert(name.clone());
+    *added += body.len();
     for t in body {
         let t = Token { tok: t.tok.clone(), span: token.span };
-        expand_one(t, defines, hidden, out, depth + 1)?;
+        expand_one(t, defines, hidden, out, added, depth + 1)?;
     }
     hidden.remove(name);
     Ok(())

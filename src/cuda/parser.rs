@@ -13,8 +13,12 @@ use super::suggest;
 use super::syntax::*;
 use crate::diag::{Diagnostic, Span};
 
-/// Deeper nesting than this (parentheses, blocks, operator chains) is an error, not a crash.
+/// Deeper nesting than this (parentheses, blocks, nested calls) is an error, not a crash.
 pub const MAX_DEPTH: usize = 128;
+/// A flat chain like `a + b + c + ...` nests only one level for a reader, but the tree it makes
+/// is as deep as it is long, and the checker and compiler walk it recursively: so chains count
+/// towards this larger limit on the tree's depth instead of towards [`MAX_DEPTH`].
+pub const MAX_TREE_DEPTH: usize = 1024;
 
 type PResult<T> = Result<T, Diagnostic>;
 
@@ -52,12 +56,14 @@ pub struct Parser<'a> {
     pos: usize,
     typedefs: &'a mut HashMap<String, TypeName>,
     depth: usize,
+    /// The depth of the tree being built: nesting plus the links of operator chains.
+    tree: usize,
     end: Span,
 }
 
 /// Parse a whole snippet. `typedefs` holds the session's typedefs and receives the snippet's.
 pub fn parse(toks: &[Token], typedefs: &mut HashMap<String, TypeName>, end: Span) -> PResult<Vec<Item>> {
-    let mut p = Parser { toks, pos: 0, typedefs, depth: 0, end };
+    let mut p = Parser { toks, pos: 0, typedefs, depth: 0, tree: 0, end };
     let mut items = Vec::new();
     while p.pos < p.toks.len() {
         if p.eat(";") {
@@ -196,17 +202,35 @@ impl Parser<'_> {
 
     fn enter(&mut self) -> PResult<()> {
         self.depth += 1;
+        self.tree += 1;
         if self.depth > MAX_DEPTH {
             return Err(Diagnostic::error("the code is nested too deeply")
                 .at(self.span())
                 .label(format!("more than {MAX_DEPTH} levels of nesting"))
                 .help("split the expression or block into smaller pieces"));
         }
-        Ok(())
+        self.tree_limit()
     }
 
     fn leave(&mut self) {
         self.depth -= 1;
+        self.tree -= 1;
+    }
+
+    /// One more link in a chain of operators (`+ x`, `[i]`, `, y`): it deepens the tree only.
+    fn enter_chain(&mut self) -> PResult<()> {
+        self.tree += 1;
+        self.tree_limit()
+    }
+
+    fn tree_limit(&self) -> PResult<()> {
+        if self.tree > MAX_TREE_DEPTH {
+            return Err(Diagnostic::error("this expression is too long")
+                .at(self.span())
+                .label(format!("more than {MAX_TREE_DEPTH} operators in one chain"))
+                .help("add it up in several statements, e.g. `s += ...;` a part at a time"));
+        }
+        Ok(())
     }
 
     // ----- constructs outside the subset -----
@@ -813,13 +837,13 @@ impl Parser<'_> {
         let mut lhs = self.assign()?;
         let mut chain = 0;
         while self.eat(",") {
-            self.enter()?;
+            self.enter_chain()?;
             chain += 1;
             let rhs = self.assign()?;
             let span = lhs.span.to(rhs.span);
             lhs = Expr { kind: ExprKind::Comma(Box::new(lhs), Box::new(rhs)), span };
         }
-        self.depth -= chain;
+        self.tree -= chain;
         Ok(lhs)
     }
 
@@ -903,7 +927,7 @@ impl Parser<'_> {
             }
             self.pos += 1;
             // A long left-leaning chain is as deep as a nested one for the checker.
-            if let Err(e) = self.enter() {
+            if let Err(e) = self.enter_chain() {
                 break Err(e);
             }
             chain += 1;
@@ -914,7 +938,7 @@ impl Parser<'_> {
             let span = lhs.span.to(rhs.span);
             lhs = Expr { kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)), span };
         };
-        self.depth -= chain;
+        self.tree -= chain;
         result
     }
 
@@ -976,7 +1000,7 @@ impl Parser<'_> {
         let mut e = self.primary()?;
         let mut chain = 0;
         let result = loop {
-            if let Err(err) = self.enter() {
+            if let Err(err) = self.enter_chain() {
                 break Err(err);
             }
             chain += 1;
@@ -987,7 +1011,7 @@ impl Parser<'_> {
                 Err(err) => break Err(err),
             }
         };
-        self.depth -= chain;
+        self.tree -= chain;
         result
     }
 

@@ -459,8 +459,12 @@ fn predefined_limits_and_math() {
 fn deep_nesting_is_an_error_not_a_crash() {
     let deep = format!("__global__ void k(int *a) {{ a[0] = {}1{}; }}", "(".repeat(10_000), ")".repeat(10_000));
     assert!(errors(&deep).contains("nested too deeply"));
-    let chain = format!("__global__ void k(int *a) {{ a[0] = 1{}; }}", " + 1".repeat(10_000));
-    assert!(errors(&chain).contains("nested too deeply"));
+    // A flat chain is one level deep for a reader: long ones are refused for their length, and a
+    // 100,000-term sum is not mistaken for a macro.
+    let chain = format!("__global__ void k(int *a) {{ a[0] = 1{}; }}", " + 1".repeat(100_000));
+    let e = errors(&chain);
+    assert!(e.contains("this expression is too long") && e.contains("1024 operators"), "{e}");
+    module(&format!("__global__ void k(int *a) {{ a[0] = 1{}; }}", " + 1".repeat(128)));
     let blocks = format!("__global__ void k(int *a) {}{}", "{".repeat(10_000), "}".repeat(10_000));
     assert!(errors(&blocks).contains("nested too deeply"));
     let unary = format!("__global__ void k(int *a) {{ a[0] = {}1; }}", "-".repeat(10_000));
@@ -470,7 +474,7 @@ fn deep_nesting_is_an_error_not_a_crash() {
 #[test]
 fn the_deepest_allowed_nesting_checks_on_a_small_stack() {
     let parens = format!("__global__ void k(int *a) {{ a[0] = {}1{}; }}", "(".repeat(40), ")".repeat(40));
-    let chain = format!("__global__ void k2(int *a) {{ a[0] = 1{}; }}", " + a[1]".repeat(100));
+    let chain = format!("__global__ void k2(int *a) {{ a[0] = 1{}; }}", " + a[1]".repeat(1000));
     let ifs = format!("__global__ void k3(int *a) {{ {} a[0] = 1; }}", "if (a[0]) ".repeat(100));
     let text = format!("{parens}\n{chain}\n{ifs}");
     // Test threads have 2 MiB of stack; the REPL's main thread has more.
@@ -619,4 +623,23 @@ mod props {
             add(&chars.into_iter().collect::<String>());
         }
     }
+}
+
+#[test]
+fn many_definitions_one_at_a_time_are_bounded_with_a_message() {
+    let mut map = SourceMap::new();
+    let mut m = Module::new();
+    let add = |m: &mut Module, map: &mut SourceMap, i: usize| {
+        let text = format!("__device__ int f{i}(int x) {{ return x + {i}; }}");
+        let id = map.add("<input>", &text, 1);
+        m.add(id, &text).map_err(|e| e[0].to_plain(map))
+    };
+    for i in 0..MAX_ITEMS {
+        add(&mut m, &mut map, i).expect("checks");
+    }
+    let e = add(&mut m, &mut map, MAX_ITEMS).expect_err("one too many");
+    assert!(e.contains("more than 1000 kernels") && e.contains(":reset"), "{e}");
+    // Redefining an existing name is still fine, and the module is as it was.
+    add(&mut m, &mut map, 3).expect("redefinition");
+    assert_eq!(m.items().len(), MAX_ITEMS);
 }

@@ -25,6 +25,11 @@ pub type Reg = u32;
 /// resident block).
 const MAX_LOCAL_BYTES: u64 = 64 << 10;
 
+/// Inlining every call can grow a kernel exponentially (each function calling the one before
+/// twice doubles it), so a kernel's bytecode and registers per lane are capped.
+const MAX_CODE: usize = 1 << 20;
+const MAX_REGS: u32 = 1 << 16;
+
 /// Registers 0..12 hold `threadIdx`, `blockIdx`, `blockDim`, `gridDim` (x, y, z each); the
 /// kernel's parameters follow.
 pub const SPECIAL_REGS: u32 = 12;
@@ -880,6 +885,7 @@ impl Compiler<'_> {
             return Err(unsupported(e.span, "recursive functions"));
         }
         let func = self.program.functions.get(id as usize).ok_or_else(|| unsupported(e.span, "bad function"))?;
+        self.size_limit(e.span, Some(id))?;
         let mut values = Vec::new();
         for a in args {
             values.push(self.expr(a)?);
@@ -896,11 +902,30 @@ impl Compiler<'_> {
         self.loops = saved_loops;
         let frame = self.frames.pop().expect("call frame");
         body?;
+        self.size_limit(e.span, Some(id))?;
         let end = self.here();
         for j in frame.ret.map(|(_, j)| j).unwrap_or_default() {
             self.patch(j, end);
         }
         Ok(ret)
+    }
+
+    /// Refuse a kernel whose inlined calls made it too big, naming the chain of calls that got
+    /// it there (the simulator inlines every `__device__` call).
+    fn size_limit(&self, span: Span, callee: Option<FuncId>) -> Result<()> {
+        if self.code.len() <= MAX_CODE && self.max <= MAX_REGS {
+            return Ok(());
+        }
+        let name = |id: FuncId| self.program.functions.get(id as usize).map_or("?", |f| f.name.as_str());
+        let mut chain: Vec<&str> = self.frames.iter().map(|f| name(f.func)).collect();
+        chain.extend(callee.map(name));
+        Err(Diagnostic::error("the kernel is too big for the simulator once its calls are inlined")
+            .at(span)
+            .label(format!(
+                "more than {MAX_CODE} instructions or {MAX_REGS} registers, reached through {}",
+                chain.join(" -> ")
+            ))
+            .help("the simulator copies a __device__ function into every place that calls it; call it in a loop instead of from several places, or run it with `:backend gpu`"))
     }
 
     fn intrinsic(&mut self, which: Intrinsic, args: &[Expr], e: &Expr) -> Result<Reg> {

@@ -217,7 +217,7 @@ fn out_of_bounds_writes_are_summarised_not_performed() {
 
 // ---- Real CUDA source through the front end ----
 
-use crate::backend::{Backend, LaunchBuffers, LaunchReport};
+use crate::backend::{Backend, BackendError, LaunchBuffers, LaunchReport};
 use crate::cuda::Module;
 use crate::diag::SourceMap;
 use crate::finding::{Access, Memory};
@@ -323,10 +323,14 @@ struct Sim {
 
 impl Sim {
     fn new() -> Sim {
+        Sim::of(KERNELS)
+    }
+
+    fn of(kernels: &str) -> Sim {
         let mut sources = SourceMap::new();
-        let id = sources.add("<input 1>", KERNELS, 1);
+        let id = sources.add("<input 1>", kernels, 1);
         let mut module = Module::new();
-        if let Err(errors) = module.add(id, KERNELS) {
+        if let Err(errors) = module.add(id, kernels) {
             let rendered: Vec<String> = errors.iter().map(|e| e.to_plain(&sources)).collect();
             panic!("kernels do not check:\n{}", rendered.join("\n"));
         }
@@ -897,4 +901,38 @@ fn watch_records_two_threads_reads_and_writes_in_order() {
             _ => assert!(matches!(e.written, Some(Num::Float(v)) if v > 0.0)),
         }
     }
+}
+
+#[test]
+fn a_long_flat_sum_runs_on_a_small_stack() {
+    let text = format!("__global__ void k(int *a) {{ a[0] = a[1]{}; }}", " + a[1]".repeat(1000));
+    std::thread::Builder::new()
+        .stack_size(1 << 21)
+        .spawn(move || {
+            let mut sim = Sim::of(&text);
+            let mut a = Buffer::from_nums(DType::I32, Shape::D1(2), vec![Num::Int(0), Num::Int(3)]);
+            let r = sim.launch("k", lin(1), lin(1), &mut [&mut a], &[]);
+            assert!(r.findings.is_empty(), "{:?}", r.findings);
+            assert_eq!(a.to_f64_vec(), vec![3003.0, 3.0]);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+#[test]
+fn exponential_inlining_is_refused_naming_the_calls() {
+    let mut text = String::from("__device__ int f0(int x) { return x + 1; }\n");
+    for i in 1..40 {
+        text += &format!("__device__ int f{i}(int x) {{ return f{}(x) + f{}(x); }}\n", i - 1, i - 1);
+    }
+    text += "__global__ void k(int *a) { a[0] = f39(a[0]); }";
+    let mut sim = Sim::of(&text);
+    let mut a = Buffer::from_nums(DType::I32, Shape::D1(1), vec![Num::Int(0)]);
+    let spec =
+        LaunchSpec { kernel: "k".into(), grid: lin(1), block: lin(1), shared_bytes: 0, args: vec![Arg::Buffer(0)] };
+    let mut lb = LaunchBuffers { names: vec!["a".into()], buffers: vec![&mut a] };
+    let Err(BackendError::Unsupported(e)) = sim.backend.launch(&sim.module, &spec, &mut lb) else { panic!("too big") };
+    let text = e.to_plain(&sim.sources);
+    assert!(text.contains("too big for the simulator") && text.contains("k -> f39 -> f38"), "{text}");
 }
