@@ -23,6 +23,7 @@ pub mod parser;
 pub mod sketch;
 pub mod suggest;
 pub mod syntax;
+pub mod template;
 #[cfg(test)]
 mod tests;
 
@@ -185,6 +186,10 @@ pub struct ModuleItem {
     define_body: Vec<Token>,
     /// Set for items only the GPU runs (they have no parse tree).
     gpu_only: Option<GpuOnly>,
+    /// Set for a function template (it has no parse tree; its instances do).
+    template: Option<Box<template::Template>>,
+    /// The template instances this item uses (`reduce<float, 256>`).
+    instances: Vec<template::Instance>,
 }
 
 impl ModuleItem {
@@ -197,6 +202,11 @@ impl ModuleItem {
     /// Why the item runs on the GPU only, when it does.
     pub fn gpu_only(&self) -> Option<&GpuOnly> {
         self.gpu_only.as_ref()
+    }
+
+    /// The function template this item defines, when it is one.
+    pub fn template(&self) -> Option<&template::Template> {
+        self.template.as_deref()
     }
 
     fn same_slot(&self, other: &ModuleItem) -> bool {
@@ -233,6 +243,8 @@ impl ModuleItem {
             });
         self.gpu_only = Some(GpuOnly::new(&sketch, self.source, offset, construct, at));
         self.syntax = None;
+        self.template = None;
+        self.instances = Vec::new();
         self.define_body = Vec::new();
         self
     }
@@ -244,6 +256,8 @@ pub struct Module {
     items: Vec<ModuleItem>,
     program: Program,
     generation: u64,
+    /// Template kernels instantiated by launches (`matrixMul<16><<<...>>>`).
+    launched: Vec<template::Instance>,
 }
 
 impl Module {
@@ -322,8 +336,7 @@ impl Module {
         // Check what the simulator runs. On the GPU, an item whose error is about the subset
         // (or a GPU-only item it uses) becomes GPU-only itself, and the rest is checked again.
         let checked = loop {
-            let syntax: Vec<&syntax::Item> = items.iter().filter_map(|i| i.syntax.as_ref()).collect();
-            let errors = match check::check(&syntax) {
+            let errors = match check_items(&items, &self.launched) {
                 Ok(checked) => break checked,
                 Err(errors) => errors,
             };
@@ -361,6 +374,54 @@ impl Module {
         Ok(AddOutcome { defined, warnings, gpu_only })
     }
 
+    /// The name of template `name`'s instance for `args` (the tokens of a launch's
+    /// `<float, 256>`, without the brackets), made and checked if it is new: a launch calls this
+    /// before looking the kernel up.
+    pub fn instantiate(&mut self, name: &str, args: Vec<Vec<Token>>, span: Span) -> Result<String, Vec<Diagnostic>> {
+        let Some(t) = self.items.iter().rev().find_map(|i| i.template.as_deref().filter(|t| t.name == name)) else {
+            return Err(vec![
+                Diagnostic::error(format!("`{name}` is not a template"))
+                    .at(span)
+                    .help(format!("launch it without angle brackets: `{name}<<<grid, block>>>(...)`")),
+            ]);
+        };
+        let mut defines: HashMap<String, Vec<Token>> = lexer::predefined(span.source).into_iter().collect();
+        for item in self.items.iter().filter(|i| i.kind == ItemKind::Define) {
+            defines.insert(item.name.clone(), item.define_body.clone());
+        }
+        let mut expanded = Vec::new();
+        for a in args {
+            expanded.push(lexer::expand(a, &mut defines).map_err(|d| vec![d])?.0);
+        }
+        let inst = template::instance(name, &t.params, expanded, span).map_err(|d| vec![d])?;
+        let instance = inst.name.clone();
+        if self.program.function(&instance).is_some() || self.launched.iter().any(|l| l.name == instance) {
+            return Ok(instance);
+        }
+        self.launched.push(inst);
+        match check_items(&self.items, &self.launched) {
+            Ok(checked) => {
+                self.program = checked.program;
+                self.generation += 1;
+                Ok(instance)
+            }
+            Err(errors) => {
+                self.launched.pop();
+                Err(errors)
+            }
+        }
+    }
+
+    /// The function template named `name`, if there is one.
+    pub fn template(&self, name: &str) -> Option<&template::Template> {
+        self.items.iter().rev().find_map(|i| i.template.as_deref().filter(|t| t.name == name))
+    }
+
+    /// The template instances launches asked for, in order (the GPU backend names them to NVRTC).
+    pub fn launched_instances(&self) -> impl Iterator<Item = &template::Instance> {
+        self.launched.iter()
+    }
+
     /// Why the GPU could take code the front end refused with `d` (in `text`), if it could.
     fn gpu_reason(&self, d: &Diagnostic, text: &str) -> Option<String> {
         reason(d, text, &gpu_names(&self.items))
@@ -371,6 +432,14 @@ impl Module {
         let names = gpu_names(&self.items);
         if matches!(d.cause.as_deref(), Some(Cause::OutsideSubset(_))) {
             return d;
+        }
+        if let Some(Cause::UnknownName(n)) = d.cause.as_deref()
+            && self.template(n).is_some()
+        {
+            let note = format!(
+                "`{n}` is a template: write its arguments, `{n}<float>(...)`, or switch with `:backend gpu`, which deduces them"
+            );
+            return d.note(note);
         }
         let used = names
             .iter()
@@ -415,6 +484,8 @@ impl Module {
                         syntax: None,
                         define_body: Vec::new(),
                         gpu_only: Some(GpuOnly::new(&piece, source, 0, construct, at)),
+                        template: None,
+                        instances: Vec::new(),
                     }]
                 }
             };
@@ -445,6 +516,12 @@ impl Module {
             }
         }
         let (tokens, new_defines) = lexer::expand(tokens, &mut defines)?;
+        let (tokens, templates) = template::extract(tokens)?;
+        let mut known = template_params(context);
+        for t in &templates {
+            known.insert(t.name.clone(), t.params.clone());
+        }
+        let (tokens, mut instances) = template::rewrite_uses(tokens, &known)?;
         let end = Span::new(source, text.len(), text.len());
         let parsed = parser::parse(&tokens, &mut typedefs, end)?;
         let slice = |span: Span| text.get(span.lo as usize..span.hi as usize).unwrap_or("").to_string();
@@ -459,8 +536,25 @@ impl Module {
                 syntax: None,
                 define_body: body,
                 gpu_only: None,
+                template: None,
+                instances: Vec::new(),
             })
             .collect();
+        for mut t in templates {
+            t.typedefs = typedefs.clone();
+            items.push(ModuleItem {
+                name: t.name.clone(),
+                kind: if t.is_kernel { ItemKind::Kernel } else { ItemKind::DeviceFunction },
+                source,
+                text: slice(t.span),
+                span: t.span,
+                syntax: None,
+                define_body: Vec::new(),
+                gpu_only: None,
+                template: Some(Box::new(t)),
+                instances: Vec::new(),
+            });
+        }
         for item in parsed {
             let kind = match &item.kind {
                 syntax::ItemKind::Function(f) if f.qual == syntax::FuncQual::Global => ItemKind::Kernel,
@@ -468,6 +562,10 @@ impl Module {
                 syntax::ItemKind::Global(_) => ItemKind::Global,
                 syntax::ItemKind::Typedef(_) => ItemKind::Typedef,
             };
+            let (mine, others) = instances
+                .into_iter()
+                .partition(|i: &template::Instance| i.span.lo >= item.span.lo && i.span.hi <= item.span.hi);
+            instances = others;
             items.push(ModuleItem {
                 name: item.name.clone(),
                 kind,
@@ -477,6 +575,8 @@ impl Module {
                 syntax: Some(item),
                 define_body: Vec::new(),
                 gpu_only: None,
+                template: None,
+                instances: mine,
             });
         }
         items.sort_by_key(|i| i.span.lo);
@@ -535,7 +635,7 @@ impl Module {
     pub fn is_empty(&self) -> bool {
         self.program.functions.is_empty()
             && self.program.globals.is_empty()
-            && self.items.iter().all(|i| i.gpu_only.is_none())
+            && self.items.iter().all(|i| i.gpu_only.is_none() && i.template.is_none())
     }
 
     /// Forget everything (`:reset`).
@@ -546,9 +646,58 @@ impl Module {
     }
 }
 
+/// The parameters of every template in `items`, by name.
+fn template_params(items: &[ModuleItem]) -> HashMap<String, Vec<template::TParam>> {
+    items.iter().filter_map(|i| i.template.as_deref()).map(|t| (t.name.clone(), t.params.clone())).collect()
+}
+
+/// Check `items` with every template instance they and `launched` ask for (instances that use
+/// templates ask for more, up to [`template::MAX_INSTANCES`]).
+fn check_items(items: &[ModuleItem], launched: &[template::Instance]) -> Result<check::Checked, Vec<Diagnostic>> {
+    let templates: HashMap<&str, &template::Template> =
+        items.iter().filter_map(|i| i.template.as_deref()).map(|t| (t.name.as_str(), t)).collect();
+    let known = template_params(items);
+    let mut queue: Vec<template::Instance> = items.iter().flat_map(|i| i.instances.iter().cloned()).collect();
+    queue.extend(launched.iter().cloned());
+    let mut made: Vec<syntax::Item> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut next = 0;
+    while next < queue.len() {
+        let inst = queue[next].clone();
+        next += 1;
+        if !seen.insert(inst.name.clone()) {
+            continue;
+        }
+        if seen.len() > template::MAX_INSTANCES {
+            return Err(vec![
+                Diagnostic::error(format!("more than {} template instances", template::MAX_INSTANCES))
+                    .at(inst.span)
+                    .label(format!("`{}` is one too many", inst.name))
+                    .help("a template that uses itself with other arguments never stops without a specialisation, which gridlab does not have; use a loop"),
+            ]);
+        }
+        // A template redefined as a plain function, or removed: its uses are checked as names.
+        let Some(t) = templates.get(inst.template.as_str()) else { continue };
+        let tokens = template::instantiate(t, &inst);
+        let (tokens, more) = template::rewrite_uses(tokens, &known).map_err(|d| vec![d])?;
+        queue.extend(more);
+        let mut typedefs = t.typedefs.clone();
+        let end = t.span;
+        let parsed = parser::parse(&tokens, &mut typedefs, end).map_err(|d| {
+            vec![d.note(format!("in `{}`, made from the template `{}` for the use here", inst.name, t.name))]
+        })?;
+        made.extend(parsed);
+    }
+    let mut syntax: Vec<&syntax::Item> = items.iter().filter_map(|i| i.syntax.as_ref()).collect();
+    syntax.extend(made.iter());
+    check::check(&syntax)
+}
+
 /// The names GPU-only items define.
+/// Templates count too: code that calls one without its arguments is the GPU's, which deduces
+/// them.
 fn gpu_names(items: &[ModuleItem]) -> Vec<&str> {
-    items.iter().filter(|i| i.gpu_only.is_some()).map(|i| i.name.as_str()).collect()
+    items.iter().filter(|i| i.gpu_only.is_some() || i.template.is_some()).map(|i| i.name.as_str()).collect()
 }
 
 /// Why the GPU could take code (`text`) the front end refused with `d`: a construct outside the

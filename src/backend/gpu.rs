@@ -49,6 +49,8 @@ pub struct GpuBackend {
     info: DeviceInfo,
     /// The module source the worker has compiled, given again to a restarted worker.
     source: Option<String>,
+    /// The template kernel instances of `source`, named to NVRTC (see [`Request::Compile`]).
+    names: Vec<String>,
     /// How the last compile went: for which architecture, how long, from the cache or not.
     pub last_compile: Option<CompileStat>,
     /// Set by Ctrl-C: the running launch is stopped (and the worker restarted).
@@ -91,6 +93,7 @@ impl GpuBackend {
             worker: Some(worker),
             info,
             source: None,
+            names: Vec::new(),
             last_compile: None,
             cancel: None,
         })
@@ -110,7 +113,7 @@ impl GpuBackend {
         let (mut worker, info) = hello(&self.libs, self.device)?;
         self.info = info;
         if let Some(source) = &self.source {
-            let req = Request::Compile { source: source.clone(), options: Vec::new() };
+            let req = Request::Compile { source: source.clone(), options: Vec::new(), names: self.names.clone() };
             match worker.request(&req, COMPILE_TIMEOUT, None) {
                 Ok(Response::Compiled { .. }) => {}
                 Ok(other) => return Err(format!("the restarted worker could not load the module again: {other:?}")),
@@ -254,10 +257,12 @@ impl Backend for GpuBackend {
 
     fn load(&mut self, module: &Module, sources: &SourceMap) -> Result<(), BackendError> {
         let source = source::generate(module, sources);
-        let req = Request::Compile { source: source.clone(), options: Vec::new() };
+        let names: Vec<String> = module.launched_instances().map(|i| i.name.clone()).collect();
+        let req = Request::Compile { source: source.clone(), options: Vec::new(), names: names.clone() };
         match self.call(&req, COMPILE_TIMEOUT, "compiling the module")? {
             Response::Compiled { log, arch, millis, cached } => {
                 self.source = Some(source);
+                self.names = names;
                 self.last_compile = Some(CompileStat { arch, millis, cached });
                 let warnings = source::map_log(&log, sources);
                 if warnings.iter().any(|d| d.is_error()) {

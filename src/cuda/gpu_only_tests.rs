@@ -85,11 +85,13 @@ fn a_snippet_is_taken_item_by_item() {
                 __global__ void plain(float *a) { a[0] = twice(a[0]); }";
     let out = s.gpu(text);
     let gpu: Vec<(&str, &str)> = out.gpu_only.iter().map(|(n, c)| (n.as_str(), c.as_str())).collect();
-    assert_eq!(gpu, [("P", "structs"), ("sq", "templates"), ("k", "`float4`")]);
+    // The template is the simulator's; `k` calls it without its arguments (deduced on the GPU).
+    assert_eq!(gpu, [("P", "structs"), ("k", "template argument deduction")]);
     assert_eq!(
         out.gpu_note().unwrap(),
-        "note: `P` uses structs, which the simulator does not run; `P`, `sq` and `k` run on the GPU only"
+        "note: `P` uses structs, which the simulator does not run; `P` and `k` run on the GPU only"
     );
+    assert!(s.m.template("sq").is_some());
     // What is within the subset is checked and runs on the simulator as before.
     assert!(s.m.kernel("plain").is_some());
     assert!(s.m.program().function("twice").is_some());
@@ -114,10 +116,14 @@ fn code_that_uses_a_gpu_only_item_is_gpu_only_too() {
     // A kernel within the subset that calls the template, or declares a `P`.
     let call = "__global__ void k(float *a) { a[0] = sq(a[0]); }";
     let err = s.add(call, false).unwrap_err();
-    assert!(err.contains("unknown function `sq`"), "{err}");
-    assert!(err.contains("`sq` runs on the GPU only"), "{err}");
+    assert!(err.contains("`sq` is a template: the simulator needs its arguments written out"), "{err}");
+    assert!(err.contains("`sq<float>(...)`") && err.contains("`:backend gpu`"), "{err}");
     let out = s.gpu(call);
-    assert_eq!(out.gpu_only, [("k".to_string(), "`sq`".to_string())]);
+    assert_eq!(out.gpu_only, [("k".to_string(), "template argument deduction".to_string())]);
+    // Calling the struct's user is GPU-only through the struct.
+    let declare = "__global__ void k2(float *a) { P p; p.x = a[0]; a[0] = p.x; }";
+    assert!(s.add(declare, false).unwrap_err().contains("`P` runs on the GPU only"));
+    s.gpu(declare);
     let out = s.gpu("__global__ void k2(float *a) { P p; p.x = sq<float>(a[0]); a[0] = p.x; }");
     assert_eq!(out.gpu_only[0].0, "k2");
     assert_eq!(s.m.kernel_names(), ["k", "k2"]);
@@ -130,7 +136,8 @@ fn a_gpu_only_replacement_takes_its_callers_along() {
     assert!(s.m.kernel("k").is_some());
     let out = s.gpu("template <typename T> __device__ T sq(T x) { return x * x; }");
     assert!(out.defined[0].replaced);
-    assert_eq!(out.gpu_only, [("sq".to_string(), "templates".to_string()), ("k".to_string(), "`sq`".to_string())]);
+    // The template is the simulator's, but `k` calls it without its arguments: the GPU's.
+    assert_eq!(out.gpu_only, [("k".to_string(), "`sq`".to_string())]);
     assert!(s.m.kernel("k").is_none());
     assert!(s.m.gpu_only_kernel("k").is_some());
     // ... and code within the subset replaces a GPU-only item again.
@@ -156,10 +163,13 @@ fn launching_needs_parameters_gridlab_can_pass() {
     s.gpu("struct P { float x; };\n__global__ void by_value(float *a, P p) { a[0] = p.x; }");
     let err = s.m.gpu_only_kernel("by_value").unwrap().launchable("by_value").unwrap_err();
     assert_eq!(err.message, "gridlab cannot pass parameter `p` of `by_value`: its type is `P`");
+    // A template kernel is the front end's, launched as `scale<float><<<...>>>`.
     s.gpu("template <typename T> __global__ void scale(T *a, T s) { a[0] *= s; }");
-    let err = s.m.gpu_only_kernel("scale").unwrap().launchable("scale").unwrap_err();
-    assert!(err.message.contains("`scale` is a template kernel"), "{}", err.message);
-    assert!(err.help.unwrap().contains("scale<float>(a, n)"));
+    assert!(s.m.template("scale").is_some() && s.m.gpu_only_kernel("scale").is_none());
+    assert_eq!(
+        s.m.instantiate("scale", vec![], Span::default()).unwrap_err()[0].message,
+        "`scale` needs a value for its template parameter `T`"
+    );
     s.gpu(FLOAT4);
     let err = s.m.gpu_only_kernel("k").unwrap().launchable("k").unwrap_err();
     assert!(err.message.contains("parameter `v` of `k`: its type is `float4 *`"), "{}", err.message);

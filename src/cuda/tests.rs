@@ -402,7 +402,7 @@ fn misspelt_names_suggest_names_in_scope() {
 #[test]
 fn unsupported_constructs_say_what_they_are() {
     let cases = [
-        ("template <typename T> __global__ void k(T *a) {}", "templates run on the GPU backend only"),
+        ("template <typename T> struct Box { T v; };", "templates run on the GPU backend only"),
         ("struct P { float x; };", "structs run on the GPU backend only"),
         ("#define SQ(x) ((x)*(x))", "function-like macros are not supported by the simulator"),
         ("__global__ void k(int *a) { switch (a[0]) { case 0: break; } }", "switch is not supported"),
@@ -642,4 +642,35 @@ fn many_definitions_one_at_a_time_are_bounded_with_a_message() {
     // Redefining an existing name is still fine, and the module is as it was.
     add(&mut m, &mut map, 3).expect("redefinition");
     assert_eq!(m.items().len(), MAX_ITEMS);
+}
+
+#[test]
+fn templates_are_instantiated_by_their_uses_and_launches() {
+    let mut map = SourceMap::new();
+    let text = "#define BS 128\n\
+                template <typename T> __device__ T twice(T x) { return x + x; }\n\
+                template <typename T, unsigned int B = BS> __global__ void k(T *a) { a[threadIdx.x] = twice<T>(a[threadIdx.x]) + B; }\n\
+                __global__ void user(int *a) { a[0] = twice<int>(a[0]); }";
+    let id = map.add("<input 1>", text, 1);
+    let mut m = Module::new();
+    m.add(id, text).expect("checks");
+    assert!(m.program().function("twice<int>").is_some(), "the use in `user` made an instance");
+    assert!(m.template("k").is_some() && m.kernel("k").is_none());
+    let tok = |s: &str| lexer::lex(id, s).unwrap();
+    // Value arguments are folded and defaults filled in, so these are one instance.
+    let name = m.instantiate("k", vec![tok("float"), tok("2 * 64")], Span::default()).unwrap();
+    assert_eq!(name, "k<float, 128>");
+    assert_eq!(m.instantiate("k", vec![tok("float")], Span::default()).unwrap(), name);
+    let k = m.kernel(&name).expect("launchable");
+    assert_eq!(k.params[0].ty, Type::Ptr { pointee: Box::new(Type::Scalar(Scalar::F32)), is_const: false });
+    assert!(m.program().function("twice<float>").is_some(), "instances that use templates make more");
+    // Errors name the template and what it needs.
+    let e = m.instantiate("k", vec![tok("float"), tok("n")], Span::default()).unwrap_err();
+    assert!(e[0].message.contains("template parameter `B` of `k` needs a constant number"), "{}", e[0].message);
+    let e = m.instantiate("user", vec![tok("float")], Span::default()).unwrap_err();
+    assert_eq!(e[0].message, "`user` is not a template");
+    // A template that instantiates itself forever is stopped.
+    let runaway = "template <int N> __device__ int f(int x) { return f<N + 1>(x); }\n\
+                   __global__ void r(int *a) { a[0] = f<0>(a[0]); }";
+    assert!(errors(runaway).contains("more than 256 template instances"));
 }

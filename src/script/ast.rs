@@ -24,6 +24,9 @@ pub enum StmtKind {
 pub struct Launch {
     pub kernel: String,
     pub kernel_span: Span,
+    /// A template kernel's arguments, `<16>` in `matrixMul<16><<<...>>>`: the span of the text
+    /// between the angle brackets (the CUDA front end reads it).
+    pub template_args: Option<Span>,
     pub grid: Dim,
     pub block: Dim,
     pub shared: Option<Expr>,

@@ -154,7 +154,14 @@ impl Parser {
                 Ok(Stmt { kind: StmtKind::Expect(expect), span: first.span.to(self.prev_span()) })
             }
             Tok::Ident(name) if self.peek_at(1) == Some(&Tok::Punct("<<<")) => {
-                let launch = self.launch(name.clone(), first.span)?;
+                let launch = self.launch(name.clone(), first.span, None)?;
+                Ok(Stmt { span: launch.span, kind: StmtKind::Launch(launch) })
+            }
+            Tok::Ident(name) if let Some(close) = self.template_launch() => {
+                let args = self.toks[self.pos + 1].span.to(self.toks[close].span);
+                let args = Span { lo: args.lo + 1, hi: args.hi - 1, ..args };
+                self.pos = close;
+                let launch = self.launch(name.clone(), first.span, Some(args))?;
                 Ok(Stmt { span: launch.span, kind: StmtKind::Launch(launch) })
             }
             Tok::Ident(name) if self.peek_at(1) == Some(&Tok::Punct("=")) => {
@@ -170,7 +177,23 @@ impl Parser {
         }
     }
 
-    fn launch(&mut self, kernel: String, kernel_span: Span) -> Result<Launch, Diagnostic> {
+    /// For `k<ARGS><<<`, the index of the `>` before `<<<`: a template kernel's launch.
+    fn template_launch(&self) -> Option<usize> {
+        if self.peek_at(1) != Some(&Tok::Punct("<")) {
+            return None;
+        }
+        let mut i = self.pos + 2;
+        while let Some(t) = self.toks.get(i) {
+            match &t.tok {
+                Tok::Punct(">") if self.toks.get(i + 1).is_some_and(|n| n.tok == Tok::Punct("<<<")) => return Some(i),
+                Tok::Punct("<<<") | Tok::Punct(">>>") => return None,
+                _ => i += 1,
+            }
+        }
+        None
+    }
+
+    fn launch(&mut self, kernel: String, kernel_span: Span, template_args: Option<Span>) -> Result<Launch, Diagnostic> {
         self.pos += 2; // name and `<<<`
         let open = self.prev_span();
         let config_help =
@@ -189,7 +212,7 @@ impl Parser {
         self.expect_punct("(", "`(` and the kernel's arguments", &args_help)?;
         let args = self.comma_list(")", "an argument or `)`")?;
         let span = kernel_span.to(self.prev_span());
-        Ok(Launch { kernel, kernel_span, grid, block, shared, args, span })
+        Ok(Launch { kernel, kernel_span, template_args, grid, block, shared, args, span })
     }
 
     fn dim(&mut self) -> Result<Dim, Diagnostic> {

@@ -25,6 +25,20 @@ pub const MAX_SHARED_BYTES: u64 = 48 * 1024;
 
 impl Session {
     pub(super) fn launch(&mut self, launch: &Launch, text: &str, out: &mut dyn Write) -> io::Result<Status> {
+        let instance;
+        let launch = match self.template_instance(launch, text) {
+            Ok(Some(name)) => {
+                instance = Launch { kernel: name, ..launch.clone() };
+                &instance
+            }
+            Ok(None) => launch,
+            Err(diags) => {
+                for d in &diags {
+                    self.report(d, out)?;
+                }
+                return Ok(Status::Error);
+            }
+        };
         let (spec, names) = match self.prepare(launch, text) {
             Ok(ok) => ok,
             Err(diag) => return self.report(&diag, out),
@@ -153,6 +167,59 @@ impl Session {
         }
         let spec = LaunchSpec { kernel: kernel.name.clone(), grid, block, shared_bytes, args };
         Ok((spec, names))
+    }
+
+    /// For `k<ARGS><<<...>>>`, the name of `k`'s instance for `ARGS`, made (and on the GPU,
+    /// compiled) if it is new.
+    fn template_instance(&mut self, launch: &Launch, text: &str) -> Result<Option<String>, Vec<Diagnostic>> {
+        let Some(span) = launch.template_args else {
+            if self.module.template(&launch.kernel).is_some() {
+                let t = self.module.template(&launch.kernel).expect("just found");
+                let example: Vec<&str> = t.params.iter().map(|p| if p.is_type { "float" } else { "256" }).collect();
+                return Err(vec![
+                    Diagnostic::error(format!("`{}` is a template kernel: give its template arguments", launch.kernel))
+                        .at(launch.kernel_span)
+                        .help(format!("e.g. `{}<{}><<<grid, block>>>(...)`", launch.kernel, example.join(", "))),
+                ]);
+            }
+            return Ok(None);
+        };
+        let source = launch.kernel_span.source;
+        let lo = span.lo as usize;
+        let inner = text.get(lo..span.hi as usize).unwrap_or("");
+        let tokens = crate::cuda::lexer::lex(source, inner).map_err(|d| vec![d])?;
+        let mut args = vec![Vec::new()];
+        let mut depth = 0usize;
+        for mut t in tokens {
+            t.span = Span::new(source, t.span.lo as usize + lo, t.span.hi as usize + lo);
+            match &t.tok {
+                crate::cuda::lexer::Tok::Punct("(" | "<") => depth += 1,
+                crate::cuda::lexer::Tok::Punct(")" | ">") => depth = depth.saturating_sub(1),
+                crate::cuda::lexer::Tok::Punct(",") if depth == 0 => {
+                    args.push(Vec::new());
+                    continue;
+                }
+                _ => {}
+            }
+            args.last_mut().expect("one at least").push(t);
+        }
+        if args.len() == 1 && args[0].is_empty() {
+            args.clear();
+        }
+        let at = launch.kernel_span.to(Span::new(source, lo, span.hi as usize + 1));
+        let previous = self.module.clone();
+        let name = self.module.instantiate(&launch.kernel, args, at)?;
+        if self.module.generation() != previous.generation() {
+            let backend = super::active_backend(&mut self.sim, &mut self.gpu, self.active);
+            if let Err(e) = backend.load(&self.module, &self.sources) {
+                self.module = previous;
+                return Err(match e {
+                    crate::backend::BackendError::Compile(d) => d,
+                    other => vec![Diagnostic::error(other.to_string()).at(at)],
+                });
+            }
+        }
+        Ok(Some(name))
     }
 
     fn find_kernel(&self, name: &str, span: Span) -> Result<&Function, Diagnostic> {
@@ -494,7 +561,9 @@ mod tests {
         let (status, out) = run(&mut s, &defs);
         assert_eq!(status, Status::Ok, "{out}");
         assert!(
-            out.contains("note: `step` uses `Particle`, which the simulator does not run; it runs on the GPU"),
+            out.contains(
+                "note: `step` uses template argument deduction, which the simulator does not run; it runs on the GPU"
+            ),
             "{out}"
         );
         assert!(
@@ -504,6 +573,6 @@ mod tests {
         assert!(s.module().kernel("fill").is_some(), "within the subset: the simulator's");
         let (status, out) = run(&mut s, &text[defs.len()..]);
         assert_eq!(status, Status::Error, "the simulator refuses `step`:\n{out}");
-        assert!(out.contains("the simulator cannot run `step`: it uses `Particle`"), "{out}");
+        assert!(out.contains("the simulator cannot run `step`: it uses template argument deduction"), "{out}");
     }
 }

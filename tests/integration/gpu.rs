@@ -46,6 +46,15 @@ fn test_scripts_pass_on_the_gpu() {
 }
 
 #[test]
+fn the_cuda_corpus_passes_on_the_gpu() {
+    if !gpu_enabled("the_cuda_corpus_passes_on_the_gpu") {
+        return;
+    }
+    let run = gridlab().args(["replay", "tests/cuda-corpus", "--backend", "gpu"]).run();
+    assert_eq!(run.code, 0, "{}", run.stdout);
+}
+
+#[test]
 fn faults_are_survived_on_the_gpu() {
     if !gpu_enabled("faults_are_survived_on_the_gpu") {
         return;

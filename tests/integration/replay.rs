@@ -11,6 +11,15 @@ fn every_script_in_tests_scripts_passes_on_the_simulator() {
 }
 
 #[test]
+fn every_kernel_of_the_cuda_corpus_passes_on_the_simulator() {
+    let run = gridlab().args(["replay", "tests/cuda-corpus", "--backend", "sim"]).run();
+    assert_eq!(run.code, 0, "replay failed:\n{}\n{}", run.stdout, run.stderr);
+    let scripts = std::fs::read_dir(root().join("tests/cuda-corpus")).unwrap().count();
+    assert!(scripts >= 6, "the corpus is there");
+    assert!(run.stdout.contains(&format!("{scripts} passed, 0 failed")), "{}", run.stdout);
+}
+
+#[test]
 fn the_same_seed_gives_byte_identical_output() {
     let once = gridlab().args(["replay", "tests/scripts/02-race.gridlab", "--seed", "5"]).run();
     let twice = gridlab().args(["replay", "tests/scripts/02-race.gridlab", "--seed", "5"]).run();

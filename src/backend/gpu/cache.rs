@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 /// The first bytes of every entry.
 const MAGIC: &[u8; 8] = b"GLKCACHE";
 /// Bumped when the entry's layout or the meaning of its key changes: old entries then miss.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// Magic, version, payload length, payload SHA-256.
 const HEADER: usize = 8 + 4 + 8 + 32;
 /// Entry files end with this; temporary files do not, so they are never read as entries.
@@ -33,6 +33,9 @@ pub struct Entry {
     /// NVRTC's log, so warnings show on a cache hit too.
     pub log: String,
     pub image: Vec<u8>,
+    /// Template kernel instances and their mangled names (`matrixMul<16>` -> `_Z9matrixMulILi16EEvPf`).
+    #[serde(default)]
+    pub lowered: Vec<(String, String)>,
 }
 
 /// The platform's cache folder for compiled kernels, if the platform has one.
@@ -158,7 +161,12 @@ mod tests {
     use super::*;
 
     fn entry() -> Entry {
-        Entry { arch: "sm_90".into(), log: "a warning\n".into(), image: (0..=255u8).cycle().take(5000).collect() }
+        Entry {
+            arch: "sm_90".into(),
+            log: "a warning\n".into(),
+            image: (0..=255u8).cycle().take(5000).collect(),
+            lowered: vec![("k<16>".into(), "_Z1kILi16EEvPf".into())],
+        }
     }
 
     fn opts() -> Vec<String> {

@@ -13,8 +13,14 @@ use serde::{Deserialize, Serialize};
 pub enum Request {
     /// Create the context and describe the device.
     Hello,
-    /// Compile a whole module with NVRTC and load it.
-    Compile { source: String, options: Vec<String> },
+    /// Compile a whole module with NVRTC and load it. `names` are template kernel instances
+    /// (`matrixMul<16>`) given to NVRTC as name expressions, so launches can use them by name.
+    Compile {
+        source: String,
+        options: Vec<String>,
+        #[serde(default)]
+        names: Vec<String>,
+    },
     /// Run one kernel over the given buffers and send them back.
     Launch(LaunchRequest),
     /// The PTX of the last compiled module.

@@ -2,7 +2,8 @@
 //! in definition order, each behind a `#line` directive naming its snippet, so that NVRTC's
 //! errors come back as the learner's own file and line. Kernels get `extern "C"` so their names
 //! are not mangled (GPU-only ones too, unless they are templates, which C linkage cannot have,
-//! or say `extern "C"` already).
+//! or say `extern "C"` already). Template kernels' instances are launched by the mangled names
+//! NVRTC gives for their name expressions (`matrixMul<16>`).
 //!
 //! GPU-only items (`cuda::GpuOnly`: templates, structs, vector types, ...) are in the module as
 //! the learner wrote them, in definition order like the rest.
@@ -22,7 +23,9 @@ pub fn generate(module: &Module, sources: &SourceMap) -> String {
         out.push_str(&format!("#line {line} \"@{}\"\n", item.source));
         let c_linkage = match item.gpu_only().and_then(|g| g.kernel.as_ref()) {
             Some(k) => !k.template && !k.extern_c,
-            None => item.kind == ItemKind::Kernel,
+            // Template kernels keep C++ linkage; launches find their instances by the mangled
+            // names NVRTC gives their name expressions.
+            None => item.kind == ItemKind::Kernel && item.template().is_none(),
         };
         if c_linkage {
             out.push_str("extern \"C\" ");
@@ -107,7 +110,13 @@ mod tests {
             "__global__ void k(float4 *v, P *p) {\n  v[0].x = sq(p[0].x);\n}\ntemplate <typename T> __global__ void t(T *a) {}",
             "__global__ void plain(float *a) { a[0] = 1.0f; }",
         ]);
-        assert!(module.items().iter().filter(|i| i.name != "plain").all(|i| i.gpu_only().is_some()));
+        // The struct, and the kernel that uses it (and deduces `sq`'s argument), are GPU-only;
+        // the templates are the front end's own.
+        for i in module.items() {
+            let expect_gpu_only = i.name == "P" || i.name == "k";
+            assert_eq!(i.gpu_only().is_some(), expect_gpu_only, "{}", i.name);
+            assert_eq!(i.template().is_some(), i.name == "sq" || i.name == "t", "{}", i.name);
+        }
         let src = generate(&module, &map);
         assert!(src.contains("#line 1 \"@0\"\nstruct P { float x, y; };\n"), "{src}");
         assert!(src.contains("#line 3 \"@0\"\ntemplate <typename T> __device__ T sq(T x)"), "{src}");

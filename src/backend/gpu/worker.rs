@@ -28,6 +28,8 @@ struct Worker {
     ctx: Option<sys::CUcontext>,
     module: Option<sys::CUmodule>,
     last_source: Option<(String, String)>,
+    /// Template kernel instances of the loaded module and their mangled names.
+    lowered: std::collections::HashMap<String, String>,
     printf: File,
     printf_read: u64,
 }
@@ -44,7 +46,15 @@ pub fn main(ordinal: usize) -> ExitCode {
     let mut out = io::BufWriter::new(protocol_out);
     let stdin = io::stdin();
     let mut input = stdin.lock();
-    let mut worker = Worker { ordinal, ctx: None, module: None, last_source: None, printf, printf_read: 0 };
+    let mut worker = Worker {
+        ordinal,
+        ctx: None,
+        module: None,
+        last_source: None,
+        lowered: Default::default(),
+        printf,
+        printf_read: 0,
+    };
     loop {
         let request = match protocol::recv::<Request>(&mut input) {
             Ok(Some(r)) => r,
@@ -107,7 +117,7 @@ impl Worker {
                 Ok(info) => Response::Hello(info),
                 Err(e) => failed("reading the device's properties", e),
             },
-            Request::Compile { source, options } => self.compile(source, options),
+            Request::Compile { source, options, names } => self.compile(source, options, names),
             Request::Launch(req) => self.launch(req),
             Request::Ptx => self.ptx(),
             Request::Info { kernel, block_size } => self.kernel_info(&kernel, block_size),
@@ -184,7 +194,7 @@ impl Worker {
     /// Compile with NVRTC to a CUBIN for this device's exact architecture (so the driver never
     /// JITs PTX), falling back to PTX for `compute_XY` where NVRTC cannot target the device. The
     /// compile cache on disk is asked first: a hit skips NVRTC and loads the stored image.
-    fn compile(&mut self, source: String, options: Vec<String>) -> Response {
+    fn compile(&mut self, source: String, options: Vec<String>, names: Vec<String>) -> Response {
         let start = Instant::now();
         let (major, minor) = match (
             self.attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
@@ -200,10 +210,16 @@ impl Worker {
         };
         let device_arch = format!("sm_{major}{minor}");
         let cache_dir = cache::dir();
-        let key = cache::key(&source, &options_for(&device_arch), &device_arch, nvrtc_version());
-        if let Some(entry) = cache_dir.as_deref().and_then(|d| cache::read(d, &key)) {
+        // The instances asked for decide the entry too (their mangled names are in it).
+        let mut key_options = options_for(&device_arch);
+        key_options.extend(names.iter().map(|n| format!("name-expression={n}")));
+        let key = cache::key(&source, &key_options, &device_arch, nvrtc_version());
+        if let Some(entry) = cache_dir.as_deref().and_then(|d| cache::read(d, &key))
+            && entry.lowered.len() == names.len()
+        {
             match self.load_image(&entry.image) {
                 Ok(()) => {
+                    self.lowered = entry.lowered.iter().cloned().collect();
                     self.last_source = Some((source, entry.arch.clone()));
                     let millis = start.elapsed().as_secs_f64() * 1e3;
                     return Response::Compiled { log: entry.log, arch: entry.arch, millis, cached: true };
@@ -220,14 +236,15 @@ impl Worker {
         }
         let mut last_log = String::new();
         for (arch, binary) in [(device_arch.clone(), true), (format!("compute_{major}{minor}"), false)] {
-            match nvrtc_compile(&source, &options_for(&arch), binary) {
-                Ok((image, log)) => {
+            match nvrtc_compile(&source, &options_for(&arch), binary, &names) {
+                Ok((image, log, lowered)) => {
                     if let Err(e) = self.load_image(&image) {
                         return failed("loading the compiled module", e);
                     }
+                    self.lowered = lowered.iter().cloned().collect();
                     let millis = start.elapsed().as_secs_f64() * 1e3;
                     if let Some(dir) = &cache_dir {
-                        let entry = cache::Entry { arch: arch.clone(), log: log.clone(), image };
+                        let entry = cache::Entry { arch: arch.clone(), log: log.clone(), image, lowered };
                         // A cache that cannot be written (read-only home, full disk) only costs
                         // the next compile its time.
                         let _ = cache::write(dir, &key, &entry);
@@ -279,8 +296,8 @@ impl Worker {
             self.attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).unwrap_or(0),
         );
         let opts = vec![format!("--gpu-architecture=compute_{major}{minor}"), "--std=c++17".into()];
-        match nvrtc_compile(source, &opts, false) {
-            Ok((ptx, _)) => Response::Ptx(String::from_utf8_lossy(&ptx).trim_end_matches('\0').to_string()),
+        match nvrtc_compile(source, &opts, false, &[]) {
+            Ok((ptx, _, _)) => Response::Ptx(String::from_utf8_lossy(&ptx).trim_end_matches('\0').to_string()),
             Err(log) => Response::CompileFailed { log },
         }
     }
@@ -293,6 +310,8 @@ impl Worker {
                 sticky: false,
             });
         };
+        // A template instance is found by its mangled name.
+        let name = self.lowered.get(name).map_or(name, String::as_str);
         let Ok(cname) = CString::new(name) else {
             return Err(Response::Failed { message: "bad kernel name".into(), sticky: false });
         };
@@ -494,15 +513,40 @@ fn nvrtc_version() -> (i32, i32) {
     (major, minor)
 }
 
-/// NVRTC: the compiled image (CUBIN when `binary`, else NUL-terminated PTX) and the log, or the
-/// log of a failed compilation.
-fn nvrtc_compile(source: &str, options: &[String], binary: bool) -> Result<(Vec<u8>, String), String> {
+/// The compiled image, NVRTC's log, and each name expression with its mangled name.
+type Compiled = (Vec<u8>, String, Vec<(String, String)>);
+
+/// NVRTC: the compiled image (CUBIN when `binary`, else NUL-terminated PTX), the log and the
+/// mangled names of `names` (template instances, as name expressions), or the log of a failed
+/// compilation.
+fn nvrtc_compile(source: &str, options: &[String], binary: bool, names: &[String]) -> Result<Compiled, String> {
     let src = CString::new(source).map_err(|_| "the source contains a NUL character".to_string())?;
     let name = CString::new("gridlab.cu").unwrap();
+    let exprs: Vec<CString> = names
+        .iter()
+        .map(|n| CString::new(n.as_str()))
+        .collect::<Result<_, _>>()
+        .map_err(|_| "a template argument contains a NUL character".to_string())?;
     let prog = nvrtc::result::create_program(&src, Some(&name)).map_err(|e| format!("nvrtc: {e:?}"))?;
-    // SAFETY: the program is valid until destroyed at the end of this function.
+    // SAFETY: the program is valid until destroyed at the end of this function; the name
+    // expressions outlive it, and a lowered name is NVRTC's string, copied before the program
+    // is destroyed.
     unsafe {
+        for e in &exprs {
+            nvrtc::sys::nvrtcAddNameExpression(prog, e.as_ptr());
+        }
         let compiled = nvrtc::result::compile_program(prog, options);
+        let mut lowered = Vec::new();
+        if compiled.is_ok() {
+            for (n, e) in names.iter().zip(&exprs) {
+                let mut out: *const std::ffi::c_char = std::ptr::null();
+                let r = nvrtc::sys::nvrtcGetLoweredName(prog, e.as_ptr(), &mut out);
+                if r == nvrtc::sys::nvrtcResult::NVRTC_SUCCESS && !out.is_null() {
+                    let mangled = std::ffi::CStr::from_ptr(out).to_string_lossy().into_owned();
+                    lowered.push((n.clone(), mangled));
+                }
+            }
+        }
         let log = nvrtc::result::get_program_log(prog)
             .map(|l| {
                 let bytes: Vec<u8> = l.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
@@ -517,13 +561,13 @@ fn nvrtc_compile(source: &str, options: &[String], binary: bool) -> Result<(Vec<
                 let mut image = vec![0u8; size];
                 let r = nvrtc::sys::nvrtcGetCUBIN(prog, image.as_mut_ptr() as *mut std::ffi::c_char);
                 if r == nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
-                    Ok((image, log.clone()))
+                    Ok((image, log.clone(), lowered))
                 } else {
                     Err(format!("nvrtc: no CUBIN ({r:?})"))
                 }
             }
             Ok(()) => nvrtc::result::get_ptx(prog)
-                .map(|p| (p.iter().map(|&c| c as u8).collect(), log.clone()))
+                .map(|p| (p.iter().map(|&c| c as u8).collect(), log.clone(), lowered))
                 .map_err(|e| format!("nvrtc: {e:?}")),
         };
         let _ = nvrtc::result::destroy_program(prog);

@@ -1,0 +1,502 @@
+//! Function templates, instantiated the way a compiler does it for the simple cases: by
+//! substituting the arguments into the template's tokens and parsing the result as an ordinary
+//! function.
+//!
+//! A `template <...>` function is kept as tokens (macros already expanded). A use written with
+//! arguments, `reduce<float, 256>(...)` in CUDA code or `reduce<float, 256><<<...>>>` in a launch,
+//! names the instance `reduce<float, 256>`: type arguments as written, value arguments folded to
+//! a number, so `256` and `2 * 128` are the same instance. Instances are made again from the
+//! module's current templates at every check, so redefining a template updates its instances.
+
+use std::collections::HashMap;
+
+use super::lexer::{Tok, Token};
+use super::syntax::TypeName;
+use crate::diag::{Diagnostic, Span};
+
+/// Nested instantiation (a template that uses a template) deeper than this is surely runaway
+/// recursion (`f<N>` calling `f<N - 1>` without the specialisation that would stop it).
+pub const MAX_INSTANCES: usize = 256;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TParam {
+    pub name: String,
+    /// `typename T` / `class T`; otherwise a value parameter like `int BLOCK`.
+    pub is_type: bool,
+    pub default: Option<Vec<Token>>,
+}
+
+/// A function template as written: its parameters and the function's tokens.
+#[derive(Clone, Debug)]
+pub struct Template {
+    pub name: String,
+    pub params: Vec<TParam>,
+    /// The function after `template <...>`, up to its closing `}`.
+    pub tokens: Vec<Token>,
+    /// Where the function's name is in `tokens`.
+    name_at: usize,
+    pub is_kernel: bool,
+    /// The typedefs in force where the template was written.
+    pub typedefs: HashMap<String, TypeName>,
+    /// The whole item, `template` to `}`.
+    pub span: Span,
+}
+
+/// One use of a template with its arguments, e.g. `reduce<float, 256>`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instance {
+    pub template: String,
+    /// One token list per parameter (defaults filled in), ready to substitute.
+    pub args: Vec<Vec<Token>>,
+    /// The instance's function name, `reduce<float, 256>`.
+    pub name: String,
+    /// Where it was asked for.
+    pub span: Span,
+}
+
+fn is_p(t: &Token, p: &str) -> bool {
+    matches!(&t.tok, Tok::Punct(q) if *q == p)
+}
+
+fn is_word(t: &Token, w: &str) -> bool {
+    matches!(&t.tok, Tok::Ident(s) if s == w)
+}
+
+/// Take every `template <...>` function out of `tokens`, returning the rest and the templates.
+/// A template that is only declared (`template <int N> __global__ void k(int *);`) is dropped.
+pub fn extract(tokens: Vec<Token>) -> Result<(Vec<Token>, Vec<Template>), Diagnostic> {
+    let mut rest = Vec::with_capacity(tokens.len());
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut depth = 0usize;
+    while i < tokens.len() {
+        let t = &tokens[i];
+        if depth == 0 && is_word(t, "template") && tokens.get(i + 1).is_some_and(|n| is_p(n, "<")) {
+            let (params, after) = params(&tokens, i + 2)?;
+            // Class templates are left to the parser, which says they run on the GPU only.
+            if tokens.get(after).is_some_and(|n| ["struct", "class", "union"].iter().any(|w| is_word(n, w))) {
+                rest.push(t.clone());
+                i += 1;
+                continue;
+            }
+            let (end, body) = item_end(&tokens, after);
+            if body && let Some(t) = template(&tokens[i..end], after - i, params)? {
+                out.push(t);
+            }
+            i = end;
+            continue;
+        }
+        if is_p(t, "{") {
+            depth += 1;
+        } else if is_p(t, "}") {
+            depth = depth.saturating_sub(1);
+        }
+        rest.push(t.clone());
+        i += 1;
+    }
+    Ok((rest, out))
+}
+
+/// The parameters from just after `template <` to the closing `>`; returns them and the index
+/// just past the `>`.
+fn params(tokens: &[Token], mut i: usize) -> Result<(Vec<TParam>, usize), Diagnostic> {
+    let mut params = Vec::new();
+    let start = tokens.get(i.saturating_sub(2)).map(|t| t.span);
+    loop {
+        let mut words = Vec::new();
+        let mut default = None;
+        let mut paren = 0usize;
+        while let Some(t) = tokens.get(i) {
+            if paren == 0 && (is_p(t, ",") || is_p(t, ">")) {
+                break;
+            }
+            if paren == 0 && is_p(t, "=") {
+                let mut d = Vec::new();
+                i += 1;
+                while let Some(t) = tokens.get(i) {
+                    if paren == 0 && (is_p(t, ",") || is_p(t, ">")) {
+                        break;
+                    }
+                    paren = match &t.tok {
+                        Tok::Punct("(") => paren + 1,
+                        Tok::Punct(")") => paren.saturating_sub(1),
+                        _ => paren,
+                    };
+                    d.push(t.clone());
+                    i += 1;
+                }
+                default = Some(d);
+                break;
+            }
+            paren = match &t.tok {
+                Tok::Punct("(") => paren + 1,
+                Tok::Punct(")") => paren.saturating_sub(1),
+                _ => paren,
+            };
+            words.push(t.clone());
+            i += 1;
+        }
+        let Some(close) = tokens.get(i) else {
+            return Err(Diagnostic::error("this template's parameter list has no closing `>`")
+                .at(start.unwrap_or_default())
+                .help("write it like `template <typename T, int N>`"));
+        };
+        let is_type = words.first().is_some_and(|w| is_word(w, "typename") || is_word(w, "class"));
+        match words.last().map(|w| &w.tok) {
+            Some(Tok::Ident(name)) if words.len() >= 2 => {
+                params.push(TParam { name: name.clone(), is_type, default });
+            }
+            _ if words.is_empty() && params.is_empty() && is_p(close, ">") => {}
+            _ => {
+                let at = words.first().map_or(close.span, |w| w.span);
+                return Err(Diagnostic::error("expected a template parameter like `typename T` or `int N`")
+                    .at(at)
+                    .help("gridlab takes type parameters (`typename T`, `class T`) and number parameters (`int N`, `unsigned BLOCK = 256`)"));
+            }
+        }
+        i += 1;
+        if is_p(close, ">") {
+            return Ok((params, i));
+        }
+    }
+}
+
+/// The end of the item starting at `i`: just past its body's `}` (and `true`), or past a `;`
+/// that ends a declaration (and `false`).
+fn item_end(tokens: &[Token], mut i: usize) -> (usize, bool) {
+    let mut depth = 0usize;
+    let mut paren = 0usize;
+    while let Some(t) = tokens.get(i) {
+        match &t.tok {
+            Tok::Punct("(") => paren += 1,
+            Tok::Punct(")") => paren = paren.saturating_sub(1),
+            Tok::Punct("{") => depth += 1,
+            Tok::Punct("}") => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return (i + 1, true);
+                }
+            }
+            Tok::Punct(";") if depth == 0 && paren == 0 => return (i + 1, false),
+            _ => {}
+        }
+        i += 1;
+    }
+    (i, depth == 0)
+}
+
+fn template(item: &[Token], header: usize, params: Vec<TParam>) -> Result<Option<Template>, Diagnostic> {
+    let tokens = item[header..].to_vec();
+    let Some(open) = tokens.iter().position(|t| is_p(t, "(")) else { return Ok(None) };
+    // `__launch_bounds__(256) void k(...)`: the name is before the first `(` that is not an
+    // attribute's.
+    let mut open = open;
+    while open > 0 && is_word(&tokens[open - 1], "__launch_bounds__") {
+        let mut depth = 0usize;
+        let mut j = open;
+        while let Some(t) = tokens.get(j) {
+            match &t.tok {
+                Tok::Punct("(") => depth += 1,
+                Tok::Punct(")") => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            j += 1;
+        }
+        match tokens[j..].iter().position(|t| is_p(t, "(")) {
+            Some(k) => open = j + k,
+            None => return Ok(None),
+        }
+    }
+    let Some(Tok::Ident(name)) = open.checked_sub(1).map(|k| &tokens[k].tok) else { return Ok(None) };
+    let is_kernel = tokens[..open].iter().any(|t| is_word(t, "__global__"));
+    let span = item[0].span.to(item[item.len() - 1].span);
+    Ok(Some(Template {
+        name: name.clone(),
+        params,
+        name_at: open - 1,
+        tokens,
+        is_kernel,
+        typedefs: HashMap::new(),
+        span,
+    }))
+}
+
+/// Replace every `name<args>` of a template in `templates` by the instance's name, returning
+/// the tokens and the instances asked for.
+pub fn rewrite_uses(
+    tokens: Vec<Token>,
+    templates: &HashMap<String, Vec<TParam>>,
+) -> Result<(Vec<Token>, Vec<Instance>), Diagnostic> {
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut instances = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = &tokens[i];
+        if let Tok::Ident(name) = &t.tok
+            && let Some(params) = templates.get(name)
+            && tokens.get(i + 1).is_some_and(|n| is_p(n, "<"))
+        {
+            let (args, end) = split_args(&tokens, i + 2, t.span)?;
+            let span = t.span.to(tokens[end - 1].span);
+            let inst = instance(name, params, args, span)?;
+            out.push(Token { tok: Tok::Ident(inst.name.clone()), span: t.span });
+            instances.push(inst);
+            i = end;
+            continue;
+        }
+        // `sq(x)` for a template `sq`: C++ would deduce `T` from `x`'s type, which needs the
+        // checker's types; a declaration (`float sq(float x)`) follows a type word instead.
+        if let Tok::Ident(name) = &t.tok
+            && let Some(params) = templates.get(name)
+            && tokens.get(i + 1).is_some_and(|n| is_p(n, "("))
+            && !tokens[..i].last().is_some_and(|p| matches!(&p.tok, Tok::Ident(w) if w != "return"))
+        {
+            let example: Vec<String> = params.iter().map(|p| p.name.clone()).collect();
+            return Err(Diagnostic::error(format!("`{name}` is a template: the simulator needs its arguments written out"))
+                .at(t.span)
+                .label("template arguments deduced from the call")
+                .help(format!(
+                    "write them in angle brackets, e.g. `{name}<float>(...)` for `{name}<{}>`; the GPU backend deduces them (`:backend gpu`)",
+                    example.join(", ")
+                ))
+                .outside_subset("template argument deduction"));
+        }
+        out.push(t.clone());
+        i += 1;
+    }
+    Ok((out, instances))
+}
+
+/// The arguments from just after `<` to the matching `>`, split at top-level commas; returns
+/// them and the index just past the `>`.
+fn split_args(tokens: &[Token], mut i: usize, at: Span) -> Result<(Vec<Vec<Token>>, usize), Diagnostic> {
+    let mut args = vec![Vec::new()];
+    let (mut paren, mut angle) = (0usize, 0usize);
+    while let Some(t) = tokens.get(i) {
+        match &t.tok {
+            Tok::Punct("(") | Tok::Punct("[") => paren += 1,
+            Tok::Punct(")") | Tok::Punct("]") => paren = paren.saturating_sub(1),
+            Tok::Punct("<") if paren == 0 => angle += 1,
+            Tok::Punct(">") if paren == 0 && angle == 0 => {
+                if args.len() == 1 && args[0].is_empty() {
+                    args.clear();
+                }
+                return Ok((args, i + 1));
+            }
+            Tok::Punct(">") if paren == 0 => angle -= 1,
+            Tok::Punct(",") if paren == 0 && angle == 0 => {
+                args.push(Vec::new());
+                i += 1;
+                continue;
+            }
+            Tok::Punct(";") | Tok::Punct("{") | Tok::Punct("}") => break,
+            _ => {}
+        }
+        args.last_mut().expect("one argument at least").push(t.clone());
+        i += 1;
+    }
+    Err(Diagnostic::error("this template's arguments have no closing `>`")
+        .at(at)
+        .help("write the arguments in angle brackets, e.g. `reduce<float, 256>(...)`"))
+}
+
+/// The instance of template `name` for `args`, with defaults filled in and number arguments
+/// folded.
+pub fn instance(name: &str, params: &[TParam], args: Vec<Vec<Token>>, span: Span) -> Result<Instance, Diagnostic> {
+    if args.len() > params.len() {
+        return Err(Diagnostic::error(format!(
+            "`{name}` takes {} template argument{}, but {} {} given",
+            params.len(),
+            if params.len() == 1 { "" } else { "s" },
+            args.len(),
+            if args.len() == 1 { "was" } else { "were" }
+        ))
+        .at(span));
+    }
+    let mut full: Vec<Vec<Token>> = Vec::new();
+    let mut texts = Vec::new();
+    for (k, p) in params.iter().enumerate() {
+        let arg = match args.get(k) {
+            Some(a) if a.is_empty() => return Err(Diagnostic::error("an empty template argument").at(span)),
+            Some(a) => a.clone(),
+            None => match &p.default {
+                Some(d) => substitute(d, &params[..k], &full),
+                None => {
+                    return Err(Diagnostic::error(format!(
+                        "`{name}` needs a value for its template parameter `{}`",
+                        p.name
+                    ))
+                    .at(span)
+                    .help(format!("write it in the angle brackets, e.g. `{name}<{}>`", example(params))));
+                }
+            },
+        };
+        if p.is_type {
+            texts.push(render(&arg));
+            full.push(arg);
+        } else {
+            let v = fold(&arg).ok_or_else(|| {
+                Diagnostic::error(format!("template parameter `{}` of `{name}` needs a constant number", p.name))
+                    .at(arg[0].span.to(arg[arg.len() - 1].span))
+                    .help("use a number or a #define'd number, e.g. `256`")
+            })?;
+            texts.push(v.to_string());
+            let at = arg[0].span;
+            let mut toks = Vec::new();
+            if v < 0 {
+                toks.push(Token { tok: Tok::Punct("("), span: at });
+                toks.push(Token { tok: Tok::Punct("-"), span: at });
+            }
+            let scalar =
+                if v.unsigned_abs() > i32::MAX as u128 { super::ast::Scalar::I64 } else { super::ast::Scalar::I32 };
+            toks.push(Token { tok: Tok::Int(v.unsigned_abs() as u64, scalar), span: at });
+            if v < 0 {
+                toks.push(Token { tok: Tok::Punct(")"), span: at });
+            }
+            full.push(toks);
+        }
+    }
+    Ok(Instance { template: name.to_string(), args: full, name: format!("{name}<{}>", texts.join(", ")), span })
+}
+
+fn example(params: &[TParam]) -> String {
+    params.iter().map(|p| if p.is_type { "float" } else { "256" }).collect::<Vec<_>>().join(", ")
+}
+
+/// The tokens as C text, one space between words.
+pub fn render(tokens: &[Token]) -> String {
+    let mut s = String::new();
+    for t in tokens {
+        let word = match &t.tok {
+            Tok::Ident(w) => w.clone(),
+            Tok::Punct(p) => p.to_string(),
+            Tok::Int(v, _) => v.to_string(),
+            Tok::Float(f, _) => f.to_string(),
+            Tok::Char(c) => format!("'{}'", *c as char),
+            Tok::Str(x) => format!("{x:?}"),
+            Tok::Directive(_) => String::new(),
+        };
+        let glue = matches!(&t.tok, Tok::Punct("*") | Tok::Punct("&"));
+        if !s.is_empty() && !glue {
+            s.push(' ');
+        }
+        s.push_str(&word);
+    }
+    s
+}
+
+fn substitute(tokens: &[Token], params: &[TParam], args: &[Vec<Token>]) -> Vec<Token> {
+    let mut out = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        match &t.tok {
+            Tok::Ident(w) if let Some(k) = params.iter().position(|p| &p.name == w) => {
+                out.extend(args[k].iter().map(|a| Token { tok: a.tok.clone(), span: t.span }));
+            }
+            _ => out.push(t.clone()),
+        }
+    }
+    out
+}
+
+/// The function's tokens with the arguments in place of the parameters, named as the instance.
+pub fn instantiate(t: &Template, inst: &Instance) -> Vec<Token> {
+    let mut tokens = t.tokens.clone();
+    tokens[t.name_at].tok = Tok::Ident(inst.name.clone());
+    let name_tok = tokens.remove(t.name_at);
+    let (head, tail) = tokens.split_at(t.name_at);
+    let mut out = substitute(head, &t.params, &inst.args);
+    out.push(name_tok);
+    out.extend(substitute(tail, &t.params, &inst.args));
+    out
+}
+
+/// Fold a constant integer expression: numbers, `true`/`false`, parentheses, unary `-`/`+`/`~`/`!`
+/// and the binary arithmetic, shift, bitwise and comparison operators.
+pub fn fold(tokens: &[Token]) -> Option<i128> {
+    let mut pos = 0;
+    let v = fold_bin(tokens, &mut pos, 0, 0)?;
+    (pos == tokens.len()).then_some(v)
+}
+
+fn prec(p: &str) -> Option<usize> {
+    Some(match p {
+        "||" => 1,
+        "&&" => 2,
+        "|" => 3,
+        "^" => 4,
+        "&" => 5,
+        "==" | "!=" => 6,
+        "<" | "<=" | ">" | ">=" => 7,
+        "<<" | ">>" => 8,
+        "+" | "-" => 9,
+        "*" | "/" | "%" => 10,
+        _ => return None,
+    })
+}
+
+fn fold_bin(t: &[Token], pos: &mut usize, min: usize, depth: usize) -> Option<i128> {
+    if depth > 64 {
+        return None;
+    }
+    let mut lhs = fold_un(t, pos, depth + 1)?;
+    while let Some(Tok::Punct(p)) = t.get(*pos).map(|x| &x.tok) {
+        let Some(pr) = prec(p).filter(|&pr| pr > min) else { break };
+        let p = *p;
+        *pos += 1;
+        let rhs = fold_bin(t, pos, pr, depth + 1)?;
+        lhs = match p {
+            "+" => lhs.checked_add(rhs)?,
+            "-" => lhs.checked_sub(rhs)?,
+            "*" => lhs.checked_mul(rhs)?,
+            "/" => lhs.checked_div(rhs)?,
+            "%" => lhs.checked_rem(rhs)?,
+            "<<" => lhs.checked_shl(u32::try_from(rhs).ok().filter(|&s| s < 64)?)?,
+            ">>" => lhs.checked_shr(u32::try_from(rhs).ok().filter(|&s| s < 64)?)?,
+            "&" => lhs & rhs,
+            "|" => lhs | rhs,
+            "^" => lhs ^ rhs,
+            "&&" => (lhs != 0 && rhs != 0) as i128,
+            "||" => (lhs != 0 || rhs != 0) as i128,
+            "==" => (lhs == rhs) as i128,
+            "!=" => (lhs != rhs) as i128,
+            "<" => (lhs < rhs) as i128,
+            "<=" => (lhs <= rhs) as i128,
+            ">" => (lhs > rhs) as i128,
+            ">=" => (lhs >= rhs) as i128,
+            _ => return None,
+        };
+        if lhs.unsigned_abs() > u64::MAX as u128 {
+            return None;
+        }
+    }
+    Some(lhs)
+}
+
+fn fold_un(t: &[Token], pos: &mut usize, depth: usize) -> Option<i128> {
+    if depth > 64 {
+        return None;
+    }
+    let tok = &t.get(*pos)?.tok;
+    *pos += 1;
+    match tok {
+        Tok::Int(v, _) => Some(*v as i128),
+        Tok::Char(c) => Some(*c as i128),
+        Tok::Ident(w) if w == "true" => Some(1),
+        Tok::Ident(w) if w == "false" => Some(0),
+        Tok::Punct("-") => fold_un(t, pos, depth + 1)?.checked_neg(),
+        Tok::Punct("+") => fold_un(t, pos, depth + 1),
+        Tok::Punct("~") => Some(!fold_un(t, pos, depth + 1)?),
+        Tok::Punct("!") => Some((fold_un(t, pos, depth + 1)? == 0) as i128),
+        Tok::Punct("(") => {
+            let v = fold_bin(t, pos, 0, depth + 1)?;
+            matches!(t.get(*pos).map(|x| &x.tok), Some(Tok::Punct(")"))).then(|| *pos += 1)?;
+            Some(v)
+        }
+        _ => None,
+    }
+}
