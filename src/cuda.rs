@@ -182,8 +182,8 @@ pub struct ModuleItem {
     pub text: String,
     pub span: Span,
     syntax: Option<syntax::Item>,
-    /// For `#define`: the body's tokens, expanded again in every later snippet.
-    define_body: Vec<Token>,
+    /// For `#define`: the macro, expanded again in every later snippet.
+    define_body: lexer::Macro,
     /// Set for items only the GPU runs (they have no parse tree).
     gpu_only: Option<GpuOnly>,
     /// Set for a function template (it has no parse tree; its instances do).
@@ -245,7 +245,7 @@ impl ModuleItem {
         self.syntax = None;
         self.template = None;
         self.instances = Vec::new();
-        self.define_body = Vec::new();
+        self.define_body = lexer::Macro::default();
         self
     }
 }
@@ -385,7 +385,7 @@ impl Module {
                     .help(format!("launch it without angle brackets: `{name}<<<grid, block>>>(...)`")),
             ]);
         };
-        let mut defines: HashMap<String, Vec<Token>> = lexer::predefined(span.source).into_iter().collect();
+        let mut defines: HashMap<String, lexer::Macro> = lexer::predefined(span.source).into_iter().collect();
         for item in self.items.iter().filter(|i| i.kind == ItemKind::Define) {
             defines.insert(item.name.clone(), item.define_body.clone());
         }
@@ -482,7 +482,7 @@ impl Module {
                         text: text[piece.lo..piece.hi].to_string(),
                         span: Span::new(source, piece.lo, piece.hi),
                         syntax: None,
-                        define_body: Vec::new(),
+                        define_body: lexer::Macro::default(),
                         gpu_only: Some(GpuOnly::new(&piece, source, 0, construct, at)),
                         template: None,
                         instances: Vec::new(),
@@ -502,7 +502,7 @@ impl Module {
     /// the macros and typedefs of `context`.
     fn parse(&self, context: &[ModuleItem], source: SourceId, text: &str) -> Result<Vec<ModuleItem>, Diagnostic> {
         let tokens = lexer::lex(source, text)?;
-        let mut defines: HashMap<String, Vec<Token>> = lexer::predefined(source).into_iter().collect();
+        let mut defines: HashMap<String, lexer::Macro> = lexer::predefined(source).into_iter().collect();
         let mut typedefs = HashMap::new();
         for item in context {
             match (&item.kind, &item.syntax) {
@@ -549,7 +549,7 @@ impl Module {
                 text: slice(t.span),
                 span: t.span,
                 syntax: None,
-                define_body: Vec::new(),
+                define_body: lexer::Macro::default(),
                 gpu_only: None,
                 template: Some(Box::new(t)),
                 instances: Vec::new(),
@@ -573,7 +573,7 @@ impl Module {
                 text: slice(item.span),
                 span: item.span,
                 syntax: Some(item),
-                define_body: Vec::new(),
+                define_body: lexer::Macro::default(),
                 gpu_only: None,
                 template: None,
                 instances: mine,

@@ -198,7 +198,7 @@ fn the_simulators_refusal_names_the_construct_and_its_line() {
 fn other_constructs_outside_the_subset() {
     for (text, construct) in [
         ("__global__ void k(int *a) {\n switch (a[0]) { case 0: a[1] = 1; break; }\n}", "`switch`"),
-        ("#define SQ(x) ((x) * (x))", "function-like macros"),
+        ("#define LOG(...) printf(__VA_ARGS__)", "variadic macros"),
         ("__global__ void k(long long *a) { a[0] = __brevll(a[0]); }", "`__brevll`"),
         ("__device__ int fact(int n) { return n <= 1 ? 1 : n * fact(n - 1); }", "recursion"),
         ("__global__ void k(float *a) { int2 p = make_int2(1, 2); a[0] = p.x; }", "`int2`"),

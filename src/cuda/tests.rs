@@ -404,7 +404,14 @@ fn unsupported_constructs_say_what_they_are() {
     let cases = [
         ("template <typename T> struct Box { T v; };", "templates run on the GPU backend only"),
         ("struct P { float x; };", "structs run on the GPU backend only"),
-        ("#define SQ(x) ((x)*(x))", "function-like macros are not supported by the simulator"),
+        ("#define LOG(fmt, ...) printf(fmt)", "variadic macros are not supported by the simulator"),
+        ("#if N > 1\n#define M 1\n", "this `#if` has no `#endif`"),
+        ("#endif", "`#endif` without an `#if` before it"),
+        ("#if 1\n#error needs a GPU\n#endif", "#error needs a GPU"),
+        (
+            "#define SQ(x) ((x)*(x))\n__global__ void k(int *a) { a[0] = SQ(1, 2); }",
+            "macro `SQ` takes 1 argument, but 2 were given",
+        ),
         ("__global__ void k(int *a) { switch (a[0]) { case 0: break; } }", "switch is not supported"),
         ("__global__ void k(int *a) { goto end; }", "goto is not supported"),
         ("__global__ void k(float *a) { float4 v; }", "vector types run on the GPU backend only"),
@@ -673,4 +680,28 @@ fn templates_are_instantiated_by_their_uses_and_launches() {
     let runaway = "template <int N> __device__ int f(int x) { return f<N + 1>(x); }\n\
                    __global__ void r(int *a) { a[0] = f<0>(a[0]); }";
     assert!(errors(runaway).contains("more than 256 template instances"));
+}
+
+#[test]
+fn function_like_macros_and_conditionals_expand_as_in_c() {
+    let m = module(
+        "#define MAX(a, b) ((a) > (b) ? (a) : (b))\n\
+         #define TWICE(x) MAX(x, x) + MAX(x, x)\n\
+         #define F (1)\n\
+         #ifdef F\n#define G 2\n#else\n#define G 3\n#endif\n\
+         #if !defined(H) && G == 2\n#define R 7\n#elif 1\n#define R 8\n#endif\n\
+         __global__ void k(int *a) { a[0] = TWICE(a[1]) + R + F; int MAX = 1; a[1] = MAX; }",
+    );
+    let defines: Vec<&str> = m.items().iter().filter(|i| i.kind == ItemKind::Define).map(|i| i.name.as_str()).collect();
+    assert_eq!(defines, ["MAX", "TWICE", "F", "G", "R"], "only the taken branches define");
+    // `MAX` without `(` is an ordinary name.
+    assert!(kernel(&m, "k").locals.iter().any(|l| l.name == "MAX"));
+    // Macros persist: a later snippet uses them.
+    let mut map = SourceMap::new();
+    let mut m = Module::new();
+    for text in ["#define SQ(x) ((x) * (x))", "__global__ void k(int *a) { a[0] = SQ(a[1] + 1); }"] {
+        let id = map.add("<input>", text, 1);
+        m.add(id, text).unwrap();
+    }
+    assert!(m.kernel("k").is_some());
 }

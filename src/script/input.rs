@@ -6,7 +6,8 @@
 //! - A line starting with `:` is a command, one line.
 //! - A CUDA item starts with `__global__`, `__device__`, `__host__`, `__constant__`, `__shared__`,
 //!   `__managed__`, `__forceinline__`, `struct`, `union`, `enum`, `typedef`, `template`,
-//!   `extern`, `static`, `inline`, `namespace`, `using` or a preprocessor line (`#define`,
+//!   `extern`, `static`, `inline`, `namespace`, `using`, `__launch_bounds__`, `__noinline__`,
+//!   `__inline__`, `const`, `constexpr`, `class` or a preprocessor line (`#define`,
 //!   `#include`, `#pragma`, `#if`...). It runs until its braces and parentheses balance and its
 //!   last line ends with `}` or `;` (so a prototype or `__constant__ float c[3] = {1, 2, 3};`
 //!   ends at its semicolon, and `struct S {...}` may put its `;` on the next line). Braces in
@@ -43,7 +44,7 @@ pub struct Input {
     pub end_line: u32,
 }
 
-const CUDA_WORDS: [&str; 17] = [
+const CUDA_WORDS: [&str; 23] = [
     "__global__",
     "__device__",
     "__host__",
@@ -61,6 +62,12 @@ const CUDA_WORDS: [&str; 17] = [
     "inline",
     "namespace",
     "using",
+    "__launch_bounds__",
+    "__noinline__",
+    "__inline__",
+    "const",
+    "constexpr",
+    "class",
 ];
 
 const PREPROCESSOR: [&str; 11] =
@@ -457,6 +464,8 @@ expect all(a == 0.5)
         assert_eq!(classify("  # include <x>"), Some(InputKind::Cuda));
         assert_eq!(classify(":help"), Some(InputKind::Command));
         assert_eq!(classify("extern \"C\" __global__ void k() {}"), Some(InputKind::Cuda));
+        assert_eq!(classify("__launch_bounds__(256) __global__ void k() {}"), Some(InputKind::Cuda));
+        assert_eq!(classify("const int N = 4;"), Some(InputKind::Cuda));
         assert_eq!(classify("int(x)"), Some(InputKind::Statement));
         assert_eq!(classify("static_val"), Some(InputKind::Statement));
     }

@@ -53,6 +53,8 @@ pub(crate) const BUILTIN_FUNCS: &[&str] = &[
     "__trap",
     "assert",
     "printf",
+    "__mul24",
+    "__umul24",
 ];
 
 /// The float-suffixed math functions and how many arguments each takes.

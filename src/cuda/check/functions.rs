@@ -21,6 +21,12 @@ pub(super) struct Fx<'m> {
     pub(super) warnings: Vec<Diagnostic>,
 }
 
+/// An integer constant expression equal to 0: C's null pointer constant (`NULL` and `nullptr`
+/// are predefined as 0).
+fn is_null_constant(e: &Expr) -> bool {
+    e.ty.scalar().is_some_and(|s| !s.is_float()) && matches!(const_eval(e), Some(Num::I(0)))
+}
+
 pub(super) fn err(span: Span, msg: impl Into<String>) -> Diagnostic {
     Diagnostic::error(msg).at(span)
 }
@@ -517,6 +523,8 @@ impl<'m> Fx<'m> {
         match (&e.ty, to) {
             (Type::Scalar(_), Type::Scalar(_)) => Ok(cast(e, to)),
             (Type::Ptr { .. }, Type::Scalar(Scalar::Bool)) => Ok(cast(e, to)),
+            // `NULL`, `nullptr`, `0`: C's null pointer constant converts to any pointer.
+            (Type::Scalar(_), Type::Ptr { .. }) if is_null_constant(&e) => Ok(cast(e, to)),
             (Type::Ptr { is_const: true, .. }, Type::Ptr { is_const: false, .. })
                 if pointee_compatible(
                     &Type::Ptr { pointee: Box::new(e.ty.pointee().cloned().unwrap_or(Type::Void)), is_const: false },
@@ -892,6 +900,18 @@ impl<'m> Fx<'m> {
             BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
                 if l.ty.is_pointer() || r.ty.is_pointer() =>
             {
+                // `p != NULL`, `0 == p`: the null constant becomes a null pointer of `p`'s type.
+                let (l, r) = match (l.ty.is_pointer(), r.ty.is_pointer()) {
+                    (true, false) if is_null_constant(&r) => {
+                        let ty = l.ty.clone();
+                        (l, cast(r, &ty))
+                    }
+                    (false, true) if is_null_constant(&l) => {
+                        let ty = r.ty.clone();
+                        (cast(l, &ty), r)
+                    }
+                    _ => (l, r),
+                };
                 if !(l.ty.is_pointer() && r.ty.is_pointer() && l.ty.pointee() == r.ty.pointee()) {
                     return Err(err(span, format!("cannot compare `{}` with `{}`", l.ty.c_name(), r.ty.c_name()))
                         .help("compare pointers of the same type, or the values they point to"));
@@ -1053,6 +1073,27 @@ impl<'m> Fx<'m> {
                 intr(Intrinsic::Assert, vec![c], Type::Void)
             }
             "printf" => self.printf(args, span).map(Some),
+            // 24-bit multiplies: the low 32 bits of the product of the operands' low 24 bits
+            // (sign-extended for `__mul24`), which is what the hardware computes.
+            "__mul24" | "__umul24" => {
+                self.arity(name, args, 2, 2, span, &format!("{name}(a, b)"))?;
+                let signed = name == "__mul24";
+                let s = if signed { Scalar::I32 } else { Scalar::U32 };
+                let mut low = Vec::new();
+                for a in args {
+                    let v = self.number_arg(a, s, name)?;
+                    let v = if signed {
+                        let up = self.binary(BinOp::Shl, v, int_const(8, Scalar::I32, span), span)?;
+                        self.binary(BinOp::Shr, up, int_const(8, Scalar::I32, span), span)?
+                    } else {
+                        self.binary(BinOp::BitAnd, v, int_const(0xff_ffff, Scalar::U32, span), span)?
+                    };
+                    low.push(v);
+                }
+                let b = low.pop().expect("two arguments");
+                let a = low.pop().expect("two arguments");
+                self.binary(BinOp::Mul, a, b, span).map(Some)
+            }
             "__shfl_sync" | "__shfl_up_sync" | "__shfl_down_sync" | "__shfl_xor_sync" => {
                 let kind = match name {
                     "__shfl_sync" => ShflKind::Idx,
