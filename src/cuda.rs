@@ -18,6 +18,7 @@
 
 pub mod ast;
 pub mod check;
+pub mod coop;
 pub mod lexer;
 pub mod parser;
 pub mod sketch;
@@ -516,6 +517,12 @@ impl Module {
             }
         }
         let (tokens, new_defines) = lexer::expand(tokens, &mut defines)?;
+        let earlier: Vec<&str> = context
+            .iter()
+            .filter(|i| i.kind == ItemKind::Typedef && i.syntax.is_none() && i.gpu_only.is_none())
+            .map(|i| i.text.as_str())
+            .collect();
+        let (tokens, namespaces) = coop::rewrite(tokens, &earlier)?;
         let (tokens, templates) = template::extract(tokens)?;
         let mut known = template_params(context);
         for t in &templates {
@@ -540,6 +547,22 @@ impl Module {
                 instances: Vec::new(),
             })
             .collect();
+        // Namespace lines live on as items without a parse tree, like typedefs: later snippets
+        // read them, and the GPU's source has them in place.
+        for n in namespaces {
+            items.push(ModuleItem {
+                name: n.name,
+                kind: ItemKind::Typedef,
+                source,
+                text: slice(n.span),
+                span: n.span,
+                syntax: None,
+                define_body: lexer::Macro::default(),
+                gpu_only: None,
+                template: None,
+                instances: Vec::new(),
+            });
+        }
         for mut t in templates {
             t.typedefs = typedefs.clone();
             items.push(ModuleItem {

@@ -705,3 +705,34 @@ fn function_like_macros_and_conditionals_expand_as_in_c() {
     }
     assert!(m.kernel("k").is_some());
 }
+
+#[test]
+fn cooperative_groups_at_block_and_tile_level_read_as_built_ins() {
+    let m = module(
+        "namespace cg = cooperative_groups;\n\
+         __global__ void k(int *a) {\n\
+             cg::thread_block b = cg::this_thread_block();\n\
+             auto t = cg::tiled_partition<16>(b);\n\
+             a[b.thread_rank()] = t.thread_rank() + t.shfl_xor(a[0], 1);\n\
+             cg::sync(b);\n\
+             t.sync();\n\
+         }",
+    );
+    assert!(m.kernel("k").is_some());
+    assert!(m.items().iter().any(|i| i.name == "cg" && i.kind == ItemKind::Typedef), "the alias is kept");
+    // What the simulator lacks says so, naming cooperative groups (not "expected `;`").
+    for (src, want) in [
+        ("__global__ void k(int *a) { cg::grid_group g = cg::this_grid(); }", "`cg::grid_group`"),
+        ("__global__ void k(int *a) { auto g = cg::this_grid(); g.sync(); }", "`cg::this_grid()`"),
+        (
+            "__global__ void k(int *a) { auto t = cg::tiled_partition<8>(cg::this_thread_block()); a[0] = t.any(1); }",
+            "`.any()` on this group",
+        ),
+        ("__global__ void k(int *a) { auto t = cg::tiled_partition<48>(cg::this_thread_block()); }", "not 48"),
+    ] {
+        let e = errors(src);
+        assert!(e.contains(want), "for `{src}` expected `{want}` in:\n{e}");
+    }
+    let e = errors("__global__ void k(int *a) { cg::grid_group g = cg::this_grid(); }");
+    assert!(e.contains("cooperative groups") && e.contains("`:backend gpu`"), "{e}");
+}

@@ -18,6 +18,15 @@ pub const PRELUDE: &str = include_str!("../../../assets/prelude.cuh");
 pub fn generate(module: &Module, sources: &SourceMap) -> String {
     let mut out = String::from(PRELUDE);
     out.push('\n');
+    // The simulator reads cooperative groups without their header, which the learner's
+    // `#include` line (not an item of the module) would have brought in.
+    if module.items().iter().any(|i| i.text.contains("cooperative_groups") || i.text.contains("cg::")) {
+        out.push_str("#include <cooperative_groups.h>\n");
+        // `cg` is the simulator's name for the namespace even where no line says so.
+        if !module.items().iter().any(|i| i.text.contains("namespace cg =")) {
+            out.push_str("namespace cg = cooperative_groups;\n");
+        }
+    }
     for item in module.items() {
         let line = line_in_source(sources, item.span);
         out.push_str(&format!("#line {line} \"@{}\"\n", item.source));
