@@ -380,11 +380,17 @@ impl Module {
     /// before looking the kernel up.
     pub fn instantiate(&mut self, name: &str, args: Vec<Vec<Token>>, span: Span) -> Result<String, Vec<Diagnostic>> {
         let Some(t) = self.items.iter().rev().find_map(|i| i.template.as_deref().filter(|t| t.name == name)) else {
-            return Err(vec![
+            let d = if self.items.iter().any(|i| i.name == name) {
                 Diagnostic::error(format!("`{name}` is not a template"))
                     .at(span)
-                    .help(format!("launch it without angle brackets: `{name}<<<grid, block>>>(...)`")),
-            ]);
+                    .help(format!("launch it without angle brackets: `{name}<<<grid, block>>>(...)`"))
+            } else {
+                Diagnostic::error(format!("no template kernel named `{name}`"))
+                    .at(span)
+                    .label("not defined")
+                    .help(format!("define it first: `template <int N> __global__ void {name}(float *a) {{ ... }}`"))
+            };
+            return Err(vec![d]);
         };
         let mut defines: HashMap<String, lexer::Macro> = lexer::predefined(span.source).into_iter().collect();
         for item in self.items.iter().filter(|i| i.kind == ItemKind::Define) {

@@ -19,7 +19,7 @@ use crate::backend::{Backend, BackendError, BackendKind, LaunchReport, LaunchSpe
 use crate::buffer::Buffer;
 use crate::command;
 use crate::cuda::{ItemKind, Module};
-use crate::diag::{Diagnostic, SourceId, SourceMap};
+use crate::diag::{Diagnostic, SourceId, SourceMap, Span};
 use crate::finding::Finding;
 use crate::render::{self, Style};
 use crate::script::ast::{Expect, ExprKind, StmtKind};
@@ -165,6 +165,9 @@ pub struct Session {
     typed: u32,
     /// Launches that ran to a report: tells `replay --compare` which inputs launched.
     pub(crate) launches: u64,
+    /// Kernels and functions whose definition was refused, with where: launching one points
+    /// there instead of saying "define it first".
+    pub(crate) refused: Vec<(String, Span)>,
 }
 
 impl Session {
@@ -192,6 +195,7 @@ impl Session {
             guide: None,
             typed: 0,
             launches: 0,
+            refused: Vec::new(),
         }
     }
 
@@ -475,6 +479,7 @@ impl Session {
                 for w in &outcome.warnings {
                     self.report(w, out)?;
                 }
+                self.refused.retain(|(n, _)| !outcome.defined.iter().any(|d| &d.name == n));
                 self.ensure_resolved();
                 let backend = active_backend(&mut self.sim, &mut self.gpu, self.active);
                 if let Err(e) = backend.load(&self.module, &self.sources) {
@@ -524,12 +529,60 @@ impl Session {
                 Ok(Status::Ok)
             }
             Err(diags) => {
+                let gpu_runs_it = !self.on_gpu() && self.module.gpu_could_take(&diags, &text);
                 for d in &diags {
-                    self.report(d, out)?;
+                    let mut d = d.clone();
+                    // Only where the GPU's path would take it: a construct outside the subset.
+                    if gpu_runs_it && d.is_error() && !d.help.as_deref().unwrap_or("").contains(":backend gpu") {
+                        d = d.note("the GPU backend runs this: switch with `:backend gpu`");
+                    }
+                    self.report(&d, out)?;
                 }
+                for piece in crate::cuda::sketch::sketch(&text) {
+                    if matches!(piece.kind, ItemKind::Kernel | ItemKind::DeviceFunction) {
+                        self.refused.retain(|(n, _)| n != &piece.name);
+                        self.refused.push((piece.name.clone(), Span::new(id, piece.lo, piece.hi)));
+                    }
+                }
+                self.keep_defines(id, &text, out)?;
                 Ok(Status::Error)
             }
         }
+    }
+
+    /// After a refused snippet, keep its `#define`s (when they check on their own), so one
+    /// refused kernel does not make every later use of the snippet's macros "not defined".
+    fn keep_defines(&mut self, id: SourceId, text: &str, out: &mut dyn Write) -> io::Result<()> {
+        let mut only = String::with_capacity(text.len());
+        let mut any = false;
+        let mut continued = false;
+        for line in text.split_inclusive('\n') {
+            let keep = continued || line.trim_start().starts_with("#define");
+            continued = keep && line.trim_end_matches(['\n', '\r']).ends_with('\\');
+            if keep {
+                any = true;
+                only.push_str(line);
+            } else {
+                only.extend(line.chars().map(|c| if c == '\n' { '\n' } else { ' ' }));
+            }
+        }
+        if !any || only.len() != text.len() {
+            return Ok(());
+        }
+        let previous = self.module.clone();
+        let Ok(outcome) = self.module.add(id, &only) else { return Ok(()) };
+        let backend = active_backend(&mut self.sim, &mut self.gpu, self.active);
+        if backend.load(&self.module, &self.sources).is_err() {
+            self.module = previous;
+            return Ok(());
+        }
+        self.constants = constants(&self.module);
+        let names: Vec<String> = outcome.defined.iter().map(|d| format!("`{}`", d.name)).collect();
+        if !names.is_empty() {
+            let msg = format!("kept the snippet's #defines: {}", names.join(", "));
+            writeln!(out, "{}", self.options.style.dim(&msg))?;
+        }
+        Ok(())
     }
 
     fn statement(&mut self, id: SourceId, out: &mut dyn Write) -> io::Result<Status> {
@@ -645,6 +698,7 @@ impl Session {
     /// Forget kernels, buffers, scalars and findings; keep the settings.
     pub fn reset(&mut self) {
         self.module.clear();
+        self.refused.clear();
         self.constants.clear();
         self.buffers.clear();
         self.scalars.clear();

@@ -565,6 +565,13 @@ impl Parser<'_> {
             return Err(self.unknown_type());
         }
         let ty = self.type_name()?;
+        if self.is("&") || self.is("&&") {
+            return Err(Diagnostic::error("reference parameters (`float &x`) are not supported by the simulator")
+                .at(self.span())
+                .label("a reference")
+                .help("take a pointer instead (`float *x`, called with `&v`), or run it with `:backend gpu`")
+                .outside_subset("references"));
+        }
         let name = match self.peek() {
             Some(Tok::Ident(_)) => Some(self.ident("a parameter name")?),
             _ => None,

@@ -239,6 +239,13 @@ impl Session {
             .at(span)
             .help("call it from a kernel, or declare it `__global__ void`"));
         }
+        if let Some((_, at)) = self.refused.iter().find(|(n, _)| n == name) {
+            return Err(Diagnostic::error(format!("`{name}` is not defined: its definition was refused"))
+                .at(span)
+                .label("refused earlier")
+                .note(format!("the refused definition starts at {}", self.sources.location(*at)))
+                .help(format!("fix the error shown for `{name}` above and enter it again")));
+        }
         let kernels = self.module.kernel_names();
         let mut d = Diagnostic::error(format!("no kernel named `{name}`")).at(span).label("not defined");
         d = match crate::render::closest(name, kernels.iter().copied()) {
@@ -574,5 +581,41 @@ mod tests {
         let (status, out) = run(&mut s, &text[defs.len()..]);
         assert_eq!(status, Status::Error, "the simulator refuses `step`:\n{out}");
         assert!(out.contains("the simulator cannot run `step`: it uses template argument deduction"), "{out}");
+    }
+
+    /// The errors issue 14 found misleading, each as the learner now sees it.
+    #[test]
+    fn refusals_name_the_construct_keep_the_defines_and_are_remembered() {
+        let mut s = Session::new(Options::default());
+        s.active = BackendKind::Sim;
+        let (status, out) = run(
+            &mut s,
+            "#define N 8\n#define TILE 4\n__global__ void k(int *a) {\n    switch (a[0]) { case 0: a[0] = TILE; break; }\n}\nlet a = zeros(N, i32)\nk<<<1, 1>>>(a)\n",
+        );
+        assert_eq!(status, Status::Error);
+        // The refusal says that the GPU runs it; the snippet's #defines are kept, so `N` works.
+        assert!(out.contains("note: the GPU backend runs this: switch with `:backend gpu`"), "{out}");
+        assert!(out.contains("kept the snippet's #defines: `N`, `TILE`"), "{out}");
+        assert!(!out.contains("`N` is not defined"), "{out}");
+        // Launching the refused kernel points at its definition.
+        assert!(out.contains("`k` is not defined: its definition was refused"), "{out}");
+        assert!(out.contains("the refused definition starts at t.gridlab:3:1"), "{out}");
+        assert!(!out.contains("define it first"), "{out}");
+        // A genuine mistake does not claim that the GPU would run it.
+        let (_, out) = run(&mut s, "__global__ void j(int *a) { a[0] = b; }\n");
+        assert!(!out.contains(":backend gpu"), "{out}");
+        // A template launch is a launch, not a chained comparison.
+        let (status, out) = run(
+            &mut s,
+            "template <int B> __global__ void fill(int *a) { a[threadIdx.x] = B; }\nlet b = zeros(4, i32)\nfill<7><<<1, 4>>>(b)\nexpect b == full(4, 7, i32)\nfill<<<1, 4>>>(b)\nk2<3><<<1, 1>>>(b)\n",
+        );
+        assert_eq!(status, Status::Error, "{out}");
+        assert!(out.contains("fill<7><<<1, 4>>>: 1 x 4 = 4 threads on sim"), "{out}");
+        assert!(!out.contains("comparisons don't chain"), "{out}");
+        assert!(out.contains("`fill` is a template kernel: give its template arguments"), "{out}");
+        assert!(out.contains("no template kernel named `k2`"), "{out}");
+        let (_, out) = run(&mut s, "__device__ void inc(float &x) { x += 1.0f; }\n");
+        assert!(out.contains("reference parameters (`float &x`) are not supported by the simulator"), "{out}");
+        assert!(!out.contains("expected `)`"), "{out}");
     }
 }
