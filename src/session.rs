@@ -533,7 +533,8 @@ impl Session {
                 for d in &diags {
                     let mut d = d.clone();
                     // Only where the GPU's path would take it: a construct outside the subset.
-                    if gpu_runs_it && d.is_error() && !d.help.as_deref().unwrap_or("").contains(":backend gpu") {
+                    let said = |t: &str| t.contains(":backend gpu") || t.contains("GPU backend");
+                    if gpu_runs_it && d.is_error() && !said(d.help.as_deref().unwrap_or("")) && !said(&d.message) {
                         d = d.note("the GPU backend runs this: switch with `:backend gpu`");
                     }
                     self.report(&d, out)?;
