@@ -35,6 +35,7 @@ const TYPE_WORDS: &[&str] = &[
     "double",
     "size_t",
     "const",
+    "constexpr",
     "volatile",
     "__restrict__",
     "short",
@@ -330,7 +331,9 @@ impl Parser<'_> {
             let Some(Tok::Ident(w)) = self.peek() else { break };
             let w = w.clone();
             match w.as_str() {
-                "const" => is_const = true,
+                // A `constexpr` local is a `const` one whose value is known, which the checker
+                // folds anyway.
+                "const" | "constexpr" => is_const = true,
                 "volatile" => {}
                 "__restrict__" => restrict = true,
                 "unsigned" => unsigned = true,

@@ -736,3 +736,9 @@ fn cooperative_groups_at_block_and_tile_level_read_as_built_ins() {
     let e = errors("__global__ void k(int *a) { cg::grid_group g = cg::this_grid(); }");
     assert!(e.contains("cooperative groups") && e.contains("`:backend gpu`"), "{e}");
 }
+
+#[test]
+fn constexpr_locals_are_const() {
+    module("__global__ void k(int *a) { constexpr int N = 4; a[0] = N; }");
+    assert!(errors("__global__ void k(int *a) { constexpr int N = 4; N = 5; }").contains("error"));
+}
