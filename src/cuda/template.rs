@@ -226,6 +226,63 @@ fn template(item: &[Token], header: usize, params: Vec<TParam>) -> Result<Option
     }))
 }
 
+impl Template {
+    /// The template's arguments deduced from a launch, as C++ deduces them from pointer
+    /// parameters: `args[k]` is the element type (`float`, `unsigned int`) of the buffer passed
+    /// to parameter `k`, if it is one. Type parameters that appear as `T *` (or `const T *`) take
+    /// that type; others take their defaults. `None` when some parameter stays unknown.
+    pub fn deduce(&self, args: &[Option<&str>]) -> Option<Vec<Vec<Token>>> {
+        let open = self.name_at + 1;
+        let (params, _) = split_args_in(&self.tokens, open + 1, "(", ")")?;
+        let mut out: Vec<Option<Vec<Token>>> = vec![None; self.params.len()];
+        for (decl, arg) in params.iter().zip(args) {
+            let Some(c_type) = arg else { continue };
+            // `[const] T * [__restrict__] name`
+            let words: Vec<&Token> = decl.iter().filter(|t| !matches!(&t.tok, Tok::Ident(w) if w == "const")).collect();
+            if let [ty, star, ..] = &words[..]
+                && is_p(star, "*")
+                && let Tok::Ident(t) = &ty.tok
+                && let Some(k) = self.params.iter().position(|p| p.is_type && &p.name == t)
+            {
+                let toks = c_type.split(' ').map(|w| Token { tok: Tok::Ident(w.to_string()), span: ty.span }).collect();
+                out[k].get_or_insert(toks);
+            }
+        }
+        let mut full = Vec::new();
+        for (k, p) in self.params.iter().enumerate() {
+            match out[k].take() {
+                Some(a) => full.push(a),
+                None if p.default.is_some() => break,
+                None => return None,
+            }
+        }
+        Some(full)
+    }
+}
+
+/// The comma-separated pieces from just after an `open` bracket to its `close`.
+fn split_args_in(tokens: &[Token], mut i: usize, open: &str, close: &str) -> Option<(Vec<Vec<Token>>, usize)> {
+    let mut args = vec![Vec::new()];
+    let mut depth = 0usize;
+    while let Some(t) = tokens.get(i) {
+        if is_p(t, open) {
+            depth += 1;
+        } else if is_p(t, close) {
+            if depth == 0 {
+                return Some((args, i + 1));
+            }
+            depth -= 1;
+        } else if is_p(t, ",") && depth == 0 {
+            args.push(Vec::new());
+            i += 1;
+            continue;
+        }
+        args.last_mut().expect("one at least").push(t.clone());
+        i += 1;
+    }
+    None
+}
+
 /// Replace every `name<args>` of a template in `templates` by the instance's name, returning
 /// the tokens and the instances asked for.
 pub fn rewrite_uses(

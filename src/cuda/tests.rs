@@ -671,6 +671,10 @@ fn templates_are_instantiated_by_their_uses_and_launches() {
     let k = m.kernel(&name).expect("launchable");
     assert_eq!(k.params[0].ty, Type::Ptr { pointee: Box::new(Type::Scalar(Scalar::F32)), is_const: false });
     assert!(m.program().function("twice<float>").is_some(), "instances that use templates make more");
+    // A launch deduces `T` from the buffer passed as `T *`, and takes the default for `B`.
+    let deduced = m.template("k").unwrap().deduce(&[Some("unsigned int")]).expect("deduced");
+    assert_eq!(m.instantiate("k", deduced, Span::default()).unwrap(), "k<unsigned int, 128>");
+    assert!(m.template("k").unwrap().deduce(&[None]).is_none(), "a scalar tells nothing");
     // Errors name the template and what it needs.
     let e = m.instantiate("k", vec![tok("float"), tok("n")], Span::default()).unwrap_err();
     assert!(e[0].message.contains("template parameter `B` of `k` needs a constant number"), "{}", e[0].message);

@@ -173,13 +173,32 @@ impl Session {
     /// compiled) if it is new.
     fn template_instance(&mut self, launch: &Launch, text: &str) -> Result<Option<String>, Vec<Diagnostic>> {
         let Some(span) = launch.template_args else {
-            if self.module.template(&launch.kernel).is_some() {
-                let t = self.module.template(&launch.kernel).expect("just found");
+            if let Some(t) = self.module.template(&launch.kernel) {
+                // Deduce type parameters from the buffers passed to `T *` parameters.
+                let types: Vec<Option<&str>> = launch
+                    .args
+                    .iter()
+                    .map(|a| match &a.kind {
+                        ExprKind::Name(n) => self.buffer(n).map(|b| b.dtype().c_name()),
+                        _ => None,
+                    })
+                    .collect();
+                if let Some(args) = t.deduce(&types) {
+                    let at = launch.kernel_span;
+                    let previous = self.module.clone();
+                    let name = self.module.instantiate(&launch.kernel, args, at)?;
+                    self.reload_after_instance(previous, at)?;
+                    return Ok(Some(name));
+                }
                 let example: Vec<&str> = t.params.iter().map(|p| if p.is_type { "float" } else { "256" }).collect();
                 return Err(vec![
                     Diagnostic::error(format!("`{}` is a template kernel: give its template arguments", launch.kernel))
                         .at(launch.kernel_span)
-                        .help(format!("e.g. `{}<{}><<<grid, block>>>(...)`", launch.kernel, example.join(", "))),
+                        .help(format!(
+                            "only types of buffers passed to `T *` parameters are deduced; write the rest, e.g. `{}<{}><<<grid, block>>>(...)`",
+                            launch.kernel,
+                            example.join(", ")
+                        )),
                 ]);
             }
             return Ok(None);
@@ -209,17 +228,24 @@ impl Session {
         let at = launch.kernel_span.to(Span::new(source, lo, span.hi as usize + 1));
         let previous = self.module.clone();
         let name = self.module.instantiate(&launch.kernel, args, at)?;
-        if self.module.generation() != previous.generation() {
-            let backend = super::active_backend(&mut self.sim, &mut self.gpu, self.active);
-            if let Err(e) = backend.load(&self.module, &self.sources) {
-                self.module = previous;
-                return Err(match e {
-                    crate::backend::BackendError::Compile(d) => d,
-                    other => vec![Diagnostic::error(other.to_string()).at(at)],
-                });
-            }
-        }
+        self.reload_after_instance(previous, at)?;
         Ok(Some(name))
+    }
+
+    /// Give the backend the module with a new template instance (the GPU compiles it again).
+    fn reload_after_instance(&mut self, previous: crate::cuda::Module, at: Span) -> Result<(), Vec<Diagnostic>> {
+        if self.module.generation() == previous.generation() {
+            return Ok(());
+        }
+        let backend = super::active_backend(&mut self.sim, &mut self.gpu, self.active);
+        if let Err(e) = backend.load(&self.module, &self.sources) {
+            self.module = previous;
+            return Err(match e {
+                crate::backend::BackendError::Compile(d) => d,
+                other => vec![Diagnostic::error(other.to_string()).at(at)],
+            });
+        }
+        Ok(())
     }
 
     fn find_kernel(&self, name: &str, span: Span) -> Result<&Function, Diagnostic> {
