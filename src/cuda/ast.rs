@@ -207,6 +207,12 @@ pub enum UnaryOp {
     /// `!x`: operand is `bool`, result is `bool` (the checker wraps it in a `Cast` to `int` when
     /// used as a value).
     LogNot,
+    /// The bit intrinsics `__popc`, `__clz`, `__ffs`, `__brev` (and their `ll` forms), in the
+    /// operand's width (`U32` or `U64`); the result has the operand's type.
+    Popc,
+    Clz,
+    Ffs,
+    Brev,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

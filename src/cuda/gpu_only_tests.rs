@@ -199,7 +199,7 @@ fn other_constructs_outside_the_subset() {
     for (text, construct) in [
         ("__global__ void k(int *a) {\n switch (a[0]) { case 0: a[1] = 1; break; }\n}", "`switch`"),
         ("#define LOG(...) printf(__VA_ARGS__)", "variadic macros"),
-        ("__global__ void k(long long *a) { a[0] = __brevll(a[0]); }", "`__brevll`"),
+        ("__global__ void k(unsigned *a) { a[0] = __byte_perm(a[0], 0, 0x3210); }", "`__byte_perm`"),
         ("__device__ int fact(int n) { return n <= 1 ? 1 : n * fact(n - 1); }", "recursion"),
         ("__global__ void k(float *a) { int2 p = make_int2(1, 2); a[0] = p.x; }", "`int2`"),
     ] {

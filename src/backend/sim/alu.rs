@@ -121,6 +121,16 @@ pub fn un(op: UnaryOp, ty: Scalar, a: u64) -> u64 {
         (UnaryOp::Neg, Scalar::F64) => (-f64_of(a)).to_bits(),
         (UnaryOp::Neg, t) => cvt(a.wrapping_neg(), Scalar::U64, t),
         (UnaryOp::BitNot, t) => cvt(!a, Scalar::U64, t),
+        (UnaryOp::Popc, Scalar::U64 | Scalar::I64) => a.count_ones() as u64,
+        (UnaryOp::Popc, _) => (a as u32).count_ones() as u64,
+        (UnaryOp::Clz, Scalar::U64 | Scalar::I64) => a.leading_zeros() as u64,
+        (UnaryOp::Clz, _) => (a as u32).leading_zeros() as u64,
+        (UnaryOp::Ffs, Scalar::U64 | Scalar::I64) if a == 0 => 0,
+        (UnaryOp::Ffs, Scalar::U64 | Scalar::I64) => a.trailing_zeros() as u64 + 1,
+        (UnaryOp::Ffs, _) if a as u32 == 0 => 0,
+        (UnaryOp::Ffs, _) => (a as u32).trailing_zeros() as u64 + 1,
+        (UnaryOp::Brev, Scalar::U64 | Scalar::I64) => a.reverse_bits(),
+        (UnaryOp::Brev, _) => (a as u32).reverse_bits() as u64,
     }
 }
 
@@ -286,6 +296,13 @@ mod tests {
         assert_eq!(cvt(0xffff_ffff, Scalar::U32, Scalar::F64), 4294967295f64.to_bits());
         assert_eq!(cvt(300, Scalar::I32, Scalar::I8), 44);
         assert_eq!(un(UnaryOp::Neg, Scalar::U32, 1), 0xffff_ffff);
+        assert_eq!(un(UnaryOp::Popc, Scalar::U32, 0xf0f0), 8);
+        assert_eq!(un(UnaryOp::Popc, Scalar::U64, u64::MAX), 64);
+        assert_eq!(un(UnaryOp::Clz, Scalar::U32, 1), 31);
+        assert_eq!(un(UnaryOp::Clz, Scalar::U32, 0), 32);
+        assert_eq!(un(UnaryOp::Ffs, Scalar::U32, 0), 0);
+        assert_eq!(un(UnaryOp::Ffs, Scalar::U32, 8), 4);
+        assert_eq!(un(UnaryOp::Brev, Scalar::U32, 1), 0x8000_0000);
         assert_eq!(atomic(AtomicOp::Inc, Scalar::U32, 5, 5, 5), 0);
         assert_eq!(min_max(false, Scalar::I32, i(-1), i(3)), i(-1));
     }

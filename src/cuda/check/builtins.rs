@@ -55,6 +55,14 @@ pub(crate) const BUILTIN_FUNCS: &[&str] = &[
     "printf",
     "__mul24",
     "__umul24",
+    "__popc",
+    "__popcll",
+    "__clz",
+    "__clzll",
+    "__ffs",
+    "__ffsll",
+    "__brev",
+    "__brevll",
 ];
 
 /// The float-suffixed math functions and how many arguments each takes.

@@ -1073,6 +1073,22 @@ impl<'m> Fx<'m> {
                 intr(Intrinsic::Assert, vec![c], Type::Void)
             }
             "printf" => self.printf(args, span).map(Some),
+            // Bit intrinsics: computed in the operand's width, returning `int` (`__brev*`:
+            // the unsigned operand type).
+            "__popc" | "__popcll" | "__clz" | "__clzll" | "__ffs" | "__ffsll" | "__brev" | "__brevll" => {
+                self.arity(name, args, 1, 1, span, &format!("{name}(x)"))?;
+                let wide = name.ends_with("ll");
+                let op = match name.trim_end_matches("ll") {
+                    "__popc" => UnaryOp::Popc,
+                    "__clz" => UnaryOp::Clz,
+                    "__ffs" => UnaryOp::Ffs,
+                    _ => UnaryOp::Brev,
+                };
+                let width = if wide { Scalar::U64 } else { Scalar::U32 };
+                let v = self.number_arg(&args[0], width, name)?;
+                let e = Expr { kind: ExprKind::Unary { op, operand: Box::new(v) }, ty: Type::Scalar(width), span };
+                Ok(Some(if op == UnaryOp::Brev { e } else { scalar_cast(e, Scalar::I32) }))
+            }
             // 24-bit multiplies: the low 32 bits of the product of the operands' low 24 bits
             // (sign-extended for `__mul24`), which is what the hardware computes.
             "__mul24" | "__umul24" => {
