@@ -493,6 +493,14 @@ pub enum StmtKind {
         body: Box<Stmt>,
         cond: Expr,
     },
+    /// `switch`: each case value (as the promoted value's bits) with the index in `body` where
+    /// it starts; `default` likewise; no label matching means the end. `break` leaves it.
+    Switch {
+        value: Expr,
+        cases: Vec<(u64, usize)>,
+        default: Option<usize>,
+        body: Vec<Stmt>,
+    },
     /// `cond: None` loops until `break`.
     For {
         init: Option<Box<Stmt>>,

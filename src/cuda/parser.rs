@@ -255,10 +255,10 @@ impl Parser<'_> {
                 "use `#define NAME value` constants",
                 "enums".into(),
             ),
-            "switch" | "case" => (
-                "switch is not supported by the simulator yet".into(),
-                "use if/else if/else instead",
-                "`switch`".into(),
+            "case" => (
+                "`case` belongs inside a `switch`".into(),
+                "write `switch (x) { case 1: ... break; }`",
+                "`case`".into(),
             ),
             "goto" => ("goto is not supported by the simulator".into(), "use loops with break and continue", code),
             "namespace" | "using" => {
@@ -727,6 +727,14 @@ impl Parser<'_> {
                 return done(self, StmtKind::DoWhile(body, cond));
             }
             "for" => return self.for_stmt(),
+            "switch" => {
+                self.pos += 1;
+                let value = self.paren_expr()?;
+                self.enter()?;
+                let r = self.switch_body();
+                self.leave();
+                return done(self, StmtKind::Switch(value, r?));
+            }
             "break" | "continue" => {
                 self.pos += 1;
                 self.expect(";")?;
@@ -829,6 +837,29 @@ impl Parser<'_> {
         self.expect(")")?;
         let body = Box::new(self.stmt()?);
         Ok(Stmt { kind: StmtKind::For { init, cond, step, body }, span: start.to(self.prev_span()) })
+    }
+
+    /// `{ case 1: ... default: ... }` after `switch (value)`.
+    fn switch_body(&mut self) -> PResult<Vec<SwitchPart>> {
+        self.expect("{")?;
+        let mut parts = Vec::new();
+        while !self.eat("}") {
+            if self.peek().is_none() {
+                return Err(self.expected("`}` to close the `switch`"));
+            }
+            if self.eat_word("case") {
+                let e = self.binary(0)?;
+                self.expect(":")?;
+                parts.push(SwitchPart::Case(e));
+            } else if self.is_word("default") && matches!(self.peek_at(1), Some(Tok::Punct(":"))) {
+                let span = self.span();
+                self.pos += 2;
+                parts.push(SwitchPart::Default(span));
+            } else {
+                parts.push(SwitchPart::Stmt(self.stmt()?));
+            }
+        }
+        Ok(parts)
     }
 
     fn paren_expr(&mut self) -> PResult<Expr> {

@@ -135,12 +135,27 @@ pub enum StmtKind {
     If(Expr, Box<Stmt>, Option<Box<Stmt>>),
     While(Expr, Box<Stmt>),
     DoWhile(Box<Stmt>, Expr),
-    For { init: Option<Box<Stmt>>, cond: Option<Expr>, step: Option<Expr>, body: Box<Stmt> },
+    /// `switch (value) { case 1: ... default: ... }`: labels and statements in order.
+    Switch(Expr, Vec<SwitchPart>),
+    For {
+        init: Option<Box<Stmt>>,
+        cond: Option<Expr>,
+        step: Option<Expr>,
+        body: Box<Stmt>,
+    },
     Break,
     Continue,
     Return(Option<Expr>),
     Block(Vec<Stmt>),
     Empty,
+}
+
+/// One piece of a `switch` body: a label or a statement.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SwitchPart {
+    Case(Expr),
+    Default(Span),
+    Stmt(Stmt),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

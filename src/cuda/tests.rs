@@ -412,7 +412,10 @@ fn unsupported_constructs_say_what_they_are() {
             "#define SQ(x) ((x)*(x))\n__global__ void k(int *a) { a[0] = SQ(1, 2); }",
             "macro `SQ` takes 1 argument, but 2 were given",
         ),
-        ("__global__ void k(int *a) { switch (a[0]) { case 0: break; } }", "switch is not supported"),
+        ("__global__ void k(int *a) { case 0: a[0] = 1; }", "`case` belongs inside a `switch`"),
+        ("__global__ void k(int *a) { switch (a[0]) { case 1: case 1: break; } }", "`case 1` appears twice"),
+        ("__global__ void k(int *a) { switch (a[0]) { case a[1]: break; } }", "must be a constant integer"),
+        ("__global__ void k(int *a) { switch (a[0]) { case 0: continue; } }", "`continue` outside of a loop"),
         ("__global__ void k(int *a) { goto end; }", "goto is not supported"),
         ("__global__ void k(float *a) { float4 v; }", "vector types run on the GPU backend only"),
         ("__global__ void k(float *a) { dim3 b; }", "`dim3` variables are not supported"),
@@ -553,9 +556,9 @@ fn errors_point_at_the_right_line_and_column() {
     let text = errors("#define N 4\n__global__ void k(float *a) {\n  for (int i = 0; i < N; i++)\n    a[i] = b;\n}");
     assert!(text.contains("<input 1>:4:12"), "{text}");
     assert!(text.contains("4 |     a[i] = b;"), "{text}");
-    let text = errors("__global__ void k(int *a) {\n  switch (a[0]) {}\n}");
+    let text = errors("__global__ void k(int *a) {\n  goto end;\n}");
     assert!(text.contains("<input 1>:2:3"), "{text}");
-    assert!(text.contains("help: use if/else"), "{text}");
+    assert!(text.contains("help: use loops with break and continue"), "{text}");
 }
 
 mod props {

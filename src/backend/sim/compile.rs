@@ -572,6 +572,48 @@ impl Compiler<'_> {
                 }
                 self.end_loop(l, cont, end);
             }
+            StmtKind::Switch { value, cases, default, body } => {
+                let v = self.expr(value)?;
+                let ty = self.scalar(&value.ty, value.span)?;
+                let mut jumps = Vec::new();
+                for &(bits, at) in cases {
+                    let c = self.imm(bits);
+                    let t = self.temp();
+                    self.emit(Op::Bin { op: BinaryOp::Eq, ty, dst: t, a: v, b: c });
+                    jumps.push((self.emit(Op::Branch { cond: t, when: true, target: 0 }), at));
+                }
+                let no_match = self.emit(Op::Jump { target: 0 });
+                self.next = mark;
+                // `break` leaves the switch; `continue` goes on to the enclosing loop.
+                self.loops.push(LoopCtx { breaks: Vec::new(), continues: Vec::new() });
+                let mut starts = Vec::with_capacity(body.len() + 1);
+                let mut result = Ok(());
+                for st in body {
+                    starts.push(self.here());
+                    result = self.stmt(st);
+                    if result.is_err() {
+                        break;
+                    }
+                }
+                let ctx = self.loops.pop().expect("switch context");
+                result?;
+                let end = self.here();
+                starts.push(end);
+                for (j, at) in jumps {
+                    self.patch(j, starts[at]);
+                }
+                self.patch(no_match, default.map_or(end, |d| starts[d]));
+                for j in ctx.breaks {
+                    self.patch(j, end);
+                }
+                if !ctx.continues.is_empty() {
+                    self.loops
+                        .last_mut()
+                        .ok_or_else(|| unsupported(s.span, "`continue` outside a loop"))?
+                        .continues
+                        .extend(ctx.continues);
+                }
+            }
             StmtKind::Break => {
                 let j = self.emit(Op::Jump { target: 0 });
                 self.loops.last_mut().ok_or_else(|| unsupported(s.span, "`break` outside a loop"))?.breaks.push(j);

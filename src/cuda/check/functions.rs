@@ -16,6 +16,8 @@ pub(super) struct Fx<'m> {
     scopes: Vec<HashMap<String, Sym>>,
     calls: Vec<FuncId>,
     loops: usize,
+    /// Open `switch`es: `break` may leave one, `continue` only a loop.
+    switches: usize,
     /// Locals declared without a value and not yet assigned (in reading order).
     unassigned: HashSet<LocalId>,
     pub(super) warnings: Vec<Diagnostic>,
@@ -46,6 +48,7 @@ impl<'m> Fx<'m> {
             scopes: vec![HashMap::new()],
             calls: Vec::new(),
             loops: 0,
+            switches: 0,
             unassigned: HashSet::new(),
             warnings: Vec::new(),
         }
@@ -190,9 +193,10 @@ impl<'m> Fx<'m> {
                     Ok(())
                 });
             }
+            S::Switch(value, parts) => return self.switch(value, parts, span, out),
             S::Break | S::Continue => {
                 let word = if s.kind == S::Break { "break" } else { "continue" };
-                if self.loops == 0 {
+                if self.loops == 0 && !(s.kind == S::Break && self.switches > 0) {
                     return Err(err(span, format!("`{word}` outside of a loop"))
                         .help(format!("`{word}` only works inside for, while and do loops")));
                 }
@@ -201,6 +205,55 @@ impl<'m> Fx<'m> {
             S::Return(value) => StmtKind::Return(self.return_value(value.as_ref(), span)?),
         };
         out.push(Stmt { kind, span });
+        Ok(())
+    }
+
+    /// `switch`: the value is promoted, each `case` must be a distinct integer constant.
+    fn switch(
+        &mut self,
+        value: &syntax::Expr,
+        parts: &[syntax::SwitchPart],
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) -> CResult<()> {
+        let v = self.value_expr(value)?;
+        let s = promote(self.integer(&v, "switch")?);
+        let v = scalar_cast(v, s);
+        let mut cases: Vec<(u64, usize)> = Vec::new();
+        let mut default = None;
+        let mut body = Vec::new();
+        self.switches += 1;
+        let r = self.with_scope(|fx| {
+            for part in parts {
+                match part {
+                    syntax::SwitchPart::Case(e) => {
+                        let c = fx.value_expr(e)?;
+                        let Some(Num::I(n)) = c.ty.scalar().filter(|s| !s.is_float()).and_then(|_| const_eval(&c))
+                        else {
+                            return Err(err(e.span, "a `case` label must be a constant integer")
+                                .help("use a number, a character or a #define'd number"));
+                        };
+                        let bits = const_bits(num_to(Num::I(n), s), s);
+                        if cases.iter().any(|(b, _)| *b == bits) {
+                            return Err(err(e.span, format!("`case {n}` appears twice in this switch"))
+                                .help("merge the two cases"));
+                        }
+                        cases.push((bits, body.len()));
+                    }
+                    syntax::SwitchPart::Default(at) => {
+                        if default.is_some() {
+                            return Err(err(*at, "two `default` labels in one switch").help("keep one"));
+                        }
+                        default = Some(body.len());
+                    }
+                    syntax::SwitchPart::Stmt(st) => fx.stmt_into(st, &mut body)?,
+                }
+            }
+            Ok(())
+        });
+        self.switches -= 1;
+        r?;
+        out.push(Stmt { kind: StmtKind::Switch { value: v, cases, default, body }, span });
         Ok(())
     }
 
