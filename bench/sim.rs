@@ -128,11 +128,13 @@ fn main() {
     let id = sources.add("bench.cu", KERNELS, 1);
     let mut module = Module::new();
     module.add(id, KERNELS).expect("the benchmark kernels check");
-    eprintln!("{:<58} {:>9} {:>14} {:>9} {:>14}", "case", "findings", "threads/s", "no find.", "threads/s");
+    eprintln!("{:<58} {:>9} {:>14} {:>9} {:>9}", "case", "findings", "threads/s", "no find.", "model");
     for case in cases() {
         let mut row = Vec::new();
-        for findings in [true, false] {
-            let config = SimConfig { seed: 1, schedule: Schedule::Random, findings, ..SimConfig::default() };
+        // Findings on as before the cost model, findings off, and findings with the cost model.
+        for (findings, model) in [(true, false), (false, false), (true, true)] {
+            let cost = if model { SimConfig::default().cost } else { None };
+            let config = SimConfig { seed: 1, schedule: Schedule::Random, findings, cost, ..SimConfig::default() };
             let mut sim = SimBackend::new(config);
             let mut times = Vec::new();
             for _ in 0..case.runs {
@@ -164,18 +166,19 @@ fn main() {
         let threads = case.grid.count() * case.block.count();
         let tps = |d: Duration| threads as f64 / d.as_secs_f64();
         eprintln!(
-            "{:<58} {:>8.3}s {:>14.0} {:>8.3}s {:>14.0}",
+            "{:<58} {:>8.3}s {:>14.0} {:>8.3}s {:>8.3}s",
             case.name,
             row[0].as_secs_f64(),
             tps(row[0]),
             row[1].as_secs_f64(),
-            tps(row[1])
+            row[2].as_secs_f64()
         );
         println!(
-            "{{\"case\": \"{}\", \"threads\": {threads}, \"seconds\": {:.6}, \"seconds_no_findings\": {:.6}}}",
+            "{{\"case\": \"{}\", \"threads\": {threads}, \"seconds\": {:.6}, \"seconds_no_findings\": {:.6}, \"seconds_model\": {:.6}}}",
             case.name,
             row[0].as_secs_f64(),
-            row[1].as_secs_f64()
+            row[1].as_secs_f64(),
+            row[2].as_secs_f64()
         );
     }
 }

@@ -61,6 +61,9 @@ fn options(g: &GlobalArgs) -> Options {
     if let Some(steps) = g.max_steps {
         sim.max_steps = steps;
     }
+    if g.no_cost_model {
+        sim.cost = None;
+    }
     Options {
         style: Style { color, width, big: false },
         max_alloc: g.max_alloc.unwrap_or_else(session::default_max_alloc),
@@ -73,6 +76,7 @@ fn options(g: &GlobalArgs) -> Options {
             10.0
         }),
         course: g.course.clone(),
+        gpu_profile: g.gpu_profile.unwrap_or_else(crate::backend::sim::cost::profiles::default_profile),
     }
 }
 

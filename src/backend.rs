@@ -201,6 +201,8 @@ pub struct LaunchReport {
     /// The watched accesses, in the order they ran; only when the simulator was given a
     /// `SimConfig::watch` (for `:why`).
     pub watched: Option<Vec<WatchedAccess>>,
+    /// What the launch would cost on the reference GPU, from the simulator's cost model.
+    pub cost: Option<crate::backend::sim::cost::CostReport>,
 }
 
 /// Who wrote one buffer during a launch. Threads are global linear ids:

@@ -51,6 +51,14 @@ pub struct GlobalArgs {
     #[arg(long, value_name = "STEPS", global = true)]
     pub max_steps: Option<u64>,
 
+    /// The GPU the simulator's cost model estimates times for: h100 (default), a100, l4, rtx4090.
+    #[arg(long, value_name = "NAME", value_parser = parse_gpu_profile, global = true)]
+    pub gpu_profile: Option<&'static crate::backend::sim::cost::GpuProfile>,
+
+    /// Turn the simulator's cost model off (faster replays; `:time` then counts warp steps only).
+    #[arg(long, global = true)]
+    pub no_cost_model: bool,
+
     /// Which GPU to use, when there are several (see `gridlab doctor`).
     #[arg(long, default_value_t = 0, global = true)]
     pub device: usize,
@@ -66,6 +74,10 @@ pub struct GlobalArgs {
     /// A course folder to use instead of the built-in lessons (or set GRIDLAB_COURSE).
     #[arg(long, value_name = "DIR", global = true)]
     pub course: Option<PathBuf>,
+}
+
+fn parse_gpu_profile(name: &str) -> Result<&'static crate::backend::sim::cost::GpuProfile, String> {
+    crate::backend::sim::cost::profiles::find(name)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

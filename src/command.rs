@@ -118,6 +118,20 @@ pub const COMMANDS: &[CommandSpec] = &[
         run: |s, a, o| s.time_view(a, o),
     },
     CommandSpec {
+        name: "profile",
+        args: "LAUNCH",
+        summary: "what a launch costs on a GPU, line by line",
+        help: "`:profile transpose<<<(32, 32), (32, 8)>>>(out, in, n)` runs the launch on a copy of its buffers on the simulator and shows, for each source line, what the cost model counted, as Nsight Compute's source view would: warp instructions issued and the share of lanes active (divergence), 32-byte sectors per global request against the ideal (coalescing), DRAM bytes, shared-memory wavefronts per request (bank conflicts) and atomics. The line that wastes most is marked with what to change. The estimate is for the reference GPU (`:reference`); `docs/cost-model.md` explains the model.",
+        run: |s, a, o| s.profile_view(a, o),
+    },
+    CommandSpec {
+        name: "reference",
+        args: "[NAME]",
+        summary: "show or choose the GPU the simulator estimates for",
+        help: "The simulator's cost model estimates what a launch would take on a reference GPU: an H100 SXM unless you choose another. `:reference` lists the known GPUs with their figures; `:reference a100` picks one (also `--gpu-profile NAME`). `:time`, `:profile` and `cost` use it.",
+        run: |s, a, o| s.reference_view(a, o),
+    },
+    CommandSpec {
         name: "ptx",
         args: "[KERNEL]",
         summary: "show the PTX the GPU compiler made",

@@ -5,6 +5,7 @@
 //! module, the buffers (host copies, the single source of truth), scalars, and the findings of
 //! the last launch. A backend only ever borrows buffers for the length of one launch.
 
+mod cost;
 mod launch;
 mod views;
 
@@ -52,6 +53,8 @@ pub struct Options {
     pub timeout: Duration,
     /// The course folder (`--course`); `None` for the built-in course.
     pub course: Option<std::path::PathBuf>,
+    /// The GPU the simulator's cost model estimates times for (`--gpu-profile`, `:reference`).
+    pub gpu_profile: &'static crate::backend::sim::cost::GpuProfile,
 }
 
 impl Default for Options {
@@ -64,6 +67,7 @@ impl Default for Options {
             device: 0,
             timeout: Duration::from_secs(10),
             course: None,
+            gpu_profile: crate::backend::sim::cost::profiles::default_profile(),
         }
     }
 }
@@ -172,7 +176,11 @@ pub struct Session {
 
 impl Session {
     pub fn new(options: Options) -> Session {
-        let sim = SimBackend::new(options.sim.clone());
+        let mut config = options.sim.clone();
+        if config.cost.is_some() {
+            config.cost = Some(options.gpu_profile);
+        }
+        let sim = SimBackend::new(config);
         // Start the GPU now (see `Gpu::start`), so it is ready by the first launch.
         let gpu = match options.backend {
             BackendKind::Sim => None,
@@ -594,6 +602,7 @@ impl Session {
         };
         match stmt.kind {
             StmtKind::Let { name, value, .. } => {
+                self.unbind_record(&name);
                 let v = match eval::eval(&value, self, &text) {
                     Ok(v) => v,
                     Err(diag) => return self.report(&diag, out),
@@ -604,6 +613,12 @@ impl Session {
             StmtKind::Launch(launch) => self.launch(&launch, &text, out),
             StmtKind::Inspect(expr) => {
                 let style = self.options.style.clone();
+                if let ExprKind::Name(name) = &expr.kind
+                    && self.buffer(name).is_none()
+                    && self.show_record(name, out)?
+                {
+                    return Ok(Status::Ok);
+                }
                 if let ExprKind::Name(name) = &expr.kind
                     && let Some(buf) = self.buffer(name)
                 {
@@ -624,6 +639,7 @@ impl Session {
                 }
             }
             StmtKind::Expect(expect) => self.expect(&expect, &text, out),
+            StmtKind::Cost { name, launch } => self.cost_statement(name, &launch, &text, out),
         }
     }
 

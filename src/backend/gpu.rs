@@ -318,6 +318,8 @@ impl Backend for GpuBackend {
             // Write traces and watches are the simulator's (`:map` and `:why` run there).
             writes: None,
             watched: None,
+            // The cost model runs in the simulator; `cost` on the GPU asks it separately.
+            cost: None,
         })
     }
 }

@@ -51,6 +51,7 @@
 
 mod alu;
 mod compile;
+pub mod cost;
 mod engine;
 mod memory;
 mod printf;
@@ -122,6 +123,9 @@ pub struct SimConfig {
     pub trace_writes: bool,
     /// Record every access of two threads to one element (`LaunchReport::watched`, for `:why`).
     pub watch: Option<Watch>,
+    /// Count what the launch would cost on this reference GPU (the cost model); `None` turns
+    /// the model off, for replay speed.
+    pub cost: Option<&'static cost::GpuProfile>,
 }
 
 /// What `SimConfig::watch` records: accesses of `threads` (global linear ids) to element `index`
@@ -149,6 +153,7 @@ impl Default for SimConfig {
             cancel: None,
             trace_writes: false,
             watch: None,
+            cost: Some(cost::profiles::default_profile()),
         }
     }
 }
@@ -284,6 +289,7 @@ impl Backend for SimBackend {
             aborted: out.aborted,
             writes: out.writes,
             watched: out.watched,
+            cost: out.cost,
         })
     }
 }

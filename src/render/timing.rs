@@ -31,6 +31,11 @@ pub struct Timing {
     pub bytes: u64,
     /// The device's peak memory bandwidth in GB/s.
     pub peak_gbs: Option<f64>,
+    /// The cost model's estimated time per run on the reference GPU, in microseconds
+    /// (simulator), with the GPU's name and what limits the launch.
+    pub estimates: Vec<f64>,
+    pub reference: String,
+    pub limiter: String,
 }
 
 fn min_median_max<T: Copy + Ord>(v: &[T]) -> Option<[T; 3]> {
@@ -69,6 +74,16 @@ pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Resul
     table.force_no_tty();
     table.set_header(["", "min", "median", "max"]);
     let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+    let us = |x: f64| Duration::from_secs_f64(x / 1e6);
+    let estimates: Vec<Duration> = t.estimates.iter().map(|x| us(*x)).collect();
+    if let Some([lo, mid, hi]) = min_median_max(&estimates) {
+        table.add_row(vec![
+            Cell::new(format!("estimated time on {}", t.reference)),
+            right(format_duration(lo)),
+            right(format_duration(mid)),
+            right(format_duration(hi)),
+        ]);
+    }
     if let Some([lo, mid, hi]) = min_median_max(&t.steps) {
         table.add_row(vec![
             Cell::new("simulated warp steps"),
@@ -114,12 +129,16 @@ pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Resul
             )
         )?;
     }
+    if !t.limiter.is_empty() {
+        writeln!(out, "{}", super::prose(&t.limiter, style))?;
+    }
     if !t.steps.is_empty() && t.kernel_times.is_empty() {
-        writeln!(
-            out,
-            "{}",
-            style.dim(&super::prose("simulated warp steps (one instruction for one warp), not seconds: they count the work the kernel does, not how fast a GPU runs it; the GPU backend reports kernel times", style))
-        )?;
+        let note = if t.estimates.is_empty() {
+            "simulated warp steps (one instruction for one warp), not seconds: they count the work the kernel does, not how fast a GPU runs it; the GPU backend reports kernel times"
+        } else {
+            "the estimate comes from the simulator's counts of memory traffic, instructions and atomics (`:profile` shows them line by line); warp steps count the work, not time"
+        };
+        writeln!(out, "{}", style.dim(&super::prose(note, style)))?;
     }
     Ok(())
 }

@@ -13,10 +13,20 @@ pub struct Stmt {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum StmtKind {
-    Let { name: String, name_span: Span, value: Expr },
+    Let {
+        name: String,
+        name_span: Span,
+        value: Expr,
+    },
     Launch(Launch),
     Inspect(Expr),
     Expect(Expect),
+    /// `[let NAME =] cost K<<<...>>>(...)`: run the launch and bind what it would cost on the
+    /// reference GPU as the record `NAME` (fields `NAME.time_us`, ...).
+    Cost {
+        name: Option<(String, Span)>,
+        launch: Launch,
+    },
 }
 
 /// `KERNEL<<<GRID, BLOCK[, SHARED_BYTES]>>>(ARGS)`, parsed but not checked.

@@ -507,8 +507,27 @@ impl Cx<'_> {
     }
 
     fn unknown_name(&self, n: &str, span: Span) -> Diagnostic {
-        let d = Diagnostic::error(format!("`{n}` is not defined")).at(span).label("unknown name");
         let names = self.env.names();
+        // `c.field`: a field of a record (`let c = cost ...`), or a method call from Python.
+        if let Some((record, field)) = n.split_once('.') {
+            let prefix = format!("{record}.");
+            let fields: Vec<String> =
+                names.iter().filter_map(|m| m.strip_prefix(&prefix)).map(|f| format!("`{f}`")).collect();
+            return if fields.is_empty() {
+                Diagnostic::error(format!("`{record}` has no field `{field}`")).at(span).label("not a record").help(
+                    format!(
+                        "only records have fields, e.g. `let {record} = cost k<<<4, 256>>>(a, len(a))` then `{record}.time_us`; \
+                         there are no methods: write `len(a)`, not `a.len()`"
+                    ),
+                )
+            } else {
+                Diagnostic::error(format!("`{record}` has no field `{field}`"))
+                    .at(span)
+                    .label("unknown field")
+                    .help(format!("its fields are {}", fields.join(", ")))
+            };
+        }
+        let d = Diagnostic::error(format!("`{n}` is not defined")).at(span).label("unknown name");
         if let Some(s) = similar(n, names.iter().map(String::as_str)) {
             d.help(format!("did you mean `{s}`?"))
         } else if DType::parse(n).is_some() {

@@ -46,8 +46,17 @@ pub fn lex(source: SourceId, text: &str) -> Result<Vec<Token>, Diagnostic> {
             continue;
         }
         if c.is_ascii_alphabetic() || c == b'_' {
-            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+            let word = |i: &mut usize| {
+                while *i < bytes.len() && (bytes[*i].is_ascii_alphanumeric() || bytes[*i] == b'_') {
+                    *i += 1;
+                }
+            };
+            word(&mut i);
+            // A record's field, `c.time_us`, is one name: the language has no methods, so a dot
+            // between two names can mean nothing else.
+            if bytes.get(i) == Some(&b'.') && bytes.get(i + 1).is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_') {
                 i += 1;
+                word(&mut i);
             }
             toks.push(Token { tok: Tok::Ident(text[start..i].to_string()), span: Span::new(source, start, i) });
             continue;

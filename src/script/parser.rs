@@ -123,6 +123,10 @@ impl Parser {
                     return Err(self.error_here("`=`").help("`let` binds with a single `=`: `let n = 1024`"));
                 }
                 self.expect_punct("=", "`=` after the name", &format!("write `let {name} = EXPR`"))?;
+                if let Some(launch) = self.cost_launch()? {
+                    let span = first.span.to(launch.span);
+                    return Ok(Stmt { kind: StmtKind::Cost { name: Some((name, name_span)), launch }, span });
+                }
                 let value = self.expr()?;
                 let span = first.span.to(value.span);
                 Ok(Stmt { kind: StmtKind::Let { name, name_span, value }, span })
@@ -153,6 +157,10 @@ impl Parser {
                 };
                 Ok(Stmt { kind: StmtKind::Expect(expect), span: first.span.to(self.prev_span()) })
             }
+            Tok::Ident(kw) if kw == "cost" && matches!(self.peek_at(1), Some(Tok::Ident(_))) => {
+                let Some(launch) = self.cost_launch()? else { unreachable!("`cost` then a name") };
+                Ok(Stmt { span: first.span.to(launch.span), kind: StmtKind::Cost { name: None, launch } })
+            }
             Tok::Ident(name) if self.peek_at(1) == Some(&Tok::Punct("<<<")) => {
                 let launch = self.launch(name.clone(), first.span, None)?;
                 Ok(Stmt { span: launch.span, kind: StmtKind::Launch(launch) })
@@ -175,6 +183,29 @@ impl Parser {
                 Ok(Stmt { span: e.span, kind: StmtKind::Inspect(e) })
             }
         }
+    }
+
+    /// After `cost`: the launch it measures; `None` (nothing consumed) when the next word is
+    /// not `cost` followed by a name.
+    fn cost_launch(&mut self) -> Result<Option<Launch>, Diagnostic> {
+        if !self.is_ident("cost") || !matches!(self.peek_at(1), Some(Tok::Ident(_))) {
+            return Ok(None);
+        }
+        self.pos += 1;
+        let first = self.peek().cloned().expect("checked above");
+        let Tok::Ident(name) = &first.tok else { unreachable!("checked above") };
+        if self.peek_at(1) == Some(&Tok::Punct("<<<")) {
+            return self.launch(name.clone(), first.span, None).map(Some);
+        }
+        if let Some(close) = self.template_launch() {
+            let args = self.toks[self.pos + 1].span.to(self.toks[close].span);
+            let args = Span { lo: args.lo + 1, hi: args.hi - 1, ..args };
+            self.pos = close;
+            return self.launch(name.clone(), first.span, Some(args)).map(Some);
+        }
+        Err(Diagnostic::error("`cost` measures a launch").at(first.span).label("expected a launch here").help(format!(
+            "write `cost {name}<<<grid, block>>>(args)`, e.g. `let c = cost {name}<<<4, 256>>>(a, len(a))`"
+        )))
     }
 
     /// For `k<ARGS><<<`, the index of the `>` before `<<<`: a template kernel's launch.

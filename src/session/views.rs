@@ -240,9 +240,17 @@ impl Session {
         let base = self.sim.config.seed;
         let schedule = self.sim.config.schedule;
         let mut steps = Vec::new();
+        let mut estimates = Vec::new();
+        let mut last_cost = None;
         for k in 0..runs as u64 {
             match self.run_copy(&p.spec, &inputs, self.config(schedule, base.wrapping_add(k))) {
-                Ok((report, _)) => steps.extend(report.steps),
+                Ok((report, _)) => {
+                    steps.extend(report.steps);
+                    if let Some(c) = report.cost {
+                        estimates.push(c.estimate.time_us);
+                        last_cost = Some(c);
+                    }
+                }
                 Err(e) => return self.backend_error(out, &e),
             }
         }
@@ -253,6 +261,9 @@ impl Session {
             seeds: if runs == 1 { base.to_string() } else { format!("{base}..{}", base.wrapping_add(runs as u64 - 1)) },
             threads: p.spec.total_threads(),
             steps,
+            estimates,
+            reference: last_cost.as_ref().map(|c| c.profile.title.to_string()).unwrap_or_default(),
+            limiter: last_cost.as_ref().map(|c| c.explain()).unwrap_or_default(),
             ..Timing::default()
         };
         render::timing::write_timing(out, &timing, &self.options.style)?;
@@ -340,13 +351,13 @@ impl Session {
         }
     }
 
-    fn view_error(&self, out: &mut dyn Write, msg: &str) -> io::Result<Status> {
+    pub(super) fn view_error(&self, out: &mut dyn Write, msg: &str) -> io::Result<Status> {
         writeln!(out, "{} {msg}", self.options.style.error("error:"))?;
         Ok(Status::Error)
     }
 
     /// A backend's error; the simulator's refusal of a GPU-only kernel is drawn at its line.
-    fn backend_error(&self, out: &mut dyn Write, e: &BackendError) -> io::Result<Status> {
+    pub(super) fn backend_error(&self, out: &mut dyn Write, e: &BackendError) -> io::Result<Status> {
         match e {
             BackendError::Unsupported(d) => self.report(d, out),
             e => self.view_error(out, &e.to_string()),

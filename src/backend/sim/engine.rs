@@ -19,6 +19,7 @@ use crate::finding::{Access, Finding, Memory, Site, ThreadRef};
 
 use super::alu;
 use super::compile::{Kernel, Op, SPECIAL_REGS, StaticKind, Vote};
+use super::cost::{CostReport, Counter, MemOp};
 use super::memory::{self, Reports, STATIC_REGION_BASE, Shadow, Who};
 use super::printf::{self, Value};
 use super::{Schedule, SimConfig, Watch};
@@ -91,6 +92,9 @@ pub struct Outcome {
     pub cancelled: bool,
     pub writes: Option<Vec<WriteTrace>>,
     pub watched: Option<Vec<WatchedAccess>>,
+    /// What the launch would cost on the reference GPU (`SimConfig::cost`; not on the sequential
+    /// schedule, which runs one lane at a time as no GPU does).
+    pub cost: Option<CostReport>,
 }
 
 /// A watched access as recorded, resolved to a [`WatchedAccess`] when the launch ends.
@@ -151,6 +155,7 @@ struct Machine<'k, 'b> {
     total: u64,
     max_total: u64,
     max_warp: u64,
+    cost: Option<Box<Counter>>,
 }
 
 fn coords(linear: u64, d: Dim3) -> [u32; 3] {
@@ -625,6 +630,26 @@ impl Machine<'_, '_> {
         let site = k.sites[pc as usize];
         let who = move |l: usize| Who { thread: (thread0 + l as u64) as u32, epoch, block_threads, pc: site };
         let mut next = pc + 1;
+        if let Some(c) = self.cost.as_deref_mut() {
+            let op = &k.code[pc as usize];
+            c.issue(pc, mask, matches!(op, Op::SyncThreads));
+            let mem = match *op {
+                Op::Load { ty, addr, .. } => Some((MemOp::Load, addr, ty.size())),
+                Op::Store { ty, addr, .. } => Some((MemOp::Store, addr, ty.size())),
+                Op::Atomic { ty, addr, .. } => Some((MemOp::Atomic, addr, ty.size())),
+                _ => None,
+            };
+            if let Some((kind, addr, size)) = mem {
+                // Addresses before the instruction runs: a load may overwrite its own address register.
+                let mut addrs = [0u64; WARP];
+                let mut n = 0;
+                lanes!(mask, |l| {
+                    addrs[n] = r[at(addr, l)];
+                    n += 1;
+                });
+                c.memory(pc, thread0 / block_threads.max(1) as u64, kind, &addrs[..n], size);
+            }
+        }
         match k.code[pc as usize] {
             Op::Imm { dst, val } => lanes!(mask, |l| r[at(dst, l)] = val),
             Op::Mov { dst, src } => lanes!(mask, |l| r[at(dst, l)] = r[at(src, l)]),
@@ -1006,6 +1031,7 @@ pub fn run(
         })
         .collect();
     let seq = config.schedule == Schedule::Sequential;
+    let bufs_bytes: u64 = bufs.iter().map(|b| b.len() as u64).sum();
     let max_total = config.max_steps.saturating_mul(if seq { WARP as u64 } else { 1 });
     let mut m = Machine {
         k: kernel,
@@ -1040,6 +1066,17 @@ pub fn run(
         total: 0,
         max_total,
         max_warp: (config.max_steps / 4).max(1),
+        cost: config.cost.filter(|_| !seq).map(|p| {
+            let data = bufs_bytes
+                + kernel
+                    .statics
+                    .iter()
+                    .filter(|s| matches!(s.kind, StaticKind::Global { .. }))
+                    .map(|s| s.bytes)
+                    .sum::<u64>();
+            let shared = shared_bytes(kernel, spec.shared_bytes);
+            Box::new(Counter::new(kernel, p, spec.block.count() as u32, shared, data))
+        }),
     };
     let busiest = schedule(&mut m, spec.grid.count(), config);
     scratch.append(&mut m.mem.buf_shadow);
@@ -1156,6 +1193,15 @@ fn schedule(m: &mut Machine, blocks: u64, config: &SimConfig) -> Option<(u32, u6
     busiest.map(|(_, pc, t)| (pc, t))
 }
 
+/// Shared memory one block uses: its `__shared__` arrays, `extern` ones sized by the launch.
+fn shared_bytes(k: &Kernel, dynamic: u32) -> u64 {
+    k.statics
+        .iter()
+        .filter(|s| s.kind == StaticKind::Shared)
+        .map(|s| if s.is_extern { dynamic as u64 } else { s.bytes })
+        .sum()
+}
+
 fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outcome {
     let mut pending: Vec<(u64, String)> = std::mem::take(&mut m.pending).into_iter().collect();
     pending.sort();
@@ -1226,7 +1272,14 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
             .collect()
     });
     let writes = m.mem.trace.take();
+    // A stopped launch has no cost worth reporting: it did not do the kernel's work.
+    let cost = m
+        .cost
+        .take()
+        .filter(|_| !aborted)
+        .map(|c| c.finish(m.k, m.grid_dim.count(), shared_bytes(m.k, m.dyn_shared), m.total));
     Outcome {
+        cost,
         steps: m.total,
         findings,
         output: m.output,

@@ -936,3 +936,86 @@ fn exponential_inlining_is_refused_naming_the_calls() {
     let text = e.to_plain(&sim.sources);
     assert!(text.contains("too big for the simulator") && text.contains("k -> f39 -> f38"), "{text}");
 }
+
+/// The cost model's counters on kernels whose answers are known exactly (each also measured with
+/// Nsight Compute on an H100 for the bench kernels: `bench/README.md`).
+const COST_KERNELS: &str = r#"
+__global__ void coalesced(float *a, float *b) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    b[i] = a[i];
+}
+__global__ void strided(float *a, float *b) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    b[i] = a[(i % 32) * 32 + i / 32];
+}
+__global__ void broadcast(float *a, float *b) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    b[i] = a[0];
+}
+__global__ void tile(float *a, float *b) {
+    __shared__ float t[32][32];
+    t[threadIdx.x][0] = a[threadIdx.x];
+    __syncthreads();
+    b[threadIdx.x] = t[threadIdx.x][0];
+}
+__global__ void padded(float *a, float *b) {
+    __shared__ float t[32][33];
+    t[threadIdx.x][0] = a[threadIdx.x];
+    __syncthreads();
+    b[threadIdx.x] = t[threadIdx.x][0];
+}
+__global__ void count(float *a, float *total) {
+    atomicAdd(total, a[threadIdx.x]);
+}
+__global__ void diverge(float *a, float *b) {
+    int i = threadIdx.x;
+    float v = a[i];
+    if (i % 2 == 0) { v = v * 2.0f + 1.0f; } else { v = v * 3.0f - 1.0f; }
+    b[i] = v;
+}
+"#;
+
+fn cost_of(kernel: &str, grid: u32, block: u32, len: usize) -> crate::backend::sim::cost::CostReport {
+    let mut sim = Sim::of(COST_KERNELS);
+    let mut a = floats(&vec![1.0; len]);
+    let mut b = floats(&vec![0.0; len]);
+    let r = sim.launch(kernel, lin(grid), lin(block), &mut [&mut a, &mut b], &[]);
+    r.cost.expect("the cost model is on by default")
+}
+
+#[test]
+fn cost_counts_sectors_per_request_as_nsight_compute_does() {
+    let c = cost_of("coalesced", 4, 256, 1024);
+    assert_eq!(c.totals.sectors_per_request(), 4.0);
+    assert_eq!(c.totals.global_requests, 2 * 32);
+    let c = cost_of("strided", 4, 256, 1024);
+    assert_eq!((c.totals.load_sectors, c.totals.global_load_requests), (32 * 32, 32), "32 sectors per load");
+    let c = cost_of("broadcast", 1, 32, 32);
+    assert_eq!(c.totals.load_sectors, 1, "one address for the whole warp is one sector");
+}
+
+#[test]
+fn cost_counts_bank_conflicts_and_atomics_and_divergence() {
+    let c = cost_of("tile", 1, 32, 32);
+    assert_eq!(c.totals.shared_requests, 2);
+    assert_eq!(c.totals.wavefronts, 64, "a column of a 32-wide float tile: 32-way conflicts");
+    assert_eq!(c.totals.bank_conflicts(), 62);
+    let c = cost_of("padded", 1, 32, 32);
+    assert_eq!(c.totals.bank_conflicts(), 0, "a padded column falls in 32 banks");
+    let c = cost_of("count", 2, 64, 128);
+    assert_eq!((c.totals.atomics, c.hottest_address), (128, 128));
+    let c = cost_of("diverge", 1, 32, 32);
+    let body = c.places.iter().filter(|p| p.counts.lanes > 0 && p.counts.lanes < p.counts.issued * 32);
+    assert!(body.count() >= 2, "both branches run with half the lanes");
+    assert!(c.totals.simt_efficiency() < 1.0 && c.totals.simt_efficiency() > 0.5);
+}
+
+#[test]
+fn cost_is_off_on_the_sequential_schedule_and_when_disabled() {
+    let mut sim = Sim::of(COST_KERNELS).config(with(Schedule::Sequential, 0));
+    let mut a = floats(&[1.0; 32]);
+    let mut b = floats(&[0.0; 32]);
+    assert!(sim.launch("coalesced", lin(1), lin(32), &mut [&mut a, &mut b], &[]).cost.is_none());
+    let mut sim = Sim::of(COST_KERNELS).config(SimConfig { cost: None, ..SimConfig::default() });
+    assert!(sim.launch("coalesced", lin(1), lin(32), &mut [&mut a, &mut b], &[]).cost.is_none());
+}

@@ -1,0 +1,420 @@
+//! What launches cost on a real GPU, at the prompt: the `cost` statement, which binds a record
+//! of the cost model's figures for checks and scripts, and `:profile`, the per-line table.
+//!
+//! The figures come from the simulator's cost model (`backend::sim::cost`). On the GPU backend
+//! `cost` measures the time on the device and takes the other fields from the model, run on a
+//! copy of the same inputs.
+
+use std::io::{self, Write};
+
+use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
+
+use super::{Session, Status};
+use crate::backend::sim::cost::{self, CostReport, Limiter};
+use crate::backend::sim::{Schedule, SimConfig};
+use crate::backend::{LaunchBuffers, LaunchSpec};
+use crate::buffer::Buffer;
+use crate::diag::Span;
+use crate::render::findings::thousands;
+use crate::script::ast::Launch;
+use crate::script::value::Value;
+
+/// The fields of a cost record, in the order they are shown. Lessons and course checks read
+/// these names (`expect c.atomics <= 64`): keep them.
+pub const FIELDS: &[(&str, &str)] = &[
+    ("time_us", "estimated time on the reference GPU, microseconds (measured, on the GPU backend)"),
+    ("dram_bytes", "bytes moved to and from DRAM"),
+    ("sectors_per_request", "32-byte sectors per global load or store request (4 is ideal for f32)"),
+    ("bank_conflicts", "shared-memory wavefronts beyond the fewest the requests needed"),
+    ("atomics", "atomic operations executed (one per active lane)"),
+    ("simt_efficiency", "active lanes per issued warp instruction, 0 to 1"),
+    ("occupancy", "resident warps per SM over the most it holds (theoretical), 0 to 1"),
+    ("warp_steps", "simulated warp steps (one instruction for one warp)"),
+];
+
+fn field_values(c: &CostReport, time_us: f64) -> Vec<Value> {
+    let t = &c.totals;
+    vec![
+        Value::Float(round(time_us, 3)),
+        Value::Int(t.dram_bytes() as i128),
+        Value::Float(round(t.sectors_per_request(), 3)),
+        Value::Int(t.bank_conflicts() as i128),
+        Value::Int(t.atomics as i128),
+        Value::Float(round(t.simt_efficiency(), 4)),
+        Value::Float(round(c.occupancy.theoretical, 4)),
+        Value::Int(c.warp_steps as i128),
+    ]
+}
+
+fn round(x: f64, places: i32) -> f64 {
+    let p = 10f64.powi(places);
+    (x * p).round() / p
+}
+
+impl Session {
+    /// A sim configuration that counts costs: the session's, on a schedule that runs warps as a
+    /// GPU does (the sequential schedule runs one lane at a time).
+    fn costing_config(&self) -> SimConfig {
+        let mut config = SimConfig { trace_writes: false, watch: None, ..self.sim.config.clone() };
+        if config.schedule == Schedule::Sequential {
+            config.schedule = Schedule::Random;
+        }
+        config.cost = Some(self.options.gpu_profile);
+        config
+    }
+
+    /// `[let NAME =] cost K<<<...>>>(...)`.
+    pub(super) fn cost_statement(
+        &mut self,
+        name: Option<(String, Span)>,
+        launch: &Launch,
+        text: &str,
+        out: &mut dyn Write,
+    ) -> io::Result<Status> {
+        let style = self.options.style.clone();
+        let launches = self.launches;
+        let status = self.launch(launch, text, out)?;
+        let Some(last) = self.last.as_ref().filter(|_| status == Status::Ok && self.launches > launches) else {
+            writeln!(out, "{}", style.warn("cost: nothing bound: the launch did not run"))?;
+            return Ok(Status::Error);
+        };
+        if last.report.aborted {
+            writeln!(out, "{}", style.warn("cost: nothing bound: the launch was stopped before it finished its work"))?;
+            return Ok(Status::Error);
+        }
+        let spec = last.spec.clone();
+        let before = last.before.clone();
+        let on_gpu = self.on_gpu();
+        let model = match self.last.as_ref().and_then(|l| l.report.cost.clone()) {
+            Some(c) if !on_gpu => c,
+            _ => match self.run_copy(&spec, &before, self.costing_config()) {
+                Ok((report, _)) if !report.aborted && report.cost.is_some() => report.cost.expect("checked"),
+                Ok(_) => {
+                    writeln!(out, "{}", style.warn("cost: nothing bound: the simulator could not finish the launch"))?;
+                    return Ok(Status::Error);
+                }
+                Err(e) => {
+                    writeln!(out, "{} cost: the simulator could not run the launch: {e}", style.error("error:"))?;
+                    return Ok(Status::Error);
+                }
+            },
+        };
+        let measured = if on_gpu { self.gpu_median_us(&spec, &before) } else { None };
+        let time_us = measured.unwrap_or(model.estimate.time_us);
+        let label = name.as_ref().map_or("cost", |(n, _)| n.as_str()).to_string();
+        let values = field_values(&model, time_us);
+        if let Some((n, _)) = &name {
+            self.unbind_record(n);
+            for ((field, _), v) in FIELDS.iter().zip(&values) {
+                self.scalars.push((format!("{n}.{field}"), v.clone()));
+            }
+        }
+        self.write_record(out, &label, &spec, &model, &values, measured.is_some())?;
+        Ok(Status::Ok)
+    }
+
+    /// The median kernel time of five runs on the GPU, in microseconds.
+    fn gpu_median_us(&mut self, spec: &LaunchSpec, inputs: &[(String, Buffer)]) -> Option<f64> {
+        let mut copies: Vec<Buffer> = inputs.iter().map(|(_, b)| b.clone()).collect();
+        let lb = LaunchBuffers {
+            names: inputs.iter().map(|(n, _)| n.clone()).collect(),
+            buffers: copies.iter_mut().collect(),
+        };
+        let Some(super::Gpu::Ready(gpu)) = &mut self.gpu else { return None };
+        let (mut ms, _) = gpu.time(spec, &lb, 5).ok()?;
+        ms.sort_by(f32::total_cmp);
+        ms.get(ms.len() / 2).map(|m| *m as f64 * 1e3)
+    }
+
+    /// Forget a record's fields (before `let NAME = ...` binds the name anew).
+    pub(super) fn unbind_record(&mut self, name: &str) {
+        let prefix = format!("{name}.");
+        self.scalars.retain(|(n, _)| !n.starts_with(&prefix));
+    }
+
+    /// The fields of the record `name`, if there is one.
+    pub(super) fn record(&self, name: &str) -> Vec<(String, Value)> {
+        let prefix = format!("{name}.");
+        self.scalars.iter().filter(|(n, _)| n.starts_with(&prefix)).cloned().collect()
+    }
+
+    fn write_record(
+        &self,
+        out: &mut dyn Write,
+        label: &str,
+        spec: &LaunchSpec,
+        c: &CostReport,
+        values: &[Value],
+        measured: bool,
+    ) -> io::Result<()> {
+        let style = &self.options.style;
+        let whence = if measured {
+            format!("time measured on this GPU; the rest from the simulator's model of {}", c.profile.title)
+        } else {
+            format!("estimated for {}", c.profile.title)
+        };
+        writeln!(out, "{label} = cost of {}<<<{}, {}>>> ({whence})", spec.kernel, spec.grid, spec.block)?;
+        for ((field, _), v) in FIELDS.iter().zip(values) {
+            let shown = match v {
+                Value::Int(i) => thousands(*i as u128),
+                Value::Float(f) => format!("{f}"),
+                other => format!("{other:?}"),
+            };
+            writeln!(out, "  {label}.{field:<20} {shown:>14}")?;
+        }
+        writeln!(out, "{}", style.dim(&crate::render::prose(&c.explain(), style)))
+    }
+
+    /// Show the record `name` (typed alone at the prompt).
+    pub(super) fn show_record(&self, name: &str, out: &mut dyn Write) -> io::Result<bool> {
+        let fields = self.record(name);
+        if fields.is_empty() {
+            return Ok(false);
+        }
+        writeln!(out, "{name} = a cost record:")?;
+        for (n, v) in fields {
+            let shown = match v {
+                Value::Int(i) => thousands(i.max(0) as u128),
+                Value::Float(f) => format!("{f}"),
+                other => format!("{other:?}"),
+            };
+            writeln!(out, "  {n:<28} {shown:>14}")?;
+        }
+        Ok(true)
+    }
+
+    /// `:profile K<<<...>>>(...)`: the launch on a copy of its buffers, line by line.
+    pub(crate) fn profile_view(&mut self, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+        let text = args.trim();
+        if text.is_empty() {
+            return self.view_error(out, "which launch? e.g. `:profile add_half<<<4, 256>>>(a, len(a))`");
+        }
+        let Some(p) = self.prepare_text("profile", text, out)? else { return Ok(Status::Error) };
+        let inputs = self.inputs(&p.names);
+        let report = match self.run_copy(&p.spec, &inputs, self.costing_config()) {
+            Ok((report, _)) => report,
+            Err(e) => return self.backend_error(out, &e),
+        };
+        let Some(c) = report.cost.filter(|_| !report.aborted) else {
+            writeln!(
+                out,
+                "{}",
+                self.options.style.warn("the launch was stopped before it finished: nothing to profile")
+            )?;
+            for f in &report.findings {
+                crate::render::findings::write_finding(out, f, &self.sources, &self.options.style)?;
+            }
+            return Ok(Status::Error);
+        };
+        self.write_profile(out, &p.text, &c)?;
+        Ok(Status::Ok)
+    }
+
+    /// `:reference [NAME]`.
+    pub(crate) fn reference_view(&mut self, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+        let name = args.trim();
+        if !name.is_empty() {
+            match cost::profiles::find(name) {
+                Ok(p) => {
+                    self.options.gpu_profile = p;
+                    if self.sim.config.cost.is_some() {
+                        self.sim.config.cost = Some(p);
+                    }
+                    writeln!(out, "reference GPU: {}", p.title)?;
+                    return Ok(Status::Ok);
+                }
+                Err(msg) => return self.view_error(out, &msg),
+            }
+        }
+        let mut table = Table::new();
+        table.load_preset(UTF8_FULL_CONDENSED);
+        table.force_no_tty();
+        table.set_header(["", "name", "GPU", "SMs", "clock", "DRAM", "L2", "shared/SM"]);
+        let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+        for p in cost::PROFILES {
+            let chosen = std::ptr::eq(p, self.options.gpu_profile) || p == self.options.gpu_profile;
+            table.add_row(vec![
+                Cell::new(if chosen { "▶" } else { "" }),
+                Cell::new(p.name),
+                Cell::new(p.title),
+                right(p.sms.to_string()),
+                right(format!("{:.2} GHz", p.clock_ghz)),
+                right(format!("{:.2} TB/s", p.dram_gbs / 1000.0)),
+                right(format!("{} MB", p.l2_bytes >> 20)),
+                right(format!("{} KB", p.shared_per_sm >> 10)),
+            ]);
+        }
+        writeln!(out, "{table}")?;
+        if self.sim.config.cost.is_none() {
+            writeln!(
+                out,
+                "{}",
+                self.options.style.warn("the cost model is off (`--no-cost-model`): `:time` counts warp steps only")
+            )?;
+        }
+        writeln!(
+            out,
+            "{}",
+            self.options
+                .style
+                .dim("`:reference NAME` picks one; `docs/cost-model.md` gives where each figure comes from")
+        )?;
+        Ok(Status::Ok)
+    }
+
+    fn write_profile(&self, out: &mut dyn Write, title: &str, c: &CostReport) -> io::Result<()> {
+        let style = &self.options.style;
+        let o = &c.occupancy;
+        let rest = format!(
+            "estimated {} on {}: {}",
+            cost::format_us(c.estimate.time_us),
+            c.profile.title,
+            c.estimate.limiter.name()
+        );
+        crate::render::write_heading(out, title, &rest, style)?;
+        // One row per source line: the places of one line summed.
+        let mut rows: Vec<(u32, String, cost::Counts)> = Vec::new();
+        for place in &c.places {
+            let line = self.sources.line_of(place.span);
+            let text = self.sources.line_text(place.span).unwrap_or("").trim().to_string();
+            match rows.iter_mut().find(|r| r.0 == line && r.1 == text) {
+                Some(r) => r.2.add(&place.counts),
+                None => rows.push((line, text, place.counts.clone())),
+            }
+        }
+        rows.sort_by_key(|r| r.0);
+        let worst = worst_line(&rows, c);
+        let mut table = Table::new();
+        table.load_preset(UTF8_FULL_CONDENSED);
+        table.force_no_tty();
+        table.set_header(["line", "source", "warp instr", "lanes", "sectors/req", "DRAM", "shared ways", "atomics"]);
+        let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+        let width = style.width.saturating_sub(80).clamp(24, 60);
+        for (line, text, k) in &rows {
+            let source = if text.chars().count() > width {
+                format!("{}…", text.chars().take(width - 1).collect::<String>())
+            } else {
+                text.clone()
+            };
+            let spr = if k.global_requests > 0 {
+                format!("{:.1} / {:.1}", k.sectors_per_request(), k.ideal_sectors as f64 / k.global_requests as f64)
+            } else {
+                "-".into()
+            };
+            let ways = if k.shared_requests > 0 {
+                format!("{:.1}", k.wavefronts as f64 / k.shared_requests as f64)
+            } else {
+                "-".into()
+            };
+            let mark = if worst.as_ref().is_some_and(|w| w.0 == *line) { "▶ " } else { "" };
+            let line_cell = format!("{mark}{line}");
+            let line_cell = if mark.is_empty() { Cell::new(line_cell) } else { Cell::new(style.warn(&line_cell)) };
+            table.add_row(vec![
+                line_cell,
+                Cell::new(source),
+                right(thousands(k.issued as u128)),
+                right(format!("{:.0}%", 100.0 * k.simt_efficiency())),
+                right(spr),
+                right(if k.dram_bytes() > 0 { cost::decimal_bytes(k.dram_bytes() as f64) } else { "-".into() }),
+                right(ways),
+                right(if k.atomics > 0 { thousands(k.atomics as u128) } else { "-".into() }),
+            ]);
+        }
+        style.enlarge(&mut table);
+        writeln!(out, "{table}")?;
+        let t = &c.totals;
+        writeln!(
+            out,
+            "{}",
+            crate::render::prose(
+                &format!(
+                    "{}. Occupancy {:.0}% ({} blocks of {} warps per SM, limited by {}; about {} registers per thread); \
+                     {:.0}% of lanes active; {} through L2, {} to and from DRAM.",
+                    c.explain(),
+                    100.0 * o.theoretical,
+                    o.blocks_per_sm,
+                    o.warps_per_block,
+                    o.limited_by,
+                    o.registers,
+                    100.0 * t.simt_efficiency(),
+                    cost::decimal_bytes((t.l2_sectors * 32) as f64),
+                    cost::decimal_bytes(t.dram_bytes() as f64),
+                ),
+                style
+            )
+        )?;
+        if let Some((line, advice)) = worst {
+            writeln!(out, "{}", style.warn(&crate::render::prose(&format!("line {line}: {advice}"), style)))?;
+        }
+        writeln!(
+            out,
+            "{}",
+            style.dim(&crate::render::prose(
+                "sectors/req: 32-byte sectors per global request, measured / ideal; shared ways: wavefronts per shared-memory request (1 = no bank conflict); `docs/cost-model.md` explains the model",
+                style
+            ))
+        )
+    }
+}
+
+/// The line that wastes the most, and what to do about it: uncoalesced global access, bank
+/// conflicts, atomics on one address or divergence, judged by how much each costs.
+fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport) -> Option<(u32, String)> {
+    let mut best: Option<(f64, u32, String)> = None;
+    let mut consider = |waste: f64, line: u32, advice: String| {
+        if waste > 0.0 && best.as_ref().is_none_or(|b| waste > b.0) {
+            best = Some((waste, line, advice));
+        }
+    };
+    for (line, _, k) in rows {
+        if k.global_requests > 0 {
+            let spr = k.sectors_per_request();
+            let ideal = k.ideal_sectors as f64 / k.global_requests as f64;
+            if spr > ideal * 1.5 {
+                consider(
+                    (k.sectors - k.ideal_sectors) as f64,
+                    *line,
+                    format!(
+                        "the lanes of a warp touch {spr:.1} sectors per request instead of {ideal:.1}: neighbouring threads \
+                         reach addresses far apart; make threadIdx.x index the fastest-changing (last) array index, or stage \
+                         the data through shared memory"
+                    ),
+                );
+            }
+        }
+        if k.shared_requests > 0 && k.wavefronts > k.ideal_wavefronts + k.shared_requests / 10 {
+            let ways = k.wavefronts as f64 / k.shared_requests as f64;
+            consider(
+                (k.wavefronts - k.ideal_wavefronts) as f64 * 4.0,
+                *line,
+                format!(
+                    "{ways:.1}-way shared-memory bank conflicts: lanes of a warp hit different words of the same bank; \
+                     pad the array's row by one element (e.g. `[32][33]`) so a column falls in 32 different banks"
+                ),
+            );
+        }
+        if k.worst_atomic_lanes > 1 && c.estimate.limiter == Limiter::Atomics {
+            consider(
+                k.atomics as f64 * 8.0,
+                *line,
+                format!(
+                    "{} atomics land on one address and run one after another: combine first (a shared-memory or \
+                     warp-shuffle reduction per block) and let one thread per block do the atomic",
+                    thousands(c.hottest_address as u128)
+                ),
+            );
+        }
+        if k.issued > 0 && k.simt_efficiency() < 0.6 && k.issued * 10 > c.totals.issued / 10 {
+            consider(
+                (k.issued as f64) * (1.0 - k.simt_efficiency()),
+                *line,
+                format!(
+                    "only {:.0}% of the lanes are active here: the warp's threads took different branches (divergence); \
+                     branch on something the same for a whole warp, e.g. threadIdx.x / 32",
+                    100.0 * k.simt_efficiency()
+                ),
+            );
+        }
+    }
+    best.map(|(_, line, advice)| (line, advice))
+}
