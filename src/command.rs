@@ -113,8 +113,8 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "time",
         args: "LAUNCH [xN]",
-        summary: "count a launch's cost over N runs",
-        help: "`:time add_half<<<4, 256>>>(a, len(a)) x5` runs the launch 5 times on copies of its buffers (seeds from the session's) and reports the minimum, median and maximum cost. On the simulator that is simulated warp steps, not seconds: the work done, deterministic for a seed. The GPU backend will report kernel times.",
+        summary: "time a launch over N runs (estimated on the simulator)",
+        help: "`:time add_half<<<4, 256>>>(a, len(a)) x5` runs the launch 5 times on copies of its buffers (seeds from the session's) and reports the minimum, median and maximum. On the simulator: the time the cost model estimates on the reference GPU (`:reference`), what limits it (DRAM bandwidth, L2, shared memory, instruction issue, atomics on one address, latency, block scheduling or the launch itself), and the simulated warp steps, the work done, deterministic for a seed. On the GPU: kernel times measured with CUDA events and the host's launch overhead. `:profile` shows the estimate line by line; `docs/cost-model.md` explains it.",
         run: |s, a, o| s.time_view(a, o),
     },
     CommandSpec {
@@ -245,6 +245,10 @@ const TOPICS: &[(&str, &str)] = &[
     (
         "expect",
         "expect EXPR checks a condition and says which elements broke it: expect a == 0.5, expect sum(a) ~= 10 (approximately), expect count(a > 0) == 3, expect all(a[0:4] < 1). expect clean checks the last launch had no findings; expect finding race (or out_of_bounds, barrier, step_limit, trap) that it had one.",
+    ),
+    (
+        "cost",
+        "let c = cost KERNEL<<<GRID, BLOCK>>>(ARGS) runs the launch and binds what it would cost on the reference GPU (:reference): c.time_us, c.dram_bytes, c.sectors_per_request (4 is ideal for f32), c.bank_conflicts, c.atomics, c.simt_efficiency (0 to 1), c.occupancy (0 to 1) and c.warp_steps. Use them in checks: expect c.atomics <= 64. Type c to see them all. On the GPU backend time_us is measured on the device. docs/cost-model.md explains the model.",
     ),
     (
         "findings",

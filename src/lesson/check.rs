@@ -89,7 +89,7 @@ fn plan(path: &str, check: &Check) -> Result<Vec<Planned>, Box<Failure>> {
     for mut input in inputs {
         input.line += check.body.line - 1;
         let stmt = (input.kind == InputKind::Statement).then(|| script::parse_statement(0, &input.text).ok()).flatten();
-        let launch = matches!(stmt.as_ref().map(|s| &s.kind), Some(StmtKind::Launch(_)));
+        let launch = matches!(stmt.as_ref().map(|s| &s.kind), Some(StmtKind::Launch(_) | StmtKind::Cost { .. }));
         if let Some(StmtKind::Expect(Expect::Finding(kind, _))) = stmt.map(|s| s.kind)
             && let Some(last) = planned.iter_mut().rev().find(|p| p.launch)
         {

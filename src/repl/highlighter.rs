@@ -115,7 +115,7 @@ pub(crate) const QUALIFIERS: &[&str] = &[
 ];
 
 /// gridlab's statement words (`clean` and `finding` follow `expect`).
-pub(crate) const GRIDLAB_KEYWORDS: &[&str] = &["let", "expect", "clean", "finding"];
+pub(crate) const GRIDLAB_KEYWORDS: &[&str] = &["let", "expect", "clean", "finding", "cost"];
 
 fn word_kind(word: &str, names: &Names) -> Kind {
     if QUALIFIERS.contains(&word) {

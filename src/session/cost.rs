@@ -296,8 +296,8 @@ impl Session {
             } else {
                 text.clone()
             };
-            let spr = if k.global_requests > 0 {
-                format!("{:.1} / {:.1}", k.sectors_per_request(), k.ideal_sectors as f64 / k.global_requests as f64)
+            let spr = if k.global_load_requests + k.global_store_requests > 0 {
+                format!("{:.1} / {:.1}", k.sectors_per_request(), k.ideal_sectors_per_request())
             } else {
                 "-".into()
             };
@@ -367,12 +367,12 @@ fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport) -> Option<(u
         }
     };
     for (line, _, k) in rows {
-        if k.global_requests > 0 {
+        if k.global_load_requests + k.global_store_requests > 0 {
             let spr = k.sectors_per_request();
-            let ideal = k.ideal_sectors as f64 / k.global_requests as f64;
+            let ideal = k.ideal_sectors_per_request();
             if spr > ideal * 1.5 {
                 consider(
-                    (k.sectors - k.ideal_sectors) as f64,
+                    (k.load_sectors + k.store_sectors).saturating_sub(k.ideal_ld_st_sectors) as f64,
                     *line,
                     format!(
                         "the lanes of a warp touch {spr:.1} sectors per request instead of {ideal:.1}: neighbouring threads \

@@ -47,6 +47,7 @@ pub struct Counts {
     /// it holds (a read-modify-write), which costs several times a whole-sector write.
     pub partial_store_sectors: u64,
     pub ideal_sectors: u64,
+    pub ideal_ld_st_sectors: u64,
     pub lines: u64,
     /// Bytes the lanes asked for.
     pub bytes_requested: u64,
@@ -90,6 +91,7 @@ impl Counts {
         self.store_sectors += o.store_sectors;
         self.partial_store_sectors += o.partial_store_sectors;
         self.ideal_sectors += o.ideal_sectors;
+        self.ideal_ld_st_sectors += o.ideal_ld_st_sectors;
         self.lines += o.lines;
         self.bytes_requested += o.bytes_requested;
         self.l2_sectors += o.l2_sectors;
@@ -112,9 +114,16 @@ impl Counts {
         self.barriers += o.barriers;
     }
 
-    /// Global sectors per request (loads and stores), as Nsight Compute reports it.
+    /// Global sectors per load or store request, as Nsight Compute reports it
+    /// (`l1tex__t_sectors_pipe_lsu_mem_global_op_{ld,st}` over the requests; atomics are counted
+    /// apart there too).
     pub fn sectors_per_request(&self) -> f64 {
-        ratio(self.sectors, self.global_requests)
+        ratio(self.load_sectors + self.store_sectors, self.global_load_requests + self.global_store_requests)
+    }
+
+    /// What [`Counts::sectors_per_request`] would be if every load and store were coalesced.
+    pub fn ideal_sectors_per_request(&self) -> f64 {
+        ratio(self.ideal_ld_st_sectors, self.global_load_requests + self.global_store_requests)
     }
 
     /// Active lanes per issued warp instruction, 0 to 1.
@@ -567,6 +576,9 @@ impl Counter {
             MemOp::Atomic => {}
         }
         c.ideal_sectors += (lanes * size as u64).div_ceil(SECTOR);
+        if op != MemOp::Atomic {
+            c.ideal_ld_st_sectors += (lanes * size as u64).div_ceil(SECTOR);
+        }
         c.lines += lines;
         c.bytes_requested += lanes * size as u64;
         c.l1_hits += l1_hits;
@@ -851,8 +863,8 @@ impl CostReport {
         let p = self.profile;
         let o = &self.occupancy;
         let spr = t.sectors_per_request();
-        let ideal = ratio(t.ideal_sectors, t.global_requests);
-        let coalescing = if t.global_requests == 0 {
+        let ideal = t.ideal_sectors_per_request();
+        let coalescing = if t.global_load_requests + t.global_store_requests == 0 {
             String::new()
         } else if spr <= ideal * 1.05 {
             format!("; {:.0}% of each 32-byte sector used", 100.0 * self.sector_use())
