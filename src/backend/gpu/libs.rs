@@ -218,6 +218,34 @@ pub fn candidate_dirs(
     dirs
 }
 
+/// The folder of CUDA's own headers (`cooperative_groups.h`, `cuda_fp16.h`), for NVRTC's `-I`:
+/// NVRTC knows the built-in ones but not these. Looked for beside the NVRTC library gridlab
+/// loads, under CUDA_HOME and CUDA_PATH, in `/usr/local/cuda`, and in the Python wheels. Only
+/// this folder is given: a kernel's other `#include`s find nothing.
+pub fn cuda_include_dir() -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(lib) = Libraries::find().nvrtc.as_ref().and_then(|p| p.parent().map(Path::to_path_buf)) {
+        // lib64/ -> include/; targets/x86_64-linux/lib/ -> targets/x86_64-linux/include/;
+        // nvidia/cuda_nvrtc/lib/ -> nvidia/cuda_runtime/include/ (wheels).
+        if let Some(up) = lib.parent() {
+            dirs.push(up.join("include"));
+            if let Some(nvidia) = up.parent() {
+                dirs.push(nvidia.join("cuda_runtime/include"));
+                dirs.push(nvidia.join("cuda_cccl/include"));
+            }
+        }
+    }
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(v) = std::env::var_os(var) {
+            dirs.push(PathBuf::from(v).join("include"));
+        }
+    }
+    dirs.push(PathBuf::from("/usr/local/cuda/include"));
+    dirs.push(PathBuf::from("/usr/local/cuda/targets/x86_64-linux/include"));
+    dirs.push(PathBuf::from("/usr/include"));
+    dirs.into_iter().find(|d| d.join("cooperative_groups.h").is_file())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,12 +16,17 @@ pub const PRELUDE: &str = include_str!("../../../assets/prelude.cuh");
 
 /// The whole module as one translation unit.
 pub fn generate(module: &Module, sources: &SourceMap) -> String {
-    let mut out = String::from(PRELUDE);
-    out.push('\n');
+    let mut out = String::new();
     // The simulator reads cooperative groups without their header, which the learner's
-    // `#include` line (not an item of the module) would have brought in.
-    if module.items().iter().any(|i| i.text.contains("cooperative_groups") || i.text.contains("cg::")) {
+    // `#include` line (not an item of the module) would have brought in. It comes before the
+    // prelude, whose constants only fill in what CUDA's headers leave undefined.
+    let cg = module.items().iter().any(|i| i.text.contains("cooperative_groups") || i.text.contains("cg::"));
+    if cg {
         out.push_str("#include <cooperative_groups.h>\n");
+    }
+    out.push_str(PRELUDE);
+    out.push('\n');
+    if cg {
         // `cg` is the simulator's name for the namespace even where no line says so.
         if !module.items().iter().any(|i| i.text.contains("namespace cg =")) {
             out.push_str("namespace cg = cooperative_groups;\n");

@@ -203,8 +203,13 @@ impl Worker {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) | (_, Err(e)) => return failed("reading the compute capability", e),
         };
+        let include = super::libs::cuda_include_dir();
         let options_for = |arch: &str| {
             let mut opts = vec![format!("--gpu-architecture={arch}"), "-lineinfo".into(), "--std=c++17".into()];
+            // CUDA 13 keeps libcu++ (`cuda/std/...`, which cooperative groups include) in `cccl/`.
+            for d in include.iter().flat_map(|d| [d.clone(), d.join("cccl")]).filter(|d| d.is_dir()) {
+                opts.push(format!("-I{}", d.display()));
+            }
             opts.extend(options.iter().cloned());
             opts
         };
@@ -357,17 +362,10 @@ impl Worker {
     }
 
     fn launch(&mut self, req: LaunchRequest) -> Response {
-        let Some(module) = self.module else {
-            return Response::Failed { message: "no module is loaded: define a kernel first".into(), sticky: false };
-        };
-        let name = match CString::new(req.kernel.clone()) {
-            Ok(n) => n,
-            Err(_) => return Response::Failed { message: "bad kernel name".into(), sticky: false },
-        };
-        // SAFETY: the module is loaded.
-        let func = match unsafe { result::module::get_function(module, name) } {
+        // A template instance is found by its mangled name, as `:info` finds it.
+        let func = match self.function(&req.kernel) {
             Ok(f) => f,
-            Err(e) => return failed(&format!("finding kernel `{}`", req.kernel), e),
+            Err(r) => return r,
         };
         // Allocate every buffer with guards on both sides, filled with the pattern.
         let mut allocations: Vec<(sys::CUdeviceptr, usize)> = Vec::new();
