@@ -287,9 +287,13 @@ impl Session {
         let mut table = Table::new();
         table.load_preset(UTF8_FULL_CONDENSED);
         table.force_no_tty();
-        table.set_header(["line", "source", "warp instr", "lanes", "sectors/req", "DRAM", "shared ways", "atomics"]);
+        table.set_header(["line", "source", "instr", "lanes", "sectors/req", "DRAM", "ways", "atomics"]);
+        // Fit the terminal: the source column gives way first.
+        table.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+        table.set_width(style.width.min(u16::MAX as usize) as u16);
         let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
-        let width = style.width.saturating_sub(80).clamp(24, 60);
+        // The other columns take about 78 characters; the source gets what is left of the line.
+        let width = style.width.saturating_sub(70).clamp(12, 60);
         for (line, text, k) in &rows {
             let source = if text.chars().count() > width {
                 format!("{}…", text.chars().take(width - 1).collect::<String>())
@@ -307,8 +311,8 @@ impl Session {
                 "-".into()
             };
             let mark = if worst.as_ref().is_some_and(|w| w.0 == *line) { "▶ " } else { "" };
-            let line_cell = format!("{mark}{line}");
-            let line_cell = if mark.is_empty() { Cell::new(line_cell) } else { Cell::new(style.warn(&line_cell)) };
+            // Plain text: colour codes inside a cell would count towards its width.
+            let line_cell = Cell::new(format!("{mark}{line}"));
             table.add_row(vec![
                 line_cell,
                 Cell::new(source),
@@ -350,7 +354,7 @@ impl Session {
             out,
             "{}",
             style.dim(&crate::render::prose(
-                "sectors/req: 32-byte sectors per global request, measured / ideal; shared ways: wavefronts per shared-memory request (1 = no bank conflict); `docs/cost-model.md` explains the model",
+                "instr: warp instructions; lanes: active lanes per instruction; sectors/req: 32-byte sectors per global load or store, measured / ideal; ways: wavefronts per shared-memory request (1 = no bank conflict); `docs/cost-model.md` explains the model",
                 style
             ))
         )
