@@ -20,6 +20,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("08-shared-memory.md", include_str!("../../lessons/08-shared-memory.md")),
     ("09-reductions.md", include_str!("../../lessons/09-reductions.md")),
     ("10-matrix-multiply.md", include_str!("../../lessons/10-matrix-multiply.md")),
+    ("11-memory-coalescing.md", include_str!("../../lessons/11-memory-coalescing.md")),
 ];
 
 #[derive(Clone, Debug)]
