@@ -210,6 +210,37 @@ impl Session {
         Ok(Status::Ok)
     }
 
+    /// Under `:compare`: the two launches' estimated times on the reference GPU, side by side.
+    pub(super) fn write_estimates_side_by_side(
+        &mut self,
+        out: &mut dyn Write,
+        a: &super::views::Prepared,
+        b: &super::views::Prepared,
+    ) -> io::Result<()> {
+        let mut estimate = |p: &super::views::Prepared| {
+            let inputs = self.inputs(&p.names);
+            self.run_copy(&p.spec, &inputs, self.costing_config()).ok().and_then(|(r, _)| r.cost.filter(|_| !r.aborted))
+        };
+        let (Some(ca), Some(cb)) = (estimate(a), estimate(b)) else { return Ok(()) };
+        let (ta, tb) = (ca.estimate.time_us, cb.estimate.time_us);
+        let verdict = if (ta / tb - 1.0).abs() < 0.1 {
+            "about the same".to_string()
+        } else if ta < tb {
+            format!("the left one {:.1}x faster", tb / ta)
+        } else {
+            format!("the right one {:.1}x faster", ta / tb)
+        };
+        let line = format!(
+            "estimated on {}: left {} ({}), right {} ({}): {verdict}",
+            ca.profile.title,
+            cost::format_us(ta),
+            ca.estimate.limiter.name(),
+            cost::format_us(tb),
+            cb.estimate.limiter.name()
+        );
+        writeln!(out, "{}", crate::render::prose(&line, &self.options.style))
+    }
+
     /// `:reference [NAME]`.
     pub(crate) fn reference_view(&mut self, args: &str, out: &mut dyn Write) -> io::Result<Status> {
         let name = args.trim();

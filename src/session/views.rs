@@ -195,6 +195,7 @@ impl Session {
         match (oa, ob) {
             (Ok(oa), Ok(ob)) => {
                 render::race::write_compare(out, &oa, &ob, &self.options.style)?;
+                self.write_estimates_side_by_side(out, &pa, &pb)?;
                 Ok(Status::Ok)
             }
             (Err(e), _) | (_, Err(e)) => self.backend_error(out, &e),
