@@ -21,6 +21,8 @@ const BUILTIN: &[(&str, &str)] = &[
     ("09-reductions.md", include_str!("../../lessons/09-reductions.md")),
     ("10-matrix-multiply.md", include_str!("../../lessons/10-matrix-multiply.md")),
     ("11-memory-coalescing.md", include_str!("../../lessons/11-memory-coalescing.md")),
+    ("12-bank-conflicts.md", include_str!("../../lessons/12-bank-conflicts.md")),
+    ("13-divergence-and-occupancy.md", include_str!("../../lessons/13-divergence-and-occupancy.md")),
 ];
 
 #[derive(Clone, Debug)]
