@@ -77,6 +77,7 @@ fn options(g: &GlobalArgs) -> Options {
         }),
         course: g.course.clone(),
         gpu_profile: g.gpu_profile.unwrap_or_else(crate::backend::sim::cost::profiles::default_profile),
+        gpu_profile_chosen: g.gpu_profile.is_some(),
     }
 }
 

@@ -55,6 +55,9 @@ pub struct Options {
     pub course: Option<std::path::PathBuf>,
     /// The GPU the simulator's cost model estimates times for (`--gpu-profile`, `:reference`).
     pub gpu_profile: &'static crate::backend::sim::cost::GpuProfile,
+    /// The learner named the reference GPU (`--gpu-profile`, `:reference NAME`); otherwise a
+    /// GPU the session runs on is its own reference when the model knows it.
+    pub gpu_profile_chosen: bool,
 }
 
 impl Default for Options {
@@ -68,6 +71,7 @@ impl Default for Options {
             timeout: Duration::from_secs(10),
             course: None,
             gpu_profile: crate::backend::sim::cost::profiles::default_profile(),
+            gpu_profile_chosen: false,
         }
     }
 }

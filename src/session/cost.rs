@@ -52,6 +52,18 @@ fn round(x: f64, places: i32) -> f64 {
 }
 
 impl Session {
+    /// The GPU estimates are for: the one named with `:reference`/`--gpu-profile`, else the GPU
+    /// this session runs on when the model knows it, else an H100.
+    pub(super) fn reference(&self) -> &'static cost::GpuProfile {
+        if !self.options.gpu_profile_chosen
+            && let Some(super::Gpu::Ready(g)) = &self.gpu
+            && let Some(p) = cost::profiles::matching(&g.info().name)
+        {
+            return p;
+        }
+        self.options.gpu_profile
+    }
+
     /// A sim configuration that counts costs: the session's, on a schedule that runs warps as a
     /// GPU does (the sequential schedule runs one lane at a time).
     fn costing_config(&self) -> SimConfig {
@@ -59,7 +71,7 @@ impl Session {
         if config.schedule == Schedule::Sequential {
             config.schedule = Schedule::Random;
         }
-        config.cost = Some(self.options.gpu_profile);
+        config.cost = Some(self.reference());
         config
     }
 
@@ -248,6 +260,7 @@ impl Session {
             match cost::profiles::find(name) {
                 Ok(p) => {
                     self.options.gpu_profile = p;
+                    self.options.gpu_profile_chosen = true;
                     if self.sim.config.cost.is_some() {
                         self.sim.config.cost = Some(p);
                     }
@@ -263,7 +276,7 @@ impl Session {
         table.set_header(["", "name", "GPU", "SMs", "clock", "DRAM", "L2", "shared/SM"]);
         let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
         for p in cost::PROFILES {
-            let chosen = std::ptr::eq(p, self.options.gpu_profile) || p == self.options.gpu_profile;
+            let chosen = p == self.reference();
             table.add_row(vec![
                 Cell::new(if chosen { "▶" } else { "" }),
                 Cell::new(p.name),

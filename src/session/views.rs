@@ -122,7 +122,8 @@ impl Session {
     }
 
     fn config(&self, schedule: Schedule, seed: u64) -> SimConfig {
-        SimConfig { schedule, seed, trace_writes: false, watch: None, ..self.sim.config.clone() }
+        let cost = self.sim.config.cost.map(|_| self.reference());
+        SimConfig { schedule, seed, trace_writes: false, watch: None, cost, ..self.sim.config.clone() }
     }
 
     /// The sequential reference and `runs` random-schedule runs from the session's seed.

@@ -167,6 +167,16 @@ pub fn find(name: &str) -> Result<&'static GpuProfile, String> {
     })
 }
 
+/// The profile of a GPU by its device name (`NVIDIA H100 80GB HBM3`), when the model knows it.
+pub fn matching(device: &str) -> Option<&'static GpuProfile> {
+    let d = device.to_ascii_lowercase();
+    let has = |w: &str| d.split(|c: char| !c.is_ascii_alphanumeric()).any(|part| part == w);
+    PROFILES.iter().find(|p| match p.name {
+        "rtx4090" => has("4090"),
+        name => has(name),
+    })
+}
+
 /// The default reference GPU (an H100 SXM).
 pub fn default_profile() -> &'static GpuProfile {
     &PROFILES[0]
@@ -182,6 +192,9 @@ mod tests {
         assert_eq!(find("h100-sxm").unwrap().name, "h100");
         assert_eq!(find("NVIDIA A100 SXM4").unwrap().name, "a100");
         assert_eq!(find("RTX 4090").unwrap().name, "rtx4090");
+        assert_eq!(matching("NVIDIA H100 80GB HBM3").map(|p| p.name), Some("h100"));
+        assert_eq!(matching("NVIDIA GeForce RTX 4090").map(|p| p.name), Some("rtx4090"));
+        assert_eq!(matching("NVIDIA L40S"), None, "an L40S is not an L4");
         let err = find("v100").unwrap_err();
         assert!(err.contains("`v100`") && err.contains("`h100`") && err.contains("`l4`"), "{err}");
     }
