@@ -17,6 +17,7 @@ use std::collections::{HashMap, VecDeque};
 
 use crate::cuda::ast::{MathFn, Scalar};
 use crate::diag::Span;
+use crate::render::findings::thousands;
 
 pub use profiles::{GpuProfile, PROFILES};
 
@@ -818,18 +819,6 @@ pub fn estimate(t: &Counts, o: &Occupancy, p: &GpuProfile, hottest_address: u64,
     Estimate { time_us, limiter, terms }
 }
 
-fn thousands_plain(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// Bytes as `16.8 MB` (decimal, as bandwidths are quoted).
 pub fn decimal_bytes(b: f64) -> String {
     match b {
@@ -913,10 +902,10 @@ impl CostReport {
             Limiter::Blocks => format!(
                 "block-scheduling-bound: {} blocks of {} thread{}, {} per SM one after another; larger blocks (or a \
                  grid-stride loop) do the same work in fewer",
-                thousands_plain(self.threads.div_ceil((o.warps_per_block * 32) as u64)),
+                thousands(self.threads.div_ceil((o.warps_per_block * 32) as u64) as u128),
                 o.warps_per_block * 32,
                 if o.warps_per_block * 32 == 1 { "" } else { "s" },
-                thousands_plain(self.threads.div_ceil((o.warps_per_block * 32) as u64).div_ceil(p.sms as u64)),
+                thousands(self.threads.div_ceil((o.warps_per_block * 32) as u64).div_ceil(p.sms as u64) as u128),
             ),
             Limiter::Launch => format!("launch-bound: the work takes less than the {} us a launch costs", p.launch_us),
         }
