@@ -76,7 +76,7 @@ fn options(g: &GlobalArgs) -> Options {
             10.0
         }),
         course: g.course.clone(),
-        gpu_profile: g.gpu_profile.unwrap_or_else(crate::backend::sim::cost::profiles::default_profile),
+        gpu_profile: g.gpu_profile.unwrap_or_else(crate::cost::profiles::default_profile),
         gpu_profile_chosen: g.gpu_profile.is_some(),
     }
 }
@@ -151,7 +151,7 @@ fn replay_lesson(
         .map_err(|e| lesson::LessonError { path: shown.clone(), line: 0, message: format!("cannot read it: {e}") })
         .and_then(|text| lesson::parse(&shown, &text));
     match parsed {
-        Ok(l) => lesson::run::run_lesson(&l, options, lesson::run::Mode::Replay, quiet, out),
+        Ok(l) => replay::lesson::run_lesson(&l, options, replay::lesson::Mode::Replay, quiet, out),
         Err(e) => {
             writeln!(out, "{} {e}", options.style.error("error:"))?;
             writeln!(out, "{} {shown}", options.style.error("FAIL"))?;
@@ -218,7 +218,7 @@ fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, quiet: bool) ->
     let mut exercises = 0;
     for l in &course.lessons {
         exercises += l.exercises().count();
-        let r = lesson::run::run_lesson(l, options, lesson::run::Mode::DevCheck, quiet, &mut out)?;
+        let r = replay::lesson::run_lesson(l, options, replay::lesson::Mode::DevCheck, quiet, &mut out)?;
         if r.skipped() {
             skipped += 1;
         } else if !r.passed() {

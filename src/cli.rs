@@ -53,7 +53,7 @@ pub struct GlobalArgs {
 
     /// The GPU the simulator's cost model estimates times for: h100 (default), a100, l4, rtx4090.
     #[arg(long, value_name = "NAME", value_parser = parse_gpu_profile, global = true)]
-    pub gpu_profile: Option<&'static crate::backend::sim::cost::GpuProfile>,
+    pub gpu_profile: Option<&'static crate::cost::GpuProfile>,
 
     /// Turn the simulator's cost model off (faster replays; `:time` then counts warp steps only).
     #[arg(long, global = true)]
@@ -76,8 +76,8 @@ pub struct GlobalArgs {
     pub course: Option<PathBuf>,
 }
 
-fn parse_gpu_profile(name: &str) -> Result<&'static crate::backend::sim::cost::GpuProfile, String> {
-    crate::backend::sim::cost::profiles::find(name)
+fn parse_gpu_profile(name: &str) -> Result<&'static crate::cost::GpuProfile, String> {
+    crate::cost::profiles::find(name)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -22,7 +22,6 @@ pub mod coop;
 pub mod lexer;
 pub mod parser;
 pub mod sketch;
-pub mod suggest;
 pub mod syntax;
 pub mod template;
 #[cfg(test)]

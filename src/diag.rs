@@ -5,6 +5,8 @@
 //! number it has *for the learner*. Spans index into that text, so an error is always drawn
 //! under the line the learner wrote, never under generated code.
 
+pub mod suggest;
+
 use std::io::{self, Write};
 
 use owo_colors::OwoColorize;

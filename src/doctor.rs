@@ -20,18 +20,9 @@ fn compile_cache() -> String {
         Some(dir) => {
             let (entries, bytes) = cache::usage(&dir);
             let plural = if entries == 1 { "entry" } else { "entries" };
-            format!("{} ({entries} {plural}, {})", dir.display(), human_bytes(bytes))
+            format!("{} ({entries} {plural}, {})", dir.display(), crate::render::text::human_bytes(bytes))
         }
         None => "none (this platform has no cache folder)".into(),
-    }
-}
-
-/// `41984` -> `41 KiB`.
-fn human_bytes(n: u64) -> String {
-    match n {
-        0..1024 => format!("{n} bytes"),
-        1024..1_048_576 => format!("{:.0} KiB", n as f64 / 1024.0),
-        _ => format!("{:.1} MiB", n as f64 / 1_048_576.0),
     }
 }
 
@@ -96,18 +87,5 @@ pub fn run(options: &Options, out: &mut impl Write) -> io::Result<ExitCode> {
             )?;
             Ok(ExitCode::from(1))
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_read_as_people_say_them() {
-        assert_eq!(human_bytes(0), "0 bytes");
-        assert_eq!(human_bytes(1023), "1023 bytes");
-        assert_eq!(human_bytes(41984), "41 KiB");
-        assert_eq!(human_bytes(3 << 20), "3.0 MiB");
     }
 }

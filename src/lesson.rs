@@ -6,11 +6,12 @@
 //!
 //! - [`parse`] reads one file into a [`Lesson`], with errors that name the file and line;
 //! - [`course`] finds the lessons of a course (the built-in one, or a folder) and resolves ids;
-//! - [`check`] runs an exercise's check over its configurations, seeds and schedules;
-//! - [`run`] walks a lesson without a learner: `replay` and `gridlab dev check`;
+//! - [`check`] runs an exercise's check over its configurations, seeds and schedules (for
+//!   `:check`, and for `replay/lesson.rs`, which walks a lesson without a learner);
 //! - [`progress`] remembers where the learner is, written atomically;
 //! - [`prose`] renders Markdown for the terminal;
-//! - [`guide`] is the guided mode's state behind `:lesson`, `:next`, `:hint`, `:check` ...
+//! - [`guide`] is the guided mode's state behind `:lesson`, `:next`, `:hint`, `:check` ..., added
+//!   to a session through its extension point ([`session`] makes one with them installed).
 
 pub mod check;
 pub mod course;
@@ -18,12 +19,20 @@ pub mod guide;
 pub mod parse;
 pub mod progress;
 pub mod prose;
-pub mod run;
 
 use std::fmt;
 
 pub use course::Course;
+pub use guide::{Lessons, guide_of};
 pub use parse::parse;
+
+/// A session with the lesson commands installed (`:lesson`, `:next`, `:check` ...), and the
+/// guide `guide` open in it when given. Every session a learner or a course runs in is made here.
+pub fn session(options: crate::session::Options, guide: Option<guide::Guide>) -> crate::session::Session {
+    let mut session = crate::session::Session::new(options);
+    session.install(Box::new(Lessons { guide }));
+    session
+}
 
 /// One lesson of a course.
 #[derive(Clone, Debug)]

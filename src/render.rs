@@ -2,11 +2,13 @@
 //! `&mut dyn Write` and take a [`Style`], never the terminal directly.
 
 pub mod array;
+pub mod cost;
 pub mod findings;
 pub mod launch;
 pub mod map;
 pub mod race;
 mod style;
+pub mod text;
 pub mod timing;
 pub mod why;
 
@@ -52,23 +54,4 @@ pub fn signature(f: &Function) -> String {
         })
         .collect();
     format!("{}({})", f.name, params.join(", "))
-}
-
-/// The candidate closest to `name` by edit distance, if it is close enough to be a typo.
-pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let limit = (name.chars().count() / 3).max(1);
-    candidates.map(|c| (levenshtein(name, c), c)).filter(|(d, _)| *d <= limit).min_by_key(|(d, _)| *d).map(|(_, c)| c)
-}
-
-fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }

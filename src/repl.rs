@@ -27,7 +27,9 @@ use reedline::{
 use crate::cuda::ast::FuncKind;
 use crate::lesson::guide::{Guide, Question};
 use crate::lesson::progress::Store;
-use crate::lesson::{Course, LessonError};
+use crate::lesson::{Course, LessonError, Lessons, guide_of};
+use crate::replay::ScriptResult;
+use crate::replay::runner::{Expect, Runner};
 use crate::script;
 use crate::session::{self, Options, Session, Status};
 
@@ -83,12 +85,17 @@ impl Names {
             buffers: session.buffers.iter().map(|(n, _)| n.clone()).collect(),
             scalars: session.scalars.iter().map(|(n, _)| n.clone()).collect(),
             lessons: session
-                .guide
-                .as_ref()
+                .extension::<Lessons>()
+                .and_then(|l| l.guide.as_ref())
                 .map(|g| g.course.lessons.iter().map(|l| (l.id.clone(), l.meta.title.clone())).collect())
                 .unwrap_or_default(),
         }
     }
+}
+
+/// Every `:` command at the prompt: the session's and the lessons', which the REPL always installs.
+pub fn all_commands() -> Vec<&'static crate::session::command::CommandSpec> {
+    crate::session::command::listing(crate::lesson::guide::COMMANDS)
 }
 
 /// The line editor when stdin and stdout are terminals, line by line otherwise.
@@ -149,7 +156,9 @@ fn start_guide(session: &mut Session, mut guide: Guide, out: &mut dyn Write) -> 
         )?;
     }
     guide.show(out, &style)?;
-    session.set_guide(guide);
+    if let Some(lessons) = session.extension_mut::<Lessons>() {
+        lessons.guide = Some(guide);
+    }
     Ok(())
 }
 
@@ -238,7 +247,7 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
         Ok(g) => g,
         Err(code) => return Ok(code),
     };
-    let mut session = Session::new(options.clone());
+    let mut session = crate::lesson::session(options.clone(), None);
     {
         let mut out = io::stdout().lock();
         let style = &options.style;
@@ -263,8 +272,8 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
     let mut editor = editor(&names, color, history);
     let mut prompt = prompt::GridlabPrompt::new(session.backend_label());
     loop {
-        prompt.lesson = session.guide().map(|g| g.label());
-        if let Some(text) = session.guide().and_then(Guide::take_suggestion) {
+        prompt.lesson = guide_of(&mut session).map(|g| g.label());
+        if let Some(text) = guide_of(&mut session).and_then(Guide::take_suggestion) {
             editor.run_edit_commands(&[reedline::EditCommand::Clear, reedline::EditCommand::InsertString(text)]);
         }
         match editor.read_line(&prompt) {
@@ -274,7 +283,7 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                 if text.trim().is_empty() {
                     // In a demo, Enter on an empty line moves the presentation on.
                     let style = session.options.style.clone();
-                    if let Some(g) = session.guide().filter(|g| g.demo) {
+                    if let Some(g) = guide_of(&mut session).filter(|g| g.demo) {
                         g.advance(&mut out, &style)?;
                     }
                     continue;
@@ -284,13 +293,13 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                 out.flush()?;
                 // A Ctrl-C that came after the launch (or with none) must not stop the next one.
                 cancel.store(false, Ordering::SeqCst);
-                if let Some(Question::Solution) = session.guide().and_then(Guide::take_question) {
+                if let Some(Question::Solution) = guide_of(&mut session).and_then(Guide::take_question) {
                     drop(out);
                     if confirm(&mut editor, "Show a solution? Trying first teaches more. [y/N] ")? {
                         session.eval_typed(":solution yes", &mut io::stdout().lock())?;
                     }
                 } else if !text.trim_start().starts_with(':')
-                    && let Some(g) = session.guide()
+                    && let Some(g) = guide_of(&mut session)
                 {
                     g.input_ran(status == Status::Error);
                 }
@@ -341,7 +350,7 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
         Ok(g) => g,
         Err(code) => return Ok(code),
     };
-    let mut session = Session::new(options);
+    let mut session = crate::lesson::session(options, None);
     if let Some(guide) = guide {
         start_guide(&mut session, guide, &mut out)?;
     }
@@ -373,13 +382,19 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
         let status = if tty {
             session.eval_typed(&text, &mut out)?
         } else {
-            // Piped input is a script: echo it and keep its line numbers.
+            // Piped input is a script: echo it and keep its line numbers, as `replay` runs one.
             let padded = format!("{}{text}", "\n".repeat(first_line as usize - 1));
-            session.eval_recorded("<stdin>", &padded, true, &mut out)?
+            let result = ScriptResult::new("<stdin>".into());
+            Runner::new(&mut session, result, false, &mut out).recording().run_text(
+                "<stdin>",
+                &padded,
+                Expect::Ok,
+                None,
+            )?
         };
         worst = session::worse(worst, status);
         // No editor to ask in: say how to answer instead.
-        if let Some(Question::Solution) = session.guide().and_then(Guide::take_question) {
+        if let Some(Question::Solution) = guide_of(&mut session).and_then(Guide::take_question) {
             writeln!(out, "Sure? Trying first teaches more. `:solution yes` shows one.")?;
         }
         prompt(&mut out, false)?;

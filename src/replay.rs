@@ -2,14 +2,19 @@
 //! the outcome into an exit code and, for CI systems, a JUnit report.
 //!
 //! Each script runs in a fresh session, so scripts never depend on the order they run in.
+//! [`runner`] runs the inputs (the same runner serves lessons and piped stdin), [`lesson`]
+//! walks a lesson file for `replay` and `dev check`, [`compare`] runs scripts on both backends.
 
 pub mod compare;
+pub mod lesson;
+pub mod runner;
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::session::{Options, Session, Status};
+use crate::session::Options;
+use runner::{Expect, Runner};
 
 /// What happened to one script.
 #[derive(Clone, Debug)]
@@ -124,83 +129,22 @@ pub fn run_script(
     let text =
         std::fs::read_to_string(path).map_err(|source| UsageError::Unreadable { path: path.to_path_buf(), source })?;
     let start = Instant::now();
-    let mut session = Session::new(options.clone());
+    let mut session = crate::lesson::session(options.clone(), None);
     let name = path.display().to_string();
     // Say once which backend runs the scripts (and why), when the learner did not pin `sim`.
     if options.backend != crate::backend::BackendKind::Sim && announce {
         writeln!(out, "{}", session.resolve_backend()).map_err(UsageError::Output)?;
     }
-    let mut result = ScriptResult::new(path.to_path_buf());
     let style = options.style.clone();
     if !quiet {
         writeln!(out, "{}", style.bold(&format!("== {name}"))).map_err(UsageError::Output)?;
     }
-    let (inputs, broken) = session.split(&name, &text);
-    for input in &inputs {
-        let mut buf = Vec::new();
-        crate::render::write_echo(&mut buf, &input.text, &style).map_err(UsageError::Output)?;
-        let status = session.eval(&name, input, &mut buf).map_err(UsageError::Output)?;
-        result.inputs += 1;
-        match status {
-            Status::Ok => {}
-            Status::ExpectFailed => result.expects_failed += 1,
-            Status::Error => result.errors += 1,
-        }
-        if status != Status::Ok {
-            let mut plain = Vec::new();
-            crate::render::write_echo(&mut plain, &input.text, &crate::render::Style::plain())
-                .map_err(UsageError::Output)?;
-            let at = format!("{name}:{}\n", input.line);
-            result.failures.push(format!(
-                "{at}{}{}",
-                String::from_utf8_lossy(&plain),
-                strip_ansi(&buf[plain.len().min(buf.len())..])
-            ));
-        }
-        if !quiet || status != Status::Ok {
-            out.write_all(&buf).map_err(UsageError::Output)?;
-        }
-    }
-    if let Some(diag) = broken {
-        let mut buf = Vec::new();
-        diag.render(session.sources(), &mut buf, style.color, style.width).map_err(UsageError::Output)?;
-        out.write_all(&buf).map_err(UsageError::Output)?;
-        result.errors += 1;
-        result.failures.push(strip_ansi(&buf));
-    }
+    let mut runner = Runner::new(&mut session, ScriptResult::new(path.to_path_buf()), quiet, out);
+    runner.run_text(&name, &text, Expect::Ok, None).map_err(UsageError::Output)?;
+    let detail = format!("{} inputs", runner.result.inputs);
+    let mut result = runner.finish(&name, detail, "expect(s)").map_err(UsageError::Output)?;
     result.elapsed = start.elapsed();
-    let verdict = if result.passed() { style.ok("PASS") } else { style.error("FAIL") };
-    let mut detail = format!("{} inputs", result.inputs);
-    if result.expects_failed > 0 {
-        detail.push_str(&format!(", {} expect(s) failed", result.expects_failed));
-    }
-    if result.errors > 0 {
-        detail.push_str(&format!(", {} error(s)", result.errors));
-    }
-    writeln!(out, "{verdict} {name} ({detail})").map_err(UsageError::Output)?;
-    if !quiet {
-        writeln!(out).map_err(UsageError::Output)?;
-    }
     Ok(result)
-}
-
-/// Remove ANSI colour codes, for reports meant for files.
-pub fn strip_ansi(bytes: &[u8]) -> String {
-    let s = String::from_utf8_lossy(bytes);
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// A JUnit XML report, as CI systems read them: one test case per script, and one per step of
@@ -310,10 +254,5 @@ mod tests {
         assert!(x.contains("name=\"b&lt;c&gt;.gridlab\""));
         assert!(x.contains("&gt;&gt;&gt; expect a == &quot;x&quot;"));
         assert!(x.contains("<testcase classname=\"gridlab\" name=\"a.gridlab\" time=\"0.005\"/>"));
-    }
-
-    #[test]
-    fn ansi_codes_are_stripped() {
-        assert_eq!(strip_ansi(b"\x1b[31merror\x1b[0m: x"), "error: x");
     }
 }

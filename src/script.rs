@@ -12,13 +12,12 @@ pub mod eval;
 pub mod input;
 pub mod lexer;
 pub mod parser;
-pub mod value;
 
 pub use eval::{Env, ExpectOutcome, eval, eval_expect};
 pub use input::{Input, InputKind, classify, is_complete, split_inputs};
 
+pub use crate::value::{ArrayValue, Value};
 pub use parser::parse_statement;
-pub use value::{ArrayValue, Value};
 
 #[cfg(test)]
 mod tests;

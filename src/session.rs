@@ -5,9 +5,13 @@
 //! module, the buffers (host copies, the single source of truth), scalars, and the findings of
 //! the last launch. A backend only ever borrows buffers for the length of one launch.
 
+pub mod command;
 mod cost;
+mod extension;
 mod launch;
 mod views;
+
+pub use extension::Extension;
 
 use std::io::{self, Write};
 
@@ -18,15 +22,14 @@ use crate::backend::gpu::GpuBackend;
 use crate::backend::sim::{Schedule, SimBackend, SimConfig};
 use crate::backend::{Backend, BackendError, BackendKind, LaunchReport, LaunchSpec};
 use crate::buffer::Buffer;
-use crate::command;
 use crate::cuda::{ItemKind, Module};
 use crate::diag::{Diagnostic, SourceId, SourceMap, Span};
 use crate::finding::Finding;
 use crate::render::{self, Style};
 use crate::script::ast::{Expect, ExprKind, StmtKind};
 use crate::script::eval::{self, Env};
-use crate::script::value::Value;
 use crate::script::{self, Input, InputKind};
+use crate::value::Value;
 
 /// How one input went, for `replay`'s exit code and summary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +57,7 @@ pub struct Options {
     /// The course folder (`--course`); `None` for the built-in course.
     pub course: Option<std::path::PathBuf>,
     /// The GPU the simulator's cost model estimates times for (`--gpu-profile`, `:reference`).
-    pub gpu_profile: &'static crate::backend::sim::cost::GpuProfile,
+    pub gpu_profile: &'static crate::cost::GpuProfile,
     /// The learner named the reference GPU (`--gpu-profile`, `:reference NAME`); otherwise a
     /// GPU the session runs on is its own reference when the model knows it.
     pub gpu_profile_chosen: bool,
@@ -70,7 +73,7 @@ impl Default for Options {
             device: 0,
             timeout: Duration::from_secs(10),
             course: None,
-            gpu_profile: crate::backend::sim::cost::profiles::default_profile(),
+            gpu_profile: crate::cost::profiles::default_profile(),
             gpu_profile_chosen: false,
         }
     }
@@ -168,8 +171,8 @@ pub struct Session {
     pub(crate) history: Vec<String>,
     /// What was typed and what it printed (without colour), for `:export`.
     pub(crate) transcript: Vec<(String, String)>,
-    /// The lesson in progress, when there is one.
-    pub(crate) guide: Option<crate::lesson::guide::Guide>,
+    /// Commands and state a layer above added (the lesson guide), see [`Extension`].
+    extension: Option<Box<dyn Extension>>,
     typed: u32,
     /// Launches that ran to a report: tells `replay --compare` which inputs launched.
     pub(crate) launches: u64,
@@ -204,7 +207,7 @@ impl Session {
             last: None,
             history: Vec::new(),
             transcript: Vec::new(),
-            guide: None,
+            extension: None,
             typed: 0,
             launches: 0,
             refused: Vec::new(),
@@ -388,16 +391,6 @@ impl Session {
         self.eval_recorded(&name, text, false, out)
     }
 
-    /// The guided lesson, when one is open.
-    pub fn guide(&mut self) -> Option<&mut crate::lesson::guide::Guide> {
-        self.guide.as_mut()
-    }
-
-    /// Open a guided lesson in this session.
-    pub fn set_guide(&mut self, guide: crate::lesson::guide::Guide) {
-        self.guide = Some(guide);
-    }
-
     /// Split `text` into inputs and run each; `echo` prints each input before its output, as
     /// `replay` and `:load` do. Returns the worst status.
     pub fn eval_text(&mut self, name: &str, text: &str, echo: bool, out: &mut dyn Write) -> io::Result<Status> {
@@ -424,12 +417,7 @@ impl Session {
             if echo {
                 render::write_echo(out, &input.text, &self.options.style)?;
             }
-            let mut tee = Tee { out: &mut *out, copy: Vec::new(), keep: record };
-            let status = self.eval(name, input, &mut tee)?;
-            if record {
-                let printed = crate::replay::strip_ansi(&tee.copy);
-                self.transcript.push((input.text.clone(), printed));
-            }
+            let status = self.eval_input(name, input, record, out)?;
             worst = worse(worst, status);
         }
         if let Some(diag) = broken {
@@ -437,6 +425,17 @@ impl Session {
             worst = Status::Error;
         }
         Ok(worst)
+    }
+
+    /// Run one input; when `record`, keep it and what it printed (without colour) for `:export`.
+    pub fn eval_input(&mut self, name: &str, input: &Input, record: bool, out: &mut dyn Write) -> io::Result<Status> {
+        let mut tee = Tee { out, copy: Vec::new(), keep: record };
+        let status = self.eval(name, input, &mut tee)?;
+        if record {
+            let printed = crate::render::text::strip_ansi(&tee.copy);
+            self.transcript.push((input.text.clone(), printed));
+        }
+        Ok(status)
     }
 
     /// Split a script into inputs. When its last CUDA item never ends, the inputs before it are

@@ -125,7 +125,7 @@ pub struct SimConfig {
     pub watch: Option<Watch>,
     /// Count what the launch would cost on this reference GPU (the cost model); `None` turns
     /// the model off, for replay speed.
-    pub cost: Option<&'static cost::GpuProfile>,
+    pub cost: Option<&'static crate::cost::GpuProfile>,
 }
 
 /// What `SimConfig::watch` records: accesses of `threads` (global linear ids) to element `index`
@@ -153,7 +153,7 @@ impl Default for SimConfig {
             cancel: None,
             trace_writes: false,
             watch: None,
-            cost: Some(cost::profiles::default_profile()),
+            cost: Some(crate::cost::profiles::default_profile()),
         }
     }
 }
@@ -234,9 +234,9 @@ impl Backend for SimBackend {
                 spec.kernel,
                 spec.grid,
                 spec.block,
-                crate::render::findings::thousands(spec.total_threads()),
-                crate::render::findings::thousands(warps),
-                crate::render::findings::thousands(self.config.max_steps),
+                crate::render::text::thousands(spec.total_threads()),
+                crate::render::text::thousands(warps),
+                crate::render::text::thousands(self.config.max_steps),
             )));
         }
         let kernel = self.kernel(module, &spec.kernel)?;

@@ -7,8 +7,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::ast::*;
-use super::suggest;
 use super::syntax::{self, BinOp, Decl, Init, ItemKind, Storage, TypeName, UnOp};
+use crate::diag::suggest;
 use crate::diag::{Diagnostic, Span};
 
 mod builtins;

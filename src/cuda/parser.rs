@@ -9,8 +9,8 @@ use std::collections::HashMap;
 
 use super::ast::Scalar;
 use super::lexer::{Tok, Token, describe};
-use super::suggest;
 use super::syntax::*;
+use crate::diag::suggest;
 use crate::diag::{Diagnostic, Span};
 
 /// Deeper nesting than this (parentheses, blocks, nested calls) is an error, not a crash.

@@ -2,10 +2,10 @@
 //! how many hints they have seen, and the `:lesson :next :back :step :hint :check :solution
 //! :lessons` commands that move them along.
 //!
-//! The guide lives in the [`Session`] (so commands reach it like any other), and talks to the
-//! editor through two small hand-offs the REPL picks up after each input: a *suggestion* (text
-//! to put in the editor: the step's next statement, a starter, a solution) and a *question*
-//! (`:solution` asks before it gives the answer away).
+//! The guide lives in the [`Session`] as its [`Extension`] ([`Lessons`]), so the lesson commands
+//! run like any other. It talks to the editor through two small hand-offs the REPL picks up
+//! after each input: a *suggestion* (text to put in the editor: the step's next statement, a
+//! starter, a solution) and a *question* (`:solution` asks before it gives the answer away).
 //!
 //! In a demo (`gridlab demo ID`), a step is shown a piece at a time: each Enter on an empty
 //! line shows the next paragraph or puts the next statement in the editor.
@@ -19,7 +19,8 @@ use super::progress::{Progress, Store};
 use super::{Course, Lesson, Part, check, prose};
 use crate::render::Style;
 use crate::script;
-use crate::session::{Session, Status};
+use crate::session::command::CommandSpec;
+use crate::session::{Extension, Session, Status};
 
 /// Something the REPL must ask the learner before the guide goes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -435,8 +436,110 @@ pub fn write_course(
     writeln!(out, "{}", style.dim("✓ done  ▶ current  ◐ started   `gridlab learn N` or `:lesson N` opens one"))
 }
 
-// The `:` commands. Each takes the guide out of the session for the length of the command (a
-// check needs the session and the guide at once) and puts it back.
+// The `:` commands, added to the session through its extension point. Each borrows the guide and
+// the session at once for the length of the command (a check runs launches in the session and
+// records the result in the guide).
+
+/// The lesson commands' state in a session: the guide, once a lesson is open.
+#[derive(Default)]
+pub struct Lessons {
+    pub guide: Option<Guide>,
+}
+
+impl Extension for Lessons {
+    fn commands(&self) -> &'static [CommandSpec] {
+        COMMANDS
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// The guide of the lesson open in `session`, if any.
+pub fn guide_of(session: &mut Session) -> Option<&mut Guide> {
+    session.extension_mut::<Lessons>()?.guide.as_mut()
+}
+
+/// The lesson commands, in the order `:help` lists them.
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "lesson",
+        args: "[ID]",
+        summary: "open a lesson, or say which is open",
+        help: "`:lesson 3` opens lesson 3 (by number, id like `03-one-thread-per-element`, or slug); `:lesson` alone opens where you left off, or names the open lesson. Lessons show their steps one at a time and put each suggested input in your editor.",
+        run: cmd_lesson,
+    },
+    CommandSpec {
+        name: "lessons",
+        args: "",
+        summary: "the course, with your progress",
+        help: "Lists the lessons with what they teach and how far you got: steps seen and exercises solved. Progress is saved in your data folder; `gridlab lessons --reset` clears it.",
+        run: cmd_lessons,
+    },
+    CommandSpec {
+        name: "next",
+        args: "",
+        summary: "the lesson's next step",
+        help: "Shows the next step of the lesson (after the last step, the next lesson).",
+        run: cmd_next,
+    },
+    CommandSpec {
+        name: "back",
+        args: "",
+        summary: "the lesson's previous step",
+        help: "Shows the previous step again.",
+        run: cmd_back,
+    },
+    CommandSpec {
+        name: "step",
+        args: "",
+        summary: "show the current step again",
+        help: "Shows the current step again and puts its first input back in your editor.",
+        run: cmd_step,
+    },
+    CommandSpec {
+        name: "hint",
+        args: "",
+        summary: "the exercise's next hint",
+        help: "Shows the exercise's hints one at a time: each `:hint` gives one more.",
+        run: cmd_hint,
+    },
+    CommandSpec {
+        name: "check",
+        args: "",
+        summary: "check your solution to the exercise",
+        help: "Runs the exercise's check against the kernels you defined: several sizes and launch shapes chosen to break wrong answers, each on the simulator with three seeds and in lockstep (and on the GPU when you use one). A race or an out-of-bounds access fails it even when the numbers come out right. A failure says which configuration broke and how.",
+        run: cmd_check,
+    },
+    CommandSpec {
+        name: "solution",
+        args: "",
+        summary: "show a solution (asks first)",
+        help: "Shows a solution to the exercise and puts it in your editor, after asking whether you are sure: trying first teaches more.",
+        run: cmd_solution,
+    },
+];
+
+/// Lend the lesson state and the session to `f`; an error when the lesson commands are not
+/// installed in this session.
+fn with_lessons(
+    session: &mut Session,
+    out: &mut dyn Write,
+    f: impl FnOnce(&mut Lessons, &mut Session, &mut dyn Write) -> io::Result<Status>,
+) -> io::Result<Status> {
+    match session.with_extension(|l: &mut Lessons, s| f(l, s, &mut *out)) {
+        Some(status) => status,
+        None => {
+            writeln!(out, "{} lessons are not available in this session", session.style().error("error:"))?;
+            Ok(Status::Error)
+        }
+    }
+}
 
 fn with_guide(
     session: &mut Session,
@@ -444,24 +547,28 @@ fn with_guide(
     f: impl FnOnce(&mut Guide, &mut Session, &mut dyn Write, &Style) -> io::Result<Status>,
 ) -> io::Result<Status> {
     let style = session.style().clone();
-    let Some(mut guide) = session.guide.take() else {
-        writeln!(
-            out,
-            "{} no lesson is open: `:lesson 1` opens the first, `:lessons` lists them",
-            style.error("error:")
-        )?;
-        return Ok(Status::Error);
-    };
-    let status = f(&mut guide, session, out, &style);
-    session.guide = Some(guide);
-    status
+    with_lessons(session, out, |lessons, session, out| {
+        let Some(guide) = lessons.guide.as_mut() else {
+            writeln!(
+                out,
+                "{} no lesson is open: `:lesson 1` opens the first, `:lessons` lists them",
+                style.error("error:")
+            )?;
+            return Ok(Status::Error);
+        };
+        f(guide, session, out, &style)
+    })
+}
+
+fn has_guide(session: &Session) -> bool {
+    session.extension::<Lessons>().is_some_and(|l| l.guide.is_some())
 }
 
 /// `:lesson [ID]`: open a lesson (loading the course if needed), or say which one is open.
 pub fn cmd_lesson(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
     let style = session.style().clone();
     let id = args.trim();
-    if session.guide.is_none() {
+    if !has_guide(session) {
         if let Err(s) = load_guide(session, out)? {
             return Ok(s);
         }
@@ -502,8 +609,16 @@ fn load_guide(session: &mut Session, out: &mut dyn Write) -> io::Result<Result<(
             if let Some(note) = note {
                 writeln!(out, "{}", style.warn(&format!("note: {note}")))?;
             }
-            session.guide = Some(guide);
-            Ok(Ok(()))
+            match session.extension_mut::<Lessons>() {
+                Some(lessons) => {
+                    lessons.guide = Some(guide);
+                    Ok(Ok(()))
+                }
+                None => {
+                    writeln!(out, "{} lessons are not available in this session", style.error("error:"))?;
+                    Ok(Err(Status::Error))
+                }
+            }
         }
         Err(errors) => {
             for e in errors {
@@ -537,7 +652,7 @@ pub fn cmd_solution(session: &mut Session, args: &str, out: &mut dyn Write) -> i
 }
 
 pub fn cmd_lessons(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
-    if session.guide.is_none() {
+    if !has_guide(session) {
         let style = session.style().clone();
         match Course::chosen(session.options.course.as_deref()) {
             Ok(course) => {

@@ -168,7 +168,7 @@ pub fn write_markdown(out: &mut dyn Write, md: &str, style: &Style) -> io::Resul
 
 impl Writer<'_> {
     fn prefix_width(&self) -> usize {
-        self.prefix.iter().map(|p| crate::replay::strip_ansi(p.as_bytes()).chars().count()).sum()
+        self.prefix.iter().map(|p| crate::render::text::strip_ansi(p.as_bytes()).chars().count()).sum()
     }
 
     fn block_start(&mut self) -> io::Result<()> {
@@ -351,6 +351,6 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("\x1b["), "{text:?}");
         assert!(!text.contains('`'), "{text:?}");
-        assert!(crate::replay::strip_ansi(text.as_bytes()).contains("Use atomicAdd."));
+        assert!(crate::render::text::strip_ansi(text.as_bytes()).contains("Use atomicAdd."));
     }
 }

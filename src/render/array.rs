@@ -19,7 +19,7 @@ use owo_colors::OwoColorize;
 
 use crate::buffer::{Buffer, Num, Shape};
 use crate::dtype::DType;
-use crate::script::value::{ArrayValue, Value, format_float};
+use crate::value::{ArrayValue, Value, format_float};
 
 /// Elide a dimension longer than this.
 pub const ELIDE_OVER: usize = 20;
@@ -245,7 +245,7 @@ mod tests {
 
     #[test]
     fn slice_and_scalars() {
-        let a = crate::script::value::ArrayValue::from_buffer(&f32s(&[2.0, 2.5, 3.0, 3.5]));
+        let a = crate::value::ArrayValue::from_buffer(&f32s(&[2.0, 2.5, 3.0, 3.5]));
         let mut out = Vec::new();
         let opts = ArrayStyle::default();
         write_value(&mut out, "a[2:6]", &Value::Array(a), &opts).unwrap();

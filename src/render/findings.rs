@@ -8,6 +8,8 @@ use super::Style;
 use crate::diag::{Diagnostic, SourceMap};
 use crate::finding::{Access, Finding, Memory, Site};
 
+use super::text::thousands;
+
 /// Write one finding.
 pub fn write_finding(out: &mut dyn Write, f: &Finding, sources: &SourceMap, style: &Style) -> io::Result<()> {
     to_diagnostic(f, sources).render(sources, out, style.color, style.width)
@@ -20,19 +22,6 @@ fn element(memory: &Memory, index: i64) -> String {
 
 fn line(sources: &SourceMap, site: &Site) -> u32 {
     sources.line_of(site.span)
-}
-
-/// `1234567` -> `1,234,567`; any unsigned integer (a launch's thread count can exceed `u64`).
-pub fn thousands(n: impl Into<u128>) -> String {
-    let s = n.into().to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The diagnostic a finding is drawn as.

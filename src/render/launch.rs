@@ -3,8 +3,8 @@
 use std::io::{self, Write};
 
 use super::Style;
-use super::findings::thousands;
-use crate::backend::{LaunchReport, LaunchSpec};
+use super::text::thousands;
+use crate::launch::{LaunchReport, LaunchSpec};
 
 /// `add_half<<<4096, 256>>>: 4096 x 256 = 1,048,576 threads on sim, 98,304 warp steps, clean`.
 ///
@@ -103,8 +103,8 @@ pub fn format_duration(d: std::time::Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::Dim3;
-    use crate::render::race::visible_width;
+    use crate::launch::Dim3;
+    use crate::render::text::visible_width;
 
     fn summary(kernel: &str, grid: Dim3, block: Dim3, backend: &str, report: &LaunchReport, color: bool) -> String {
         let spec = LaunchSpec { kernel: kernel.into(), grid, block, shared_bytes: 0, args: vec![] };

@@ -11,10 +11,10 @@ use std::io::{self, Write};
 use owo_colors::OwoColorize;
 
 use super::Style;
-use super::findings::thousands;
-use crate::backend::{Dim3, WriteTrace};
+use super::text::thousands;
 use crate::buffer::Shape;
 use crate::finding::ThreadRef;
+use crate::launch::{Dim3, WriteTrace};
 
 /// One launch buffer with its write trace.
 #[derive(Clone, Debug)]

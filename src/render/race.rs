@@ -17,6 +17,7 @@ use comfy_table::{Attribute, Cell, Color, Table, presets::UTF8_FULL_CONDENSED};
 
 use super::Style;
 use super::array::element;
+use super::text::visible_width;
 use crate::buffer::{Buffer, Shape};
 
 /// One run of a launch: on the simulator (a seed) or on a GPU.
@@ -408,21 +409,6 @@ fn fit(s: &str, width: usize) -> String {
     }
 }
 
-/// Columns a line takes on screen: characters, less ANSI escape sequences.
-pub fn visible_width(s: &str) -> usize {
-    let mut n = 0;
-    let mut esc = false;
-    for c in s.chars() {
-        match (esc, c) {
-            (false, '\u{1b}') => esc = true,
-            (true, c) if c.is_ascii_alphabetic() => esc = false,
-            (true, _) => {}
-            (false, _) => n += 1,
-        }
-    }
-    n
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -487,10 +473,5 @@ mod tests {
         let style = Style { color: false, width: 40, big: false };
         let text = outcome_table(&o, &pick_columns(&[&o], o.interesting(), 40), &style).to_string();
         assert!(text.contains("a[50]") && text.lines().all(|l| l.chars().count() <= 40), "{text}");
-    }
-
-    #[test]
-    fn visible_width_skips_ansi() {
-        assert_eq!(visible_width("\u{1b}[31mab\u{1b}[0m│"), 3);
     }
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
 
 use super::Style;
-use super::findings::thousands;
 use super::launch::format_duration;
+use super::text::thousands;
 
 #[derive(Clone, Debug, Default)]
 pub struct Timing {
@@ -123,7 +123,7 @@ pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Resul
             super::prose(
                 &format!(
                     "effective bandwidth {gbs:.0} GB/s{share} (an estimate: the bytes of the buffer arguments, {}, moved once per launch in the median kernel time)",
-                    crate::script::eval::human_bytes(t.bytes as u128)
+                    crate::render::text::human_bytes(t.bytes)
                 ),
                 style
             )

@@ -13,10 +13,10 @@ use std::io::{self, Write};
 
 use super::Style;
 use super::array::scalar_float;
-use crate::backend::WatchedAccess;
 use crate::buffer::Num;
 use crate::diag::SourceMap;
 use crate::finding::{Access, Memory, Site, ThreadRef};
+use crate::launch::WatchedAccess;
 
 /// Timeline lines shown before eliding the rest.
 const MAX_EVENTS: usize = 16;

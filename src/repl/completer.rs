@@ -7,11 +7,12 @@ use std::path::Path;
 
 use reedline::{Completer, Span, Suggestion};
 
+use super::all_commands;
 use super::highlighter::{C_KEYWORDS, C_TYPES, GRIDLAB_KEYWORDS, QUALIFIERS};
 use super::{Names, SharedNames};
-use crate::command::{self, COMMANDS};
 use crate::dtype::DType;
 use crate::script::input::{InputKind, classify};
+use crate::session::command;
 
 /// One completion: the text that replaces `start..end` of the input, and what it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,8 +106,8 @@ fn add<'a>(
 }
 
 fn commands(prefix: &str, start: usize, end: usize) -> Vec<Candidate> {
-    COMMANDS
-        .iter()
+    all_commands()
+        .into_iter()
         .filter(|c| c.name.starts_with(prefix))
         .map(|c| Candidate {
             value: format!(":{}", c.name),
@@ -119,7 +120,7 @@ fn commands(prefix: &str, start: usize, end: usize) -> Vec<Candidate> {
 }
 
 fn command_args(name: &str, args: &str, start: usize, end: usize, names: &Names) -> Vec<Candidate> {
-    let Some(spec) = command::find(name) else { return Vec::new() };
+    let Some(spec) = command::find(&all_commands(), name) else { return Vec::new() };
     if matches!(spec.name, "load" | "save" | "export") {
         return paths(args, start, end);
     }
@@ -141,8 +142,8 @@ fn command_args(name: &str, args: &str, start: usize, end: usize, names: &Names)
             .collect();
     }
     if spec.name == "help" {
-        return COMMANDS
-            .iter()
+        return all_commands()
+            .into_iter()
             .filter(|c| c.name.starts_with(args))
             .map(|c| Candidate { value: c.name.to_string(), start, end, description: None, space: false })
             .collect();
@@ -261,7 +262,7 @@ mod tests {
         assert_eq!(values(":he", &names()), vec![":help"]);
         assert_eq!(values(":s", &names()), vec![":seed", ":schedule", ":step", ":solution", ":save"]);
         let all = values(":", &names());
-        assert_eq!(all.len(), COMMANDS.len());
+        assert_eq!(all.len(), all_commands().len());
         let c = &complete("  :ke", 5, &names())[0];
         assert_eq!((c.start, c.end, c.value.as_str()), (2, 5, ":kernels"));
     }

@@ -12,8 +12,8 @@ use nu_ansi_term::{Color, Style};
 use reedline::{Highlighter, StyledText};
 
 use super::{Names, SharedNames};
-use crate::command;
 use crate::dtype::DType;
+use crate::session::command;
 
 /// What a piece of the input is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,7 +171,7 @@ pub fn spans(text: &str, names: &Names) -> Vec<(Kind, Range<usize>)> {
         if at_line_start && c == b':' {
             let end = line_end(i);
             let word_end = text[i + 1..end].find(|ch: char| ch.is_whitespace()).map_or(end, |n| i + 1 + n);
-            let known = command::find(&text[i + 1..word_end]).is_some();
+            let known = command::find(&super::all_commands(), &text[i + 1..word_end]).is_some();
             push(if known { Kind::Command } else { Kind::UnknownCommand }, i..word_end);
             push(Kind::Plain, word_end..end);
             i = end;

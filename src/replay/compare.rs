@@ -19,9 +19,9 @@ use super::UsageError;
 use crate::backend::BackendKind;
 use crate::buffer::{Buffer, Num, Shape};
 use crate::dtype::DType;
-use crate::script::value::Value;
 use crate::script::{Input, InputKind};
 use crate::session::{LaunchOutline, Options, Session, Status};
+use crate::value::Value;
 
 /// The backends `--compare` takes: only `sim,gpu` (in either order) for now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -439,8 +439,8 @@ pub fn compare_scripts(
         let text = std::fs::read_to_string(path)
             .map_err(|source| UsageError::Unreadable { path: path.to_path_buf(), source })?;
         let name = path.display().to_string();
-        let mut sim = Session::new(Options { backend: BackendKind::Sim, ..options.clone() });
-        let mut gpu = Session::new(Options { backend: BackendKind::Gpu, ..options.clone() });
+        let mut sim = crate::lesson::session(Options { backend: BackendKind::Sim, ..options.clone() }, None);
+        let mut gpu = crate::lesson::session(Options { backend: BackendKind::Gpu, ..options.clone() }, None);
         let label = gpu.resolve_backend();
         if let Some(why) = gpu.gpu_problem() {
             return Err(CompareError::NoGpu(why));

@@ -19,7 +19,7 @@ use crate::diag::{Diagnostic, Span};
 use crate::dtype::DType;
 
 use super::ast::{BinOp, Expr, ExprKind, Index, Kwarg, UnOp};
-use super::value::{ArrayValue, Data, Value, format_float, format_num, wrap};
+use crate::value::{ArrayValue, Data, Value, format_float, format_num, wrap};
 
 mod expect;
 
@@ -340,47 +340,10 @@ fn compare_i(op: BinOp, x: i128, y: i128) -> bool {
     }
 }
 
-/// Human-readable byte counts: `4.0 TiB`, `12.0 GiB`, `512 B`.
-pub fn human_bytes(n: u128) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut v = n as f64 / 1024.0;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    format!("{v:.1} {}", UNITS[u])
-}
-
 pub(crate) const FUNCTIONS: [&str; 27] = [
     "zeros", "ones", "full", "arange", "linspace", "random", "randint", "copy", "array", "len", "sum", "min", "max",
     "mean", "abs", "all", "any", "count", "sqrt", "exp", "log", "float", "int", "round", "floor", "ceil", "dim3",
 ];
-
-/// A few close names, for "did you mean" hints.
-fn similar<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    fn distance(a: &str, b: &str) -> usize {
-        let b: Vec<char> = b.chars().collect();
-        let mut prev: Vec<usize> = (0..=b.len()).collect();
-        for (i, ca) in a.chars().enumerate() {
-            let mut cur = vec![i + 1];
-            for (j, cb) in b.iter().enumerate() {
-                cur.push((prev[j] + (ca != *cb) as usize).min(prev[j + 1] + 1).min(cur[j] + 1));
-            }
-            prev = cur;
-        }
-        prev[b.len()]
-    }
-    candidates
-        .into_iter()
-        .map(|c| (distance(name, c), c))
-        .filter(|(d, c)| *d <= 2.min(c.len() / 2).max(1) && *d < name.len().max(c.len()))
-        .min()
-        .map(|(_, c)| c)
-}
 
 /// Where an indexable array comes from: a session buffer (read in place) or a computed value.
 #[derive(Clone, Copy)]
@@ -528,7 +491,7 @@ impl Cx<'_> {
             };
         }
         let d = Diagnostic::error(format!("`{n}` is not defined")).at(span).label("unknown name");
-        if let Some(s) = similar(n, names.iter().map(String::as_str)) {
+        if let Some(s) = crate::diag::suggest::closest(n, names.iter().map(String::as_str)) {
             d.help(format!("did you mean `{s}`?"))
         } else if DType::parse(n).is_some() {
             d.help(format!("`{n}` is a dtype: pass it to a constructor, e.g. `zeros(1024, {n})`"))
@@ -605,8 +568,8 @@ impl Cx<'_> {
             return Err(Diagnostic::error(format!(
                 "{} asks for {}, but only {} of the buffer limit is left",
                 self.text_span(span),
-                human_bytes(bytes),
-                human_bytes(limit as u128)
+                crate::render::text::human_bytes(bytes),
+                crate::render::text::human_bytes(limit)
             ))
             .at(span)
             .help("buffers may use half of this machine's memory by default; start gridlab with --max-alloc SIZE (e.g. --max-alloc 16G) to change it"));
@@ -719,7 +682,7 @@ impl Cx<'_> {
             }
             _ => {
                 let d = Diagnostic::error(format!("unknown function `{func}`")).at(func_span).label("not a function");
-                Err(match similar(func, FUNCTIONS) {
+                Err(match crate::diag::suggest::closest(func, FUNCTIONS) {
                     Some(s) => d.help(format!("did you mean `{s}`?")),
                     None => d.help(format!("the functions are {}", FUNCTIONS.join(", "))),
                 })

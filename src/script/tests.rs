@@ -8,8 +8,8 @@ use crate::dtype::DType;
 use crate::finding::FindingKind;
 
 use super::ast::{BinOp, Expect, ExprKind, StmtKind};
-use super::value::{ArrayValue, Data, Value};
 use super::{Env, eval, eval_expect, parse_statement};
+use crate::value::{ArrayValue, Data, Value};
 
 #[derive(Default)]
 struct TestEnv {

@@ -10,14 +10,14 @@ use std::io::{self, Write};
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
 
 use super::{Session, Status};
-use crate::backend::sim::cost::{self, CostReport, Limiter};
 use crate::backend::sim::{Schedule, SimConfig};
 use crate::backend::{LaunchBuffers, LaunchSpec};
 use crate::buffer::Buffer;
+use crate::cost::{self, CostReport, Limiter};
 use crate::diag::Span;
-use crate::render::findings::thousands;
+use crate::render::text::thousands;
 use crate::script::ast::Launch;
-use crate::script::value::Value;
+use crate::value::Value;
 
 /// The fields of a cost record, in the order they are shown. Lessons and course checks read
 /// these names (`expect c.atomics <= 64`): keep them.
@@ -174,7 +174,7 @@ impl Session {
             };
             writeln!(out, "  {label}.{field:<20} {shown:>14}")?;
         }
-        writeln!(out, "{}", style.dim(&crate::render::prose(&c.explain(), style)))
+        writeln!(out, "{}", style.dim(&crate::render::prose(&crate::render::cost::explain(c), style)))
     }
 
     /// Show the record `name` (typed alone at the prompt).
@@ -245,9 +245,9 @@ impl Session {
         let line = format!(
             "estimated on {}: left {} ({}), right {} ({}): {verdict}",
             ca.profile.title,
-            cost::format_us(ta),
+            crate::render::text::format_us(ta),
             ca.estimate.limiter.name(),
-            cost::format_us(tb),
+            crate::render::text::format_us(tb),
             cb.estimate.limiter.name()
         );
         writeln!(out, "{}", crate::render::prose(&line, &self.options.style))
@@ -311,7 +311,7 @@ impl Session {
         let o = &c.occupancy;
         let rest = format!(
             "estimated {} on {}: {}",
-            cost::format_us(c.estimate.time_us),
+            crate::render::text::format_us(c.estimate.time_us),
             c.profile.title,
             c.estimate.limiter.name()
         );
@@ -363,7 +363,11 @@ impl Session {
                 right(thousands(k.issued as u128)),
                 right(format!("{:.0}%", 100.0 * k.simt_efficiency())),
                 right(spr),
-                right(if k.dram_bytes() > 0 { cost::decimal_bytes(k.dram_bytes() as f64) } else { "-".into() }),
+                right(if k.dram_bytes() > 0 {
+                    crate::render::text::decimal_bytes(k.dram_bytes() as f64)
+                } else {
+                    "-".into()
+                }),
                 right(ways),
                 right(if k.atomics > 0 { thousands(k.atomics as u128) } else { "-".into() }),
             ]);
@@ -378,15 +382,15 @@ impl Session {
                 &format!(
                     "{}. Occupancy {:.0}% ({} blocks of {} warps per SM, limited by {}; about {} registers per thread); \
                      {:.0}% of lanes active; {} through L2, {} to and from DRAM.",
-                    c.explain(),
+                    crate::render::cost::explain(c),
                     100.0 * o.theoretical,
                     o.blocks_per_sm,
                     o.warps_per_block,
                     o.limited_by,
                     o.registers,
                     100.0 * t.simt_efficiency(),
-                    cost::decimal_bytes((t.l2_sectors * 32) as f64),
-                    cost::decimal_bytes(t.dram_bytes() as f64),
+                    crate::render::text::decimal_bytes((t.l2_sectors * 32) as f64),
+                    crate::render::text::decimal_bytes(t.dram_bytes() as f64),
                 ),
                 style
             )

@@ -15,7 +15,7 @@ use crate::dtype::DType;
 use crate::render;
 use crate::script::ast::{Dim, Expr, ExprKind, Launch};
 use crate::script::eval;
-use crate::script::value::Value;
+use crate::value::Value;
 
 /// CUDA's limits for every device of compute capability 3.0 and later.
 pub const MAX_THREADS_PER_BLOCK: u64 = 1024;
@@ -274,7 +274,7 @@ impl Session {
         }
         let kernels = self.module.kernel_names();
         let mut d = Diagnostic::error(format!("no kernel named `{name}`")).at(span).label("not defined");
-        d = match crate::render::closest(name, kernels.iter().copied()) {
+        d = match crate::diag::suggest::closest(name, kernels.iter().copied()) {
             Some(best) => d.help(format!("did you mean `{best}`?")),
             None if kernels.is_empty() => {
                 d.help(format!("define it first: type `__global__ void {name}(float *a) {{ ... }}`"))
@@ -353,7 +353,7 @@ impl Session {
             } else {
                 let names = self.buffers.iter().map(|(n, _)| n.as_str());
                 let d = Diagnostic::error(format!("no buffer named `{name}`")).at(e.span);
-                match crate::render::closest(name, names) {
+                match crate::diag::suggest::closest(name, names) {
                     Some(best) => d.help(format!("did you mean `{best}`?")),
                     None => d.help(format!("create it first, e.g. `let {name} = zeros(1000)`")),
                 }

@@ -19,10 +19,11 @@ use crate::finding::{Access, Finding, Memory, Site, ThreadRef};
 
 use super::alu;
 use super::compile::{Kernel, Op, SPECIAL_REGS, StaticKind, Vote};
-use super::cost::{CostReport, Counter, MemOp};
+use super::cost::{Counter, MemOp};
 use super::memory::{self, Reports, STATIC_REGION_BASE, Shadow, Who};
 use super::printf::{self, Value};
 use super::{Schedule, SimConfig, Watch};
+use crate::cost::CostReport;
 
 const WARP: usize = 32;
 /// Blocks resident at once (`Random`, `Lockstep`), and the memory they may hold together.

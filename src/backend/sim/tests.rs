@@ -975,7 +975,7 @@ __global__ void diverge(float *a, float *b) {
 }
 "#;
 
-fn cost_of(kernel: &str, grid: u32, block: u32, len: usize) -> crate::backend::sim::cost::CostReport {
+fn cost_of(kernel: &str, grid: u32, block: u32, len: usize) -> crate::cost::CostReport {
     let mut sim = Sim::of(COST_KERNELS);
     let mut a = floats(&vec![1.0; len]);
     let mut b = floats(&vec![0.0; len]);

@@ -13,8 +13,8 @@ use crate::buffer::Shape;
 use crate::diag::Diagnostic;
 
 use super::super::ast::{BinOp, Expr, ExprKind};
-use super::super::value::{ArrayValue, Data, format_num};
 use super::{Cx, Env, V, b_lane};
+use crate::value::{ArrayValue, Data, format_num};
 
 /// How many failing elements a message lists.
 const SHOWN: usize = 5;

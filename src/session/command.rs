@@ -1,20 +1,23 @@
-//! The `:` commands. Each is one row of [`COMMANDS`]: name, argument synopsis, one-line summary,
-//! long help and the function that runs it. Later features (`:race`, `:time`, `:map`, lesson
-//! commands) are added as rows; `:help` and completion read the same table.
+//! The `:` commands. Each is one row of a table: name, argument synopsis, one-line summary, long
+//! help and the function that runs it. The session's own are [`COMMANDS`] and
+//! [`FILE_COMMANDS`]; a layer above adds more through an [`Extension`] (the lesson guide's
+//! `:lesson`, `:next`, `:check` ...). `:help`, completion and the highlighter read the same rows
+//! ([`listing`]), so a new row is documented, completed and coloured at once.
 
 use std::io::{self, Write};
 use std::path::Path;
 
 use comfy_table::{ColumnConstraint, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
+use super::{Extension, Session, Status};
 use crate::backend::BackendKind;
 use crate::backend::gpu::protocol::KernelInfo;
 use crate::backend::sim::Schedule;
 use crate::cuda::ItemKind;
 use crate::render::{self, Style};
-use crate::session::{Session, Status};
 
-type Run = fn(&mut Session, &str, &mut dyn Write) -> io::Result<Status>;
+/// What runs a command: the session, the text after the name, where to write.
+pub type Run = fn(&mut Session, &str, &mut dyn Write) -> io::Result<Status>;
 
 pub struct CommandSpec {
     pub name: &'static str,
@@ -145,62 +148,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         help: "`:info add_half 256` shows what the compiled kernel uses: registers per thread, static shared memory per block, local memory per thread (local arrays and register spills, which are slow), the most threads a block of it may have, and its occupancy for blocks of BLOCK threads (256 unless given): how many warps are resident on an SM at once, out of the most it can hold. More resident warps hide more memory latency. Needs the GPU backend (`:backend gpu`).",
         run: info,
     },
-    CommandSpec {
-        name: "lesson",
-        args: "[ID]",
-        summary: "open a lesson, or say which is open",
-        help: "`:lesson 3` opens lesson 3 (by number, id like `03-one-thread-per-element`, or slug); `:lesson` alone opens where you left off, or names the open lesson. Lessons show their steps one at a time and put each suggested input in your editor.",
-        run: crate::lesson::guide::cmd_lesson,
-    },
-    CommandSpec {
-        name: "lessons",
-        args: "",
-        summary: "the course, with your progress",
-        help: "Lists the lessons with what they teach and how far you got: steps seen and exercises solved. Progress is saved in your data folder; `gridlab lessons --reset` clears it.",
-        run: crate::lesson::guide::cmd_lessons,
-    },
-    CommandSpec {
-        name: "next",
-        args: "",
-        summary: "the lesson's next step",
-        help: "Shows the next step of the lesson (after the last step, the next lesson).",
-        run: crate::lesson::guide::cmd_next,
-    },
-    CommandSpec {
-        name: "back",
-        args: "",
-        summary: "the lesson's previous step",
-        help: "Shows the previous step again.",
-        run: crate::lesson::guide::cmd_back,
-    },
-    CommandSpec {
-        name: "step",
-        args: "",
-        summary: "show the current step again",
-        help: "Shows the current step again and puts its first input back in your editor.",
-        run: crate::lesson::guide::cmd_step,
-    },
-    CommandSpec {
-        name: "hint",
-        args: "",
-        summary: "the exercise's next hint",
-        help: "Shows the exercise's hints one at a time: each `:hint` gives one more.",
-        run: crate::lesson::guide::cmd_hint,
-    },
-    CommandSpec {
-        name: "check",
-        args: "",
-        summary: "check your solution to the exercise",
-        help: "Runs the exercise's check against the kernels you defined: several sizes and launch shapes chosen to break wrong answers, each on the simulator with three seeds and in lockstep (and on the GPU when you use one). A race or an out-of-bounds access fails it even when the numbers come out right. A failure says which configuration broke and how.",
-        run: crate::lesson::guide::cmd_check,
-    },
-    CommandSpec {
-        name: "solution",
-        args: "",
-        summary: "show a solution (asks first)",
-        help: "Shows a solution to the exercise and puts it in your editor, after asking whether you are sure: trying first teaches more.",
-        run: crate::lesson::guide::cmd_solution,
-    },
+];
+
+/// Commands on files, listed after the extensions' commands (`:help` reads settings and views
+/// first, then what an extension adds, then files).
+pub const FILE_COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "export",
         args: "FILE.md",
@@ -225,7 +177,7 @@ pub const COMMANDS: &[CommandSpec] = &[
 ];
 
 /// Topics of the language, for `:help TOPIC`.
-const TOPICS: &[(&str, &str)] = &[
+pub const TOPICS: &[(&str, &str)] = &[
     (
         "cuda",
         "Type CUDA C directly: a line starting with __global__, __device__, __constant__, #define, #include, struct, typedef, template or extern \"C\" starts CUDA source, read until its braces balance. It is checked at once; defining a kernel again replaces it.",
@@ -256,15 +208,26 @@ const TOPICS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Every command of a session with `extra` installed, in the order `:help` lists them.
+pub fn listing(extra: &'static [CommandSpec]) -> Vec<&'static CommandSpec> {
+    COMMANDS.iter().chain(extra).chain(FILE_COMMANDS).collect()
+}
+
+/// The commands of this session: its own and its extension's.
+fn commands_of(session: &Session) -> Vec<&'static CommandSpec> {
+    listing(session.extension.as_deref().map_or(&[], Extension::commands))
+}
+
 /// Run a `:command` line.
 pub fn run(session: &mut Session, line: &str, out: &mut dyn Write) -> io::Result<Status> {
     let body = line.trim().trim_start_matches(':');
     let (name, args) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
-    match find(name) {
+    let all = commands_of(session);
+    match all.iter().find(|c| c.name == name) {
         Some(cmd) => (cmd.run)(session, args.trim(), out),
         None => {
             let style = session.style();
-            let suggestion = render::closest(name, COMMANDS.iter().map(|c| c.name))
+            let suggestion = crate::diag::suggest::closest(name, all.iter().map(|c| c.name))
                 .map(|c| format!(" Did you mean `:{c}`?"))
                 .unwrap_or_default();
             writeln!(out, "{} unknown command `:{name}`.{suggestion} Type :help for the list.", style.error("error:"))?;
@@ -273,26 +236,29 @@ pub fn run(session: &mut Session, line: &str, out: &mut dyn Write) -> io::Result
     }
 }
 
-pub fn find(name: &str) -> Option<&'static CommandSpec> {
-    COMMANDS.iter().find(|c| c.name == name)
+/// The row of a command named `name` among `commands` (from [`listing`]).
+pub fn find<'a>(commands: &[&'a CommandSpec], name: &str) -> Option<&'a CommandSpec> {
+    commands.iter().copied().find(|c| c.name == name)
 }
 
-fn usage(session: &Session, out: &mut dyn Write, cmd: &str, msg: &str) -> io::Result<Status> {
-    let spec = find(cmd).expect("usage is only called for known commands");
+/// A command's arguments were wrong: say why, and show its synopsis.
+pub fn usage(session: &Session, out: &mut dyn Write, cmd: &str, msg: &str) -> io::Result<Status> {
     writeln!(out, "{} {msg}", session.style().error("error:"))?;
-    writeln!(out, "usage: :{} {}", spec.name, spec.args)?;
+    if let Some(spec) = find(&commands_of(session), cmd) {
+        writeln!(out, "usage: :{} {}", spec.name, spec.args)?;
+    }
     Ok(Status::Error)
 }
 
 fn help(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
     let style = session.style().clone();
     let topic = args.trim().trim_start_matches(':');
+    let all = commands_of(session);
     if topic.is_empty() {
         writeln!(out, "{}", style.bold("Commands"))?;
-        let heads: Vec<String> =
-            COMMANDS.iter().map(|c| format!(":{} {}", c.name, c.args).trim_end().to_string()).collect();
+        let heads: Vec<String> = all.iter().map(|c| format!(":{} {}", c.name, c.args).trim_end().to_string()).collect();
         let w = heads.iter().map(|h| h.len()).max().unwrap_or(0);
-        for (c, head) in COMMANDS.iter().zip(&heads) {
+        for (c, head) in all.iter().zip(&heads) {
             // Summaries wrap under themselves; on a narrow screen they go on the next line.
             let (sep, indent) = if 2 + w + 1 + 20 <= style.width {
                 (" ".repeat(w - head.len() + 1), 2 + w + 1)
@@ -307,7 +273,7 @@ fn help(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
         writeln!(out, "  {}", names.join(", "))?;
         return Ok(Status::Ok);
     }
-    if let Some(c) = find(topic) {
+    if let Some(c) = find(&all, topic) {
         writeln!(out, "{} {}", style.accent(&format!(":{}", c.name)), c.args)?;
         writeln!(out, "{}", c.help)?;
         return Ok(Status::Ok);
@@ -316,8 +282,8 @@ fn help(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
         writeln!(out, "{text}")?;
         return Ok(Status::Ok);
     }
-    let all = COMMANDS.iter().map(|c| c.name).chain(TOPICS.iter().map(|(n, _)| *n));
-    let hint = render::closest(topic, all).map(|c| format!(" Did you mean `{c}`?")).unwrap_or_default();
+    let all = all.iter().map(|c| c.name).chain(TOPICS.iter().map(|(n, _)| *n));
+    let hint = crate::diag::suggest::closest(topic, all).map(|c| format!(" Did you mean `{c}`?")).unwrap_or_default();
     writeln!(out, "{} no help on `{topic}`.{hint} Type :help for the list.", style.error("error:"))?;
     Ok(Status::Error)
 }
@@ -389,7 +355,7 @@ fn device(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Sta
         t.add_row(["schedule".to_string(), format!("{} (seed {})", schedule_name(config.schedule), config.seed)]);
         t.add_row([
             "step budget".to_string(),
-            format!("{} warp steps per launch", crate::render::findings::thousands(config.max_steps)),
+            format!("{} warp steps per launch", crate::render::text::thousands(config.max_steps)),
         ]);
         t.add_row(["limits", "CUDA's: 1024 threads per block, block (1024, 1024, 64), grid (2147483647, 65535, 65535), 48 KiB shared memory per block"]);
         t.add_row(["SMs", "none: it has no hardware to fill (an H100 has 132); `:backend gpu` and `gridlab doctor` tell about a real GPU"]);
@@ -607,8 +573,9 @@ fn not_a_kernel(session: &Session, name: &str, out: &mut dyn Write) -> io::Resul
         writeln!(out, "{} no kernels yet; type one, starting with `__global__ void`", style.error("error:"))?;
         return Ok(Some(Status::Error));
     }
-    let hint =
-        render::closest(name, kernels.iter().copied()).map(|c| format!(" Did you mean `{c}`?")).unwrap_or_default();
+    let hint = crate::diag::suggest::closest(name, kernels.iter().copied())
+        .map(|c| format!(" Did you mean `{c}`?"))
+        .unwrap_or_default();
     writeln!(out, "{} there is no kernel `{name}`.{hint} `:kernels` lists them.", style.error("error:"))?;
     Ok(Some(Status::Error))
 }

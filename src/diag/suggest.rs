@@ -1,4 +1,6 @@
-//! "Did you mean ...?" by edit distance, for misspelt names and types.
+//! "Did you mean ...?" by edit distance, for every misspelt name gridlab meets: `:` commands and
+//! help topics, statement functions and variables, CUDA types, functions and identifiers. One
+//! distance and one threshold, so a typo is caught the same way wherever it is typed.
 
 /// The closest candidate within a distance that still looks like a typo of `name`.
 pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
@@ -7,7 +9,9 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .into_iter()
         .filter(|c| *c != name)
         .map(|c| (distance(name, c), c))
-        .filter(|(d, _)| *d <= limit)
+        // A one-letter name is "close" to every other one-letter name: only suggest where
+        // something of the typed name survives.
+        .filter(|(d, c)| *d <= limit && *d < name.chars().count().max(c.chars().count()))
         .min_by_key(|(d, c)| (*d, c.len()))
         .map(|(_, c)| c)
 }
@@ -51,5 +55,8 @@ mod tests {
         assert_eq!(closest("flaot", ["int", "float", "double"]), Some("float"));
         assert_eq!(closest("threadIdz", ["threadIdx", "blockIdx"]), Some("threadIdx"));
         assert_eq!(closest("zzz", ["float"]), None);
+        assert_eq!(closest("x", ["a"]), None, "nothing of `x` is in `a`");
+        assert_eq!(closest("hepl", ["help", "hint"]), Some("help"));
+        assert_eq!(closest("zeors", ["zeros", "ones"]), Some("zeros"));
     }
 }

@@ -1,0 +1,72 @@
+//! Words for the cost model's verdict: what limits a launch and the figures behind it, as
+//! `:time` and `cost` say it ("memory-bound: 16.8 MB moved to and from DRAM at 2.68 TB/s ...").
+
+use crate::cost::{CostReport, Limiter, SECTOR};
+
+use super::text::{decimal_bytes, thousands};
+
+/// One line on what limits the launch, with the figures behind it (`:time` prints it under the
+/// estimate).
+pub fn explain(c: &CostReport) -> String {
+    let t = &c.totals;
+    let p = c.profile;
+    let o = &c.occupancy;
+    let spr = t.sectors_per_request();
+    let ideal = t.ideal_sectors_per_request();
+    let coalescing = if t.global_load_requests + t.global_store_requests == 0 {
+        String::new()
+    } else if spr <= ideal * 1.05 {
+        format!("; {:.0}% of each 32-byte sector used", 100.0 * c.sector_use())
+    } else {
+        format!("; {spr:.1} sectors per request where {ideal:.1} would do (uncoalesced)")
+    };
+    match c.estimate.limiter {
+        Limiter::Dram => format!(
+            "memory-bound: {} moved to and from DRAM at {:.2} TB/s{coalescing}",
+            decimal_bytes(t.dram_bytes() as f64),
+            p.dram_gbs * p.dram_efficiency / 1000.0
+        ),
+        Limiter::L2 => format!(
+            "L2-bound: {} through L2 ({} from DRAM){coalescing}",
+            decimal_bytes((t.l2_sectors * SECTOR) as f64),
+            decimal_bytes(t.dram_bytes() as f64)
+        ),
+        Limiter::L1 => {
+            format!("L1-bound: {} cache lines looked up by {} requests{coalescing}", t.lines, t.global_requests)
+        }
+        Limiter::Shared => format!(
+            "shared-memory-bound: {} wavefronts for {} requests, {} of them bank conflicts",
+            t.wavefronts,
+            t.shared_requests,
+            t.bank_conflicts()
+        ),
+        Limiter::Issue => format!(
+            "compute-bound: {} warp instructions at 4 per SM per cycle; {:.0}% of lanes active",
+            t.issued,
+            100.0 * t.simt_efficiency()
+        ),
+        Limiter::Atomics => format!(
+            "atomic-bound: {} atomics, up to {} on one address, which run one after another ({} ns each)",
+            t.atomics, c.hottest_address, p.same_address_atomic_ns
+        ),
+        Limiter::Latency => format!(
+            "latency-bound: {} block{} of {} warp{} ({:.0}% occupancy on {} of {} SMs) leave too little work in flight to hide memory and instruction latency",
+            c.threads.div_ceil((o.warps_per_block * 32) as u64),
+            if c.threads > (o.warps_per_block * 32) as u64 { "s" } else { "" },
+            o.warps_per_block,
+            if o.warps_per_block == 1 { "" } else { "s" },
+            100.0 * o.achieved,
+            o.sms_used,
+            p.sms
+        ),
+        Limiter::Blocks => format!(
+            "block-scheduling-bound: {} blocks of {} thread{}, {} per SM one after another; larger blocks (or a \
+             grid-stride loop) do the same work in fewer",
+            thousands(c.threads.div_ceil((o.warps_per_block * 32) as u64) as u128),
+            o.warps_per_block * 32,
+            if o.warps_per_block * 32 == 1 { "" } else { "s" },
+            thousands(c.threads.div_ceil((o.warps_per_block * 32) as u64).div_ceil(p.sms as u64) as u128),
+        ),
+        Limiter::Launch => format!("launch-bound: the work takes less than the {} us a launch costs", p.launch_us),
+    }
+}

@@ -1,0 +1,138 @@
+//! A lesson without a learner: `gridlab replay` of a lesson file (solutions in place of the
+//! exercises, checks included) and `gridlab dev check` (which also makes sure every starter
+//! fails its check). Each lesson runs in a fresh session, step by step, as a learner would, its
+//! blocks through the same [`Runner`] as a script's inputs.
+
+use std::io::{self, Write};
+use std::time::Instant;
+
+use super::runner::{Expect, Runner};
+use super::{Case, ScriptResult};
+use crate::lesson::{Code, Exercise, Lesson, Part, check};
+use crate::render::text::strip_ansi;
+use crate::session::Options;
+
+/// What to do with each exercise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Define the solution and run the check: it must pass.
+    Replay,
+    /// First the starter (its check must fail), then the solution (its check must pass).
+    DevCheck,
+}
+
+/// Run `lesson` in a fresh session, writing a transcript (or, when `quiet`, only failures).
+pub fn run_lesson(
+    lesson: &Lesson,
+    options: &Options,
+    mode: Mode,
+    quiet: bool,
+    out: &mut dyn Write,
+) -> io::Result<ScriptResult> {
+    let start = Instant::now();
+    let style = options.style.clone();
+    let mut session = crate::lesson::session(options.clone(), None);
+    if !quiet {
+        writeln!(out, "{}", style.bold(&format!("== {}: {}", lesson.path, lesson.title())))?;
+    }
+    let mut result = ScriptResult::new(lesson.path.clone().into());
+    if lesson.meta.needs_gpu && !session.on_gpu() {
+        let why = "the lesson needs a GPU (its front matter says backend = \"gpu\") and none is in use".to_string();
+        writeln!(out, "{} {}: {why}", style.warn("SKIP"), lesson.path)?;
+        result.cases = lesson
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Case { skipped: Some(why.clone()), ..Case::new(step_name(lesson, i, &s.title)) })
+            .collect();
+        result.elapsed = start.elapsed();
+        return Ok(result);
+    }
+    let mut runner = Runner::new(&mut session, result, quiet, out);
+    for (i, step) in lesson.steps.iter().enumerate() {
+        let step_start = Instant::now();
+        let mut case = Case::new(step_name(lesson, i, &step.title));
+        if !quiet {
+            writeln!(runner.out(), "{}", style.accent(&format!("-- {}. {}", i + 1, step.title)))?;
+        }
+        for part in &step.parts {
+            match part {
+                Part::Prose(_) => {}
+                Part::Cuda(code) | Part::Gridlab(code) => run_code(&mut runner, lesson, code, &mut case)?,
+                Part::Exercise(ex) => exercise(&mut runner, lesson, ex, mode, &mut case)?,
+            }
+        }
+        case.elapsed = step_start.elapsed();
+        runner.result.cases.push(case);
+    }
+    let detail = format!("{} steps, {} inputs", lesson.steps.len(), runner.result.inputs);
+    let mut result = runner.finish(&lesson.path, detail, "")?;
+    result.elapsed = start.elapsed();
+    Ok(result)
+}
+
+fn step_name(lesson: &Lesson, i: usize, title: &str) -> String {
+    format!("{} step {}: {title}", lesson.id, i + 1)
+}
+
+/// A `cuda` or `gridlab` block, input by input, with the file's own line numbers.
+fn run_code(runner: &mut Runner<'_>, lesson: &Lesson, code: &Code, case: &mut Case) -> io::Result<()> {
+    // In an `error` block the refusal is the point; running is the failure.
+    let expect = if code.refused { Expect::Refusal } else { Expect::Ok };
+    runner.run_text(&lesson.path, &code.padded(), expect, Some(case))?;
+    Ok(())
+}
+
+/// An exercise: in a dev check the starter must fail its check; then the solution must pass it.
+fn exercise(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, mode: Mode, case: &mut Case) -> io::Result<()> {
+    let (path, style, quiet) = (lesson.path.clone(), runner.style.clone(), runner.quiet());
+    if !quiet {
+        writeln!(runner.out(), "{} {}", style.bold("exercise:"), ex.task.lines().next().unwrap_or(""))?;
+    }
+    if mode == Mode::DevCheck {
+        if let Some(starter) = &ex.starter {
+            // The starter may not even compile: then its check fails too, which is all we ask.
+            runner.session.eval_text(&path, &starter.padded(), false, &mut Vec::new())?;
+        }
+        let outcome = check::run(runner.session, &path, &ex.check)?;
+        match &outcome.failure {
+            Some(f) if !quiet => {
+                let with = f.config.as_ref().map(|c| format!("with {c}, ")).unwrap_or_default();
+                writeln!(
+                    runner.out(),
+                    "{} the starter fails its check ({with}on {}: {})",
+                    style.ok("✓"),
+                    f.run,
+                    f.why
+                )?;
+            }
+            Some(_) => {}
+            None => {
+                let what = if ex.starter.is_some() {
+                    "the starter passes its check"
+                } else {
+                    "the check passes with no kernel written"
+                };
+                let msg = format!(
+                    "{path}:{}: {what}: the check does not catch the mistake the exercise is about; add a configuration that breaks it",
+                    ex.line
+                );
+                writeln!(runner.out(), "{} {msg}", style.error("✗"))?;
+                runner.fail(Some(case), true, msg);
+            }
+        }
+    }
+    run_code(runner, lesson, &ex.solution, case)?;
+    let outcome = check::run(runner.session, &path, &ex.check)?;
+    let mut buf = Vec::new();
+    write!(buf, "{} ", style.bold("check:"))?;
+    check::write(&mut buf, &outcome, &style)?;
+    if !outcome.passed() {
+        let msg = format!("{path}:{}: the solution fails its check\n{}", ex.line, strip_ansi(&buf));
+        runner.fail(Some(case), true, msg);
+    }
+    if !quiet || !outcome.passed() {
+        runner.out().write_all(&buf)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,139 @@
+//! The one input runner: echo an input, evaluate it, tally how it went, and keep what a report
+//! needs when it failed. `gridlab replay` of a script, a lesson's blocks in `replay` and
+//! `dev check`, and piped stdin all run their inputs through it, so a transcript, a failure
+//! message and the PASS/FAIL line read the same wherever they come from.
+
+use std::io::{self, Write};
+
+use super::{Case, ScriptResult};
+use crate::render::text::strip_ansi;
+use crate::render::{self, Style};
+use crate::session::{Session, Status, worse};
+
+/// What an input is expected to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// Run cleanly (an `expect` that fails or an error is a failure).
+    Ok,
+    /// Be refused (a lesson's ` ```cuda error ` block): running is the failure.
+    Refusal,
+}
+
+/// Runs inputs in a session, writing the transcript (or, when `quiet`, only what failed) and
+/// tallying into a [`ScriptResult`].
+pub struct Runner<'a> {
+    pub session: &'a mut Session,
+    pub result: ScriptResult,
+    pub style: Style,
+    quiet: bool,
+    /// Keep each input and its output in the session's transcript (for `:export`).
+    record: bool,
+    out: &'a mut dyn Write,
+}
+
+impl<'a> Runner<'a> {
+    pub fn new(session: &'a mut Session, result: ScriptResult, quiet: bool, out: &'a mut dyn Write) -> Runner<'a> {
+        let style = session.style().clone();
+        Runner { session, result, style, quiet, record: false, out }
+    }
+
+    /// Keep inputs and outputs for `:export`, as typed input is.
+    pub fn recording(mut self) -> Runner<'a> {
+        self.record = true;
+        self
+    }
+
+    /// Where the transcript goes, for lines the caller adds (headings, exercise verdicts).
+    pub fn out(&mut self) -> &mut dyn Write {
+        &mut *self.out
+    }
+
+    pub fn quiet(&self) -> bool {
+        self.quiet
+    }
+
+    /// Run every input of `text` (from the file `name`, padded so lines match the file),
+    /// counting failures against the script and, when given, the test case. Returns the worst
+    /// status (a refused input in a `Refusal` block counts as `Ok`).
+    pub fn run_text(
+        &mut self,
+        name: &str,
+        text: &str,
+        expect: Expect,
+        mut case: Option<&mut Case>,
+    ) -> io::Result<Status> {
+        let (inputs, broken) = self.session.split(name, text);
+        let mut worst = Status::Ok;
+        for input in &inputs {
+            let mut buf = Vec::new();
+            render::write_echo(&mut buf, &input.text, &self.style)?;
+            let echoed = buf.len();
+            let status = self.session.eval_input(name, input, self.record, &mut buf)?;
+            self.result.inputs += 1;
+            let failed = match expect {
+                Expect::Ok => status != Status::Ok,
+                Expect::Refusal => status != Status::Error,
+            };
+            if failed {
+                let mut plain = Vec::new();
+                render::write_echo(&mut plain, &input.text, &Style::plain())?;
+                let mut text =
+                    format!("{name}:{}\n{}{}", input.line, String::from_utf8_lossy(&plain), strip_ansi(&buf[echoed..]));
+                if expect == Expect::Refusal {
+                    text.push_str("this input ran, but its block says `error`: gridlab should have refused it\n");
+                    writeln!(
+                        buf,
+                        "{}",
+                        self.style.error("expected an error: the block says `error`, but this input ran")
+                    )?;
+                }
+                let counts_as_expect = status == Status::ExpectFailed || expect == Expect::Refusal;
+                self.fail(case.as_deref_mut(), counts_as_expect, text);
+                worst = worse(worst, if counts_as_expect { Status::ExpectFailed } else { Status::Error });
+            }
+            if !self.quiet || failed {
+                self.out.write_all(&buf)?;
+            }
+        }
+        if let Some(diag) = broken {
+            let mut buf = Vec::new();
+            diag.render(self.session.sources(), &mut buf, self.style.color, self.style.width)?;
+            self.out.write_all(&buf)?;
+            self.fail(case, false, strip_ansi(&buf));
+            worst = Status::Error;
+        }
+        Ok(worst)
+    }
+
+    /// Count a failure (`expect`: a failed expectation rather than an error) against the script
+    /// and the case.
+    pub fn fail(&mut self, case: Option<&mut Case>, expect: bool, text: String) {
+        if expect {
+            self.result.expects_failed += 1;
+        } else {
+            self.result.errors += 1;
+        }
+        if let Some(case) = case {
+            case.failures.push(text.clone());
+        }
+        self.result.failures.push(text);
+    }
+
+    /// The closing `PASS name (detail)` or `FAIL ...` line, and the result. `failed` names what
+    /// failed expectations are (`expect(s)` in a script; in a lesson, checks and blocks too).
+    pub fn finish(mut self, name: &str, mut detail: String, failed: &str) -> io::Result<ScriptResult> {
+        let verdict = if self.result.passed() { self.style.ok("PASS") } else { self.style.error("FAIL") };
+        if self.result.expects_failed > 0 {
+            let what = if failed.is_empty() { String::new() } else { format!("{failed} ") };
+            detail.push_str(&format!(", {} {what}failed", self.result.expects_failed));
+        }
+        if self.result.errors > 0 {
+            detail.push_str(&format!(", {} error(s)", self.result.errors));
+        }
+        writeln!(self.out, "{verdict} {name} ({detail})")?;
+        if !self.quiet {
+            writeln!(self.out)?;
+        }
+        Ok(std::mem::replace(&mut self.result, ScriptResult::new(Default::default())))
+    }
+}
