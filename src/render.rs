@@ -7,7 +7,7 @@ pub mod findings;
 pub mod launch;
 pub mod map;
 pub mod race;
-mod style;
+pub mod style;
 pub mod text;
 pub mod timing;
 pub mod why;

@@ -5,10 +5,15 @@
 //! - [`lexer`] and [`parser`] turn one statement into an [`ast::Stmt`];
 //! - [`eval`] evaluates expressions against the session's buffers and scalars ([`eval::Env`]),
 //!   numpy-style, and explains failed `expect`s with the learner's own sub-expressions;
-//! - [`value`] holds values and converts arrays to and from [`crate::buffer::Buffer`].
+//! - [`builtins`] is the one table of built-in functions (evaluation, completion, colours, help);
+//! - [`highlight`] says what each piece of typed text is, for the prompt's and the lessons'
+//!   colours;
+//! - values and their conversion to and from buffers are [`crate::value`].
 
 pub mod ast;
+pub mod builtins;
 pub mod eval;
+pub mod highlight;
 pub mod input;
 pub mod lexer;
 pub mod parser;

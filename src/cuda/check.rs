@@ -17,6 +17,7 @@ mod functions;
 mod signatures;
 mod types;
 
+pub use builtins::builtin_names;
 pub(crate) use builtins::{BUILTIN_FUNCS, BUILTIN_VARS, FAST_MATH, MATH};
 use consteval::*;
 use functions::*;

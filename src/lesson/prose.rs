@@ -9,8 +9,9 @@ use std::io::{self, Write};
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 use crate::render::Style;
-use crate::repl::Names;
-use crate::repl::highlighter;
+use crate::render::style::token;
+use crate::script::highlight::{Known, spans};
+use crate::session::command;
 
 /// A piece of text and how many columns it takes on screen.
 struct Word {
@@ -278,8 +279,10 @@ impl Writer<'_> {
         for line in text.trim_end_matches('\n').lines() {
             if highlight {
                 let mut painted = String::new();
-                for (kind, range) in highlighter::spans(line, &Names::default()) {
-                    painted.push_str(&highlighter::style(kind).paint(&line[range]).to_string());
+                let is_command = |w: &str| command::find(&command::listing(super::guide::COMMANDS), w).is_some();
+                let known = Known { is_kernel: &|_| false, is_command: &is_command };
+                for (kind, range) in spans(line, &known) {
+                    painted.push_str(&token(kind).paint(&line[range]).to_string());
                 }
                 writeln!(self.out, "{prefix}{painted}")?;
             } else if self.style.color {

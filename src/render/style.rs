@@ -72,3 +72,50 @@ impl Style {
         super::array::ArrayStyle { color: self.color, width: self.width, changed }
     }
 }
+
+/// What a piece of the input is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Token {
+    Plain,
+    /// Control flow and gridlab's own statement words: `if`, `for`, `return`, `let`, `expect`.
+    Keyword,
+    /// C types, `dim3` and dtype names (`f32`, `i64`).
+    Type,
+    /// CUDA qualifiers: `__global__`, `__shared__`, ...
+    Qualifier,
+    /// CUDA built-in variables and functions (`threadIdx`, `atomicAdd`) and gridlab functions
+    /// (`zeros`, `arange`, `sum`).
+    Builtin,
+    /// A kernel or device function the session knows.
+    Kernel,
+    Number,
+    String,
+    Comment,
+    Preprocessor,
+    /// `<<<` and `>>>`.
+    Launch,
+    /// A known `:command`.
+    Command,
+    /// A `:word` that is not a command.
+    UnknownCommand,
+}
+
+/// The colour of each kind of token, in the prompt's editor and in lesson code blocks.
+pub fn token(kind: Token) -> nu_ansi_term::Style {
+    use nu_ansi_term::{Color, Style};
+    match kind {
+        Token::Plain => Style::new(),
+        Token::Keyword => Color::Magenta.bold(),
+        Token::Type => Style::new().fg(Color::Yellow),
+        Token::Qualifier => Color::LightBlue.bold(),
+        Token::Builtin => Style::new().fg(Color::Cyan),
+        Token::Kernel => Style::new().bold(),
+        Token::Number => Style::new().fg(Color::LightMagenta),
+        Token::String => Style::new().fg(Color::Green),
+        Token::Comment => Style::new().fg(Color::DarkGray).italic(),
+        Token::Preprocessor => Style::new().fg(Color::Magenta),
+        Token::Launch => Color::Cyan.bold(),
+        Token::Command => Color::Green.bold(),
+        Token::UnknownCommand => Color::Red.bold(),
+    }
+}

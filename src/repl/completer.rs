@@ -8,9 +8,9 @@ use std::path::Path;
 use reedline::{Completer, Span, Suggestion};
 
 use super::all_commands;
-use super::highlighter::{C_KEYWORDS, C_TYPES, GRIDLAB_KEYWORDS, QUALIFIERS};
 use super::{Names, SharedNames};
 use crate::dtype::DType;
+use crate::script::highlight::{C_KEYWORDS, C_TYPES, GRIDLAB_KEYWORDS, QUALIFIERS};
 use crate::script::input::{InputKind, classify};
 use crate::session::command;
 
@@ -64,8 +64,7 @@ pub fn complete(line: &str, pos: usize, names: &Names) -> Vec<Candidate> {
         add(&mut out, word, start, pos, QUALIFIERS.iter().copied(), "qualifier");
         add(&mut out, word, start, pos, C_TYPES.iter().copied(), "type");
         add(&mut out, word, start, pos, C_KEYWORDS.iter().copied(), "keyword");
-        add(&mut out, word, start, pos, crate::cuda::check::BUILTIN_VARS.iter().copied(), "built-in");
-        add(&mut out, word, start, pos, crate::cuda::check::BUILTIN_FUNCS.iter().copied(), "built-in");
+        add(&mut out, word, start, pos, crate::cuda::check::builtin_names(), "built-in");
         add(&mut out, word, start, pos, names.device_functions.iter().map(String::as_str), "device function");
         add(&mut out, word, start, pos, names.kernels.iter().map(String::as_str), "kernel");
     } else {
@@ -73,7 +72,16 @@ pub fn complete(line: &str, pos: usize, names: &Names) -> Vec<Candidate> {
         add(&mut out, word, start, pos, names.buffers.iter().map(String::as_str), "buffer");
         add(&mut out, word, start, pos, names.scalars.iter().map(String::as_str), "scalar");
         add(&mut out, word, start, pos, DType::ALL.iter().map(|d| d.name()), "dtype");
-        add(&mut out, word, start, pos, crate::script::eval::FUNCTIONS.iter().copied(), "function");
+        // Statement functions say what they do (from the same table `:help functions` lists).
+        let mut functions: Vec<_> = crate::script::builtins::BUILTINS
+            .iter()
+            .filter(|b| b.name.starts_with(word) && out.iter().all(|c| c.value != b.name))
+            .collect();
+        functions.sort_unstable_by_key(|b| b.name);
+        for b in functions {
+            let description = Some(format!("{}: {}", b.synopsis, b.summary));
+            out.push(Candidate { value: b.name.to_string(), start, end: pos, description, space: false });
+        }
         add(&mut out, word, start, pos, GRIDLAB_KEYWORDS.iter().copied(), "keyword");
         // The first word may start a kernel: `__gl` + Tab.
         if line[..start].trim().is_empty() {
@@ -313,5 +321,16 @@ mod tests {
         assert_eq!(complete(&line, line.len(), &names()).len(), 3, "hidden files are left out");
         let line = format!(":save {base}.h");
         assert_eq!(complete(&line, line.len(), &names()).len(), 1);
+    }
+
+    #[test]
+    fn math_intrinsics_and_statement_functions_complete_from_their_tables() {
+        let cuda = "__global__ void k(float *a) { a[0] = __ex";
+        assert!(values(cuda, &names()).contains(&"__expf".to_string()));
+        let cuda = "__global__ void k(float *a) { a[0] = sinh";
+        assert_eq!(values(cuda, &names()), vec!["sinhf"]);
+        let c = complete("let b = linsp", 13, &names());
+        assert_eq!(c[0].value, "linspace");
+        assert!(c[0].description.as_deref().unwrap().contains("evenly spaced"), "{:?}", c[0].description);
     }
 }

@@ -340,11 +340,6 @@ fn compare_i(op: BinOp, x: i128, y: i128) -> bool {
     }
 }
 
-pub(crate) const FUNCTIONS: [&str; 27] = [
-    "zeros", "ones", "full", "arange", "linspace", "random", "randint", "copy", "array", "len", "sum", "min", "max",
-    "mean", "abs", "all", "any", "count", "sqrt", "exp", "log", "float", "int", "round", "floor", "ceil", "dim3",
-];
-
 /// Where an indexable array comes from: a session buffer (read in place) or a computed value.
 #[derive(Clone, Copy)]
 enum Src<'a> {
@@ -495,7 +490,7 @@ impl Cx<'_> {
             d.help(format!("did you mean `{s}`?"))
         } else if DType::parse(n).is_some() {
             d.help(format!("`{n}` is a dtype: pass it to a constructor, e.g. `zeros(1024, {n})`"))
-        } else if FUNCTIONS.contains(&n) {
+        } else if super::builtins::find(n).is_some() {
             d.help(format!("`{n}` is a function: call it, e.g. `{n}(...)`"))
         } else {
             d.help(format!("define it first, e.g. `let {n} = zeros(1024)` or `let {n} = 1024`"))
@@ -670,7 +665,7 @@ impl Cx<'_> {
             "dim3" => Err(Diagnostic::error("`dim3` only describes a launch's grid or block")
                 .at(func_span)
                 .help("use it inside `<<< >>>`, e.g. `k<<<dim3(4, 4), dim3(16, 16)>>>(a)`")),
-            _ if FUNCTIONS.contains(&func) => {
+            _ if super::builtins::find(func).is_some() => {
                 self.no_kwargs(func, kwargs, &[])?;
                 let usage = format!("{func}(x)");
                 if matches!(func, "min" | "max") && args.len() >= 2 {
@@ -682,9 +677,12 @@ impl Cx<'_> {
             }
             _ => {
                 let d = Diagnostic::error(format!("unknown function `{func}`")).at(func_span).label("not a function");
-                Err(match crate::diag::suggest::closest(func, FUNCTIONS) {
+                Err(match crate::diag::suggest::closest(func, super::builtins::names()) {
                     Some(s) => d.help(format!("did you mean `{s}`?")),
-                    None => d.help(format!("the functions are {}", FUNCTIONS.join(", "))),
+                    None => d.help(format!(
+                        "the functions are {} (`:help functions` says what each does)",
+                        super::builtins::names().collect::<Vec<_>>().join(", ")
+                    )),
                 })
             }
         }

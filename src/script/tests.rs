@@ -364,3 +364,20 @@ fn extreme_integers_are_errors_or_values_not_panics() {
     assert!(err("(-170141183460469231731687303715884105727 - 1) // -1").message.contains("overflow"));
     assert_eq!(floats(&ev("a[::170141183460469231731687303715884105727]").unwrap()), vec![0.5]);
 }
+
+/// Every row of the built-in table is a function the evaluator knows (it may want other
+/// arguments, but never says "unknown function"), and a name not in the table is unknown.
+#[test]
+fn the_builtin_table_is_what_evaluation_knows() {
+    for b in crate::script::builtins::BUILTINS {
+        let text = format!("{}(a)", b.name);
+        if let Err(d) = ev(&text) {
+            assert!(!d.message.contains("unknown function"), "{text}: {}", d.message);
+        }
+    }
+    let d = err("zeors(3)");
+    assert!(d.message.contains("unknown function"), "{}", d.message);
+    assert_eq!(d.help.unwrap(), "did you mean `zeros`?");
+    let d = err("frobnicate(3)");
+    assert!(d.help.unwrap().contains(":help functions"));
+}

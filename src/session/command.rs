@@ -184,7 +184,7 @@ pub const TOPICS: &[(&str, &str)] = &[
     ),
     (
         "let",
-        "let NAME = EXPR makes a buffer or a scalar. Constructors: zeros(N), ones(N), full(N, V), arange(N), arange(START, STOP[, STEP]), linspace(A, B, N), random(N, seed=S), randint(N, LO, HI, seed=S), [0, 1], copy(NAME). Each takes a dtype last: f32 (default), f64, i32, u32, i64, u64. N may be (rows, cols).",
+        "let NAME = EXPR makes a buffer or a scalar. Constructors: zeros(N), ones(N), full(N, V), arange(N), arange(START, STOP[, STEP]), linspace(A, B, N), random(N, seed=S), randint(N, LO, HI, seed=S), [0, 1], copy(NAME). Each takes a dtype last: f32 (default), f64, i32, u32, i64, u64. N may be (rows, cols). `:help functions` lists every function.",
     ),
     (
         "launch",
@@ -269,7 +269,7 @@ fn help(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
             writeln!(out, "  {}{sep}{summary}", style.accent(head))?;
         }
         writeln!(out, "{}", style.bold("Topics (:help TOPIC)"))?;
-        let names: Vec<&str> = TOPICS.iter().map(|(n, _)| *n).collect();
+        let names: Vec<&str> = TOPICS.iter().map(|(n, _)| *n).chain(["functions"]).collect();
         writeln!(out, "  {}", names.join(", "))?;
         return Ok(Status::Ok);
     }
@@ -278,14 +278,41 @@ fn help(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
         writeln!(out, "{}", c.help)?;
         return Ok(Status::Ok);
     }
+    if topic == "functions" {
+        write_functions(out, &style)?;
+        return Ok(Status::Ok);
+    }
     if let Some((_, text)) = TOPICS.iter().find(|(n, _)| *n == topic) {
         writeln!(out, "{text}")?;
         return Ok(Status::Ok);
     }
-    let all = all.iter().map(|c| c.name).chain(TOPICS.iter().map(|(n, _)| *n));
+    let all = all.iter().map(|c| c.name).chain(TOPICS.iter().map(|(n, _)| *n)).chain(["functions"]);
     let hint = crate::diag::suggest::closest(topic, all).map(|c| format!(" Did you mean `{c}`?")).unwrap_or_default();
     writeln!(out, "{} no help on `{topic}`.{hint} Type :help for the list.", style.error("error:"))?;
     Ok(Status::Error)
+}
+
+/// `:help functions`: the statement language's built-in functions, from the table evaluation
+/// and completion read.
+fn write_functions(out: &mut dyn Write, style: &Style) -> io::Result<()> {
+    use crate::script::builtins::{BUILTINS, BuiltinKind};
+    for (kind, title) in [
+        (BuiltinKind::Constructor, "Constructors (each takes a dtype last: f32, f64, i32, u32, i64, u64)"),
+        (BuiltinKind::Function, "Functions"),
+    ] {
+        writeln!(out, "{}", style.bold(title))?;
+        let rows: Vec<_> = BUILTINS.iter().filter(|b| b.kind == kind).collect();
+        let w = rows.iter().map(|b| b.synopsis.len()).max().unwrap_or(0);
+        for b in rows {
+            let (sep, indent) = if 2 + w + 2 + 20 <= style.width {
+                (" ".repeat(w - b.synopsis.len() + 2), 2 + w + 2)
+            } else {
+                ("\n    ".into(), 4)
+            };
+            writeln!(out, "  {}{sep}{}", style.accent(b.synopsis), crate::diag::wrap(b.summary, style.width, indent))?;
+        }
+    }
+    Ok(())
 }
 
 /// A table that wraps its cells to fit the terminal's width.

@@ -63,7 +63,19 @@ pub(crate) const BUILTIN_FUNCS: &[&str] = &[
     "__ffsll",
     "__brev",
     "__brevll",
+    "__threadfence_system",
+    "__fdividef",
+    "labs",
+    "llabs",
 ];
+
+/// Every name the checker accepts as a built-in: variables, functions, math functions and
+/// fast-math intrinsics. The highlighter colours and the completer offers exactly these.
+pub fn builtin_names() -> impl Iterator<Item = &'static str> {
+    let math = MATH.iter().chain(FAST_MATH).map(|m| m.0);
+    let mut seen = std::collections::HashSet::new();
+    BUILTIN_VARS.iter().chain(BUILTIN_FUNCS).copied().chain(math).filter(move |n| seen.insert(*n))
+}
 
 /// The float-suffixed math functions and how many arguments each takes.
 pub(crate) const MATH: &[(&str, MathFn, usize)] = &[
