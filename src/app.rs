@@ -16,7 +16,8 @@ pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Some(Command::Replay(args)) => replay_cmd(&args, &options),
         Some(Command::Doctor) => crate::doctor::run(&options, &mut io::stdout()),
-        Some(Command::Worker) => return crate::backend::gpu::worker::main(cli.global.device),
+        Some(Command::Worker { fake: false }) => return crate::backend::gpu::worker::main(cli.global.device),
+        Some(Command::Worker { fake: true }) => return crate::backend::gpu::fake::main(),
         Some(Command::Learn { id }) => repl::run(options, &repl::Start::Learn(id)),
         Some(Command::Demo { id, big }) => {
             options.style.big = big;

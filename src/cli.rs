@@ -135,7 +135,12 @@ pub enum Command {
 
     /// The GPU worker process (started by gridlab itself, not by hand).
     #[command(hide = true)]
-    Worker,
+    Worker {
+        /// Speak the worker protocol without CUDA, crashing or hanging on request: for gridlab's
+        /// own tests (`backend/gpu/fake.rs`).
+        #[arg(long, hide = true)]
+        fake: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -91,7 +91,13 @@ impl Gpu {
     /// second, and the learner should not wait for it at the prompt.
     fn start(options: &Options) -> Gpu {
         let (device, timeout) = (options.device, options.timeout);
-        Gpu::Starting(std::thread::spawn(move || GpuBackend::start(device, timeout)))
+        let started = std::thread::Builder::new()
+            .name("gridlab-gpu-start".into())
+            .spawn(move || GpuBackend::start(device, timeout));
+        match started {
+            Ok(handle) => Gpu::Starting(handle),
+            Err(e) => Gpu::Unusable(format!("could not start a thread to start the GPU: {e}")),
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! The one integration-test binary: runs the real `gridlab` executable on scripts and checks
-//! exit codes, transcripts (snapshots) and reports.
+//! exit codes, transcripts (snapshots) and reports; and starts it as a fake GPU worker to test
+//! the worker's lifecycle without a GPU (`worker.rs`).
 
 mod integration {
     pub mod cli;
@@ -9,4 +10,5 @@ mod integration {
     pub mod lessons;
     pub mod repl;
     pub mod replay;
+    pub mod worker;
 }

@@ -13,12 +13,15 @@
 //! - `protocol.rs` is the typed request/response protocol on the worker's pipes;
 //! - `client.rs` spawns the worker and waits for answers with a deadline;
 //! - `worker.rs` is the worker process itself (`gridlab worker`);
+//! - `fake.rs` is a worker without CUDA that crashes, hangs or writes garbage on request, for
+//!   testing the client and the restarts on machines without a GPU (`gridlab worker --fake`);
 //! - `ptx.rs` cuts one kernel's `.entry` out of a module's PTX (for `:ptx`);
 //! - `source.rs` generates the module's CUDA source and maps NVRTC's errors back;
 //! - `guard.rs` checks the guard regions after a launch.
 
 pub mod cache;
 pub mod client;
+pub mod fake;
 pub mod guard;
 pub mod libs;
 pub mod protocol;
@@ -28,7 +31,7 @@ pub mod worker;
 
 use std::time::{Duration, Instant};
 
-use self::client::{Worker, WorkerError};
+use self::client::{Worker, WorkerCommand, WorkerError};
 use self::libs::Libraries;
 use self::protocol::{DeviceInfo, KernelInfo, LaunchRequest, Request, Response, WireArg, WireBuffer};
 use super::{Arg, Backend, BackendError, BackendKind, LaunchBuffers, LaunchReport, LaunchSpec, PrintLine};
@@ -42,7 +45,8 @@ const COMPILE_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct GpuBackend {
     libs: Libraries,
-    device: usize,
+    /// How to start a worker, at start and at each restart.
+    command: WorkerCommand,
     /// Per launch; a kernel running longer is stopped and the worker restarted.
     pub timeout: Duration,
     worker: Option<Worker>,
@@ -85,10 +89,17 @@ impl GpuBackend {
         if let Some(advice) = libs.missing_advice() {
             return Err(advice);
         }
-        let (worker, info) = hello(&libs, device)?;
+        let command = WorkerCommand::Gpu { libs: libs.clone(), device };
+        GpuBackend::with_worker(libs, command, timeout)
+    }
+
+    /// Start the backend on the worker that `command` starts, without looking for CUDA first:
+    /// [`GpuBackend::start`] for the real worker, gridlab's tests for the fake one (`fake.rs`).
+    pub fn with_worker(libs: Libraries, command: WorkerCommand, timeout: Duration) -> Result<GpuBackend, String> {
+        let (worker, info) = hello(&command)?;
         Ok(GpuBackend {
             libs,
-            device,
+            command,
             timeout,
             worker: Some(worker),
             info,
@@ -110,7 +121,7 @@ impl GpuBackend {
     /// A fresh worker, given the current module again.
     fn restart(&mut self) -> Result<(), String> {
         self.worker = None;
-        let (mut worker, info) = hello(&self.libs, self.device)?;
+        let (mut worker, info) = hello(&self.command)?;
         self.info = info;
         if let Some(source) = &self.source {
             let req = Request::Compile { source: source.clone(), options: Vec::new(), names: self.names.clone() };
@@ -128,7 +139,7 @@ impl GpuBackend {
         if self.worker.is_none() {
             self.restart().map_err(BackendError::Unavailable)?;
         }
-        Ok(self.worker.as_mut().expect("started above"))
+        self.worker.as_mut().ok_or_else(|| BackendError::Unavailable("the GPU worker did not start".into()))
     }
 
     /// The worker died or was stopped: start a new one and explain, in one paragraph.
@@ -201,8 +212,8 @@ fn unexpected(answer: Response) -> BackendError {
     BackendError::Launch(format!("unexpected answer from the GPU worker: {answer:?}"))
 }
 
-fn hello(libs: &Libraries, device: usize) -> Result<(Worker, DeviceInfo), String> {
-    let mut worker = Worker::spawn(libs, device).map_err(|e| e.to_string())?;
+fn hello(command: &WorkerCommand) -> Result<(Worker, DeviceInfo), String> {
+    let mut worker = Worker::spawn(command).map_err(|e| e.to_string())?;
     match worker.request(&Request::Hello, START_TIMEOUT, None) {
         Ok(Response::Hello(info)) => Ok((worker, info)),
         Ok(Response::Failed { message, .. }) => Err(message),

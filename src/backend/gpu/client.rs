@@ -1,16 +1,31 @@
-//! The session's side of the worker: spawning it, talking to it with a time limit, and noticing
-//! when it died. A dead pipe or a missed deadline becomes a typed [`WorkerError`]; restarting is
-//! the backend's decision (`gpu.rs`).
+//! The session's side of the worker: spawning it, talking to it with a time limit, noticing
+//! when it died, and letting it go. A dead pipe, an answer that is not a response, or a missed
+//! deadline becomes a typed [`WorkerError`]; restarting is the backend's decision (`gpu.rs`).
+//!
+//! The lifecycle follows evcxr's child process: dropping a [`Worker`] closes its stdin, which
+//! ends the worker's loop, and waits up to [`CLOSE_GRACE`] for it to leave on its own (so CUDA
+//! tears its context down in order); only a worker that stays, stuck in a kernel say, is killed.
+//! Either way the process is reaped, so no zombie is left behind.
+//!
+//! [`WorkerCommand`] says which program to start: the real worker (`gridlab worker`, `worker.rs`)
+//! or, in gridlab's own tests, the fake one (`gridlab worker --fake`, `fake.rs`), so that crashes,
+//! hangs and garbage are tested on machines without a GPU.
 
-use std::io::{BufReader, Read};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::ffi::OsString;
+use std::io::{self, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use super::libs::Libraries;
 use super::protocol::{self, Request, Response};
+
+/// How long a worker whose stdin was closed may take to exit before it is killed.
+pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
@@ -29,68 +44,81 @@ fn tail(stderr: &str) -> String {
     if t.is_empty() { String::new() } else { format!(": {}", t.lines().last().unwrap_or(t)) }
 }
 
+/// Which worker to start.
+#[derive(Clone, Debug)]
+pub enum WorkerCommand {
+    /// `gridlab worker --device N` (this executable), with the CUDA libraries first on its library
+    /// path. Both are worked out at each spawn, so a restarted worker finds its library links
+    /// even if the temporary folder was cleaned in between.
+    Gpu { libs: Libraries, device: usize },
+    /// A program and its arguments as given: the fake worker in tests (see [`WorkerCommand::fake`]).
+    Program { program: PathBuf, args: Vec<OsString> },
+}
+
+impl WorkerCommand {
+    /// The fake worker of the `gridlab` executable at `program` (`gridlab worker --fake`): it
+    /// speaks the protocol without CUDA and crashes, hangs or writes garbage when asked to
+    /// launch a kernel named for it (`fake.rs`).
+    pub fn fake(program: impl Into<PathBuf>) -> WorkerCommand {
+        WorkerCommand::Program { program: program.into(), args: vec!["worker".into(), "--fake".into()] }
+    }
+
+    fn command(&self) -> Result<Command, WorkerError> {
+        match self {
+            WorkerCommand::Gpu { libs, device } => {
+                let exe = std::env::current_exe().map_err(|e| WorkerError::Spawn(e.to_string()))?;
+                let path = libs.worker_library_path().map_err(|e| WorkerError::Spawn(e.to_string()))?;
+                let mut cmd = Command::new(exe);
+                cmd.args(["worker", "--device", &device.to_string()]).env("LD_LIBRARY_PATH", path);
+                Ok(cmd)
+            }
+            WorkerCommand::Program { program, args } => {
+                let mut cmd = Command::new(program);
+                cmd.args(args);
+                Ok(cmd)
+            }
+        }
+    }
+}
+
 pub struct Worker {
     child: Child,
-    stdin: ChildStdin,
+    /// `None` once closed: dropping the pipe is how the worker learns that the session is done.
+    stdin: Option<ChildStdin>,
     responses: Receiver<Option<Response>>,
     stderr: Arc<Mutex<String>>,
+    /// Finishes when the worker's stderr closes, that is when the worker has gone: waited for
+    /// (briefly) before reading the tail, so the reason a worker died is not lost to a race.
+    stderr_reader: Option<JoinHandle<()>>,
 }
 
 impl Worker {
-    /// Start `gridlab worker --device N` with the CUDA libraries on its library path.
-    pub fn spawn(libs: &Libraries, device: usize) -> Result<Worker, WorkerError> {
-        let exe = std::env::current_exe().map_err(|e| WorkerError::Spawn(e.to_string()))?;
-        let path = libs.worker_library_path().map_err(|e| WorkerError::Spawn(e.to_string()))?;
-        let mut child = Command::new(exe)
-            .args(["worker", "--device", &device.to_string()])
-            .env("LD_LIBRARY_PATH", path)
+    /// Start a worker with its stdin, stdout and stderr on pipes.
+    pub fn spawn(how: &WorkerCommand) -> Result<Worker, WorkerError> {
+        let mut child = how
+            .command()?
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| WorkerError::Spawn(e.to_string()))?;
-        let stdin = child.stdin.take().expect("stdin is piped");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let mut err_pipe = child.stderr.take().expect("stderr is piped");
-        let (tx, responses) = mpsc::channel();
-        // A reader thread turns the blocking pipe into a channel we can wait on with a deadline.
-        std::thread::spawn(move || {
-            let mut r = BufReader::new(stdout);
-            loop {
-                match protocol::recv::<Response>(&mut r) {
-                    Ok(Some(resp)) => {
-                        if tx.send(Some(resp)).is_err() {
-                            return;
-                        }
-                    }
-                    _ => {
-                        let _ = tx.send(None);
-                        return;
-                    }
-                }
+        let readers = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+            (Some(stdin), Some(stdout), Some(err_pipe)) => read_responses(stdout)
+                .and_then(|responses| Ok((stdin, responses, read_stderr(err_pipe)?)))
+                .map_err(|e| format!("could not start a thread to read the worker: {e}")),
+            _ => Err("the worker's pipes were not set up".to_string()),
+        };
+        match readers {
+            Ok((stdin, responses, (stderr, stderr_reader))) => {
+                Ok(Worker { child, stdin: Some(stdin), responses, stderr, stderr_reader: Some(stderr_reader) })
             }
-        });
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let sink = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = err_pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
-                // Keep the end: that is where the reason is.
-                s.push_str(&String::from_utf8_lossy(&buf[..n]));
-                if s.len() > 16 * 1024 {
-                    let mut at = s.len() - 8 * 1024;
-                    while !s.is_char_boundary(at) {
-                        at += 1;
-                    }
-                    s.drain(..at);
-                }
+            Err(e) => {
+                // A worker nobody listens to is of no use: do not leave it running.
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(WorkerError::Spawn(e))
             }
-        });
-        Ok(Worker { child, stdin, responses, stderr })
+        }
     }
 
     /// Send a request and wait for its response, at most `timeout`. On a timeout the worker is
@@ -101,7 +129,11 @@ impl Worker {
         timeout: Duration,
         cancel: Option<&AtomicBool>,
     ) -> Result<Response, WorkerError> {
-        if protocol::send(&mut self.stdin, req).is_err() {
+        let sent = match self.stdin.as_mut() {
+            Some(stdin) => protocol::send(stdin, req).is_ok(),
+            None => false,
+        };
+        if !sent {
             return Err(self.died());
         }
         let deadline = Instant::now() + timeout;
@@ -125,8 +157,18 @@ impl Worker {
         }
     }
 
+    /// The pipe broke or carried something that is not a response: whatever the worker is doing
+    /// now is of no use, so it is killed (a no-op when it has exited) and reaped, and its last
+    /// words on stderr become the error.
     fn died(&mut self) -> WorkerError {
-        let _ = self.child.wait();
+        self.kill();
+        if let Some(reader) = self.stderr_reader.take() {
+            // The worker is gone, so its stderr is closed and the reader about to finish.
+            let until = Instant::now() + CLOSE_GRACE;
+            while !reader.is_finished() && Instant::now() < until {
+                thread::sleep(Duration::from_millis(5));
+            }
+        }
         let stderr = self.stderr.lock().map(|s| s.clone()).unwrap_or_default();
         WorkerError::Died { stderr }
     }
@@ -135,11 +177,93 @@ impl Worker {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// The worker's process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// How the worker ended, or `None` while it runs.
+    pub fn exit_status(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Close the worker's stdin and let it go, as dropping it does, and say how it ended: its own
+    /// exit status, or that of `SIGKILL` when it was still there after [`CLOSE_GRACE`].
+    pub fn close(mut self) -> Option<ExitStatus> {
+        self.shut_down()
+    }
+
+    fn shut_down(&mut self) -> Option<ExitStatus> {
+        // Closing stdin ends the worker's loop: it leaves on its own and CUDA cleans up in order.
+        drop(self.stdin.take());
+        let until = Instant::now() + CLOSE_GRACE;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if Instant::now() < until => thread::sleep(Duration::from_millis(10)),
+                // Still there (stuck in a kernel, say), or it cannot be asked: kill it.
+                _ => {
+                    let _ = self.child.kill();
+                    return self.child.wait().ok();
+                }
+            }
+        }
+    }
+}
+
+/// A reader thread turns the worker's blocking stdout into a channel that can be waited on with
+/// a deadline. It ends at the first message that is not a response (`None`): after garbage,
+/// nothing later on the pipe can be trusted to start at a frame.
+fn read_responses(stdout: ChildStdout) -> io::Result<Receiver<Option<Response>>> {
+    let (tx, responses) = mpsc::channel();
+    thread::Builder::new().name("gridlab-worker-stdout".into()).spawn(move || {
+        let mut r = BufReader::new(stdout);
+        loop {
+            match protocol::recv::<Response>(&mut r) {
+                Ok(Some(resp)) => {
+                    if tx.send(Some(resp)).is_err() {
+                        return;
+                    }
+                }
+                _ => {
+                    let _ = tx.send(None);
+                    return;
+                }
+            }
+        }
+    })?;
+    Ok(responses)
+}
+
+/// A thread that keeps the end of what the worker writes to stderr; it finishes when the worker
+/// has gone and its stderr closes.
+fn read_stderr(mut err_pipe: ChildStderr) -> io::Result<(Arc<Mutex<String>>, JoinHandle<()>)> {
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let sink = Arc::clone(&stderr);
+    let reader = thread::Builder::new().name("gridlab-worker-stderr".into()).spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = err_pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
+            // Keep the end: that is where the reason is.
+            s.push_str(&String::from_utf8_lossy(&buf[..n]));
+            if s.len() > 16 * 1024 {
+                let mut at = s.len() - 8 * 1024;
+                while !s.is_char_boundary(at) {
+                    at += 1;
+                }
+                s.drain(..at);
+            }
+        }
+    })?;
+    Ok((stderr, reader))
 }
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        // Closing stdin ends the worker's loop; kill it if it is stuck in a kernel.
-        self.kill();
+        self.shut_down();
     }
 }

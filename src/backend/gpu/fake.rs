@@ -1,0 +1,120 @@
+//! A fake GPU worker for gridlab's own tests: `gridlab worker --fake` speaks the real protocol
+//! (`protocol.rs`) on its stdin and stdout but touches no CUDA, so the client (`client.rs`) and
+//! the backend's restart logic (`gpu.rs`) are tested in CI on machines without a GPU.
+//!
+//! It answers every request plausibly: a made-up device, a "compiled" module, launches that send
+//! the buffers back unchanged and print one line. A launch before any compile fails as the real
+//! worker's does, so a test sees whether a restarted worker was given the module again. The
+//! misbehaviour is asked for per request, by launching a kernel with one of these names:
+//!
+//! - `fake_crash`: write a line to stderr and exit with status 70, mid-request;
+//! - `fake_hang`: never answer (a kernel in an endless loop);
+//! - `fake_garbage`: answer with a well-framed message that is not a response, then go on;
+//! - `fake_linger`: answer, but from then on ignore the closing of stdin and stay (a worker stuck
+//!   in a kernel when the session leaves).
+//!
+//! Nobody reaches it by accident: `--fake` is a hidden flag of the hidden `worker` subcommand,
+//! which gridlab itself never passes.
+
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::protocol::{self, DeviceInfo, KernelInfo, LaunchResult, Request, Response};
+
+/// Exit status of a `fake_crash` (`EX_SOFTWARE`).
+pub const CRASH_STATUS: u8 = 70;
+
+/// Run the fake worker until stdin closes (or a request asks it to misbehave).
+pub fn main() -> ExitCode {
+    let stdin = io::stdin();
+    let mut input = stdin.lock();
+    let mut out = BufWriter::new(io::stdout().lock());
+    let mut compiled = false;
+    let mut linger = false;
+    loop {
+        let request = match protocol::recv::<Request>(&mut input) {
+            Ok(Some(r)) => r,
+            Ok(None) if linger => sleep_forever(),
+            Ok(None) => return ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("gridlab worker (fake): bad request: {e}");
+                return ExitCode::from(3);
+            }
+        };
+        let response = match request {
+            Request::Hello => Response::Hello(device()),
+            Request::Compile { .. } => {
+                compiled = true;
+                Response::Compiled { log: String::new(), arch: "sm_fake".into(), millis: 0.0, cached: false }
+            }
+            Request::Launch(launch) => match launch.kernel.as_str() {
+                "fake_crash" => {
+                    eprintln!("gridlab worker (fake): crashed on purpose, launching `fake_crash`");
+                    return ExitCode::from(CRASH_STATUS);
+                }
+                "fake_hang" => sleep_forever(),
+                "fake_garbage" => {
+                    // A whole frame, so the client reads it at once, whose body decodes to nothing.
+                    if out.write_all(&[4, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]).and_then(|()| out.flush()).is_err() {
+                        return ExitCode::from(3);
+                    }
+                    continue;
+                }
+                _ if !compiled => {
+                    Response::Failed { message: "no module is loaded: define a kernel first".into(), sticky: false }
+                }
+                kernel => {
+                    linger |= kernel == "fake_linger";
+                    let repeat = launch.repeat.max(1) as usize;
+                    Response::Launched(LaunchResult {
+                        buffers: launch.buffers.into_iter().map(|b| b.bytes).collect(),
+                        printf: format!("fake worker ran {kernel}\n"),
+                        guard_hits: Vec::new(),
+                        kernel_ms: vec![0.0; repeat],
+                        launch_us: vec![0.0; repeat],
+                    })
+                }
+            },
+            Request::Ptx if compiled => Response::Ptx("// the fake worker compiles nothing\n".into()),
+            Request::Ptx => Response::Failed { message: "no module has been compiled yet".into(), sticky: false },
+            Request::Info { block_size, .. } => Response::Info(KernelInfo {
+                registers: 8,
+                shared_bytes: 0,
+                local_bytes: 0,
+                max_threads_per_block: 1024,
+                block_size,
+                active_blocks_per_sm: 1,
+                max_threads_per_sm: 2048,
+            }),
+        };
+        if protocol::send(&mut out, &response).is_err() {
+            return ExitCode::from(3);
+        }
+    }
+}
+
+/// A device that is plainly not a real one.
+fn device() -> DeviceInfo {
+    DeviceInfo {
+        name: "gridlab fake worker".into(),
+        ordinal: 0,
+        compute_capability: (0, 0),
+        sm_count: 1,
+        total_mem: 1 << 30,
+        peak_bandwidth_gbs: 1.0,
+        max_threads_per_block: 1024,
+        max_block: [1024, 1024, 64],
+        max_grid: [i32::MAX, 65535, 65535],
+        max_shared_per_block: 48 << 10,
+        driver_version: 0,
+        nvrtc_version: (0, 0),
+    }
+}
+
+/// Stay until killed.
+fn sleep_forever() -> ! {
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
