@@ -1,0 +1,412 @@
+//! The eval pipeline: text is split into inputs, and each input is a CUDA snippet (checked and
+//! added to the module, then loaded on the backend), a `:` command (`command.rs`) or a
+//! statement (`let`, an inspection, `expect`, a launch, `cost`). Errors are reported at the
+//! learner's own line; what ran goes into the history for `:save` and, when recorded, into the
+//! transcript for `:export`.
+
+use std::io::{self, Write};
+
+use crate::backend::{BackendError, BackendKind};
+use crate::buffer::Buffer;
+use crate::cuda::{ItemKind, Module};
+use crate::diag::{Diagnostic, SourceId, Span};
+use crate::render;
+use crate::script::ast::{Expect, ExprKind, StmtKind};
+use crate::script::eval::{self, Env};
+use crate::script::{self, Input, InputKind};
+use crate::value::Value;
+
+use super::backend::{Gpu, active_backend};
+use super::{Session, Status, command, worse};
+
+/// The module's `#define`s whose bodies are numbers (`16`, `1.5f`, `(1 << 10)`), as values, so
+/// that a launch can say `<<<n // TILE, TILE>>>` after `#define TILE 16`.
+fn constants(module: &Module) -> Vec<(String, Value)> {
+    /// The constants so far: a body may use the macros defined before it (`#define N (TILE * 4)`).
+    struct Earlier(Vec<(String, Value)>);
+    impl Env for Earlier {
+        fn buffer(&self, _: &str) -> Option<&Buffer> {
+            None
+        }
+        fn scalar(&self, name: &str) -> Option<&Value> {
+            self.0.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v)
+        }
+        fn max_alloc_bytes(&self) -> u64 {
+            0
+        }
+    }
+    let mut out = Earlier(Vec::new());
+    for (name, body) in module.defines() {
+        // C's literal suffixes (`16u`, `1.5f`) mean nothing to the session language.
+        let body: String = body.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_')).fold(
+            body.to_string(),
+            |text, word| {
+                let bare = word.trim_end_matches(['f', 'F', 'u', 'U', 'l', 'L']);
+                let numeric = bare.chars().next().is_some_and(|c| c.is_ascii_digit()) && !bare.contains(['x', 'X']);
+                if numeric && bare != word { text.replacen(word, bare, 1) } else { text }
+            },
+        );
+        let text = format!("let {name} = {body}");
+        let Ok(stmt) = script::parse_statement(0, &text) else { continue };
+        if let StmtKind::Let { value, .. } = stmt.kind
+            && let Ok(v @ (Value::Int(_) | Value::Float(_))) = eval::eval(&value, &out, &text)
+        {
+            out.0.push((name.to_string(), v));
+        }
+    }
+    out.0
+}
+
+/// Writes to the terminal and, when `keep`, keeps a copy for the transcript.
+struct Tee<'a> {
+    out: &'a mut dyn Write,
+    copy: Vec<u8>,
+    keep: bool,
+}
+
+impl Write for Tee<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(buf)?;
+        if self.keep {
+            self.copy.extend_from_slice(&buf[..n]);
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl Session {
+    /// Run text typed at a prompt: it may hold several inputs (a pasted script).
+    pub fn eval_typed(&mut self, text: &str, out: &mut dyn Write) -> io::Result<Status> {
+        self.typed += 1;
+        let name = format!("<input {}>", self.typed);
+        self.eval_recorded(&name, text, false, out)
+    }
+
+    /// Split `text` into inputs and run each; `echo` prints each input before its output, as
+    /// `replay` and `:load` do. Returns the worst status.
+    pub fn eval_text(&mut self, name: &str, text: &str, echo: bool, out: &mut dyn Write) -> io::Result<Status> {
+        self.eval_inputs(name, text, echo, false, out)
+    }
+
+    /// [`Session::eval_text`], keeping each input and what it printed (without the echo and
+    /// colour) for `:export`: what the learner typed or piped in.
+    pub fn eval_recorded(&mut self, name: &str, text: &str, echo: bool, out: &mut dyn Write) -> io::Result<Status> {
+        self.eval_inputs(name, text, echo, true, out)
+    }
+
+    pub(super) fn eval_inputs(
+        &mut self,
+        name: &str,
+        text: &str,
+        echo: bool,
+        record: bool,
+        out: &mut dyn Write,
+    ) -> io::Result<Status> {
+        let (inputs, broken) = self.split(name, text);
+        let mut worst = Status::Ok;
+        for input in &inputs {
+            if echo {
+                render::write_echo(out, &input.text, &self.options.style)?;
+            }
+            let status = self.eval_input(name, input, record, out)?;
+            worst = worse(worst, status);
+        }
+        if let Some(diag) = broken {
+            self.report(&diag, out)?;
+            worst = Status::Error;
+        }
+        Ok(worst)
+    }
+
+    /// Run one input; when `record`, keep it and what it printed (without colour) for `:export`.
+    pub fn eval_input(&mut self, name: &str, input: &Input, record: bool, out: &mut dyn Write) -> io::Result<Status> {
+        let mut tee = Tee { out, copy: Vec::new(), keep: record };
+        let status = self.eval(name, input, &mut tee)?;
+        if record {
+            let printed = crate::render::text::strip_ansi(&tee.copy);
+            self.transcript.push((input.text.clone(), printed));
+        }
+        Ok(status)
+    }
+
+    /// Split a script into inputs. When its last CUDA item never ends, the inputs before it are
+    /// returned with the error, re-pointed at `name` so it shows the script's own line.
+    pub fn split(&mut self, name: &str, text: &str) -> (Vec<Input>, Option<Diagnostic>) {
+        match script::split_inputs(text) {
+            Ok(inputs) => (inputs, None),
+            Err(e) => {
+                let id = self.sources.add(name, text, 1);
+                let diag = Diagnostic { span: e.diag.span.map(|s| crate::diag::Span { source: id, ..s }), ..e.diag };
+                (e.inputs, Some(diag))
+            }
+        }
+    }
+
+    /// Run one input. `name` is the file (or `<input N>`) it came from, for error locations.
+    pub fn eval(&mut self, name: &str, input: &Input, out: &mut dyn Write) -> io::Result<Status> {
+        let id = self.sources.add(name, input.text.as_str(), input.line);
+        let status = match input.kind {
+            InputKind::Cuda => self.define(id, out)?,
+            InputKind::Command => command::run(self, &input.text, out)?,
+            InputKind::Statement => self.statement(id, out)?,
+        };
+        if status != Status::Error && input.kind != InputKind::Command {
+            self.history.push(input.text.clone());
+        }
+        Ok(status)
+    }
+
+    pub(super) fn report(&self, diag: &Diagnostic, out: &mut dyn Write) -> io::Result<Status> {
+        diag.render(&self.sources, out, self.options.style.color, self.options.style.width)?;
+        Ok(if diag.is_error() { Status::Error } else { Status::Ok })
+    }
+
+    pub(super) fn text(&self, id: SourceId) -> String {
+        self.sources.get(id).map(|f| f.text.clone()).unwrap_or_default()
+    }
+
+    /// CUDA source: add it to the module, checked against everything defined so far.
+    pub(super) fn define(&mut self, id: SourceId, out: &mut dyn Write) -> io::Result<Status> {
+        let text = self.text(id);
+        let previous = self.module.clone();
+        let added = match self.module.add(id, &text) {
+            // Outside the simulator's subset: on the GPU, NVRTC takes it (and judges it).
+            Err(errors) if self.module.gpu_could_take(&errors, &text) && self.on_gpu() => {
+                self.module.add_for_gpu(id, &text)
+            }
+            added => added,
+        };
+        match added {
+            Ok(outcome) => {
+                for w in &outcome.warnings {
+                    self.report(w, out)?;
+                }
+                self.refused.retain(|(n, _)| !outcome.defined.iter().any(|d| &d.name == n));
+                self.ensure_resolved();
+                let backend = active_backend(&mut self.sim, &mut self.gpu, self.active);
+                if let Err(e) = backend.load(&self.module, &self.sources) {
+                    // The GPU's compiler said no: the session keeps the module it had.
+                    self.module = previous;
+                    match e {
+                        BackendError::Compile(diags) => {
+                            for d in &diags {
+                                self.report(d, out)?;
+                            }
+                        }
+                        other => writeln!(out, "{} {other}", self.options.style.error("error:"))?,
+                    }
+                    return Ok(Status::Error);
+                }
+                if let Some(note) = outcome.gpu_note() {
+                    writeln!(out, "{}", self.options.style.dim(&note))?;
+                }
+                self.constants = constants(&self.module);
+                for d in &outcome.defined {
+                    let what = match d.kind {
+                        ItemKind::Kernel => "kernel",
+                        ItemKind::DeviceFunction => "device function",
+                        ItemKind::Global => "global",
+                        ItemKind::Define => "macro",
+                        ItemKind::Typedef => "type",
+                    };
+                    let verb = if d.replaced { "redefined" } else { "defined" };
+                    let sig = match d.kind {
+                        ItemKind::Kernel | ItemKind::DeviceFunction => self
+                            .module
+                            .program()
+                            .function(&d.name)
+                            .map(|(_, f)| render::signature(f))
+                            .or_else(|| self.module.gpu_only_signature(&d.name))
+                            .unwrap_or_else(|| d.name.clone()),
+                        _ => d.name.clone(),
+                    };
+                    writeln!(out, "{} {what} {}", self.options.style.dim(verb), self.options.style.bold(&sig))?;
+                }
+                if self.active == BackendKind::Gpu
+                    && let Some(Gpu::Ready(g)) = &self.gpu
+                    && let Some(stat) = &g.last_compile
+                {
+                    writeln!(out, "{}", self.options.style.dim(&format!("  ({})", stat.describe())))?;
+                }
+                Ok(Status::Ok)
+            }
+            Err(diags) => {
+                let gpu_runs_it = !self.on_gpu() && self.module.gpu_could_take(&diags, &text);
+                for d in &diags {
+                    let mut d = d.clone();
+                    // Only where the GPU's path would take it: a construct outside the subset.
+                    let said = |t: &str| t.contains(":backend gpu") || t.contains("GPU backend");
+                    if gpu_runs_it && d.is_error() && !said(d.help.as_deref().unwrap_or("")) && !said(&d.message) {
+                        d = d.note("the GPU backend runs this: switch with `:backend gpu`");
+                    }
+                    self.report(&d, out)?;
+                }
+                for piece in crate::cuda::sketch::sketch(&text) {
+                    if matches!(piece.kind, ItemKind::Kernel | ItemKind::DeviceFunction) {
+                        self.refused.retain(|(n, _)| n != &piece.name);
+                        self.refused.push((piece.name.clone(), Span::new(id, piece.lo, piece.hi)));
+                    }
+                }
+                self.keep_defines(id, &text, out)?;
+                Ok(Status::Error)
+            }
+        }
+    }
+
+    /// After a refused snippet, keep its `#define`s (when they check on their own), so one
+    /// refused kernel does not make every later use of the snippet's macros "not defined".
+    pub(super) fn keep_defines(&mut self, id: SourceId, text: &str, out: &mut dyn Write) -> io::Result<()> {
+        let mut only = String::with_capacity(text.len());
+        let mut any = false;
+        let mut continued = false;
+        for line in text.split_inclusive('\n') {
+            let keep = continued || line.trim_start().starts_with("#define");
+            continued = keep && line.trim_end_matches(['\n', '\r']).ends_with('\\');
+            if keep {
+                any = true;
+                only.push_str(line);
+            } else {
+                only.extend(line.chars().map(|c| if c == '\n' { '\n' } else { ' ' }));
+            }
+        }
+        if !any || only.len() != text.len() {
+            return Ok(());
+        }
+        let previous = self.module.clone();
+        let Ok(outcome) = self.module.add(id, &only) else { return Ok(()) };
+        let backend = active_backend(&mut self.sim, &mut self.gpu, self.active);
+        if backend.load(&self.module, &self.sources).is_err() {
+            self.module = previous;
+            return Ok(());
+        }
+        self.constants = constants(&self.module);
+        let names: Vec<String> = outcome.defined.iter().map(|d| format!("`{}`", d.name)).collect();
+        if !names.is_empty() {
+            let msg = format!("kept the snippet's #defines: {}", names.join(", "));
+            writeln!(out, "{}", self.options.style.dim(&msg))?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn statement(&mut self, id: SourceId, out: &mut dyn Write) -> io::Result<Status> {
+        let text = self.text(id);
+        let stmt = match script::parse_statement(id, &text) {
+            Ok(stmt) => stmt,
+            Err(diag) => return self.report(&diag, out),
+        };
+        match stmt.kind {
+            StmtKind::Let { name, value, .. } => {
+                self.unbind_record(&name);
+                let v = match eval::eval(&value, self, &text) {
+                    Ok(v) => v,
+                    Err(diag) => return self.report(&diag, out),
+                };
+                self.bind(name, v);
+                Ok(Status::Ok)
+            }
+            StmtKind::Launch(launch) => self.launch(&launch, &text, out),
+            StmtKind::Inspect(expr) => {
+                let style = self.options.style.clone();
+                if let ExprKind::Name(name) = &expr.kind
+                    && self.buffer(name).is_none()
+                    && self.show_record(name, out)?
+                {
+                    return Ok(Status::Ok);
+                }
+                if let ExprKind::Name(name) = &expr.kind
+                    && let Some(buf) = self.buffer(name)
+                {
+                    let changed = self.changed_mask(name);
+                    render::array::write_array(out, name, buf, &style.array(changed))?;
+                    return Ok(Status::Ok);
+                }
+                match eval::eval(&expr, self, &text) {
+                    Ok(v) => {
+                        let label = text
+                            [(expr.span.lo as usize).min(text.len())..(expr.span.hi as usize).min(text.len())]
+                            .trim()
+                            .to_string();
+                        render::array::write_value(out, &label, &v, &style.array(None))?;
+                        Ok(Status::Ok)
+                    }
+                    Err(diag) => self.report(&diag, out),
+                }
+            }
+            StmtKind::Expect(expect) => self.expect(&expect, &text, out),
+            StmtKind::Cost { name, launch } => self.cost_statement(name, &launch, &text, out),
+        }
+    }
+
+    pub(super) fn bind(&mut self, name: String, v: Value) {
+        self.buffers.retain(|(n, _)| *n != name);
+        self.scalars.retain(|(n, _)| *n != name);
+        match v {
+            Value::Array(a) => self.buffers.push((name, a.to_buffer())),
+            scalar => self.scalars.push((name, scalar)),
+        }
+    }
+
+    pub(super) fn expect(&mut self, expect: &Expect, text: &str, out: &mut dyn Write) -> io::Result<Status> {
+        let style = self.options.style.clone();
+        let (passed, message) = match expect {
+            Expect::Expr(expr) => match eval::eval_expect(expr, self, text) {
+                Ok(o) => (o.passed, o.message),
+                Err(diag) => return self.report(&diag, out),
+            },
+            Expect::Clean | Expect::Finding(..) => {
+                let Some(findings) = self.last_findings() else {
+                    writeln!(out, "{}", style.error("error: no launch yet: `expect clean` and `expect finding` check the findings of the last launch"))?;
+                    return Ok(Status::Error);
+                };
+                match expect {
+                    Expect::Clean if findings.is_empty() => (true, String::new()),
+                    Expect::Clean => {
+                        let kinds: Vec<_> = findings.iter().map(|f| f.kind().name()).collect();
+                        (false, format!("the last launch has {} finding(s): {}", findings.len(), kinds.join(", ")))
+                    }
+                    Expect::Finding(kind, _) => {
+                        if findings.iter().any(|f| f.kind() == *kind) {
+                            (true, String::new())
+                        } else if findings.is_empty() {
+                            (false, format!("the last launch has no findings; expected a {} finding", kind.name()))
+                        } else {
+                            let kinds: Vec<_> = findings.iter().map(|f| f.kind().name()).collect();
+                            (
+                                false,
+                                format!(
+                                    "the last launch has no {} finding (it has: {})",
+                                    kind.name(),
+                                    kinds.join(", ")
+                                ),
+                            )
+                        }
+                    }
+                    Expect::Expr(_) => unreachable!("handled above"),
+                }
+            }
+        };
+        if passed {
+            writeln!(out, "{}", style.ok("ok"))?;
+            Ok(Status::Ok)
+        } else {
+            writeln!(out, "{} {message}", style.error("expect failed:"))?;
+            Ok(Status::ExpectFailed)
+        }
+    }
+
+    /// Which elements of `name` the last launch changed, when it was launched with that buffer.
+    pub(super) fn changed_mask(&self, name: &str) -> Option<Vec<bool>> {
+        let last = self.last.as_ref()?;
+        let (_, before) = last.before.iter().find(|(n, _)| n == name)?;
+        let now = self.buffer(name)?;
+        if before.len() != now.len() || before.dtype() != now.dtype() {
+            return None;
+        }
+        let size = now.dtype().size();
+        Some(before.bytes().chunks(size).zip(now.bytes().chunks(size)).map(|(a, b)| a != b).collect())
+    }
+}

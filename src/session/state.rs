@@ -1,0 +1,71 @@
+//! The session's state as a whole: forgetting it (`:reset`), and taking it out and putting it
+//! back around a lesson check, which runs in a scratch copy of the learner's session.
+
+use crate::backend::BackendKind;
+use crate::backend::sim::Schedule;
+use crate::buffer::Buffer;
+use crate::value::Value;
+
+use super::{LastLaunch, Session};
+
+/// What [`Session::save_state`] took out.
+pub(crate) struct Saved {
+    buffers: Vec<(String, Buffer)>,
+    scalars: Vec<(String, Value)>,
+    last: Option<LastLaunch>,
+    history: Vec<String>,
+    seed: u64,
+    schedule: Schedule,
+    active: BackendKind,
+    color: bool,
+    width: usize,
+}
+
+impl Session {
+    /// Forget kernels, buffers, scalars and findings; keep the settings.
+    pub fn reset(&mut self) {
+        self.module.clear();
+        self.refused.clear();
+        self.constants.clear();
+        self.buffers.clear();
+        self.scalars.clear();
+        self.last = None;
+        self.history.clear();
+    }
+
+    /// Take what the learner made (buffers, scalars, the last launch, history) and the run
+    /// settings out of the session, for a lesson check to run in a scratch copy; the module stays.
+    pub(crate) fn save_state(&mut self) -> Saved {
+        Saved {
+            buffers: std::mem::take(&mut self.buffers),
+            scalars: std::mem::take(&mut self.scalars),
+            last: self.last.take(),
+            history: self.history.clone(),
+            seed: self.options.sim.seed,
+            schedule: self.options.sim.schedule,
+            active: self.active,
+            color: self.options.style.color,
+            width: self.options.style.width,
+        }
+    }
+
+    /// Put back what [`Session::save_state`] took, dropping whatever a check made meanwhile.
+    pub(crate) fn restore_state(&mut self, saved: Saved) {
+        self.buffers = saved.buffers;
+        self.scalars = saved.scalars;
+        self.last = saved.last;
+        self.history = saved.history;
+        self.set_seed(saved.seed);
+        self.set_schedule(saved.schedule);
+        self.active = saved.active;
+        self.options.style.color = saved.color;
+        self.options.style.width = saved.width;
+    }
+
+    /// Forget buffers, scalars and the last launch, keeping kernels and settings.
+    pub(crate) fn clear_data(&mut self) {
+        self.buffers.clear();
+        self.scalars.clear();
+        self.last = None;
+    }
+}
