@@ -1,16 +1,21 @@
 //! gridlab: a terminal REPL that teaches CUDA kernels.
 //!
-//! The pieces, in the order input flows through them:
-//! - [`script`]: the session language (`let`, launches, `expect`), shared by the REPL, `replay`
-//!   and lessons; [`command`]: the `:` commands;
+//! The layers, lowest first (each uses only its own and those below; `architecture_tests`
+//! enforces it and `docs/architecture.md` walks one input through them):
+//! - [`diag`]: diagnostics that point at the learner's line, and "did you mean";
+//! - data: [`dtype`], [`buffer`], [`value`], [`finding`], [`launch`] (a launch and its report)
+//!   and [`cost`] (the cost model's figures and arithmetic, and the reference GPUs);
 //! - [`cuda`]: the CUDA C front end (lexer, parser, checker to a typed AST);
-//! - [`session`]: evaluates inputs, owns buffers and kernels, talks to a [`backend`];
-//! - [`backend`]: `sim`, the CPU simulator with race and bounds findings, and `gpu`, NVRTC and
-//!   the CUDA driver in a supervised worker process;
-//! - [`render`]: arrays, findings and tables, written to any `impl Write`;
+//! - [`render`]: arrays, findings, tables and colours, written to any `impl Write`;
+//! - [`backend`] (`sim`, the CPU simulator with findings and the cost counter; `gpu`, NVRTC and
+//!   the CUDA driver in a supervised worker process) and [`script`] (the session language:
+//!   inputs, statements, built-ins, the token classifier);
+//! - [`session`]: evaluates inputs, owns buffers and kernels, runs the `:` commands, and takes
+//!   extensions from above;
+//! - [`lesson`]: the guided course (lesson files, checks, progress, the guide as an extension);
+//! - [`replay`]: scripts and lessons run without a learner, on one input runner;
 //! - [`repl`]: the interactive prompt (reedline): multi-line input, colours, completion, history;
-//! - [`replay`]: scripts and lessons run non-interactively, with exit codes and JUnit reports;
-//! - [`lesson`]: the guided course: lesson files, checks, progress, the guided mode.
+//! - [`app`], [`cli`], [`doctor`]: the program: arguments, subcommands, exit codes.
 
 pub mod app;
 pub mod backend;
@@ -30,3 +35,6 @@ pub mod replay;
 pub mod script;
 pub mod session;
 pub mod value;
+
+#[cfg(test)]
+mod architecture_tests;
