@@ -173,9 +173,10 @@ pub struct Occupancy {
     /// Blocks of this kernel one SM can hold, and what limits that.
     pub blocks_per_sm: u32,
     pub limited_by: &'static str,
-    /// Estimated registers per thread (the simulator's live values; the GPU's `:info` has the
-    /// compiler's figure).
+    /// Registers per thread: the simulator's estimate from its live values, or, on a GPU, the
+    /// compiler's own figure (what `:info` shows; `registers_from_compiler` says which).
     pub registers: u32,
+    pub registers_from_compiler: bool,
     pub shared_per_block: u64,
     /// Resident warps per SM over the most it can hold (theoretical, as Nsight Compute's
     /// "theoretical occupancy"), and the warps a busy SM really has when the grid is small.
@@ -216,6 +217,16 @@ pub struct CostReport {
 }
 
 impl CostReport {
+    /// The same launch with `registers` per thread as the GPU's compiler allocated them: the
+    /// occupancy and the estimate are worked out again (the counts do not change).
+    pub fn with_compiler_registers(&mut self, registers: u32, blocks: u64) {
+        let o = &self.occupancy;
+        let block_threads = o.warps_per_block * WARP as u32;
+        let occupancy = occupancy(registers.max(1), self.profile, block_threads, o.shared_per_block, blocks);
+        self.estimate = estimate(&self.totals, &occupancy, self.profile, self.hottest_address, blocks);
+        self.occupancy = Occupancy { registers_from_compiler: true, ..occupancy };
+    }
+
     /// The share of the bytes moved by global sectors that the lanes asked for.
     pub fn sector_use(&self) -> f64 {
         ratio(self.totals.bytes_requested, self.totals.sectors * SECTOR).min(1.0)
@@ -250,6 +261,7 @@ pub fn occupancy(registers: u32, p: &GpuProfile, block_threads: u32, shared_per_
         blocks_per_sm,
         limited_by,
         registers,
+        registers_from_compiler: false,
         shared_per_block,
         theoretical: theoretical.min(1.0),
         achieved: achieved.min(1.0),
@@ -333,4 +345,46 @@ pub fn estimate(t: &Counts, o: &Occupancy, p: &GpuProfile, hottest_address: u64,
         if work < p.launch_us { (Limiter::Launch, p.launch_us + work) } else { (limiter, p.launch_us + work) };
     terms.push((Limiter::Launch, p.launch_us));
     Estimate { time_us, limiter, terms }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(registers: u32, blocks: u64) -> CostReport {
+        let p = profiles::default_profile();
+        let totals = Counts { issued: 1 << 20, lanes: 32 << 20, slots: 4 << 20, ..Counts::default() };
+        let occupancy = occupancy(registers, p, 256, 0, blocks);
+        let estimate = estimate(&totals, &occupancy, p, 0, blocks);
+        CostReport {
+            profile: p,
+            totals,
+            places: Vec::new(),
+            occupancy,
+            estimate,
+            warp_steps: 0,
+            threads: blocks * 256,
+            hottest_address: 0,
+        }
+    }
+
+    #[test]
+    fn the_compilers_registers_redo_occupancy_and_the_estimate() {
+        let blocks = 4 * 132;
+        let mut c = report(32, blocks);
+        assert!(!c.occupancy.registers_from_compiler);
+        assert_eq!(c.occupancy.theoretical, 1.0);
+        let before = c.estimate.time_us;
+        // 128 registers a thread: 65,536 / (128 x 256) = 2 blocks of 8 warps, a quarter of 64.
+        c.with_compiler_registers(128, blocks);
+        assert!(c.occupancy.registers_from_compiler);
+        assert_eq!((c.occupancy.registers, c.occupancy.blocks_per_sm), (128, 2));
+        assert_eq!(c.occupancy.limited_by, "registers");
+        assert_eq!(c.occupancy.theoretical, 0.25);
+        assert!(c.estimate.time_us >= before, "{} < {before}", c.estimate.time_us);
+        // The same figure as the estimate changes nothing but where it came from.
+        let mut same = report(32, blocks);
+        same.with_compiler_registers(32, blocks);
+        assert_eq!(same.estimate, report(32, blocks).estimate);
+    }
 }

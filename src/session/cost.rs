@@ -11,7 +11,7 @@ use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
 
 use super::{Session, Status};
 use crate::backend::sim::{Schedule, SimConfig};
-use crate::backend::{LaunchBuffers, LaunchSpec};
+use crate::backend::{LaunchBuffers, LaunchReport, LaunchSpec};
 use crate::buffer::Buffer;
 use crate::cost::{self, CostReport, Limiter};
 use crate::diag::Span;
@@ -64,6 +64,33 @@ impl Session {
         self.options.gpu_profile
     }
 
+    /// On a GPU, the register count its compiler chose for the kernel replaces the simulator's
+    /// estimate in the occupancy and the estimated time (the figure `:info` shows). Without a
+    /// GPU, or when the GPU cannot say, the estimate stands.
+    pub(super) fn use_compiler_registers(&mut self, spec: &LaunchSpec, report: &mut LaunchReport) {
+        let Some(cost) = report.cost.as_mut() else { return };
+        let Ok(block) = u32::try_from(spec.block.count()) else { return };
+        let Some(gpu) = self.active_gpu() else { return };
+        if let Ok(info) = gpu.kernel_info(&spec.kernel, block)
+            && let Ok(registers) = u32::try_from(info.registers)
+            && registers > 0
+        {
+            cost.with_compiler_registers(registers, spec.grid.count());
+        }
+    }
+
+    /// Run a launch on copies of `inputs` on the simulator with the cost model on, with the
+    /// GPU compiler's registers where there is a GPU.
+    fn costed_copy(
+        &mut self,
+        spec: &LaunchSpec,
+        inputs: &[(String, Buffer)],
+    ) -> Result<(LaunchReport, Vec<Buffer>), crate::backend::BackendError> {
+        let (mut report, copies) = self.run_copy(spec, inputs, self.costing_config())?;
+        self.use_compiler_registers(spec, &mut report);
+        Ok((report, copies))
+    }
+
     /// A sim configuration that counts costs: the session's, on a schedule that runs warps as a
     /// GPU does (the sequential schedule runs one lane at a time).
     fn costing_config(&self) -> SimConfig {
@@ -99,7 +126,7 @@ impl Session {
         let on_gpu = self.on_gpu();
         let model = match self.last.as_ref().and_then(|l| l.report.cost.clone()) {
             Some(c) if !on_gpu => c,
-            _ => match self.run_copy(&spec, &before, self.costing_config()) {
+            _ => match self.costed_copy(&spec, &before) {
                 Ok((report, _)) if !report.aborted && report.cost.is_some() => report.cost.expect("checked"),
                 Ok(_) => {
                     writeln!(out, "{}", style.warn("cost: nothing bound: the simulator could not finish the launch"))?;
@@ -203,7 +230,7 @@ impl Session {
         }
         let Some(p) = self.prepare_text("profile", text, out)? else { return Ok(Status::Error) };
         let inputs = self.inputs(&p.names);
-        let report = match self.run_copy(&p.spec, &inputs, self.costing_config()) {
+        let report = match self.costed_copy(&p.spec, &inputs) {
             Ok((report, _)) => report,
             Err(e) => return self.backend_error(out, &e),
         };
@@ -231,7 +258,7 @@ impl Session {
     ) -> io::Result<()> {
         let mut estimate = |p: &super::views::Prepared| {
             let inputs = self.inputs(&p.names);
-            self.run_copy(&p.spec, &inputs, self.costing_config()).ok().and_then(|(r, _)| r.cost.filter(|_| !r.aborted))
+            self.costed_copy(&p.spec, &inputs).ok().and_then(|(r, _)| r.cost.filter(|_| !r.aborted))
         };
         let (Some(ca), Some(cb)) = (estimate(a), estimate(b)) else { return Ok(()) };
         let (ta, tb) = (ca.estimate.time_us, cb.estimate.time_us);
@@ -380,14 +407,18 @@ impl Session {
             "{}",
             crate::render::prose(
                 &format!(
-                    "{}. Occupancy {:.0}% ({} blocks of {} warps per SM, limited by {}; about {} registers per thread); \
+                    "{}. Occupancy {:.0}% ({} blocks of {} warps per SM, limited by {}; {}); \
                      {:.0}% of lanes active; {} through L2, {} to and from DRAM.",
                     crate::render::cost::explain(c),
                     100.0 * o.theoretical,
                     o.blocks_per_sm,
                     o.warps_per_block,
                     o.limited_by,
-                    o.registers,
+                    if o.registers_from_compiler {
+                        format!("{} registers per thread, from the GPU's compiler", o.registers)
+                    } else {
+                        format!("about {} registers per thread", o.registers)
+                    },
                     100.0 * t.simt_efficiency(),
                     crate::render::text::decimal_bytes((t.l2_sectors * 32) as f64),
                     crate::render::text::decimal_bytes(t.dram_bytes() as f64),
