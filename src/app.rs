@@ -148,7 +148,7 @@ fn replay_lesson(
     out: &mut dyn Write,
 ) -> io::Result<replay::ScriptResult> {
     let shown = path.display().to_string();
-    let parsed = std::fs::read_to_string(path)
+    let parsed = crate::script::input::read_script(path)
         .map_err(|e| lesson::LessonError { path: shown.clone(), line: 0, message: format!("cannot read it: {e}") })
         .and_then(|text| lesson::parse(&shown, &text));
     match parsed {

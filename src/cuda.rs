@@ -36,6 +36,14 @@ use lexer::Token;
 /// The most kernels, functions, variables and typedefs a session keeps (see [`Module::add`]).
 pub const MAX_ITEMS: usize = 1000;
 
+/// The error for a snippet that would take the module past [`MAX_ITEMS`].
+fn too_many(at: Span) -> Diagnostic {
+    Diagnostic::error(format!("the session holds more than {MAX_ITEMS} kernels, functions and variables"))
+        .at(at)
+        .label("one too many")
+        .help("gridlab checks the whole module at every change; `:reset` to start over, or redefine an existing name")
+}
+
 /// What a snippet defined.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ItemKind {
@@ -293,6 +301,14 @@ impl Module {
         if new_items.is_empty() {
             return Ok(AddOutcome::default());
         }
+        // Every snippet re-checks the whole module, so the module's size is bounded to keep a
+        // long script's total time in seconds rather than growing with its square. Counted
+        // before copying anything, so that a refusal costs little.
+        let checked = |i: &&ModuleItem| i.kind != ItemKind::Define;
+        let kept = self.items.iter().filter(checked).filter(|o| !new_items.iter().any(|n| o.same_slot(n))).count();
+        if kept + new_items.iter().filter(checked).count() > MAX_ITEMS {
+            return Err(vec![too_many(new_items[0].span)]);
+        }
         let mut items = self.items.clone();
         let mut defined = Vec::new();
         let mut errors = Vec::new();
@@ -320,16 +336,8 @@ impl Module {
         if !errors.is_empty() {
             return Err(errors);
         }
-        // Every snippet re-checks the whole module, so the module's size is bounded to keep a
-        // long script's total time in seconds rather than growing with its square.
-        let checked_items = items.iter().filter(|i| i.kind != ItemKind::Define).count();
-        if checked_items > MAX_ITEMS {
-            return Err(vec![
-                Diagnostic::error(format!("the session holds more than {MAX_ITEMS} kernels, functions and variables"))
-                    .at(new_items[0].span)
-                    .label("one too many")
-                    .help("gridlab checks the whole module at every change; `:reset` to start over, or redefine an existing name"),
-            ]);
+        if items.iter().filter(|i| i.kind != ItemKind::Define).count() > MAX_ITEMS {
+            return Err(vec![too_many(new_items[0].span)]);
         }
         let mut gpu_only: Vec<(String, String)> =
             new_items.iter().filter_map(|i| Some((i.name.clone(), i.gpu_only.as_ref()?.construct.clone()))).collect();

@@ -356,6 +356,7 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
     }
     let mut worst = Status::Ok;
     let mut pending = String::new();
+    let mut scan = script::input::Pending::default();
     let mut first_line = 1u32;
     let mut line_no = 0u32;
     let prompt = |out: &mut dyn Write, more: bool| -> io::Result<()> {
@@ -366,28 +367,48 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
         Ok(())
     };
     prompt(&mut out, false)?;
-    for line in stdin.lock().lines() {
-        let line = line?;
+    let mut input = stdin.lock();
+    loop {
+        let line = match read_line(&mut input)? {
+            Line::End => break,
+            Line::Text(line) => line,
+            Line::Refused(why) => {
+                // Not a script (`gridlab < /dev/zero`, a binary file): stop reading it.
+                writeln!(out, "{} <stdin>:{}: {why}; stopped reading", session.style().error("error:"), line_no + 1)?;
+                pending.clear();
+                worst = Status::Error;
+                break;
+            }
+        };
         line_no += 1;
         if pending.is_empty() {
             first_line = line_no;
         }
+        if pending.len() + line.len() >= script::input::MAX_INPUT_BYTES {
+            let why = script::input::too_large(&" ".repeat(script::input::MAX_INPUT_BYTES + 1)).unwrap_or_default();
+            writeln!(out, "{} <stdin>:{first_line}: {why}; stopped reading", session.style().error("error:"))?;
+            pending.clear();
+            worst = Status::Error;
+            break;
+        }
         pending.push_str(&line);
         pending.push('\n');
-        if !script::is_complete(&pending) {
+        scan.push_line(&line);
+        if !scan.is_complete() {
             prompt(&mut out, true)?;
             continue;
         }
         let text = std::mem::take(&mut pending);
+        scan = script::input::Pending::default();
         let status = if tty {
             session.eval_typed(&text, &mut out)?
         } else {
             // Piped input is a script: echo it and keep its line numbers, as `replay` runs one.
-            let padded = format!("{}{text}", "\n".repeat(first_line as usize - 1));
             let result = ScriptResult::new("<stdin>".into());
-            Runner::new(&mut session, result, false, &mut out).recording().run_text(
+            Runner::new(&mut session, result, false, &mut out).recording().run_text_at(
                 "<stdin>",
-                &padded,
+                &text,
+                first_line,
                 Expect::Ok,
                 None,
             )?
@@ -408,4 +429,59 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     Ok(if worst == Status::Ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// One line of input read by [`read_line`].
+#[derive(Debug, PartialEq, Eq)]
+enum Line {
+    Text(String),
+    End,
+    /// A line that is not text a script could hold: why.
+    Refused(String),
+}
+
+/// Read one line (without its newline), refusing one longer than an input may be, one with a
+/// NUL byte, or one that is not UTF-8, after reading at most one byte past the limit: endless
+/// input (`/dev/zero`) costs bounded memory.
+fn read_line(input: &mut impl BufRead) -> io::Result<Line> {
+    let limit = script::input::MAX_INPUT_BYTES;
+    let mut bytes = Vec::new();
+    io::Read::take(&mut *input, limit as u64 + 1).read_until(b'\n', &mut bytes)?;
+    if bytes.is_empty() {
+        return Ok(Line::End);
+    }
+    if bytes.last() == Some(&b'\n') {
+        bytes.pop();
+    } else if bytes.len() > limit {
+        return Ok(Line::Refused(format!("a line longer than {} MiB", limit >> 20)));
+    }
+    if bytes.contains(&0) {
+        return Ok(Line::Refused("a NUL byte: binary input, not a script".into()));
+    }
+    Ok(match String::from_utf8(bytes) {
+        Ok(mut s) => {
+            if s.ends_with('\r') {
+                s.pop();
+            }
+            Line::Text(s)
+        }
+        Err(_) => Line::Refused("text that is not UTF-8".into()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endless_or_binary_input_is_refused_after_a_bounded_read() {
+        let mut zeros = io::BufReader::new(io::repeat(0));
+        assert!(matches!(read_line(&mut zeros).unwrap(), Line::Refused(why) if why.contains("longer than")));
+        let mut text = io::Cursor::new(b"let a = 1\r\nx\0y\n\xff\nlast".to_vec());
+        assert_eq!(read_line(&mut text).unwrap(), Line::Text("let a = 1".into()));
+        assert!(matches!(read_line(&mut text).unwrap(), Line::Refused(why) if why.contains("NUL")));
+        assert!(matches!(read_line(&mut text).unwrap(), Line::Refused(why) if why.contains("UTF-8")));
+        assert_eq!(read_line(&mut text).unwrap(), Line::Text("last".into()));
+        assert_eq!(read_line(&mut text).unwrap(), Line::End);
+    }
 }

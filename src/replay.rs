@@ -126,8 +126,8 @@ pub fn run_script(
     announce: bool,
     out: &mut dyn Write,
 ) -> Result<ScriptResult, UsageError> {
-    let text =
-        std::fs::read_to_string(path).map_err(|source| UsageError::Unreadable { path: path.to_path_buf(), source })?;
+    let text = crate::script::input::read_script(path)
+        .map_err(|source| UsageError::Unreadable { path: path.to_path_buf(), source })?;
     let start = Instant::now();
     let mut session = crate::lesson::session(options.clone(), None);
     let name = path.display().to_string();

@@ -147,6 +147,8 @@ pub struct Session {
     /// Kernels and functions whose definition was refused, with where: launching one points
     /// there instead of saying "define it first".
     pub(crate) refused: Vec<(String, Span)>,
+    /// The scripts `:load` is running now, outermost first (one may not load itself).
+    pub(crate) loading: Vec<std::path::PathBuf>,
 }
 
 impl Session {
@@ -179,6 +181,7 @@ impl Session {
             typed: 0,
             launches: 0,
             refused: Vec::new(),
+            loading: Vec::new(),
         }
     }
 
@@ -376,5 +379,23 @@ mod tests {
         let script = "__global__ void k(int *a) { a[0] = 7; while (a[1] == 0) {} }\nlet a = zeros(2, i32)\nk<<<1, 1>>>(a)\nexpect a[0] == 0\nexpect finding step_limit\n";
         let status = s.eval_text("t.gridlab", script, false, &mut out).unwrap();
         assert_eq!(status, Status::Ok, "{}", String::from_utf8_lossy(&out));
+    }
+
+    #[test]
+    fn the_number_of_names_is_bounded_with_a_message() {
+        let mut s = small_session();
+        let script: String = (0..pipeline::MAX_NAMES).map(|i| format!("let x{i} = {i}\n")).collect();
+        let start = std::time::Instant::now();
+        assert_eq!(s.eval_text("t.gridlab", &script, false, &mut Vec::new()).unwrap(), Status::Ok);
+        let mut out = Vec::new();
+        assert_eq!(s.eval_text("t.gridlab", "let one_more = 1\n", false, &mut out).unwrap(), Status::Error);
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains("a session holds at most 10,000 buffers and scalars"), "{out}");
+        // An existing name is still free to bind again.
+        assert_eq!(
+            s.eval_text("t.gridlab", "let x7 = 70\nexpect x7 == 70\n", false, &mut Vec::new()).unwrap(),
+            Status::Ok
+        );
+        assert!(start.elapsed() < std::time::Duration::from_secs(30), "{:?}", start.elapsed());
     }
 }

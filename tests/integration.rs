@@ -10,5 +10,6 @@ mod integration {
     pub mod lessons;
     pub mod repl;
     pub mod replay;
+    pub mod robust;
     pub mod worker;
 }

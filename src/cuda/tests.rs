@@ -649,6 +649,12 @@ fn many_definitions_one_at_a_time_are_bounded_with_a_message() {
     }
     let e = add(&mut m, &mut map, MAX_ITEMS).expect_err("one too many");
     assert!(e.contains("more than 1000 kernels") && e.contains(":reset"), "{e}");
+    // A refusal costs little: 6,000 definitions in a script end in seconds, not minutes.
+    let start = std::time::Instant::now();
+    for i in MAX_ITEMS..MAX_ITEMS + 5000 {
+        add(&mut m, &mut map, i).expect_err("one too many");
+    }
+    assert!(start.elapsed() < std::time::Duration::from_secs(15), "{:?}", start.elapsed());
     // Redefining an existing name is still fine, and the module is as it was.
     add(&mut m, &mut map, 3).expect("redefinition");
     assert_eq!(m.items().len(), MAX_ITEMS);

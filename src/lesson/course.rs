@@ -49,7 +49,7 @@ impl Course {
             let path = entry.map_err(|e| whole(format!("cannot read the course folder: {e}")))?.path();
             if path.is_file() && path.extension().is_some_and(|e| e == "md") && is_lesson_file(&path) {
                 let shown = path.display().to_string();
-                let text = std::fs::read_to_string(&path).map_err(|e| {
+                let text = crate::script::input::read_script(&path).map_err(|e| {
                     vec![LessonError { path: shown.clone(), line: 0, message: format!("cannot read it: {e}") }]
                 })?;
                 files.push((shown, text));

@@ -436,7 +436,7 @@ pub fn compare_scripts(
 ) -> Result<Summary, CompareError> {
     let mut summary = Summary::default();
     for (k, path) in scripts.iter().enumerate() {
-        let text = std::fs::read_to_string(path)
+        let text = crate::script::input::read_script(path)
             .map_err(|source| UsageError::Unreadable { path: path.to_path_buf(), source })?;
         let name = path.display().to_string();
         let mut sim = crate::lesson::session(Options { backend: BackendKind::Sim, ..options.clone() }, None);

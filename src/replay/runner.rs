@@ -55,14 +55,21 @@ impl<'a> Runner<'a> {
     /// Run every input of `text` (from the file `name`, padded so lines match the file),
     /// counting failures against the script and, when given, the test case. Returns the worst
     /// status (a refused input in a `Refusal` block counts as `Ok`).
-    pub fn run_text(
+    pub fn run_text(&mut self, name: &str, text: &str, expect: Expect, case: Option<&mut Case>) -> io::Result<Status> {
+        self.run_text_at(name, text, 1, expect, case)
+    }
+
+    /// [`Runner::run_text`] for text that starts on line `first_line` of `name` (piped input,
+    /// run an input at a time), without padding it with the lines before.
+    pub fn run_text_at(
         &mut self,
         name: &str,
         text: &str,
+        first_line: u32,
         expect: Expect,
         mut case: Option<&mut Case>,
     ) -> io::Result<Status> {
-        let (inputs, broken) = self.session.split(name, text);
+        let (inputs, broken) = self.session.split_at(name, text, first_line);
         let mut worst = Status::Ok;
         for input in &inputs {
             let mut buf = Vec::new();

@@ -24,7 +24,46 @@
 //!
 //! [`SourceId`]: crate::diag::SourceId
 
+use std::io::{self, Read};
+use std::path::Path;
+
 use crate::diag::{Diagnostic, Span};
+
+/// A script (`:load`, `replay`, a lesson file) larger than this is refused, not read whole:
+/// `/dev/zero` or a binary file is not a script.
+pub const MAX_SCRIPT_BYTES: usize = 16 << 20;
+
+/// One input (a kernel, a statement, a command) larger than this is refused with a message.
+pub const MAX_INPUT_BYTES: usize = 1 << 20;
+
+/// The text of a script file, refused with a reason when it is larger than
+/// [`MAX_SCRIPT_BYTES`], holds NUL bytes or is not UTF-8: reads at most one byte more than the
+/// limit, so an endless file (`/dev/zero`) costs no more than that.
+pub fn read_script(path: &Path) -> io::Result<String> {
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SCRIPT_BYTES as u64 + 1).read_to_end(&mut bytes)?;
+    let refuse = |why: String| Err(io::Error::new(io::ErrorKind::InvalidData, why));
+    if bytes.len() > MAX_SCRIPT_BYTES {
+        return refuse(format!("it is larger than {} MiB, too large for a script", MAX_SCRIPT_BYTES >> 20));
+    }
+    if let Some(at) = bytes.iter().position(|&b| b == 0) {
+        return refuse(format!("it holds a NUL byte (at byte {at}): a binary file, not a script"));
+    }
+    String::from_utf8(bytes).or_else(|e| {
+        refuse(format!("it is not UTF-8 text (byte {} is not): not a script", e.utf8_error().valid_up_to()))
+    })
+}
+
+/// The message for an input larger than [`MAX_INPUT_BYTES`], or `None` when it is not.
+pub fn too_large(text: &str) -> Option<String> {
+    (text.len() > MAX_INPUT_BYTES).then(|| {
+        format!(
+            "this input is longer than {} MiB, the most gridlab takes in one input: split it into several kernels or statements",
+            MAX_INPUT_BYTES >> 20
+        )
+    })
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InputKind {
@@ -101,7 +140,7 @@ pub fn classify(first_line: &str) -> Option<InputKind> {
 }
 
 /// The state of brackets after scanning some text.
-#[derive(Default)]
+#[derive(Clone, Debug, Default)]
 struct Scan {
     /// Open brackets with their byte offsets.
     open: Vec<(u8, usize)>,
@@ -109,57 +148,73 @@ struct Scan {
     in_comment: bool,
     /// The last character outside comments and whitespace.
     last: Option<u8>,
+    /// Inside a string or character literal whose line ended in a `\` (C's line splice).
+    in_str: Option<u8>,
 }
 
-/// Scan C text: brackets outside comments, strings and character literals.
-fn scan_c(text: &str) -> Scan {
-    let b = text.as_bytes();
-    let mut s = Scan::default();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if b[i..].starts_with(b"//") {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
-            }
-            continue;
-        }
-        if b[i..].starts_with(b"/*") {
-            match text[i + 2..].find("*/") {
-                Some(end) => i += end + 4,
-                None => {
-                    s.in_comment = true;
-                    return s;
+impl Scan {
+    /// Scan one more line of C text (without its newline) at byte offset `base`: brackets
+    /// outside comments, strings and character literals. Fed line by line, it gives what
+    /// scanning the whole text at once would, in time linear in the text.
+    fn c_line(&mut self, line: &str, base: usize) {
+        let b = line.as_bytes();
+        let mut i = 0;
+        if self.in_comment {
+            match line.find("*/") {
+                Some(end) => {
+                    self.in_comment = false;
+                    i = end + 2;
                 }
+                None => return,
             }
-            continue;
         }
-        if c == b'"' || c == b'\'' {
-            i += 1;
-            while i < b.len() && b[i] != c && b[i] != b'\n' {
-                i += if b[i] == b'\\' { 2 } else { 1 };
+        if let Some(q) = self.in_str.take() {
+            i = self.string(b, i, q);
+        }
+        while i < b.len() {
+            let c = b[i];
+            if b[i..].starts_with(b"//") {
+                return;
             }
-            s.last = Some(c);
+            if b[i..].starts_with(b"/*") {
+                match line[i + 2..].find("*/") {
+                    Some(end) => i += end + 4,
+                    None => {
+                        self.in_comment = true;
+                        return;
+                    }
+                }
+                continue;
+            }
+            if c == b'"' || c == b'\'' {
+                i = self.string(b, i + 1, c);
+                continue;
+            }
+            bracket(self, c, base + i);
             i += 1;
-            continue;
         }
-        bracket(&mut s, c, i);
-        i += 1;
     }
-    s
-}
 
-/// Scan a statement: brackets outside `#` comments.
-fn scan_statement(text: &str) -> Scan {
-    let mut s = Scan::default();
-    for line in line_offsets(text) {
-        let l = &text[line.0..line.1];
-        let code = l.find('#').map_or(l, |h| &l[..h]);
+    /// The rest of a literal quoted by `q` from `i`; returns where scanning goes on.
+    fn string(&mut self, b: &[u8], mut i: usize, q: u8) -> usize {
+        while i < b.len() && b[i] != q {
+            i += if b[i] == b'\\' { 2 } else { 1 };
+        }
+        self.last = Some(q);
+        if i > b.len() {
+            // A `\` ended the line: the literal goes on on the next one.
+            self.in_str = Some(q);
+        }
+        i + 1
+    }
+
+    /// Scan one more line of a statement: brackets outside `#` comments.
+    fn statement_line(&mut self, line: &str, base: usize) {
+        let code = line.find('#').map_or(line, |h| &line[..h]);
         for (j, c) in code.bytes().enumerate() {
-            bracket(&mut s, c, line.0 + j);
+            bracket(self, c, base + j);
         }
     }
-    s
 }
 
 fn bracket(s: &mut Scan, c: u8, at: usize) {
@@ -174,6 +229,15 @@ fn bracket(s: &mut Scan, c: u8, at: usize) {
     if !c.is_ascii_whitespace() {
         s.last = Some(c);
     }
+}
+
+/// Scan C text: brackets outside comments, strings and character literals.
+fn scan_c(text: &str) -> Scan {
+    let mut s = Scan::default();
+    for (lo, hi) in line_offsets(text) {
+        s.c_line(&text[lo..hi], lo);
+    }
+    s
 }
 
 /// Byte ranges of lines, without their `\n` (and `\r`).
@@ -192,33 +256,106 @@ fn line_offsets(text: &str) -> Vec<(usize, usize)> {
     out
 }
 
-/// Whether a CUDA item's text is finished (see the module docs).
-fn cuda_complete(text: &str) -> bool {
-    let s = scan_c(text);
-    if s.in_comment || !s.open.is_empty() {
-        return false;
+/// A CUDA item scanned line by line, to tell when it is finished (see the module docs).
+#[derive(Clone, Debug, Default)]
+struct CudaScan {
+    scan: Scan,
+    /// The last line that is not blank, trimmed at the end: whether it is a preprocessor line,
+    /// and its last character.
+    last_line: Option<(bool, char)>,
+}
+
+impl CudaScan {
+    fn line(&mut self, line: &str, base: usize) {
+        self.scan.c_line(line, base);
+        let t = line.trim_end();
+        if !t.trim_start().is_empty() {
+            self.last_line = Some((is_preprocessor(t), t.chars().next_back().unwrap_or(' ')));
+        }
     }
-    let last_line = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-    if is_preprocessor(last_line) || last_line.trim_end().ends_with('\\') {
-        return !last_line.trim_end().ends_with('\\');
+
+    /// Whether the item is finished: brackets closed, no open comment, and a last line that
+    /// ends it (a preprocessor line without a `\` continuation, or `}` or `;`).
+    fn complete(&self) -> bool {
+        if self.scan.in_comment || !self.scan.open.is_empty() {
+            return false;
+        }
+        match self.last_line {
+            Some((pre, last)) if pre || last == '\\' => last != '\\',
+            _ => matches!(self.scan.last, Some(b'}' | b';')),
+        }
     }
-    matches!(s.last, Some(b'}' | b';'))
+
+    /// The last line that is not blank ends with `c`.
+    fn ends_with(&self, c: char) -> bool {
+        self.last_line.is_some_and(|(_, last)| last == c)
+    }
+}
+
+/// Text typed so far for one input, fed a line at a time, that can say whether the input is
+/// whole: [`is_complete`] without scanning the text again for every line, so that a long
+/// multi-line input costs time linear in its length.
+#[derive(Clone, Debug, Default)]
+pub struct Pending {
+    /// The kind of the first line that has one.
+    first: Option<InputKind>,
+    c: CudaScan,
+    statement: Scan,
+    /// A line of CUDA that is not a preprocessor line was seen: an item's body started.
+    body_started: bool,
+    bytes: usize,
+    lines: usize,
+}
+
+impl Pending {
+    /// Add one line (without its newline).
+    pub fn push_line(&mut self, line: &str) {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let base = self.bytes;
+        let kind = classify(line);
+        if self.first.is_none() {
+            self.first = kind;
+        }
+        if kind == Some(InputKind::Cuda) && !is_preprocessor(line) {
+            self.body_started = true;
+        }
+        self.c.line(line, base);
+        self.statement.statement_line(line, base);
+        self.bytes += line.len() + 1;
+        self.lines += 1;
+    }
+
+    /// `false` while the text needs more lines (see [`is_complete`]).
+    pub fn is_complete(&self) -> bool {
+        match self.first {
+            None => !self.c.scan.in_comment,
+            Some(InputKind::Command) => true,
+            Some(InputKind::Cuda) => {
+                // Leading comments and preprocessor lines alone are complete; a started item is not.
+                self.c.complete() || (!self.body_started && !self.c.ends_with('\\'))
+            }
+            Some(InputKind::Statement) => self.statement.open.is_empty(),
+        }
+    }
+
+    /// Bytes fed so far, counting a newline after each line.
+    pub fn len(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lines == 0
+    }
 }
 
 /// For the REPL: `false` while the text typed so far needs more lines (an open bracket, an
 /// unfinished `/* */` comment, a CUDA item not ended by `}` or `;`, a `\` continuation).
 pub fn is_complete(text: &str) -> bool {
-    let first = text.lines().find_map(|l| classify(l).map(|k| (k, l)));
-    match first {
-        None => !scan_c(text).in_comment,
-        Some((InputKind::Command, _)) => true,
-        Some((InputKind::Cuda, _)) => {
-            // Leading comments and preprocessor lines alone are complete; a started item is not.
-            let body_started = text.lines().any(|l| classify(l) == Some(InputKind::Cuda) && !is_preprocessor(l));
-            if body_started { cuda_complete(text) } else { cuda_complete(text) || !text.trim_end().ends_with('\\') }
-        }
-        Some((InputKind::Statement, _)) => scan_statement(text).open.is_empty(),
+    let mut p = Pending::default();
+    for line in text.split('\n') {
+        p.push_line(line);
     }
+    p.is_complete()
 }
 
 /// Split a script into inputs; see the module docs for the rules and the error convention.
@@ -265,8 +402,9 @@ pub fn split_inputs(text: &str) -> Result<Vec<Input>, Box<SplitError>> {
                 // A statement continues while a bracket is open, but never into a line that
                 // plainly starts another input: an unclosed `(` then costs one statement (the
                 // parser reports it) instead of swallowing the rest of the script.
+                let mut s = Scan::default();
                 loop {
-                    let s = scan_statement(&text[lines[start].0..lines[i].1]);
+                    s.statement_line(&text[lines[i].0..lines[i].1], lines[i].0);
                     if s.open.is_empty()
                         || i + 1 == lines.len()
                         || starts_new_input(&text[lines[i + 1].0..lines[i + 1].1])
@@ -280,6 +418,9 @@ pub fn split_inputs(text: &str) -> Result<Vec<Input>, Box<SplitError>> {
             }
             Some(InputKind::Cuda) => {
                 let start = pending.take().unwrap_or(i);
+                // The item's lines so far, scanned once each as `i` moves on.
+                let mut scan = CudaScan::default();
+                let mut fed = start;
                 loop {
                     let l = &text[lines[i].0..lines[i].1];
                     if is_preprocessor(l) {
@@ -288,17 +429,20 @@ pub fn split_inputs(text: &str) -> Result<Vec<Input>, Box<SplitError>> {
                         }
                     } else {
                         loop {
-                            let chunk = &text[lines[start].0..lines[i].1];
-                            let done = cuda_complete(chunk)
-                                && !(chunk.trim_end().ends_with('}')
+                            while fed <= i {
+                                scan.line(&text[lines[fed].0..lines[fed].1], lines[fed].0);
+                                fed += 1;
+                            }
+                            let done = scan.complete()
+                                && !(scan.ends_with('}')
                                     && lines.get(i + 1).is_some_and(|n| text[n.0..n.1].trim_start().starts_with(';')));
                             if done {
                                 break;
                             }
                             if i + 1 == lines.len() {
-                                let s = scan_c(chunk);
+                                let s = &scan.scan;
                                 let diag = match s.open.last() {
-                                    Some(&(c, at)) => unclosed(text, c, lines[start].0 + at),
+                                    Some(&(c, at)) => unclosed(text, c, at),
                                     None if s.in_comment => Diagnostic::error(format!(
                                         "unfinished CUDA item starting on line {}: a `/*` comment is never closed",
                                         start + 1
@@ -471,7 +615,31 @@ expect all(a == 0.5)
     }
 
     #[test]
+    fn a_long_input_splits_and_completes_in_linear_time() {
+        let start = std::time::Instant::now();
+        let lines = 200_000;
+        let text = format!(
+            "__global__ void k(int *a) {{\n{}}}\nlet a = (1 +\n{}2)\n",
+            "a[0] += 1; // {\n".repeat(lines),
+            "1 +\n".repeat(lines)
+        );
+        let end = lines as u32 + 2;
+        assert_eq!(kinds(&text), vec![(InputKind::Cuda, 1, end), (InputKind::Statement, end + 1, 2 * end)]);
+        let mut pending = Pending::default();
+        for (i, line) in text.lines().enumerate().take(end as usize) {
+            pending.push_line(line);
+            assert_eq!(pending.is_complete(), i + 1 == end as usize, "line {}", i + 1);
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(30), "{:?}", start.elapsed());
+    }
+
+    #[test]
     fn completeness_for_the_repl() {
+        // C's line splice continues a string on the next line; a comment may span lines.
+        assert!(is_complete("__global__ void k() { const char *s = \"a\\\n}\"; }"));
+        assert!(!is_complete("__global__ void k() { const char *s = \"a\\\n\"; "));
+        assert!(is_complete("__global__ void k() { /* {\n { */ }"));
+        assert!(!is_complete("__global__ void k() { /* }\n } */"));
         assert!(is_complete("let a = zeros(4)"));
         assert!(!is_complete("let a = array([1,"));
         assert!(is_complete("let a = f(  # ( in a comment\n)"));

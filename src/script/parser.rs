@@ -10,13 +10,18 @@ use crate::finding::FindingKind;
 use super::ast::{BinOp, Dim, Expect, Expr, ExprKind, Index, Kwarg, Launch, Stmt, StmtKind, UnOp};
 use super::lexer::{Tok, Token, lex};
 
-/// Nesting deeper than this is refused rather than risking the stack.
-const MAX_DEPTH: usize = 200;
+/// Nesting deeper than this (parentheses, calls, unary operators, `**`) is refused rather than
+/// risking the stack.
+pub const MAX_DEPTH: usize = 200;
+/// A flat chain like `1 + 2 + 3 + ...` nests only one level for a reader, but the tree it makes
+/// is as deep as it is long, and evaluation walks it recursively: so the links of a chain count
+/// towards this larger limit on the tree's depth, with a message about length, not nesting.
+pub const MAX_TREE_DEPTH: usize = 1000;
 
 /// Parse one statement (not CUDA, not a `:command`). A trailing `;` is allowed.
 pub fn parse_statement(source: SourceId, text: &str) -> Result<Stmt, Diagnostic> {
     let toks = lex(source, text)?;
-    let mut p = Parser { toks, pos: 0, source, end: text.trim_end().len(), depth: 0 };
+    let mut p = Parser { toks, pos: 0, source, end: text.trim_end().len(), depth: 0, tree: 0 };
     let stmt = p.statement()?;
     if p.eat(";") {
         // tolerated, as in C
@@ -37,6 +42,8 @@ struct Parser {
     source: SourceId,
     end: usize,
     depth: usize,
+    /// The depth of the tree being built: nesting plus the links of operator chains.
+    tree: usize,
 }
 
 fn describe(tok: &Tok) -> String {
@@ -280,13 +287,52 @@ impl Parser {
     }
 
     pub fn expr(&mut self) -> Result<Expr, Diagnostic> {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
-            return Err(Diagnostic::error("expression nested too deeply").at(self.here()).help("split it with `let`"));
-        }
+        self.enter(self.here())?;
         let e = self.or_expr();
-        self.depth -= 1;
+        self.leave();
         e
+    }
+
+    /// One more level of nesting (parentheses, an argument, a unary operator, an exponent).
+    fn enter(&mut self, at: Span) -> Result<(), Diagnostic> {
+        self.depth += 1;
+        self.tree += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Diagnostic::error("expression nested too deeply")
+                .at(at)
+                .label(format!("more than {MAX_DEPTH} levels of nesting"))
+                .help("split it with `let`"));
+        }
+        self.tree_limit(at)
+    }
+
+    fn leave(&mut self) {
+        self.depth -= 1;
+        self.tree -= 1;
+    }
+
+    /// One more link in a chain of operators (`+ x`): it deepens the tree only.
+    fn enter_chain(&mut self, at: Span) -> Result<(), Diagnostic> {
+        self.tree += 1;
+        self.tree_limit(at)
+    }
+
+    fn tree_limit(&self, at: Span) -> Result<(), Diagnostic> {
+        if self.tree > MAX_TREE_DEPTH {
+            return Err(Diagnostic::error("this expression is too long")
+                .at(at)
+                .label(format!("more than {MAX_TREE_DEPTH} operators in one chain"))
+                .help("add it up in parts with `let`, e.g. `let s1 = ...` then `let s = s1 + ...`"));
+        }
+        Ok(())
+    }
+
+    /// Run `f` as a chain of operators whose links [`Self::enter_chain`] counted, then forget them.
+    fn chain<T>(&mut self, f: impl FnOnce(&mut Self, &mut usize) -> Result<T, Diagnostic>) -> Result<T, Diagnostic> {
+        let mut links = 0;
+        let r = f(self, &mut links);
+        self.tree -= links;
+        r
     }
 
     fn binary(op: BinOp, op_span: Span, lhs: Expr, rhs: Expr) -> Expr {
@@ -295,34 +341,39 @@ impl Parser {
     }
 
     fn or_expr(&mut self) -> Result<Expr, Diagnostic> {
-        let mut lhs = self.and_expr()?;
-        while self.is_ident("or") || self.is_punct("||") {
-            let op_span = self.bump().span;
-            let rhs = self.and_expr()?;
-            lhs = Self::binary(BinOp::Or, op_span, lhs, rhs);
-        }
-        Ok(lhs)
+        self.chain(|p, links| {
+            let mut lhs = p.and_expr()?;
+            while p.is_ident("or") || p.is_punct("||") {
+                let op_span = p.bump().span;
+                p.enter_chain(op_span)?;
+                *links += 1;
+                let rhs = p.and_expr()?;
+                lhs = Self::binary(BinOp::Or, op_span, lhs, rhs);
+            }
+            Ok(lhs)
+        })
     }
 
     fn and_expr(&mut self) -> Result<Expr, Diagnostic> {
-        let mut lhs = self.not_expr()?;
-        while self.is_ident("and") || self.is_punct("&&") {
-            let op_span = self.bump().span;
-            let rhs = self.not_expr()?;
-            lhs = Self::binary(BinOp::And, op_span, lhs, rhs);
-        }
-        Ok(lhs)
+        self.chain(|p, links| {
+            let mut lhs = p.not_expr()?;
+            while p.is_ident("and") || p.is_punct("&&") {
+                let op_span = p.bump().span;
+                p.enter_chain(op_span)?;
+                *links += 1;
+                let rhs = p.not_expr()?;
+                lhs = Self::binary(BinOp::And, op_span, lhs, rhs);
+            }
+            Ok(lhs)
+        })
     }
 
     fn not_expr(&mut self) -> Result<Expr, Diagnostic> {
         if self.is_ident("not") || self.is_punct("!") {
             let op_span = self.bump().span;
-            self.depth += 1;
-            if self.depth > MAX_DEPTH {
-                return Err(Diagnostic::error("expression nested too deeply").at(op_span));
-            }
+            self.enter(op_span)?;
             let operand = self.not_expr();
-            self.depth -= 1;
+            self.leave();
             let operand = operand?;
             let span = op_span.to(operand.span);
             return Ok(Expr { kind: ExprKind::Unary { op: UnOp::Not, op_span, operand: Box::new(operand) }, span });
@@ -369,13 +420,17 @@ impl Parser {
             &[("*", BinOp::Mul), ("/", BinOp::Div), ("//", BinOp::FloorDiv), ("%", BinOp::Mod)],
         ];
         let next = |p: &mut Self| if level + 1 < LEVELS.len() { p.bin_level(level + 1) } else { p.unary() };
-        let mut lhs = next(self)?;
-        loop {
-            let Some(&(_, op)) = LEVELS[level].iter().find(|(s, _)| self.is_punct(s)) else { return Ok(lhs) };
-            let op_span = self.bump().span;
-            let rhs = next(self)?;
-            lhs = Self::binary(op, op_span, lhs, rhs);
-        }
+        self.chain(|p, links| {
+            let mut lhs = next(p)?;
+            loop {
+                let Some(&(_, op)) = LEVELS[level].iter().find(|(s, _)| p.is_punct(s)) else { return Ok(lhs) };
+                let op_span = p.bump().span;
+                p.enter_chain(op_span)?;
+                *links += 1;
+                let rhs = next(p)?;
+                lhs = Self::binary(op, op_span, lhs, rhs);
+            }
+        })
     }
 
     fn unary(&mut self) -> Result<Expr, Diagnostic> {
@@ -387,12 +442,9 @@ impl Parser {
         };
         if let Some(op) = op {
             let op_span = self.bump().span;
-            self.depth += 1;
-            if self.depth > MAX_DEPTH {
-                return Err(Diagnostic::error("expression nested too deeply").at(op_span));
-            }
+            self.enter(op_span)?;
             let operand = self.unary();
-            self.depth -= 1;
+            self.leave();
             let operand = operand?;
             let span = op_span.to(operand.span);
             return Ok(Expr { kind: ExprKind::Unary { op, op_span, operand: Box::new(operand) }, span });
@@ -404,30 +456,37 @@ impl Parser {
         let base = self.postfix()?;
         if self.is_punct("**") {
             let op_span = self.bump().span;
-            // Right-associative, and the exponent may carry a sign: `2 ** -1`.
-            let exp = self.unary()?;
-            return Ok(Self::binary(BinOp::Pow, op_span, base, exp));
+            // Right-associative, and the exponent may carry a sign: `2 ** -1`. A chain of
+            // `**` nests to the right, so each exponent is a level of nesting.
+            self.enter(op_span)?;
+            let exp = self.unary();
+            self.leave();
+            return Ok(Self::binary(BinOp::Pow, op_span, base, exp?));
         }
         Ok(base)
     }
 
     fn postfix(&mut self) -> Result<Expr, Diagnostic> {
         let mut e = self.atom()?;
-        while self.is_punct("[") {
-            self.pos += 1;
-            let mut indices = Vec::new();
-            loop {
-                indices.push(self.index()?);
-                if self.eat(",") {
-                    continue;
+        self.chain(|p, links| {
+            while p.is_punct("[") {
+                p.enter_chain(p.here())?;
+                *links += 1;
+                p.pos += 1;
+                let mut indices = Vec::new();
+                loop {
+                    indices.push(p.index()?);
+                    if p.eat(",") {
+                        continue;
+                    }
+                    p.expect_punct("]", "`]`", "indices look like `a[i]`, `a[i, j]` or `a[start:stop:step]`")?;
+                    break;
                 }
-                self.expect_punct("]", "`]`", "indices look like `a[i]`, `a[i, j]` or `a[start:stop:step]`")?;
-                break;
+                let span = e.span.to(p.prev_span());
+                e = Expr { kind: ExprKind::Index { target: Box::new(e), indices }, span };
             }
-            let span = e.span.to(self.prev_span());
-            e = Expr { kind: ExprKind::Index { target: Box::new(e), indices }, span };
-        }
-        Ok(e)
+            Ok(e)
+        })
     }
 
     fn index(&mut self) -> Result<Index, Diagnostic> {

@@ -381,3 +381,36 @@ fn the_builtin_table_is_what_evaluation_knows() {
     let d = err("frobnicate(3)");
     assert!(d.help.unwrap().contains(":help functions"));
 }
+
+/// Long and deep expressions end in a clear error or a value, never a stack overflow; the
+/// limit on nesting counts nesting, and a long flat chain is told it is long. Run on a thread
+/// with a small stack (a test thread's 2 MiB) to prove the limits leave room.
+#[test]
+fn long_chains_and_deep_nesting_are_bounded_with_clear_errors() {
+    let run = || {
+        // A flat sum within the limit evaluates, as it reads: one level of nesting.
+        let within = vec!["1"; super::parser::MAX_TREE_DEPTH - 10].join(" + ");
+        assert_eq!(ev(&within).unwrap(), Value::Int(super::parser::MAX_TREE_DEPTH as i128 - 10));
+        // A 20,000-term sum and a 6,000-operand `**` chain: errors that say why.
+        let sum = vec!["1"; 20_000].join(" + ");
+        let d = err(&sum);
+        assert_eq!(d.message, "this expression is too long", "{d:?}");
+        let pow = vec!["1"; 6_000].join(" ** ");
+        let d = err(&pow);
+        assert_eq!(d.message, "expression nested too deeply", "{d:?}");
+        // Other chains: indexing, `and`, `or`, comparisons in a chain of `and`s.
+        for text in [
+            format!("a{}", "[0:4]".repeat(20_000)),
+            vec!["true"; 20_000].join(" and "),
+            vec!["false"; 20_000].join(" or "),
+            vec!["-"; 20_000].join("") + "1",
+            format!("{}1{}", "(".repeat(20_000), ")".repeat(20_000)),
+            format!("{}1{}", "abs(".repeat(20_000), ")".repeat(20_000)),
+            format!("{}1{}", "[".repeat(20_000), "]".repeat(20_000)),
+        ] {
+            let d = err(&text);
+            assert!(d.message.contains("too long") || d.message.contains("too deeply"), "{}: {d:?}", &text[..20]);
+        }
+    };
+    std::thread::Builder::new().name("small stack".into()).stack_size(2 << 20).spawn(run).unwrap().join().unwrap();
+}

@@ -501,15 +501,43 @@ fn load(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
         return usage(session, out, "load", "which file?");
     }
     let path = Path::new(args);
-    let text = match std::fs::read_to_string(path) {
+    // A script that loads itself, or two that load each other, would never end.
+    let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if let Some(at) = session.loading.iter().position(|p| *p == key) {
+        let chain: Vec<String> = session.loading[at..].iter().chain([&key]).map(|p| p.display().to_string()).collect();
+        writeln!(
+            out,
+            "{} {} is already being loaded ({}): a script that loads itself would never end",
+            session.style().error("error:"),
+            path.display(),
+            chain.join(" -> ")
+        )?;
+        return Ok(Status::Error);
+    }
+    if session.loading.len() >= MAX_LOAD_DEPTH {
+        writeln!(
+            out,
+            "{} `:load {}` would nest more than {MAX_LOAD_DEPTH} scripts deep",
+            session.style().error("error:"),
+            path.display()
+        )?;
+        return Ok(Status::Error);
+    }
+    let text = match crate::script::input::read_script(path) {
         Ok(t) => t,
         Err(e) => {
             writeln!(out, "{} cannot read {}: {e}", session.style().error("error:"), path.display())?;
             return Ok(Status::Error);
         }
     };
-    session.eval_text(&path.display().to_string(), &text, true, out)
+    session.loading.push(key);
+    let status = session.eval_text(&path.display().to_string(), &text, true, out);
+    session.loading.pop();
+    status
 }
+
+/// Scripts that `:load` others may nest this deep.
+const MAX_LOAD_DEPTH: usize = 16;
 
 fn save(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
     if args.is_empty() {

@@ -13,6 +13,7 @@ use crate::diag::{Diagnostic, SourceId, Span};
 use crate::render;
 use crate::script::ast::{Expect, ExprKind, StmtKind};
 use crate::script::eval::{self, Env};
+use crate::script::input::SplitError;
 use crate::script::{self, Input, InputKind};
 use crate::value::Value;
 
@@ -56,6 +57,10 @@ fn constants(module: &Module) -> Vec<(String, Value)> {
     }
     out.0
 }
+
+/// A session binds at most this many buffers and scalars: every `let` looks its name up among
+/// them, so a script of endless distinct names would slow down with the square of their number.
+pub const MAX_NAMES: usize = 10_000;
 
 /// Writes to the terminal and, when `keep`, keeps a copy for the transcript.
 struct Tee<'a> {
@@ -136,10 +141,23 @@ impl Session {
     /// Split a script into inputs. When its last CUDA item never ends, the inputs before it are
     /// returned with the error, re-pointed at `name` so it shows the script's own line.
     pub fn split(&mut self, name: &str, text: &str) -> (Vec<Input>, Option<Diagnostic>) {
+        self.split_at(name, text, 1)
+    }
+
+    /// [`Session::split`] for text that starts on line `first_line` of `name`.
+    pub fn split_at(&mut self, name: &str, text: &str, first_line: u32) -> (Vec<Input>, Option<Diagnostic>) {
+        let shift = |mut inputs: Vec<Input>| {
+            for input in &mut inputs {
+                input.line += first_line.max(1) - 1;
+                input.end_line += first_line.max(1) - 1;
+            }
+            inputs
+        };
         match script::split_inputs(text) {
-            Ok(inputs) => (inputs, None),
+            Ok(inputs) => (shift(inputs), None),
             Err(e) => {
-                let id = self.sources.add(name, text, 1);
+                let e = SplitError { inputs: shift(e.inputs), ..*e };
+                let id = self.sources.add(name, text, first_line);
                 let diag = Diagnostic { span: e.diag.span.map(|s| crate::diag::Span { source: id, ..s }), ..e.diag };
                 (e.inputs, Some(diag))
             }
@@ -148,6 +166,10 @@ impl Session {
 
     /// Run one input. `name` is the file (or `<input N>`) it came from, for error locations.
     pub fn eval(&mut self, name: &str, input: &Input, out: &mut dyn Write) -> io::Result<Status> {
+        if let Some(why) = script::input::too_large(&input.text) {
+            writeln!(out, "{} {name}:{}: {why}", self.options.style.error("error:"), input.line)?;
+            return Ok(Status::Error);
+        }
         let id = self.sources.add(name, input.text.as_str(), input.line);
         let status = match input.kind {
             InputKind::Cuda => self.define(id, out)?,
@@ -172,7 +194,9 @@ impl Session {
     /// CUDA source: add it to the module, checked against everything defined so far.
     pub(super) fn define(&mut self, id: SourceId, out: &mut dyn Write) -> io::Result<Status> {
         let text = self.text(id);
-        let previous = self.module.clone();
+        // Only the GPU's compiler can refuse a module the front end took: keep the module to go
+        // back to only then (a copy costs as much as the module is large).
+        let previous = (self.active != BackendKind::Sim).then(|| self.module.clone());
         let added = match self.module.add(id, &text) {
             // Outside the simulator's subset: on the GPU, NVRTC takes it (and judges it).
             Err(errors) if self.module.gpu_could_take(&errors, &text) && self.on_gpu() => {
@@ -190,7 +214,9 @@ impl Session {
                 let backend = active_backend(&mut self.sim, &mut self.gpu, self.active);
                 if let Err(e) = backend.load(&self.module, &self.sources) {
                     // The GPU's compiler said no: the session keeps the module it had.
-                    self.module = previous;
+                    if let Some(previous) = previous {
+                        self.module = previous;
+                    }
                     match e {
                         BackendError::Compile(diags) => {
                             for d in &diags {
@@ -299,7 +325,20 @@ impl Session {
             Err(diag) => return self.report(&diag, out),
         };
         match stmt.kind {
-            StmtKind::Let { name, value, .. } => {
+            StmtKind::Let { name, name_span, value } => {
+                let known = |n: &String| *n == name;
+                let new_name =
+                    !self.buffers.iter().map(|(n, _)| n).chain(self.scalars.iter().map(|(n, _)| n)).any(known);
+                if new_name && self.buffers.len() + self.scalars.len() >= MAX_NAMES {
+                    let d = Diagnostic::error(format!(
+                        "a session holds at most {} buffers and scalars",
+                        crate::render::text::thousands(MAX_NAMES as u64)
+                    ))
+                    .at(name_span)
+                    .label("one name too many")
+                    .help("reuse a name with `let`, or start over with `:reset`");
+                    return self.report(&d, out);
+                }
                 self.unbind_record(&name);
                 let v = match eval::eval(&value, self, &text) {
                     Ok(v) => v,
