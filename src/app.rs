@@ -95,6 +95,10 @@ fn replay_cmd(args: &ReplayArgs, options: &Options) -> io::Result<ExitCode> {
     if args.compare.is_some() {
         return compare_cmd(&scripts, options, args.quiet, &mut out);
     }
+    if let Some(why) = gpu_refused(options) {
+        eprintln!("gridlab replay: {why}");
+        return Ok(ExitCode::from(2));
+    }
     let mut results = Vec::new();
     for (i, path) in scripts.iter().enumerate() {
         if lesson::course::is_lesson_file(path) {
@@ -139,6 +143,20 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
+/// Why an explicit `--backend gpu` cannot be honoured, when it cannot: CI that asked for the GPU
+/// must not be told that the simulator passed. Only `auto` falls back to the simulator.
+fn gpu_refused(options: &Options) -> Option<String> {
+    if options.backend != crate::backend::BackendKind::Gpu {
+        return None;
+    }
+    let mut probe = lesson::session(options.clone(), None);
+    probe.resolve_backend();
+    let why = probe.gpu_problem()?;
+    Some(format!(
+        "--backend gpu was asked for, but the GPU backend is not usable: {why} (`--backend auto` falls back to the simulator)"
+    ))
+}
+
 /// Replay one lesson file: solutions in place of exercises, checks included. A lesson that
 /// cannot be read is a failure, reported with its file and line.
 fn replay_lesson(
@@ -151,6 +169,11 @@ fn replay_lesson(
     let parsed = crate::script::input::read_script(path)
         .map_err(|e| lesson::LessonError { path: shown.clone(), line: 0, message: format!("cannot read it: {e}") })
         .and_then(|text| lesson::parse(&shown, &text));
+    // The lesson's own course, for `:lesson` and `:lessons` in its blocks (not the built-in one).
+    let options = &Options {
+        course: options.course.clone().or_else(|| path.parent().map(|p| p.to_path_buf())),
+        ..options.clone()
+    };
     match parsed {
         Ok(l) => replay::lesson::run_lesson(&l, options, replay::lesson::Mode::Replay, quiet, out),
         Err(e) => {
@@ -203,6 +226,12 @@ fn course_errors(errors: &[lesson::LessonError], options: &Options) -> ExitCode 
 /// `gridlab dev check [DIR]`: every lesson parses, every block runs, every starter fails its
 /// check and every solution passes.
 fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, quiet: bool) -> io::Result<ExitCode> {
+    if let Some(why) = gpu_refused(options) {
+        eprintln!("gridlab dev check: {why}");
+        return Ok(ExitCode::from(2));
+    }
+    // Sessions open this course for `:lesson` and `:lessons`, not the built-in one.
+    let options = &Options { course: dir.clone().or(options.course.clone()), ..options.clone() };
     let course = match Course::chosen(dir.as_deref()) {
         Ok(c) => c,
         Err(errors) => {

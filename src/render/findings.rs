@@ -17,7 +17,12 @@ pub fn write_finding(out: &mut dyn Write, f: &Finding, sources: &SourceMap, styl
 
 /// `a[1024]` for a buffer, `tile[3]` for a shared array.
 fn element(memory: &Memory, index: i64) -> String {
-    format!("{}[{index}]", memory.name())
+    match index {
+        // Beyond what a pointer can address (see `index_range`).
+        i64::MAX => format!("{}[far past the end]", memory.name()),
+        i64::MIN => format!("{}[far before the start]", memory.name()),
+        _ => format!("{}[{index}]", memory.name()),
+    }
 }
 
 fn line(sources: &SourceMap, site: &Site) -> u32 {
@@ -31,7 +36,7 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             let past_end = *first_index >= *len as i64;
             let place = if past_end { "past the end of" } else { "before the start of" };
             let who = if *count == 1 { "1 thread".to_string() } else { format!("{} threads", thousands(*count)) };
-            let range = if min_index == max_index { format!("index {min_index}") } else { format!("indices {min_index}..{max_index}") };
+            let range = index_range(*min_index, *max_index);
             let verb = match access {
                 Access::Read => "read",
                 Access::Write => "wrote",
@@ -140,6 +145,21 @@ fn access_word(a: Access, el: &str) -> String {
         Access::Read => format!("read {el}"),
         Access::Write => format!("wrote {el}"),
         Access::Atomic => format!("atomically updated {el}"),
+    }
+}
+
+/// `index 12` or `indices 10..15`; an index beyond what a pointer can address (the simulator
+/// reports it as `i64::MAX` or `i64::MIN`) is said so, not as a number it never was.
+fn index_range(min: i64, max: i64) -> String {
+    let one = |i: i64| match i {
+        i64::MAX => "an index too far past the end to address (2^47 bytes or more)".to_string(),
+        i64::MIN => "an index too far before the start to address (2^47 bytes or more)".to_string(),
+        i => format!("index {i}"),
+    };
+    match (min, max) {
+        _ if min == max => one(min),
+        (_, i64::MAX) | (i64::MIN, _) => format!("indices from {} to {}", one(min), one(max)),
+        _ => format!("indices {min}..{max}"),
     }
 }
 

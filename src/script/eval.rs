@@ -575,11 +575,7 @@ impl Cx<'_> {
     fn shape_arg(&self, e: &Expr) -> Result<Shape, Diagnostic> {
         let count = |x: &Expr| -> Result<usize, Diagnostic> {
             let n = self.int_arg(x, "a size")?;
-            usize::try_from(n).map_err(|_| {
-                Diagnostic::error(format!("a size can't be negative (it is {n})"))
-                    .at(x.span)
-                    .help("sizes count elements")
-            })
+            count_of(n, "a size", x.span, self.env.max_alloc_bytes())
         };
         match &e.kind {
             ExprKind::Tuple(items) if items.len() == 2 => Ok(Shape::D2(count(&items[0])?, count(&items[1])?)),
@@ -750,7 +746,11 @@ impl Cx<'_> {
                     return Err(Diagnostic::error(format!("`{func}` of an empty array")).at(arg.span));
                 }
                 Ok(match (a.data(), func) {
-                    (Data::Float(d, x), "sum") => V::Elem(Num::Float(round_to(x.iter().sum(), *d)), *d),
+                    // Rust sums floats from -0.0 (so that a sum of -0.0 is -0.0); an empty
+                    // sum is 0, as in numpy.
+                    (Data::Float(d, x), "sum") => {
+                        V::Elem(Num::Float(round_to(x.iter().fold(0.0, |s, v| s + v), *d)), *d)
+                    }
                     (Data::Float(d, x), "mean") => {
                         V::Elem(Num::Float(round_to(x.iter().sum::<f64>() / x.len() as f64, *d)), *d)
                     }
@@ -920,9 +920,7 @@ impl Cx<'_> {
                 let a = self.scalar_num(&args[0], "`linspace` start")?.as_f64();
                 let b = self.scalar_num(&args[1], "`linspace` stop")?.as_f64();
                 let n = self.int_arg(&args[2], "`linspace` count")?;
-                let n = usize::try_from(n).map_err(|_| {
-                    Diagnostic::error(format!("a count can't be negative (it is {n})")).at(args[2].span)
-                })?;
+                let n = count_of(n, "a count", args[2].span, self.env.max_alloc_bytes())?;
                 let shape = sized(Shape::D1(n))?;
                 let step = if n > 1 { (b - a) / (n - 1) as f64 } else { 0.0 };
                 build(
@@ -1295,6 +1293,22 @@ impl Cx<'_> {
         let (x, y) = (f_lane(&l, false).at(0), f_lane(&r, false).at(0));
         Ok(V::Float(float_op(op, x, y)))
     }
+}
+
+/// A number of elements: not negative, and not beyond what any buffer could hold (the limit
+/// says the rest).
+fn count_of(n: i128, what: &str, span: Span, limit: u64) -> Result<usize, Diagnostic> {
+    if n < 0 {
+        return Err(Diagnostic::error(format!("{what} can't be negative (it is {n})"))
+            .at(span)
+            .help("sizes count elements"));
+    }
+    usize::try_from(n).ok().filter(|&n| n as u64 <= u64::MAX / 8).ok_or_else(|| {
+        Diagnostic::error(format!("{what} of {n} elements is more than any buffer can hold")).at(span).help(format!(
+            "buffers may use {} here (--max-alloc changes it)",
+            crate::render::text::human_bytes(u128::from(limit))
+        ))
+    })
 }
 
 fn src_type(src: Src) -> String {

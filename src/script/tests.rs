@@ -414,3 +414,20 @@ fn long_chains_and_deep_nesting_are_bounded_with_clear_errors() {
     };
     std::thread::Builder::new().name("small stack".into()).stack_size(2 << 20).spawn(run).unwrap().join().unwrap();
 }
+
+#[test]
+fn messages_say_what_is_wrong_with_extreme_sizes_and_empty_sums() {
+    assert_eq!(
+        err("zeros(2**100)").message,
+        "a size of 1267650600228229401496703205376 elements is more than any buffer can hold"
+    );
+    assert_eq!(err("zeros(-3)").message, "a size can't be negative (it is -3)");
+    assert!(
+        err("linspace(0, 1, 2**70)").message.starts_with("a count of 1180591620717411303424 elements is more than")
+    );
+    // An empty sum is 0, not -0 (Rust's float sums start from -0.0).
+    let Value::Float(s) = ev("sum(zeros(0))").unwrap() else { panic!() };
+    assert!(s == 0.0 && s.is_sign_positive(), "{s}");
+    let Value::Float(s) = ev("sum(zeros(0, f64))").unwrap() else { panic!() };
+    assert!(s.is_sign_positive(), "{s}");
+}

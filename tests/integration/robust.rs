@@ -94,3 +94,42 @@ fn one_input_larger_than_the_limit_is_refused_with_a_message() {
     assert_eq!(code, 1);
     assert!(out.contains("longer than 1 MiB, the most gridlab takes in one input"), "{}", &out[..500.min(out.len())]);
 }
+
+#[test]
+fn an_explicit_gpu_backend_that_cannot_be_had_is_an_error_not_a_pass_on_the_simulator() {
+    // Device 99 exists on no machine, so this holds with a GPU or without.
+    let script = "tests/scripts/01-first-kernel.gridlab";
+    for command in [vec!["replay", script], vec!["dev", "check", "tests/fixtures/course"]] {
+        let run = gridlab().args(command.clone()).args(["--backend", "gpu", "--device", "99"]).run();
+        assert_eq!(run.code, 2, "{command:?}: {}\n{}", run.stdout, run.stderr);
+        assert!(
+            run.stderr.contains("--backend gpu was asked for, but the GPU backend is not usable"),
+            "{}",
+            run.stderr
+        );
+    }
+    // `auto` falls back, and says so.
+    let run = gridlab().args(["replay", script, "--backend", "auto", "--device", "99"]).run();
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.starts_with("backend: sim (auto: "), "{}", run.stdout);
+}
+
+#[test]
+fn a_replayed_lesson_of_a_course_folder_opens_its_own_course() {
+    let dir = tempfile::tempdir().unwrap();
+    let course = dir.path().join("course");
+    std::fs::create_dir(&course).unwrap();
+    std::fs::copy(root().join("tests/fixtures/course/01-fill.md"), course.join("01-fill.md")).unwrap();
+    let lesson = "+++\ntitle = \"Where am I\"\nsummary = \"Which course is this?\"\n+++\n\nA lesson that opens another.\n\n## Lessons\n\n```gridlab\n:lesson 1\n```\n";
+    std::fs::write(course.join("02-where.md"), lesson).unwrap();
+    let data = dir.path().join("data");
+    for command in [
+        vec!["replay".to_string(), course.display().to_string()],
+        vec!["dev".into(), "check".into(), course.display().to_string()],
+    ] {
+        let run =
+            gridlab().args(command).args(["--backend", "sim"]).env("XDG_DATA_HOME", &data.display().to_string()).run();
+        assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains("Lesson 1 of 2: Fill an array"), "{}", run.stdout);
+    }
+}

@@ -258,7 +258,14 @@ impl Mem<'_> {
         let len = bytes.len() as i64;
         if off < 0 || off + size as i64 > len {
             if self.findings {
-                reports.oob(region, access, off.div_euclid(elem), (len / elem) as u64, who.thread as u64, who.pc);
+                reports.oob(
+                    region,
+                    access,
+                    memory::report_index(off, elem),
+                    (len / elem) as u64,
+                    who.thread as u64,
+                    who.pc,
+                );
             }
             if self.extra
                 && access != Access::Read
@@ -267,7 +274,7 @@ impl Mem<'_> {
             {
                 t.out_of_bounds_total += 1;
                 if t.out_of_bounds.len() < WriteTrace::MAX_OUT_OF_BOUNDS {
-                    t.out_of_bounds.push((off.div_euclid(elem), who.thread));
+                    t.out_of_bounds.push((memory::report_index(off, elem), who.thread));
                 }
             }
             return Ok(None);
@@ -691,7 +698,7 @@ impl Machine<'_, '_> {
             Op::Un { op, ty, dst, a } => lanes!(mask, |l| r[at(dst, l)] = alu::un(op, ty, r[at(a, l)])),
             Op::Cvt { from, to, dst, a } => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, from, to)),
             Op::PtrAdd { dst, ptr, idx, scale } => {
-                map2(mask, r, dst, ptr, idx, |p, i| p.wrapping_add((i as i64).wrapping_mul(scale as i64) as u64))
+                map2(mask, r, dst, ptr, idx, |p, i| memory::moved(p, i as i64, scale as i64))
             }
             Op::PtrDiff { dst, a, b, scale } => lanes!(mask, |l| r[at(dst, l)] =
                 ((r[at(a, l)].wrapping_sub(r[at(b, l)]) as i64) / scale.max(1) as i64) as u64),

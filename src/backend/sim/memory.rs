@@ -25,6 +25,39 @@ pub fn make_ptr(region: u32, offset: i64) -> u64 {
     ((region as u64) << 48) | ((offset as u64).wrapping_add(BIAS) & OFFSET_MASK)
 }
 
+/// The offsets a pointer can hold; one that would leave them sticks at the nearer end.
+const MIN_OFFSET: i64 = -(BIAS as i64);
+const MAX_OFFSET: i64 = BIAS as i64 - 1;
+
+/// The element index reported for an access through a pointer that went beyond what a pointer
+/// can address (its offset stuck at an end): `i64::MAX` past the end, `i64::MIN` before it.
+pub const FAR_PAST_END: i64 = i64::MAX;
+pub const FAR_BEFORE_START: i64 = i64::MIN;
+
+/// `p` moved by `index` elements of `scale` bytes (C's `p + index`). Where the new offset would
+/// leave what a pointer holds, or overflow on the way (`a[9223372036854775807]`), it sticks at
+/// the nearer end: the pointer stays in its region, out of bounds, and is reported as far past
+/// the end (or before the start) rather than wrapping around to a small index or into
+/// another buffer.
+pub fn moved(p: u64, index: i64, scale: i64) -> u64 {
+    let off = index.checked_mul(scale).and_then(|d| offset(p).checked_add(d));
+    let off = match off {
+        Some(o) if (MIN_OFFSET..=MAX_OFFSET).contains(&o) => o,
+        _ if (index < 0) != (scale < 0) => MIN_OFFSET,
+        _ => MAX_OFFSET,
+    };
+    make_ptr(region(p), off)
+}
+
+/// The element index of byte offset `off` for a report (see [`moved`]).
+pub fn report_index(off: i64, elem: i64) -> i64 {
+    match off {
+        MAX_OFFSET => FAR_PAST_END,
+        MIN_OFFSET => FAR_BEFORE_START,
+        _ => off.div_euclid(elem),
+    }
+}
+
 pub fn region(p: u64) -> u32 {
     (p >> 48) as u32
 }

@@ -1019,3 +1019,42 @@ fn cost_is_off_on_the_sequential_schedule_and_when_disabled() {
     let mut sim = Sim::of(COST_KERNELS).config(SimConfig { cost: None, ..SimConfig::default() });
     assert!(sim.launch("coalesced", lin(1), lin(32), &mut [&mut a, &mut b], &[]).cost.is_none());
 }
+
+/// Shifts by the width or more: `<<` gives 0, `>>` fills with the sign (0, or -1 for a negative
+/// signed value), as the GPU's `shl`/`shr` do, which clamp the count to the width.
+#[test]
+fn cuda_shifts_by_the_width_or_more_are_defined_as_on_a_gpu() {
+    let mut sim = Sim::of(
+        "__global__ void shifts(int *a, int s) {\n\
+         unsigned int u = 0xffffffffu;\n\
+         a[0] = -1 >> s; a[1] = 1 << s; a[2] = -8 >> (s + 8); a[3] = 8 >> s; a[4] = (int)(u >> s); a[5] = -8 >> 1;\n\
+         }",
+    );
+    let mut a = Buffer::zeros(DType::I32, Shape::D1(6));
+    let r = sim.launch("shifts", lin(1), lin(1), &mut [&mut a], &[ScalarArg::I32(32)]);
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    assert_eq!(a.to_f64_vec(), vec![-1.0, 0.0, -1.0, 0.0, 0.0, -4.0]);
+}
+
+/// An index too large for the address it makes (`a[9223372036854775807]`, `a[1 << 46]` of
+/// floats) is reported far past the end, never as a small index it wrapped around to, and never
+/// reaches another buffer.
+#[test]
+fn cuda_an_index_beyond_any_address_is_reported_as_such() {
+    let mut sim =
+        Sim::of("__global__ void far(float *a, float *b, long long i) { a[0] = a[i]; a[i] = 5.0f; b[1] = 1.0f; }");
+    for (i, far) in [(i64::MAX, i64::MAX), (1 << 46, i64::MAX), (i64::MIN, i64::MIN), (-(1 << 46), i64::MIN)] {
+        let (mut a, mut b) = (floats(&[1.0, 2.0]), floats(&[0.0, 0.0]));
+        let r = sim.launch("far", lin(1), lin(1), &mut [&mut a, &mut b], &[ScalarArg::I64(i)]);
+        let indices: Vec<(i64, i64)> = r
+            .findings
+            .iter()
+            .filter_map(|f| match f {
+                Finding::OutOfBounds { min_index, first_index, .. } => Some((*min_index, *first_index)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(indices, vec![(far, far), (far, far)], "index {i}: {:?}", r.findings);
+        assert_eq!((a.to_f64_vec(), b.to_f64_vec()), (vec![0.0, 2.0], vec![0.0, 1.0]), "index {i}");
+    }
+}
