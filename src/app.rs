@@ -90,8 +90,7 @@ fn replay_cmd(args: &ReplayArgs, options: &Options) -> io::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
+    let mut out = crate::render::Closable::new(io::stdout().lock());
     if args.compare.is_some() {
         return compare_cmd(&scripts, options, args.quiet, &mut out);
     }
@@ -242,7 +241,7 @@ fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, quiet: bool) ->
             return Ok(ExitCode::from(1));
         }
     };
-    let mut out = io::stdout().lock();
+    let mut out = crate::render::Closable::new(io::stdout().lock());
     let mut failed = 0;
     let mut skipped = 0;
     let mut exercises = 0;

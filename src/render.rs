@@ -18,6 +18,48 @@ use std::io::{self, Write};
 
 use crate::cuda::ast::Function;
 
+/// Output whose reader may go away (`gridlab replay ... | head -1`): once it has, what is
+/// written is dropped instead of failing, so the command runs to its end and exits with its own
+/// status; a closed pipe must not turn a failure into success, nor end a run half done.
+pub struct Closable<W> {
+    inner: W,
+    closed: bool,
+}
+
+impl<W: Write> Closable<W> {
+    pub fn new(inner: W) -> Closable<W> {
+        Closable { inner, closed: false }
+    }
+}
+
+impl<W: Write> Write for Closable<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        match self.inner.write(buf) {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(buf.len())
+            }
+            r => r,
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        match self.inner.flush() {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(())
+            }
+            r => r,
+        }
+    }
+}
+
 /// Echo an input the way `replay` and `:load` show it: `>>> ` before the first line, `... `
 /// before continuation lines.
 pub fn write_echo(out: &mut dyn Write, text: &str, style: &Style) -> io::Result<()> {

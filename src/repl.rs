@@ -10,6 +10,7 @@
 pub mod completer;
 pub mod highlighter;
 pub mod prompt;
+pub mod signals;
 pub mod validator;
 
 use std::io::{self, BufRead, IsTerminal, Write};
@@ -205,7 +206,7 @@ fn memory_history() -> Box<dyn History> {
     Box::new(FileBackedHistory::new(HISTORY_SIZE).expect("an in-memory history of nonzero size"))
 }
 
-fn editor(names: &SharedNames, color: bool, history: Box<dyn History>) -> Reedline {
+fn editor(names: &SharedNames, color: bool, history: Box<dyn History>, stop: &Arc<AtomicBool>) -> Reedline {
     let mut keys = default_emacs_keybindings();
     keys.add_binding(
         KeyModifiers::NONE,
@@ -214,7 +215,7 @@ fn editor(names: &SharedNames, color: bool, history: Box<dyn History>) -> Reedli
     );
     keys.add_binding(KeyModifiers::SHIFT, KeyCode::BackTab, ReedlineEvent::MenuPrevious);
     let menu = ColumnarMenu::default().with_name("completion");
-    let editor = Reedline::create().with_history(history);
+    let editor = Reedline::create().with_history(history).with_break_signal(stop.clone());
     // A hint is told from typed text only by its colour: without colour, no hints.
     let editor = if color {
         editor.with_hinter(Box::new(DefaultHinter::default().with_style(AnsiStyle::new().fg(Color::DarkGray))))
@@ -241,6 +242,10 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
     if can_stop {
         options.sim.cancel = Some(cancel.clone());
     }
+    // SIGTERM and SIGHUP stop a launch as Ctrl-C does, and make the editor return, so the
+    // terminal is restored and the history kept before gridlab exits.
+    let stop = Arc::new(AtomicBool::new(false));
+    signals::install(&[&stop, &cancel]);
     options.style.width = terminal_width();
     let color = options.style.color;
     let guide = match open_guide(&options, start, &mut io::stdout().lock())? {
@@ -269,7 +274,7 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
         println!("{}", options.style.warn(&format!("note: {why}; history is kept for this session only")));
     }
     let names: SharedNames = Arc::new(Mutex::new(Names::of(&session)));
-    let mut editor = editor(&names, color, history);
+    let mut editor = editor(&names, color, history, &stop);
     let mut prompt = prompt::GridlabPrompt::new(session.backend_label());
     loop {
         prompt.lesson = guide_of(&mut session).map(|g| g.label());
@@ -278,6 +283,8 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
         }
         match editor.read_line(&prompt) {
             Ok(Signal::Success(text)) => {
+                // Kept as it is made: a crash, SIGTERM or a closed terminal loses nothing.
+                let _ = editor.sync_history();
                 session.options.style.width = terminal_width();
                 let mut out = io::stdout().lock();
                 if text.trim().is_empty() {
@@ -303,6 +310,9 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                 {
                     g.input_ran(status == Status::Error);
                 }
+                if signals::received().is_some() {
+                    break;
+                }
                 if let Ok(mut n) = names.lock() {
                     *n = Names::of(&session);
                 }
@@ -310,12 +320,17 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
             }
             // reedline has already cleared the line.
             Ok(Signal::CtrlC) => {}
+            Ok(Signal::ExternalBreak(_)) if signals::received().is_some() => break,
             Ok(Signal::CtrlD) => break,
             Ok(_) => {}
             Err(e) => return Err(io::Error::other(e)),
         }
     }
     let synced = editor.sync_history();
+    if let Some(signal) = signals::received() {
+        // The terminal may be gone (SIGHUP): say nothing, and exit as the signal would.
+        return Ok(ExitCode::from(128 + signal as u8));
+    }
     let style = &options.style;
     match (saved_in, synced) {
         (Ok(path), Ok(())) => println!("{}", style.dim(&format!("bye; history is saved in {}", path.display()))),
@@ -342,8 +357,7 @@ fn confirm(editor: &mut Reedline, question: &str) -> io::Result<bool> {
 fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
     let stdin = io::stdin();
     let tty = stdin.is_terminal();
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
+    let mut out = crate::render::Closable::new(io::stdout().lock());
     // Piped input is a script: it opens a lesson only when asked to (`gridlab learn 2 < x`).
     let start = if *start == Start::Resume && !tty { &Start::Free } else { start };
     let guide = match open_guide(&options, start, &mut out)? {

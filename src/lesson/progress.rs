@@ -3,7 +3,9 @@
 //! Kept as TOML in the platform's data folder (`$XDG_DATA_HOME/gridlab/progress/` on Linux), one
 //! file per course. Every save writes a temporary file beside it and renames it over the old one,
 //! so a crash leaves either the old progress or the new, never half of one. A file that cannot be
-//! read is set aside (`.bak`) with a note, never a reason to stop the learner.
+//! read (not TOML, not UTF-8, no permission) is set aside (`.bak`, never over an older backup)
+//! with a note, never written over and never a reason to stop the learner; temporary files of
+//! saves that were killed are removed by the next save.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -77,45 +79,54 @@ impl Store {
         self.path.as_deref()
     }
 
-    /// The saved progress, and a note for the learner when it could not be read.
+    /// The saved progress, and a note for the learner when it could not be read. A file that
+    /// cannot be read (not TOML, not UTF-8, no permission) is set aside first, so the next save
+    /// loses nothing.
     pub fn load(&self) -> (Progress, Option<String>) {
         let Some(path) = &self.path else { return (Progress::default(), None) };
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
+        let why = match std::fs::read_to_string(path) {
+            Ok(text) => match toml::from_str(&text) {
+                Ok(p) => return (p, None),
+                Err(e) => e.message().trim_end().to_string(),
+            },
             Err(e) if e.kind() == io::ErrorKind::NotFound => return (Progress::default(), None),
-            Err(e) => {
-                return (Progress::default(), Some(format!("cannot read your progress in {}: {e}", path.display())));
-            }
+            Err(e) => e.to_string(),
         };
-        match toml::from_str(&text) {
-            Ok(p) => (p, None),
-            Err(e) => {
-                let bak = path.with_extension("toml.bak");
-                let kept = std::fs::rename(path, &bak).is_ok();
-                let mut note = format!(
-                    "your progress file {} could not be read ({}); starting afresh",
-                    path.display(),
-                    e.message().trim_end()
-                );
-                if kept {
-                    note.push_str(&format!(" (the old file is kept as {})", bak.display()));
-                }
-                (Progress::default(), Some(note))
-            }
+        let mut note = format!("your progress file {} could not be read ({why}); starting afresh", path.display());
+        match set_aside(path) {
+            Ok(bak) => note.push_str(&format!(" (the old file is kept as {})", bak.display())),
+            Err(e) => note
+                .push_str(&format!(" (it could not be set aside: {e}; your progress will not be saved until it can)")),
         }
+        (Progress::default(), Some(note))
     }
 
     /// Write atomically: a temporary file in the same folder, flushed, then renamed over the old.
+    /// A file already there that cannot be read is set aside first, never written over; when it
+    /// cannot be set aside either, nothing is saved.
     pub fn save(&self, progress: &Progress) -> io::Result<()> {
         let Some(path) = &self.path else { return Ok(()) };
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
+        let file = path.file_name().and_then(|n| n.to_str()).unwrap_or("progress");
+        remove_stale_temporaries(dir, file);
+        let readable = match std::fs::read_to_string(path) {
+            Ok(text) => toml::from_str::<Progress>(&text).is_ok(),
+            Err(e) => e.kind() == io::ErrorKind::NotFound,
+        };
+        if !readable {
+            set_aside(path).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "{} cannot be read, and setting it aside failed ({e}): not writing over it",
+                        path.display()
+                    ),
+                )
+            })?;
+        }
         let text = toml::to_string(progress).map_err(io::Error::other)?;
-        let tmp = dir.join(format!(
-            ".{}.{}.tmp",
-            path.file_name().and_then(|n| n.to_str()).unwrap_or("progress"),
-            std::process::id()
-        ));
+        let tmp = dir.join(format!(".{file}.{}.tmp", std::process::id()));
         {
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(text.as_bytes())?;
@@ -135,6 +146,49 @@ impl Store {
             Err(e) => Err(e),
         }
     }
+}
+
+/// Move `path` to the first free name of `NAME.bak`, `NAME.bak.1`, ... beside it, so that
+/// no earlier backup is written over. Returns where it went.
+fn set_aside(path: &Path) -> io::Result<PathBuf> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("progress.toml");
+    for n in 0..1000 {
+        let bak = path.with_file_name(if n == 0 { format!("{name}.bak") } else { format!("{name}.bak.{n}") });
+        if bak.symlink_metadata().is_err() {
+            std::fs::rename(path, &bak)?;
+            return Ok(bak);
+        }
+    }
+    Err(io::Error::other("too many backups beside it already"))
+}
+
+/// Remove the temporary files (`.FILE.PID.tmp`) that saves killed before their rename left in
+/// `dir`: those of processes that no longer run, or older than an hour (no save takes that long).
+fn remove_stale_temporaries(dir: &Path, file: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let prefix = format!(".{file}.");
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(&prefix)).and_then(|n| n.strip_suffix(".tmp")) else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else { continue };
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t.elapsed().is_ok_and(|age| age.as_secs() > 3600));
+        if pid != std::process::id() && (old || !process_runs(pid)) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Whether a process with this id runs (signal 0 checks without sending anything).
+fn process_runs(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // SAFETY: kill with signal 0 only checks that the process exists and may be signalled.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 /// A file name for a course folder: its last component, made safe, and a short hash of the
@@ -191,6 +245,43 @@ mod tests {
         // The next save works as on a fresh machine.
         store.save(&p).unwrap();
         assert_eq!(store.load().1, None);
+    }
+
+    #[test]
+    fn a_file_that_is_not_text_is_kept_before_the_next_save() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.toml");
+        let broken = b"current = \"01-\xff\"\n".to_vec();
+        std::fs::write(&path, &broken).unwrap();
+        let store = Store::at(path.clone());
+        let (p, note) = store.load();
+        assert_eq!(p, Progress::default());
+        assert!(note.unwrap().contains("kept as"));
+        store.save(&p).unwrap();
+        assert_eq!(std::fs::read(path.with_extension("toml.bak")).unwrap(), broken);
+        // A save straight over an unreadable file (one that appeared since, or was never
+        // loaded) sets it aside too, beside the older backup rather than over it.
+        std::fs::write(&path, b"\xfe\xfe").unwrap();
+        store.save(&p).unwrap();
+        assert_eq!(std::fs::read(path.with_extension("toml.bak")).unwrap(), broken);
+        assert_eq!(std::fs::read(dir.path().join("p.toml.bak.1")).unwrap(), b"\xfe\xfe");
+        assert_eq!(store.load(), (p, None));
+    }
+
+    #[test]
+    fn temporary_files_of_killed_saves_are_removed_by_the_next_save() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.toml");
+        // A process id that runs no process (above the kernel's maximum), and this process's own.
+        let stale = dir.path().join(".p.toml.4194305.tmp");
+        let mine = dir.path().join(format!(".p.toml.{}.tmp", std::process::id()));
+        let other = dir.path().join(".q.toml.4194305.tmp");
+        for f in [&stale, &mine, &other] {
+            std::fs::write(f, "current = \"01-a\"").unwrap();
+        }
+        Store::at(path.clone()).save(&Progress::default()).unwrap();
+        assert!(!stale.exists() && !mine.exists(), "stale temporaries are gone");
+        assert!(other.exists(), "another file's temporaries are not this store's to remove");
     }
 
     #[test]

@@ -358,3 +358,47 @@ fn a_demo_moves_on_with_each_enter() {
     // A demo leaves the presenter's own progress alone.
     assert!(!home.path().join("data/gridlab/progress").exists());
 }
+
+#[test]
+fn sigterm_and_sighup_restore_the_terminal_and_keep_the_history() {
+    use expectrl::process::unix::Signal;
+    for signal in [Signal::SIGTERM, Signal::SIGHUP] {
+        let home = tempfile::tempdir().unwrap();
+        let mut t = Terminal::start(home.path(), &[]);
+        t.wait_for("sim> ");
+        t.keys("let a = arange(8)\r");
+        t.prompt(2);
+        // History is written as it is made, not only when gridlab leaves.
+        let history = std::fs::read_to_string(home.path().join("state/gridlab/history")).unwrap_or_default();
+        assert!(history.contains("let a = arange(8)"), "{signal}: {history:?}");
+        assert!(!canonical(&t), "the editor has the terminal raw");
+        t.session.get_process_mut().signal(signal).unwrap();
+        assert_eq!(t.exit_code(), 128 + signal as i32, "{signal}");
+        assert!(canonical(&t), "{signal}: the terminal is restored");
+    }
+    // During a launch that would run for minutes: it stops, and gridlab leaves at once.
+    let home = tempfile::tempdir().unwrap();
+    let mut t = Terminal::start(home.path(), &["--max-steps", "1000000000000"]);
+    t.wait_for("sim> ");
+    t.keys("__global__ void spin(int *a) { while (a[1] == 0) {} }\r");
+    t.wait_for("defined kernel spin(");
+    t.keys("let a = zeros(2, i32)\r");
+    t.prompt(3);
+    t.keys("spin<<<1, 1>>>(a)\r");
+    std::thread::sleep(Duration::from_millis(500));
+    t.session.get_process_mut().signal(Signal::SIGTERM).unwrap();
+    assert_eq!(t.exit_code(), 128 + Signal::SIGTERM as i32);
+    assert!(canonical(&t));
+    let history = std::fs::read_to_string(home.path().join("state/gridlab/history")).unwrap();
+    assert!(history.contains("spin<<<1, 1>>>(a)"), "{history}");
+}
+
+/// Whether the terminal is in canonical (cooked) mode, as a shell expects it back; an editor
+/// holds it raw.
+fn canonical(t: &Terminal) -> bool {
+    use std::os::fd::AsRawFd;
+    let file = t.session.get_process().get_raw_handle().unwrap();
+    let mut termios: libc::termios = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::tcgetattr(file.as_raw_fd(), &mut termios) }, 0);
+    termios.c_lflag & libc::ICANON != 0
+}

@@ -133,3 +133,33 @@ fn a_replayed_lesson_of_a_course_folder_opens_its_own_course() {
         assert!(run.stdout.contains("Lesson 1 of 2: Fill an array"), "{}", run.stdout);
     }
 }
+
+#[test]
+fn a_closed_stdout_keeps_the_failure_status() {
+    // `gridlab replay failing.gridlab | head -1`: far more output than a pipe holds, then a
+    // failure; the reader goes away after one line.
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("failing.gridlab");
+    std::fs::write(&script, format!("{}expect 1 == 2\n", ":help\n".repeat(200))).unwrap();
+    for args in [vec!["replay".to_string(), script.display().to_string()], vec!["--no-lesson".to_string()]] {
+        let mut cmd = command();
+        cmd.args(&args).args(["--backend", "sim"]);
+        if args[0] == "--no-lesson" {
+            cmd.stdin(std::fs::File::open(&script).unwrap());
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let mut first = [0u8; 16];
+        stdout.read_exact(&mut first).unwrap();
+        drop(stdout);
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "gridlab did not finish");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(1), "{args:?}");
+    }
+}

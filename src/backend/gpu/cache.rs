@@ -133,6 +133,7 @@ pub fn read(dir: &Path, key: &str) -> Option<Entry> {
 /// Store `entry` under `key`, replacing whatever was there, atomically.
 pub fn write(dir: &Path, key: &str, entry: &Entry) -> io::Result<()> {
     fs::create_dir_all(dir)?;
+    remove_stale_temporaries(dir);
     // A name of its own per process: two workers writing one key never share a temporary file.
     let tmp = dir.join(format!(".{key}.{}.tmp", std::process::id()));
     let result = (|| {
@@ -145,6 +146,31 @@ pub fn write(dir: &Path, key: &str, entry: &Entry) -> io::Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// Remove the temporary files (`.KEY.PID.tmp`) of writes that were killed before their rename:
+/// those of processes that no longer run, or older than an hour.
+fn remove_stale_temporaries(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.starts_with('.'))
+            .and_then(|n| n.strip_suffix(".tmp"))
+            .and_then(|n| n.rsplit_once('.'))
+            .and_then(|(_, pid)| pid.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        let old =
+            entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().is_ok_and(|a| a.as_secs() > 3600));
+        // SAFETY: signal 0 only checks that the process exists.
+        let runs = unsafe { libc::kill(pid, 0) } == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
+        if pid as u32 != std::process::id() && (old || !runs) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// How many entries `dir` holds and their total size in bytes (for `gridlab doctor`).
@@ -167,6 +193,16 @@ mod tests {
             image: (0..=255u8).cycle().take(5000).collect(),
             lowered: vec![("k<16>".into(), "_Z1kILi16EEvPf".into())],
         }
+    }
+
+    #[test]
+    fn temporary_files_of_killed_writes_are_removed_by_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = dir.path().join(".abc.4194305.tmp");
+        fs::write(&stale, "half").unwrap();
+        write(dir.path(), "key", &entry()).unwrap();
+        assert!(!stale.exists());
+        assert_eq!(read(dir.path(), "key"), Some(entry()));
     }
 
     fn opts() -> Vec<String> {
