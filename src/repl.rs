@@ -13,6 +13,9 @@ pub mod prompt;
 pub mod signals;
 pub mod validator;
 
+#[cfg(test)]
+mod proptests;
+
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -27,7 +27,9 @@ pub struct Candidate {
 
 /// The completions for `line` with the cursor at byte `pos`.
 pub fn complete(line: &str, pos: usize, names: &Names) -> Vec<Candidate> {
-    let pos = pos.min(line.len());
+    // A cursor inside a character (never from reedline, but cheap to be sure of) completes
+    // from the character's start.
+    let pos = (0..=pos.min(line.len())).rev().find(|&p| line.is_char_boundary(p)).unwrap_or(0);
     let before = &line[..pos];
     let line_start = before.rfind('\n').map_or(0, |n| n + 1);
     let current = &before[line_start..];
