@@ -58,7 +58,9 @@ fn options(g: &GlobalArgs) -> Options {
         ScheduleArg::Lockstep => Schedule::Lockstep,
         ScheduleArg::Sequential => Schedule::Sequential,
     };
-    let mut sim = SimConfig { seed: g.seed, schedule, ..SimConfig::default() };
+    let timeout =
+        std::time::Duration::from_secs_f64(if g.timeout.is_finite() && g.timeout > 0.0 { g.timeout } else { 10.0 });
+    let mut sim = SimConfig { seed: g.seed, schedule, time_limit: Some(timeout), ..SimConfig::default() };
     if let Some(steps) = g.max_steps {
         sim.max_steps = steps;
     }
@@ -71,11 +73,7 @@ fn options(g: &GlobalArgs) -> Options {
         sim,
         backend: g.backend,
         device: g.device,
-        timeout: std::time::Duration::from_secs_f64(if g.timeout.is_finite() && g.timeout > 0.0 {
-            g.timeout
-        } else {
-            10.0
-        }),
+        timeout,
         course: g.course.clone(),
         gpu_profile: g.gpu_profile.unwrap_or_else(crate::cost::profiles::default_profile),
         gpu_profile_chosen: g.gpu_profile.is_some(),

@@ -63,7 +63,8 @@ pub struct GlobalArgs {
     #[arg(long, default_value_t = 0, global = true)]
     pub device: usize,
 
-    /// Stop a GPU launch that runs longer than this many seconds (an endless loop, say).
+    /// Stop a launch that runs longer than this many seconds (an endless loop, say), on the GPU
+    /// or the simulator.
     #[arg(long, value_name = "SECS", default_value_t = 10.0, global = true)]
     pub timeout: f64,
 

@@ -124,9 +124,12 @@ pub enum Finding {
         waiting_threads: u32,
         other_threads: u32,
     },
-    /// The launch ran out of its step budget: most likely an endless loop.
+    /// The launch ran out of its step budget, or of its time (`time_limit`): most likely an
+    /// endless loop.
     StepLimit {
         steps: u64,
+        /// The time limit that stopped it, when time rather than steps did.
+        time_limit: Option<std::time::Duration>,
         /// Where the thread that used the most steps was when the launch was stopped.
         site: Site,
     },

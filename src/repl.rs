@@ -245,6 +245,10 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
     if can_stop {
         options.sim.cancel = Some(cancel.clone());
     }
+    // A launch that runs for more than a second says how far it has got, on stderr.
+    if io::stderr().is_terminal() {
+        options.sim.progress = Some(crate::backend::sim::ProgressSink(Arc::new(show_progress)));
+    }
     // SIGTERM and SIGHUP stop a launch as Ctrl-C does, and make the editor return, so the
     // terminal is restored and the history kept before gridlab exits.
     let stop = Arc::new(AtomicBool::new(false));
@@ -343,6 +347,26 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
         (Err(_), _) => println!("{}", style.dim("bye; history was kept in memory only")),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line on stderr, rewritten in place while a long launch runs, and cleared when it ends.
+fn show_progress(p: crate::backend::sim::Progress) {
+    use crate::render::text::thousands;
+    let mut err = io::stderr().lock();
+    let _ = if p.done {
+        write!(err, "\r\x1b[2K")
+    } else {
+        let percent = p.blocks_started.saturating_mul(100) / p.blocks.max(1);
+        write!(
+            err,
+            "\r\x1b[2K  running: block {} of {} ({percent}%), {} warp steps, {} s; Ctrl-C stops it",
+            thousands(p.blocks_started),
+            thousands(p.blocks),
+            thousands(p.steps),
+            p.elapsed.as_secs()
+        )
+    };
+    let _ = err.flush();
 }
 
 /// Ask a yes/no question in the editor; anything but `y`/`yes` is no.

@@ -62,7 +62,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::backend::{Backend, BackendError, BackendKind, LaunchBuffers, LaunchReport, LaunchSpec};
 use crate::cuda::Module;
@@ -118,6 +118,11 @@ pub struct SimConfig {
     pub findings: bool,
     /// Set from another thread (Ctrl-C) to stop the running launch at its next step.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Wall time a launch may take, whatever its step budget: a launch of millions of threads
+    /// stays within seconds (`--timeout`). `None`: only the step budget bounds it.
+    pub time_limit: Option<Duration>,
+    /// Told how a long launch is getting on (see [`Progress`]), for the prompt to show.
+    pub progress: Option<ProgressSink>,
     /// Record who wrote each buffer element (`LaunchReport::writes`, for `:map`). Off by default:
     /// an ordinary launch pays one untaken branch per memory access.
     pub trace_writes: bool,
@@ -126,6 +131,28 @@ pub struct SimConfig {
     /// Count what the launch would cost on this reference GPU (the cost model); `None` turns
     /// the model off, for replay speed.
     pub cost: Option<&'static crate::cost::GpuProfile>,
+}
+
+/// How far a running launch has got: blocks started of all, warp steps, time so far; `done`
+/// once it has ended (to clear what was shown).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    pub blocks_started: u64,
+    pub blocks: u64,
+    pub steps: u64,
+    pub elapsed: Duration,
+    pub done: bool,
+}
+
+/// Where a long launch reports its [`Progress`]: called about twice a second once a launch has
+/// run for a second, and once more when it ends.
+#[derive(Clone)]
+pub struct ProgressSink(pub Arc<dyn Fn(Progress) + Send + Sync>);
+
+impl fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ProgressSink")
+    }
 }
 
 /// What `SimConfig::watch` records: accesses of `threads` (global linear ids) to element `index`
@@ -141,6 +168,8 @@ impl SimConfig {
     /// 256x256 naive matmul (11 million), while a one-thread `while (true) {}` stops after a
     /// quarter of it (50 million steps, well under a second).
     pub const DEFAULT_MAX_STEPS: u64 = 200_000_000;
+    /// The wall time a launch may take by default, as on the GPU (`--timeout`).
+    pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
 }
 
 impl Default for SimConfig {
@@ -151,6 +180,8 @@ impl Default for SimConfig {
             max_steps: SimConfig::DEFAULT_MAX_STEPS,
             findings: true,
             cancel: None,
+            time_limit: Some(SimConfig::DEFAULT_TIME_LIMIT),
+            progress: None,
             trace_writes: false,
             watch: None,
             cost: Some(crate::cost::profiles::default_profile()),

@@ -111,7 +111,7 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
                 .note("on a GPU this can hang the block or silently skip the barrier")
                 .help("every thread of a block must reach the same __syncthreads(): move it out of the `if`, or make the condition the same for the whole block")
         }
-        Finding::StepLimit { steps, site } => Diagnostic::finding(format!(
+        Finding::StepLimit { steps, site, time_limit: None } => Diagnostic::finding(format!(
             "possible infinite loop at line {}: the launch was stopped after {} warp steps",
             line(sources, site),
             thousands(*steps)
@@ -119,6 +119,16 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
         .at(site.span)
         .label(format!("{} was here", site.thread.describe()))
         .help("check that the loop's condition eventually becomes false; if the kernel really needs more steps, raise the budget with --max-steps"),
+        Finding::StepLimit { steps, site, time_limit: Some(limit) } => Diagnostic::finding(format!(
+            "the launch was stopped after {} s, the simulator's time limit ({} warp steps; line {} was running)",
+            limit.as_secs_f64(),
+            thousands(*steps),
+            line(sources, site)
+        ))
+        .at(site.span)
+        .label(format!("{} was here", site.thread.describe()))
+        .note("the simulator runs a few million warp steps a second: it is for lesson-sized launches")
+        .help("launch fewer threads, check that every loop ends, or give it longer with --timeout SECS; a GPU (`:backend gpu`) runs it as it is"),
         Finding::GuardWrite { memory, len, count, min_index, max_index } => {
             let place = if *min_index >= *len as i64 { "past the end of" } else { "outside" };
             let range = if min_index == max_index { format!("index {min_index}") } else { format!("indices {min_index}..{max_index}") };

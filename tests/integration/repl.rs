@@ -402,3 +402,23 @@ fn canonical(t: &Terminal) -> bool {
     assert_eq!(unsafe { libc::tcgetattr(file.as_raw_fd(), &mut termios) }, 0);
     termios.c_lflag & libc::ICANON != 0
 }
+
+#[test]
+fn a_long_launch_shows_its_progress_and_stops_at_ctrl_c() {
+    let home = tempfile::tempdir().unwrap();
+    let mut t = Terminal::start(home.path(), &["--timeout", "600"]);
+    t.wait_for("sim> ");
+    t.keys("__global__ void e(int *a) { }\r");
+    t.wait_for("defined kernel e(");
+    t.keys("let a = zeros(1, i32)\r");
+    t.prompt(3);
+    t.keys("e<<<6000000, 1024>>>(a)\r");
+    t.wait_for("running: block ");
+    assert!(t.text().contains("of 6,000,000"), "{}", t.text());
+    t.keys("\x03");
+    t.wait_for("stopped by Ctrl-C");
+    t.prompt(4);
+    assert!(!t.text().contains("running: block "), "the progress line is cleared:\n{}", t.text());
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+}

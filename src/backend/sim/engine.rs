@@ -8,6 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -22,7 +23,7 @@ use super::compile::{Kernel, Op, SPECIAL_REGS, StaticKind, Vote};
 use super::cost::{Counter, MemOp};
 use super::memory::{self, Reports, STATIC_REGION_BASE, Shadow, Who};
 use super::printf::{self, Value};
-use super::{Schedule, SimConfig, Watch};
+use super::{Progress, Schedule, SimConfig, Watch};
 use crate::cost::CostReport;
 
 const WARP: usize = 32;
@@ -80,6 +81,7 @@ enum Event {
 enum Stop {
     Trap { pc: u32, thread: u64, message: String },
     StepLimit,
+    TimeLimit(Duration),
     Cancelled,
 }
 
@@ -1140,11 +1142,34 @@ fn schedule(m: &mut Machine, blocks: u64, config: &SimConfig) -> Option<(u32, u6
     }
     let mut cursor = 0usize;
     let mut polls = 0u32;
+    let start = Instant::now();
+    let mut reported: Option<Duration> = None;
+    let progress = |m: &Machine, next: u64, done: bool| Progress {
+        blocks_started: next,
+        blocks,
+        steps: m.total,
+        elapsed: start.elapsed(),
+        done,
+    };
     while !ready.is_empty() && m.stop.is_none() {
         polls = polls.wrapping_add(1);
-        if polls % 64 == 0 && config.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
-            m.stop = Some(Stop::Cancelled);
-            break;
+        if polls % 64 == 0 {
+            if config.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+                m.stop = Some(Stop::Cancelled);
+                break;
+            }
+            let elapsed = start.elapsed();
+            if let Some(limit) = config.time_limit.filter(|l| elapsed >= *l) {
+                m.stop = Some(Stop::TimeLimit(limit));
+                break;
+            }
+            if let Some(sink) = &config.progress
+                && elapsed >= Duration::from_secs(1)
+                && reported.is_none_or(|r| elapsed >= r + Duration::from_millis(500))
+            {
+                reported = Some(elapsed);
+                (sink.0)(progress(m, next, false));
+            }
         }
         let (i, budget) = match config.schedule {
             Schedule::Random => {
@@ -1187,6 +1212,9 @@ fn schedule(m: &mut Machine, blocks: u64, config: &SimConfig) -> Option<(u32, u6
                 next += 1;
             }
         }
+    }
+    if let (Some(sink), Some(_)) = (&config.progress, reported) {
+        (sink.0)(progress(m, next, true));
     }
     let mut busiest: Option<(u64, u32, u64)> = None;
     for b in slots.iter().flatten() {
@@ -1247,7 +1275,16 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
         }
         Some(Stop::StepLimit) => {
             let (pc, thread) = busiest.unwrap_or((0, 0));
-            findings.push(Finding::StepLimit { steps: m.total, site: m.site(pc, thread, Access::Read) });
+            findings.push(Finding::StepLimit {
+                steps: m.total,
+                site: m.site(pc, thread, Access::Read),
+                time_limit: None,
+            });
+        }
+        Some(Stop::TimeLimit(limit)) => {
+            let (pc, thread) = busiest.unwrap_or((0, 0));
+            let site = m.site(pc, thread, Access::Read);
+            findings.push(Finding::StepLimit { steps: m.total, site, time_limit: Some(limit) });
         }
         Some(Stop::Cancelled) => cancelled = true,
         None => {}

@@ -1058,3 +1058,35 @@ fn cuda_an_index_beyond_any_address_is_reported_as_such() {
         assert_eq!((a.to_f64_vec(), b.to_f64_vec()), (vec![0.0, 2.0], vec![0.0, 1.0]), "index {i}");
     }
 }
+
+/// A launch bounded only by a huge step budget stops at the time limit, with a finding that
+/// says so, and tells a progress sink how it is getting on, then that it ended.
+#[test]
+fn cuda_a_long_launch_stops_at_the_time_limit_and_reports_progress() {
+    use std::sync::{Arc, Mutex};
+    let seen: Arc<Mutex<Vec<super::Progress>>> = Arc::default();
+    let sink = {
+        let seen = seen.clone();
+        super::ProgressSink(Arc::new(move |p| seen.lock().unwrap().push(p)))
+    };
+    let config = SimConfig {
+        max_steps: u64::MAX / 64,
+        time_limit: Some(std::time::Duration::from_secs(2)),
+        progress: Some(sink),
+        ..SimConfig::default()
+    };
+    let mut sim = Sim::of("__global__ void spin(int *a) { while (a[1] == 0) { a[0] += 1; } }").config(config);
+    let mut a = Buffer::zeros(DType::I32, Shape::D1(2));
+    let start = std::time::Instant::now();
+    let r = sim.launch("spin", lin(4096), lin(256), &mut [&mut a], &[]);
+    assert!(start.elapsed() < std::time::Duration::from_secs(30), "{:?}", start.elapsed());
+    let Some(Finding::StepLimit { time_limit: Some(limit), .. }) = r.findings.last() else {
+        panic!("{:?}", r.findings)
+    };
+    assert_eq!(limit.as_secs(), 2);
+    assert!(r.aborted);
+    let seen = seen.lock().unwrap();
+    assert!(seen.len() >= 2, "{seen:?}");
+    assert!(seen[..seen.len() - 1].iter().all(|p| !p.done && p.blocks == 4096 && p.blocks_started >= 1));
+    assert!(seen.last().unwrap().done);
+}
