@@ -155,6 +155,41 @@ impl Buffer {
         }
     }
 
+    /// Set every element to `v` (converted as [`Buffer::set`] does).
+    pub fn fill(&mut self, v: Num) {
+        if self.is_empty() {
+            return;
+        }
+        self.set(0, v);
+        // Copy what is filled so far after itself, doubling it each time.
+        let mut filled = self.dtype.size();
+        while filled < self.bytes.len() {
+            let n = filled.min(self.bytes.len() - filled);
+            self.bytes.copy_within(0..n, filled);
+            filled += n;
+        }
+    }
+
+    /// [`Buffer::set`] of a float, without going through [`Num`] (for loops over many elements).
+    #[inline]
+    pub fn set_f64(&mut self, i: usize, x: f64) {
+        match self.dtype {
+            DType::F32 => self.bytes[i * 4..i * 4 + 4].copy_from_slice(&(x as f32).to_le_bytes()),
+            DType::F64 => self.bytes[i * 8..i * 8 + 8].copy_from_slice(&x.to_le_bytes()),
+            _ => self.set_int(i, x.trunc() as i128),
+        }
+    }
+
+    /// [`Buffer::set`] of an integer, without going through [`Num`] (wrapping like a C cast).
+    #[inline]
+    pub fn set_int(&mut self, i: usize, x: i128) {
+        match self.dtype {
+            DType::I32 | DType::U32 => self.bytes[i * 4..i * 4 + 4].copy_from_slice(&(x as u32).to_le_bytes()),
+            DType::I64 | DType::U64 => self.bytes[i * 8..i * 8 + 8].copy_from_slice(&(x as u64).to_le_bytes()),
+            DType::F32 | DType::F64 => self.set_f64(i, x as f64),
+        }
+    }
+
     /// All elements as `f64` (exact for every dtype but 64-bit integers beyond 2^53).
     pub fn to_f64_vec(&self) -> Vec<f64> {
         (0..self.len()).map(|i| self.get(i).as_f64()).collect()

@@ -268,6 +268,10 @@ impl Env for Session {
         self.options.max_alloc.saturating_sub(self.total_buffer_bytes())
     }
 
+    fn cancelled(&self) -> bool {
+        self.options.sim.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
     fn names(&self) -> Vec<String> {
         let scalars = self.scalars.iter().chain(&self.constants);
         self.buffers.iter().map(|(n, _)| n.clone()).chain(scalars.map(|(n, _)| n.clone())).collect()

@@ -1,9 +1,12 @@
 //! Values of the session language and their conversion to and from [`Buffer`]s.
 //!
-//! Arrays are held decoded (floats as `f64`, integers as `i128`) so arithmetic needs no per-dtype
-//! code: every operation computes in the wide type and then rounds or wraps to the result dtype,
-//! which gives exactly the `f32`/`i32` results (`f64` is wide enough that rounding once more to
-//! `f32` after `+ - * / sqrt` never differs from computing in `f32`).
+//! Arrays hold their numbers as a buffer does, in their dtype (so an `f32` array of `n` elements
+//! takes `4 n` bytes, and a session's buffer is read in place, not copied). Arithmetic reads
+//! each element into the wide type (`f64` or `i128`), computes, and rounds or wraps to the
+//! result dtype, which gives exactly the `f32`/`i32` results (`f64` is wide enough that rounding
+//! once more to `f32` after `+ - * / sqrt` never differs from computing in `f32`).
+
+use std::borrow::Cow;
 
 use crate::buffer::{Buffer, Num, Shape};
 use crate::dtype::DType;
@@ -28,45 +31,86 @@ impl Value {
     }
 }
 
-/// The elements of an array, decoded.
+/// The elements of an array.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Data {
-    /// `f32` or `f64`; `f32` values are exactly representable as `f32`.
-    Float(DType, Vec<f64>),
-    /// Integer dtypes; values are within their dtype's range.
-    Int(DType, Vec<i128>),
+pub enum Data<'a> {
+    /// Numbers as a buffer holds them: in their dtype, little-endian, so an array takes no more
+    /// memory than the buffer it becomes. Borrowed from a session's buffer while a statement
+    /// reads it, owned once computed.
+    Num(Cow<'a, Buffer>),
     /// The result of a comparison. Stored into a buffer as `i32` 0/1.
-    Bool(Vec<bool>),
+    Bool(Cow<'a, [bool]>),
 }
 
-/// An array value: a buffer's contents, a comparison's result, or an intermediate of arithmetic.
+/// An array: a buffer's contents (borrowed while a statement reads it), a comparison's result,
+/// or an intermediate of arithmetic. [`ArrayValue`] is one that owns its elements.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ArrayValue {
+pub struct Array<'a> {
     shape: Shape,
-    data: Data,
+    data: Data<'a>,
 }
 
-impl ArrayValue {
-    /// `data`'s length must equal `shape.len()`.
-    pub fn new(shape: Shape, data: Data) -> ArrayValue {
-        debug_assert_eq!(data_len(&data), shape.len());
-        ArrayValue { shape, data }
+/// An array that owns its elements: what a statement's value holds.
+pub type ArrayValue = Array<'static>;
+
+impl<'a> Array<'a> {
+    /// Numbers: `buffer`'s elements with its dtype and shape.
+    pub fn numbers(buffer: Buffer) -> ArrayValue {
+        Array { shape: buffer.shape(), data: Data::Num(Cow::Owned(buffer)) }
+    }
+
+    /// Booleans; `shape.len()` must be `bools.len()`.
+    pub fn bools(shape: Shape, bools: Vec<bool>) -> ArrayValue {
+        debug_assert_eq!(shape.len(), bools.len());
+        Array { shape, data: Data::Bool(Cow::Owned(bools)) }
+    }
+
+    /// A buffer's elements, borrowed: nothing is copied.
+    pub fn from_buffer(buf: &'a Buffer) -> Array<'a> {
+        Array { shape: buf.shape(), data: Data::Num(Cow::Borrowed(buf)) }
+    }
+
+    /// The same elements, borrowed from this one.
+    pub fn borrowed(&self) -> Array<'_> {
+        let data = match &self.data {
+            Data::Num(b) => Data::Num(Cow::Borrowed(&**b)),
+            Data::Bool(v) => Data::Bool(Cow::Borrowed(&**v)),
+        };
+        Array { shape: self.shape, data }
+    }
+
+    /// An array that owns its elements (copied when they were borrowed).
+    pub fn into_owned(self) -> ArrayValue {
+        let data = match self.data {
+            Data::Num(b) => Data::Num(Cow::Owned(b.into_owned())),
+            Data::Bool(v) => Data::Bool(Cow::Owned(v.into_owned())),
+        };
+        Array { shape: self.shape, data }
+    }
+
+    /// Whether the elements are borrowed (from a session's buffer).
+    pub fn is_borrowed(&self) -> bool {
+        matches!(&self.data, Data::Num(Cow::Borrowed(_)) | Data::Bool(Cow::Borrowed(_)))
+    }
+
+    /// The bytes the elements take.
+    pub fn size_bytes(&self) -> u64 {
+        match &self.data {
+            Data::Num(b) => b.size_bytes() as u64,
+            Data::Bool(v) => v.len() as u64,
+        }
     }
 
     pub fn shape(&self) -> Shape {
         self.shape
     }
 
-    pub fn data(&self) -> &Data {
+    pub fn data(&self) -> &Data<'a> {
         &self.data
     }
 
-    pub fn into_data(self) -> Data {
-        self.data
-    }
-
     pub fn len(&self) -> usize {
-        data_len(&self.data)
+        self.shape.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -76,7 +120,7 @@ impl ArrayValue {
     /// The element type, `None` for a boolean array.
     pub fn dtype(&self) -> Option<DType> {
         match &self.data {
-            Data::Float(d, _) | Data::Int(d, _) => Some(*d),
+            Data::Num(b) => Some(b.dtype()),
             Data::Bool(_) => None,
         }
     }
@@ -93,74 +137,27 @@ impl ArrayValue {
     /// Element `i` as a number (booleans as 0 and 1). Panics when out of range.
     pub fn num(&self, i: usize) -> Num {
         match &self.data {
-            Data::Float(_, v) => Num::Float(v[i]),
-            Data::Int(_, v) => Num::Int(v[i]),
+            Data::Num(b) => b.get(i),
             Data::Bool(v) => Num::Int(v[i] as i128),
         }
     }
 
-    /// Decode a buffer. Linear in its length, with no per-element dispatch on the dtype.
-    pub fn from_buffer(buf: &Buffer) -> ArrayValue {
-        let b = buf.bytes();
-        let data = match buf.dtype() {
-            DType::F32 => Data::Float(
-                DType::F32,
-                b.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
-            ),
-            DType::F64 => {
-                Data::Float(DType::F64, b.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect())
+    /// A buffer with this array's dtype and shape (booleans become `i32` 0 and 1), without a
+    /// copy when the array owns its numbers.
+    pub fn into_buffer(self) -> Buffer {
+        match self.data {
+            Data::Num(b) => {
+                let mut b = b.into_owned();
+                b.reshape(self.shape);
+                b
             }
-            DType::I32 => Data::Int(
-                DType::I32,
-                b.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap()) as i128).collect(),
-            ),
-            DType::U32 => Data::Int(
-                DType::U32,
-                b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap()) as i128).collect(),
-            ),
-            DType::I64 => Data::Int(
-                DType::I64,
-                b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as i128).collect(),
-            ),
-            DType::U64 => Data::Int(
-                DType::U64,
-                b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap()) as i128).collect(),
-            ),
-        };
-        ArrayValue { shape: buf.shape(), data }
-    }
-
-    /// Encode as a buffer with this array's dtype and shape (booleans become `i32` 0 and 1).
-    pub fn to_buffer(&self) -> Buffer {
-        let dtype = self.dtype().unwrap_or(DType::I32);
-        let mut buf = Buffer::zeros(dtype, self.shape);
-        let out = buf.bytes_mut();
-        match (&self.data, dtype) {
-            (Data::Float(_, v), DType::F32) => {
-                out.chunks_exact_mut(4).zip(v).for_each(|(c, x)| c.copy_from_slice(&(*x as f32).to_le_bytes()))
-            }
-            (Data::Float(_, v), _) => {
-                out.chunks_exact_mut(8).zip(v).for_each(|(c, x)| c.copy_from_slice(&x.to_le_bytes()))
-            }
-            (Data::Int(_, v), DType::I32 | DType::U32) => {
-                out.chunks_exact_mut(4).zip(v).for_each(|(c, x)| c.copy_from_slice(&(*x as u32).to_le_bytes()))
-            }
-            (Data::Int(_, v), _) => {
-                out.chunks_exact_mut(8).zip(v).for_each(|(c, x)| c.copy_from_slice(&(*x as u64).to_le_bytes()))
-            }
-            (Data::Bool(v), _) => {
-                out.chunks_exact_mut(4).zip(v).for_each(|(c, x)| c.copy_from_slice(&(*x as u32).to_le_bytes()))
-            }
+            Data::Bool(v) => Buffer::from_nums(DType::I32, self.shape, v.iter().map(|&x| Num::Int(x as i128))),
         }
-        buf
     }
-}
 
-fn data_len(d: &Data) -> usize {
-    match d {
-        Data::Float(_, v) => v.len(),
-        Data::Int(_, v) => v.len(),
-        Data::Bool(v) => v.len(),
+    /// [`Array::into_buffer`] of a copy.
+    pub fn to_buffer(&self) -> Buffer {
+        self.clone().into_buffer()
     }
 }
 
@@ -212,8 +209,9 @@ mod tests {
         for dtype in DType::ALL {
             let buf =
                 Buffer::from_nums(dtype, Shape::D2(2, 2), [Num::Int(1), Num::Int(-2), Num::Float(3.5), Num::Int(7)]);
-            let v = ArrayValue::from_buffer(&buf);
+            let v = Array::from_buffer(&buf);
             assert_eq!(v.to_buffer(), buf, "{dtype}");
+            assert_eq!(v.clone().into_owned().into_buffer(), buf, "{dtype}");
             assert_eq!(v.type_name(), format!("{dtype}[2, 2]"));
         }
     }

@@ -245,7 +245,7 @@ mod tests {
 
     #[test]
     fn slice_and_scalars() {
-        let a = crate::value::ArrayValue::from_buffer(&f32s(&[2.0, 2.5, 3.0, 3.5]));
+        let a = crate::value::ArrayValue::numbers(f32s(&[2.0, 2.5, 3.0, 3.5]));
         let mut out = Vec::new();
         let opts = ArrayStyle::default();
         write_value(&mut out, "a[2:6]", &Value::Array(a), &opts).unwrap();

@@ -9,7 +9,7 @@
 //! and an array: two arrays must have the same length. `and`/`or`/`not` work elementwise on
 //! arrays (numpy would refuse), so `all(a > 0 and a < 1)` reads as written.
 
-use std::borrow::Cow;
+use std::cell::Cell;
 
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -19,7 +19,7 @@ use crate::diag::{Diagnostic, Span};
 use crate::dtype::DType;
 
 use super::ast::{BinOp, Expr, ExprKind, Index, Kwarg, UnOp};
-use crate::value::{ArrayValue, Data, Value, format_float, format_num, wrap};
+use crate::value::{Array, Data, Value, format_float, format_num, wrap};
 
 mod expect;
 
@@ -35,6 +35,10 @@ pub trait Env {
     fn names(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Whether the learner asked to stop (Ctrl-C): a long statement checks now and then.
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// Absolute and relative tolerance of `~=`: `|a - b| <= 1e-6` or `|a - b| <= 1e-5 * |b|`.
@@ -46,29 +50,39 @@ pub fn approx_eq(a: f64, b: f64) -> bool {
     d <= APPROX_ABS || d <= APPROX_REL * b.abs() || a == b
 }
 
-/// Evaluate `expr`, whose spans index into `src` (the statement's text).
+/// Evaluate `expr`, whose spans index into `src` (the statement's text). The arrays it makes,
+/// the result and every temporary on the way, count against [`Env::max_alloc_bytes`].
 pub fn eval(expr: &Expr, env: &dyn Env, src: &str) -> Result<Value, Diagnostic> {
-    Ok(Cx { env, src }.eval(expr)?.into_value())
+    let cx = Cx::new(env, src);
+    let v = cx.eval(expr)?;
+    if let V::Arr(a) = &v
+        && a.is_borrowed()
+    {
+        // The value is a session's buffer as it is (`let b = a`): it becomes a copy.
+        cx.charge(expr, a.size_bytes())?;
+    }
+    Ok(v.into_value())
 }
 
 /// A value during evaluation: Python-like "weak" scalars, typed scalars and arrays.
 #[derive(Clone, Debug)]
-pub(crate) enum V {
+pub(crate) enum V<'a> {
     Int(i128),
     Float(f64),
     Bool(bool),
     /// A scalar with a dtype: an element or a reduction of an array.
     Elem(Num, DType),
-    Arr(ArrayValue),
+    /// An array: a session's buffer (borrowed) or one computed.
+    Arr(Array<'a>),
 }
 
-impl V {
-    fn from_value(v: &Value) -> V {
+impl<'a> V<'a> {
+    fn from_value(v: &'a Value) -> V<'a> {
         match v {
             Value::Int(i) => V::Int(*i),
             Value::Float(f) => V::Float(*f),
             Value::Bool(b) => V::Bool(*b),
-            Value::Array(a) => V::Arr(a.clone()),
+            Value::Array(a) => V::Arr(a.borrowed()),
         }
     }
 
@@ -79,7 +93,7 @@ impl V {
             V::Bool(b) => Value::Bool(b),
             V::Elem(Num::Int(i), _) => Value::Int(i),
             V::Elem(Num::Float(f), _) => Value::Float(f),
-            V::Arr(a) => Value::Array(a),
+            V::Arr(a) => Value::Array(a.into_owned()),
         }
     }
 
@@ -103,7 +117,7 @@ impl V {
         }
     }
 
-    fn array(&self) -> Option<&ArrayValue> {
+    fn array(&self) -> Option<&Array<'a>> {
         if let V::Arr(a) = self { Some(a) } else { None }
     }
 
@@ -200,62 +214,137 @@ fn result_dtype(a: Kind, b: Kind) -> Option<DType> {
     })
 }
 
-/// One side of an elementwise operation: a broadcast scalar or a run of elements.
-enum Lane<'a, T: Clone> {
+/// One side of an elementwise operation: a broadcast scalar or an array's elements, read one
+/// at a time in the type the operation computes in (nothing is converted ahead, so an operand
+/// costs no memory of its own). The element type is the variant, so reading is one branch that
+/// the processor predicts and a load.
+enum Lane<'v, T> {
     One(T),
-    Many(Cow<'a, [T]>),
+    F32(&'v [u8]),
+    F64(&'v [u8]),
+    I32(&'v [u8]),
+    U32(&'v [u8]),
+    I64(&'v [u8]),
+    U64(&'v [u8]),
+    Bools(&'v [bool]),
 }
 
-impl<T: Copy> Lane<'_, T> {
+/// What a lane reads its elements as: `f64`, `i128` or `bool`.
+trait LaneValue: Copy {
+    fn of_f64(x: f64) -> Self;
+    fn of_i64(x: i64) -> Self;
+    fn of_u64(x: u64) -> Self;
+    fn of_bool(b: bool) -> Self;
+}
+
+impl LaneValue for f64 {
+    fn of_f64(x: f64) -> f64 {
+        x
+    }
+    fn of_i64(x: i64) -> f64 {
+        x as f64
+    }
+    fn of_u64(x: u64) -> f64 {
+        x as f64
+    }
+    fn of_bool(b: bool) -> f64 {
+        b as u8 as f64
+    }
+}
+
+impl LaneValue for i128 {
+    fn of_f64(x: f64) -> i128 {
+        x as i128
+    }
+    fn of_i64(x: i64) -> i128 {
+        x as i128
+    }
+    fn of_u64(x: u64) -> i128 {
+        x as i128
+    }
+    fn of_bool(b: bool) -> i128 {
+        b as i128
+    }
+}
+
+impl LaneValue for bool {
+    fn of_f64(x: f64) -> bool {
+        x != 0.0
+    }
+    fn of_i64(x: i64) -> bool {
+        x != 0
+    }
+    fn of_u64(x: u64) -> bool {
+        x != 0
+    }
+    fn of_bool(b: bool) -> bool {
+        b
+    }
+}
+
+impl<T: LaneValue> Lane<'_, T> {
     #[inline]
     fn at(&self, i: usize) -> T {
+        fn four(b: &[u8], i: usize) -> [u8; 4] {
+            b[4 * i..4 * i + 4].try_into().expect("4 bytes")
+        }
+        fn eight(b: &[u8], i: usize) -> [u8; 8] {
+            b[8 * i..8 * i + 8].try_into().expect("8 bytes")
+        }
         match self {
             Lane::One(x) => *x,
-            Lane::Many(v) => v[i],
+            Lane::F32(b) => T::of_f64(f32::from_le_bytes(four(b, i)) as f64),
+            Lane::F64(b) => T::of_f64(f64::from_le_bytes(eight(b, i))),
+            Lane::I32(b) => T::of_i64(i32::from_le_bytes(four(b, i)) as i64),
+            Lane::U32(b) => T::of_u64(u32::from_le_bytes(four(b, i)) as u64),
+            Lane::I64(b) => T::of_i64(i64::from_le_bytes(eight(b, i))),
+            Lane::U64(b) => T::of_u64(u64::from_le_bytes(eight(b, i))),
+            Lane::Bools(v) => T::of_bool(v[i]),
         }
     }
 }
 
-fn f_lane(v: &V, round_to_f32: bool) -> Lane<'_, f64> {
+/// An array's elements as a lane.
+fn elems<'v, T>(a: &'v Array<'_>) -> Lane<'v, T> {
+    match a.data() {
+        Data::Num(b) => match b.dtype() {
+            DType::F32 => Lane::F32(b.bytes()),
+            DType::F64 => Lane::F64(b.bytes()),
+            DType::I32 => Lane::I32(b.bytes()),
+            DType::U32 => Lane::U32(b.bytes()),
+            DType::I64 => Lane::I64(b.bytes()),
+            DType::U64 => Lane::U64(b.bytes()),
+        },
+        Data::Bool(v) => Lane::Bools(v),
+    }
+}
+
+fn f_lane<'v>(v: &'v V<'_>, round_to_f32: bool) -> Lane<'v, f64> {
     match v {
         V::Int(i) => Lane::One(*i as f64),
         V::Bool(b) => Lane::One(*b as u8 as f64),
         V::Float(f) if round_to_f32 => Lane::One(*f as f32 as f64),
         V::Float(f) => Lane::One(*f),
         V::Elem(n, _) => Lane::One(n.as_f64()),
-        V::Arr(a) => match a.data() {
-            Data::Float(_, x) => Lane::Many(Cow::Borrowed(x)),
-            Data::Int(_, x) => Lane::Many(Cow::Owned(x.iter().map(|&i| i as f64).collect())),
-            Data::Bool(x) => Lane::Many(Cow::Owned(x.iter().map(|&b| b as u8 as f64).collect())),
-        },
+        V::Arr(a) => elems(a),
     }
 }
 
 /// Only for integer kinds (see [`Kind::is_int`]).
-fn i_lane(v: &V) -> Lane<'_, i128> {
+fn i_lane<'v>(v: &'v V<'_>) -> Lane<'v, i128> {
     match v {
         V::Int(i) => Lane::One(*i),
         V::Bool(b) => Lane::One(*b as i128),
         V::Float(f) => Lane::One(*f as i128),
-        V::Elem(n, _) => Lane::One(match n {
-            Num::Int(i) => *i,
-            Num::Float(f) => *f as i128,
-        }),
-        V::Arr(a) => match a.data() {
-            Data::Int(_, x) => Lane::Many(Cow::Borrowed(x)),
-            Data::Float(_, x) => Lane::Many(Cow::Owned(x.iter().map(|&f| f as i128).collect())),
-            Data::Bool(x) => Lane::Many(Cow::Owned(x.iter().map(|&b| b as i128).collect())),
-        },
+        V::Elem(Num::Int(i), _) => Lane::One(*i),
+        V::Elem(Num::Float(f), _) => Lane::One(*f as i128),
+        V::Arr(a) => elems(a),
     }
 }
 
-fn b_lane(v: &V) -> Lane<'_, bool> {
+fn b_lane<'v>(v: &'v V<'_>) -> Lane<'v, bool> {
     match v {
-        V::Arr(a) => match a.data() {
-            Data::Bool(x) => Lane::Many(Cow::Borrowed(x)),
-            Data::Int(_, x) => Lane::Many(Cow::Owned(x.iter().map(|&i| i != 0).collect())),
-            Data::Float(_, x) => Lane::Many(Cow::Owned(x.iter().map(|&f| f != 0.0).collect())),
-        },
+        V::Arr(a) => elems(a),
         other => Lane::One(other.truth().unwrap_or(false)),
     }
 }
@@ -340,54 +429,19 @@ fn compare_i(op: BinOp, x: i128, y: i128) -> bool {
     }
 }
 
-/// Where an indexable array comes from: a session buffer (read in place) or a computed value.
-#[derive(Clone, Copy)]
-enum Src<'a> {
-    Buf(&'a Buffer),
-    Arr(&'a ArrayValue),
-}
-
-impl Src<'_> {
-    fn shape(self) -> Shape {
-        match self {
-            Src::Buf(b) => b.shape(),
-            Src::Arr(a) => a.shape(),
+/// The elements of `src` at `idx`, as an array of `shape`: bytes copied as they are.
+fn gather(src: &Array<'_>, idx: &[usize], shape: Shape) -> Array<'static> {
+    match src.data() {
+        Data::Bool(v) => Array::bools(shape, idx.iter().map(|&i| v[i]).collect()),
+        Data::Num(b) => {
+            let size = b.dtype().size();
+            let mut out = Buffer::zeros(b.dtype(), shape);
+            let (from, to) = (b.bytes(), out.bytes_mut());
+            for (k, &i) in idx.iter().enumerate() {
+                to[k * size..(k + 1) * size].copy_from_slice(&from[i * size..(i + 1) * size]);
+            }
+            Array::numbers(out)
         }
-    }
-
-    fn dtype(self) -> Option<DType> {
-        match self {
-            Src::Buf(b) => Some(b.dtype()),
-            Src::Arr(a) => a.dtype(),
-        }
-    }
-
-    fn get(self, i: usize) -> Num {
-        match self {
-            Src::Buf(b) => b.get(i),
-            Src::Arr(a) => a.num(i),
-        }
-    }
-
-    fn gather(self, idx: &[usize], shape: Shape) -> ArrayValue {
-        let data = match (self, self.dtype()) {
-            (Src::Arr(a), None) => match a.data() {
-                Data::Bool(v) => Data::Bool(idx.iter().map(|&i| v[i]).collect()),
-                _ => unreachable!("only boolean arrays have no dtype"),
-            },
-            (Src::Buf(_), None) => unreachable!("buffers have a dtype"),
-            (_, Some(d)) if d.is_float() => Data::Float(d, idx.iter().map(|&i| self.get(i).as_f64()).collect()),
-            (_, Some(d)) => Data::Int(
-                d,
-                idx.iter()
-                    .map(|&i| match self.get(i) {
-                        Num::Int(v) => v,
-                        Num::Float(f) => f as i128,
-                    })
-                    .collect(),
-            ),
-        };
-        ArrayValue::new(shape, data)
     }
 }
 
@@ -416,18 +470,102 @@ fn slice_positions(len: usize, start: Option<i128>, stop: Option<i128>, step: i1
 pub(crate) struct Cx<'a> {
     pub(crate) env: &'a dyn Env,
     pub(crate) src: &'a str,
+    /// Bytes the statement may still allocate for arrays: the buffer limit less the session's
+    /// buffers, less the arrays made so far that are still alive.
+    left: Cell<u64>,
 }
 
-impl Cx<'_> {
+/// How often (in elements) a long loop over an array checks for Ctrl-C.
+const CHECK_EVERY: usize = 1 << 20;
+
+impl<'a> Cx<'a> {
+    pub(crate) fn new(env: &'a dyn Env, src: &'a str) -> Cx<'a> {
+        Cx { env, src, left: Cell::new(env.max_alloc_bytes()) }
+    }
+
     pub(crate) fn text(&self, e: &Expr) -> &str {
         e.text(self.src)
+    }
+
+    /// Count `bytes` of a new array made for `e` against the limit, or say why it cannot be.
+    fn charge(&self, e: &Expr, bytes: u64) -> Result<(), Diagnostic> {
+        self.charge_span(e.span, bytes)
+    }
+
+    fn charge_span(&self, span: Span, bytes: u64) -> Result<(), Diagnostic> {
+        let left = self.left.get();
+        if bytes > left {
+            let text = self.text_span(span);
+            let total = self.env.max_alloc_bytes();
+            let what = if left == total {
+                format!("{text} needs {}, but only {} of the buffer limit is left", human(bytes), human(left))
+            } else {
+                format!(
+                    "{text} needs {} more, but only {} of the buffer limit is left after the arrays this statement made on the way",
+                    human(bytes),
+                    human(left)
+                )
+            };
+            return Err(Diagnostic::error(what).at(span).help(
+                "buffers, and the arrays a statement makes on the way, may use half of this machine's memory by default; start gridlab with --max-alloc SIZE (e.g. --max-alloc 16G) to change it, or work on a slice",
+            ));
+        }
+        self.left.set(left - bytes);
+        Ok(())
+    }
+
+    /// An operand that is no longer needed gives back what it was charged.
+    fn release(&self, v: &V<'_>) {
+        if let V::Arr(a) = v
+            && !a.is_borrowed()
+        {
+            self.left.set(self.left.get().saturating_add(a.size_bytes()));
+        }
+    }
+
+    /// A zeroed buffer for the result of `e`, charged against the limit.
+    fn new_buffer(&self, e: &Expr, dtype: DType, shape: Shape) -> Result<Buffer, Diagnostic> {
+        self.charge(e, shape.len() as u64 * dtype.size() as u64)?;
+        Ok(Buffer::zeros(dtype, shape))
+    }
+
+    /// Room for `n` booleans for the result of `e`, charged against the limit.
+    fn new_bools(&self, e: &Expr, n: usize) -> Result<Vec<bool>, Diagnostic> {
+        self.charge(e, n as u64)?;
+        Ok(Vec::with_capacity(n))
+    }
+
+    /// Called with each element index of a long loop: every [`CHECK_EVERY`] elements, stop
+    /// when the learner pressed Ctrl-C.
+    #[inline]
+    fn tick(&self, i: usize, e: &Expr) -> Result<(), Diagnostic> {
+        if i % CHECK_EVERY == CHECK_EVERY - 1 && self.env.cancelled() {
+            return Err(Diagnostic::error(format!("`{}` was stopped (Ctrl-C)", self.text(e))).at(e.span));
+        }
+        Ok(())
+    }
+
+    /// [`build`], checking for Ctrl-C on the way (the constructor checked the limit).
+    fn build(
+        &self,
+        e: &Expr,
+        dtype: DType,
+        shape: Shape,
+        nums: impl IntoIterator<Item = Num>,
+    ) -> Result<Array<'static>, Diagnostic> {
+        let mut out = Buffer::zeros(dtype, shape);
+        for (i, v) in nums.into_iter().enumerate().take(shape.len()) {
+            self.tick(i, e)?;
+            out.set(i, v);
+        }
+        Ok(Array::numbers(out))
     }
 
     fn text_span(&self, span: Span) -> &str {
         self.src.get(span.lo as usize..span.hi as usize).unwrap_or("?")
     }
 
-    pub(crate) fn eval(&self, e: &Expr) -> Result<V, Diagnostic> {
+    pub(crate) fn eval(&self, e: &Expr) -> Result<V<'a>, Diagnostic> {
         match &e.kind {
             ExprKind::Int(i) => Ok(V::Int(*i)),
             ExprKind::Float(f) => Ok(V::Float(*f)),
@@ -449,16 +587,20 @@ impl Cx<'_> {
             ExprKind::Binary { op, op_span, lhs, rhs } => {
                 let l = self.eval(lhs)?;
                 let r = self.eval(rhs)?;
-                self.binary(*op, *op_span, l, r, lhs, rhs)
+                let out = self.binary(*op, *op_span, &l, &r, lhs, rhs, e);
+                self.release(&l);
+                self.release(&r);
+                out
             }
         }
     }
 
-    fn name(&self, n: &str, span: Span) -> Result<V, Diagnostic> {
-        if let Some(b) = self.env.buffer(n) {
-            return Ok(V::Arr(ArrayValue::from_buffer(b)));
+    fn name(&self, n: &str, span: Span) -> Result<V<'a>, Diagnostic> {
+        let env: &'a dyn Env = self.env;
+        if let Some(b) = env.buffer(n) {
+            return Ok(V::Arr(Array::from_buffer(b)));
         }
-        if let Some(v) = self.env.scalar(n) {
+        if let Some(v) = env.scalar(n) {
             return Ok(V::from_value(v));
         }
         Err(self.unknown_name(n, span))
@@ -497,7 +639,7 @@ impl Cx<'_> {
         }
     }
 
-    fn list(&self, items: &[Expr], span: Span, dtype: DType) -> Result<ArrayValue, Diagnostic> {
+    fn list(&self, items: &[Expr], span: Span, dtype: DType) -> Result<Array<'static>, Diagnostic> {
         let mut nums = Vec::new();
         let mut cols = None;
         let mut rows = 0;
@@ -556,9 +698,11 @@ impl Cx<'_> {
         }
     }
 
+    /// A constructor's `n` elements of `dtype`, counted against the limit before anything is
+    /// allocated (the array is all that is made: it becomes the buffer without a copy).
     fn check_alloc(&self, span: Span, dtype: DType, n: usize) -> Result<(), Diagnostic> {
         let bytes = n as u128 * dtype.size() as u128;
-        let limit = self.env.max_alloc_bytes();
+        let limit = self.left.get();
         if bytes > limit as u128 {
             return Err(Diagnostic::error(format!(
                 "{} asks for {}, but only {} of the buffer limit is left",
@@ -569,6 +713,7 @@ impl Cx<'_> {
             .at(span)
             .help("buffers may use half of this machine's memory by default; start gridlab with --max-alloc SIZE (e.g. --max-alloc 16G) to change it"));
         }
+        self.left.set(limit - bytes as u64);
         Ok(())
     }
 
@@ -642,7 +787,14 @@ impl Cx<'_> {
         Ok(())
     }
 
-    fn call(&self, func: &str, func_span: Span, args: &[Expr], kwargs: &[Kwarg], e: &Expr) -> Result<V, Diagnostic> {
+    fn call(
+        &self,
+        func: &str,
+        func_span: Span,
+        args: &[Expr],
+        kwargs: &[Kwarg],
+        e: &Expr,
+    ) -> Result<V<'a>, Diagnostic> {
         let span = e.span;
         match func {
             "zeros" | "ones" | "full" | "arange" | "linspace" | "random" | "randint" | "array" => {
@@ -684,7 +836,7 @@ impl Cx<'_> {
         }
     }
 
-    fn min_max_scalars(&self, func: &str, args: &[Expr]) -> Result<V, Diagnostic> {
+    fn min_max_scalars(&self, func: &str, args: &[Expr]) -> Result<V<'a>, Diagnostic> {
         let mut best: Option<(f64, V)> = None;
         for a in args {
             let v = self.eval(a)?;
@@ -709,7 +861,7 @@ impl Cx<'_> {
         Ok(best.map(|(_, v)| v).unwrap_or(V::Int(0)))
     }
 
-    fn function(&self, func: &str, v: V, arg: &Expr, e: &Expr) -> Result<V, Diagnostic> {
+    fn function(&self, func: &str, v: V<'a>, arg: &Expr, e: &Expr) -> Result<V<'a>, Diagnostic> {
         let arr_needed = |v: &V| {
             Diagnostic::error(format!("`{func}` needs an array, not {}", v.type_name()))
                 .at(arg.span)
@@ -724,7 +876,12 @@ impl Cx<'_> {
                 let (n_true, n) = match &v {
                     V::Arr(a) => {
                         let lane = b_lane(&v);
-                        ((0..a.len()).filter(|&i| lane.at(i)).count(), a.len())
+                        let mut n_true = 0;
+                        for i in 0..a.len() {
+                            self.tick(i, e)?;
+                            n_true += lane.at(i) as usize;
+                        }
+                        (n_true, a.len())
                     }
                     s => (s.truth().unwrap_or(false) as usize, 1),
                 };
@@ -745,54 +902,101 @@ impl Cx<'_> {
                 if a.is_empty() && func != "sum" {
                     return Err(Diagnostic::error(format!("`{func}` of an empty array")).at(arg.span));
                 }
-                Ok(match (a.data(), func) {
-                    // Rust sums floats from -0.0 (so that a sum of -0.0 is -0.0); an empty
-                    // sum is 0, as in numpy.
-                    (Data::Float(d, x), "sum") => {
-                        V::Elem(Num::Float(round_to(x.iter().fold(0.0, |s, v| s + v), *d)), *d)
+                let n = a.len();
+                Ok(match (a.dtype(), func) {
+                    (Some(d), _) if d.is_float() => {
+                        let x = f_lane(&v, false);
+                        // Sums start from 0.0 (Rust's from -0.0, so an empty sum would be -0).
+                        let mut acc = match func {
+                            "min" => f64::INFINITY,
+                            "max" => f64::NEG_INFINITY,
+                            _ => 0.0,
+                        };
+                        for i in 0..n {
+                            self.tick(i, e)?;
+                            acc = match func {
+                                "min" => nan_min(acc, x.at(i)),
+                                "max" => nan_max(acc, x.at(i)),
+                                _ => acc + x.at(i),
+                            };
+                        }
+                        if func == "mean" {
+                            acc /= n as f64;
+                        }
+                        V::Elem(Num::Float(round_to(acc, d)), d)
                     }
-                    (Data::Float(d, x), "mean") => {
-                        V::Elem(Num::Float(round_to(x.iter().sum::<f64>() / x.len() as f64, *d)), *d)
+                    (Some(_), "mean") => {
+                        let x = f_lane(&v, false);
+                        let mut acc = 0.0;
+                        for i in 0..n {
+                            self.tick(i, e)?;
+                            acc += x.at(i);
+                        }
+                        V::Elem(Num::Float(acc / n as f64), DType::F64)
                     }
-                    (Data::Float(d, x), "min") => {
-                        V::Elem(Num::Float(x.iter().copied().fold(f64::INFINITY, nan_min)), *d)
+                    (Some(d), _) => {
+                        let x = i_lane(&v);
+                        let mut acc: Option<i128> = None;
+                        for i in 0..n {
+                            self.tick(i, e)?;
+                            let y = x.at(i);
+                            acc = Some(match (acc, func) {
+                                (None, "sum") => y,
+                                (None, _) => y,
+                                (Some(s), "sum") => s.wrapping_add(y),
+                                (Some(s), "min") => s.min(y),
+                                (Some(s), _) => s.max(y),
+                            });
+                        }
+                        let acc = acc.unwrap_or(0);
+                        if func == "sum" {
+                            V::Elem(Num::Int(wrap(acc, sum_dtype(d))), sum_dtype(d))
+                        } else {
+                            V::Elem(Num::Int(acc), d)
+                        }
                     }
-                    (Data::Float(d, x), _) => {
-                        V::Elem(Num::Float(x.iter().copied().fold(f64::NEG_INFINITY, nan_max)), *d)
+                    (None, _) => {
+                        let x = b_lane(&v);
+                        let mut trues = 0usize;
+                        for i in 0..n {
+                            self.tick(i, e)?;
+                            trues += x.at(i) as usize;
+                        }
+                        match func {
+                            "sum" => V::Elem(Num::Int(trues as i128), DType::I64),
+                            "mean" => V::Float(trues as f64 / n as f64),
+                            "min" => V::Bool(trues == n),
+                            _ => V::Bool(trues > 0),
+                        }
                     }
-                    (Data::Int(d, x), "sum") => V::Elem(
-                        Num::Int(wrap(x.iter().fold(0i128, |s, v| s.wrapping_add(*v)), sum_dtype(*d))),
-                        sum_dtype(*d),
-                    ),
-                    (Data::Int(_, x), "mean") => {
-                        V::Elem(Num::Float(x.iter().map(|&i| i as f64).sum::<f64>() / x.len() as f64), DType::F64)
-                    }
-                    (Data::Int(d, x), "min") => V::Elem(Num::Int(*x.iter().min().unwrap_or(&0)), *d),
-                    (Data::Int(d, x), _) => V::Elem(Num::Int(*x.iter().max().unwrap_or(&0)), *d),
-                    (Data::Bool(x), "sum") => V::Elem(Num::Int(x.iter().filter(|b| **b).count() as i128), DType::I64),
-                    (Data::Bool(x), "mean") => V::Float(x.iter().filter(|b| **b).count() as f64 / x.len() as f64),
-                    (Data::Bool(x), "min") => V::Bool(x.iter().all(|b| *b)),
-                    (Data::Bool(x), _) => V::Bool(x.iter().any(|b| *b)),
                 })
             }
-            "abs" => self.unary_map(v, e, |x| x.abs(), |i| i.checked_abs()),
-            "round" => self.unary_map(v, e, f64::round_ties_even, Some),
-            "floor" => self.unary_map(v, e, f64::floor, Some),
-            "ceil" => self.unary_map(v, e, f64::ceil, Some),
+            "abs" => self.unary_map(&v, e, |x| x.abs(), |i| i.checked_abs()),
+            "round" => self.unary_map(&v, e, f64::round_ties_even, Some),
+            "floor" => self.unary_map(&v, e, f64::floor, Some),
+            "ceil" => self.unary_map(&v, e, f64::ceil, Some),
             "sqrt" | "exp" | "log" => {
                 let f: fn(f64) -> f64 = match func {
                     "sqrt" => f64::sqrt,
                     "exp" => f64::exp,
                     _ => f64::ln,
                 };
-                let v = match v {
-                    V::Int(i) => V::Float(i as f64),
-                    V::Bool(b) => V::Float(b as u8 as f64),
-                    V::Elem(Num::Int(i), _) => V::Elem(Num::Float(i as f64), DType::F64),
-                    V::Arr(a) if a.dtype().is_none_or(|d| !d.is_float()) => V::Arr(to_float(&a, DType::F64)),
-                    v => v,
-                };
-                self.unary_map(v, e, f, Some)
+                match &v {
+                    V::Int(i) => self.unary_map(&V::Float(*i as f64), e, f, Some),
+                    V::Bool(b) => self.unary_map(&V::Float(*b as u8 as f64), e, f, Some),
+                    V::Elem(Num::Int(i), _) => self.unary_map(&V::Elem(Num::Float(*i as f64), DType::F64), e, f, Some),
+                    V::Arr(a) if a.dtype().is_none_or(|d| !d.is_float()) => {
+                        // Integers and booleans give `f64`, as in numpy.
+                        let x = f_lane(&v, false);
+                        let mut out = self.new_buffer(e, DType::F64, a.shape())?;
+                        for i in 0..a.len() {
+                            self.tick(i, e)?;
+                            out.set_f64(i, f(x.at(i)));
+                        }
+                        Ok(V::Arr(Array::numbers(out)))
+                    }
+                    v => self.unary_map(v, e, f, Some),
+                }
             }
             "float" => match v {
                 V::Int(i) | V::Elem(Num::Int(i), _) => Ok(V::Float(i as f64)),
@@ -817,23 +1021,39 @@ impl Cx<'_> {
         }
     }
 
-    /// Apply a function elementwise, keeping the dtype.
-    fn unary_map(&self, v: V, e: &Expr, f: fn(f64) -> f64, g: fn(i128) -> Option<i128>) -> Result<V, Diagnostic> {
+    /// Apply a function elementwise, keeping the dtype (booleans become `i64` 0 and 1).
+    fn unary_map(
+        &self,
+        v: &V<'_>,
+        e: &Expr,
+        f: fn(f64) -> f64,
+        g: fn(i128) -> Option<i128>,
+    ) -> Result<V<'a>, Diagnostic> {
         let overflow = || Diagnostic::error("integer overflow").at(e.span);
         Ok(match v {
-            V::Int(i) => V::Int(g(i).ok_or_else(overflow)?),
-            V::Bool(b) => V::Int(b as i128),
-            V::Float(x) => V::Float(f(x)),
-            V::Elem(Num::Int(i), d) => V::Elem(Num::Int(wrap(g(i).ok_or_else(overflow)?, d)), d),
-            V::Elem(Num::Float(x), d) => V::Elem(Num::Float(round_to(f(x), d)), d),
+            V::Int(i) => V::Int(g(*i).ok_or_else(overflow)?),
+            V::Bool(b) => V::Int(*b as i128),
+            V::Float(x) => V::Float(f(*x)),
+            V::Elem(Num::Int(i), d) => V::Elem(Num::Int(wrap(g(*i).ok_or_else(overflow)?, *d)), *d),
+            V::Elem(Num::Float(x), d) => V::Elem(Num::Float(round_to(f(*x), *d)), *d),
             V::Arr(a) => {
-                let shape = a.shape();
-                let data = match a.into_data() {
-                    Data::Float(d, x) => Data::Float(d, x.into_iter().map(|x| round_to(f(x), d)).collect()),
-                    Data::Int(d, x) => Data::Int(d, x.into_iter().map(|i| wrap(g(i).unwrap_or(i), d)).collect()),
-                    Data::Bool(x) => Data::Int(DType::I64, x.into_iter().map(|b| b as i128).collect()),
-                };
-                V::Arr(ArrayValue::new(shape, data))
+                let dtype = a.dtype().unwrap_or(DType::I64);
+                let mut out = self.new_buffer(e, dtype, a.shape())?;
+                if dtype.is_float() {
+                    let x = f_lane(v, false);
+                    for i in 0..a.len() {
+                        self.tick(i, e)?;
+                        out.set_f64(i, f(x.at(i)));
+                    }
+                } else {
+                    let x = i_lane(v);
+                    for i in 0..a.len() {
+                        self.tick(i, e)?;
+                        let y = x.at(i);
+                        out.set_int(i, wrap(g(y).unwrap_or(y), dtype));
+                    }
+                }
+                V::Arr(Array::numbers(out))
             }
         })
     }
@@ -845,7 +1065,7 @@ impl Cx<'_> {
         args: &[Expr],
         kwargs: &[Kwarg],
         e: &Expr,
-    ) -> Result<V, Diagnostic> {
+    ) -> Result<V<'a>, Diagnostic> {
         let default = if func == "randint" { DType::I32 } else { DType::F32 };
         let allowed: &[&str] = match func {
             "random" => &["dtype", "seed"],
@@ -884,7 +1104,13 @@ impl Cx<'_> {
                     "ones" => Num::Int(1),
                     _ => self.scalar_num(&args[1], "the fill value")?,
                 };
-                build(dtype, shape, std::iter::repeat_n(v, shape.len()))
+                // Zeroed memory, which the system gives without writing it; or one element's
+                // bytes, copied.
+                let mut b = Buffer::zeros(dtype, shape);
+                if func != "zeros" {
+                    b.fill(v);
+                }
+                Array::numbers(b)
             }
             "arange" => {
                 let nums: Vec<Num> =
@@ -904,16 +1130,18 @@ impl Cx<'_> {
                 }
                 let shape = sized(Shape::D1(count.min(u64::MAX as f64) as usize))?;
                 match (start, step) {
-                    (Num::Int(a), Num::Int(s)) => build(
+                    (Num::Int(a), Num::Int(s)) => self.build(
+                        e,
                         dtype,
                         shape,
                         (0..shape.len()).map(|i| Num::Int(a.wrapping_add(s.wrapping_mul(i as i128)))),
-                    ),
-                    _ => build(
+                    )?,
+                    _ => self.build(
+                        e,
                         dtype,
                         shape,
                         (0..shape.len()).map(|i| Num::Float(start.as_f64() + step.as_f64() * i as f64)),
-                    ),
+                    )?,
                 }
             }
             "linspace" => {
@@ -923,11 +1151,12 @@ impl Cx<'_> {
                 let n = count_of(n, "a count", args[2].span, self.env.max_alloc_bytes())?;
                 let shape = sized(Shape::D1(n))?;
                 let step = if n > 1 { (b - a) / (n - 1) as f64 } else { 0.0 };
-                build(
+                self.build(
+                    e,
                     dtype,
                     shape,
                     (0..n).map(|i| Num::Float(if i + 1 == n && n > 1 { b } else { a + step * i as f64 })),
-                )
+                )?
             }
             "random" => {
                 if !dtype.is_float() {
@@ -937,7 +1166,7 @@ impl Cx<'_> {
                 }
                 let shape = sized(self.shape_arg(&args[0])?)?;
                 let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-                build(dtype, shape, (0..shape.len()).map(|_| Num::Float(uniform(&mut rng, dtype))))
+                self.build(e, dtype, shape, (0..shape.len()).map(|_| Num::Float(uniform(&mut rng, dtype))))?
             }
             "randint" => {
                 if dtype.is_float() {
@@ -954,14 +1183,19 @@ impl Cx<'_> {
                         .help("the range is half-open: `randint(n, 0, 10)` gives 0 to 9")
                 })?;
                 let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-                build(dtype, shape, (0..shape.len()).map(|_| Num::Int(lo + below(&mut rng, range as u128) as i128)))
+                self.build(
+                    e,
+                    dtype,
+                    shape,
+                    (0..shape.len()).map(|_| Num::Int(lo + below(&mut rng, range as u128) as i128)),
+                )?
             }
             _ => match &args[0].kind {
                 ExprKind::List(items) => self.list(items, e.span, dtype)?,
                 _ => match self.eval(&args[0])? {
                     V::Arr(a) => {
                         self.check_alloc(e.span, dtype, a.len())?;
-                        build(dtype, a.shape(), (0..a.len()).map(|i| a.num(i)))
+                        self.build(e, dtype, a.shape(), (0..a.len()).map(|i| a.num(i)))?
                     }
                     v => {
                         return Err(Diagnostic::error(format!(
@@ -977,26 +1211,24 @@ impl Cx<'_> {
         Ok(V::Arr(arr))
     }
 
-    fn index(&self, target: &Expr, indices: &[Index], e: &Expr) -> Result<V, Diagnostic> {
-        let owned;
-        let src = match &target.kind {
-            ExprKind::Name(n) if self.env.buffer(n).is_some() => Src::Buf(self.env.buffer(n).expect("checked")),
-            _ => match self.eval(target)? {
-                V::Arr(a) => {
-                    owned = a;
-                    Src::Arr(&owned)
-                }
-                v => {
-                    return Err(Diagnostic::error(format!(
-                        "`{}` is {}, not an array",
-                        self.text(target),
-                        v.type_name()
-                    ))
-                    .at(target.span)
-                    .help("only arrays can be indexed"));
-                }
-            },
+    fn index(&self, target: &Expr, indices: &[Index], e: &Expr) -> Result<V<'a>, Diagnostic> {
+        // A session's buffer is read in place (borrowed), a computed array as it is.
+        let target_v = self.eval(target)?;
+        let V::Arr(src) = &target_v else {
+            return Err(Diagnostic::error(format!(
+                "`{}` is {}, not an array",
+                self.text(target),
+                target_v.type_name()
+            ))
+            .at(target.span)
+            .help("only arrays can be indexed"));
         };
+        let out = self.index_into(src, target, indices, e);
+        self.release(&target_v);
+        out
+    }
+
+    fn index_into(&self, src: &Array<'_>, target: &Expr, indices: &[Index], e: &Expr) -> Result<V<'a>, Diagnostic> {
         let name = self.text(target);
         let shape = src.shape();
         // A boolean mask selects elements: `a[a > 0]`.
@@ -1016,8 +1248,14 @@ impl Cx<'_> {
                 ))
                 .at(ie.span));
             }
+            let n = mask.iter().filter(|&&m| m).count();
+            let positions = n as u64 * std::mem::size_of::<usize>() as u64;
+            self.charge(e, positions + n as u64 * src.dtype().map_or(1, |d| d.size() as u64))?;
             let idx: Vec<usize> = (0..mask.len()).filter(|&i| mask[i]).collect();
-            return Ok(V::Arr(src.gather(&idx, Shape::D1(idx.len()))));
+            let out = gather(src, &idx, Shape::D1(n));
+            self.left.set(self.left.get() + positions);
+            self.release(&V::Arr(m));
+            return Ok(V::Arr(out));
         }
         let dims: Vec<usize> = match shape {
             Shape::D1(n) => vec![n],
@@ -1031,9 +1269,27 @@ impl Cx<'_> {
                 indices.len()
             ))
             .at(e.span)
-            .help(format!("`{name}` is {}", src_type(src))));
+            .help(format!("`{name}` is {}", src.type_name())));
         }
-        // Positions along each dimension, and whether the dimension is kept.
+        // Positions along each dimension, and whether the dimension is kept: counted against
+        // the limit while they are held (a dimension's positions are at most its length).
+        let word = std::mem::size_of::<usize>() as u64;
+        let held = (dims.iter().sum::<usize>() as u64 + shape.len() as u64) * word;
+        self.charge(e, held)?;
+        let out = self.positions(src, &dims, indices, name, e);
+        self.left.set(self.left.get() + held);
+        out
+    }
+
+    /// The elements of `src` (whose dimensions are `dims`) that `indices` select.
+    fn positions(
+        &self,
+        src: &Array<'_>,
+        dims: &[usize],
+        indices: &[Index],
+        name: &str,
+        e: &Expr,
+    ) -> Result<V<'a>, Diagnostic> {
         let mut per_dim: Vec<(Vec<usize>, bool)> = Vec::new();
         for (d, &len) in dims.iter().enumerate() {
             let Some(ix) = indices.get(d) else {
@@ -1092,61 +1348,89 @@ impl Cx<'_> {
             }
         }
         let kept: Vec<usize> = per_dim.iter().filter(|(_, k)| *k).map(|(p, _)| p.len()).collect();
+        let element_bytes = src.dtype().map_or(1, |d| d.size() as u64);
         Ok(match kept[..] {
             [] => {
-                let n = src.get(flat[0]);
+                let n = src.num(flat[0]);
                 match src.dtype() {
                     Some(d) => V::Elem(n, d),
                     None => V::Bool(n.as_f64() != 0.0),
                 }
             }
-            [n] => V::Arr(src.gather(&flat, Shape::D1(n))),
-            [r, c] => V::Arr(src.gather(&flat, Shape::D2(r, c))),
+            [n] => {
+                self.charge(e, n as u64 * element_bytes)?;
+                V::Arr(gather(src, &flat, Shape::D1(n)))
+            }
+            [r, c] => {
+                self.charge(e, (r * c) as u64 * element_bytes)?;
+                V::Arr(gather(src, &flat, Shape::D2(r, c)))
+            }
             _ => unreachable!("at most two dimensions"),
         })
     }
 
-    fn unary(&self, op: UnOp, op_span: Span, v: V, e: &Expr) -> Result<V, Diagnostic> {
+    fn unary(&self, op: UnOp, op_span: Span, v: V<'a>, e: &Expr) -> Result<V<'a>, Diagnostic> {
         let float_err = |what: &str| {
             Diagnostic::error(format!("`~` needs integers or booleans, not {what}"))
                 .at(op_span)
                 .help("for logical not, use `not`")
         };
-        Ok(match (op, v) {
-            (UnOp::Not, v) => match v {
-                V::Arr(a) => {
-                    let (shape, n) = (a.shape(), a.len());
-                    let v = V::Arr(a);
+        if let V::Arr(a) = &v
+            && op != UnOp::Plus
+        {
+            let out = match (op, a.dtype()) {
+                (UnOp::Not, _) | (UnOp::Invert, None) => {
                     let lane = b_lane(&v);
-                    V::Arr(ArrayValue::new(shape, Data::Bool((0..n).map(|i| !lane.at(i)).collect())))
+                    let mut out = self.new_bools(e, a.len())?;
+                    for i in 0..a.len() {
+                        self.tick(i, e)?;
+                        out.push(!lane.at(i));
+                    }
+                    V::Arr(Array::bools(a.shape(), out))
                 }
-                s => V::Bool(!s.truth().unwrap_or(false)),
-            },
+                (UnOp::Invert, Some(d)) if d.is_float() => return Err(float_err(&format!("{d} elements"))),
+                (UnOp::Invert, Some(d)) => {
+                    let lane = i_lane(&v);
+                    let mut out = self.new_buffer(e, d, a.shape())?;
+                    for i in 0..a.len() {
+                        self.tick(i, e)?;
+                        out.set_int(i, wrap(!lane.at(i), d));
+                    }
+                    V::Arr(Array::numbers(out))
+                }
+                _ => self.unary_map(&v, e, |x| -x, |i| Some(i.wrapping_neg()))?,
+            };
+            self.release(&v);
+            return Ok(out);
+        }
+        Ok(match (op, v) {
+            (UnOp::Not, s) => V::Bool(!s.truth().unwrap_or(false)),
             (UnOp::Plus, V::Bool(b)) => V::Int(b as i128),
             (UnOp::Plus, v) => v,
             (UnOp::Neg, V::Int(i)) => {
                 V::Int(i.checked_neg().ok_or_else(|| Diagnostic::error("integer overflow").at(e.span))?)
             }
             (UnOp::Neg, V::Bool(b)) => V::Int(-(b as i128)),
-            (UnOp::Neg, v) => self.unary_map(v, e, |x| -x, |i| Some(i.wrapping_neg()))?,
+            (UnOp::Neg, v) => self.unary_map(&v, e, |x| -x, |i| Some(i.wrapping_neg()))?,
             (UnOp::Invert, V::Bool(b)) => V::Bool(!b),
             (UnOp::Invert, V::Int(i)) => V::Int(!i),
             (UnOp::Invert, V::Elem(Num::Int(i), d)) => V::Elem(Num::Int(wrap(!i, d)), d),
-            (UnOp::Invert, V::Arr(a)) => {
-                let shape = a.shape();
-                match a.into_data() {
-                    Data::Bool(x) => V::Arr(ArrayValue::new(shape, Data::Bool(x.into_iter().map(|b| !b).collect()))),
-                    Data::Int(d, x) => {
-                        V::Arr(ArrayValue::new(shape, Data::Int(d, x.into_iter().map(|i| wrap(!i, d)).collect())))
-                    }
-                    Data::Float(d, _) => return Err(float_err(&format!("{d} elements"))),
-                }
-            }
             (UnOp::Invert, v) => return Err(float_err(&v.type_name())),
         })
     }
 
-    pub(crate) fn binary(&self, op: BinOp, op_span: Span, l: V, r: V, le: &Expr, re: &Expr) -> Result<V, Diagnostic> {
+    /// `l op r` for the expression `e` (whose operands are `le` and `re`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn binary(
+        &self,
+        op: BinOp,
+        op_span: Span,
+        l: &V<'_>,
+        r: &V<'_>,
+        le: &Expr,
+        re: &Expr,
+        e: &Expr,
+    ) -> Result<V<'a>, Diagnostic> {
         // Lengths: two arrays must agree; a scalar goes with every element.
         let (la, ra) = (l.array(), r.array());
         if let (Some(a), Some(b)) = (la, ra)
@@ -1163,51 +1447,38 @@ impl Cx<'_> {
             .label(format!("`{}` needs equal lengths", op.symbol()))
             .help("slice one of them to the other's length, e.g. `a[0:n]`"));
         }
-        let shape = la.or(ra).map(ArrayValue::shape);
-        let n = shape.map_or(1, Shape::len);
+        let shape = la.map(Array::shape).or(ra.map(Array::shape));
         let (lk, rk) = (l.kind(), r.kind());
 
         if matches!(op, BinOp::And | BinOp::Or) {
-            let (x, y) = (b_lane(&l), b_lane(&r));
-            let f = |i| if op == BinOp::And { x.at(i) && y.at(i) } else { x.at(i) || y.at(i) };
-            return Ok(match shape {
-                Some(s) => V::Arr(ArrayValue::new(s, Data::Bool((0..n).map(f).collect()))),
-                None => V::Bool(f(0)),
-            });
+            let (x, y) = (b_lane(l), b_lane(r));
+            return self.bools_of(shape, e, |i| if op == BinOp::And { x.at(i) && y.at(i) } else { x.at(i) || y.at(i) });
         }
 
         if op.is_comparison() {
-            let bools: Vec<bool> = if lk.is_int() && rk.is_int() {
-                let (x, y) = (i_lane(&l), i_lane(&r));
-                (0..n).map(|i| compare_i(op, x.at(i), y.at(i))).collect()
+            return if lk.is_int() && rk.is_int() {
+                let (x, y) = (i_lane(l), i_lane(r));
+                self.bools_of(shape, e, |i| compare_i(op, x.at(i), y.at(i)))
             } else {
                 // NEP 50: a Python float compared with f32 values is first rounded to f32.
                 let f32_side = |k: Kind| k == Kind::Typed(DType::F32);
-                let (x, y) = (f_lane(&l, f32_side(rk)), f_lane(&r, f32_side(lk)));
-                (0..n).map(|i| compare_f(op, x.at(i), y.at(i))).collect()
+                let (x, y) = (f_lane(l, f32_side(rk)), f_lane(r, f32_side(lk)));
+                self.bools_of(shape, e, |i| compare_f(op, x.at(i), y.at(i)))
             };
-            return Ok(match shape {
-                Some(s) => V::Arr(ArrayValue::new(s, Data::Bool(bools))),
-                None => V::Bool(bools[0]),
-            });
         }
 
         let bitwise = matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr);
         let is_boolish = |v: &V, k: Kind| matches!(v, V::Bool(_)) || k == Kind::BoolArr;
-        if matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor) && is_boolish(&l, lk) && is_boolish(&r, rk) {
-            let (x, y) = (b_lane(&l), b_lane(&r));
-            let f = |i: usize| match op {
+        if matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor) && is_boolish(l, lk) && is_boolish(r, rk) {
+            let (x, y) = (b_lane(l), b_lane(r));
+            return self.bools_of(shape, e, |i| match op {
                 BinOp::BitAnd => x.at(i) & y.at(i),
                 BinOp::BitOr => x.at(i) | y.at(i),
                 _ => x.at(i) ^ y.at(i),
-            };
-            return Ok(match shape {
-                Some(s) => V::Arr(ArrayValue::new(s, Data::Bool((0..n).map(f).collect()))),
-                None => V::Bool(f(0)),
             });
         }
         if bitwise && (!lk.is_int() || !rk.is_int()) {
-            let (bad, k) = if !lk.is_int() { (le, &l) } else { (re, &r) };
+            let (bad, k) = if !lk.is_int() { (le, l) } else { (re, r) };
             return Err(Diagnostic::error(format!(
                 "`{}` needs integers, but `{}` is {}",
                 op.symbol(),
@@ -1224,28 +1495,45 @@ impl Cx<'_> {
         if op == BinOp::Div && !dtype.is_float() {
             dtype = DType::F64;
         }
-        let out = if dtype.is_float() {
-            let (x, y) = (f_lane(&l, dtype == DType::F32), f_lane(&r, dtype == DType::F32));
-            Data::Float(dtype, (0..n).map(|i| round_to(float_op(op, x.at(i), y.at(i)), dtype)).collect())
-        } else {
-            let (x, y) = (i_lane(&l), i_lane(&r));
-            let mut v = Vec::with_capacity(n);
-            for i in 0..n {
-                match int_op(op, x.at(i), y.at(i)) {
-                    Ok(z) => v.push(wrap(z, dtype)),
-                    Err(err) => return Err(self.int_error(err, op, op_span, re, shape.map(|_| i))),
-                }
+        if dtype.is_float() {
+            let (x, y) = (f_lane(l, dtype == DType::F32), f_lane(r, dtype == DType::F32));
+            let Some(shape) = shape else {
+                return Ok(V::Elem(Num::Float(round_to(float_op(op, x.at(0), y.at(0)), dtype)), dtype));
+            };
+            let mut out = self.new_buffer(e, dtype, shape)?;
+            for i in 0..shape.len() {
+                self.tick(i, e)?;
+                out.set_f64(i, float_op(op, x.at(i), y.at(i)));
             }
-            Data::Int(dtype, v)
-        };
-        Ok(match shape {
-            Some(s) => V::Arr(ArrayValue::new(s, out)),
-            None => match out {
-                Data::Float(d, v) => V::Elem(Num::Float(v[0]), d),
-                Data::Int(d, v) => V::Elem(Num::Int(v[0]), d),
-                Data::Bool(_) => unreachable!("arithmetic gives numbers"),
-            },
-        })
+            Ok(V::Arr(Array::numbers(out)))
+        } else {
+            let (x, y) = (i_lane(l), i_lane(r));
+            let at = |i: usize| {
+                int_op(op, x.at(i), y.at(i))
+                    .map(|z| wrap(z, dtype))
+                    .map_err(|err| self.int_error(err, op, op_span, re, shape.map(|_| i)))
+            };
+            let Some(shape) = shape else {
+                return Ok(V::Elem(Num::Int(at(0)?), dtype));
+            };
+            let mut out = self.new_buffer(e, dtype, shape)?;
+            for i in 0..shape.len() {
+                self.tick(i, e)?;
+                out.set_int(i, at(i)?);
+            }
+            Ok(V::Arr(Array::numbers(out)))
+        }
+    }
+
+    /// A boolean per element (`f(i)`), as an array of `shape`, or one boolean for scalars.
+    fn bools_of(&self, shape: Option<Shape>, e: &Expr, f: impl Fn(usize) -> bool) -> Result<V<'a>, Diagnostic> {
+        let Some(shape) = shape else { return Ok(V::Bool(f(0))) };
+        let mut out = self.new_bools(e, shape.len())?;
+        for i in 0..shape.len() {
+            self.tick(i, e)?;
+            out.push(f(i));
+        }
+        Ok(V::Arr(Array::bools(shape, out)))
     }
 
     fn int_error(&self, err: IntErr, op: BinOp, op_span: Span, re: &Expr, at: Option<usize>) -> Diagnostic {
@@ -1263,7 +1551,7 @@ impl Cx<'_> {
     }
 
     /// Python arithmetic on weak scalars: exact integers (errors on overflow), float otherwise.
-    fn scalar_arith(&self, op: BinOp, op_span: Span, l: V, r: V, le: &Expr, re: &Expr) -> Result<V, Diagnostic> {
+    fn scalar_arith(&self, op: BinOp, op_span: Span, l: &V, r: &V, le: &Expr, re: &Expr) -> Result<V<'a>, Diagnostic> {
         let as_int = |v: &V| match v {
             V::Int(i) => Some(*i),
             V::Bool(b) => Some(*b as i128),
@@ -1274,7 +1562,7 @@ impl Cx<'_> {
                 .at(op_span)
                 .help("scalars are 128-bit integers; use a float (`2.0 ** 200`) for huge values")
         };
-        if let (Some(x), Some(y)) = (as_int(&l), as_int(&r)) {
+        if let (Some(x), Some(y)) = (as_int(l), as_int(r)) {
             let v = match op {
                 BinOp::Add => x.checked_add(y),
                 BinOp::Sub => x.checked_sub(y),
@@ -1290,7 +1578,7 @@ impl Cx<'_> {
             };
             return v.map(V::Int).ok_or_else(overflow);
         }
-        let (x, y) = (f_lane(&l, false).at(0), f_lane(&r, false).at(0));
+        let (x, y) = (f_lane(l, false).at(0), f_lane(r, false).at(0));
         Ok(V::Float(float_op(op, x, y)))
     }
 }
@@ -1311,12 +1599,8 @@ fn count_of(n: i128, what: &str, span: Span, limit: u64) -> Result<usize, Diagno
     })
 }
 
-fn src_type(src: Src) -> String {
-    let elem = src.dtype().map_or("bool", DType::name);
-    match src.shape() {
-        Shape::D1(n) => format!("{elem}[{n}]"),
-        Shape::D2(r, c) => format!("{elem}[{r}, {c}]"),
-    }
+fn human(bytes: u64) -> String {
+    crate::render::text::human_bytes(bytes)
 }
 
 fn round_to(x: f64, d: DType) -> f64 {
@@ -1340,27 +1624,10 @@ fn sum_dtype(d: DType) -> DType {
     }
 }
 
-fn to_float(a: &ArrayValue, d: DType) -> ArrayValue {
-    ArrayValue::new(a.shape(), Data::Float(d, (0..a.len()).map(|i| a.num(i).as_f64()).collect()))
-}
-
 /// Build an array of `dtype`, converting each value like a C cast (floats truncate into
 /// integers, integers wrap), as `Buffer::from_nums` does.
-fn build(dtype: DType, shape: Shape, nums: impl IntoIterator<Item = Num>) -> ArrayValue {
-    let data = if dtype.is_float() {
-        Data::Float(dtype, nums.into_iter().map(|n| round_to(n.as_f64(), dtype)).collect())
-    } else {
-        Data::Int(
-            dtype,
-            nums.into_iter()
-                .map(|n| match n {
-                    Num::Int(i) => wrap(i, dtype),
-                    Num::Float(f) => wrap(f.trunc() as i128, dtype),
-                })
-                .collect(),
-        )
-    };
-    ArrayValue::new(shape, data)
+fn build(dtype: DType, shape: Shape, nums: impl IntoIterator<Item = Num>) -> Array<'static> {
+    Array::numbers(Buffer::from_nums(dtype, shape, nums))
 }
 
 /// `random`'s formula, stable forever: xoshiro256++ seeded by `seed_from_u64(seed)`, one

@@ -9,7 +9,7 @@ use crate::finding::FindingKind;
 
 use super::ast::{BinOp, Expect, ExprKind, StmtKind};
 use super::{Env, eval, eval_expect, parse_statement};
-use crate::value::{ArrayValue, Data, Value};
+use crate::value::{ArrayValue, Value};
 
 #[derive(Default)]
 struct TestEnv {
@@ -185,7 +185,11 @@ fn numpy_semantics_and_dtypes() {
     assert_eq!(ev("1.0 ~= 1.0000001").unwrap(), Value::Bool(true));
     assert_eq!(
         ev("array([1, 2], u32) - 3").unwrap(),
-        Value::Array(ArrayValue::new(Shape::D1(2), Data::Int(DType::U32, vec![4294967294, 4294967295])))
+        Value::Array(ArrayValue::numbers(Buffer::from_nums(
+            DType::U32,
+            Shape::D1(2),
+            [Num::Int(4294967294), Num::Int(4294967295)]
+        )))
     );
 }
 
@@ -430,4 +434,87 @@ fn messages_say_what_is_wrong_with_extreme_sizes_and_empty_sums() {
     assert!(s == 0.0 && s.is_sign_positive(), "{s}");
     let Value::Float(s) = ev("sum(zeros(0, f64))").unwrap() else { panic!() };
     assert!(s.is_sign_positive(), "{s}");
+}
+
+/// An environment with one `f32[1000]` buffer `a` (4,000 bytes) and `limit` bytes left.
+struct Tight {
+    a: Buffer,
+    limit: u64,
+}
+
+impl Env for Tight {
+    fn buffer(&self, name: &str) -> Option<&Buffer> {
+        (name == "a").then_some(&self.a)
+    }
+    fn scalar(&self, _: &str) -> Option<&Value> {
+        None
+    }
+    fn max_alloc_bytes(&self) -> u64 {
+        self.limit
+    }
+}
+
+#[test]
+fn arrays_take_their_dtype_size_and_temporaries_count_against_the_limit() {
+    let env = Tight { a: Buffer::from_nums(DType::F32, Shape::D1(1000), (0..1000).map(Num::Int)), limit: 10_000 };
+    let run = |text: &str| {
+        let stmt = parse_statement(0, text).unwrap();
+        match stmt.kind {
+            StmtKind::Inspect(e) | StmtKind::Let { value: e, .. } => eval(&e, &env, text).map(|_| ()),
+            StmtKind::Expect(Expect::Expr(e)) => eval_expect(&e, &env, text).map(|_| ()),
+            _ => unreachable!(),
+        }
+    };
+    // An array holds its elements in its dtype: 4 bytes an `f32`, not 8.
+    let Value::Array(made) = ev("ones(1000)").unwrap() else { panic!() };
+    assert_eq!(made.size_bytes(), 4000);
+    assert_eq!(made.into_buffer().size_bytes(), 4000);
+    // Reading `a` copies nothing; one temporary of 4,000 bytes fits, and so does a long chain,
+    // whose operands are given back as it goes.
+    run("a + a").unwrap();
+    run("a + a + a + a + a + a").unwrap();
+    run("expect a + a == 2 * a").unwrap();
+    // Two temporaries and the sum of them do not: 12,000 bytes.
+    let d = run("(a + a) + (a + a)").unwrap_err();
+    assert!(d.message.contains("needs 3.9 KiB more, but only 2.0 KiB of the buffer limit is left"), "{}", d.message);
+    // A copy of a buffer counts too; `sum` makes no array.
+    let env = Tight { limit: 3000, ..env };
+    let stmt = parse_statement(0, "let b = a").unwrap();
+    let StmtKind::Let { value, .. } = stmt.kind else { panic!() };
+    let d = eval(&value, &env, "let b = a").unwrap_err();
+    assert!(d.message.starts_with("a needs 3.9 KiB"), "{}", d.message);
+    let stmt = parse_statement(0, "sum(a)").unwrap();
+    let StmtKind::Inspect(e) = stmt.kind else { panic!() };
+    assert_eq!(eval(&e, &env, "sum(a)").unwrap(), Value::Float(499500.0));
+}
+
+/// Ctrl-C stops a statement over many elements (it is checked every million or so).
+#[test]
+fn a_long_statement_stops_at_ctrl_c() {
+    struct Stopped(Buffer);
+    impl Env for Stopped {
+        fn buffer(&self, name: &str) -> Option<&Buffer> {
+            (name == "z").then_some(&self.0)
+        }
+        fn scalar(&self, _: &str) -> Option<&Value> {
+            None
+        }
+        fn max_alloc_bytes(&self) -> u64 {
+            1 << 30
+        }
+        fn cancelled(&self) -> bool {
+            true
+        }
+    }
+    let env = Stopped(Buffer::zeros(DType::F32, Shape::D1(3 << 20)));
+    for text in ["z + z + z", "sum(z)", "all(z == 0)", "-z", "sqrt(z)", "z[z == 0]", "arange(1 << 22)"] {
+        let stmt = parse_statement(0, text).unwrap();
+        let StmtKind::Inspect(e) = stmt.kind else { panic!() };
+        let d = eval(&e, &env, text).unwrap_err();
+        assert!(d.message.contains("was stopped (Ctrl-C)"), "{text}: {}", d.message);
+    }
+    let text = "expect z + z + z == 0";
+    let stmt = parse_statement(0, text).unwrap();
+    let StmtKind::Expect(Expect::Expr(e)) = stmt.kind else { panic!() };
+    assert!(eval_expect(&e, &env, text).unwrap_err().message.contains("was stopped (Ctrl-C)"));
 }

@@ -384,7 +384,8 @@ impl Session {
         self.buffers.retain(|(n, _)| *n != name);
         self.scalars.retain(|(n, _)| *n != name);
         match v {
-            Value::Array(a) => self.buffers.push((name, a.to_buffer())),
+            // The array becomes the buffer, without a copy.
+            Value::Array(a) => self.buffers.push((name, a.into_buffer())),
             scalar => self.scalars.push((name, scalar)),
         }
     }

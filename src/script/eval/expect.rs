@@ -14,7 +14,7 @@ use crate::diag::Diagnostic;
 
 use super::super::ast::{BinOp, Expr, ExprKind};
 use super::{Cx, Env, V, b_lane};
-use crate::value::{ArrayValue, Data, format_num};
+use crate::value::{Array, Data, format_num};
 
 /// How many failing elements a message lists.
 const SHOWN: usize = 5;
@@ -38,7 +38,7 @@ impl ExpectOutcome {
 
 /// Evaluate `expect EXPR`. A condition that isn't boolean is an error, not a failure.
 pub fn eval_expect(expr: &Expr, env: &dyn Env, src: &str) -> Result<ExpectOutcome, Diagnostic> {
-    check(&Cx { env, src }, expr)
+    check(&Cx::new(env, src), expr)
 }
 
 fn check(cx: &Cx, e: &Expr) -> Result<ExpectOutcome, Diagnostic> {
@@ -63,7 +63,7 @@ fn check(cx: &Cx, e: &Expr) -> Result<ExpectOutcome, Diagnostic> {
         }
         ExprKind::Binary { op, op_span, lhs, rhs } if op.is_comparison() => {
             let (l, r) = (cx.eval(lhs)?, cx.eval(rhs)?);
-            let res = cx.binary(*op, *op_span, l.clone(), r.clone(), lhs, rhs)?;
+            let res = cx.binary(*op, *op_span, &l, &r, lhs, rhs, e)?;
             Ok(compared(cx, *op, e, (lhs, &l), (rhs, &r), &res))
         }
         ExprKind::Call { func, args, kwargs, .. } if func == "all" && args.len() == 1 && kwargs.is_empty() => {
@@ -145,7 +145,7 @@ fn indexable(cx: &Cx, e: &Expr) -> String {
     }
 }
 
-fn element(a: &ArrayValue, i: usize) -> String {
+fn element(a: &Array<'_>, i: usize) -> String {
     format_num(a.num(i), a.dtype())
 }
 
@@ -181,7 +181,7 @@ fn compared(cx: &Cx, op: BinOp, whole: &Expr, (le, l): (&Expr, &V), (re, r): (&E
                 .take(SHOWN)
                 .map(|&i| {
                     let pos = position(res.shape(), i);
-                    let side = |e: &Expr, a: &ArrayValue| format!("{}{pos} = {}", indexable(cx, e), element(a, i));
+                    let side = |e: &Expr, a: &Array<'_>| format!("{}{pos} = {}", indexable(cx, e), element(a, i));
                     match (la, ra) {
                         (Some(a), Some(b)) if eqish => format!("{} (expected {})", side(le, a), element(b, i)),
                         (Some(a), Some(b)) => format!("{}, {}", side(le, a), side(re, b)),
@@ -206,6 +206,6 @@ fn compared(cx: &Cx, op: BinOp, whole: &Expr, (le, l): (&Expr, &V), (re, r): (&E
     }
 }
 
-fn arr(v: &V) -> Option<&ArrayValue> {
+fn arr<'v>(v: &'v V<'_>) -> Option<&'v Array<'v>> {
     if let V::Arr(a) = v { Some(a) } else { None }
 }
