@@ -707,7 +707,26 @@ impl Parser<'_> {
                 self.pos += 1;
                 let cond = self.paren_expr()?;
                 let then = Box::new(self.stmt()?);
-                let else_ = if self.eat_word("else") { Some(Box::new(self.stmt()?)) } else { None };
+                let else_ = if !self.eat_word("else") {
+                    None
+                } else if self.is_word("if") {
+                    // `else if` chains are flat for a reader, however long: a link of the chain
+                    // deepens the tree only.
+                    self.tree += 1;
+                    // With room left for the branch's own code, so that this error, not one about
+                    // its condition, says what is too long.
+                    if self.tree + 64 > MAX_TREE_DEPTH {
+                        return Err(Diagnostic::error("this `if` ... `else if` chain is too long")
+                            .at(self.span())
+                            .label(format!("more than {} branches", MAX_TREE_DEPTH - 64))
+                            .help("look the value up in an array, or use a `switch`"));
+                    }
+                    let s = self.stmt_inner();
+                    self.tree -= 1;
+                    Some(Box::new(s?))
+                } else {
+                    Some(Box::new(self.stmt()?))
+                };
                 return done(self, StmtKind::If(cond, then, else_));
             }
             "while" => {
@@ -927,7 +946,11 @@ impl Parser<'_> {
         }
         let then = self.expr()?;
         self.expect(":")?;
-        let else_ = self.assign()?;
+        // `a ? x : b ? y : z` chains are flat for a reader: the part after `:` is a link.
+        self.enter_chain()?;
+        let else_ = self.assign_inner();
+        self.tree -= 1;
+        let else_ = else_?;
         let span = c.span.to(else_.span);
         Ok(Expr { kind: ExprKind::Cond(Box::new(c), Box::new(then), Box::new(else_)), span })
     }

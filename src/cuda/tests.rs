@@ -466,6 +466,21 @@ fn predefined_limits_and_math() {
 }
 
 #[test]
+fn else_if_and_conditional_chains_count_length_not_nesting() {
+    // 300 branches: flat for a reader (they were "nested too deeply" past 128).
+    let branches: String = (1..300).map(|i| format!("else if (a[0] == {i}) a[1] = {i}; ")).collect();
+    module(&format!("__global__ void k(int *a) {{ if (a[0] == 0) a[1] = 0; {branches}}}"));
+    let conds: String = (0..300).map(|i| format!("a[0] == {i} ? {i} : ")).collect();
+    module(&format!("__global__ void k(int *a) {{ a[1] = {conds}0; }}"));
+    // Far longer ones are refused for their length, with a message about the chain.
+    let branches: String = (1..20_000).map(|i| format!("else if (a[0] == {i}) a[1] = {i}; ")).collect();
+    let e = errors(&format!("__global__ void k(int *a) {{ if (a[0] == 0) a[1] = 0; {branches}}}"));
+    assert!(e.contains("`else if` chain is too long"), "{e}");
+    let conds: String = (0..20_000).map(|i| format!("a[0] == {i} ? {i} : ")).collect();
+    assert!(errors(&format!("__global__ void k(int *a) {{ a[1] = {conds}0; }}")).contains("too long"));
+}
+
+#[test]
 fn deep_nesting_is_an_error_not_a_crash() {
     let deep = format!("__global__ void k(int *a) {{ a[0] = {}1{}; }}", "(".repeat(10_000), ")".repeat(10_000));
     assert!(errors(&deep).contains("nested too deeply"));
