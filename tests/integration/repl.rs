@@ -422,3 +422,19 @@ fn a_long_launch_shows_its_progress_and_stops_at_ctrl_c() {
     t.keys("\x04");
     assert_eq!(t.exit_code(), 0);
 }
+
+#[test]
+fn ctrl_c_stops_a_long_statement() {
+    let home = tempfile::tempdir().unwrap();
+    let mut t = Terminal::start(home.path(), &[]);
+    t.wait_for("sim> ");
+    t.keys("let z = zeros(1 << 26)\r");
+    t.prompt(2);
+    t.keys("expect z + z + z + z + z + z + z + z == 0\r");
+    std::thread::sleep(Duration::from_millis(300));
+    t.keys("\x03");
+    t.wait_for("was stopped (Ctrl-C)");
+    t.prompt(3);
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+}
