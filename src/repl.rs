@@ -354,6 +354,8 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
     if let Some(guide) = guide {
         start_guide(&mut session, guide, &mut out)?;
     }
+    // Piped input is a script: echoed, with its own line numbers, tallied as `replay` does.
+    let mut runner = Runner::new(&mut session, ScriptResult::new("<stdin>".into()), false, &mut out).recording();
     let mut worst = Status::Ok;
     let mut pending = String::new();
     let mut first_line = 1u32;
@@ -365,7 +367,7 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
         }
         Ok(())
     };
-    prompt(&mut out, false)?;
+    prompt(runner.out(), false)?;
     for line in stdin.lock().lines() {
         let line = line?;
         line_no += 1;
@@ -375,37 +377,33 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
         pending.push_str(&line);
         pending.push('\n');
         if !script::is_complete(&pending) {
-            prompt(&mut out, true)?;
+            prompt(runner.out(), true)?;
             continue;
         }
         let text = std::mem::take(&mut pending);
         let status = if tty {
-            session.eval_typed(&text, &mut out)?
+            let (session, out) = runner.parts();
+            session.eval_typed(&text, out)?
         } else {
-            // Piped input is a script: echo it and keep its line numbers, as `replay` runs one.
             let padded = format!("{}{text}", "\n".repeat(first_line as usize - 1));
-            let result = ScriptResult::new("<stdin>".into());
-            Runner::new(&mut session, result, false, &mut out).recording().run_text(
-                "<stdin>",
-                &padded,
-                Expect::Ok,
-                None,
-            )?
+            runner.run_text("<stdin>", &padded, Expect::Ok, None)?
         };
         worst = session::worse(worst, status);
         // No editor to ask in: say how to answer instead.
-        if let Some(Question::Solution) = guide_of(&mut session).and_then(Guide::take_question) {
-            writeln!(out, "Sure? Trying first teaches more. `:solution yes` shows one.")?;
+        if let Some(Question::Solution) = guide_of(runner.session).and_then(Guide::take_question) {
+            writeln!(runner.out(), "Sure? Trying first teaches more. `:solution yes` shows one.")?;
         }
-        prompt(&mut out, false)?;
+        prompt(runner.out(), false)?;
     }
     if !pending.trim().is_empty() {
-        let status = session.eval_typed(&pending, &mut out)?;
+        let (session, out) = runner.parts();
+        let status = session.eval_typed(&pending, out)?;
         worst = session::worse(worst, status);
     }
     if tty {
-        writeln!(out)?;
+        writeln!(runner.out())?;
         return Ok(ExitCode::SUCCESS);
     }
-    Ok(if worst == Status::Ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    runner.settle(None)?;
+    Ok(if worst == Status::Ok && runner.result.passed() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -141,6 +141,7 @@ pub fn run_script(
     }
     let mut runner = Runner::new(&mut session, ScriptResult::new(path.to_path_buf()), quiet, out);
     runner.run_text(&name, &text, Expect::Ok, None).map_err(UsageError::Output)?;
+    runner.settle(None).map_err(UsageError::Output)?;
     let detail = format!("{} inputs", runner.result.inputs);
     let mut result = runner.finish(&name, detail, "expect(s)").map_err(UsageError::Output)?;
     result.elapsed = start.elapsed();

@@ -101,6 +101,9 @@ pub(crate) struct LastLaunch {
     /// What ran and how, so `:why` can run it again exactly.
     pub spec: LaunchSpec,
     pub config: SimConfig,
+    /// Finding kinds an `expect finding` has acknowledged since the launch (a replayed script
+    /// fails on a finding nothing acknowledged, see [`Session::unacknowledged`]).
+    pub acknowledged: Vec<crate::finding::FindingKind>,
 }
 
 /// Where a check's run goes.
@@ -211,6 +214,26 @@ impl Session {
     /// Every scalar, by name, in the order they were made.
     pub fn scalars(&self) -> &[(String, Value)] {
         &self.scalars
+    }
+
+    /// The kinds of finding the last launch had that no `expect finding` has acknowledged since,
+    /// with the launch's number (its [`Session::launch_count`] when it ran).
+    pub fn unacknowledged(&self) -> Option<(u64, Vec<crate::finding::FindingKind>)> {
+        let last = self.last.as_ref()?;
+        let mut kinds = Vec::new();
+        for k in last.report.findings.iter().map(|f| f.kind()) {
+            if !kinds.contains(&k) && !last.acknowledged.contains(&k) {
+                kinds.push(k);
+            }
+        }
+        Some((self.launches, kinds))
+    }
+
+    /// Count every finding of the last launch as acknowledged (a runner has reported them).
+    pub fn acknowledge_all(&mut self) {
+        if let Some(last) = self.last.as_mut() {
+            last.acknowledged = last.report.findings.iter().map(|f| f.kind()).collect();
+        }
     }
 
     /// How many launches ran to a report in this session (not counting the views' runs).

@@ -62,6 +62,7 @@ pub fn run_lesson(
                 Part::Exercise(ex) => exercise(&mut runner, lesson, ex, mode, &mut case)?,
             }
         }
+        runner.settle(Some(&mut case))?;
         case.elapsed = step_start.elapsed();
         runner.result.cases.push(case);
     }

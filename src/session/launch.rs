@@ -66,7 +66,7 @@ impl Session {
                     writeln!(out, "{}", style.dim("the launch was stopped; its buffers are as they were before it"))?;
                 }
                 let config = self.sim.config.clone();
-                self.last = Some(LastLaunch { report, before, spec, config });
+                self.last = Some(LastLaunch { report, before, spec, config, acknowledged: Vec::new() });
                 self.launches += 1;
                 Ok(Status::Ok)
             }

@@ -119,3 +119,51 @@ fn the_tour_transcript_is_what_gridlab_prints() {
         );
     }
 }
+
+const RACY: &str = "__global__ void racy(float *a) { a[0] += 1.0f; }\nlet a = zeros(1)\n";
+const PAST_END: &str = "__global__ void over(float *a, int n) { a[threadIdx.x] = 1.0f; }\nlet b = zeros(4)\n";
+
+/// A launch whose finding nothing acknowledges fails the script, as compute-sanitizer's
+/// `--error-exitcode` fails a test run: at the next launch, and at the end of the script.
+#[test]
+fn a_finding_nothing_acknowledges_fails_the_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("end.gridlab", format!("{RACY}racy<<<1, 64>>>(a)\n"), 1, "`racy<<<1, 64>>>(a)` had a race finding"),
+        (
+            "next.gridlab",
+            format!("{RACY}{PAST_END}racy<<<1, 64>>>(a)\nover<<<1, 8>>>(b, 4)\nexpect finding out_of_bounds\n"),
+            1,
+            "add `expect finding race` after the launch",
+        ),
+        (
+            "acknowledged.gridlab",
+            format!(
+                "{RACY}{PAST_END}racy<<<1, 64>>>(a)\nexpect finding race\nover<<<1, 8>>>(b, 4)\nexpect finding out_of_bounds\n"
+            ),
+            0,
+            "PASS",
+        ),
+        ("clean.gridlab", format!("{PAST_END}over<<<1, 4>>>(b, 4)\n"), 0, "PASS"),
+    ];
+    for (name, text, code, want) in cases {
+        let script = dir.path().join(name);
+        std::fs::write(&script, text).unwrap();
+        let run = gridlab().args(["replay", script.to_str().unwrap(), "--backend", "sim"]).run();
+        assert_eq!(run.code, code, "{name}:\n{}", run.stdout);
+        if code == 0 {
+            assert!(run.stdout.contains("PASS"), "{name}:\n{}", run.stdout);
+        } else {
+            assert!(run.stdout.contains(want), "{name}: wanted {want:?}:\n{}", run.stdout);
+            assert!(
+                run.stdout.contains(&format!("{name}:3")) || run.stdout.contains(&format!("{name}:5")),
+                "{name}: names the launch's line:\n{}",
+                run.stdout
+            );
+        }
+    }
+    // Piped stdin is a script too.
+    let run = gridlab().args(["--no-lesson", "--backend", "sim"]).stdin(&format!("{RACY}racy<<<1, 64>>>(a)\n")).run();
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("nothing acknowledged"), "{}", run.stdout);
+}
