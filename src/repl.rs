@@ -298,6 +298,11 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                     if confirm(&mut editor, "Show a solution? Trying first teaches more. [y/N] ")? {
                         session.eval_typed(":solution yes", &mut io::stdout().lock())?;
                     }
+                } else if let Some((question, then)) = session.take_question() {
+                    drop(out);
+                    if confirm(&mut editor, &question)? {
+                        session.eval_typed(&then, &mut io::stdout().lock())?;
+                    }
                 } else if !text.trim_start().starts_with(':')
                     && let Some(g) = guide_of(&mut session)
                 {

@@ -129,6 +129,9 @@ pub fn run_script(
     let text =
         std::fs::read_to_string(path).map_err(|source| UsageError::Unreadable { path: path.to_path_buf(), source })?;
     let start = Instant::now();
+    // A script is someone else's: its file commands stay in its own folder.
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let options = Options { files: crate::session::FileAccess::Within(folder.to_path_buf()), ..options.clone() };
     let mut session = crate::lesson::session(options.clone(), None);
     let name = path.display().to_string();
     // Say once which backend runs the scripts (and why), when the learner did not pin `sim`.

@@ -60,6 +60,8 @@ pub struct Options {
     pub timeout: Duration,
     /// The course folder (`--course`); `None` for the built-in course.
     pub course: Option<std::path::PathBuf>,
+    /// Where `:load`, `:save` and `:export` may reach.
+    pub files: FileAccess,
     /// The GPU the simulator's cost model estimates times for (`--gpu-profile`, `:reference`).
     pub gpu_profile: &'static crate::cost::GpuProfile,
     /// The learner named the reference GPU (`--gpu-profile`, `:reference NAME`); otherwise a
@@ -77,10 +79,22 @@ impl Default for Options {
             device: 0,
             timeout: Duration::from_secs(10),
             course: None,
+            files: FileAccess::Anywhere,
             gpu_profile: crate::cost::profiles::default_profile(),
             gpu_profile_chosen: false,
         }
     }
+}
+
+/// Where the file commands (`:load`, `:save`, `:export`) of a session may reach. What the
+/// learner types may name any file; a replayed script is someone else's, and may only touch
+/// files in its own folder (see `docs/security.md`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum FileAccess {
+    #[default]
+    Anywhere,
+    /// Relative paths inside this folder, without `..`.
+    Within(std::path::PathBuf),
 }
 
 /// Half of physical memory, or 4 GiB where it cannot be read.
@@ -142,6 +156,10 @@ pub struct Session {
     pub(crate) history: Vec<String>,
     /// What was typed and what it printed (without colour), for `:export`.
     pub(crate) transcript: Vec<(String, String)>,
+    /// A yes/no question for the learner, and the input to run on yes (`:save` over an
+    /// existing file asks before writing over it); the REPL asks, elsewhere the message says
+    /// what to type instead.
+    question: Option<(String, String)>,
     /// Commands and state a layer above added (the lesson guide), see [`Extension`].
     extension: Option<Box<dyn Extension>>,
     typed: u32,
@@ -179,6 +197,7 @@ impl Session {
             history: Vec::new(),
             transcript: Vec::new(),
             extension: None,
+            question: None,
             typed: 0,
             launches: 0,
             refused: Vec::new(),
@@ -234,6 +253,16 @@ impl Session {
         if let Some(last) = self.last.as_mut() {
             last.acknowledged = last.report.findings.iter().map(|f| f.kind()).collect();
         }
+    }
+
+    /// Ask the learner `question`; on yes, the REPL runs `then`.
+    pub(crate) fn ask(&mut self, question: String, then: String) {
+        self.question = Some((question, then));
+    }
+
+    /// The question a command left for the learner, with the input to run on yes.
+    pub fn take_question(&mut self) -> Option<(String, String)> {
+        self.question.take()
     }
 
     /// How many launches ran to a report in this session (not counting the views' runs).

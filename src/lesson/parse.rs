@@ -252,6 +252,9 @@ impl Builder<'_> {
                 format!("a `{tag}` block before the first step: start a step with a `## heading` above it"),
             ));
         };
+        if tag != "exercise" && tag != "hint" {
+            refuse_file_commands(self.path, &code)?;
+        }
         let slot = step.parts.len();
         match tag {
             "cuda" => step.parts.push(Part::Cuda(code)),
@@ -319,6 +322,28 @@ impl Builder<'_> {
         step.parts.insert(ex.slot.min(step.parts.len()), Part::Exercise(Box::new(exercise)));
         Ok(())
     }
+}
+
+/// Commands a lesson may not run: a course is someone else's, and the learner runs it on their
+/// own machine, so its blocks (shown, replayed in CI, or run hidden as a check) never read or
+/// write the learner's files. Refused when the lesson loads, at the line.
+const FILE_COMMANDS: &[&str] = &["load", "save", "export"];
+
+fn refuse_file_commands(path: &str, code: &Code) -> Result<(), LessonError> {
+    for (i, line) in code.text.lines().enumerate() {
+        let Some(rest) = line.trim_start().strip_prefix(':') else { continue };
+        let name = rest.split_whitespace().next().unwrap_or("");
+        if FILE_COMMANDS.contains(&name) {
+            return Err(LessonError {
+                path: path.to_string(),
+                line: code.line + i as u32,
+                message: format!(
+                    "a lesson may not run `:{name}`: lessons never read or write the learner's files; describe it in the prose instead (a ```text block shows it without running it)"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A check block: `config` lines, then statements (no CUDA: checks use the learner's kernels).
@@ -582,6 +607,27 @@ __global__ void add_half(float *a, int n) {
         let e = error_of(&lesson("gridlab eror"));
         assert!(e.starts_with("lessons/01-x.md:6: `gridlab eror`: the only word"), "{e}");
         assert!(error_of(&lesson("solution error")).contains("the only word"));
+    }
+
+    #[test]
+    fn lessons_may_not_touch_files() {
+        for (tag, cmd) in
+            [("gridlab", ":save /tmp/x.gridlab"), ("check", ":load ../../etc/passwd"), ("solution", "  :export out.md")]
+        {
+            let lesson = if tag == "gridlab" {
+                format!("+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## one\n```gridlab\nlet a = zeros(4)\n{cmd}\n```\n")
+            } else {
+                format!(
+                    "+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## one\n```exercise\ndo it\n```\n```{tag}\nlet a = zeros(4)\n{cmd}\n```\n"
+                )
+            };
+            let e = error_of(&lesson);
+            assert!(e.contains("a lesson may not run `:"), "{tag}: {e}");
+            assert!(e.contains(":8:") || e.contains(":11:"), "{tag}: names the line: {e}");
+        }
+        // In prose and in text blocks it is only words.
+        let ok = "+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## one\nType `:save my.gridlab`.\n```text\n:save my.gridlab\n```\n";
+        assert!(super::parse("lessons/01-x.md", ok).is_ok());
     }
 
     #[test]

@@ -5,11 +5,11 @@
 //! ([`listing`]), so a new row is documented, completed and coloured at once.
 
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 use comfy_table::{ColumnConstraint, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
-use super::{Extension, Session, Status};
+use super::{Extension, FileAccess, Session, Status};
 use crate::backend::BackendKind;
 use crate::backend::gpu::protocol::KernelInfo;
 use crate::backend::sim::Schedule;
@@ -155,9 +155,9 @@ pub const COMMANDS: &[CommandSpec] = &[
 pub const FILE_COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "export",
-        args: "FILE.md",
+        args: "[--force] FILE.md",
         summary: "write this session as Markdown",
-        help: "Writes everything typed in this session and what it printed (without colour codes) as a Markdown file, to hand out after a demo.",
+        help: "Writes everything typed in this session and what it printed (without colour codes) as a Markdown file, to hand out after a demo. An existing file is not written over unless you say yes (or give `--force`).",
         run: export,
     },
     CommandSpec {
@@ -169,9 +169,9 @@ pub const FILE_COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "save",
-        args: "FILE",
+        args: "[--force] FILE",
         summary: "save this session as a replayable script",
-        help: "Writes every input that ran (kernels, lets, launches, expects, seed and schedule changes) to FILE; `gridlab replay FILE` or `:load FILE` runs it again.",
+        help: "Writes every input that ran (kernels, lets, launches, expects, seed and schedule changes) to FILE; `gridlab replay FILE` or `:load FILE` runs it again. An existing file is not written over unless you say yes (or give `--force`). In a replayed script, `:load`, `:save` and `:export` reach only files in the script's own folder.",
         run: save,
     },
 ];
@@ -496,11 +496,55 @@ fn schedule(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Resul
     }
 }
 
+/// The file `arg` names, if this session may `verb` it (see [`FileAccess`]).
+fn reachable(session: &Session, verb: &str, arg: &str) -> Result<PathBuf, String> {
+    let FileAccess::Within(folder) = &session.options.files else { return Ok(PathBuf::from(arg)) };
+    let path = Path::new(arg);
+    let escapes = path.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir));
+    let refuse = || {
+        format!(
+            "a replayed script may only {verb} files in its own folder ({}): `{arg}` is outside it; name a file there with a relative path, without `..`",
+            folder.display()
+        )
+    };
+    if escapes {
+        return Err(refuse());
+    }
+    let joined = folder.join(path);
+    // A link inside the folder may still point out of it.
+    let real_folder = folder.canonicalize().map_err(|e| format!("cannot read the script's folder: {e}"))?;
+    let mut probe = joined.clone();
+    while !probe.exists() {
+        if !probe.pop() {
+            break;
+        }
+    }
+    if probe.exists() && !probe.canonicalize().is_ok_and(|p| p.starts_with(&real_folder)) {
+        return Err(refuse());
+    }
+    Ok(joined)
+}
+
+/// `--force` before a file name: write over an existing file.
+fn force_flag(args: &str) -> (bool, &str) {
+    match args.trim().strip_prefix("--force") {
+        Some(rest) if rest.is_empty() || rest.starts_with(char::is_whitespace) => (true, rest.trim()),
+        _ => (false, args.trim()),
+    }
+}
+
 fn load(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
     if args.is_empty() {
         return usage(session, out, "load", "which file?");
     }
-    let path = Path::new(args);
+    let path = match reachable(session, "load", args) {
+        Ok(p) => p,
+        Err(why) => {
+            writeln!(out, "{} {why}", session.style().error("error:"))?;
+            return Ok(Status::Error);
+        }
+    };
+    let path = path.as_path();
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => {
@@ -512,10 +556,12 @@ fn load(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
 }
 
 fn save(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+    let (force, args) = force_flag(args);
     if args.is_empty() {
         return usage(session, out, "save", "which file?");
     }
-    let path = Path::new(args);
+    let Some(path) = writable(session, "save", args, force, out)? else { return Ok(Status::Error) };
+    let path = path.as_path();
     let mut text = String::from("# saved by gridlab: replay with `gridlab replay FILE` or `:load FILE`\n");
     for input in &session.history {
         text.push_str(input.trim_end());
@@ -528,15 +574,45 @@ fn save(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
 /// `:export FILE.md`: the session so far as Markdown, each input in a fenced block followed by
 /// its output.
 fn export(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
-    let args = args.trim();
+    let (force, args) = force_flag(args);
     if args.is_empty() {
         return usage(session, out, "export", "which file? e.g. `:export session.md`");
     }
-    let path = Path::new(args);
+    let Some(path) = writable(session, "export", args, force, out)? else { return Ok(Status::Error) };
+    let path = path.as_path();
     let backend = session.backend_label();
     let text = export_markdown(&session.transcript, &backend);
     let what = format!("wrote {} inputs and their output to {}", session.transcript.len(), path.display());
     write_file(session, path, &text, &what, out)
+}
+
+/// The file `:save`/`:export` may write, or `None` after saying why not: outside a script's
+/// folder, or an existing file without `--force` (the REPL then asks whether to write over it).
+fn writable(
+    session: &mut Session,
+    verb: &str,
+    arg: &str,
+    force: bool,
+    out: &mut dyn Write,
+) -> io::Result<Option<PathBuf>> {
+    let path = match reachable(session, verb, arg) {
+        Ok(p) => p,
+        Err(why) => {
+            writeln!(out, "{} {why}", session.style().error("error:"))?;
+            return Ok(None);
+        }
+    };
+    if path.exists() && !force {
+        writeln!(
+            out,
+            "{} {} exists: `:{verb} --force {arg}` writes over it",
+            session.style().error("error:"),
+            path.display()
+        )?;
+        session.ask(format!("{} exists. Write over it? [y/N] ", path.display()), format!(":{verb} --force {arg}"));
+        return Ok(None);
+    }
+    Ok(Some(path))
 }
 
 /// Write a file the learner named, saying `done` or why not.

@@ -167,3 +167,49 @@ fn a_finding_nothing_acknowledges_fails_the_script() {
     assert_eq!(run.code, 1, "{}", run.stdout);
     assert!(run.stdout.contains("nothing acknowledged"), "{}", run.stdout);
 }
+
+/// A replayed script is someone else's: its `:load`, `:save` and `:export` reach only its own
+/// folder, and nothing writes over an existing file without `--force`.
+#[test]
+fn a_replayed_script_touches_only_files_in_its_own_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("planted.gridlab");
+    let script = dir.path().join("hostile.gridlab");
+    let text = format!(
+        "let a = ones(2)\n:save {}\n:save ../escaped.gridlab\n:load /etc/hostname\n:export {}\n:save kept.gridlab\n:save kept.gridlab\n",
+        target.display(),
+        outside.path().join("out.md").display()
+    );
+    std::fs::write(&script, text).unwrap();
+    let run =
+        gridlab().current_dir(outside.path()).args(["replay", script.to_str().unwrap(), "--backend", "sim"]).run();
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert_eq!(run.stdout.matches("a replayed script may only").count(), 4, "{}", run.stdout);
+    assert!(!target.exists() && !outside.path().join("out.md").exists());
+    assert!(!dir.path().parent().unwrap().join("escaped.gridlab").exists());
+    // A relative name lands beside the script, not in the folder replay was started from.
+    assert!(dir.path().join("kept.gridlab").exists(), "{}", run.stdout);
+    assert!(run.stdout.contains("exists: `:save --force kept.gridlab` writes over it"), "{}", run.stdout);
+    let forced = dir.path().join("forced.gridlab");
+    std::fs::write(&forced, ":save --force kept.gridlab\n").unwrap();
+    let run = gridlab().args(["replay", forced.to_str().unwrap(), "--backend", "sim"]).run();
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains("saved 0 inputs to"), "{}", run.stdout);
+}
+
+/// What the learner types may name any file, but still never writes over one silently.
+#[test]
+fn save_at_the_prompt_does_not_write_over_a_file_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.gridlab");
+    std::fs::write(&file, "# my work\n").unwrap();
+    let run = gridlab().args(["--no-lesson"]).stdin(&format!("let a = ones(2)\n:save {}\n", file.display())).run();
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("writes over it"), "{}", run.stdout);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "# my work\n");
+    let run =
+        gridlab().args(["--no-lesson"]).stdin(&format!("let a = ones(2)\n:save --force {}\n", file.display())).run();
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(std::fs::read_to_string(&file).unwrap().contains("let a = ones(2)"));
+}
