@@ -23,7 +23,7 @@ use crate::cuda::ast::Function;
 pub fn write_echo(out: &mut dyn Write, text: &str, style: &Style) -> io::Result<()> {
     for (i, line) in text.lines().enumerate() {
         let prompt = if i == 0 { ">>> " } else { "... " };
-        writeln!(out, "{}{line}", style.dim(prompt))?;
+        writeln!(out, "{}{}", style.dim(prompt), crate::diag::printable(line))?;
     }
     Ok(())
 }

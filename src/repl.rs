@@ -401,8 +401,15 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
         prompt(runner.out(), false)?;
     }
     if !pending.trim().is_empty() {
-        let (session, out) = runner.parts();
-        let status = session.eval_typed(&pending, out)?;
+        // An input still open at the end (a brace or bracket never closed) runs as it is, so
+        // its error points at its own lines.
+        let status = if tty {
+            let (session, out) = runner.parts();
+            session.eval_typed(&pending, out)?
+        } else {
+            let padded = format!("{}{pending}", "\n".repeat(first_line as usize - 1));
+            runner.run_text("<stdin>", &padded, Expect::Ok, None)?
+        };
         worst = session::worse(worst, status);
     }
     if tty {

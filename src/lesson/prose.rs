@@ -43,6 +43,9 @@ struct Writer<'a> {
 
 /// Render `md` to `out`.
 pub fn write_markdown(out: &mut dyn Write, md: &str, style: &Style) -> io::Result<()> {
+    // A lesson is someone else's text: escape sequences in it are shown, never obeyed.
+    let md = crate::diag::printable(md);
+    let md = md.as_ref();
     let mut w = Writer {
         out,
         style,

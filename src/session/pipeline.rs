@@ -150,6 +150,19 @@ impl Session {
     /// Run one input. `name` is the file (or `<input N>`) it came from, for error locations.
     pub fn eval(&mut self, name: &str, input: &Input, out: &mut dyn Write) -> io::Result<Status> {
         let id = self.sources.add(name, input.text.as_str(), input.line);
+        // Text with control characters (an escape sequence in a script or lesson) never runs:
+        // it could only be a mistake or an attempt on the learner's terminal.
+        if let Some((at, c)) = crate::diag::first_control(&input.text) {
+            let hi = at + c.len_utf8();
+            let d = Diagnostic::error(format!(
+                "this input holds a control character ({})",
+                crate::diag::printable(&c.to_string())
+            ))
+            .at(Span::new(id, at, hi))
+            .label("not printable text")
+            .help("gridlab takes printable text only: delete the character (it may have come with a paste)");
+            return self.report(&d, out);
+        }
         let status = match input.kind {
             InputKind::Cuda => self.define(id, out)?,
             InputKind::Command => command::run(self, &input.text, out)?,

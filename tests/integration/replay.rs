@@ -213,3 +213,24 @@ fn save_at_the_prompt_does_not_write_over_a_file_without_force() {
     assert_eq!(run.code, 0, "{}", run.stdout);
     assert!(std::fs::read_to_string(&file).unwrap().contains("let a = ones(2)"));
 }
+
+/// Escape sequences from a script (in an input, in a kernel's printf) reach the terminal
+/// escaped, never raw: a course cannot clear, recolour or retitle the learner's terminal.
+#[test]
+fn control_characters_from_a_script_are_shown_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("escapes.gridlab");
+    let text = "let a = ones(2)\nlet b\u{1b}]0;pwned\u{7} = ones(2)\n\
+                __global__ void k(int *a) { printf(\"%c[2J%c]0;title%c\\n\", 27, 27, 7); }\n\
+                let c = zeros(1, i32)\nk<<<1, 1>>>(c)\n";
+    std::fs::write(&script, text).unwrap();
+    let run = gridlab().args(["replay", script.to_str().unwrap(), "--backend", "sim"]).run();
+    assert_eq!(run.code, 1, "the input with a control character is refused:\n{}", run.stdout);
+    assert!(
+        !run.stdout.contains('\u{1b}') && !run.stdout.contains('\u{7}'),
+        "raw control characters:\n{:?}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("this input holds a control character (\\x1b)"), "{}", run.stdout);
+    assert!(run.stdout.contains("\\x1b[2J\\x1b]0;title\\x07"), "printf output is escaped:\n{}", run.stdout);
+}
