@@ -269,11 +269,19 @@ fn race_and_map_draw_their_views_on_the_screen() {
     t.prompt(6);
     t.keys(":map add_half<<<4, 32>>>(b, len(b))\r");
     // The map's legend: in a colour terminal, a colour per block.
-    t.wait_for("nobody wrote it; ! written twice or more");
+    t.wait_for("blocks: 0█ 1█ 2█ 3█");
     let screen = t.text();
-    assert!(screen.contains("colour = block, lighter = lower thread index"), "{screen}");
-    assert!(screen.contains("blocks: 0█ 1█ 2█ 3█"), "{screen}");
+    assert!(screen.contains("character and colour = block, lighter = lower thread index"), "{screen}");
+    assert!(screen.contains("· nobody wrote it;") && screen.contains("! written twice or more"), "{screen}");
     assert!(screen.contains("who wrote each element (grid 4, block 32"), "{screen}");
+    // The cells are the blocks' digits, as the lessons describe the map, and coloured as well.
+    let strip = format!("     0 {}{}{}", "0".repeat(32), "1".repeat(32), "2".repeat(28));
+    assert!(screen.lines().any(|l| l == strip), "{screen}");
+    let vt = t.screen.screen();
+    let row = vt.rows(0, COLS).position(|l| l == strip).unwrap() as u16;
+    let (zero, one) = (vt.cell(row, 7).unwrap(), vt.cell(row, 7 + 32).unwrap());
+    assert_eq!((zero.contents(), one.contents()), ("0", "1"));
+    assert_ne!(format!("{:?}", zero.fgcolor()), format!("{:?}", one.fgcolor()));
     // `blocks: 0█ 1█ 2█ 3█`: the squares (columns 9, 12, 15, 18) have four different colours.
     let vt = t.screen.screen();
     let row = vt.rows(0, COLS).position(|l| l.starts_with("blocks: ")).unwrap() as u16;
