@@ -9,6 +9,7 @@
 
 pub mod completer;
 pub mod highlighter;
+pub mod prefill;
 pub mod prompt;
 pub mod validator;
 
@@ -205,7 +206,7 @@ fn memory_history() -> Box<dyn History> {
     Box::new(FileBackedHistory::new(HISTORY_SIZE).expect("an in-memory history of nonzero size"))
 }
 
-fn editor(names: &SharedNames, color: bool, history: Box<dyn History>) -> Reedline {
+fn editor(names: &SharedNames, color: bool, history: Box<dyn History>, prefill: &prefill::Prefill) -> Reedline {
     let mut keys = default_emacs_keybindings();
     keys.add_binding(
         KeyModifiers::NONE,
@@ -217,7 +218,8 @@ fn editor(names: &SharedNames, color: bool, history: Box<dyn History>) -> Reedli
     let editor = Reedline::create().with_history(history);
     // A hint is told from typed text only by its colour: without colour, no hints.
     let editor = if color {
-        editor.with_hinter(Box::new(DefaultHinter::default().with_style(AnsiStyle::new().fg(Color::DarkGray))))
+        let hinter = DefaultHinter::default().with_style(AnsiStyle::new().fg(Color::DarkGray));
+        editor.with_hinter(Box::new(prefill::PrefillHinter::new(hinter, prefill.clone())))
     } else {
         editor
     };
@@ -228,7 +230,7 @@ fn editor(names: &SharedNames, color: bool, history: Box<dyn History>) -> Reedli
         .with_quick_completions(true)
         .with_partial_completions(true)
         .with_menu(ReedlineMenu::EngineCompleter(Box::new(menu)))
-        .with_edit_mode(Box::new(Emacs::new(keys)))
+        .with_edit_mode(Box::new(prefill::PrefillEditMode::new(Emacs::new(keys), prefill.clone())))
         .with_ansi_colors(color)
 }
 
@@ -269,14 +271,20 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
         println!("{}", options.style.warn(&format!("note: {why}; history is kept for this session only")));
     }
     let names: SharedNames = Arc::new(Mutex::new(Names::of(&session)));
-    let mut editor = editor(&names, color, history);
+    let prefill = prefill::Prefill::default();
+    let mut editor = editor(&names, color, history, &prefill);
     let mut prompt = prompt::GridlabPrompt::new(session.backend_label());
     loop {
         prompt.lesson = guide_of(&mut session).map(|g| g.label());
-        if let Some(text) = guide_of(&mut session).and_then(Guide::take_suggestion) {
-            editor.run_edit_commands(&[reedline::EditCommand::Clear, reedline::EditCommand::InsertString(text)]);
+        let suggestion = guide_of(&mut session).and_then(Guide::take_suggestion);
+        if let Some(text) = &suggestion {
+            editor
+                .run_edit_commands(&[reedline::EditCommand::Clear, reedline::EditCommand::InsertString(text.clone())]);
         }
-        match editor.read_line(&prompt) {
+        prefill.set(suggestion);
+        let read = editor.read_line(&prompt);
+        prefill.set(None);
+        match read {
             Ok(Signal::Success(text)) => {
                 session.options.style.width = terminal_width();
                 let mut out = io::stdout().lock();
@@ -298,15 +306,19 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                     if confirm(&mut editor, "Show a solution? Trying first teaches more. [y/N] ")? {
                         session.eval_typed(":solution yes", &mut io::stdout().lock())?;
                     }
+                    out = io::stdout().lock();
                 } else if let Some((question, then)) = session.take_question() {
                     drop(out);
                     if confirm(&mut editor, &question)? {
                         session.eval_typed(&then, &mut io::stdout().lock())?;
                     }
-                } else if !text.trim_start().starts_with(':')
-                    && let Some(g) = guide_of(&mut session)
-                {
-                    g.input_ran(status == Status::Error);
+                    out = io::stdout().lock();
+                }
+                // What goes in the editor next: the step's next input, or the one still to run
+                // after a command of the learner's own.
+                let style = session.options.style.clone();
+                if let Some(g) = guide_of(&mut session) {
+                    g.input_ran(&text, status == Status::Error, &mut out, &style)?;
                 }
                 if let Ok(mut n) = names.lock() {
                     *n = Names::of(&session);

@@ -422,6 +422,23 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_expect_wraps_between_words() {
+        let mut s = small_session();
+        s.options.style.width = 60;
+        let mut out = Vec::new();
+        let status = s.eval_text("t.gridlab", "let a = arange(40) + 1000\nexpect a == 0\n", false, &mut out).unwrap();
+        assert_eq!(status, Status::ExpectFailed);
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.starts_with("expect failed: 40 of 40 elements differ: a[0] = 1000\n"), "{out}");
+        for line in out.lines() {
+            assert!(line.chars().count() <= 60, "{line:?} in\n{out}");
+            assert!(!line.trim_start().starts_with("cted") && !line.ends_with("(expe"), "{out}");
+        }
+        // Continuation lines line up under the message.
+        assert!(out.lines().nth(1).unwrap().starts_with(&" ".repeat("expect failed: ".len())), "{out}");
+    }
+
+    #[test]
     fn a_stopped_launch_leaves_its_buffers_as_they_were() {
         let mut s = small_session();
         let mut out = Vec::new();

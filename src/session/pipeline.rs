@@ -426,6 +426,8 @@ impl Session {
             writeln!(out, "{}", style.ok("ok"))?;
             Ok(Status::Ok)
         } else {
+            // Wrapped at spaces: a long list of differing elements must not be cut mid-word.
+            let message = crate::diag::wrap(&message, style.width, "expect failed: ".len());
             writeln!(out, "{} {message}", style.error("expect failed:"))?;
             Ok(Status::ExpectFailed)
         }
