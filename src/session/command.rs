@@ -567,7 +567,8 @@ fn save(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
         text.push_str(input.trim_end());
         text.push('\n');
     }
-    let what = format!("saved {} inputs to {}", session.history.len(), path.display());
+    let n = session.history.len();
+    let what = format!("saved {n} input{} to {}", if n == 1 { "" } else { "s" }, path.display());
     write_file(session, path, &text, &what, out)
 }
 
@@ -582,7 +583,8 @@ fn export(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<
     let path = path.as_path();
     let backend = session.backend_label();
     let text = export_markdown(&session.transcript, &backend);
-    let what = format!("wrote {} inputs and their output to {}", session.transcript.len(), path.display());
+    let n = session.transcript.len();
+    let what = format!("wrote {n} input{} and their output to {}", if n == 1 { "" } else { "s" }, path.display());
     write_file(session, path, &text, &what, out)
 }
 
