@@ -16,6 +16,13 @@ use crate::script::{self, InputKind};
 /// The fenced-block tags gridlab gives a meaning to.
 const TAGS: [&str; 7] = ["cuda", "gridlab", "exercise", "starter", "check", "solution", "hint"];
 
+/// Blocks shown as they are, never run: plain text and other languages. A tag close to one of
+/// [`TAGS`] but not one of these is taken for a typo.
+const SHOWN_LANGUAGES: &[&str] = &[
+    "text", "txt", "plain", "python", "py", "c", "cpp", "c++", "cu", "sh", "bash", "shell", "console", "toml", "json",
+    "yaml", "markdown", "md", "rust", "julia", "diff", "output",
+];
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FrontMatter {
@@ -185,6 +192,19 @@ impl Builder<'_> {
                     let mut words = info.split_whitespace();
                     let tag = words.next().unwrap_or("").to_string();
                     if !TAGS.contains(&tag.as_str()) {
+                        // A block only to show (```text, ```python) is fine; a slip of a
+                        // gridlab tag (```hnit, ```soluton) would show the answer as plain text
+                        // or never run, and is refused.
+                        let shown_only = SHOWN_LANGUAGES.contains(&tag.to_ascii_lowercase().as_str());
+                        if !shown_only && let Some(meant) = crate::diag::suggest::closest(&tag, TAGS) {
+                            return Err(self.err(
+                                self.lines.line(range.start),
+                                format!(
+                                    "```{tag} is not a block gridlab knows: did you mean ```{meant}? (a block only \
+                                     to show, like ```text or ```python, takes a language's name)"
+                                ),
+                            ));
+                        }
                         continue;
                     }
                     let modifiers: Vec<String> = words.map(str::to_string).collect();
@@ -607,6 +627,19 @@ __global__ void add_half(float *a, int n) {
         let e = error_of(&lesson("gridlab eror"));
         assert!(e.starts_with("lessons/01-x.md:6: `gridlab eror`: the only word"), "{e}");
         assert!(error_of(&lesson("solution error")).contains("the only word"));
+    }
+
+    #[test]
+    fn a_mistyped_block_tag_is_refused_and_a_language_is_shown() {
+        let head = "+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## one\n";
+        for (tag, meant) in [("hnit", "hint"), ("gridlb", "gridlab"), ("soluton", "solution"), ("chek", "check")] {
+            let e = error_of(&format!("{head}```{tag}\nx\n```\n"));
+            assert!(e.contains(&format!("```{tag} is not a block gridlab knows: did you mean ```{meant}?")), "{e}");
+            assert!(e.contains("01-x.md:6"), "names the line: {e}");
+        }
+        for tag in ["text", "python", "console", "cpp", "Python"] {
+            assert!(super::parse("lessons/01-x.md", &format!("{head}```{tag}\nx\n```\n")).is_ok(), "{tag}");
+        }
     }
 
     #[test]
