@@ -5,7 +5,13 @@
 //! against `0.1` rounded to `f32`); an integer array with a float scalar becomes `f64`. An
 //! element of an array (`a[3]`) or a reduction (`sum(a)`) is a typed scalar, like `np.float32`.
 //! Integer arrays wrap on overflow like C and numpy; integer *scalars* are checked, and integer
-//! division or modulo by zero is an error everywhere. Comparisons don't broadcast beyond a scalar
+//! division or modulo by zero is an error everywhere.
+//!
+//! One departure from numpy, for CUDA's sake: `/` between two integers (scalars, elements or
+//! integer arrays) is C's division, truncated toward zero, so `(n + 255) / 256` is a grid size
+//! as in the host code beside the kernel; with a float on either side it divides as floats.
+//! The result's dtype is what `+` would give (`i32` array `/ 2` stays `i32`). `//` floors and
+//! `%` takes the divisor's sign, as in Python. Comparisons don't broadcast beyond a scalar
 //! and an array: two arrays must have the same length. `and`/`or`/`not` work elementwise on
 //! arrays (numpy would refuse), so `all(a > 0 and a < 1)` reads as written.
 
@@ -289,7 +295,9 @@ fn int_op(op: BinOp, x: i128, y: i128) -> Result<i128, IntErr> {
         BinOp::Add => x.wrapping_add(y),
         BinOp::Sub => x.wrapping_sub(y),
         BinOp::Mul => x.wrapping_mul(y),
-        BinOp::FloorDiv | BinOp::Mod if y == 0 => return Err(IntErr::DivZero),
+        BinOp::Div | BinOp::FloorDiv | BinOp::Mod if y == 0 => return Err(IntErr::DivZero),
+        // C's division: the quotient truncated toward zero (`-7 / 2` is -3).
+        BinOp::Div => x.wrapping_div(y),
         BinOp::FloorDiv => x.wrapping_div_euclid(y) - if y < 0 && x.wrapping_rem_euclid(y) != 0 { 1 } else { 0 },
         BinOp::Mod => {
             let r = x.wrapping_rem(y);
@@ -1220,12 +1228,9 @@ impl Cx<'_> {
             .help("bitwise operators and shifts work on integers only"));
         }
 
-        let Some(mut dtype) = result_dtype(lk, rk) else {
+        let Some(dtype) = result_dtype(lk, rk) else {
             return self.scalar_arith(op, op_span, l, r, le, re);
         };
-        if op == BinOp::Div && !dtype.is_float() {
-            dtype = DType::F64;
-        }
         let out = if dtype.is_float() {
             let (x, y) = (f_lane(&l, dtype == DType::F32), f_lane(&r, dtype == DType::F32));
             Data::Float(dtype, (0..n).map(|i| round_to(float_op(op, x.at(i), y.at(i)), dtype)).collect())
@@ -1256,7 +1261,7 @@ impl Cx<'_> {
             IntErr::DivZero => Diagnostic::error(format!("integer division by zero{place}"))
                 .at(op_span)
                 .label(format!("`{}` divides by `{}`", op.symbol(), self.text(re)))
-                .help("use `/` for float division, which gives inf or nan instead"),
+                .help("with a float on either side, `/` divides as floats and gives inf or nan: `1.0 * x / y`"),
             IntErr::NegativePow => Diagnostic::error(format!("integers can't be raised to negative powers{place}"))
                 .at(op_span)
                 .help("make the base a float: `2.0 ** -1`"),
@@ -1281,8 +1286,7 @@ impl Cx<'_> {
                 BinOp::Add => x.checked_add(y),
                 BinOp::Sub => x.checked_sub(y),
                 BinOp::Mul => x.checked_mul(y),
-                BinOp::Div => return Ok(V::Float(x as f64 / y as f64)),
-                BinOp::FloorDiv if x == i128::MIN && y == -1 => None,
+                BinOp::Div | BinOp::FloorDiv if x == i128::MIN && y == -1 => None,
                 BinOp::Pow if y < 0 => return Ok(V::Float((x as f64).powf(y as f64))),
                 BinOp::Pow => u32::try_from(y).ok().and_then(|y| x.checked_pow(y)),
                 BinOp::Shl if y >= 0 => {

@@ -168,7 +168,8 @@ fn numpy_semantics_and_dtypes() {
     assert_eq!(floats(&v), vec![1.0, 2.0, -0.5, 0.5]);
     assert_eq!(ev("m + 0.5").unwrap().type_name(), "f64[3, 4]");
     assert_eq!(ev("m * 2").unwrap().type_name(), "i32[3, 4]");
-    assert_eq!(ev("m / 2").unwrap().type_name(), "f64[3, 4]");
+    assert_eq!(ev("m / 2").unwrap().type_name(), "i32[3, 4]");
+    assert_eq!(ev("m / 2.0").unwrap().type_name(), "f64[3, 4]");
     assert_eq!(ev("a + m[0]").unwrap().type_name(), "f64[4]");
     assert_eq!(ev("a > 0").unwrap().type_name(), "bool[4]");
     assert_eq!(ev("count(a > 0)").unwrap(), Value::Int(2));
@@ -187,6 +188,38 @@ fn numpy_semantics_and_dtypes() {
         ev("array([1, 2], u32) - 3").unwrap(),
         Value::Array(ArrayValue::new(Shape::D1(2), Data::Int(DType::U32, vec![4294967294, 4294967295])))
     );
+}
+
+/// `/` between integers is C's division, as in the kernel beside it and in CUDA host code; a
+/// float on either side makes a float division, as in C.
+#[test]
+fn slash_between_integers_divides_as_c_does() {
+    assert_eq!(ev("(1000 + 255) / 256").unwrap(), Value::Int(4));
+    assert_eq!(ev("7 / 2").unwrap(), Value::Int(3));
+    assert_eq!(ev("-7 / 2").unwrap(), Value::Int(-3));
+    assert_eq!(ev("7 / -2").unwrap(), Value::Int(-3));
+    assert_eq!(ev("n / 2").unwrap(), Value::Int(1));
+    assert_eq!(ev("7 / 2.0").unwrap(), Value::Float(3.5));
+    assert_eq!(ev("7.0 / 2").unwrap(), Value::Float(3.5));
+    assert_eq!(ev("float(7) / 2").unwrap(), Value::Float(3.5));
+    // `//` still floors, as in Python.
+    assert_eq!(ev("-7 // 2").unwrap(), Value::Int(-4));
+    // Elements and integer arrays keep their dtype and truncate toward zero.
+    assert_eq!(ev("m[1, 3] / 2").unwrap(), Value::Int(3));
+    let halves = ev("array([-7, -1, 0, 5, 7], i32) / 2").unwrap();
+    assert_eq!(halves, Value::Array(ArrayValue::new(Shape::D1(5), Data::Int(DType::I32, vec![-3, 0, 0, 2, 3]))));
+    assert_eq!(ev("array([7], u32) / 2").unwrap().type_name(), "u32[1]");
+    assert_eq!(floats(&ev("array([7, -7], i32) / 2.0").unwrap()), vec![3.5, -3.5]);
+    assert_eq!(floats(&ev("a / 2").unwrap()), vec![0.25, 0.75, -0.5, 0.0]);
+    assert_eq!(ev("a / 2").unwrap().type_name(), "f32[4]");
+    // Division by zero: an error for integers, inf or nan for floats.
+    let d = err("7 / 0");
+    assert_eq!(d.message, "integer division by zero");
+    assert!(d.help.unwrap().contains("float"));
+    assert_eq!(err("m / 0").message, "integer division by zero (at element 0)");
+    assert_eq!(err("m / (m - 5)").message, "integer division by zero (at element 5)");
+    assert_eq!(ev("7 / 0.0").unwrap(), Value::Float(f64::INFINITY));
+    assert!(err("(-170141183460469231731687303715884105727 - 1) / -1").message.contains("overflow"));
 }
 
 #[test]

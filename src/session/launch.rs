@@ -292,7 +292,7 @@ impl Session {
             Value::Float(f) => Err(Diagnostic::error(format!("a launch size must be a whole number, but this is {f}"))
                 .at(e.span)
                 .help(
-                    "`/` divides exactly, as in Python; write `//` for whole-number division, e.g. `(n + 255) // 256`",
+                    "a float on either side of `/` makes a float division; between integers `/` drops the remainder, as in C: `(n + 255) / 256`",
                 )),
             other => Err(Diagnostic::error(format!("expected an integer here, found {}", other.type_name()))
                 .at(e.span)
