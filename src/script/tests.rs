@@ -356,7 +356,13 @@ mod never_panic {
     use super::*;
     use crate::script::{is_complete, split_inputs};
 
-    const SEEDS: [&str; 8] = [
+    const SEEDS: [&str; 14] = [
+        "int N = 1 << 20; float s = 2.5f; dim3 b(16, 16);",
+        "m[1, -1] += a[0:2] / 3u; blk.x",
+        "cudaMalloc((void**)&d_x, N * sizeof(unsigned int));",
+        "for (int i = 0; i < n; i++) { a[i] = 2 * b[i] + i; s += a[i]; }",
+        "printf(\"%f\\n\", a[0]); std::cout << a << std::endl; np.zeros_like(a)",
+        "float x[n][2]; print(a, sizeof(float *)); k[4, (1, 2)](a)",
         "let a = zeros((3, 4), i32)",
         "k<<<dim3(4, 4), (16, 16), 64>>>(a, n * 2)",
         "expect all(a[1:3] ~= b[::2] + 0.5) and n == 3",
@@ -372,11 +378,24 @@ mod never_panic {
         let _ = is_complete(text);
         if let Ok(stmt) = parse_statement(0, text) {
             match stmt.kind {
-                StmtKind::Inspect(e) | StmtKind::Let { value: e, .. } => {
+                StmtKind::Inspect(e) | StmtKind::Let { value: e, declared: None, .. } => {
                     let _ = eval(&e, &env(), text);
                 }
                 StmtKind::Expect(Expect::Expr(e)) => {
                     let _ = eval_expect(&e, &env(), text);
+                }
+                StmtKind::Let { name, value, declared: Some(d), .. } => {
+                    if let Ok(v) = eval(&value, &env(), text) {
+                        let _ = crate::script::habits::convert_declared(v, d, &name, &value, text);
+                    }
+                }
+                StmtKind::Assign { target, value } => {
+                    let _ = eval_assign(&target, &value, &env(), text);
+                }
+                StmtKind::Print(es) => {
+                    for e in es {
+                        let _ = eval(&e, &env(), text);
+                    }
                 }
                 _ => {}
             }

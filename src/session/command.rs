@@ -218,7 +218,7 @@ pub const TOPICS: &[(&str, &str)] = &[
     ),
     (
         "host",
-        "Host code from a CUDA program mostly means something here. Declarations are lets with the C type's meaning: int n = 1 << 20; float s = 2.5f; (C's suffixes are read), dim3 block(16, 16); (block.x is 16), float x[N]; (a buffer of zeros). `/` between integers drops the remainder, as in C. sizeof(float) is 4. cudaDeviceSynchronize(), cudaFree(p) and cudaGetLastError() do nothing and say why. cudaMalloc, cudaMallocManaged, cudaMemcpy, cudaMemset, printf, std::cout, np.zeros and Numba's k[blocks, threads](...) each get one message saying what to write instead: buffers are made with zeros(N), are on the host and the device at once, and show their values when you type their names. exit, quit, :q and :quit leave.",
+        "Host code from a CUDA program mostly means something here. Declarations are lets with the C type's meaning: `int n = 1 << 20;`, `float s = 2.5f;` (C's suffixes are read), `dim3 block(16, 16);` (then `block.x` is 16), `float x[N];` (a buffer of zeros). `/` between integers drops the remainder, as in C. `sizeof(float)` is 4. `cudaDeviceSynchronize();`, `cudaFree(p);` and `cudaGetLastError();` do nothing and say why. `cudaMalloc`, `cudaMallocManaged`, `cudaMemcpy`, `cudaMemset`, pointers, `printf`, `std::cout`, host loops, `np.zeros(...)` and Numba's `k[blocks, threads](...)` each get one message saying what to write instead: buffers are made with `zeros(N)`, are on the host and the device at once, and show their values when you type their names. `exit`, `quit`, `:q` and `:quit` leave.",
     ),
     (
         "findings",
@@ -293,7 +293,7 @@ fn help(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
     }
     if let Some(c) = find(&all, topic) {
         writeln!(out, "{} {}", style.accent(&format!(":{}", c.name)), c.args)?;
-        writeln!(out, "{}", c.help)?;
+        writeln!(out, "{}", crate::diag::wrap(c.help, style.width, 0))?;
         return Ok(Status::Ok);
     }
     if topic == "functions" {
@@ -301,7 +301,8 @@ fn help(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
         return Ok(Status::Ok);
     }
     if let Some((_, text)) = TOPICS.iter().find(|(n, _)| *n == topic) {
-        writeln!(out, "{text}")?;
+        // Wrapped at spaces: a terminal would cut words in two.
+        writeln!(out, "{}", crate::diag::wrap(text, style.width, 0))?;
         return Ok(Status::Ok);
     }
     let all = all.iter().map(|c| c.name).chain(TOPICS.iter().map(|(n, _)| *n)).chain(["functions"]);
@@ -762,6 +763,9 @@ mod tests {
         for cmd in ["race", "compare"] {
             let (status, out) = run_on_sim(&format!(":help {cmd}\n"));
             assert_eq!(status, Status::Ok, "{out}");
+            // Wrapped at spaces to the width (80 here); read it as one paragraph.
+            assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
+            let out = out.replace('\n', " ");
             assert!(out.contains("On the GPU (`:backend gpu`)") && out.contains("`gpu 1`"), "{out}");
             assert!(out.contains("up to 3 of the simulator's"), "{out}");
         }
