@@ -3,9 +3,9 @@
 //! With a terminal on both ends, input is edited with reedline: multi-line kernels
 //! ([`validator`]), colours ([`highlighter`]), Tab completion ([`completer`]), a prompt naming the
 //! backend ([`prompt`]), history in the platform's state folder with Ctrl-R search and hints,
-//! Ctrl-C to clear the line or stop a running launch, Ctrl-D to leave. Otherwise input is read
-//! line by line: piped input runs like a script (echoed, with its own line numbers, exit code 1
-//! when something failed).
+//! Ctrl-C to clear the line or stop a running launch, Ctrl-D (or `:q`, `:quit`, `exit`, `quit`) to
+//! leave. Otherwise input is read line by line: piped input runs like a script (echoed, with its
+//! own line numbers, exit code 1 when something failed) and stops at `exit`.
 
 pub mod completer;
 pub mod highlighter;
@@ -250,6 +250,7 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     let mut session = crate::lesson::session(options.clone(), None);
+    session.allow_quit();
     {
         let mut out = io::stdout().lock();
         let style = &options.style;
@@ -301,6 +302,9 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                 out.flush()?;
                 // A Ctrl-C that came after the launch (or with none) must not stop the next one.
                 cancel.store(false, Ordering::SeqCst);
+                if session.wants_to_quit() {
+                    break;
+                }
                 if let Some(Question::Solution) = guide_of(&mut session).and_then(Guide::take_question) {
                     drop(out);
                     if confirm(&mut editor, "Show a solution? Trying first teaches more. [y/N] ")? {
@@ -368,6 +372,7 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     let mut session = crate::lesson::session(options, None);
+    session.allow_quit();
     if let Some(guide) = guide {
         start_guide(&mut session, guide, &mut out)?;
     }
@@ -406,6 +411,10 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
             runner.run_text("<stdin>", &padded, Expect::Ok, None)?
         };
         worst = session::worse(worst, status);
+        if runner.session.wants_to_quit() {
+            pending.clear();
+            break;
+        }
         // No editor to ask in: say how to answer instead.
         if let Some(Question::Solution) = guide_of(runner.session).and_then(Guide::take_question) {
             writeln!(runner.out(), "Sure? Trying first teaches more. `:solution yes` shows one.")?;

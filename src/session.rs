@@ -168,6 +168,21 @@ pub struct Session {
     /// Kernels and functions whose definition was refused, with where: launching one points
     /// there instead of saying "define it first".
     pub(crate) refused: Vec<(String, Span)>,
+    /// `exit`, `quit`, `:q` and `:quit` leave: see [`Session::allow_quit`].
+    pub(crate) leave: Leave,
+}
+
+/// Whether leaving was asked for, and whether it may be: only input typed (or piped) into the
+/// prompt leaves. In a replayed script, a lesson, or a file run by `:load`, `exit` does nothing
+/// but say so, so a script always runs to its end.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Leave {
+    /// The driver leaves when asked (the REPL, piped stdin).
+    pub allowed: bool,
+    /// Inside `:load`: the file is a script.
+    pub loading: u32,
+    /// Asked for and allowed: the driver stops reading input.
+    pub asked: bool,
 }
 
 impl Session {
@@ -201,7 +216,29 @@ impl Session {
             typed: 0,
             launches: 0,
             refused: Vec::new(),
+            leave: Leave::default(),
         }
+    }
+
+    /// Let `exit`, `quit`, `:q` and `:quit` leave: for input typed at the prompt or piped in.
+    pub fn allow_quit(&mut self) {
+        self.leave.allowed = true;
+    }
+
+    /// An input asked to leave (and leaving is allowed): the driver stops reading input.
+    pub fn wants_to_quit(&self) -> bool {
+        self.leave.asked
+    }
+
+    /// `exit` or `:quit` (as `how`): leave when allowed, otherwise say why nothing happens.
+    pub(crate) fn quit(&mut self, how: &str, out: &mut dyn std::io::Write) -> std::io::Result<Status> {
+        if self.leave.allowed && self.leave.loading == 0 {
+            self.leave.asked = true;
+        } else {
+            let note = format!("`{how}` leaves the prompt; a script runs to its end, so here it does nothing");
+            writeln!(out, "{}", self.options.style.dim(&note))?;
+        }
+        Ok(Status::Ok)
     }
 
     pub fn style(&self) -> &Style {

@@ -116,6 +116,10 @@ impl<'a> Runner<'a> {
             if !self.quiet || failed {
                 self.out.write_all(&buf)?;
             }
+            if self.session.wants_to_quit() {
+                // Piped input said `exit`: what follows is not run.
+                break;
+            }
         }
         if let Some(diag) = broken {
             let mut buf = Vec::new();

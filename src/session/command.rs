@@ -150,8 +150,8 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-/// Commands on files, listed after the extensions' commands (`:help` reads settings and views
-/// first, then what an extension adds, then files).
+/// Commands on files, and leaving, listed after the extensions' commands (`:help` reads settings
+/// and views first, then what an extension adds, then files).
 pub const FILE_COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "export",
@@ -174,6 +174,20 @@ pub const FILE_COMMANDS: &[CommandSpec] = &[
         help: "Writes every input that ran (kernels, lets, launches, expects, seed and schedule changes) to FILE; `gridlab replay FILE` or `:load FILE` runs it again. An existing file is not written over unless you say yes (or give `--force`). In a replayed script, `:load`, `:save` and `:export` reach only files in the script's own folder.",
         run: save,
     },
+    CommandSpec {
+        name: "quit",
+        args: "",
+        summary: "leave gridlab (also :q, exit, quit, Ctrl-D)",
+        help: "Leaves the prompt, as Ctrl-D does; `:q`, `exit`, `quit`, `exit()` and `quit()` do the same. A lesson keeps your place. In a script (`gridlab replay`, `:load`, a lesson) it does nothing but say so: a script runs to its end.",
+        run: |s, _, o| s.quit(":quit", o),
+    },
+    CommandSpec {
+        name: "q",
+        args: "",
+        summary: "leave gridlab, as :quit",
+        help: "The same as `:quit`.",
+        run: |s, _, o| s.quit(":q", o),
+    },
 ];
 
 /// Topics of the language, for `:help TOPIC`.
@@ -184,15 +198,15 @@ pub const TOPICS: &[(&str, &str)] = &[
     ),
     (
         "let",
-        "let NAME = EXPR makes a buffer or a scalar. Constructors: zeros(N), ones(N), full(N, V), arange(N), arange(START, STOP[, STEP]), linspace(A, B, N), random(N, seed=S), randint(N, LO, HI, seed=S), [0, 1], copy(NAME). Each takes a dtype last: f32 (default), f64, i32, u32, i64, u64. N may be (rows, cols). `:help functions` lists every function.",
+        "let NAME = EXPR makes a buffer or a scalar. Constructors: zeros(N), ones(N), full(N, V), arange(N), arange(START, STOP[, STEP]), linspace(A, B, N), random(N, seed=S), randint(N, LO, HI, seed=S), [0, 1], copy(NAME). Each takes a dtype last: f32 (default), f64, i32, u32, i64, u64. N may be (rows, cols). `:help functions` lists every function. C declarations work too: `int n = 1 << 20;`, `float s = 2.5f;`, `dim3 block(16, 16);` (`:help host`).",
     ),
     (
         "launch",
-        "KERNEL<<<GRID, BLOCK>>>(ARGS) or KERNEL<<<GRID, BLOCK, SHARED_BYTES>>>(ARGS). GRID and BLOCK are numbers, (x, y), (x, y, z) or dim3(x, y, z). Buffers are passed by name; scalars as names, numbers or expressions. Arguments are checked against the kernel's parameters before anything runs.",
+        "KERNEL<<<GRID, BLOCK>>>(ARGS) or KERNEL<<<GRID, BLOCK, SHARED_BYTES>>>(ARGS). GRID and BLOCK are numbers, (x, y), (x, y, z) or dim3(x, y, z). `/` between integers drops the remainder, as in C, so a grid rounded up is (n + 255) / 256; a float on either side divides as floats. Buffers are passed by name; scalars as names, numbers or expressions. Arguments are checked against the kernel's parameters before anything runs.",
     ),
     (
         "inspect",
-        "Type a name to see its values: a, a[3], a[10:20], a[-1]. Long arrays are elided with ...; 2-D buffers print as matrices.",
+        "Type a name to see its values: a, a[3], a[10:20], a[-1]; print(a, n) shows several. Long arrays are elided with ...; 2-D buffers print as matrices. Elements can be changed: a[3] = 5, a[-1] += 1, a[2:6] = 0, a[a < 0] = 0, m[1, 2] = 7 (indices are checked, and the value must fit the buffer's dtype).",
     ),
     (
         "expect",
@@ -201,6 +215,10 @@ pub const TOPICS: &[(&str, &str)] = &[
     (
         "cost",
         "let c = cost KERNEL<<<GRID, BLOCK>>>(ARGS) runs the launch and binds what it would cost on the reference GPU (:reference): c.time_us, c.dram_bytes, c.sectors_per_request (4 is ideal for f32), c.bank_conflicts, c.atomics, c.simt_efficiency (0 to 1), c.occupancy (0 to 1) and c.warp_steps. Use them in checks: expect c.atomics <= 64. Type c to see them all. On the GPU backend time_us is measured on the device. docs/cost-model.md explains the model.",
+    ),
+    (
+        "host",
+        "Host code from a CUDA program mostly means something here. Declarations are lets with the C type's meaning: `int n = 1 << 20;`, `float s = 2.5f;` (C's suffixes are read), `dim3 block(16, 16);` (then `block.x` is 16), `float x[N];` (a buffer of zeros). `/` between integers drops the remainder, as in C. `sizeof(float)` is 4. `cudaDeviceSynchronize();`, `cudaFree(p);` and `cudaGetLastError();` do nothing and say why. `cudaMalloc`, `cudaMallocManaged`, `cudaMemcpy`, `cudaMemset`, pointers, `printf`, `std::cout`, host loops, `np.zeros(...)` and Numba's `k[blocks, threads](...)` each get one message saying what to write instead: buffers are made with `zeros(N)`, are on the host and the device at once, and show their values when you type their names. `exit`, `quit`, `:q` and `:quit` leave.",
     ),
     (
         "findings",
@@ -275,7 +293,7 @@ fn help(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
     }
     if let Some(c) = find(&all, topic) {
         writeln!(out, "{} {}", style.accent(&format!(":{}", c.name)), c.args)?;
-        writeln!(out, "{}", c.help)?;
+        writeln!(out, "{}", crate::diag::wrap(c.help, style.width, 0))?;
         return Ok(Status::Ok);
     }
     if topic == "functions" {
@@ -283,7 +301,8 @@ fn help(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
         return Ok(Status::Ok);
     }
     if let Some((_, text)) = TOPICS.iter().find(|(n, _)| *n == topic) {
-        writeln!(out, "{text}")?;
+        // Wrapped at spaces: a terminal would cut words in two.
+        writeln!(out, "{}", crate::diag::wrap(text, style.width, 0))?;
         return Ok(Status::Ok);
     }
     let all = all.iter().map(|c| c.name).chain(TOPICS.iter().map(|(n, _)| *n)).chain(["functions"]);
@@ -552,7 +571,11 @@ fn load(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
             return Ok(Status::Error);
         }
     };
-    session.eval_text(&path.display().to_string(), &text, true, out)
+    // The file is a script: `exit` in it does not leave the prompt.
+    session.leave.loading += 1;
+    let status = session.eval_text(&path.display().to_string(), &text, true, out);
+    session.leave.loading -= 1;
+    status
 }
 
 fn save(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
@@ -818,6 +841,9 @@ mod tests {
         for cmd in ["race", "compare"] {
             let (status, out) = run_on_sim(&format!(":help {cmd}\n"));
             assert_eq!(status, Status::Ok, "{out}");
+            // Wrapped at spaces to the width (80 here); read it as one paragraph.
+            assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
+            let out = out.replace('\n', " ");
             assert!(out.contains("On the GPU (`:backend gpu`)") && out.contains("`gpu 1`"), "{out}");
             assert!(out.contains("up to 3 of the simulator's"), "{out}");
         }

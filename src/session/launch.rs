@@ -292,8 +292,11 @@ impl Session {
             Value::Float(f) => Err(Diagnostic::error(format!("a launch size must be a whole number, but this is {f}"))
                 .at(e.span)
                 .help(
-                    "`/` divides exactly, as in Python; write `//` for whole-number division, e.g. `(n + 255) // 256`",
+                    "a float on either side of `/` makes a float division; between integers `/` drops the remainder, as in C: `(n + 255) / 256`",
                 )),
+            Value::Dim3(_) => Err(Diagnostic::error("a dim3 is a whole grid or block size, not one of its sizes")
+                .at(e.span)
+                .help(format!("pass it alone, `<<<grid, {0}>>>`, or take one field, `{0}.x`", &text[e.span.lo as usize..e.span.hi as usize]))),
             other => Err(Diagnostic::error(format!("expected an integer here, found {}", other.type_name()))
                 .at(e.span)
                 .help("launch sizes are whole numbers of blocks and threads")),
@@ -307,8 +310,15 @@ impl Session {
                 Diagnostic::error(format!("a {what} size has 1 to 3 dimensions, not {}", dim.exprs.len())).at(dim.span)
             );
         }
-        for (i, e) in dim.exprs.iter().enumerate() {
-            let n = self.integer(e, text)?;
+        // `let block = dim3(16, 16)` then `k<<<grid, block>>>`: the value is the whole size.
+        let given: Vec<i128> = match &dim.exprs[..] {
+            [e] if !matches!(e.kind, ExprKind::Int(_)) => match eval::eval(e, self, text)? {
+                Value::Dim3(d) => d.iter().map(|&x| x as i128).collect(),
+                _ => vec![self.integer(e, text)?],
+            },
+            exprs => exprs.iter().map(|e| self.integer(e, text)).collect::<Result<_, _>>()?,
+        };
+        for (i, (&n, e)) in given.iter().zip(dim.exprs.iter().cycle()).enumerate() {
             let axis = ["x", "y", "z"][i];
             if n <= 0 {
                 return Err(Diagnostic::error(format!(

@@ -21,7 +21,9 @@ use super::backend::{Gpu, active_backend};
 use super::{Session, Status, command, worse};
 
 /// The module's `#define`s whose bodies are numbers (`16`, `1.5f`, `(1 << 10)`), as values, so
-/// that a launch can say `<<<n // TILE, TILE>>>` after `#define TILE 16`.
+/// that a launch can say `<<<n / TILE, TILE>>>` after `#define TILE 16`; then its file-scope
+/// `const` numbers (`const int N = 1 << 20;`, CUDA source since it starts with `const`), read
+/// as the same declaration typed at the prompt would be.
 fn constants(module: &Module) -> Vec<(String, Value)> {
     /// The constants so far: a body may use the macros defined before it (`#define N (TILE * 4)`).
     struct Earlier(Vec<(String, Value)>);
@@ -53,6 +55,27 @@ fn constants(module: &Module) -> Vec<(String, Value)> {
             && let Ok(v @ (Value::Int(_) | Value::Float(_))) = eval::eval(&value, &out, &text)
         {
             out.0.push((name.to_string(), v));
+        }
+    }
+    for item in module.items().iter().filter(|i| i.kind == ItemKind::Global) {
+        let code: Vec<&str> = item.text.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
+        let code = code.join("\n");
+        let mut text = code.trim_start();
+        let mut qualified = false;
+        while let Some(rest) = ["const ", "constexpr ", "static "].iter().find_map(|q| text.strip_prefix(q)) {
+            text = rest.trim_start();
+            qualified = true;
+        }
+        if !qualified {
+            continue;
+        }
+        let Ok(stmt) = script::parse_statement(0, text) else { continue };
+        if let StmtKind::Let { name, value, declared: Some(declared), .. } = stmt.kind
+            && let Ok(v) = eval::eval(&value, &out, text)
+            && let Ok(v @ (Value::Int(_) | Value::Float(_) | Value::Bool(_))) =
+                script::habits::convert_declared(v, declared, &name, &value, text)
+        {
+            out.0.push((name, v));
         }
     }
     out.0
@@ -115,6 +138,10 @@ impl Session {
             }
             let status = self.eval_input(name, input, record, out)?;
             worst = worse(worst, status);
+            if self.wants_to_quit() {
+                // Pasted text after `exit` is not run.
+                return Ok(worst);
+            }
         }
         if let Some(diag) = broken {
             self.report(&diag, out)?;
@@ -313,45 +340,78 @@ impl Session {
             Err(diag) => return self.report(&diag, out),
         };
         match stmt.kind {
-            StmtKind::Let { name, value, .. } => {
-                self.unbind_record(&name);
-                let v = match eval::eval(&value, self, &text) {
+            StmtKind::Let { name, value, declared, .. } => {
+                let v = eval::eval(&value, self, &text).and_then(|v| match declared {
+                    Some(d) => script::habits::convert_declared(v, d, &name, &value, &text),
+                    None => Ok(v),
+                });
+                let v = match v {
                     Ok(v) => v,
                     Err(diag) => return self.report(&diag, out),
                 };
+                self.unbind_record(&name);
                 self.bind(name, v);
                 Ok(Status::Ok)
             }
-            StmtKind::Launch(launch) => self.launch(&launch, &text, out),
-            StmtKind::Inspect(expr) => {
-                let style = self.options.style.clone();
-                if let ExprKind::Name(name) = &expr.kind
-                    && self.buffer(name).is_none()
-                    && self.show_record(name, out)?
-                {
-                    return Ok(Status::Ok);
-                }
-                if let ExprKind::Name(name) = &expr.kind
-                    && let Some(buf) = self.buffer(name)
-                {
-                    let changed = self.changed_mask(name);
-                    render::array::write_array(out, name, buf, &style.array(changed))?;
-                    return Ok(Status::Ok);
-                }
-                match eval::eval(&expr, self, &text) {
-                    Ok(v) => {
-                        let label = text
-                            [(expr.span.lo as usize).min(text.len())..(expr.span.hi as usize).min(text.len())]
-                            .trim()
-                            .to_string();
-                        render::array::write_value(out, &label, &v, &style.array(None))?;
-                        Ok(Status::Ok)
+            StmtKind::Assign { target, value } => {
+                let a = match eval::eval_assign(&target, &value, self, &text) {
+                    Ok(a) => a,
+                    Err(diag) => return self.report(&diag, out),
+                };
+                if let Some((_, buf)) = self.buffers.iter_mut().find(|(n, _)| *n == a.name) {
+                    for (&i, &v) in a.positions.iter().zip(&a.values) {
+                        buf.set(i, v);
                     }
-                    Err(diag) => self.report(&diag, out),
                 }
+                Ok(Status::Ok)
             }
+            StmtKind::Launch(launch) => self.launch(&launch, &text, out),
+            StmtKind::Print(exprs) => {
+                let mut worst = Status::Ok;
+                for e in exprs {
+                    worst = worse(worst, self.inspect(e, &text, out)?);
+                }
+                Ok(worst)
+            }
+            StmtKind::Quit => self.quit(text.trim().trim_end_matches(';').trim(), out),
+            StmtKind::Nothing { note } => {
+                writeln!(out, "{}", self.options.style.dim(&note))?;
+                Ok(Status::Ok)
+            }
+            StmtKind::Inspect(expr) => self.inspect(expr, &text, out),
             StmtKind::Expect(expect) => self.expect(&expect, &text, out),
             StmtKind::Cost { name, launch } => self.cost_statement(name, &launch, &text, out),
+        }
+    }
+
+    /// Show a value: a buffer by name (with what the last launch changed), a record, or any
+    /// expression labelled with its text.
+    fn inspect(&mut self, expr: crate::script::ast::Expr, text: &str, out: &mut dyn Write) -> io::Result<Status> {
+        let style = self.options.style.clone();
+        if let ExprKind::Name(name) = &expr.kind
+            && self.buffer(name).is_none()
+            && self.show_record(name, out)?
+        {
+            return Ok(Status::Ok);
+        }
+        if let ExprKind::Name(name) = &expr.kind
+            && let Some(buf) = self.buffer(name)
+        {
+            let changed = self.changed_mask(name);
+            render::array::write_array(out, name, buf, &style.array(changed))?;
+            return Ok(Status::Ok);
+        }
+        match eval::eval(&expr, self, text) {
+            Ok(v) => {
+                let label = text
+                    .get((expr.span.lo as usize).min(text.len())..(expr.span.hi as usize).min(text.len()))
+                    .unwrap_or("?")
+                    .trim()
+                    .to_string();
+                render::array::write_value(out, &label, &v, &style.array(None))?;
+                Ok(Status::Ok)
+            }
+            Err(diag) => self.report(&diag, out),
         }
     }
 

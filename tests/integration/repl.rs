@@ -218,6 +218,20 @@ fn a_learner_types_launches_completes_and_leaves() {
 }
 
 #[test]
+fn exit_quit_and_colon_q_leave_as_ctrl_d_does() {
+    for leave in ["exit", "quit()", ":q", ":quit"] {
+        let home = tempfile::tempdir().unwrap();
+        let mut t = Terminal::start(home.path(), &[]);
+        t.wait_for("sim> ");
+        t.keys("let a = arange(4)\r");
+        t.prompt(2);
+        t.keys(&format!("{leave}\r"));
+        t.wait_for("history is saved in");
+        assert_eq!(t.exit_code(), 0, "{leave}");
+    }
+}
+
+#[test]
 fn ctrl_c_stops_a_running_launch_and_keeps_the_buffers() {
     let home = tempfile::tempdir().unwrap();
     let mut t = Terminal::start(home.path(), &["--max-steps", "1000000000000"]);
