@@ -34,4 +34,12 @@ macro_rules! error_transcripts {
     };
 }
 
-error_transcripts!(kernel_errors, launch_errors, argument_errors, statement_errors, allocation_errors, cost_errors);
+error_transcripts!(
+    kernel_errors,
+    launch_errors,
+    argument_errors,
+    statement_errors,
+    allocation_errors,
+    cost_errors,
+    finding_advice,
+);
