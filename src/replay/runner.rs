@@ -28,13 +28,15 @@ pub struct Runner<'a> {
     quiet: bool,
     /// Keep each input and its output in the session's transcript (for `:export`).
     record: bool,
+    /// What the inputs printed (no echo, no colour), while a caller collects it.
+    captured: Option<String>,
     out: &'a mut dyn Write,
 }
 
 impl<'a> Runner<'a> {
     pub fn new(session: &'a mut Session, result: ScriptResult, quiet: bool, out: &'a mut dyn Write) -> Runner<'a> {
         let style = session.style().clone();
-        Runner { session, result, style, quiet, record: false, out }
+        Runner { session, result, style, quiet, record: false, captured: None, out }
     }
 
     /// Keep inputs and outputs for `:export`, as typed input is.
@@ -50,6 +52,16 @@ impl<'a> Runner<'a> {
 
     pub fn quiet(&self) -> bool {
         self.quiet
+    }
+
+    /// Collect what the inputs run from now on print, until [`Runner::take_captured`].
+    pub fn capture(&mut self) {
+        self.captured = Some(String::new());
+    }
+
+    /// What the inputs printed since [`Runner::capture`], without echo or colour.
+    pub fn take_captured(&mut self) -> String {
+        self.captured.take().unwrap_or_default()
     }
 
     /// Run every input of `text` (from the file `name`, padded so lines match the file),
@@ -70,6 +82,9 @@ impl<'a> Runner<'a> {
             let echoed = buf.len();
             let status = self.session.eval_input(name, input, self.record, &mut buf)?;
             self.result.inputs += 1;
+            if let Some(c) = self.captured.as_mut() {
+                c.push_str(&strip_ansi(&buf[echoed..]));
+            }
             let failed = match expect {
                 Expect::Ok => status != Status::Ok,
                 Expect::Refusal => status != Status::Error,
