@@ -1,6 +1,7 @@
 //! Everything gridlab shows: arrays, findings, launch summaries and tables. Renderers write to
 //! `&mut dyn Write` and take a [`Style`], never the terminal directly.
 
+pub mod advice;
 pub mod array;
 pub mod cost;
 pub mod findings;

@@ -10,11 +10,13 @@
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use serde::Deserialize;
 
-use super::{Check, Code, Config, Exercise, Lesson, LessonError, Meta, Part, Step};
+use super::{Check, Code, Config, Exercise, Lesson, LessonError, Meta, Part, Shown, Step};
 use crate::script::{self, InputKind};
 
 /// The fenced-block tags gridlab gives a meaning to.
 const TAGS: [&str; 7] = ["cuda", "gridlab", "exercise", "starter", "check", "solution", "hint"];
+/// A block shown as prose is, and compared with what the block before it prints.
+const OUTPUT: &str = "output";
 
 /// Blocks shown as they are, never run: plain text and other languages. A tag close to one of
 /// [`TAGS`] but not one of these is taken for a typo.
@@ -185,12 +187,31 @@ impl Builder<'_> {
                     if title.trim().is_empty() {
                         return Err(self.err(line, "a step's `##` heading needs a title"));
                     }
-                    self.steps.push(Step { title: title.trim().to_string(), line, parts: Vec::new() });
+                    self.steps.push(Step {
+                        title: title.trim().to_string(),
+                        line,
+                        parts: Vec::new(),
+                        outputs: Vec::new(),
+                    });
                     cursor = range.end;
                 }
                 Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(info))) => {
                     let mut words = info.split_whitespace();
                     let tag = words.next().unwrap_or("").to_string();
+                    if tag == OUTPUT {
+                        // Shown as prose is; remembered to be compared.
+                        let fence_line = self.lines.line(range.start);
+                        let mut code = String::new();
+                        for (e, _) in events.by_ref() {
+                            match e {
+                                Event::End(TagEnd::CodeBlock) => break,
+                                Event::Text(t) => code.push_str(&t),
+                                _ => {}
+                            }
+                        }
+                        self.output(code, fence_line, depth)?;
+                        continue;
+                    }
                     if !TAGS.contains(&tag.as_str()) {
                         // A block only to show (```text, ```python) is fine; a slip of a
                         // gridlab tag (```hnit, ```soluton) would show the answer as plain text
@@ -249,6 +270,36 @@ impl Builder<'_> {
         }
         self.prose(&text[cursor..]);
         self.finish_step()
+    }
+
+    /// An `output` block: it shows what the `cuda` or `gridlab` block before it in the step prints.
+    fn output(&mut self, text: String, fence_line: u32, depth: usize) -> Result<(), LessonError> {
+        if depth > 0 {
+            return Err(self.err(
+                fence_line,
+                "an `output` block inside a list or a quote is not compared: move it to the top level",
+            ));
+        }
+        let last_code = self.steps.last().and_then(|step| {
+            step.parts.iter().rev().find_map(|p| match p {
+                Part::Cuda(c) | Part::Gridlab(c) => Some(c.line),
+                _ => None,
+            })
+        });
+        // An exercise block since then would make the output the exercise's, which runs no block.
+        let after_exercise = self.exercise.as_ref().is_some_and(|ex| last_code.is_none_or(|l| ex.line > l));
+        let Some(after) = last_code.filter(|_| !after_exercise) else {
+            return Err(self.err(
+                fence_line,
+                "an `output` block shows what the `cuda` or `gridlab` block before it prints: put one before it in this step",
+            ));
+        };
+        if text.trim().is_empty() {
+            return Err(self.err(fence_line, "the `output` block is empty: copy in the lines the block above prints"));
+        }
+        let step = self.steps.last_mut().expect("a code part is in a step");
+        step.outputs.push(Shown { text, line: fence_line + 1, after });
+        Ok(())
     }
 
     /// Markdown between runnable parts.
@@ -335,8 +386,9 @@ impl Builder<'_> {
         let missing = |what: &str| {
             self.err(ex.line, format!("the exercise has no `{what}` block: add one after it, in the same step"))
         };
-        let check = ex.check.ok_or_else(|| missing("check"))?;
+        let mut check = ex.check.ok_or_else(|| missing("check"))?;
         let solution = ex.solution.ok_or_else(|| missing("solution"))?;
+        check.kernels = kernel_signatures(&solution.text);
         let exercise = Exercise { task: ex.task, line: ex.line, starter: ex.starter, check, solution, hints: ex.hints };
         let step = self.steps.last_mut().expect("an exercise is only started inside a step");
         step.parts.insert(ex.slot.min(step.parts.len()), Part::Exercise(Box::new(exercise)));
@@ -407,7 +459,21 @@ fn check(path: &str, code: Code) -> Result<Check, LessonError> {
             "a check block cannot define CUDA: it runs the learner's kernels (put helpers in a `cuda` block of the step)".into(),
         ));
     }
-    Ok(Check { configs, body: Code { text: body, line: code.line, refused: false } })
+    Ok(Check { configs, body: Code { text: body, line: code.line, refused: false }, kernels: Vec::new() })
+}
+
+/// The kernels `cuda` defines, with their signatures (none when it does not compile: `dev check`
+/// says so about a solution).
+fn kernel_signatures(cuda: &str) -> Vec<(String, String)> {
+    let mut module = crate::cuda::Module::new();
+    if module.add(0, cuda).is_err() {
+        return Vec::new();
+    }
+    module
+        .program()
+        .kernels()
+        .map(|f| (f.name.clone(), format!("__global__ void {}", crate::render::signature(f))))
+        .collect()
 }
 
 fn same_names(a: &Config, b: &Config) -> bool {
@@ -468,6 +534,7 @@ fn split_top_level(text: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lesson::Shown;
 
     const GOOD: &str = r#"+++
 title = "Bounds"
@@ -561,6 +628,35 @@ __global__ void add_half(float *a, int n) {
 
     fn error_of(text: &str) -> String {
         parse("lessons/01-x.md", text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn output_blocks_are_shown_as_prose_and_kept_with_the_block_they_show() {
+        let text = "+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## s\n\n```gridlab\nlet n = 3\nn\n```\n\nIt prints:\n\n```output\nn = 3\n```\n\n```exercise\nWrite `k(float *a, int n)`.\n```\n\n```check\nlet a = zeros(4)\nk<<<1, 4>>>(a, 4)\n```\n\n```solution\n__global__ void k(float *a, int n) { }\n__global__ void other(int *b) { }\n```\n";
+        let l = parse("lessons/01-x.md", text).unwrap();
+        let s = &l.steps[0];
+        assert_eq!(s.outputs, vec![Shown { text: "n = 3\n".into(), line: 15, after: 8 }]);
+        assert!(matches!(&s.parts[1], Part::Prose(p) if p.contains("```output\nn = 3\n```")));
+        // The check knows the signatures the solution declares.
+        let ex = s.exercise().unwrap();
+        assert_eq!(
+            ex.check.kernels,
+            vec![
+                ("k".to_string(), "__global__ void k(float *a, int n)".to_string()),
+                ("other".to_string(), "__global__ void other(int *b)".to_string())
+            ]
+        );
+        let e = error_of("+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## s\n\n```output\n4\n```\n");
+        assert!(
+            e.starts_with(
+                "lessons/01-x.md:7: an `output` block shows what the `cuda` or `gridlab` block before it prints"
+            ),
+            "{e}"
+        );
+        let e = error_of(
+            "+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## s\n\n```gridlab\nlet n = 3\n```\n\n```output\n```\n",
+        );
+        assert!(e.contains(":11: the `output` block is empty"), "{e}");
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub struct Runner<'a> {
     quiet: bool,
     /// Keep each input and its output in the session's transcript (for `:export`).
     record: bool,
+    /// What the inputs printed (no echo, no colour), while a caller collects it.
+    captured: Option<String>,
     out: &'a mut dyn Write,
     /// Where the last launch was typed (file and line) and its first line, for the failure
     /// that names a finding nothing acknowledged.
@@ -37,7 +39,7 @@ pub struct Runner<'a> {
 impl<'a> Runner<'a> {
     pub fn new(session: &'a mut Session, result: ScriptResult, quiet: bool, out: &'a mut dyn Write) -> Runner<'a> {
         let style = session.style().clone();
-        Runner { session, result, style, quiet, record: false, out, last_launch: None }
+        Runner { session, result, style, quiet, record: false, captured: None, out, last_launch: None }
     }
 
     /// Keep inputs and outputs for `:export`, as typed input is.
@@ -59,6 +61,16 @@ impl<'a> Runner<'a> {
 
     pub fn quiet(&self) -> bool {
         self.quiet
+    }
+
+    /// Collect what the inputs run from now on print, until [`Runner::take_captured`].
+    pub fn capture(&mut self) {
+        self.captured = Some(String::new());
+    }
+
+    /// What the inputs printed since [`Runner::capture`], without echo or colour.
+    pub fn take_captured(&mut self) -> String {
+        self.captured.take().unwrap_or_default()
     }
 
     /// Run every input of `text` (from the file `name`, padded so lines match the file),
@@ -91,6 +103,9 @@ impl<'a> Runner<'a> {
                     let first = input.text.lines().next().unwrap_or("").trim().to_string();
                     self.last_launch = Some((name.to_string(), input.line, first));
                 }
+            }
+            if let Some(c) = self.captured.as_mut() {
+                c.push_str(&strip_ansi(&buf[echoed..]));
             }
             let failed = match expect {
                 Expect::Ok => status != Status::Ok,
@@ -141,10 +156,10 @@ impl<'a> Runner<'a> {
     ) -> io::Result<()> {
         let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
         let (file, line, text) = self.last_launch.clone().unwrap_or_default();
-        let what = if names.len() == 1 {
-            format!("a {} finding", names[0])
-        } else {
-            format!("findings ({})", names.join(", "))
+        let what = match names.as_slice() {
+            [one] if one.starts_with(['a', 'e', 'i', 'o', 'u']) => format!("an {one} finding"),
+            [one] => format!("a {one} finding"),
+            _ => format!("findings ({})", names.join(", ")),
         };
         let expects: Vec<String> = names.iter().map(|n| format!("`expect finding {n}`")).collect();
         let msg = format!(

@@ -12,7 +12,7 @@ use comfy_table::{ColumnConstraint, ContentArrangement, Table, presets::UTF8_FUL
 use super::{Extension, FileAccess, Session, Status};
 use crate::backend::BackendKind;
 use crate::backend::gpu::protocol::KernelInfo;
-use crate::backend::sim::Schedule;
+use crate::backend::sim::{Schedule, SimConfig};
 use crate::cuda::ItemKind;
 use crate::render::{self, Style};
 
@@ -84,6 +84,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "show or set how the simulator interleaves threads",
         help: "`random` (default) interleaves warps in a seeded random order, as a GPU might; `lockstep` advances every resident warp one step at a time; `sequential` runs one thread at a time to completion (or to a barrier): what a CPU loop computes, the reference answer for racy kernels.",
         run: schedule,
+    },
+    CommandSpec {
+        name: "max-steps",
+        args: "[N|default]",
+        summary: "show or set the simulator's step budget per launch",
+        help: "The simulator stops a launch that takes more than N warp steps in all, or a single warp that takes more than a quarter of N, with a step-limit finding (\"possible infinite loop\"): an endless loop ends there instead of hanging the session. On the sequential schedule a step runs one lane, so both are 32 times as many. `:max-steps` shows the budget, `:max-steps 1000000000` raises it for a kernel that really needs more (a bigger budget lets an endless loop run longer before it is stopped), `:max-steps default` puts back 200,000,000. `--max-steps N` sets it on the command line.",
+        run: max_steps,
     },
     CommandSpec {
         name: "race",
@@ -401,7 +408,11 @@ fn device(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Sta
         t.add_row(["schedule".to_string(), format!("{} (seed {})", schedule_name(config.schedule), config.seed)]);
         t.add_row([
             "step budget".to_string(),
-            format!("{} warp steps per launch", crate::render::text::thousands(config.max_steps)),
+            format!(
+                "{} warp steps per launch, {} for one warp (`:max-steps` changes it); 32 times as many on the sequential schedule, which runs one lane per step",
+                crate::render::text::thousands(config.max_steps),
+                crate::render::text::thousands((config.max_steps / 4).max(1))
+            ),
         ]);
         t.add_row(["limits", "CUDA's: 1024 threads per block, block (1024, 1024, 64), grid (2147483647, 65535, 65535), 48 KiB shared memory per block"]);
         t.add_row(["SMs", "none: it has no hardware to fill (an H100 has 132); `:backend gpu` and `gridlab doctor` tell about a real GPU"]);
@@ -551,6 +562,47 @@ fn force_flag(args: &str) -> (bool, &str) {
         _ => (false, args.trim()),
     }
 }
+
+/// `:max-steps [N|default]`.
+fn max_steps(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+    let show = |steps: u64| {
+        format!(
+            "max-steps: {} warp steps per launch, {} for one warp",
+            crate::render::text::thousands(steps),
+            crate::render::text::thousands((steps / 4).max(1))
+        )
+    };
+    if args.is_empty() {
+        writeln!(out, "{}", show(session.sim.config.max_steps))?;
+        return Ok(Status::Ok);
+    }
+    let steps = if args == "default" {
+        Some(SimConfig::DEFAULT_MAX_STEPS)
+    } else {
+        args.replace(['_', ','], "").parse::<u64>().ok().filter(|n| (MIN_STEPS..=MAX_STEPS).contains(n))
+    };
+    let Some(steps) = steps else {
+        return usage(
+            session,
+            out,
+            "max-steps",
+            &format!(
+                "`{args}` is not a step budget: a whole number from {} to {}, or `default`",
+                crate::render::text::thousands(MIN_STEPS),
+                crate::render::text::thousands(MAX_STEPS)
+            ),
+        );
+    };
+    session.set_max_steps(steps);
+    session.history.push(format!(":max-steps {steps}"));
+    writeln!(out, "{}", show(steps))?;
+    Ok(Status::Ok)
+}
+
+/// The step budgets `:max-steps` accepts: fewer than a thousand steps cannot run a warp through
+/// a loop of any size; past a hundred billion a launch takes hours on the simulator.
+const MIN_STEPS: u64 = 1_000;
+const MAX_STEPS: u64 = 100_000_000_000;
 
 fn load(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
     if args.is_empty() {
@@ -847,6 +899,31 @@ mod tests {
             assert!(out.contains("On the GPU (`:backend gpu`)") && out.contains("`gpu 1`"), "{out}");
             assert!(out.contains("up to 3 of the simulator's"), "{out}");
         }
+    }
+
+    #[test]
+    fn max_steps_shows_and_sets_the_budget() {
+        let (status, out) = run_on_sim(":max-steps\n");
+        assert_eq!(status, Status::Ok);
+        assert_eq!(out, "max-steps: 200,000,000 warp steps per launch, 50,000,000 for one warp\n");
+        let mut s = Session::new(Options::default());
+        let mut out = Vec::new();
+        assert_eq!(run(&mut s, ":max-steps 1_000_000", &mut out).unwrap(), Status::Ok);
+        assert_eq!((s.sim.config.max_steps, s.options.sim.max_steps), (1_000_000, 1_000_000));
+        assert_eq!(s.history.last().map(String::as_str), Some(":max-steps 1000000"));
+        for bad in ["lots", "0", "-5", "999", "100000000001"] {
+            let mut out = Vec::new();
+            assert_eq!(run(&mut s, &format!(":max-steps {bad}"), &mut out).unwrap(), Status::Error, "{bad}");
+            let out = String::from_utf8(out).unwrap();
+            assert!(out.contains("is not a step budget") && out.contains("usage: :max-steps [N|default]"), "{out}");
+        }
+        assert_eq!(s.sim.config.max_steps, 1_000_000);
+        assert_eq!(run(&mut s, ":max-steps default", &mut Vec::new()).unwrap(), Status::Ok);
+        assert_eq!(s.sim.config.max_steps, SimConfig::DEFAULT_MAX_STEPS);
+        let (_, help) = run_on_sim(":help\n");
+        assert!(help.contains(":max-steps [N|default]"), "{help}");
+        let (_, device) = run_on_sim(":device\n");
+        assert!(device.replace('\n', " ").contains("50,000,000 for one warp"), "{device}");
     }
 
     #[test]

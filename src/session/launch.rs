@@ -102,7 +102,7 @@ impl Session {
     /// Resolve and check everything about a launch; returns the spec and the buffer names that
     /// `Arg::Buffer` indices refer to.
     pub(super) fn prepare(&self, launch: &Launch, text: &str) -> Result<(LaunchSpec, Vec<String>), Diagnostic> {
-        let kernel = self.find_kernel(&launch.kernel, launch.kernel_span)?;
+        let kernel = self.find_kernel(launch, text)?;
         let grid = self.dim(&launch.grid, text, "grid")?;
         let block = self.dim(&launch.block, text, "block")?;
         check_limits(grid, block, launch)?;
@@ -248,7 +248,8 @@ impl Session {
         Ok(())
     }
 
-    fn find_kernel(&self, name: &str, span: Span) -> Result<&Function, Diagnostic> {
+    fn find_kernel(&self, launch: &Launch, text: &str) -> Result<&Function, Diagnostic> {
+        let (name, span) = (launch.kernel.as_str(), launch.kernel_span);
         if let Some(k) = self.module.kernel(name) {
             return Ok(k);
         }
@@ -276,12 +277,45 @@ impl Session {
         let mut d = Diagnostic::error(format!("no kernel named `{name}`")).at(span).label("not defined");
         d = match crate::diag::suggest::closest(name, kernels.iter().copied()) {
             Some(best) => d.help(format!("did you mean `{best}`?")),
-            None if kernels.is_empty() => {
-                d.help(format!("define it first: type `__global__ void {name}(float *a) {{ ... }}`"))
-            }
+            None if kernels.is_empty() => d.help(format!(
+                "define it first: type `__global__ void {name}({}) {{ ... }}`",
+                self.parameters_for(launch, text)
+            )),
             None => d.help(format!("the kernels defined so far are: {}", kernels.join(", "))),
         };
         Err(d)
+    }
+
+    /// Parameters a kernel would need to take this launch's arguments, for the advice to define
+    /// one: `float *a, int n` for `(a, len(a))` with `a` a buffer of f32.
+    fn parameters_for(&self, launch: &Launch, text: &str) -> String {
+        let mut used: Vec<String> = Vec::new();
+        let mut params = Vec::new();
+        for (k, e) in launch.args.iter().enumerate() {
+            let (ty, mut name) = match &e.kind {
+                ExprKind::Name(n) if self.buffer(n).is_some() => {
+                    (format!("{} *", self.buffer(n).map_or("float", |b| b.dtype().c_name())), n.clone())
+                }
+                _ => {
+                    let ty = match eval::eval(e, self, text) {
+                        Ok(Value::Float(_)) => "float ",
+                        _ => "int ",
+                    };
+                    let name = match &e.kind {
+                        ExprKind::Name(n) => n.clone(),
+                        _ if ty == "int " => "n".to_string(),
+                        _ => "x".to_string(),
+                    };
+                    (ty.to_string(), name)
+                }
+            };
+            if used.contains(&name) {
+                name = format!("{name}{k}");
+            }
+            used.push(name.clone());
+            params.push(format!("{ty}{name}"));
+        }
+        params.join(", ")
     }
 
     fn integer(&self, e: &Expr, text: &str) -> Result<i128, Diagnostic> {

@@ -42,4 +42,5 @@ error_transcripts!(
     allocation_errors,
     cost_errors,
     habit_errors,
+    finding_advice,
 );
