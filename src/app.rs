@@ -75,6 +75,7 @@ fn options(g: &GlobalArgs) -> Options {
         device: g.device,
         timeout,
         course: g.course.clone(),
+        files: session::FileAccess::Anywhere,
         gpu_profile: g.gpu_profile.unwrap_or_else(crate::cost::profiles::default_profile),
         gpu_profile_chosen: g.gpu_profile.is_some(),
     }

@@ -214,7 +214,8 @@ impl Diagnostic {
         };
         let style = |s: &str, f: fn(&str) -> String| if color { f(s) } else { s.to_string() };
         let blue = |s: &str| style(s, |s| s.blue().bold().to_string());
-        writeln!(out, "{}: {}", style(word, paint), style(&self.message, |s| s.bold().to_string()))?;
+        let message = printable(&self.message);
+        writeln!(out, "{}: {}", style(word, paint), style(&message, |s| s.bold().to_string()))?;
         if let Some(span) = self.span
             && let (Some(lc), Some(line)) = (sources.line_col(span), sources.line_text(span))
         {
@@ -222,7 +223,7 @@ impl Diagnostic {
             let pad = " ".repeat(num.len());
             writeln!(out, "{pad}{} {}", blue("-->"), sources.location(span))?;
             writeln!(out, "{pad} {}", blue("|"))?;
-            writeln!(out, "{} {} {}", blue(&num), blue("|"), line.replace('\t', "    "))?;
+            writeln!(out, "{} {} {}", blue(&num), blue("|"), printable(&line.replace('\t', "    ")))?;
             let col = lc.col as usize - 1;
             let indent: String = line.chars().take(col).map(|c| if c == '\t' { "    " } else { " " }).collect();
             let rest = line.chars().count().saturating_sub(col).max(1);
@@ -235,14 +236,14 @@ impl Diagnostic {
             writeln!(out, "{pad} {} {indent}{}", blue("|"), style(&marker, paint))?;
         }
         for note in &self.notes {
-            writeln!(out, "  = note: {}", wrap(note, width, "  = note: ".len()))?;
+            writeln!(out, "  = note: {}", wrap(&printable(note), width, "  = note: ".len()))?;
         }
         if let Some(help) = &self.help {
             writeln!(
                 out,
                 "  = {}: {}",
                 style("help", |s| s.cyan().bold().to_string()),
-                wrap(help, width, "  = help: ".len())
+                wrap(&printable(help), width, "  = help: ".len())
             )?;
         }
         Ok(())
@@ -254,6 +255,40 @@ impl Diagnostic {
         let _ = self.render(sources, &mut buf, false, 80);
         String::from_utf8_lossy(&buf).into_owned()
     }
+}
+
+/// `text` safe to print on a terminal: control characters (an escape sequence hidden in a
+/// script, a lesson or a kernel's printf) are shown escaped (`\x1b`), never sent raw, so text
+/// from a course can neither recolour nor move nor retitle the learner's terminal. Newlines and
+/// tabs stay; a carriage return before a newline (a file saved on Windows) is dropped.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' if chars.peek() == Some(&'\n') => {}
+            c if bad(c) && (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if bad(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// The first control character in `text` that [`printable`] would escape, with its byte offset.
+pub fn first_control(text: &str) -> Option<(usize, char)> {
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let crlf = c == '\r' && chars.peek().is_some_and(|(_, n)| *n == '\n');
+        if c.is_control() && c != '\n' && c != '\t' && !crlf {
+            return Some((i, c));
+        }
+    }
+    None
 }
 
 /// Word-wrap `text` to `width` columns, where the first line starts at column `indent`, and
@@ -302,6 +337,16 @@ impl std::fmt::Display for Diagnostic {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_shown_escaped() {
+        assert_eq!(printable("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(printable("\u{1b}[2J\u{1b}]0;pwned\u{7}"), "\\x1b[2J\\x1b]0;pwned\\x07");
+        assert_eq!(printable("crlf\r\nlone\rcr"), "crlf\nlone\\x0dcr");
+        assert_eq!(printable("c1 \u{9b}31m"), "c1 \\x9b31m");
+        assert_eq!(first_control("ok\r\nfine"), None);
+        assert_eq!(first_control("a\u{1b}b"), Some((1, '\u{1b}')));
+    }
 
     #[test]
     fn caret_points_at_the_learners_line_in_the_file() {

@@ -88,10 +88,15 @@ pub enum Finding {
     /// Reads or writes outside a buffer. Writes were not performed; reads returned 0.
     OutOfBounds {
         memory: Memory,
+        /// The kernel's own name for a buffer (its parameter), where it differs from the
+        /// session's name in `memory`: what the kernel's code calls it.
+        kernel_name: Option<String>,
+        /// Threads in the launch.
+        threads: u64,
         /// Elements in the memory (for the message "`a` (length 1000)").
         len: u64,
         access: Access,
-        /// How many thread accesses went out of bounds (the summary's count).
+        /// How many threads went out of bounds (`x[i] * x[i]` past the end is one thread).
         count: u64,
         /// Smallest and largest element index touched out of bounds.
         min_index: i64,
@@ -104,11 +109,13 @@ pub enum Finding {
     /// Two threads touched the same element, at least one writing, with nothing ordering them.
     Race {
         memory: Memory,
+        /// The kernel's own name for a buffer, as in `OutOfBounds`.
+        kernel_name: Option<String>,
         /// The element of the example pair.
         index: i64,
         /// Racing access pairs seen (for the summary's count).
         count: u64,
-        /// Distinct elements involved.
+        /// Distinct elements this pair of source locations raced on.
         elements: u64,
         /// The example pair: the earlier access, then the later one that conflicted with it.
         first: Site,
@@ -127,7 +134,15 @@ pub enum Finding {
     /// The launch ran out of its step budget, or of its time (`time_limit`): most likely an
     /// endless loop.
     StepLimit {
+        /// Warp steps the launch took in all.
         steps: u64,
+        /// The launch's budget, as `:max-steps` shows it.
+        budget: u64,
+        /// When one warp used up its own share of the budget (a quarter), that share: the
+        /// launch stopped long before `budget`.
+        warp_limit: Option<u64>,
+        /// On the sequential schedule a step runs one lane, so both budgets were 32 times as many.
+        sequential: bool,
         /// The time limit that stopped it, when time rather than steps did.
         time_limit: Option<std::time::Duration>,
         /// Where the thread that used the most steps was when the launch was stopped.

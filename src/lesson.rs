@@ -68,6 +68,21 @@ pub struct Step {
     /// The line of the heading.
     pub line: u32,
     pub parts: Vec<Part>,
+    /// The step's ` ```output ` blocks: what a block before each prints, shown to the learner as
+    /// prose is (they stay in `parts` as Markdown) and compared with what gridlab really prints
+    /// by `replay` and `dev check`.
+    pub outputs: Vec<Shown>,
+}
+
+/// A ` ```output ` block: lines the `cuda` or `gridlab` block before it prints, in order, each
+/// found in that block's output (spaces and line breaks aside; `...` stands for any text).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shown {
+    pub text: String,
+    /// The file line of its first line.
+    pub line: u32,
+    /// The line of the first line of the block whose output it shows (its `Code::line`).
+    pub after: u32,
 }
 
 /// A piece of a step, in the order the author wrote them.
@@ -118,6 +133,10 @@ pub struct Check {
     pub configs: Vec<Config>,
     /// The statements, with `config` lines blanked so that line numbers still match the file.
     pub body: Code,
+    /// The kernels of the exercise's solution, by name, with their signatures as CUDA declares
+    /// them (`__global__ void add_half(float *a, int n)`): what a learner who has not defined
+    /// one yet is asked to write.
+    pub kernels: Vec<(String, String)>,
 }
 
 /// One `config` line: names bound as scalars before the check's statements run.
@@ -133,6 +152,49 @@ impl Config {
     pub fn label(&self) -> String {
         self.bindings.iter().map(|(n, e)| format!("{n} = {e}")).collect::<Vec<_>>().join(", ")
     }
+}
+
+impl Shown {
+    /// Whether `printed` (what the block printed, without colour) shows this block's lines, in
+    /// order. Spaces and line breaks count as one space, so a line the terminal wrapped still
+    /// matches; `...` stands for any text; words and numbers match whole (`4` is not found in
+    /// `1024`, `4.8...` is not found in `4.9023438`). On failure, the first line not found.
+    pub fn check(&self, printed: &str) -> Result<(), String> {
+        let tidy = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let printed = tidy(printed);
+        let mut from = 0;
+        for line in self.text.lines().map(tidy).filter(|l| !l.is_empty()) {
+            match find_shown(&printed, from, &line) {
+                Some(end) => from = end,
+                None => return Err(line),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where `line` (with `...` for any text) ends in `text`, found at or after `from`. Its pieces
+/// between `...`s are found in order, each as early as it can be (which finds them whenever they
+/// are there), a piece matching whole words where no `...` is beside it.
+fn find_shown(text: &str, from: usize, line: &str) -> Option<usize> {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let pieces: Vec<&str> = line.split("...").map(str::trim).collect();
+    let mut at = from;
+    for (k, piece) in pieces.iter().enumerate().filter(|(_, p)| !p.is_empty()) {
+        let (open, close) = (k == 0, k + 1 == pieces.len());
+        let mut search = at;
+        at = loop {
+            let i = search + text.get(search..)?.find(piece)?;
+            let end = i + piece.len();
+            let whole_start = !open || !word(piece.chars().next()) || !word(text[..i].chars().next_back());
+            let whole_end = !close || !word(piece.chars().next_back()) || !word(text[end..].chars().next());
+            if whole_start && whole_end {
+                break end;
+            }
+            search = i + piece.chars().next().map_or(1, char::len_utf8);
+        };
+    }
+    Some(at)
 }
 
 impl Lesson {
@@ -176,5 +238,34 @@ impl fmt::Display for LessonError {
         } else {
             write!(f, "{}:{}: {}", self.path, self.line, self.message)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Shown;
+
+    fn shown(text: &str) -> Shown {
+        Shown { text: text.into(), line: 1, after: 1 }
+    }
+
+    #[test]
+    fn output_blocks_match_lines_in_order_whole_words_and_wrapped_lines() {
+        let printed = "blocks = 4\nblocks * 256 = 1024\n(n + 255) / 256 = 4.9023438\nfinding: 24 threads read past the end of `a`\n  (length 1000): indices 1000..1023\n";
+        assert_eq!(shown("blocks = 4\n\nblocks * 256 = 1024\n").check(printed), Ok(()));
+        // Spaces and the line the terminal wrapped count as one space.
+        assert_eq!(
+            shown("finding: 24 threads read past the end of `a` (length 1000):   indices 1000..1023").check(printed),
+            Ok(())
+        );
+        assert_eq!(shown("(n + 255) / 256 = 4.90...").check(printed), Ok(()));
+        assert_eq!(shown("finding: ... indices 1000..1023").check(printed), Ok(()));
+        // What a lesson once said, and numbers inside other numbers.
+        assert_eq!(shown("(n + 255) / 256 = 4.8...").check(printed), Err("(n + 255) / 256 = 4.8...".into()));
+        assert_eq!(shown("= 4.9").check(printed), Err("= 4.9".into()));
+        assert_eq!(shown("256 = 102").check(printed), Err("256 = 102".into()));
+        assert_eq!(shown("4 threads").check(printed), Err("4 threads".into()));
+        // In order.
+        assert_eq!(shown("blocks * 256 = 1024\nblocks = 4").check(printed), Err("blocks = 4".into()));
     }
 }

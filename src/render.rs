@@ -1,6 +1,7 @@
 //! Everything gridlab shows: arrays, findings, launch summaries and tables. Renderers write to
 //! `&mut dyn Write` and take a [`Style`], never the terminal directly.
 
+pub mod advice;
 pub mod array;
 pub mod cost;
 pub mod findings;
@@ -65,7 +66,7 @@ impl<W: Write> Write for Closable<W> {
 pub fn write_echo(out: &mut dyn Write, text: &str, style: &Style) -> io::Result<()> {
     for (i, line) in text.lines().enumerate() {
         let prompt = if i == 0 { ">>> " } else { "... " };
-        writeln!(out, "{}{line}", style.dim(prompt))?;
+        writeln!(out, "{}{}", style.dim(prompt), crate::diag::printable(line))?;
     }
     Ok(())
 }

@@ -3,12 +3,13 @@
 //! With a terminal on both ends, input is edited with reedline: multi-line kernels
 //! ([`validator`]), colours ([`highlighter`]), Tab completion ([`completer`]), a prompt naming the
 //! backend ([`prompt`]), history in the platform's state folder with Ctrl-R search and hints,
-//! Ctrl-C to clear the line or stop a running launch, Ctrl-D to leave. Otherwise input is read
-//! line by line: piped input runs like a script (echoed, with its own line numbers, exit code 1
-//! when something failed).
+//! Ctrl-C to clear the line or stop a running launch, Ctrl-D (or `:q`, `:quit`, `exit`, `quit`) to
+//! leave. Otherwise input is read line by line: piped input runs like a script (echoed, with its
+//! own line numbers, exit code 1 when something failed) and stops at `exit`.
 
 pub mod completer;
 pub mod highlighter;
+pub mod prefill;
 pub mod prompt;
 pub mod signals;
 pub mod validator;
@@ -209,7 +210,13 @@ fn memory_history() -> Box<dyn History> {
     Box::new(FileBackedHistory::new(HISTORY_SIZE).expect("an in-memory history of nonzero size"))
 }
 
-fn editor(names: &SharedNames, color: bool, history: Box<dyn History>, stop: &Arc<AtomicBool>) -> Reedline {
+fn editor(
+    names: &SharedNames,
+    color: bool,
+    history: Box<dyn History>,
+    prefill: &prefill::Prefill,
+    stop: &Arc<AtomicBool>,
+) -> Reedline {
     let mut keys = default_emacs_keybindings();
     keys.add_binding(
         KeyModifiers::NONE,
@@ -221,7 +228,8 @@ fn editor(names: &SharedNames, color: bool, history: Box<dyn History>, stop: &Ar
     let editor = Reedline::create().with_history(history).with_break_signal(stop.clone());
     // A hint is told from typed text only by its colour: without colour, no hints.
     let editor = if color {
-        editor.with_hinter(Box::new(DefaultHinter::default().with_style(AnsiStyle::new().fg(Color::DarkGray))))
+        let hinter = DefaultHinter::default().with_style(AnsiStyle::new().fg(Color::DarkGray));
+        editor.with_hinter(Box::new(prefill::PrefillHinter::new(hinter, prefill.clone())))
     } else {
         editor
     };
@@ -232,7 +240,7 @@ fn editor(names: &SharedNames, color: bool, history: Box<dyn History>, stop: &Ar
         .with_quick_completions(true)
         .with_partial_completions(true)
         .with_menu(ReedlineMenu::EngineCompleter(Box::new(menu)))
-        .with_edit_mode(Box::new(Emacs::new(keys)))
+        .with_edit_mode(Box::new(prefill::PrefillEditMode::new(Emacs::new(keys), prefill.clone())))
         .with_ansi_colors(color)
 }
 
@@ -260,6 +268,7 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     let mut session = crate::lesson::session(options.clone(), None);
+    session.allow_quit();
     {
         let mut out = io::stdout().lock();
         let style = &options.style;
@@ -281,14 +290,20 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
         println!("{}", options.style.warn(&format!("note: {why}; history is kept for this session only")));
     }
     let names: SharedNames = Arc::new(Mutex::new(Names::of(&session)));
-    let mut editor = editor(&names, color, history, &stop);
+    let prefill = prefill::Prefill::default();
+    let mut editor = editor(&names, color, history, &prefill, &stop);
     let mut prompt = prompt::GridlabPrompt::new(session.backend_label());
     loop {
         prompt.lesson = guide_of(&mut session).map(|g| g.label());
-        if let Some(text) = guide_of(&mut session).and_then(Guide::take_suggestion) {
-            editor.run_edit_commands(&[reedline::EditCommand::Clear, reedline::EditCommand::InsertString(text)]);
+        let suggestion = guide_of(&mut session).and_then(Guide::take_suggestion);
+        if let Some(text) = &suggestion {
+            editor
+                .run_edit_commands(&[reedline::EditCommand::Clear, reedline::EditCommand::InsertString(text.clone())]);
         }
-        match editor.read_line(&prompt) {
+        prefill.set(suggestion);
+        let read = editor.read_line(&prompt);
+        prefill.set(None);
+        match read {
             Ok(Signal::Success(text)) => {
                 // Kept as it is made: a crash, SIGTERM or a closed terminal loses nothing.
                 let _ = editor.sync_history();
@@ -307,18 +322,27 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                 out.flush()?;
                 // A Ctrl-C that came after the launch (or with none) must not stop the next one.
                 cancel.store(false, Ordering::SeqCst);
+                if session.wants_to_quit() || signals::received().is_some() {
+                    break;
+                }
                 if let Some(Question::Solution) = guide_of(&mut session).and_then(Guide::take_question) {
                     drop(out);
                     if confirm(&mut editor, "Show a solution? Trying first teaches more. [y/N] ")? {
                         session.eval_typed(":solution yes", &mut io::stdout().lock())?;
                     }
-                } else if !text.trim_start().starts_with(':')
-                    && let Some(g) = guide_of(&mut session)
-                {
-                    g.input_ran(status == Status::Error);
+                    out = io::stdout().lock();
+                } else if let Some((question, then)) = session.take_question() {
+                    drop(out);
+                    if confirm(&mut editor, &question)? {
+                        session.eval_typed(&then, &mut io::stdout().lock())?;
+                    }
+                    out = io::stdout().lock();
                 }
-                if signals::received().is_some() {
-                    break;
+                // What goes in the editor next: the step's next input, or the one still to run
+                // after a command of the learner's own.
+                let style = session.options.style.clone();
+                if let Some(g) = guide_of(&mut session) {
+                    g.input_ran(&text, status == Status::Error, &mut out, &style)?;
                 }
                 if let Ok(mut n) = names.lock() {
                     *n = Names::of(&session);
@@ -392,9 +416,12 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     let mut session = crate::lesson::session(options, None);
+    session.allow_quit();
     if let Some(guide) = guide {
         start_guide(&mut session, guide, &mut out)?;
     }
+    // Piped input is a script: echoed, with its own line numbers, tallied as `replay` does.
+    let mut runner = Runner::new(&mut session, ScriptResult::new("<stdin>".into()), false, &mut out).recording();
     let mut worst = Status::Ok;
     let mut pending = String::new();
     let mut scan = script::input::Pending::default();
@@ -407,7 +434,7 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
         }
         Ok(())
     };
-    prompt(&mut out, false)?;
+    prompt(runner.out(), false)?;
     let mut input = stdin.lock();
     loop {
         let line = match read_line(&mut input)? {
@@ -415,7 +442,8 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
             Line::Text(line) => line,
             Line::Refused(why) => {
                 // Not a script (`gridlab < /dev/zero`, a binary file): stop reading it.
-                writeln!(out, "{} <stdin>:{}: {why}; stopped reading", session.style().error("error:"), line_no + 1)?;
+                let error = runner.session.style().error("error:");
+                writeln!(runner.out(), "{error} <stdin>:{}: {why}; stopped reading", line_no + 1)?;
                 pending.clear();
                 worst = Status::Error;
                 break;
@@ -427,49 +455,56 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
         }
         if pending.len() + line.len() >= script::input::MAX_INPUT_BYTES {
             let why = script::input::too_large(&" ".repeat(script::input::MAX_INPUT_BYTES + 1)).unwrap_or_default();
-            writeln!(out, "{} <stdin>:{first_line}: {why}; stopped reading", session.style().error("error:"))?;
+            let error = runner.session.style().error("error:");
+            writeln!(runner.out(), "{error} <stdin>:{first_line}: {why}; stopped reading")?;
             pending.clear();
             worst = Status::Error;
             break;
         }
         pending.push_str(&line);
         pending.push('\n');
+        // Whether the input is whole, from the new line alone: linear in a long input's length.
         scan.push_line(&line);
         if !scan.is_complete() {
-            prompt(&mut out, true)?;
+            prompt(runner.out(), true)?;
             continue;
         }
         let text = std::mem::take(&mut pending);
         scan = script::input::Pending::default();
         let status = if tty {
-            session.eval_typed(&text, &mut out)?
+            let (session, out) = runner.parts();
+            session.eval_typed(&text, out)?
         } else {
-            // Piped input is a script: echo it and keep its line numbers, as `replay` runs one.
-            let result = ScriptResult::new("<stdin>".into());
-            Runner::new(&mut session, result, false, &mut out).recording().run_text_at(
-                "<stdin>",
-                &text,
-                first_line,
-                Expect::Ok,
-                None,
-            )?
+            runner.run_text_at("<stdin>", &text, first_line, Expect::Ok, None)?
         };
         worst = session::worse(worst, status);
-        // No editor to ask in: say how to answer instead.
-        if let Some(Question::Solution) = guide_of(&mut session).and_then(Guide::take_question) {
-            writeln!(out, "Sure? Trying first teaches more. `:solution yes` shows one.")?;
+        if runner.session.wants_to_quit() {
+            pending.clear();
+            break;
         }
-        prompt(&mut out, false)?;
+        // No editor to ask in: say how to answer instead.
+        if let Some(Question::Solution) = guide_of(runner.session).and_then(Guide::take_question) {
+            writeln!(runner.out(), "Sure? Trying first teaches more. `:solution yes` shows one.")?;
+        }
+        prompt(runner.out(), false)?;
     }
     if !pending.trim().is_empty() {
-        let status = session.eval_typed(&pending, &mut out)?;
+        // An input still open at the end (a brace or bracket never closed) runs as it is, so
+        // its error points at its own lines.
+        let status = if tty {
+            let (session, out) = runner.parts();
+            session.eval_typed(&pending, out)?
+        } else {
+            runner.run_text_at("<stdin>", &pending, first_line, Expect::Ok, None)?
+        };
         worst = session::worse(worst, status);
     }
     if tty {
-        writeln!(out)?;
+        writeln!(runner.out())?;
         return Ok(ExitCode::SUCCESS);
     }
-    Ok(if worst == Status::Ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    runner.settle(None)?;
+    Ok(if worst == Status::Ok && runner.result.passed() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 /// One line of input read by [`read_line`].

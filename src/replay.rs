@@ -129,6 +129,9 @@ pub fn run_script(
     let text = crate::script::input::read_script(path)
         .map_err(|source| UsageError::Unreadable { path: path.to_path_buf(), source })?;
     let start = Instant::now();
+    // A script is someone else's: its file commands stay in its own folder.
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let options = Options { files: crate::session::FileAccess::Within(folder.to_path_buf()), ..options.clone() };
     let mut session = crate::lesson::session(options.clone(), None);
     let name = path.display().to_string();
     // Say once which backend runs the scripts (and why), when the learner did not pin `sim`.
@@ -141,6 +144,7 @@ pub fn run_script(
     }
     let mut runner = Runner::new(&mut session, ScriptResult::new(path.to_path_buf()), quiet, out);
     runner.run_text(&name, &text, Expect::Ok, None).map_err(UsageError::Output)?;
+    runner.settle(None).map_err(UsageError::Output)?;
     let detail = format!("{} inputs", runner.result.inputs);
     let mut result = runner.finish(&name, detail, "expect(s)").map_err(UsageError::Output)?;
     result.elapsed = start.elapsed();

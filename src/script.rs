@@ -6,6 +6,8 @@
 //! - [`eval`] evaluates expressions against the session's buffers and scalars ([`eval::Env`]),
 //!   numpy-style, and explains failed `expect`s with the learner's own sub-expressions;
 //! - [`builtins`] is the one table of built-in functions (evaluation, completion, colours, help);
+//! - [`habits`] reads what learners bring from CUDA host code, NumPy and Numba (`int n = 1 << 20;`,
+//!   `dim3 block(16, 16);`, `cudaMalloc(...)`, `np.zeros(10)`) and does it or says what to write;
 //! - [`highlight`] says what each piece of typed text is, for the prompt's and the lessons'
 //!   colours;
 //! - values and their conversion to and from buffers are [`crate::value`].
@@ -13,12 +15,13 @@
 pub mod ast;
 pub mod builtins;
 pub mod eval;
+pub mod habits;
 pub mod highlight;
 pub mod input;
 pub mod lexer;
 pub mod parser;
 
-pub use eval::{Env, ExpectOutcome, eval, eval_expect};
+pub use eval::{Assignment, Env, ExpectOutcome, eval, eval_assign, eval_expect};
 pub use input::{Input, InputKind, classify, is_complete, split_inputs};
 
 pub use crate::value::{ArrayValue, Value};

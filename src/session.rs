@@ -60,6 +60,8 @@ pub struct Options {
     pub timeout: Duration,
     /// The course folder (`--course`); `None` for the built-in course.
     pub course: Option<std::path::PathBuf>,
+    /// Where `:load`, `:save` and `:export` may reach.
+    pub files: FileAccess,
     /// The GPU the simulator's cost model estimates times for (`--gpu-profile`, `:reference`).
     pub gpu_profile: &'static crate::cost::GpuProfile,
     /// The learner named the reference GPU (`--gpu-profile`, `:reference NAME`); otherwise a
@@ -77,10 +79,22 @@ impl Default for Options {
             device: 0,
             timeout: Duration::from_secs(10),
             course: None,
+            files: FileAccess::Anywhere,
             gpu_profile: crate::cost::profiles::default_profile(),
             gpu_profile_chosen: false,
         }
     }
+}
+
+/// Where the file commands (`:load`, `:save`, `:export`) of a session may reach. What the
+/// learner types may name any file; a replayed script is someone else's, and may only touch
+/// files in its own folder (see `docs/security.md`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum FileAccess {
+    #[default]
+    Anywhere,
+    /// Relative paths inside this folder, without `..`.
+    Within(std::path::PathBuf),
 }
 
 /// Half of physical memory, or 4 GiB where it cannot be read.
@@ -101,6 +115,9 @@ pub(crate) struct LastLaunch {
     /// What ran and how, so `:why` can run it again exactly.
     pub spec: LaunchSpec,
     pub config: SimConfig,
+    /// Finding kinds an `expect finding` has acknowledged since the launch (a replayed script
+    /// fails on a finding nothing acknowledged, see [`Session::unacknowledged`]).
+    pub acknowledged: Vec<crate::finding::FindingKind>,
 }
 
 /// Where a check's run goes.
@@ -139,6 +156,10 @@ pub struct Session {
     pub(crate) history: Vec<String>,
     /// What was typed and what it printed (without colour), for `:export`.
     pub(crate) transcript: Vec<(String, String)>,
+    /// A yes/no question for the learner, and the input to run on yes (`:save` over an
+    /// existing file asks before writing over it); the REPL asks, elsewhere the message says
+    /// what to type instead.
+    question: Option<(String, String)>,
     /// Commands and state a layer above added (the lesson guide), see [`Extension`].
     extension: Option<Box<dyn Extension>>,
     typed: u32,
@@ -149,6 +170,21 @@ pub struct Session {
     pub(crate) refused: Vec<(String, Span)>,
     /// The scripts `:load` is running now, outermost first (one may not load itself).
     pub(crate) loading: Vec<std::path::PathBuf>,
+    /// `exit`, `quit`, `:q` and `:quit` leave: see [`Session::allow_quit`].
+    pub(crate) leave: Leave,
+}
+
+/// Whether leaving was asked for, and whether it may be: only input typed (or piped) into the
+/// prompt leaves. In a replayed script, a lesson, or a file run by `:load`, `exit` does nothing
+/// but say so, so a script always runs to its end.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Leave {
+    /// The driver leaves when asked (the REPL, piped stdin).
+    pub allowed: bool,
+    /// Inside `:load`: the file is a script.
+    pub loading: u32,
+    /// Asked for and allowed: the driver stops reading input.
+    pub asked: bool,
 }
 
 impl Session {
@@ -178,11 +214,34 @@ impl Session {
             history: Vec::new(),
             transcript: Vec::new(),
             extension: None,
+            question: None,
             typed: 0,
             launches: 0,
             refused: Vec::new(),
             loading: Vec::new(),
+            leave: Leave::default(),
         }
+    }
+
+    /// Let `exit`, `quit`, `:q` and `:quit` leave: for input typed at the prompt or piped in.
+    pub fn allow_quit(&mut self) {
+        self.leave.allowed = true;
+    }
+
+    /// An input asked to leave (and leaving is allowed): the driver stops reading input.
+    pub fn wants_to_quit(&self) -> bool {
+        self.leave.asked
+    }
+
+    /// `exit` or `:quit` (as `how`): leave when allowed, otherwise say why nothing happens.
+    pub(crate) fn quit(&mut self, how: &str, out: &mut dyn std::io::Write) -> std::io::Result<Status> {
+        if self.leave.allowed && self.leave.loading == 0 {
+            self.leave.asked = true;
+        } else {
+            let note = format!("`{how}` leaves the prompt; a script runs to its end, so here it does nothing");
+            writeln!(out, "{}", self.options.style.dim(&note))?;
+        }
+        Ok(Status::Ok)
     }
 
     pub fn style(&self) -> &Style {
@@ -214,6 +273,36 @@ impl Session {
     /// Every scalar, by name, in the order they were made.
     pub fn scalars(&self) -> &[(String, Value)] {
         &self.scalars
+    }
+
+    /// The kinds of finding the last launch had that no `expect finding` has acknowledged since,
+    /// with the launch's number (its [`Session::launch_count`] when it ran).
+    pub fn unacknowledged(&self) -> Option<(u64, Vec<crate::finding::FindingKind>)> {
+        let last = self.last.as_ref()?;
+        let mut kinds = Vec::new();
+        for k in last.report.findings.iter().map(|f| f.kind()) {
+            if !kinds.contains(&k) && !last.acknowledged.contains(&k) {
+                kinds.push(k);
+            }
+        }
+        Some((self.launches, kinds))
+    }
+
+    /// Count every finding of the last launch as acknowledged (a runner has reported them).
+    pub fn acknowledge_all(&mut self) {
+        if let Some(last) = self.last.as_mut() {
+            last.acknowledged = last.report.findings.iter().map(|f| f.kind()).collect();
+        }
+    }
+
+    /// Ask the learner `question`; on yes, the REPL runs `then`.
+    pub(crate) fn ask(&mut self, question: String, then: String) {
+        self.question = Some((question, then));
+    }
+
+    /// The question a command left for the learner, with the input to run on yes.
+    pub fn take_question(&mut self) -> Option<(String, String)> {
+        self.question.take()
     }
 
     /// How many launches ran to a report in this session (not counting the views' runs).
@@ -374,6 +463,23 @@ mod tests {
         s.reset();
         let mut out = Vec::new();
         assert_eq!(s.eval_text("t.gridlab", "HALF\n", false, &mut out).unwrap(), Status::Error);
+    }
+
+    #[test]
+    fn a_failed_expect_wraps_between_words() {
+        let mut s = small_session();
+        s.options.style.width = 60;
+        let mut out = Vec::new();
+        let status = s.eval_text("t.gridlab", "let a = arange(40) + 1000\nexpect a == 0\n", false, &mut out).unwrap();
+        assert_eq!(status, Status::ExpectFailed);
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.starts_with("expect failed: 40 of 40 elements differ: a[0] = 1000\n"), "{out}");
+        for line in out.lines() {
+            assert!(line.chars().count() <= 60, "{line:?} in\n{out}");
+            assert!(!line.trim_start().starts_with("cted") && !line.ends_with("(expe"), "{out}");
+        }
+        // Continuation lines line up under the message.
+        assert!(out.lines().nth(1).unwrap().starts_with(&" ".repeat("expect failed: ".len())), "{out}");
     }
 
     #[test]

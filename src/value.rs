@@ -17,18 +17,26 @@ pub enum Value {
     Float(f64),
     Bool(bool),
     Array(ArrayValue),
+    /// A launch size, `dim3(16, 16)` (missing dimensions are 1), usable as a grid or a block.
+    Dim3([u32; 3]),
 }
 
 impl Value {
-    /// `int`, `float`, `bool`, `f32[1024]`, `bool[3, 4]`.
+    /// `int`, `float`, `bool`, `dim3`, `f32[1024]`, `bool[3, 4]`.
     pub fn type_name(&self) -> String {
         match self {
             Value::Int(_) => "int".into(),
             Value::Float(_) => "float".into(),
             Value::Bool(_) => "bool".into(),
             Value::Array(a) => a.type_name(),
+            Value::Dim3(_) => "dim3".into(),
         }
     }
+}
+
+/// `dim3(16, 16, 1)`, as CUDA would print its three fields.
+pub fn format_dim3(d: [u32; 3]) -> String {
+    format!("dim3({}, {}, {})", d[0], d[1], d[2])
 }
 
 /// The elements of an array.

@@ -110,6 +110,25 @@ pub fn lex(source: SourceId, text: &str) -> Result<Vec<Token>, Diagnostic> {
     }
 }
 
+/// Why gridlab refuses an `#include` (given what follows the word), or `None` for a header of
+/// CUDA's or C's (`<cuda_fp16.h>`, `<cstdio>`), which resolve in CUDA's include folder only. A
+/// quoted name, an absolute path or `..` would make the GPU's compiler read a file of the
+/// learner's machine (and show it in its errors): a course must never reach those.
+pub fn include_refusal(rest: &str) -> Option<&'static str> {
+    let rest = rest.split("//").next().unwrap_or("").trim();
+    if rest.starts_with('"') {
+        return Some("a quoted name is a file of yours, and gridlab reads no files");
+    }
+    let Some(name) = rest.strip_prefix('<').and_then(|r| r.strip_suffix('>')) else {
+        return Some("write a header's name as `<name.h>`");
+    };
+    let name = name.trim();
+    if name.is_empty() || name.starts_with('/') || name.contains("..") || name.contains('\\') || name.contains(':') {
+        return Some("only CUDA's and C's own headers may be included, by name");
+    }
+    None
+}
+
 impl Lexer<'_> {
     fn span(&self, lo: usize, hi: usize) -> Span {
         Span::new(self.source, lo, hi)
@@ -199,7 +218,21 @@ impl Lexer<'_> {
         }
         let word = self.text[name_lo..self.pos].to_string();
         match word.as_str() {
-            "include" | "pragma" => {
+            "include" => {
+                let rest_lo = self.pos;
+                self.skip_rest_of_line();
+                let rest = self.text[rest_lo..self.pos].trim();
+                if let Some(why) = include_refusal(rest) {
+                    return Err(Diagnostic::error(format!("`#include {rest}` is refused: {why}"))
+                        .at(self.span(start, self.pos))
+                        .label("gridlab reads no files")
+                        .help("paste the code you need into the prompt; CUDA's own headers (`#include <cuda_fp16.h>`) are fine"));
+                }
+                // CUDA's and C's headers: what they declare, the simulator knows; the GPU's
+                // compiler reads them from CUDA's include folder.
+                Ok(Token { tok: Tok::Directive(Directive::Ignored), span: self.span(start, self.pos) })
+            }
+            "pragma" => {
                 self.skip_rest_of_line();
                 Ok(Token { tok: Tok::Directive(Directive::Ignored), span: self.span(start, self.pos) })
             }

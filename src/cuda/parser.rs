@@ -580,12 +580,47 @@ impl Parser<'_> {
             _ => None,
         };
         let mut array_dims = 0;
+        // The text of each `[...]`, for the message about 2-D arrays.
+        let mut sizes: Vec<String> = Vec::new();
         while self.eat("[") {
+            let mut size = String::new();
             while !self.is("]") && self.peek().is_some() {
+                match self.peek() {
+                    Some(Tok::Ident(w)) => size.push_str(w),
+                    Some(Tok::Int(v, _)) => size.push_str(&v.to_string()),
+                    Some(Tok::Punct(p)) => size.push_str(p),
+                    _ => size.push('?'),
+                }
                 self.pos += 1;
             }
             self.expect("]")?;
             array_dims += 1;
+            sizes.push(size);
+        }
+        if array_dims >= 2 {
+            // `float A[N][N]` is a pointer to rows of N floats in C; gridlab's buffers, 2-D ones
+            // included, reach a kernel as one flat pointer, so say how to index that.
+            let (pname, elem) =
+                (name.as_ref().map_or("a", |(n, _)| n.as_str()), ty.base.map_or("void", |b| b.c_name()));
+            let star = if ty.ptrs.is_empty() { String::new() } else { "*".repeat(ty.ptrs.len()) };
+            let dims: String = sizes.iter().map(|d| format!("[{d}]")).collect();
+            // `A[row * N + col]`; `A[(i * N + j) * M + k]` for three dimensions.
+            let vars: &[&str] = if array_dims == 2 { &["row", "col"] } else { &["i", "j", "k", "l", "m"] };
+            let mut index = vars[0].to_string();
+            for (k, d) in sizes.iter().enumerate().skip(1) {
+                let d = if d.is_empty() { "size" } else { d.as_str() };
+                let v = vars.get(k).copied().unwrap_or("x");
+                index = if k == 1 { format!("{index} * {d} + {v}") } else { format!("({index}) * {d} + {v}") };
+            }
+            let index = format!("{pname}[{index}]");
+            return Err(Diagnostic::error(format!(
+                "`{elem} {star}{pname}{dims}` is a {array_dims}-D array parameter, which gridlab cannot pass"
+            ))
+            .at(start.to(self.prev_span()))
+            .label("a pointer to rows, in C")
+            .help(format!(
+                "buffers reach a kernel as flat pointers, a 2-D buffer row after row: declare `{elem} {star}*{pname}` and index it as `{index}`"
+            )));
         }
         if self.is("=") {
             return Err(Diagnostic::error("default arguments are not supported")

@@ -523,7 +523,6 @@ fn self_referential_macros_terminate() {
 fn the_rest_of_the_subset_checks() {
     let m = module(
         r#"#include <cstdio>
-#include "helpers.h"
 /* a block comment
    over lines */
 __device__ int hits = 5;
@@ -769,4 +768,18 @@ fn cooperative_groups_at_block_and_tile_level_read_as_built_ins() {
 fn constexpr_locals_are_const() {
     module("__global__ void k(int *a) { constexpr int N = 4; a[0] = N; }");
     assert!(errors("__global__ void k(int *a) { constexpr int N = 4; N = 5; }").contains("error"));
+}
+
+/// gridlab reads no files: a quoted `#include`, an absolute path or `..` is refused on both
+/// backends (the GPU's compiler would read the file and quote it in its errors); CUDA's and C's
+/// own headers are fine.
+#[test]
+fn includes_that_would_read_a_file_are_refused() {
+    for line in ["#include \"helpers.h\"", "#include </etc/passwd>", "#include <../../secret.h>", "#include HEADER"] {
+        let e = errors(&format!("{line}\n__global__ void k(float *a) {{ a[0] = 1; }}\n"));
+        assert!(e.contains("is refused"), "{line}: {e}");
+    }
+    module(
+        "#include <cuda_fp16.h>\n#include <cstdio>\n#include <cooperative_groups.h>\n__global__ void k(float *a) { a[0] = 1; }\n",
+    );
 }

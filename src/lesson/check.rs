@@ -42,6 +42,15 @@ impl Outcome {
     }
 }
 
+impl Failure {
+    /// `with n = 1000, on sim seed 2`: the configuration and run that broke; empty for a check
+    /// that could not start (no kernel yet, a check that cannot be read).
+    pub fn place(&self) -> String {
+        let with = self.config.as_ref().map(|c| format!("with {c}, ")).unwrap_or_default();
+        if self.run.is_empty() { with.trim_end_matches(", ").to_string() } else { format!("{with}on {}", self.run) }
+    }
+}
+
 /// What broke, and where.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
@@ -71,6 +80,8 @@ fn label(run: RunOn) -> String {
 struct Planned {
     input: Input,
     launch: bool,
+    /// The kernel it launches (for a launch).
+    kernel: Option<String>,
     expected: Vec<FindingKind>,
 }
 
@@ -89,13 +100,17 @@ fn plan(path: &str, check: &Check) -> Result<Vec<Planned>, Box<Failure>> {
     for mut input in inputs {
         input.line += check.body.line - 1;
         let stmt = (input.kind == InputKind::Statement).then(|| script::parse_statement(0, &input.text).ok()).flatten();
-        let launch = matches!(stmt.as_ref().map(|s| &s.kind), Some(StmtKind::Launch(_) | StmtKind::Cost { .. }));
+        let kernel = match stmt.as_ref().map(|s| &s.kind) {
+            Some(StmtKind::Launch(l) | StmtKind::Cost { launch: l, .. }) => Some(l.kernel.clone()),
+            _ => None,
+        };
+        let launch = kernel.is_some();
         if let Some(StmtKind::Expect(Expect::Finding(kind, _))) = stmt.map(|s| s.kind)
             && let Some(last) = planned.iter_mut().rev().find(|p| p.launch)
         {
             last.expected.push(kind);
         }
-        planned.push(Planned { input, launch, expected: Vec::new() });
+        planned.push(Planned { input, launch, kernel, expected: Vec::new() });
     }
     Ok(planned)
 }
@@ -116,6 +131,10 @@ pub fn run(session: &mut Session, path: &str, check: &Check) -> io::Result<Outco
             return Ok(outcome);
         }
     };
+    if let Some(f) = missing_kernel(session, path, check, &planned) {
+        outcome.failure = Some(f);
+        return Ok(outcome);
+    }
     let width = session.style().width;
     let saved = session.save_state();
     // Plain, and narrower: a failure shows the output indented under its statement.
@@ -134,6 +153,33 @@ pub fn run(session: &mut Session, path: &str, check: &Check) -> io::Result<Outco
     session.restore_state(saved);
     outcome.failure = result?;
     Ok(outcome)
+}
+
+/// A kernel the check launches that the learner has not defined: say so with the exercise's own
+/// signature, before running anything (every run would fail the same way).
+fn missing_kernel(session: &Session, path: &str, check: &Check, planned: &[Planned]) -> Option<Failure> {
+    let module = session.module();
+    let defined = |name: &str| {
+        module.kernel(name).is_some() || module.gpu_only_kernel(name).is_some() || module.template(name).is_some()
+    };
+    let (p, name) = planned.iter().find_map(|p| Some((p, p.kernel.as_deref().filter(|k| !defined(k))?)))?;
+    let wanted = match check.kernels.iter().find(|(k, _)| k == name) {
+        Some((_, sig)) => format!("the exercise asks for `{sig} {{ ... }}`"),
+        None => format!("the exercise asks for a kernel `{name}`"),
+    };
+    let kernels = module.kernel_names();
+    let yours = match crate::diag::suggest::closest(name, kernels.iter().copied()) {
+        Some(close) => format!(" (you defined `{close}`: the check launches `{name}`)"),
+        None => String::new(),
+    };
+    Some(Failure {
+        config: None,
+        run: String::new(),
+        at: format!("{path}:{}", p.input.line),
+        input: String::new(),
+        output: String::new(),
+        why: format!("there is no kernel `{name}` yet{yours}: {wanted}; define it, then `:check` again"),
+    })
 }
 
 fn one_run(
@@ -210,9 +256,11 @@ pub fn write(out: &mut dyn Write, outcome: &Outcome, style: &Style) -> io::Resul
             let text = format!("{configs}, each {runs}: right results, no findings");
             writeln!(out, "{} {}", style.ok("✓ passed:"), crate::diag::wrap(&text, style.width, 2))
         }
+        Some(f) if f.run.is_empty() && f.input.is_empty() => {
+            writeln!(out, "{} {}", style.error("✗ not yet:"), crate::diag::wrap(&f.why, style.width, 2))
+        }
         Some(f) => {
-            let with = f.config.as_ref().map(|c| format!("with {c}, ")).unwrap_or_default();
-            writeln!(out, "{} {with}on {}:", style.error("✗ not yet:"), f.run)?;
+            writeln!(out, "{} {}:", style.error("✗ not yet:"), f.place())?;
             writeln!(out, "{}", style.dim(&format!("  at {}", f.at)))?;
             for (i, line) in f.input.lines().enumerate() {
                 writeln!(out, "  {}{line}", if i == 0 { ">>> " } else { "... " })?;

@@ -47,6 +47,16 @@ impl Course {
         let mut files = Vec::new();
         for entry in entries {
             let path = entry.map_err(|e| whole(format!("cannot read the course folder: {e}")))?.path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let numbered = name.starts_with(|c: char| c.is_ascii_digit());
+            if path.is_file() && name.ends_with(".md") && numbered && !is_lesson_file(&path) {
+                // Numbered like a lesson but not named like one: it would silently drop out.
+                return Err(vec![LessonError {
+                    path: path.display().to_string(),
+                    line: 0,
+                    message: "not read as a lesson: a lesson's file is named NN-slug.md, two digits and lower-case words joined by `-` (e.g. `03-stencil.md`); rename it".into(),
+                }]);
+            }
             if path.is_file() && path.extension().is_some_and(|e| e == "md") && is_lesson_file(&path) {
                 let shown = path.display().to_string();
                 let text = crate::script::input::read_script(&path).map_err(|e| {
@@ -158,6 +168,19 @@ mod tests {
             assert_eq!(*text, on_disk);
         }
         Course::builtin().unwrap();
+    }
+
+    #[test]
+    fn a_numbered_file_not_named_like_a_lesson_is_an_error_not_a_missing_lesson() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["01-fill.md", "02-guard.md"] {
+            std::fs::copy(fixture().join(name), dir.path().join(name)).unwrap();
+        }
+        std::fs::write(dir.path().join("README.md"), "# notes, not a lesson\n").unwrap();
+        assert!(Course::load(dir.path()).is_ok(), "README.md is not a lesson, and that is fine");
+        std::fs::write(dir.path().join("3-Stencil.md"), "+++\n").unwrap();
+        let e = Course::load(dir.path()).unwrap_err();
+        assert!(e[0].path.ends_with("3-Stencil.md") && e[0].message.contains("NN-slug.md"), "{e:?}");
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! run like any other. It talks to the editor through two small hand-offs the REPL picks up
 //! after each input: a *suggestion* (text to put in the editor: the step's next statement, a
 //! starter, a solution) and a *question* (`:solution` asks before it gives the answer away).
+//! The REPL reports every input back ([`Guide::input_ran`]), so the step's next input follows
+//! whatever the learner ran, `:` commands included.
 //!
 //! In a demo (`gridlab demo ID`), a step is shown a piece at a time: each Enter on an empty
 //! line shows the next paragraph or puts the next statement in the editor.
@@ -17,7 +19,7 @@ use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
 use super::progress::{Progress, Store};
 use super::{Course, Lesson, Part, check, prose};
-use crate::render::Style;
+use crate::render::{self, Style};
 use crate::script;
 use crate::session::command::CommandSpec;
 use crate::session::{Extension, Session, Status};
@@ -40,8 +42,14 @@ pub struct Guide {
     queue: VecDeque<(String, bool)>,
     /// Text for the editor, taken by the REPL.
     suggestion: Option<String>,
-    /// The input last offered is meant to be refused: its error still moves the step on.
-    offered_refused: bool,
+    /// The input offered last and not run yet, with whether it is meant to be refused (its
+    /// error still moves the step on). A `:` command of the learner's own puts it back.
+    offered: Option<(String, bool)>,
+    /// The step said it is done (or, showing no input, what `:next` does).
+    said_done: bool,
+    /// On an exercise step (lesson, step): the learner's last CUDA input that ran, their
+    /// answer once the check passes.
+    draft: Option<(usize, usize, String)>,
     question: Option<Question>,
     /// In a demo: the parts of the step not shown yet.
     pending_parts: VecDeque<Part>,
@@ -81,7 +89,9 @@ impl Guide {
             demo,
             queue: VecDeque::new(),
             suggestion: None,
-            offered_refused: false,
+            offered: None,
+            said_done: false,
+            draft: None,
             question: None,
             pending_parts: VecDeque::new(),
             hints_shown: 0,
@@ -142,19 +152,70 @@ impl Guide {
         self.question.take()
     }
 
-    /// After the learner ran an input that was not a `:` command: the suggestion was used (as
-    /// offered or changed), so offer the next one. An input that failed keeps the step where it
-    /// is (the learner fixes it from history), unless failing was the point.
-    pub fn input_ran(&mut self, failed: bool) {
-        if !self.demo && (!failed || self.offered_refused) {
-            self.offer_next();
+    /// After every input the learner ran (`text`), before the next prompt:
+    /// - a command that put something in the editor itself (`:next`, `:solution`) has its way;
+    /// - any other `:` command of the learner's own puts the offered input back in the editor;
+    /// - a statement, kernel, or the offered `:` command used the offer (as offered or changed),
+    ///   so the next input is offered, and when there is none the step says it is done. An input
+    ///   that failed keeps the step where it is (the learner fixes it from history), unless
+    ///   failing was the point.
+    pub fn input_ran(&mut self, text: &str, failed: bool, out: &mut dyn Write, style: &Style) -> io::Result<()> {
+        if self.suggestion.is_some() {
+            return Ok(());
         }
+        let was_offered = self.offered.as_ref().is_some_and(|(offered, _)| offered.trim() == text.trim());
+        if text.trim_start().starts_with(':') && !was_offered {
+            self.suggestion = self.offered.as_ref().map(|(offered, _)| offered.clone());
+            return Ok(());
+        }
+        if !failed && self.current().steps[self.step].exercise().is_some() && has_cuda(text) {
+            self.draft = Some((self.lesson, self.step, text.trim_end().to_string()));
+        }
+        let refused = self.offered.as_ref().is_some_and(|(_, refused)| *refused);
+        if failed && !refused {
+            self.offered = None;
+            return Ok(());
+        }
+        if self.demo {
+            // A presentation moves on with Enter on an empty line.
+            self.offered = None;
+            return Ok(());
+        }
+        self.offer_next();
+        if self.suggestion.is_none() && !self.said_done && !self.exercise_open() {
+            self.said_done = true;
+            writeln!(out, "{}", style.ok(&render::prose(&self.done_line(), style)))?;
+        }
+        Ok(())
     }
 
     fn offer_next(&mut self) {
-        let next = self.queue.pop_front();
-        self.offered_refused = next.as_ref().is_some_and(|(_, refused)| *refused);
-        self.suggestion = next.map(|(text, _)| text);
+        self.offered = self.queue.pop_front();
+        self.suggestion = self.offered.as_ref().map(|(text, _)| text.clone());
+    }
+
+    /// The step has an exercise not solved yet: it is done when `:check` passes.
+    fn exercise_open(&self) -> bool {
+        self.current().steps[self.step].exercise().is_some() && !self.solved(self.step)
+    }
+
+    /// The step is done, and what `:next` does from here: "Step 2 of 4 is done: `:next` goes
+    /// on to step 3 (Title)."
+    fn done_line(&self) -> String {
+        let lesson = self.current();
+        let done = format!("Step {} of {} is done", self.step + 1, lesson.steps.len());
+        if let Some(step) = lesson.steps.get(self.step + 1) {
+            format!("{done}: `:next` goes on to step {} ({}).", self.step + 2, step.title)
+        } else if let Some(next) = self.course.lessons.get(self.lesson + 1) {
+            format!(
+                "{done}, the last of lesson {}: `:next` opens lesson {} ({}).",
+                lesson.number,
+                next.number,
+                next.title()
+            )
+        } else {
+            format!("{done}, the last of the course: well done. `:lessons` shows the course.")
+        }
     }
 
     fn save(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
@@ -187,8 +248,8 @@ impl Guide {
         writeln!(out)?;
         if self.step == 0 || self.fresh {
             let title = format!("Lesson {} of {}: {}", lesson.number, self.course.lessons.len(), lesson.title());
-            writeln!(out, "{}", style.bold(&style.accent(&title)))?;
-            writeln!(out, "{}", style.dim(&lesson.meta.summary))?;
+            writeln!(out, "{}", style.bold(&style.accent(&render::prose(&title, style))))?;
+            writeln!(out, "{}", style.dim(&render::prose(&lesson.meta.summary, style)))?;
             if self.step == 0 && !lesson.intro.trim().is_empty() {
                 writeln!(out)?;
                 prose::write_markdown(out, &lesson.intro, style)?;
@@ -196,9 +257,12 @@ impl Guide {
             writeln!(out)?;
         }
         self.fresh = false;
-        let head = format!("── Step {} of {}: {} ", self.step + 1, lesson.steps.len(), step.title);
-        let fill = style.width.saturating_sub(head.chars().count()).min(20);
-        writeln!(out, "{}", style.bold(&format!("{head}{}", "─".repeat(fill))))?;
+        // A title too long for the line wraps at a space, never mid-word.
+        let head =
+            render::prose(&format!("── Step {} of {}: {}", self.step + 1, lesson.steps.len(), step.title), style);
+        let last = head.lines().last().map_or(0, |l| l.chars().count());
+        let fill = style.width.saturating_sub(last + 1).min(20);
+        writeln!(out, "{}", style.bold(&format!("{head} {}", "─".repeat(fill))))?;
         self.queue.clear();
         self.pending_parts = step.parts.iter().cloned().collect();
         if self.demo {
@@ -209,11 +273,13 @@ impl Guide {
             self.show_part(&part, out, style)?;
         }
         self.offer_next();
-        if self.suggestion.is_some() {
-            writeln!(out, "{}", style.dim("(the next input is in your editor: Enter runs it; change it first if you like, or Ctrl-C clears it)"))?;
+        self.said_done = self.suggestion.is_none();
+        let note = if self.suggestion.is_some() {
+            "(the next input is in your editor: Enter runs it; change it first if you like, or Ctrl-C clears it)"
         } else {
-            writeln!(out, "{}", style.dim(self.end_of_step_hint()))?;
-        }
+            self.end_of_step_hint()
+        };
+        writeln!(out, "{}", style.dim(&render::prose(note, style)))?;
         Ok(())
     }
 
@@ -273,11 +339,17 @@ impl Guide {
                     };
                     format!("{hints}:check when ready, :solution to see one")
                 };
-                writeln!(out, "{} {}", style.warn("└"), style.dim(&tail))?;
+                writeln!(out, "{} {}", style.warn("└"), style.dim(&crate::diag::wrap(&tail, style.width, 2)))?;
                 writeln!(out)?;
-                let starter = ex.starter.as_ref().map(|s| s.text.trim_end().to_string()).unwrap_or_default();
-                if !starter.is_empty() {
-                    self.queue.push_back((starter, false));
+                // A solved exercise gets the learner's own answer back, never the starter that
+                // would undo it; without one (solved before answers were kept), nothing.
+                let code = if solved {
+                    self.answer(self.step).map(str::to_string)
+                } else {
+                    ex.starter.as_ref().map(|s| s.text.trim_end().to_string())
+                };
+                if let Some(code) = code.filter(|c| !c.is_empty()) {
+                    self.queue.push_back((code, false));
                 }
             }
         }
@@ -305,6 +377,11 @@ impl Guide {
         self.progress.lesson(&self.current().id).is_some_and(|l| l.solved.contains(&step))
     }
 
+    /// The learner's answer to the exercise of `step`, kept when its check passed.
+    fn answer(&self, step: usize) -> Option<&str> {
+        self.progress.lesson(&self.current().id)?.answer(step)
+    }
+
     pub fn next(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
         if self.step + 1 < self.current().steps.len() {
             self.step += 1;
@@ -315,7 +392,10 @@ impl Guide {
             writeln!(
                 out,
                 "{}",
-                style.ok("That was the last step of the last lesson: well done. `:lessons` shows the course.")
+                style.ok(&render::prose(
+                    "That was the last step of the last lesson: well done. `:lessons` shows the course.",
+                    style
+                ))
             )?;
             return Ok(());
         }
@@ -372,15 +452,17 @@ impl Guide {
         }
         writeln!(out, "{}", style.bold("A solution (it is in your editor: Enter defines it, then :check):"))?;
         prose::write_markdown(out, &format!("```cuda\n{}```", ex.solution.text), style)?;
-        self.suggestion = Some(ex.solution.text.trim_end().to_string());
-        self.offered_refused = false;
+        self.offered = Some((ex.solution.text.trim_end().to_string(), false));
+        self.suggestion = self.offered.as_ref().map(|(text, _)| text.clone());
         Ok(Status::Ok)
     }
 
     /// Record a passed check.
     fn solved_now(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
         let id = self.current().id.clone();
-        self.progress.solve(&id, self.step);
+        let draft = self.draft.as_ref().filter(|(l, s, _)| (*l, *s) == (self.lesson, self.step));
+        let answer = draft.map(|(_, _, code)| code.clone());
+        self.progress.solve(&id, self.step, answer);
         self.save(out, style)
     }
 
@@ -388,6 +470,11 @@ impl Guide {
     pub fn write_lessons(&self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
         write_course(out, &self.course, &self.progress, Some(self.lesson), style)
     }
+}
+
+/// Whether `text` defines a kernel or function (an exercise's answer is CUDA).
+fn has_cuda(text: &str) -> bool {
+    script::split_inputs(text).is_ok_and(|inputs| inputs.iter().any(|i| i.kind == script::InputKind::Cuda))
 }
 
 /// The course table of `:lessons` and `gridlab lessons`.
@@ -697,4 +784,92 @@ pub fn cmd_check(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Res
             Ok(Status::ExpectFailed)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// The fixture course's lesson `lesson`, opened in a guide that keeps progress in `dir`.
+    fn guide(dir: &Path, lesson: usize) -> (Guide, Style) {
+        let course = Course::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/course")).unwrap();
+        let (guide, _) = Guide::open(course, Store::at(dir.join("p.toml")), lesson, false);
+        (guide, Style { color: false, width: 80, big: false })
+    }
+
+    fn ran(g: &mut Guide, text: &str, failed: bool, style: &Style) -> String {
+        let mut out = Vec::new();
+        g.input_ran(text, failed, &mut out, style).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_next_input_follows_every_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut g, style) = guide(dir.path(), 1);
+        g.show(&mut Vec::new(), &style).unwrap();
+        let kernel = g.take_suggestion().unwrap();
+        assert!(kernel.starts_with("__global__ void total("), "{kernel}");
+        // A command of the learner's own: the kernel goes back in the editor.
+        ran(&mut g, ":lesson", false, &style);
+        assert_eq!(g.take_suggestion().as_deref(), Some(kernel.as_str()));
+        ran(&mut g, &kernel, false, &style);
+        // The step's own command is offered, and running it offers the statement after it.
+        assert_eq!(g.take_suggestion().as_deref(), Some(":backend sim"));
+        ran(&mut g, ":backend sim", false, &style);
+        assert_eq!(g.take_suggestion().as_deref(), Some("let x = ones(64)"));
+        // A statement that fails keeps the step where it is, and leaves the editor to the
+        // learner (the fix comes from history), commands of theirs included.
+        ran(&mut g, "let x = ones(6", true, &style);
+        assert_eq!(g.take_suggestion(), None);
+        ran(&mut g, ":buffers", false, &style);
+        assert_eq!(g.take_suggestion(), None);
+        ran(&mut g, "let x = ones(64)", false, &style);
+        assert_eq!(g.take_suggestion().as_deref(), Some("let s = zeros(1)"));
+        ran(&mut g, "let s = zeros(1)", false, &style);
+        assert_eq!(g.take_suggestion().as_deref(), Some("total<<<2, 32>>>(x, s, len(x))"));
+        ran(&mut g, "total<<<2, 32>>>(x, s, len(x))", false, &style);
+        assert_eq!(g.take_suggestion().as_deref(), Some("expect finding race"));
+        // The last input: the step says it is done, once.
+        let said = ran(&mut g, "expect finding race", false, &style);
+        assert_eq!(said, "Step 1 of 2 is done: `:next` goes on to step 2 (Make it atomic).\n");
+        assert_eq!(g.take_suggestion(), None);
+        assert_eq!(ran(&mut g, "x", false, &style), "");
+        assert_eq!(ran(&mut g, ":buffers", false, &style), "");
+        assert_eq!(g.take_suggestion(), None);
+    }
+
+    #[test]
+    fn a_solved_exercise_offers_the_learners_answer_and_no_starter() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut g, style) = guide(dir.path(), 0);
+        g.step = 1;
+        g.show(&mut Vec::new(), &style).unwrap();
+        let starter = g.take_suggestion().unwrap();
+        assert!(starter.contains("int i = threadIdx.x;"), "{starter}");
+        let answer = "__global__ void twice(float *a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; \
+                      if (i < n) a[i] += a[i]; }";
+        ran(&mut g, answer, false, &style);
+        ran(&mut g, "let a = arange(4)", false, &style);
+        g.solved_now(&mut Vec::new(), &style).unwrap();
+        // Shown again (`:back` then `:next`, or `:step`): the answer, not the starter.
+        g.show(&mut Vec::new(), &style).unwrap();
+        assert_eq!(g.take_suggestion().as_deref(), Some(answer));
+        // And in a new session, from the saved progress.
+        let (mut g, _) = guide(dir.path(), 0);
+        g.step = 1;
+        g.show(&mut Vec::new(), &style).unwrap();
+        assert_eq!(g.take_suggestion().as_deref(), Some(answer));
+        // Solved without a kept answer (progress from before answers were kept): nothing, as
+        // the starter would undo the solution.
+        let mut p = Progress::default();
+        p.solve(&g.current().id.clone(), 1, None);
+        Store::at(dir.path().join("p.toml")).save(&p).unwrap();
+        let (mut g, _) = guide(dir.path(), 0);
+        g.step = 1;
+        g.show(&mut Vec::new(), &style).unwrap();
+        assert_eq!(g.take_suggestion(), None);
+    }
 }

@@ -10,11 +10,20 @@
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use serde::Deserialize;
 
-use super::{Check, Code, Config, Exercise, Lesson, LessonError, Meta, Part, Step};
+use super::{Check, Code, Config, Exercise, Lesson, LessonError, Meta, Part, Shown, Step};
 use crate::script::{self, InputKind};
 
 /// The fenced-block tags gridlab gives a meaning to.
 const TAGS: [&str; 7] = ["cuda", "gridlab", "exercise", "starter", "check", "solution", "hint"];
+/// A block shown as prose is, and compared with what the block before it prints.
+const OUTPUT: &str = "output";
+
+/// Blocks shown as they are, never run: plain text and other languages. A tag close to one of
+/// [`TAGS`] but not one of these is taken for a typo.
+const SHOWN_LANGUAGES: &[&str] = &[
+    "text", "txt", "plain", "python", "py", "c", "cpp", "c++", "cu", "sh", "bash", "shell", "console", "toml", "json",
+    "yaml", "markdown", "md", "rust", "julia", "diff", "output",
+];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -178,13 +187,45 @@ impl Builder<'_> {
                     if title.trim().is_empty() {
                         return Err(self.err(line, "a step's `##` heading needs a title"));
                     }
-                    self.steps.push(Step { title: title.trim().to_string(), line, parts: Vec::new() });
+                    self.steps.push(Step {
+                        title: title.trim().to_string(),
+                        line,
+                        parts: Vec::new(),
+                        outputs: Vec::new(),
+                    });
                     cursor = range.end;
                 }
                 Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(info))) => {
                     let mut words = info.split_whitespace();
                     let tag = words.next().unwrap_or("").to_string();
+                    if tag == OUTPUT {
+                        // Shown as prose is; remembered to be compared.
+                        let fence_line = self.lines.line(range.start);
+                        let mut code = String::new();
+                        for (e, _) in events.by_ref() {
+                            match e {
+                                Event::End(TagEnd::CodeBlock) => break,
+                                Event::Text(t) => code.push_str(&t),
+                                _ => {}
+                            }
+                        }
+                        self.output(code, fence_line, depth)?;
+                        continue;
+                    }
                     if !TAGS.contains(&tag.as_str()) {
+                        // A block only to show (```text, ```python) is fine; a slip of a
+                        // gridlab tag (```hnit, ```soluton) would show the answer as plain text
+                        // or never run, and is refused.
+                        let shown_only = SHOWN_LANGUAGES.contains(&tag.to_ascii_lowercase().as_str());
+                        if !shown_only && let Some(meant) = crate::diag::suggest::closest(&tag, TAGS) {
+                            return Err(self.err(
+                                self.lines.line(range.start),
+                                format!(
+                                    "```{tag} is not a block gridlab knows: did you mean ```{meant}? (a block only \
+                                     to show, like ```text or ```python, takes a language's name)"
+                                ),
+                            ));
+                        }
                         continue;
                     }
                     let modifiers: Vec<String> = words.map(str::to_string).collect();
@@ -231,6 +272,36 @@ impl Builder<'_> {
         self.finish_step()
     }
 
+    /// An `output` block: it shows what the `cuda` or `gridlab` block before it in the step prints.
+    fn output(&mut self, text: String, fence_line: u32, depth: usize) -> Result<(), LessonError> {
+        if depth > 0 {
+            return Err(self.err(
+                fence_line,
+                "an `output` block inside a list or a quote is not compared: move it to the top level",
+            ));
+        }
+        let last_code = self.steps.last().and_then(|step| {
+            step.parts.iter().rev().find_map(|p| match p {
+                Part::Cuda(c) | Part::Gridlab(c) => Some(c.line),
+                _ => None,
+            })
+        });
+        // An exercise block since then would make the output the exercise's, which runs no block.
+        let after_exercise = self.exercise.as_ref().is_some_and(|ex| last_code.is_none_or(|l| ex.line > l));
+        let Some(after) = last_code.filter(|_| !after_exercise) else {
+            return Err(self.err(
+                fence_line,
+                "an `output` block shows what the `cuda` or `gridlab` block before it prints: put one before it in this step",
+            ));
+        };
+        if text.trim().is_empty() {
+            return Err(self.err(fence_line, "the `output` block is empty: copy in the lines the block above prints"));
+        }
+        let step = self.steps.last_mut().expect("a code part is in a step");
+        step.outputs.push(Shown { text, line: fence_line + 1, after });
+        Ok(())
+    }
+
     /// Markdown between runnable parts.
     fn prose(&mut self, md: &str) {
         if md.trim().is_empty() {
@@ -252,6 +323,9 @@ impl Builder<'_> {
                 format!("a `{tag}` block before the first step: start a step with a `## heading` above it"),
             ));
         };
+        if tag != "exercise" && tag != "hint" {
+            refuse_file_commands(self.path, &code)?;
+        }
         let slot = step.parts.len();
         match tag {
             "cuda" => step.parts.push(Part::Cuda(code)),
@@ -312,13 +386,36 @@ impl Builder<'_> {
         let missing = |what: &str| {
             self.err(ex.line, format!("the exercise has no `{what}` block: add one after it, in the same step"))
         };
-        let check = ex.check.ok_or_else(|| missing("check"))?;
+        let mut check = ex.check.ok_or_else(|| missing("check"))?;
         let solution = ex.solution.ok_or_else(|| missing("solution"))?;
+        check.kernels = kernel_signatures(&solution.text);
         let exercise = Exercise { task: ex.task, line: ex.line, starter: ex.starter, check, solution, hints: ex.hints };
         let step = self.steps.last_mut().expect("an exercise is only started inside a step");
         step.parts.insert(ex.slot.min(step.parts.len()), Part::Exercise(Box::new(exercise)));
         Ok(())
     }
+}
+
+/// Commands a lesson may not run: a course is someone else's, and the learner runs it on their
+/// own machine, so its blocks (shown, replayed in CI, or run hidden as a check) never read or
+/// write the learner's files. Refused when the lesson loads, at the line.
+const FILE_COMMANDS: &[&str] = &["load", "save", "export"];
+
+fn refuse_file_commands(path: &str, code: &Code) -> Result<(), LessonError> {
+    for (i, line) in code.text.lines().enumerate() {
+        let Some(rest) = line.trim_start().strip_prefix(':') else { continue };
+        let name = rest.split_whitespace().next().unwrap_or("");
+        if FILE_COMMANDS.contains(&name) {
+            return Err(LessonError {
+                path: path.to_string(),
+                line: code.line + i as u32,
+                message: format!(
+                    "a lesson may not run `:{name}`: lessons never read or write the learner's files; describe it in the prose instead (a ```text block shows it without running it)"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A check block: `config` lines, then statements (no CUDA: checks use the learner's kernels).
@@ -362,7 +459,21 @@ fn check(path: &str, code: Code) -> Result<Check, LessonError> {
             "a check block cannot define CUDA: it runs the learner's kernels (put helpers in a `cuda` block of the step)".into(),
         ));
     }
-    Ok(Check { configs, body: Code { text: body, line: code.line, refused: false } })
+    Ok(Check { configs, body: Code { text: body, line: code.line, refused: false }, kernels: Vec::new() })
+}
+
+/// The kernels `cuda` defines, with their signatures (none when it does not compile: `dev check`
+/// says so about a solution).
+fn kernel_signatures(cuda: &str) -> Vec<(String, String)> {
+    let mut module = crate::cuda::Module::new();
+    if module.add(0, cuda).is_err() {
+        return Vec::new();
+    }
+    module
+        .program()
+        .kernels()
+        .map(|f| (f.name.clone(), format!("__global__ void {}", crate::render::signature(f))))
+        .collect()
 }
 
 fn same_names(a: &Config, b: &Config) -> bool {
@@ -423,6 +534,7 @@ fn split_top_level(text: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lesson::Shown;
 
     const GOOD: &str = r#"+++
 title = "Bounds"
@@ -519,6 +631,35 @@ __global__ void add_half(float *a, int n) {
     }
 
     #[test]
+    fn output_blocks_are_shown_as_prose_and_kept_with_the_block_they_show() {
+        let text = "+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## s\n\n```gridlab\nlet n = 3\nn\n```\n\nIt prints:\n\n```output\nn = 3\n```\n\n```exercise\nWrite `k(float *a, int n)`.\n```\n\n```check\nlet a = zeros(4)\nk<<<1, 4>>>(a, 4)\n```\n\n```solution\n__global__ void k(float *a, int n) { }\n__global__ void other(int *b) { }\n```\n";
+        let l = parse("lessons/01-x.md", text).unwrap();
+        let s = &l.steps[0];
+        assert_eq!(s.outputs, vec![Shown { text: "n = 3\n".into(), line: 15, after: 8 }]);
+        assert!(matches!(&s.parts[1], Part::Prose(p) if p.contains("```output\nn = 3\n```")));
+        // The check knows the signatures the solution declares.
+        let ex = s.exercise().unwrap();
+        assert_eq!(
+            ex.check.kernels,
+            vec![
+                ("k".to_string(), "__global__ void k(float *a, int n)".to_string()),
+                ("other".to_string(), "__global__ void other(int *b)".to_string())
+            ]
+        );
+        let e = error_of("+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## s\n\n```output\n4\n```\n");
+        assert!(
+            e.starts_with(
+                "lessons/01-x.md:7: an `output` block shows what the `cuda` or `gridlab` block before it prints"
+            ),
+            "{e}"
+        );
+        let e = error_of(
+            "+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## s\n\n```gridlab\nlet n = 3\n```\n\n```output\n```\n",
+        );
+        assert!(e.contains(":11: the `output` block is empty"), "{e}");
+    }
+
+    #[test]
     fn errors_name_the_file_the_line_and_the_fix() {
         assert_eq!(
             error_of("# no front matter\n"),
@@ -582,6 +723,40 @@ __global__ void add_half(float *a, int n) {
         let e = error_of(&lesson("gridlab eror"));
         assert!(e.starts_with("lessons/01-x.md:6: `gridlab eror`: the only word"), "{e}");
         assert!(error_of(&lesson("solution error")).contains("the only word"));
+    }
+
+    #[test]
+    fn a_mistyped_block_tag_is_refused_and_a_language_is_shown() {
+        let head = "+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## one\n";
+        for (tag, meant) in [("hnit", "hint"), ("gridlb", "gridlab"), ("soluton", "solution"), ("chek", "check")] {
+            let e = error_of(&format!("{head}```{tag}\nx\n```\n"));
+            assert!(e.contains(&format!("```{tag} is not a block gridlab knows: did you mean ```{meant}?")), "{e}");
+            assert!(e.contains("01-x.md:6"), "names the line: {e}");
+        }
+        for tag in ["text", "python", "console", "cpp", "Python"] {
+            assert!(super::parse("lessons/01-x.md", &format!("{head}```{tag}\nx\n```\n")).is_ok(), "{tag}");
+        }
+    }
+
+    #[test]
+    fn lessons_may_not_touch_files() {
+        for (tag, cmd) in
+            [("gridlab", ":save /tmp/x.gridlab"), ("check", ":load ../../etc/passwd"), ("solution", "  :export out.md")]
+        {
+            let lesson = if tag == "gridlab" {
+                format!("+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## one\n```gridlab\nlet a = zeros(4)\n{cmd}\n```\n")
+            } else {
+                format!(
+                    "+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## one\n```exercise\ndo it\n```\n```{tag}\nlet a = zeros(4)\n{cmd}\n```\n"
+                )
+            };
+            let e = error_of(&lesson);
+            assert!(e.contains("a lesson may not run `:"), "{tag}: {e}");
+            assert!(e.contains(":8:") || e.contains(":11:"), "{tag}: names the line: {e}");
+        }
+        // In prose and in text blocks it is only words.
+        let ok = "+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## one\nType `:save my.gridlab`.\n```text\n:save my.gridlab\n```\n";
+        assert!(super::parse("lessons/01-x.md", ok).is_ok());
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Where the learner is in a course: the lesson and step to resume at, and what they solved.
+//! Where the learner is in a course: the lesson and step to resume at, what they solved, and
+//! their answers (what goes back in the editor when they return to a solved exercise).
 //!
 //! Kept as TOML in the platform's data folder (`$XDG_DATA_HOME/gridlab/progress/` on Linux), one
 //! file per course. Every save writes a temporary file beside it and renames it over the old one,
@@ -33,6 +34,22 @@ pub struct LessonProgress {
     /// Steps (0-based) whose exercise passed its check.
     #[serde(default)]
     pub solved: Vec<usize>,
+    /// The learner's code that passed each check, as they typed it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<Answer>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answer {
+    pub step: usize,
+    pub code: String,
+}
+
+impl LessonProgress {
+    /// The learner's answer to the exercise of `step`, if it was kept.
+    pub fn answer(&self, step: usize) -> Option<&str> {
+        self.answers.iter().find(|a| a.step == step).map(|a| a.code.as_str())
+    }
 }
 
 impl Progress {
@@ -48,11 +65,18 @@ impl Progress {
         l.seen = l.seen.max(step + 1);
     }
 
-    pub fn solve(&mut self, id: &str, step: usize) {
+    /// Note that the exercise of step `step` passed its check, with the learner's `answer`
+    /// (their code that passed, when known; a later answer replaces an earlier one).
+    pub fn solve(&mut self, id: &str, step: usize, answer: Option<String>) {
         let l = self.lessons.entry(id.to_string()).or_default();
         if !l.solved.contains(&step) {
             l.solved.push(step);
             l.solved.sort_unstable();
+        }
+        if let Some(code) = answer {
+            l.answers.retain(|a| a.step != step);
+            l.answers.push(Answer { step, code });
+            l.answers.sort_unstable_by_key(|a| a.step);
         }
     }
 }
@@ -215,8 +239,8 @@ mod tests {
         p.visit("01-a", 0);
         p.visit("01-a", 2);
         p.visit("01-a", 1);
-        p.solve("01-a", 2);
-        p.solve("01-a", 2);
+        p.solve("01-a", 2, None);
+        p.solve("01-a", 2, Some("__global__ void k() {\n}".into()));
         store.save(&p).unwrap();
         let (back, note) = store.load();
         assert_eq!(note, None);
@@ -225,6 +249,8 @@ mod tests {
         assert_eq!(back.step, 1);
         assert_eq!(back.lesson("01-a").unwrap().seen, 3);
         assert_eq!(back.lesson("01-a").unwrap().solved, [2]);
+        assert_eq!(back.lesson("01-a").unwrap().answer(2), Some("__global__ void k() {\n}"));
+        assert_eq!(back.lesson("01-a").unwrap().answer(1), None);
         // No temporary file is left behind.
         assert_eq!(std::fs::read_dir(dir.path().join("sub")).unwrap().count(), 1);
         assert!(store.reset().unwrap());

@@ -1,12 +1,17 @@
-//! Markdown for the terminal: headings, emphasis, inline code, lists, quotes and code blocks
-//! (CUDA and gridlab highlighted as at the prompt), wrapped to the terminal's width.
+//! Markdown for the terminal: headings, emphasis, inline code, lists, quotes, tables and code
+//! blocks (CUDA and gridlab highlighted as at the prompt), wrapped to the terminal's width.
+//!
+//! Lines break only between words: punctuation stays with the word before it (never a `.` alone
+//! at the start of a line), and inline code wider than a whole line breaks at its own spaces
+//! rather than where the terminal would cut it. Code blocks are never wrapped.
 //!
 //! Without colour, the Markdown marks that carry meaning stay visible (`code` keeps its
 //! backticks), so a plain transcript still reads as the author meant.
 
 use std::io::{self, Write};
 
-use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use comfy_table::{Attribute, Cell, CellAlignment, Color, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 use crate::render::Style;
 use crate::render::style::token;
@@ -41,8 +46,36 @@ struct Writer<'a> {
     space: bool,
 }
 
+/// A Markdown table being read: its rows of cells, the first row the header.
+#[derive(Default)]
+struct TableText {
+    alignments: Vec<Alignment>,
+    rows: Vec<Vec<CellText>>,
+}
+
+/// One cell: its text, and whether all of it is inline code (coloured as code).
+#[derive(Default)]
+struct CellText {
+    text: String,
+    code: bool,
+}
+
+impl CellText {
+    fn push(&mut self, piece: &str, code: bool) {
+        if self.text.is_empty() {
+            self.code = code;
+        } else if !code {
+            self.code = false;
+        }
+        self.text.push_str(piece);
+    }
+}
+
 /// Render `md` to `out`.
 pub fn write_markdown(out: &mut dyn Write, md: &str, style: &Style) -> io::Result<()> {
+    // A lesson is someone else's text: escape sequences in it are shown, never obeyed.
+    let md = crate::diag::printable(md);
+    let md = md.as_ref();
     let mut w = Writer {
         out,
         style,
@@ -58,7 +91,17 @@ pub fn write_markdown(out: &mut dyn Write, md: &str, style: &Style) -> io::Resul
         space: false,
     };
     let mut code: Option<(String, String)> = None;
+    let mut table: Option<TableText> = None;
     for event in Parser::new_ext(md, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH) {
+        if let Some(t) = table.as_mut() {
+            if let Event::End(TagEnd::Table) = event {
+                let t = table.take().unwrap_or_default();
+                w.table(&t)?;
+            } else {
+                t.read(event, w.style.color);
+            }
+            continue;
+        }
         if let Some((lang, text)) = code.as_mut() {
             match event {
                 Event::Text(t) => text.push_str(&t),
@@ -133,6 +176,11 @@ pub fn write_markdown(out: &mut dyn Write, md: &str, style: &Style) -> io::Resul
                 };
                 code = Some((lang, String::new()));
             }
+            Event::Start(Tag::Table(alignments)) => {
+                w.flush_paragraph()?;
+                w.block_start()?;
+                table = Some(TableText { alignments, rows: Vec::new() });
+            }
             Event::Start(Tag::Emphasis) => w.italic += 1,
             Event::End(TagEnd::Emphasis) => w.italic -= 1,
             Event::Start(Tag::Strong) => w.bold += 1,
@@ -141,17 +189,12 @@ pub fn write_markdown(out: &mut dyn Write, md: &str, style: &Style) -> io::Resul
             Event::End(TagEnd::Link) => {
                 if let Some(url) = w.link.pop() {
                     let shown = w.style.dim(&format!("({url})"));
+                    // Punctuation right after the link stays glued to it.
                     w.push_word(shown, url.chars().count() + 2, false);
-                    w.space = true;
                 }
             }
             Event::Text(t) => w.text(&t),
-            Event::Code(t) => {
-                let shown = if w.style.color { w.style.accent(&t) } else { format!("`{t}`") };
-                let width = t.chars().count() + if w.style.color { 0 } else { 2 };
-                let glued = !w.space;
-                w.push_word(shown, width, glued);
-            }
+            Event::Code(t) => w.code(&t),
             Event::SoftBreak => w.space = true,
             Event::HardBreak => w.flush_line()?,
             Event::Rule => {
@@ -167,9 +210,109 @@ pub fn write_markdown(out: &mut dyn Write, md: &str, style: &Style) -> io::Resul
     w.flush_paragraph()
 }
 
+impl TableText {
+    /// Take in one event inside the table.
+    fn read(&mut self, event: Event, color: bool) {
+        match event {
+            Event::Start(Tag::TableHead | Tag::TableRow) => self.rows.push(Vec::new()),
+            Event::Start(Tag::TableCell) => {
+                if self.rows.is_empty() {
+                    self.rows.push(Vec::new());
+                }
+                if let Some(row) = self.rows.last_mut() {
+                    row.push(CellText::default());
+                }
+            }
+            Event::Text(t) | Event::Html(t) | Event::InlineHtml(t) => self.push(&t, false),
+            Event::Code(t) if color => self.push(&t, true),
+            Event::Code(t) => self.push(&format!("`{t}`"), true),
+            Event::SoftBreak | Event::HardBreak => self.push(" ", false),
+            _ => {}
+        }
+    }
+
+    fn push(&mut self, piece: &str, code: bool) {
+        if let Some(cell) = self.rows.last_mut().and_then(|r| r.last_mut()) {
+            cell.push(piece, code);
+        }
+    }
+}
+
 impl Writer<'_> {
     fn prefix_width(&self) -> usize {
         self.prefix.iter().map(|p| crate::render::text::strip_ansi(p.as_bytes()).chars().count()).sum()
+    }
+
+    /// Columns left for text behind the container prefixes.
+    fn room(&self) -> usize {
+        self.style.width.saturating_sub(self.prefix_width()).max(20)
+    }
+
+    /// Inline code: one word, glued to what comes right before it; or, when it is wider than a
+    /// whole line, one word per space-separated piece, so that it breaks at its own spaces.
+    fn code(&mut self, t: &str) {
+        let color = self.style.color;
+        let marks = if color { 0 } else { 2 };
+        let glued = !self.space;
+        let width = t.chars().count() + marks;
+        if width <= self.room() || !t.contains(' ') {
+            let shown = if color { self.style.accent(t) } else { format!("`{t}`") };
+            self.push_word(shown, width, glued);
+            return;
+        }
+        let pieces: Vec<&str> = t.split_whitespace().collect();
+        for (i, piece) in pieces.iter().enumerate() {
+            let (open, close) = match color {
+                true => ("", ""),
+                false => (if i == 0 { "`" } else { "" }, if i + 1 == pieces.len() { "`" } else { "" }),
+            };
+            let shown = if color { self.style.accent(piece) } else { format!("{open}{piece}{close}") };
+            let width = piece.chars().count() + open.len() + close.len();
+            self.push_word(shown, width, glued && i == 0);
+        }
+    }
+
+    /// A Markdown table, drawn as gridlab's other tables are, to the width left.
+    fn table(&mut self, t: &TableText) -> io::Result<()> {
+        let Some((head, body)) = t.rows.split_first() else { return Ok(()) };
+        let color = self.style.color;
+        let mut table = Table::new();
+        table.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+        table.set_width(self.room().min(u16::MAX as usize) as u16);
+        if color {
+            table.enforce_styling();
+        } else {
+            table.force_no_tty();
+        }
+        let cell = |c: &CellText, header: bool| {
+            let cell = Cell::new(&c.text);
+            match (color, header, c.code) {
+                (true, true, _) => cell.add_attribute(Attribute::Bold),
+                // DarkCyan is ANSI colour 6, the cyan of inline code outside tables.
+                (true, false, true) => cell.fg(Color::DarkCyan),
+                _ => cell,
+            }
+        };
+        table.set_header(head.iter().map(|c| cell(c, true)));
+        for row in body {
+            table.add_row(row.iter().map(|c| cell(c, false)));
+        }
+        for (i, alignment) in t.alignments.iter().enumerate() {
+            let alignment = match alignment {
+                Alignment::Center => CellAlignment::Center,
+                Alignment::Right => CellAlignment::Right,
+                Alignment::Left | Alignment::None => CellAlignment::Left,
+            };
+            if let Some(column) = table.column_mut(i) {
+                column.set_cell_alignment(alignment);
+            }
+        }
+        let prefix = self.prefix.concat();
+        for line in table.to_string().lines() {
+            writeln!(self.out, "{prefix}{line}")?;
+        }
+        self.gap = true;
+        Ok(())
     }
 
     fn block_start(&mut self) -> io::Result<()> {
@@ -244,20 +387,32 @@ impl Writer<'_> {
 
     /// Write words wrapped to the width, each line behind the container prefixes.
     fn emit(&mut self, words: Vec<Word>) -> io::Result<()> {
-        let room = self.style.width.saturating_sub(self.prefix_width()).max(20);
-        let mut lines: Vec<(String, usize)> = vec![(String::new(), 0)];
+        let room = self.room();
+        // A word and the words glued to it (`a[i]` and the comma after it) break as one: the
+        // line ends before them when they do not fit, rather than running past the width.
+        let mut units: Vec<(String, usize)> = Vec::new();
         for w in words {
+            match units.last_mut() {
+                Some((text, width)) if w.glued => {
+                    text.push_str(&w.text);
+                    *width += w.width;
+                }
+                _ => units.push((w.text, w.width)),
+            }
+        }
+        let mut lines: Vec<(String, usize)> = vec![(String::new(), 0)];
+        for (text, width) in units {
             let (line, used) = lines.last_mut().expect("never empty");
-            let sep = if *used == 0 || w.glued { 0 } else { 1 };
-            if *used > 0 && *used + sep + w.width > room && !w.glued {
-                lines.push((w.text, w.width));
+            if *used > 0 && *used + 1 + width > room {
+                lines.push((text, width));
                 continue;
             }
-            if sep == 1 {
+            if *used > 0 {
                 line.push(' ');
+                *used += 1;
             }
-            line.push_str(&w.text);
-            *used += sep + w.width;
+            line.push_str(&text);
+            *used += width;
         }
         for (i, (line, _)) in lines.into_iter().enumerate() {
             let mut prefix = self.prefix.clone();
@@ -340,6 +495,98 @@ mod tests {
 
             __global__ void k() {}
         ");
+    }
+
+    #[test]
+    fn tables_are_drawn_with_their_columns() {
+        let md = "Built-ins:\n\n| variable | what it is |\n| --- | --- |\n| `threadIdx.x` | this thread's number \
+                  inside its block: 0 to threads - 1 |\n| `blockIdx.x` | this thread's block |\n";
+        insta::assert_snapshot!(plain(md, 50), @r"
+        Built-ins:
+
+        ┌───────────────┬─────────────────────────────┐
+        │ variable      ┆ what it is                  │
+        ╞═══════════════╪═════════════════════════════╡
+        │ `threadIdx.x` ┆ this thread's number inside │
+        │               ┆ its block: 0 to threads - 1 │
+        │ `blockIdx.x`  ┆ this thread's block         │
+        └───────────────┴─────────────────────────────┘
+        ");
+        // In colour: no backticks, the header bold, code cells coloured as code.
+        let mut out = Vec::new();
+        write_markdown(&mut out, md, &Style { color: true, width: 50, big: false }).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("\x1b[1m variable") && text.contains("\x1b[38;5;6m threadIdx.x"), "{text:?}");
+        assert!(!text.contains('`'), "{text:?}");
+    }
+
+    #[test]
+    fn punctuation_stays_with_the_word_before_it() {
+        // `a[i]`, and `x`. would run one column past the width if their punctuation were kept on
+        // the line regardless; the terminal would then cut it off onto a line of its own.
+        let md = "The 32 threads of a warp execute each instruction together, loads included: `a[i]`, \
+                  then `b[i]`. See [the guide](https://docs.nvidia.com). Done.";
+        for width in 30..=80 {
+            let text = plain(md, width);
+            for line in text.lines() {
+                assert!(line.chars().count() <= width, "{width}: {line:?} in\n{text}");
+                assert!(!line.starts_with(['.', ',', ':', ';', ')']), "{width}: {line:?} in\n{text}");
+            }
+            assert!(text.contains("`a[i]`,") && text.contains("`b[i]`.") && text.contains("com)."), "{text}");
+        }
+    }
+
+    #[test]
+    fn inline_code_wider_than_a_line_breaks_at_its_own_spaces() {
+        let md = "The summary reads `24 writes out of bounds (indices 1000 to 1023; length 1000), first by block 3`.";
+        let text = plain(md, 40);
+        insta::assert_snapshot!(text, @r"
+        The summary reads `24 writes out of
+        bounds (indices 1000 to 1023; length
+        1000), first by block 3`.
+        ");
+        // Code that fits on a line is never broken.
+        assert_eq!(plain("A `blockIdx.x * blockDim.x` b", 26), "A\n`blockIdx.x * blockDim.x`\nb\n");
+    }
+
+    /// Every lesson's prose at the widths a learner's terminal may have: no line runs past the
+    /// width (the terminal would cut a word in two), none starts with punctuation. Code blocks
+    /// are exempt: code is never wrapped.
+    #[test]
+    fn the_lessons_prose_fits_every_width() {
+        let course = crate::lesson::Course::builtin().unwrap();
+        for width in [60, 72, 80, 100, 120] {
+            let style = Style { color: false, width, big: false };
+            for lesson in &course.lessons {
+                let mut md = vec![lesson.intro.clone()];
+                for step in &lesson.steps {
+                    for part in &step.parts {
+                        match part {
+                            crate::lesson::Part::Prose(p) => md.push(p.clone()),
+                            crate::lesson::Part::Exercise(ex) => {
+                                md.push(ex.task.clone());
+                                md.extend(ex.hints.iter().cloned());
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                for md in md {
+                    let mut out = Vec::new();
+                    write_markdown(&mut out, &md, &style).unwrap();
+                    let text = String::from_utf8(out).unwrap();
+                    for line in text.lines() {
+                        let body = line.trim_start_matches("│ ");
+                        if body.starts_with("    ") {
+                            continue;
+                        }
+                        assert!(line.chars().count() <= width, "{} at {width}: {line:?}", lesson.id);
+                        let start = body.trim_start_matches(['•', ' ']);
+                        assert!(!start.starts_with(['.', ',', ';', ')']), "{} at {width}: {line:?}", lesson.id);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

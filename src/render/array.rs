@@ -65,6 +65,7 @@ pub fn write_value<W: Write + ?Sized>(out: &mut W, label: &str, v: &Value, opts:
         Value::Int(i) => writeln!(out, "{label} = {i}"),
         Value::Bool(b) => writeln!(out, "{label} = {b}"),
         Value::Float(f) => writeln!(out, "{label} = {}", scalar_float(*f)),
+        Value::Dim3(d) => writeln!(out, "{label} = {}", crate::value::format_dim3(*d)),
     }
 }
 

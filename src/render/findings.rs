@@ -8,20 +8,23 @@ use super::Style;
 use crate::diag::{Diagnostic, SourceMap};
 use crate::finding::{Access, Finding, Memory, Site};
 
+use super::advice;
 use super::text::thousands;
+
+/// The largest budget a step-limit finding suggests: beyond it a launch takes minutes.
+const MAX_SUGGESTED_STEPS: u64 = 10_000_000_000;
 
 /// Write one finding.
 pub fn write_finding(out: &mut dyn Write, f: &Finding, sources: &SourceMap, style: &Style) -> io::Result<()> {
     to_diagnostic(f, sources).render(sources, out, style.color, style.width)
 }
 
-/// `a[1024]` for a buffer, `tile[3]` for a shared array.
-fn element(memory: &Memory, index: i64) -> String {
+/// `a[1024]`; an index beyond what a pointer can address (see `index_range`) is said so.
+fn element(name: &str, index: i64) -> String {
     match index {
-        // Beyond what a pointer can address (see `index_range`).
-        i64::MAX => format!("{}[far past the end]", memory.name()),
-        i64::MIN => format!("{}[far before the start]", memory.name()),
-        _ => format!("{}[{index}]", memory.name()),
+        i64::MAX => format!("{name}[far past the end]"),
+        i64::MIN => format!("{name}[far before the start]"),
+        _ => format!("{name}[{index}]"),
     }
 }
 
@@ -32,7 +35,18 @@ fn line(sources: &SourceMap, site: &Site) -> u32 {
 /// The diagnostic a finding is drawn as.
 pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
     match f {
-        Finding::OutOfBounds { memory, len, access, count, min_index, max_index, first, first_index } => {
+        Finding::OutOfBounds {
+            memory,
+            kernel_name,
+            threads,
+            len,
+            access,
+            count,
+            min_index,
+            max_index,
+            first,
+            first_index,
+        } => {
             let past_end = *first_index >= *len as i64;
             let place = if past_end { "past the end of" } else { "before the start of" };
             let who = if *count == 1 { "1 thread".to_string() } else { format!("{} threads", thousands(*count)) };
@@ -42,54 +56,65 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
                 Access::Write => "wrote",
                 Access::Atomic => "atomically updated",
             };
+            let alias = kernel_name.as_ref().map(|k| format!(", `{k}` in the kernel")).unwrap_or_default();
+            let kname = kernel_name.as_deref().unwrap_or(memory.name());
             let mut d = Diagnostic::finding(format!(
-                "{who} {verb} {place} {} (length {len}): {range}, first by {}, line {}",
+                "{who} {verb} {place} {} (length {len}{alias}): {range}, first by {}, line {}",
                 memory.describe(),
                 first.thread.describe(),
                 line(sources, first)
             ))
             .at(first.span)
-            .label(format!("{} {}", first.thread.describe(), access_word(*access, &element(memory, *first_index))));
+            .label(format!(
+                "{} {}",
+                first.thread.describe(),
+                access_word(*access, &element(kname, *first_index))
+            ));
             d = d.note(match access {
                 Access::Read => "out-of-bounds reads were given 0 here; on a GPU they read whatever lies there",
                 _ => "these writes were not performed; on a GPU they silently overwrite whatever lies there",
             });
-            d.help(if past_end {
-                "more threads than elements: guard the access, e.g. `if (i < n) { ... }`, and pass n".to_string()
-            } else {
-                "the index went negative: check how it is computed".to_string()
-            })
+            let global = matches!(memory, Memory::Global(_));
+            d.help(out_of_bounds_advice(sources, first, kname, global, *threads, *len, *min_index, *max_index))
         }
-        Finding::Race { memory, index, count, elements, first, second } => {
+        Finding::Race { memory, kernel_name, index, count, elements, first, second } => {
             let lines = {
                 let (a, b) = (line(sources, first), line(sources, second));
                 if a == b { format!("line {a}") } else { format!("lines {a} and {b}") }
             };
-            let elems = if *elements == 1 { "1 element".to_string() } else { format!("{} elements", thousands(*elements)) };
-            let pairs = if *count == 1 { "1 conflicting access".to_string() } else { format!("{} conflicting accesses", thousands(*count)) };
-            let el = element(memory, *index);
+            let elems =
+                if *elements == 1 { "1 element".to_string() } else { format!("{} elements", thousands(*elements)) };
+            let pairs = if *count == 1 {
+                "1 conflicting access".to_string()
+            } else {
+                format!("{} conflicting accesses", thousands(*count))
+            };
+            let alias = kernel_name.as_ref().map(|k| format!(" (`{k}` in the kernel)")).unwrap_or_default();
+            // Under the kernel's code, the kernel's names.
+            let kname = kernel_name.as_deref().unwrap_or(memory.name());
+            let el = format!("{kname}[{index}]");
             let same_block = first.thread.block == second.thread.block;
-            let mut d = Diagnostic::finding(format!("data race on {}: {pairs} to {elems}, {lines}", memory.describe()))
-                .at(second.span)
-                .label(format!("{} {}", second.thread.describe(), access_word(second.access, &el)))
-                .note(format!(
-                    "example: {} {}, then {} {}, and nothing orders the two{}",
-                    first.thread.describe(),
-                    access_word(first.access, &el),
-                    second.thread.describe(),
-                    access_word(second.access, &el),
-                    if same_block { " (no __syncthreads() between them)" } else { " (they are in different blocks)" }
-                ));
+            let mut d =
+                Diagnostic::finding(format!("data race on {}{alias}: {pairs} to {elems}, {lines}", memory.describe()))
+                    .at(second.span)
+                    .label(format!("{} {}", second.thread.describe(), access_word(second.access, &el)))
+                    .note(format!(
+                        "example: {} {}, then {} {}, and nothing orders the two{}",
+                        first.thread.describe(),
+                        access_word(first.access, &el),
+                        second.thread.describe(),
+                        access_word(second.access, &el),
+                        if same_block {
+                            " (no __syncthreads() between them)"
+                        } else {
+                            " (they are in different blocks)"
+                        }
+                    ));
             if first.span.lo != second.span.lo || first.span.source != second.span.source {
                 let text = sources.line_text(first.span).unwrap_or("").trim();
                 d = d.note(format!("the other access is at {}: {text}", sources.location(first.span)));
             }
-            d.help(match memory {
-                Memory::Shared(_) => "put __syncthreads() between the write and the read by another thread".to_string(),
-                _ => format!(
-                    "each thread should own its elements (index with blockIdx.x * blockDim.x + threadIdx.x), or update shared totals with atomicAdd(&{el}, ...)"
-                ),
-            })
+            d.help(race_advice(sources, memory, &el, kname, *elements, first, second))
         }
         Finding::BarrierDivergence { block, waiting, other, waiting_threads, other_threads } => {
             let blk = crate::finding::ThreadRef { block: *block, thread: [0; 3] }.describe();
@@ -111,15 +136,7 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
                 .note("on a GPU this can hang the block or silently skip the barrier")
                 .help("every thread of a block must reach the same __syncthreads(): move it out of the `if`, or make the condition the same for the whole block")
         }
-        Finding::StepLimit { steps, site, time_limit: None } => Diagnostic::finding(format!(
-            "possible infinite loop at line {}: the launch was stopped after {} warp steps",
-            line(sources, site),
-            thousands(*steps)
-        ))
-        .at(site.span)
-        .label(format!("{} was here", site.thread.describe()))
-        .help("check that the loop's condition eventually becomes false; if the kernel really needs more steps, raise the budget with --max-steps"),
-        Finding::StepLimit { steps, site, time_limit: Some(limit) } => Diagnostic::finding(format!(
+        Finding::StepLimit { steps, site, time_limit: Some(limit), .. } => Diagnostic::finding(format!(
             "the launch was stopped after {} s, the simulator's time limit ({} warp steps; line {} was running)",
             limit.as_secs_f64(),
             thousands(*steps),
@@ -129,9 +146,40 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
         .label(format!("{} was here", site.thread.describe()))
         .note("the simulator runs a few million warp steps a second: it is for lesson-sized launches")
         .help("launch fewer threads, check that every loop ends, or give it longer with --timeout SECS; a GPU (`:backend gpu`) runs it as it is"),
+        Finding::StepLimit { steps, budget, warp_limit, sequential, site, time_limit: None } => {
+            let at = line(sources, site);
+            let headline = match warp_limit {
+                Some(limit) => format!(
+                    "possible infinite loop at line {at}: a warp was stopped after {} steps, the most one warp may take",
+                    thousands(*limit)
+                ),
+                None => format!(
+                    "possible infinite loop at line {at}: the launch was stopped after {} warp steps, its whole budget",
+                    thousands(*steps)
+                ),
+            };
+            let mut d =
+                Diagnostic::finding(headline).at(site.span).label(format!("{} was here", site.thread.describe()));
+            let budget_text = thousands(*budget);
+            d = d.note(if *sequential {
+                format!(
+                    "one warp may take a quarter of the launch's step budget of {budget_text}; the sequential schedule runs one lane per step, so it allows 32 times as many"
+                )
+            } else {
+                format!("one warp may take a quarter of the launch's step budget of {budget_text} warp steps")
+            });
+            let raise = budget.saturating_mul(4).min(MAX_SUGGESTED_STEPS).max(*budget);
+            d.help(format!(
+                "check that the loop's condition eventually becomes false; if the kernel really needs more steps, raise the budget: `:max-steps {raise}` (`--max-steps` on the command line)"
+            ))
+        }
         Finding::GuardWrite { memory, len, count, min_index, max_index } => {
             let place = if *min_index >= *len as i64 { "past the end of" } else { "outside" };
-            let range = if min_index == max_index { format!("index {min_index}") } else { format!("indices {min_index}..{max_index}") };
+            let range = if min_index == max_index {
+                format!("index {min_index}")
+            } else {
+                format!("indices {min_index}..{max_index}")
+            };
             Diagnostic::finding(format!(
                 "{} element{} written {place} {} (length {len}): {range}",
                 thousands(*count),
@@ -147,6 +195,125 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             line(sources, site)
         ))
         .at(site.span),
+    }
+}
+
+/// The kernel's source around a site: its whole text, the site's offset in it and the text of
+/// the access itself (`x[i + 1]`).
+fn code_at(sources: &SourceMap, site: &Site) -> Option<(String, usize, String)> {
+    let text = &sources.get(site.span.source)?.text;
+    let access = text.get(site.span.lo as usize..site.span.hi as usize)?;
+    Some((text.clone(), site.span.lo as usize, access.to_string()))
+}
+
+/// How to fix an out-of-bounds access, from what the launch and the kernel's code say: an
+/// inclusive bound (`i <= n`) that let the index reach the length, more threads than elements
+/// with no guard, an index off by one, or an index computed wrong.
+#[allow(clippy::too_many_arguments)]
+fn out_of_bounds_advice(
+    sources: &SourceMap,
+    first: &Site,
+    name: &str,
+    global: bool,
+    threads: u64,
+    len: u64,
+    min: i64,
+    max: i64,
+) -> String {
+    if min < 0 {
+        return format!("the index went negative (down to {min}): check how it is computed");
+    }
+    if len == 0 {
+        return format!("`{name}` has no elements at all: pass a buffer with some, or check its length first");
+    }
+    let last = format!("{name}[{}]", len - 1);
+    let (text, pos, access) = code_at(sources, first).unwrap_or_default();
+    let index = advice::index_text(&access);
+    let names = advice::identifiers(index);
+    let one_past = min == max && max == len as i64;
+    if one_past && let Some(bound) = advice::inclusive_bound(&text, pos, &names) {
+        let at = sources.line_of(crate::diag::Span::new(first.span.source, bound.at, bound.at + 1));
+        return format!(
+            "off by one: `{}` on line {at} lets the index reach {len}, one past the last element {last}: write `{}`",
+            bound.text,
+            advice::exclusive(&bound.text)
+        );
+    }
+    if global && threads > len {
+        return format!(
+            "the launch has {} threads for {} elements: guard the access, e.g. `if (i < n) {{ ... }}` with n passed to the kernel, so that the extra threads skip it",
+            thousands(threads),
+            thousands(len)
+        );
+    }
+    let few = if global {
+        format!(
+            " (the launch has only {} threads for {} elements: the index itself is off)",
+            thousands(threads),
+            thousands(len)
+        )
+    } else {
+        String::new()
+    };
+    if one_past {
+        let what = if index.is_empty() { "the index".to_string() } else { format!("`{index}`") };
+        let guard = if names.len() == 1 && names[0] == index {
+            "check the bound of the loop or the condition that lets it through".to_string()
+        } else if !index.is_empty() {
+            format!("check it against the length where it is used, e.g. `if ({index} < n)`")
+        } else {
+            "check how it is computed".to_string()
+        };
+        return format!("off by one: {what} reached {len}, one past the last element {last}{few}; {guard}");
+    }
+    // Beyond what a pointer can address (see `index_range`): not a number it really reached.
+    let reached = if max == i64::MAX { "went far".to_string() } else { format!("reached {max},") };
+    format!(
+        "the index {reached} past the last element {last}{few}: check how it is computed (a loop's bound or step, `row * width + col`)"
+    )
+}
+
+/// How to fix a race: a barrier for shared memory, an atomic for one element many threads
+/// update, the whole grid's stride for a grid-stride loop that steps by one block, or elements
+/// of their own for threads that share them.
+fn race_advice(
+    sources: &SourceMap,
+    memory: &Memory,
+    el: &str,
+    name: &str,
+    elements: u64,
+    first: &Site,
+    second: &Site,
+) -> String {
+    let same_line = first.span.source == second.span.source && line(sources, first) == line(sources, second);
+    match memory {
+        Memory::Shared(_) if elements == 1 && same_line => format!(
+            "the threads of a block all update {el}: make the update atomic, `atomicAdd(&{el}, ...)`, or give each thread an element of its own and add them up after a __syncthreads()"
+        ),
+        Memory::Shared(_) => "put __syncthreads() between the write and the read by another thread".to_string(),
+        _ => {
+            let (text, pos, access) = code_at(sources, second).unwrap_or_default();
+            let names = advice::identifiers(advice::index_text(&access));
+            let stride = advice::partial_grid_stride(&text, pos, &names)
+                .filter(|(f, _)| f.text.contains("gridDim") || first.thread.block != second.thread.block);
+            if let Some((step, axis)) = stride {
+                let var = step.text.split(" += ").next().unwrap_or("i");
+                let at = sources.line_of(crate::diag::Span::new(second.span.source, step.at, step.at + 1));
+                return format!(
+                    "the loop steps by `{}` on line {at}, not by every thread of the grid, so threads reach elements that others own: a grid-stride loop steps by the whole grid, `{var} += blockDim.{axis} * gridDim.{axis}`",
+                    step.text.split(" += ").nth(1).unwrap_or("")
+                );
+            }
+            if elements == 1 {
+                format!(
+                    "many threads update the one element {el}: make the update atomic, `atomicAdd(&{el}, ...)`, or let only one thread write it"
+                )
+            } else {
+                format!(
+                    "threads share elements of `{name}`: give each thread its own (index with blockIdx.x * blockDim.x + threadIdx.x), or make the updates atomic, e.g. `atomicAdd(&{el}, ...)`"
+                )
+            }
+        }
     }
 }
 
@@ -202,6 +369,8 @@ mod tests {
         let (first, _) = site(&mut map, Access::Write, 3, 232);
         let f = Finding::OutOfBounds {
             memory: Memory::Global("a".into()),
+            kernel_name: None,
+            threads: 1024,
             len: 1000,
             access: Access::Write,
             count: 24,
@@ -215,12 +384,49 @@ mod tests {
     }
 
     #[test]
+    fn shared_memory_races_get_a_barrier_or_an_atomic() {
+        let mut map = SourceMap::new();
+        let text = "__global__ void k(float *a) {\n    __shared__ float s[32];\n    s[threadIdx.x] = a[threadIdx.x];\n    s[0] += s[threadIdx.x];\n    a[threadIdx.x] = s[(threadIdx.x + 1) % 32];\n}";
+        let id = map.add("<input 1>", text, 1);
+        let at = |pat: &str, access, thread| Site {
+            thread: ThreadRef { block: [0; 3], thread: [thread, 0, 0] },
+            access,
+            span: Span::new(id, text.find(pat).unwrap(), text.find(pat).unwrap() + pat.len()),
+        };
+        let race = |first, second, elements| Finding::Race {
+            memory: Memory::Shared("s".into()),
+            kernel_name: None,
+            index: 0,
+            count: 31,
+            elements,
+            first,
+            second,
+        };
+        // Every thread adds into s[0]: a barrier cannot help, an atomic can.
+        let sum = race(at("s[0]", Access::Read, 1), at("s[0]", Access::Write, 2), 1);
+        let text_of = |f: &Finding| to_diagnostic(f, &map).to_plain(&map).replace("\n         ", "");
+        assert!(
+            text_of(&sum).contains("the threads of a block all update s[0]: make the update atomic"),
+            "{}",
+            text_of(&sum)
+        );
+        // A neighbour's element read before it is written: a barrier.
+        let neighbour = race(at("s[(", Access::Read, 3), at("s[threadIdx.x] =", Access::Write, 4), 32);
+        assert!(
+            text_of(&neighbour).contains("put __syncthreads() between the write and the read"),
+            "{}",
+            text_of(&neighbour)
+        );
+    }
+
+    #[test]
     fn race_summary_gives_an_example_pair() {
         let mut map = SourceMap::new();
         let (first, _) = site(&mut map, Access::Write, 0, 0);
         let second = Site { access: Access::Read, thread: ThreadRef { block: [1, 0, 0], thread: [37, 0, 0] }, ..first };
         let f = Finding::Race {
             memory: Memory::Global("a".into()),
+            kernel_name: None,
             index: 0,
             count: 1_048_575,
             elements: 2,

@@ -76,7 +76,8 @@ pub fn write_output(out: &mut dyn Write, report: &LaunchReport, style: &Style) -
     let n = report.output.len();
     writeln!(out, "{}", style.dim(&format!("printf output ({n} line{}):", if n == 1 { "" } else { "s" })))?;
     for line in &report.output {
-        let text = line.text.trim_end_matches('\n');
+        // A kernel can print any byte (`printf("%c", 27)`): shown escaped, never sent raw.
+        let text = crate::diag::printable(line.text.trim_end_matches('\n'));
         match &line.thread {
             Some(t) => writeln!(out, "  {} {text}", style.dim(&format!("[{}]", t.describe())))?,
             None => writeln!(out, "  {text}")?,

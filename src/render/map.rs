@@ -1,10 +1,12 @@
 //! `:map`: which block and thread wrote each element of each written buffer.
 //!
 //! A 1-D buffer is a strip of cells, a 2-D buffer of a 2-D launch a grid of them. A cell is one
-//! element, or a bucket of neighbours when the buffer is longer than the screen. With colour, a
-//! cell is `█` in its block's colour, lighter for lower thread indices; without, it is the
-//! block's index as a character (`0-9a-zA-Z`, then around again). `·` nobody wrote it, `!` it
-//! was written twice or more, red cells after `│` are writes past the end (not performed).
+//! element, or a bucket of neighbours when the buffer is longer than the screen. A cell is the
+//! block's index as a character (`0-9a-zA-Z`, then around again), so the map reads
+//! `0000000011111111` as the lessons say; with colour it is also in its block's colour, lighter
+//! for lower thread indices (the digit tells blocks apart where colours are hard to tell).
+//! `·` nobody wrote it, `!` it was written twice or more, red cells after `│` are writes past
+//! the end (not performed).
 
 use std::io::{self, Write};
 
@@ -81,23 +83,29 @@ impl Painter<'_> {
             Mark::Many => self.style.error("!"),
             Mark::Writer(t) => {
                 let block = t as u64 / self.block_threads;
-                if self.style.color {
-                    let (r, g, b) = HUES[block as usize % HUES.len()];
-                    let thread = t as u64 % self.block_threads;
-                    // Lower thread indices lighter, down to 55% for the last thread of the block.
-                    let f = 1.0 - 0.45 * thread as f64 / self.block_threads.max(1) as f64;
-                    let s = |c: u8| (c as f64 * f) as u8;
-                    "█".truecolor(s(r), s(g), s(b)).to_string()
-                } else {
-                    (BLOCK_CHARS[block as usize % BLOCK_CHARS.len()] as char).to_string()
-                }
+                let digit = (BLOCK_CHARS[block as usize % BLOCK_CHARS.len()] as char).to_string();
+                self.paint(&digit, t)
             }
         }
     }
 
+    /// `text` in the colour of thread `t`'s block, lighter for lower thread indices.
+    fn paint(&self, text: &str, t: u32) -> String {
+        if !self.style.color {
+            return text.to_string();
+        }
+        let block = t as u64 / self.block_threads;
+        let (r, g, b) = HUES[block as usize % HUES.len()];
+        let thread = t as u64 % self.block_threads;
+        // Lower thread indices lighter, down to 55% for the last thread of the block.
+        let f = 1.0 - 0.45 * thread as f64 / self.block_threads.max(1) as f64;
+        let s = |c: u8| (c as f64 * f) as u8;
+        text.truecolor(s(r), s(g), s(b)).to_string()
+    }
+
     fn swatch(&self, block: u64) -> String {
         let t = (block * self.block_threads) as u32;
-        format!("{}{}", block, self.cell(Mark::Writer(t)))
+        format!("{}{}", block, self.paint("█", t))
     }
 }
 
@@ -151,13 +159,16 @@ pub fn write_map(out: &mut dyn Write, v: &MapView, style: &Style) -> io::Result<
     if !any {
         return Ok(());
     }
-    let key = if style.color { "colour = block, lighter = lower thread index" } else { "character = block index" };
-    let oob = if v.buffers.iter().any(|b| b.trace.out_of_bounds_total > 0) { "; × past the end" } else { "" };
-    writeln!(
-        out,
-        "{}",
-        style.dim(&super::prose(&format!("{key}; · nobody wrote it; ! written twice or more{oob}"), style))
-    )?;
+    let key = if style.color {
+        "character and colour = block, lighter = lower thread index"
+    } else {
+        "character = block index"
+    };
+    let mut items = vec![key, "· nobody wrote it", "! written twice or more"];
+    if v.buffers.iter().any(|b| b.trace.out_of_bounds_total > 0) {
+        items.push("× past the end");
+    }
+    writeln!(out, "{}", style.dim(&legend(&items, style.width)))?;
     if !style.color {
         return Ok(());
     }
@@ -176,6 +187,27 @@ pub fn write_map(out: &mut dyn Write, v: &MapView, style: &Style) -> io::Result<
         w += sw;
     }
     writeln!(out, "{line}")
+}
+
+/// The legend's items joined with `; `, a line broken between items only, so that a mark stays
+/// with its meaning (never `!` at the end of one line and `written twice` on the next).
+fn legend(items: &[&str], width: usize) -> String {
+    let mut text = String::new();
+    let mut used = 0;
+    for (i, item) in items.iter().enumerate() {
+        let item = if i + 1 < items.len() { format!("{item};") } else { item.to_string() };
+        let len = item.chars().count();
+        if used > 0 && used + 1 + len > width {
+            text.push('\n');
+            used = 0;
+        } else if used > 0 {
+            text.push(' ');
+            used += 1;
+        }
+        text.push_str(&item);
+        used += len;
+    }
+    text
 }
 
 /// A 1-D strip, wrapped over up to [`MAX_STRIP_ROWS`] rows; returns what a cell holds.

@@ -52,6 +52,10 @@ pub struct Outcomes {
     pub beside: Vec<Run>,
     /// Some run reported a race finding.
     pub race_found: bool,
+    /// Why the sequential run is no reference answer, when it is not: its own race made it wrong
+    /// (a thread read shared memory before another thread of its block wrote it, with no
+    /// barrier between, so even one thread at a time gives the wrong numbers).
+    pub reference_wrong: Option<String>,
 }
 
 /// A column of the table: an element of one buffer.
@@ -78,6 +82,19 @@ impl Outcomes {
         std::iter::once(&self.reference).chain(&self.runs).chain(&self.beside)
     }
 
+    /// A row's label: the run's, marked when the run was stopped (`*`) or when it is a
+    /// sequential run that is no reference.
+    fn row_label(&self, run: &Run) -> String {
+        let mut label = run.label.clone();
+        if std::ptr::eq(run, &self.reference) && self.reference_wrong.is_some() {
+            label.push_str(" (wrong too)");
+        }
+        if run.aborted {
+            label.push('*');
+        }
+        label
+    }
+
     /// Whether the runs the verdict speaks about ran on the simulator.
     fn on_sim(&self) -> bool {
         self.runs.iter().all(|r| r.backend == "sim")
@@ -99,10 +116,12 @@ impl Outcomes {
 
     /// Elements worth a column, most telling first: those that differ across runs or from the
     /// sequential answer, by how many runs differ and then by how far; when nothing varies, the
-    /// elements the launch changed.
-    fn interesting(&self) -> Vec<Col> {
+    /// elements the launch changed (the first 64). With how many elements there are of that
+    /// kind, to say how many the table leaves out.
+    fn interesting(&self) -> Candidates {
         let mut scored: Vec<(usize, f64, Col)> = Vec::new();
         let mut changed: Vec<Col> = Vec::new();
+        let mut changed_total = 0usize;
         for (b, reference) in self.reference.buffers.iter().enumerate() {
             let size = reference.dtype().size();
             for i in 0..reference.len() {
@@ -120,18 +139,20 @@ impl Outcomes {
                 let col = Col { buffer: b, index: i };
                 if differ > 0 {
                     scored.push((differ, spread, col));
-                } else if changed.len() < 64
-                    && self.before.get(b).is_some_and(|o| o.bytes()[i * size..(i + 1) * size] != *r)
-                {
-                    changed.push(col);
+                } else if self.before.get(b).is_some_and(|o| o.bytes()[i * size..(i + 1) * size] != *r) {
+                    changed_total += 1;
+                    if changed.len() < 64 {
+                        changed.push(col);
+                    }
                 }
             }
         }
         if scored.is_empty() {
-            return changed;
+            return Candidates { cols: changed, total: changed_total, varying: false };
         }
         scored.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(&b.2)));
-        scored.into_iter().map(|(_, _, c)| c).collect()
+        let total = scored.len();
+        Candidates { cols: scored.into_iter().map(|(_, _, c)| c).collect(), total, varying: true }
     }
 
     fn header(&self, c: Col) -> String {
@@ -145,6 +166,30 @@ impl Outcomes {
     fn cell(&self, run: &Run, c: Col) -> String {
         let b = &run.buffers[c.buffer];
         element(b.get(c.index), Some(b.dtype()))
+    }
+}
+
+/// The elements that could have a column, most telling first.
+struct Candidates {
+    cols: Vec<Col>,
+    /// How many elements there are of this kind (more than `cols` holds when nothing varies).
+    total: usize,
+    /// They differ between runs or from the sequential run (else: the launch changed them).
+    varying: bool,
+}
+
+impl Candidates {
+    /// `showing 7 of the 40 elements that differ; ...`, when the table leaves some out.
+    fn hidden_note(&self, shown: usize) -> Option<String> {
+        if shown >= self.total {
+            return None;
+        }
+        let what = if self.varying { "where the runs differ" } else { "the launch changed" };
+        Some(format!(
+            "showing {shown} of the {} elements {what}, the most telling first; the other {} do not fit in this width",
+            super::text::thousands(self.total as u64),
+            super::text::thousands((self.total - shown) as u64)
+        ))
     }
 }
 
@@ -168,7 +213,7 @@ fn table(style: &Style) -> Table {
 /// in each of `tables` (one table for `:race`; both for `:compare`, so that the two show the same
 /// elements side by side), then in index order.
 fn pick_columns(tables: &[&Outcomes], candidates: Vec<Col>, width: usize) -> Vec<Col> {
-    let label_w = tables.iter().flat_map(|o| o.all_runs().map(|r| r.label.len())).max().unwrap_or(3).max(3) + 3;
+    let label_w = tables.iter().flat_map(|o| o.all_runs().map(|r| o.row_label(r).len())).max().unwrap_or(3).max(3) + 3;
     let mut used = 1 + label_w + "outcome".len() + 3;
     let mut cols = Vec::new();
     for c in candidates {
@@ -196,17 +241,15 @@ fn outcome_table(o: &Outcomes, cols: &[Col], style: &Style) -> Table {
     let mut header = vec![Cell::new("run"), Cell::new("outcome")];
     header.extend(cols.iter().map(|c| Cell::new(o.header(*c))));
     t.set_header(header);
+    // A sequential run that raced is no answer to hold the others against: no bold, no red.
+    let trusted = o.reference_wrong.is_none();
     for (k, run) in runs.iter().enumerate() {
-        let mut label = run.label.clone();
-        if run.aborted {
-            label.push('*');
-        }
-        let mut row = vec![Cell::new(label), Cell::new(letter(ids[k]))];
+        let mut row = vec![Cell::new(o.row_label(run)), Cell::new(letter(ids[k]))];
         for c in cols {
             let mut cell = Cell::new(o.cell(run, *c));
-            if k == 0 {
+            if trusted && k == 0 {
                 cell = cell.add_attribute(Attribute::Bold);
-            } else if run.buffers[c.buffer].get(c.index) != o.reference.buffers[c.buffer].get(c.index) {
+            } else if trusted && run.buffers[c.buffer].get(c.index) != o.reference.buffers[c.buffer].get(c.index) {
                 cell = cell.fg(Color::Red);
             }
             row.push(cell);
@@ -239,8 +282,13 @@ fn histogram(o: &Outcomes, width: usize, style: &Style) -> Vec<String> {
             let eighths = (n * bar_w * 8).div_ceil(max);
             let bar = bar(eighths);
             let pad = " ".repeat(bar_w.saturating_sub(bar.chars().count()));
-            let bar = if id == ids[0] { style.ok(&bar) } else { style.warn(&bar) };
-            let note = if id == ids[0] { "  (the sequential answer)" } else { "" };
+            let trusted = o.reference_wrong.is_none();
+            let bar = if id == ids[0] && trusted { style.ok(&bar) } else { style.warn(&bar) };
+            let note = match (id == ids[0], trusted) {
+                (true, true) => "  (the sequential answer)",
+                (true, false) => "  (the sequential run's, wrong too)",
+                _ => "",
+            };
             format!("  {:<2} {bar}{pad} {n:>3} run{}{note}", letter(id), if n == 1 { "" } else { "s" })
         })
         .collect();
@@ -276,6 +324,16 @@ pub fn verdict(o: &Outcomes) -> String {
         Some(r) if !o.on_sim() => format!(" on {}", r.backend),
         _ => String::new(),
     };
+    if let Some(why) = &o.reference_wrong {
+        let runs = if distinct.len() > 1 {
+            format!("{} different results in {n} runs{on}: the result depends on timing", distinct.len())
+        } else if matching == n {
+            format!("all {n} runs{on} match the sequential run")
+        } else {
+            format!("the same result {n} times out of {n}{on}")
+        };
+        return format!("{runs}; the sequential run is no reference here: {why}");
+    }
     if distinct.len() > 1 {
         format!("{} different results in {n} runs{on}: the result depends on timing", distinct.len())
     } else if matching == n {
@@ -302,15 +360,17 @@ fn describe(o: &Outcomes) -> String {
         };
         format!("{} run{} on sim (random schedule, seed{} {seeds})", runs.len(), plural(runs.len()), plural(runs.len()))
     };
+    // A sequential run that raced is no answer: call it a run.
+    let seq = if o.reference_wrong.is_some() { "the sequential run" } else { "the sequential answer" };
     if o.on_sim() {
-        return format!("{} and the sequential answer", sim(&o.runs));
+        return format!("{} and {seq}", sim(&o.runs));
     }
     let gpu = o.runs.first().map_or("the GPU", |r| r.backend.as_str());
     let n = o.runs.len();
     if o.beside.is_empty() {
-        format!("{n} run{} on {gpu} and the sequential answer", plural(n))
+        format!("{n} run{} on {gpu} and {seq}", plural(n))
     } else {
-        format!("{n} run{} on {gpu}, {} and the sequential answer", plural(n), sim(&o.beside))
+        format!("{n} run{} on {gpu}, {} and {seq}", plural(n), sim(&o.beside))
     }
 }
 
@@ -321,10 +381,14 @@ fn footnote(o: &Outcomes, style: &Style) -> Option<String> {
 /// `:race`: the table, the histogram and the verdict.
 pub fn write_race(out: &mut dyn Write, o: &Outcomes, style: &Style) -> io::Result<()> {
     super::write_heading(out, &o.launch, &describe(o), style)?;
-    let cols = pick_columns(&[o], o.interesting(), style.width);
+    let candidates = o.interesting();
+    let cols = pick_columns(&[o], candidates.cols.clone(), style.width);
     let mut table = outcome_table(o, &cols, style);
     style.enlarge(&mut table);
     writeln!(out, "{table}")?;
+    if let Some(note) = candidates.hidden_note(cols.len()) {
+        writeln!(out, "{}", style.dim(&super::prose(&note, style)))?;
+    }
     if let Some(f) = footnote(o, style) {
         writeln!(out, "{f}")?;
     }
@@ -360,17 +424,18 @@ pub fn write_compare(out: &mut dyn Write, a: &Outcomes, b: &Outcomes, style: &St
     let same_buffers = a.names == b.names
         && a.before.len() == b.before.len()
         && a.before.iter().zip(&b.before).all(|(x, y)| x.len() == y.len());
+    let (ia, ib) = (a.interesting(), b.interesting());
     let (ca, cb) = if same_buffers {
-        let mut candidates = a.interesting();
-        for c in b.interesting() {
-            if !candidates.contains(&c) {
-                candidates.push(c);
+        let mut candidates = ia.cols.clone();
+        for c in &ib.cols {
+            if !candidates.contains(c) {
+                candidates.push(*c);
             }
         }
         let cols = pick_columns(&[a, b], candidates, half);
         (cols.clone(), cols)
     } else {
-        (pick_columns(&[a], a.interesting(), half), pick_columns(&[b], b.interesting(), half))
+        (pick_columns(&[a], ia.cols.clone(), half), pick_columns(&[b], ib.cols.clone(), half))
     };
     let ta = outcome_table(a, &ca, style).to_string();
     let tb = outcome_table(b, &cb, style).to_string();
@@ -387,6 +452,13 @@ pub fn write_compare(out: &mut dyn Write, a: &Outcomes, b: &Outcomes, style: &St
         }
     } else {
         writeln!(out, "{}\n{ta}\n{}\n{tb}", fit(&a.launch, style.width), fit(&b.launch, style.width))?;
+    }
+    for (o, candidates, cols) in [(a, &ia, &ca), (b, &ib, &cb)] {
+        // Columns are shared when the buffers are: count those of this launch's kind.
+        let shown = cols.iter().filter(|c| candidates.cols.contains(c)).count();
+        if let Some(note) = candidates.hidden_note(shown) {
+            writeln!(out, "{}", style.dim(&super::prose(&format!("{}: {note}", o.launch), style)))?;
+        }
     }
     for o in [a, b] {
         writeln!(out, "{}", style.bold(&fit(&o.launch, style.width)))?;
@@ -429,6 +501,7 @@ mod tests {
             runs: runs.iter().enumerate().map(|(i, r)| run(&format!("seed {i}"), r)).collect(),
             beside: Vec::new(),
             race_found,
+            reference_wrong: None,
         }
     }
 
@@ -442,6 +515,32 @@ mod tests {
         assert_eq!(verdict(&right), "all 2 runs match the sequential answer");
         let lucky = outcomes(&[2.0], &[&[2.0], &[2.0]], true);
         assert!(verdict(&lucky).contains("it is still a race"));
+    }
+
+    #[test]
+    fn verdicts_with_a_sequential_run_that_is_no_reference() {
+        let why = "in it too, a thread read too early";
+        let wrong = |runs: &[&[f64]]| Outcomes { reference_wrong: Some(why.into()), ..outcomes(&[2.0], runs, true) };
+        assert_eq!(
+            verdict(&wrong(&[&[2.0], &[2.0]])),
+            format!("all 2 runs match the sequential run; the sequential run is no reference here: {why}")
+        );
+        assert_eq!(
+            verdict(&wrong(&[&[1.0], &[1.0]])),
+            format!("the same result 2 times out of 2; the sequential run is no reference here: {why}")
+        );
+        assert!(verdict(&wrong(&[&[1.0], &[3.0]])).starts_with("2 different results in 2 runs"));
+        let o = wrong(&[&[1.0], &[1.0]]);
+        let lines = histogram(&o, 80, &Style::plain()).join("\n");
+        assert!(!lines.contains("the sequential answer"), "{lines}");
+        let hidden = Candidates { cols: vec![], total: 40, varying: true };
+        assert_eq!(
+            hidden.hidden_note(7).as_deref(),
+            Some(
+                "showing 7 of the 40 elements where the runs differ, the most telling first; the other 33 do not fit in this width"
+            )
+        );
+        assert_eq!(hidden.hidden_note(40), None);
     }
 
     #[test]
@@ -469,9 +568,9 @@ mod tests {
         b[50] = 2.0;
         let o = outcomes(&reference, &[&a, &b], true);
         // a[50] differs in both runs, a[7] in one: a[50] comes first.
-        assert_eq!(o.interesting(), vec![Col { buffer: 0, index: 50 }, Col { buffer: 0, index: 7 }]);
+        assert_eq!(o.interesting().cols, vec![Col { buffer: 0, index: 50 }, Col { buffer: 0, index: 7 }]);
         let style = Style { color: false, width: 40, big: false };
-        let text = outcome_table(&o, &pick_columns(&[&o], o.interesting(), 40), &style).to_string();
+        let text = outcome_table(&o, &pick_columns(&[&o], o.interesting().cols, 40), &style).to_string();
         assert!(text.contains("a[50]") && text.lines().all(|l| l.chars().count() <= 40), "{text}");
     }
 }

@@ -158,13 +158,15 @@ fn command_args(name: &str, args: &str, start: usize, end: usize, names: &Names)
             .map(|c| Candidate { value: c.name.to_string(), start, end, description: None, space: false })
             .collect();
     }
-    // A synopsis like `[random|lockstep|sequential]` lists the words the command takes.
+    // A synopsis like `[random|lockstep|sequential]` lists the words the command takes; a
+    // placeholder among them (`[N|default]`) is not a word to type.
     let Some(choices) = spec.args.strip_prefix('[').and_then(|a| a.strip_suffix(']')) else { return Vec::new() };
     if !choices.contains('|') {
         return Vec::new();
     }
     choices
         .split('|')
+        .filter(|c| !c.chars().all(|ch| ch.is_ascii_uppercase()))
         .filter(|c| c.starts_with(args))
         .map(|c| Candidate { value: c.to_string(), start, end, description: None, space: false })
         .collect()
@@ -283,11 +285,13 @@ mod tests {
         assert_eq!(values(":backend ", &names()), vec!["sim", "gpu", "auto"]);
         assert_eq!(values(":help sa", &names()), vec!["save"]);
         assert!(values(":seed ", &names()).is_empty());
+        assert_eq!(values(":max-steps ", &names()), vec!["default"]);
+        assert_eq!(values(":max", &names()), vec![":max-steps"]);
     }
 
     #[test]
     fn statements_complete_names_dtypes_and_functions() {
-        assert_eq!(values("let b = copy(s", &names()), vec!["scale", "sums", "sqrt", "sum"]);
+        assert_eq!(values("let b = copy(s", &names()), vec!["scale", "sums", "sizeof", "sqrt", "sum"]);
         assert_eq!(values("let b = zeros(4, i", &names()), vec!["i32", "i64", "int"]);
         assert_eq!(values("ad", &names()), vec!["add"]);
         assert_eq!(values("add<<<1, 4>>>(", &names()), vec!["a", "out", "sums", "n"]);

@@ -175,6 +175,7 @@ fn value(v: &Value) -> String {
         Value::Float(f) => format!("{f}"),
         Value::Bool(b) => b.to_string(),
         Value::Array(a) => a.type_name(),
+        Value::Dim3(d) => crate::value::format_dim3(*d),
     }
 }
 

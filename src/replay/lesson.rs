@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::runner::{Expect, Runner};
 use super::{Case, ScriptResult};
-use crate::lesson::{Code, Exercise, Lesson, Part, check};
+use crate::lesson::{Code, Exercise, Lesson, Part, Shown, check};
 use crate::render::text::strip_ansi;
 use crate::session::Options;
 
@@ -58,10 +58,21 @@ pub fn run_lesson(
         for part in &step.parts {
             match part {
                 Part::Prose(_) => {}
-                Part::Cuda(code) | Part::Gridlab(code) => run_code(&mut runner, lesson, code, &mut case)?,
+                Part::Cuda(code) | Part::Gridlab(code) => {
+                    let shown: Vec<&Shown> = step.outputs.iter().filter(|o| o.after == code.line).collect();
+                    if shown.is_empty() {
+                        run_code(&mut runner, lesson, code, &mut case)?;
+                    } else {
+                        runner.capture();
+                        run_code(&mut runner, lesson, code, &mut case)?;
+                        let printed = runner.take_captured();
+                        compare_output(&mut runner, lesson, &shown, &printed, &mut case)?;
+                    }
+                }
                 Part::Exercise(ex) => exercise(&mut runner, lesson, ex, mode, &mut case)?,
             }
         }
+        runner.settle(Some(&mut case))?;
         case.elapsed = step_start.elapsed();
         runner.result.cases.push(case);
     }
@@ -83,6 +94,35 @@ fn run_code(runner: &mut Runner<'_>, lesson: &Lesson, code: &Code, case: &mut Ca
     Ok(())
 }
 
+/// The `output` blocks after a block: each must be what it printed. On the GPU the numbers of
+/// a run differ from the simulator's (times, lost updates, the backend's name), and a lesson
+/// shows the simulator's: there they are not compared.
+fn compare_output(
+    runner: &mut Runner<'_>,
+    lesson: &Lesson,
+    shown: &[&Shown],
+    printed: &str,
+    case: &mut Case,
+) -> io::Result<()> {
+    if runner.session.on_gpu() {
+        return Ok(());
+    }
+    for s in shown {
+        if let Err(line) = s.check(printed) {
+            let msg = format!(
+                "{}:{}: the `output` block does not match what the block above printed: `{line}` is not in it (or not in this order). It printed:\n{}",
+                lesson.path,
+                s.line,
+                printed.trim_end()
+            );
+            let style = runner.style.clone();
+            writeln!(runner.out(), "{} {msg}", style.error("✗"))?;
+            runner.fail(Some(case), true, msg);
+        }
+    }
+    Ok(())
+}
+
 /// An exercise: in a dev check the starter must fail its check; then the solution must pass it.
 fn exercise(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, mode: Mode, case: &mut Case) -> io::Result<()> {
     let (path, style, quiet) = (lesson.path.clone(), runner.style.clone(), runner.quiet());
@@ -97,14 +137,9 @@ fn exercise(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, mode: Mode,
         let outcome = check::run(runner.session, &path, &ex.check)?;
         match &outcome.failure {
             Some(f) if !quiet => {
-                let with = f.config.as_ref().map(|c| format!("with {c}, ")).unwrap_or_default();
-                writeln!(
-                    runner.out(),
-                    "{} the starter fails its check ({with}on {}: {})",
-                    style.ok("✓"),
-                    f.run,
-                    f.why
-                )?;
+                let place = f.place();
+                let place = if place.is_empty() { String::new() } else { format!("{place}: ") };
+                writeln!(runner.out(), "{} the starter fails its check ({place}{})", style.ok("✓"), f.why)?;
             }
             Some(_) => {}
             None => {

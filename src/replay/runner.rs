@@ -28,13 +28,18 @@ pub struct Runner<'a> {
     quiet: bool,
     /// Keep each input and its output in the session's transcript (for `:export`).
     record: bool,
+    /// What the inputs printed (no echo, no colour), while a caller collects it.
+    captured: Option<String>,
     out: &'a mut dyn Write,
+    /// Where the last launch was typed (file and line) and its first line, for the failure
+    /// that names a finding nothing acknowledged.
+    last_launch: Option<(String, u32, String)>,
 }
 
 impl<'a> Runner<'a> {
     pub fn new(session: &'a mut Session, result: ScriptResult, quiet: bool, out: &'a mut dyn Write) -> Runner<'a> {
         let style = session.style().clone();
-        Runner { session, result, style, quiet, record: false, out }
+        Runner { session, result, style, quiet, record: false, captured: None, out, last_launch: None }
     }
 
     /// Keep inputs and outputs for `:export`, as typed input is.
@@ -48,8 +53,24 @@ impl<'a> Runner<'a> {
         &mut *self.out
     }
 
+    /// The session and the transcript's destination at once, for inputs run outside
+    /// [`Runner::run_text`] (typed at a terminal).
+    pub fn parts(&mut self) -> (&mut Session, &mut dyn Write) {
+        (&mut *self.session, &mut *self.out)
+    }
+
     pub fn quiet(&self) -> bool {
         self.quiet
+    }
+
+    /// Collect what the inputs run from now on print, until [`Runner::take_captured`].
+    pub fn capture(&mut self) {
+        self.captured = Some(String::new());
+    }
+
+    /// What the inputs printed since [`Runner::capture`], without echo or colour.
+    pub fn take_captured(&mut self) -> String {
+        self.captured.take().unwrap_or_default()
     }
 
     /// Run every input of `text` (from the file `name`, padded so lines match the file),
@@ -75,8 +96,24 @@ impl<'a> Runner<'a> {
             let mut buf = Vec::new();
             render::write_echo(&mut buf, &input.text, &self.style)?;
             let echoed = buf.len();
+            let before = self.session.unacknowledged();
             let status = self.session.eval_input(name, input, self.record, &mut buf)?;
             self.result.inputs += 1;
+            let after = self.session.unacknowledged();
+            if before.as_ref().map(|b| b.0) != after.as_ref().map(|a| a.0) {
+                // A new launch (or `:reset`) replaced the last one: its findings can no longer
+                // be acknowledged.
+                if let Some((_, kinds)) = before.filter(|(_, k)| !k.is_empty()) {
+                    self.unacknowledged(&kinds, case.as_deref_mut(), Some(&mut buf))?;
+                }
+                if after.is_some() {
+                    let first = input.text.lines().next().unwrap_or("").trim().to_string();
+                    self.last_launch = Some((name.to_string(), input.line, first));
+                }
+            }
+            if let Some(c) = self.captured.as_mut() {
+                c.push_str(&strip_ansi(&buf[echoed..]));
+            }
             let failed = match expect {
                 Expect::Ok => status != Status::Ok,
                 Expect::Refusal => status != Status::Error,
@@ -101,6 +138,10 @@ impl<'a> Runner<'a> {
             if !self.quiet || failed {
                 self.out.write_all(&buf)?;
             }
+            if self.session.wants_to_quit() {
+                // Piped input said `exit`: what follows is not run.
+                break;
+            }
         }
         if let Some(diag) = broken {
             let mut buf = Vec::new();
@@ -110,6 +151,46 @@ impl<'a> Runner<'a> {
             worst = Status::Error;
         }
         Ok(worst)
+    }
+
+    /// The last launch had findings of `kinds` that no `expect finding` acknowledged: in a
+    /// script that is a failure, as compute-sanitizer's `--error-exitcode` makes it one.
+    fn unacknowledged(
+        &mut self,
+        kinds: &[crate::finding::FindingKind],
+        case: Option<&mut Case>,
+        buf: Option<&mut Vec<u8>>,
+    ) -> io::Result<()> {
+        let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+        let (file, line, text) = self.last_launch.clone().unwrap_or_default();
+        let what = match names.as_slice() {
+            [one] if one.starts_with(['a', 'e', 'i', 'o', 'u']) => format!("an {one} finding"),
+            [one] => format!("a {one} finding"),
+            _ => format!("findings ({})", names.join(", ")),
+        };
+        let expects: Vec<String> = names.iter().map(|n| format!("`expect finding {n}`")).collect();
+        let msg = format!(
+            "{file}:{line}: `{text}` had {what} that nothing acknowledged: fix the kernel, or, if the finding is the point, add {} after the launch",
+            expects.join(" and ")
+        );
+        let mut own = Vec::new();
+        let buf = buf.unwrap_or(&mut own);
+        writeln!(buf, "{} {msg}", self.style.error("error:"))?;
+        if !own.is_empty() {
+            self.out.write_all(&own)?;
+        }
+        self.fail(case, false, msg);
+        Ok(())
+    }
+
+    /// The end of a script or lesson: the last launch's findings must be acknowledged too.
+    pub fn settle(&mut self, case: Option<&mut Case>) -> io::Result<()> {
+        if let Some((_, kinds)) = self.session.unacknowledged().filter(|(_, k)| !k.is_empty()) {
+            self.unacknowledged(&kinds, case, None)?;
+            // Said once: the session's last launch stays, but it is settled.
+            self.session.acknowledge_all();
+        }
+        Ok(())
     }
 
     /// Count a failure (`expect`: a failed expectation rather than an error) against the script

@@ -13,20 +13,53 @@ pub struct Stmt {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum StmtKind {
+    /// `let NAME = EXPR`, or a C declaration typed as host code (`int n = 1 << 20;`,
+    /// `dim3 block(16, 16);`), whose value is converted to the declared type.
     Let {
         name: String,
         name_span: Span,
         value: Expr,
+        declared: Option<Declared>,
+    },
+    /// `a[3] = 5`, `a[2:6] = 0`, `m[1, -1] += 1`: elements of a buffer get new values.
+    Assign {
+        target: Expr,
+        value: Expr,
     },
     Launch(Launch),
     Inspect(Expr),
+    /// `print(a, b)`: each value shown as if typed alone.
+    Print(Vec<Expr>),
     Expect(Expect),
+    /// `exit`, `quit`, `exit()`, `quit()`: leave the prompt (the caller decides what that means).
+    Quit,
+    /// Host code that has nothing to do here (`cudaDeviceSynchronize();`): does nothing, and says
+    /// why in `note`.
+    Nothing {
+        note: String,
+    },
     /// `[let NAME =] cost K<<<...>>>(...)`: run the launch and bind what it would cost on the
     /// reference GPU as the record `NAME` (fields `NAME.time_us`, ...).
     Cost {
         name: Option<(String, Span)>,
         launch: Launch,
     },
+}
+
+/// The C type of a declaration typed at the prompt: what its value is converted to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Declared {
+    /// `int`, `unsigned`, `long long`, `size_t`, ...: the value is truncated toward zero and must
+    /// fit the type's range (that of `dtype`).
+    Integer { c_name: &'static str, dtype: crate::dtype::DType },
+    /// `float`, `double`: the value is a float, so `float x = 1;` then `x / 2` is 0.5.
+    Float { c_name: &'static str },
+    /// `bool`
+    Bool,
+    /// `auto`: as `let`.
+    Auto,
+    /// `dim3`: a launch size.
+    Dim3,
 }
 
 /// `KERNEL<<<GRID, BLOCK[, SHARED_BYTES]>>>(ARGS)`, parsed but not checked.

@@ -87,9 +87,16 @@ pub const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "dim3",
         synopsis: "dim3(x, y, z)",
-        summary: "a grid or block size, inside <<< >>> only",
+        summary: "a grid or block size (missing sizes are 1): let block = dim3(16, 16), then block.x",
         kind: Function,
     },
+    Builtin {
+        name: "sizeof",
+        synopsis: "sizeof(float)",
+        summary: "bytes of one value of a C type: 4 for float, 8 for double",
+        kind: Function,
+    },
+    Builtin { name: "print", synopsis: "print(x, ...)", summary: "show values, as typing each does", kind: Function },
 ];
 
 /// The built-in called `name`.

@@ -5,7 +5,13 @@
 //! against `0.1` rounded to `f32`); an integer array with a float scalar becomes `f64`. An
 //! element of an array (`a[3]`) or a reduction (`sum(a)`) is a typed scalar, like `np.float32`.
 //! Integer arrays wrap on overflow like C and numpy; integer *scalars* are checked, and integer
-//! division or modulo by zero is an error everywhere. Comparisons don't broadcast beyond a scalar
+//! division or modulo by zero is an error everywhere.
+//!
+//! One departure from numpy, for CUDA's sake: `/` between two integers (scalars, elements or
+//! integer arrays) is C's division, truncated toward zero, so `(n + 255) / 256` is a grid size
+//! as in the host code beside the kernel; with a float on either side it divides as floats.
+//! The result's dtype is what `+` would give (`i32` array `/ 2` stays `i32`). `//` floors and
+//! `%` takes the divisor's sign, as in Python. Comparisons don't broadcast beyond a scalar
 //! and an array: two arrays must have the same length. `and`/`or`/`not` work elementwise on
 //! arrays (numpy would refuse), so `all(a > 0 and a < 1)` reads as written.
 
@@ -64,6 +70,23 @@ pub fn eval(expr: &Expr, env: &dyn Env, src: &str) -> Result<Value, Diagnostic> 
     Ok(v.into_value())
 }
 
+/// What `a[i] = v` (`StmtKind::Assign`) changes: elements of one buffer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Assignment {
+    /// The buffer.
+    pub name: String,
+    /// Flat positions, row after row for a 2-D buffer.
+    pub positions: Vec<usize>,
+    /// The value for each position, already in the buffer's dtype (exact: checked to fit); one
+    /// value when a scalar goes to every position (`a[:] = 0` makes no list of copies).
+    pub values: Vec<Num>,
+}
+
+/// Evaluate `TARGET = VALUE` for a buffer's elements; the caller stores the result.
+pub fn eval_assign(target: &Expr, value: &Expr, env: &dyn Env, src: &str) -> Result<Assignment, Diagnostic> {
+    Cx::new(env, src).assign(target, value)
+}
+
 /// A value during evaluation: Python-like "weak" scalars, typed scalars and arrays.
 #[derive(Clone, Debug)]
 pub(crate) enum V<'a> {
@@ -74,6 +97,8 @@ pub(crate) enum V<'a> {
     Elem(Num, DType),
     /// An array: a session's buffer (borrowed) or one computed.
     Arr(Array<'a>),
+    /// `dim3(16, 16)`: only a launch size; its fields are `b.x`, `b.y`, `b.z`.
+    Dim3([u32; 3]),
 }
 
 impl<'a> V<'a> {
@@ -83,6 +108,7 @@ impl<'a> V<'a> {
             Value::Float(f) => V::Float(*f),
             Value::Bool(b) => V::Bool(*b),
             Value::Array(a) => V::Arr(a.borrowed()),
+            Value::Dim3(d) => V::Dim3(*d),
         }
     }
 
@@ -94,6 +120,7 @@ impl<'a> V<'a> {
             V::Elem(Num::Int(i), _) => Value::Int(i),
             V::Elem(Num::Float(f), _) => Value::Float(f),
             V::Arr(a) => Value::Array(a.into_owned()),
+            V::Dim3(d) => Value::Dim3(d),
         }
     }
 
@@ -104,6 +131,7 @@ impl<'a> V<'a> {
             V::Bool(_) => "a bool".into(),
             V::Elem(_, d) => format!("a {d} scalar"),
             V::Arr(a) => format!("an array ({})", a.type_name()),
+            V::Dim3(_) => "a dim3".into(),
         }
     }
 
@@ -114,6 +142,8 @@ impl<'a> V<'a> {
             V::Float(_) => Kind::WeakFloat,
             V::Elem(_, d) => Kind::Typed(*d),
             V::Arr(a) => a.dtype().map_or(Kind::BoolArr, Kind::Typed),
+            // Refused before promotion (see `Cx::not_dim3`); counted as an int if it got here.
+            V::Dim3(_) => Kind::WeakInt,
         }
     }
 
@@ -128,7 +158,7 @@ impl<'a> V<'a> {
             V::Float(f) => Some(*f != 0.0),
             V::Bool(b) => Some(*b),
             V::Elem(n, _) => Some(n.as_f64() != 0.0),
-            V::Arr(_) => None,
+            V::Arr(_) | V::Dim3(_) => None,
         }
     }
 
@@ -140,6 +170,7 @@ impl<'a> V<'a> {
             V::Bool(b) => b.to_string(),
             V::Elem(n, d) => format_num(*n, Some(*d)),
             V::Arr(a) => a.type_name(),
+            V::Dim3(d) => crate::value::format_dim3(*d),
         }
     }
 }
@@ -326,6 +357,7 @@ fn f_lane<'v>(v: &'v V<'_>, round_to_f32: bool) -> Lane<'v, f64> {
         V::Float(f) if round_to_f32 => Lane::One(*f as f32 as f64),
         V::Float(f) => Lane::One(*f),
         V::Elem(n, _) => Lane::One(n.as_f64()),
+        V::Dim3(_) => Lane::One(f64::NAN),
         V::Arr(a) => elems(a),
     }
 }
@@ -336,6 +368,7 @@ fn i_lane<'v>(v: &'v V<'_>) -> Lane<'v, i128> {
         V::Int(i) => Lane::One(*i),
         V::Bool(b) => Lane::One(*b as i128),
         V::Float(f) => Lane::One(*f as i128),
+        V::Dim3(_) => Lane::One(0),
         V::Elem(Num::Int(i), _) => Lane::One(*i),
         V::Elem(Num::Float(f), _) => Lane::One(*f as i128),
         V::Arr(a) => elems(a),
@@ -378,7 +411,9 @@ fn int_op(op: BinOp, x: i128, y: i128) -> Result<i128, IntErr> {
         BinOp::Add => x.wrapping_add(y),
         BinOp::Sub => x.wrapping_sub(y),
         BinOp::Mul => x.wrapping_mul(y),
-        BinOp::FloorDiv | BinOp::Mod if y == 0 => return Err(IntErr::DivZero),
+        BinOp::Div | BinOp::FloorDiv | BinOp::Mod if y == 0 => return Err(IntErr::DivZero),
+        // C's division: the quotient truncated toward zero (`-7 / 2` is -3).
+        BinOp::Div => x.wrapping_div(y),
         BinOp::FloorDiv => x.wrapping_div_euclid(y) - if y < 0 && x.wrapping_rem_euclid(y) != 0 { 1 } else { 0 },
         BinOp::Mod => {
             let r = x.wrapping_rem(y);
@@ -577,7 +612,7 @@ impl<'a> Cx<'a> {
             }
             ExprKind::Tuple(_) => Err(Diagnostic::error("a tuple is only a shape here")
                 .at(e.span)
-                .help("tuples give 2-D shapes to constructors, e.g. `zeros((3, 4))`, or grid sizes in launches")),
+                .help("tuples give 2-D shapes to constructors, e.g. `zeros((3, 4))`, or grid sizes in launches; to keep a launch size, `let block = dim3(16, 16)`")),
             ExprKind::Call { func, func_span, args, kwargs } => self.call(func, *func_span, args, kwargs, e),
             ExprKind::Index { target, indices } => self.index(target, indices, e),
             ExprKind::Unary { op, op_span, operand } => {
@@ -603,13 +638,61 @@ impl<'a> Cx<'a> {
         if let Some(v) = env.scalar(n) {
             return Ok(V::from_value(v));
         }
+        // `block.x`: a field of a dim3, as in CUDA.
+        if let Some((record, field)) = n.split_once('.')
+            && let Some(Value::Dim3(d)) = env.scalar(record)
+        {
+            return match field {
+                "x" => Ok(V::Int(d[0] as i128)),
+                "y" => Ok(V::Int(d[1] as i128)),
+                "z" => Ok(V::Int(d[2] as i128)),
+                _ => Err(Diagnostic::error(format!("a dim3 has no field `{field}`"))
+                    .at(span)
+                    .help(format!("its fields are `{record}.x`, `{record}.y` and `{record}.z`"))),
+            };
+        }
         Err(self.unknown_name(n, span))
+    }
+
+    /// `sizeof(float)`: the bytes of a C type (or a dtype), as on every CUDA platform (LP64).
+    fn size_of(&self, arg: &Expr) -> Result<V<'a>, Diagnostic> {
+        let ExprKind::Name(ty) = &arg.kind else {
+            return Err(Diagnostic::error("`sizeof` takes a type here")
+                .at(arg.span)
+                .help("e.g. `sizeof(float)` is 4; gridlab counts a buffer's elements with `len(a)`"));
+        };
+        if self.env.buffer(ty).is_some() {
+            return Err(Diagnostic::error(format!("`sizeof({ty})` of a buffer"))
+                .at(arg.span)
+                .help(format!(
+                    "in C it would be a pointer's size; gridlab counts elements: `len({ty})`, and bytes are `len({ty}) * sizeof(float)`"
+                )));
+        }
+        match super::habits::c_type_size(ty) {
+            Some(n) => Ok(V::Int(n as i128)),
+            None => Err(Diagnostic::error(format!("`{ty}` is not a type `sizeof` knows"))
+                .at(arg.span)
+                .help("the types are `float`, `double`, `int`, `unsigned int`, `long long`, `size_t`, `char`, `short`, `bool`, pointers (`float *`) and the dtypes `f32`, `i64`, ...")),
+        }
     }
 
     fn unknown_name(&self, n: &str, span: Span) -> Diagnostic {
         let names = self.env.names();
         // `c.field`: a field of a record (`let c = cost ...`), or a method call from Python.
         if let Some((record, field)) = n.split_once('.') {
+            if self.env.buffer(record).is_some() {
+                let instead = match field {
+                    "size" | "shape" | "len" => format!("write `len({record})`"),
+                    "dtype" | "ndim" => "`:buffers` shows each buffer's dtype and shape".to_string(),
+                    _ => format!("functions take the buffer, e.g. `sum({record})`, `len({record})`"),
+                };
+                return Diagnostic::error(format!("buffers have no fields: {instead}"))
+                    .at(span)
+                    .label(format!("`{record}` is a buffer"))
+                    .help(format!(
+                        "only `cost` records have fields: `let c = cost k<<<4, 256>>>({record}, len({record}))`, then `c.time_us`"
+                    ));
+            }
             let prefix = format!("{record}.");
             let fields: Vec<String> =
                 names.iter().filter_map(|m| m.strip_prefix(&prefix)).map(|f| format!("`{f}`")).collect();
@@ -676,7 +759,7 @@ impl<'a> Cx<'a> {
             V::Bool(b) => Ok(Num::Int(b as i128)),
             V::Float(f) => Ok(Num::Float(f)),
             V::Elem(n, _) => Ok(n),
-            v @ V::Arr(_) => {
+            v @ (V::Arr(_) | V::Dim3(_)) => {
                 Err(Diagnostic::error(format!("{what} must be a number, not {}", v.type_name())).at(e.span))
             }
         }
@@ -810,9 +893,31 @@ impl<'a> Cx<'a> {
                     }
                 }
             }
-            "dim3" => Err(Diagnostic::error("`dim3` only describes a launch's grid or block")
+            "dim3" => {
+                self.no_kwargs(func, kwargs, &[])?;
+                self.arity(func, span, args, (0, 3), "dim3(x), dim3(x, y) or dim3(x, y, z); missing sizes are 1")?;
+                let mut d = [1u32; 3];
+                for (slot, a) in d.iter_mut().zip(args) {
+                    let n = self.int_arg(a, "a dim3 size")?;
+                    *slot = u32::try_from(n).map_err(|_| {
+                        Diagnostic::error(format!("a dim3 size is between 0 and {}, not {n}", u32::MAX))
+                            .at(a.span)
+                            .help("it counts blocks or threads along one axis")
+                    })?;
+                }
+                Ok(V::Dim3(d))
+            }
+            "sizeof" => {
+                self.no_kwargs(func, kwargs, &[])?;
+                self.arity(func, span, args, (1, 1), "sizeof(float), sizeof(int), sizeof(double)")?;
+                self.size_of(&args[0])
+            }
+            "print" => Err(Diagnostic::error("`print` shows values on a line of its own")
                 .at(func_span)
-                .help("use it inside `<<< >>>`, e.g. `k<<<dim3(4, 4), dim3(16, 16)>>>(a)`")),
+                .help("write `print(x)` alone, or just `x`; inside an expression use the value itself")),
+            _ if func.contains('.') => Err(super::habits::dotted_call(func, func_span, e, self.src, &|n| {
+                self.env.buffer(n).is_some() || self.env.scalar(n).is_some()
+            })),
             _ if super::builtins::find(func).is_some() => {
                 self.no_kwargs(func, kwargs, &[])?;
                 let usage = format!("{func}(x)");
@@ -821,6 +926,9 @@ impl<'a> Cx<'a> {
                 }
                 self.arity(func, span, args, (1, 1), &usage)?;
                 let v = self.eval(&args[0])?;
+                if matches!(v, V::Dim3(_)) {
+                    return Err(self.dim3_misused(&args[0]));
+                }
                 self.function(func, v, &args[0], e)
             }
             _ => {
@@ -1002,6 +1110,7 @@ impl<'a> Cx<'a> {
                 V::Int(i) | V::Elem(Num::Int(i), _) => Ok(V::Float(i as f64)),
                 V::Bool(b) => Ok(V::Float(b as u8 as f64)),
                 V::Float(f) | V::Elem(Num::Float(f), _) => Ok(V::Float(f)),
+                V::Dim3(_) => Err(self.dim3_misused(arg)),
                 V::Arr(_) => Err(Diagnostic::error("`float` converts a scalar, not an array")
                     .at(arg.span)
                     .help(format!("to convert an array, write `array({}, f64)`", self.text(arg)))),
@@ -1013,6 +1122,7 @@ impl<'a> Cx<'a> {
                 V::Float(_) | V::Elem(..) => {
                     Err(Diagnostic::error("can't convert nan or inf to an integer").at(arg.span))
                 }
+                V::Dim3(_) => Err(self.dim3_misused(arg)),
                 V::Arr(_) => Err(Diagnostic::error("`int` converts a scalar, not an array")
                     .at(arg.span)
                     .help(format!("to convert an array, write `array({}, i32)`", self.text(arg)))),
@@ -1036,6 +1146,7 @@ impl<'a> Cx<'a> {
             V::Float(x) => V::Float(f(*x)),
             V::Elem(Num::Int(i), d) => V::Elem(Num::Int(wrap(g(*i).ok_or_else(overflow)?, *d)), *d),
             V::Elem(Num::Float(x), d) => V::Elem(Num::Float(round_to(f(*x), *d)), *d),
+            V::Dim3(_) => return Err(self.dim3_misused(e)),
             V::Arr(a) => {
                 let dtype = a.dtype().unwrap_or(DType::I64);
                 let mut out = self.new_buffer(e, dtype, a.shape())?;
@@ -1223,13 +1334,51 @@ impl<'a> Cx<'a> {
             .at(target.span)
             .help("only arrays can be indexed"));
         };
-        let out = self.index_into(src, target, indices, e);
+        // The positions selected are counted against the limit while they are held: at most
+        // the length of each dimension, and all the elements.
+        let word = std::mem::size_of::<usize>() as u64;
+        let dims = match src.shape() {
+            Shape::D1(n) => n,
+            Shape::D2(r, c) => r + c,
+        };
+        let held = (dims as u64 + src.len() as u64) * word;
+        self.charge(e, held)?;
+        let selected = self.select(src, self.text(target), indices, e);
+        self.left.set(self.left.get() + held);
+        let (flat, kept) = selected?;
+        let element_bytes = src.dtype().map_or(1, |d| d.size() as u64);
+        let out = match kept[..] {
+            [] => {
+                let n = src.num(flat[0]);
+                match src.dtype() {
+                    Some(d) => V::Elem(n, d),
+                    None => V::Bool(n.as_f64() != 0.0),
+                }
+            }
+            [n] => {
+                self.charge(e, n as u64 * element_bytes)?;
+                V::Arr(gather(src, &flat, Shape::D1(n)))
+            }
+            [r, c] => {
+                self.charge(e, (r * c) as u64 * element_bytes)?;
+                V::Arr(gather(src, &flat, Shape::D2(r, c)))
+            }
+            _ => unreachable!("at most two dimensions"),
+        };
         self.release(&target_v);
-        out
+        Ok(out)
     }
 
-    fn index_into(&self, src: &Array<'_>, target: &Expr, indices: &[Index], e: &Expr) -> Result<V<'a>, Diagnostic> {
-        let name = self.text(target);
+    /// The elements `name[indices]` selects, as flat positions, and the lengths of the
+    /// dimensions the result keeps (none for one element). Shared by reading (`a[3]`) and
+    /// assigning (`a[3] = 5`), so both check indices alike.
+    fn select(
+        &self,
+        src: &Array<'_>,
+        name: &str,
+        indices: &[Index],
+        e: &Expr,
+    ) -> Result<(Vec<usize>, Vec<usize>), Diagnostic> {
         let shape = src.shape();
         // A boolean mask selects elements: `a[a > 0]`.
         if let [Index::At(ie)] = indices
@@ -1248,14 +1397,9 @@ impl<'a> Cx<'a> {
                 ))
                 .at(ie.span));
             }
-            let n = mask.iter().filter(|&&m| m).count();
-            let positions = n as u64 * std::mem::size_of::<usize>() as u64;
-            self.charge(e, positions + n as u64 * src.dtype().map_or(1, |d| d.size() as u64))?;
             let idx: Vec<usize> = (0..mask.len()).filter(|&i| mask[i]).collect();
-            let out = gather(src, &idx, Shape::D1(n));
-            self.left.set(self.left.get() + positions);
-            self.release(&V::Arr(m));
-            return Ok(V::Arr(out));
+            let n = idx.len();
+            return Ok((idx, vec![n]));
         }
         let dims: Vec<usize> = match shape {
             Shape::D1(n) => vec![n],
@@ -1271,25 +1415,7 @@ impl<'a> Cx<'a> {
             .at(e.span)
             .help(format!("`{name}` is {}", src.type_name())));
         }
-        // Positions along each dimension, and whether the dimension is kept: counted against
-        // the limit while they are held (a dimension's positions are at most its length).
-        let word = std::mem::size_of::<usize>() as u64;
-        let held = (dims.iter().sum::<usize>() as u64 + shape.len() as u64) * word;
-        self.charge(e, held)?;
-        let out = self.positions(src, &dims, indices, name, e);
-        self.left.set(self.left.get() + held);
-        out
-    }
-
-    /// The elements of `src` (whose dimensions are `dims`) that `indices` select.
-    fn positions(
-        &self,
-        src: &Array<'_>,
-        dims: &[usize],
-        indices: &[Index],
-        name: &str,
-        e: &Expr,
-    ) -> Result<V<'a>, Diagnostic> {
+        // Positions along each dimension, and whether the dimension is kept.
         let mut per_dim: Vec<(Vec<usize>, bool)> = Vec::new();
         for (d, &len) in dims.iter().enumerate() {
             let Some(ix) = indices.get(d) else {
@@ -1348,28 +1474,127 @@ impl<'a> Cx<'a> {
             }
         }
         let kept: Vec<usize> = per_dim.iter().filter(|(_, k)| *k).map(|(p, _)| p.len()).collect();
-        let element_bytes = src.dtype().map_or(1, |d| d.size() as u64);
-        Ok(match kept[..] {
-            [] => {
-                let n = src.num(flat[0]);
-                match src.dtype() {
-                    Some(d) => V::Elem(n, d),
-                    None => V::Bool(n.as_f64() != 0.0),
+        Ok((flat, kept))
+    }
+
+    /// `NAME[INDICES] = VALUE`: where the new values go and what they are, checked against the
+    /// buffer's dtype. Nothing is changed here: the session stores the result.
+    fn assign(&self, target: &Expr, value: &Expr) -> Result<Assignment, Diagnostic> {
+        let ExprKind::Index { target: base, indices } = &target.kind else {
+            return Err(Diagnostic::error("only elements of a buffer can be assigned")
+                .at(target.span)
+                .help("write `a[3] = 5`, `a[2:6] = 0` or `a[a < 0] = 0`; a name gets a new value with `let`"));
+        };
+        let ExprKind::Name(name) = &base.kind else {
+            return Err(Diagnostic::error(format!("`{}` is not a buffer's name", self.text(base)))
+                .at(base.span)
+                .help("assign to a buffer's elements by its name: `a[3] = 5`"));
+        };
+        let Some(buf) = self.env.buffer(name) else {
+            return Err(match self.env.scalar(name) {
+                Some(v) => Diagnostic::error(format!("`{name}` is {}, not a buffer", v.type_name()))
+                    .at(base.span)
+                    .help(format!("only buffers have elements; give `{name}` a new value with `let {name} = ...`")),
+                None => self.unknown_name(name, base.span),
+            });
+        };
+        // The positions and values are held until the session stores them: they count against
+        // the limit (a position is a word, a value a `Num`; one value for a scalar).
+        let word = std::mem::size_of::<usize>() as u64;
+        self.charge(target, buf.len() as u64 * word)?;
+        let (positions, kept) = self.select(&Array::from_buffer(buf), name, indices, target)?;
+        let dtype = buf.dtype();
+        let v = self.eval(value)?;
+        let one = |n: Num, at: Option<usize>| self.store_num(n, dtype, name, value, at);
+        let values = match &v {
+            V::Arr(a) => {
+                if a.len() != positions.len() {
+                    let what = if kept.is_empty() {
+                        "one element".to_string()
+                    } else {
+                        format!("{} elements", positions.len())
+                    };
+                    return Err(Diagnostic::error(format!(
+                        "`{}` selects {what}, but the value has {}",
+                        self.text(target),
+                        a.len()
+                    ))
+                    .at(value.span)
+                    .help("give one number for every selected element, or as many values as there are elements"));
                 }
+                self.charge(value, a.len() as u64 * std::mem::size_of::<Num>() as u64)?;
+                let mut values = Vec::with_capacity(a.len());
+                for i in 0..a.len() {
+                    self.tick(i, value)?;
+                    values.push(one(a.num(i), Some(i))?);
+                }
+                values
             }
-            [n] => {
-                self.charge(e, n as u64 * element_bytes)?;
-                V::Arr(gather(src, &flat, Shape::D1(n)))
+            V::Dim3(_) => return Err(self.dim3_misused(value)),
+            scalar => {
+                let n = match scalar {
+                    V::Int(i) => Num::Int(*i),
+                    V::Bool(b) => Num::Int(*b as i128),
+                    V::Float(f) => Num::Float(*f),
+                    V::Elem(n, _) => *n,
+                    V::Arr(_) | V::Dim3(_) => unreachable!("matched above"),
+                };
+                // One value for every position (see `Assignment::values`).
+                vec![one(n, None)?]
             }
-            [r, c] => {
-                self.charge(e, (r * c) as u64 * element_bytes)?;
-                V::Arr(gather(src, &flat, Shape::D2(r, c)))
+        };
+        Ok(Assignment { name: name.clone(), positions, values })
+    }
+
+    /// One value stored into a `dtype` element: a float into an integer buffer must be whole,
+    /// and every value must fit, so nothing is silently wrapped or rounded away.
+    fn store_num(&self, n: Num, dtype: DType, name: &str, value: &Expr, at: Option<usize>) -> Result<Num, Diagnostic> {
+        let which = at.map_or(String::new(), |i| format!(" (element {i} of the value)"));
+        let shown = format_num(n, Some(if matches!(n, Num::Float(_)) { DType::F64 } else { DType::I64 }));
+        if dtype.is_float() {
+            let x = n.as_f64();
+            if dtype == DType::F32 && x.is_finite() && x.abs() > f32::MAX as f64 {
+                return Err(Diagnostic::error(format!("{shown} is too large for `{name}`, which holds f32{which}"))
+                    .at(value.span)
+                    .help(format!(
+                        "f32 goes up to about 3.4e38; an f64 buffer holds more: `let {name} = array({name}, f64)`"
+                    )));
             }
-            _ => unreachable!("at most two dimensions"),
-        })
+            return Ok(Num::Float(round_to(x, dtype)));
+        }
+        let i = match n {
+            Num::Int(i) => i,
+            Num::Float(f) if f.is_finite() && f.fract() == 0.0 => f as i128,
+            Num::Float(_) => {
+                return Err(Diagnostic::error(format!(
+                    "`{name}` holds {dtype}, but {shown} is not a whole number{which}"
+                ))
+                .at(value.span)
+                .help(format!("drop the fraction with `int({})`, or use a float buffer", self.text(value))));
+            }
+        };
+        if wrap(i, dtype) != i {
+            let (lo, hi) = match dtype {
+                DType::I32 => (i32::MIN as i128, i32::MAX as i128),
+                DType::U32 => (0, u32::MAX as i128),
+                DType::I64 => (i64::MIN as i128, i64::MAX as i128),
+                _ => (0, u64::MAX as i128),
+            };
+            return Err(Diagnostic::error(format!("{i} does not fit in `{name}`'s {dtype} elements{which}"))
+                .at(value.span)
+                .help(if dtype.size() < 8 {
+                    format!("{dtype} holds {lo} to {hi}; a wider buffer holds more: `let {name} = array({name}, i64)`")
+                } else {
+                    format!("{dtype} holds {lo} to {hi}")
+                }));
+        }
+        Ok(Num::Int(i))
     }
 
     fn unary(&self, op: UnOp, op_span: Span, v: V<'a>, e: &Expr) -> Result<V<'a>, Diagnostic> {
+        if let (V::Dim3(_), ExprKind::Unary { operand, .. }) = (&v, &e.kind) {
+            return Err(self.dim3_misused(operand));
+        }
         let float_err = |what: &str| {
             Diagnostic::error(format!("`~` needs integers or booleans, not {what}"))
                 .at(op_span)
@@ -1431,6 +1656,17 @@ impl<'a> Cx<'a> {
         re: &Expr,
         e: &Expr,
     ) -> Result<V<'a>, Diagnostic> {
+        if let (V::Dim3(x), V::Dim3(y)) = (l, r)
+            && matches!(op, BinOp::Eq | BinOp::Ne)
+        {
+            return Ok(V::Bool((x == y) == (op == BinOp::Eq)));
+        }
+        if matches!(l, V::Dim3(_)) {
+            return Err(self.dim3_misused(le));
+        }
+        if matches!(r, V::Dim3(_)) {
+            return Err(self.dim3_misused(re));
+        }
         // Lengths: two arrays must agree; a scalar goes with every element.
         let (la, ra) = (l.array(), r.array());
         if let (Some(a), Some(b)) = (la, ra)
@@ -1489,12 +1725,9 @@ impl<'a> Cx<'a> {
             .help("bitwise operators and shifts work on integers only"));
         }
 
-        let Some(mut dtype) = result_dtype(lk, rk) else {
+        let Some(dtype) = result_dtype(lk, rk) else {
             return self.scalar_arith(op, op_span, l, r, le, re);
         };
-        if op == BinOp::Div && !dtype.is_float() {
-            dtype = DType::F64;
-        }
         if dtype.is_float() {
             let (x, y) = (f_lane(l, dtype == DType::F32), f_lane(r, dtype == DType::F32));
             let Some(shape) = shape else {
@@ -1536,13 +1769,22 @@ impl<'a> Cx<'a> {
         Ok(V::Arr(Array::bools(shape, out)))
     }
 
+    /// A dim3 where a number or an array was needed.
+    fn dim3_misused(&self, e: &Expr) -> Diagnostic {
+        let t = self.text(e);
+        let field = if matches!(e.kind, ExprKind::Name(_)) { format!("`{t}.x`") } else { "`b.x`".to_string() };
+        Diagnostic::error(format!("`{t}` is a dim3, a launch size, not a number")).at(e.span).help(format!(
+            "use one of its fields, {field}, `.y` or `.z`, or pass it in a launch: `k<<<grid, {t}>>>(...)`"
+        ))
+    }
+
     fn int_error(&self, err: IntErr, op: BinOp, op_span: Span, re: &Expr, at: Option<usize>) -> Diagnostic {
         let place = at.map_or(String::new(), |i| format!(" (at element {i})"));
         match err {
             IntErr::DivZero => Diagnostic::error(format!("integer division by zero{place}"))
                 .at(op_span)
                 .label(format!("`{}` divides by `{}`", op.symbol(), self.text(re)))
-                .help("use `/` for float division, which gives inf or nan instead"),
+                .help("with a float on either side, `/` divides as floats and gives inf or nan: `1.0 * x / y`"),
             IntErr::NegativePow => Diagnostic::error(format!("integers can't be raised to negative powers{place}"))
                 .at(op_span)
                 .help("make the base a float: `2.0 ** -1`"),
@@ -1567,8 +1809,7 @@ impl<'a> Cx<'a> {
                 BinOp::Add => x.checked_add(y),
                 BinOp::Sub => x.checked_sub(y),
                 BinOp::Mul => x.checked_mul(y),
-                BinOp::Div => return Ok(V::Float(x as f64 / y as f64)),
-                BinOp::FloorDiv if x == i128::MIN && y == -1 => None,
+                BinOp::Div | BinOp::FloorDiv if x == i128::MIN && y == -1 => None,
                 BinOp::Pow if y < 0 => return Ok(V::Float((x as f64).powf(y as f64))),
                 BinOp::Pow => u32::try_from(y).ok().and_then(|y| x.checked_pow(y)),
                 BinOp::Shl if y >= 0 => {

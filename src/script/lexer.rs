@@ -1,4 +1,8 @@
 //! Tokens of the session language. `#` starts a comment that runs to the end of the line.
+//!
+//! Numbers may carry C's suffixes, as in host code pasted from a CUDA program: `2.5f`, `1.f`,
+//! `1e-3F`, `256u`, `1ull`, `10L`. They are read and dropped: a number takes the dtype of the
+//! array it meets (see `eval`), so `f` changes nothing but a `u` never makes a float.
 
 use crate::diag::{Diagnostic, SourceId, Span};
 
@@ -17,9 +21,9 @@ pub struct Token {
     pub span: Span,
 }
 
-const PUNCTS: [&str; 35] = [
-    "<<<", ">>>", "**", "//", "<<", ">>", "<=", ">=", "==", "!=", "~=", "&&", "||", "+", "-", "*", "/", "%", "&", "|",
-    "^", "~", "!", "<", ">", "=", "(", ")", "[", "]", "{", "}", ",", ":", ";",
+const PUNCTS: [&str; 39] = [
+    "<<<", ">>>", "**", "//", "<<", ">>", "<=", ">=", "==", "!=", "~=", "&&", "||", "+=", "-=", "*=", "/=", "+", "-",
+    "*", "/", "%", "&", "|", "^", "~", "!", "<", ">", "=", "(", ")", "[", "]", "{", "}", ",", ":", ";",
 ];
 
 pub fn lex(source: SourceId, text: &str) -> Result<Vec<Token>, Diagnostic> {
@@ -82,6 +86,16 @@ pub fn lex(source: SourceId, text: &str) -> Result<Vec<Token>, Diagnostic> {
     Ok(toks)
 }
 
+/// C's literal suffixes: `f`, `F`, `l`, `L` on a float; `u`, `l`, `ll` in either case and
+/// order (`ul`, `ull`, `lu`, `llu`) on an integer.
+fn c_suffix(suffix: &str, is_float: bool) -> bool {
+    let s = suffix.to_ascii_lowercase();
+    if is_float {
+        return s == "f" || s == "l";
+    }
+    matches!(s.as_str(), "u" | "l" | "ll" | "ul" | "lu" | "ull" | "llu")
+}
+
 /// Lex a number starting at `start`: decimal, `0x`, `0b`, `0o` integers with `_` separators, or a
 /// float (`0.5`, `.5`, `2.`, `1e-6`).
 fn number(source: SourceId, text: &str, start: usize) -> Result<(Tok, usize), Diagnostic> {
@@ -100,7 +114,10 @@ fn number(source: SourceId, text: &str, start: usize) -> Result<(Tok, usize), Di
     };
     if let Some(radix) = radix {
         let end = word_end(start + 2);
-        let digits: String = text[start + 2..end].chars().filter(|&c| c != '_').collect();
+        // `u` and `l` are never digits in these bases: C's suffixes (`0xffu`).
+        let body = text[start + 2..end].trim_end_matches(['u', 'U', 'l', 'L']);
+        let body = if c_suffix(&text[start + 2 + body.len()..end], false) { body } else { &text[start + 2..end] };
+        let digits: String = body.chars().filter(|&c| c != '_').collect();
         return match i128::from_str_radix(&digits, radix) {
             Ok(v) if !digits.starts_with(['+', '-']) => Ok((Tok::Int(v), end)),
             _ => Err(Diagnostic::error(format!("invalid base-{radix} integer `{}`", &text[start..end]))
@@ -139,11 +156,10 @@ fn number(source: SourceId, text: &str, start: usize) -> Result<(Tok, usize), Di
         }
     }
     let end = word_end(j);
-    if end > j {
+    if end > j && !c_suffix(&text[j..end], is_float) {
         let suffix = &text[j..end];
-        let help = if suffix == "f" || suffix == "F" {
-            "gridlab numbers have no C suffixes: write `0.5`, not `0.5f` (the array's dtype decides the precision)"
-                .to_string()
+        let help = if !is_float && suffix.eq_ignore_ascii_case("f") {
+            format!("a float needs a point in C too: `{}.0f` or `{}.0`", &text[start..j], &text[start..j])
         } else {
             "put an operator or a space between a number and a name".to_string()
         };
@@ -151,7 +167,7 @@ fn number(source: SourceId, text: &str, start: usize) -> Result<(Tok, usize), Di
             .at(Span::new(source, j, end))
             .help(help));
     }
-    let lit: String = text[start..end].chars().filter(|&c| c != '_').collect();
+    let lit: String = text[start..j].chars().filter(|&c| c != '_').collect();
     let err = || {
         Diagnostic::error(format!("invalid number `{}`", &text[start..end]))
             .at(Span::new(source, start, end))

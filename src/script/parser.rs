@@ -7,8 +7,18 @@
 use crate::diag::{Diagnostic, SourceId, Span};
 use crate::finding::FindingKind;
 
-use super::ast::{BinOp, Dim, Expect, Expr, ExprKind, Index, Kwarg, Launch, Stmt, StmtKind, UnOp};
+use super::ast::{BinOp, Declared, Dim, Expect, Expr, ExprKind, Index, Kwarg, Launch, Stmt, StmtKind, UnOp};
+use super::habits;
 use super::lexer::{Tok, Token, lex};
+
+/// `, i32` for a buffer of the declared type, for messages.
+fn dtype_suffix(d: Declared) -> String {
+    match d {
+        Declared::Integer { dtype, .. } => format!(", {dtype}"),
+        Declared::Float { c_name: "double" } => ", f64".into(),
+        _ => String::new(),
+    }
+}
 
 /// Nesting deeper than this (parentheses, calls, unary operators, `**`) is refused rather than
 /// risking the stack.
@@ -20,8 +30,11 @@ pub const MAX_TREE_DEPTH: usize = 1000;
 
 /// Parse one statement (not CUDA, not a `:command`). A trailing `;` is allowed.
 pub fn parse_statement(source: SourceId, text: &str) -> Result<Stmt, Diagnostic> {
+    if let Some(host) = habits::host_statement(source, text) {
+        return host;
+    }
     let toks = lex(source, text)?;
-    let mut p = Parser { toks, pos: 0, source, end: text.trim_end().len(), depth: 0, tree: 0 };
+    let mut p = Parser { toks, pos: 0, source, end: text.trim_end().len(), depth: 0, tree: 0, text: text.to_string() };
     let stmt = p.statement()?;
     if p.eat(";") {
         // tolerated, as in C
@@ -44,6 +57,8 @@ struct Parser {
     depth: usize,
     /// The depth of the tree being built: nesting plus the links of operator chains.
     tree: usize,
+    /// The statement, for messages that quote the learner's own text.
+    text: String,
 }
 
 fn describe(tok: &Tok) -> String {
@@ -136,7 +151,7 @@ impl Parser {
                 }
                 let value = self.expr()?;
                 let span = first.span.to(value.span);
-                Ok(Stmt { kind: StmtKind::Let { name, name_span, value }, span })
+                Ok(Stmt { kind: StmtKind::Let { name, name_span, value, declared: None }, span })
             }
             Tok::Ident(kw) if kw == "expect" => {
                 self.pos += 1;
@@ -180,16 +195,282 @@ impl Parser {
                 Ok(Stmt { span: launch.span, kind: StmtKind::Launch(launch) })
             }
             Tok::Ident(name) if self.peek_at(1) == Some(&Tok::Punct("=")) => {
-                Err(Diagnostic::error(format!("`{name}` is not bound with `let`"))
-                    .at(self.toks[self.pos + 1].span)
+                let eq = self.toks[self.pos + 1].span;
+                let value =
+                    self.text.get(eq.hi as usize..self.end).unwrap_or("").trim().trim_end_matches(';').trim_end();
+                let value = if value.is_empty() { "..." } else { value };
+                Err(Diagnostic::error(format!("a name gets its value with `let`: write `let {name} = {value}`"))
+                    .at(eq)
                     .label("assignment needs `let`")
-                    .help(format!("write `let {name} = ...` (to compare, use `==`)")))
+                    .help(format!("to compare, use `==`; to change a buffer's elements, `{name}[i] = ...`")))
+            }
+            Tok::Ident(word)
+                if matches!(word.as_str(), "exit" | "quit")
+                    && (self.peek_at(1).is_none_or(|t| *t == Tok::Punct(";"))
+                        || (self.peek_at(1) == Some(&Tok::Punct("("))
+                            && self.peek_at(2) == Some(&Tok::Punct(")"))
+                            && self.peek_at(3).is_none_or(|t| *t == Tok::Punct(";")))) =>
+            {
+                self.pos += if self.peek_at(1) == Some(&Tok::Punct("(")) { 3 } else { 1 };
+                Ok(Stmt { kind: StmtKind::Quit, span: first.span.to(self.prev_span()) })
+            }
+            Tok::Ident(word) if word == "print" && self.peek_at(1) == Some(&Tok::Punct("(")) => {
+                self.pos += 2;
+                let args = self.comma_list(")", "a value to show")?;
+                if args.is_empty() {
+                    return Err(Diagnostic::error("`print()` with nothing to show")
+                        .at(first.span.to(self.prev_span()))
+                        .help("write `print(a)`, or just `a`"));
+                }
+                Ok(Stmt { kind: StmtKind::Print(args), span: first.span.to(self.prev_span()) })
+            }
+            Tok::Ident(word) if habits::C_TYPE_WORDS.contains(&word.as_str()) && self.declaration_ahead() => {
+                self.declaration()
             }
             _ => {
                 let e = self.expr()?;
+                if let Some(op) = self.assignment_op() {
+                    return self.assignment(e, op);
+                }
+                if self.is_punct("(")
+                    && let ExprKind::Index { target, indices } = &e.kind
+                    && let ExprKind::Name(kernel) = &target.kind
+                {
+                    // Numba's launch, `kernel[blocks, threads](args)`.
+                    let config: Vec<&str> = indices
+                        .iter()
+                        .map(|i| match i {
+                            Index::At(x) => x.text(&self.text),
+                            Index::Slice { span, .. } => {
+                                self.text.get(span.lo as usize..span.hi as usize).unwrap_or("?")
+                            }
+                        })
+                        .collect();
+                    let args = self.text.get(self.here().lo as usize..self.end).unwrap_or("(...)");
+                    return Err(Diagnostic::error(format!(
+                        "a launch is written `{kernel}<<<{}>>>{args}` here",
+                        config.join(", ")
+                    ))
+                    .at(e.span)
+                    .label("Numba's launch syntax")
+                    .help("gridlab's launches are CUDA's: `kernel<<<blocks, threads>>>(args)`"));
+                }
                 Ok(Stmt { span: e.span, kind: StmtKind::Inspect(e) })
             }
         }
+    }
+
+    /// After an expression: `=`, or a compound assignment (`+=`, `-=`, `*=`, `/=`), as the
+    /// operator it applies (`None` inside for plain `=`).
+    fn assignment_op(&self) -> Option<Option<BinOp>> {
+        let Some(Token { tok: Tok::Punct(p), .. }) = self.peek() else { return None };
+        Some(match *p {
+            "=" => None,
+            "+=" => Some(BinOp::Add),
+            "-=" => Some(BinOp::Sub),
+            "*=" => Some(BinOp::Mul),
+            "/=" => Some(BinOp::Div),
+            _ => return None,
+        })
+    }
+
+    /// `TARGET = VALUE` or `TARGET op= VALUE` (as `TARGET = TARGET op VALUE`): only a buffer's
+    /// elements can be assigned; a name gets its value from `let`.
+    fn assignment(&mut self, target: Expr, op: Option<BinOp>) -> Result<Stmt, Diagnostic> {
+        let op_tok = self.bump();
+        if let ExprKind::Name(name) = &target.kind {
+            let value = self.text.get(self.here().lo as usize..self.end).unwrap_or("...").trim_end_matches(';').trim();
+            let (message, help) = match op {
+                Some(op) => (
+                    format!(
+                        "`{}` needs `let` here: write `let {name} = {name} {} {value}`",
+                        self.text_of(op_tok.span),
+                        op.symbol()
+                    ),
+                    format!(
+                        "for a buffer, `{name}[:] {} {value}` changes every element in place",
+                        self.text_of(op_tok.span)
+                    ),
+                ),
+                None => (
+                    format!("a name gets its value with `let`: write `let {name} = {value}`"),
+                    "to compare, use `==`".to_string(),
+                ),
+            };
+            return Err(Diagnostic::error(message).at(op_tok.span).label("assignment needs `let`").help(help));
+        }
+        if !matches!(target.kind, ExprKind::Index { .. }) {
+            return Err(Diagnostic::error("only a buffer's elements can be assigned")
+                .at(target.span)
+                .help("write `a[3] = 5`, `a[2:6] = 0` or `a[a < 0] = 0`; a name gets a new value with `let`"));
+        }
+        let rhs = self.expr()?;
+        let span = target.span.to(rhs.span);
+        let value = match op {
+            Some(op) => Self::binary(op, op_tok.span, target.clone(), rhs),
+            None => rhs,
+        };
+        Ok(Stmt { kind: StmtKind::Assign { target, value }, span })
+    }
+
+    fn text_of(&self, span: Span) -> &str {
+        self.text.get(span.lo as usize..span.hi as usize).unwrap_or("?")
+    }
+
+    /// At a C type word: whether a declaration follows (more type words, then a name or `*`),
+    /// rather than an expression such as `int(x)`.
+    fn declaration_ahead(&self) -> bool {
+        let mut k = 0;
+        while let Some(Tok::Ident(w)) = self.peek_at(k) {
+            if !habits::C_TYPE_WORDS.contains(&w.as_str()) {
+                return !KEYWORDS.contains(&w.as_str()) && k > 0;
+            }
+            k += 1;
+        }
+        k > 0 && self.peek_at(k) == Some(&Tok::Punct("*"))
+    }
+
+    /// A C declaration typed at the prompt: `int n = 1 << 20;`, `float s = 2.5f;`,
+    /// `dim3 block(16, 16);`, `float x[N];`. Pointers and host functions get a message that says
+    /// what to write instead.
+    fn declaration(&mut self) -> Result<Stmt, Diagnostic> {
+        let start = self.here();
+        let mut words = Vec::new();
+        while let Some(Tok::Ident(w)) = self.peek_at(0) {
+            if !habits::C_TYPE_WORDS.contains(&w.as_str()) {
+                break;
+            }
+            words.push(w.clone());
+            self.pos += 1;
+        }
+        let type_span = start.to(self.prev_span());
+        let ty = words.join(" ");
+        let word_refs: Vec<&str> = words.iter().map(String::as_str).collect();
+        let declared = habits::c_type(&word_refs);
+        if self.is_punct("*") {
+            while self.eat("*") {}
+            let name = match self.peek() {
+                Some(Token { tok: Tok::Ident(n), .. }) => n.clone(),
+                _ => "d_x".to_string(),
+            };
+            let dtype = match declared {
+                Some(Declared::Integer { dtype, .. }) => format!(", {dtype}"),
+                Some(Declared::Float { c_name: "double" }) => ", f64".to_string(),
+                _ => String::new(),
+            };
+            return Err(Diagnostic::error(format!("no pointers at the prompt: write `let {name} = zeros(N{dtype})`"))
+                .at(start.to(self.here()))
+                .help(format!("a buffer is made with its length; kernels take it where they take a `{ty} *`")));
+        }
+        let Some(Token { tok: Tok::Ident(name), span: name_span }) = self.peek().cloned() else {
+            return Err(self.error_here("a name after the type"));
+        };
+        self.pos += 1;
+        let Some(declared) = declared else {
+            return Err(Diagnostic::error(format!("gridlab has no `{ty}` values")).at(type_span).help(format!(
+                "declare `{name}` as `int`, `long long`, `float`, `double` or `dim3`, or write `let {name} = ...`"
+            )));
+        };
+        if self.is_punct("(") && declared != Declared::Dim3 {
+            return Err(Diagnostic::error(format!("`{name}` looks like a host function"))
+                .at(name_span)
+                .help("gridlab is the host program: type a function's statements at the prompt one by one; CUDA functions start with `__global__` or `__device__`"));
+        }
+        if self.is_punct("[") {
+            return self.array_declaration(declared, &ty, type_span, name, name_span);
+        }
+        let value = if self.is_punct("(") || self.is_punct("{") {
+            // `dim3 block(16, 16);` and `dim3 block{16, 16};`
+            let open = self.bump();
+            let close = if open.tok == Tok::Punct("(") { ")" } else { "}" };
+            let args = self.comma_list(close, "a size")?;
+            let span = open.span.to(self.prev_span());
+            Expr { kind: ExprKind::Call { func: "dim3".into(), func_span: type_span, args, kwargs: Vec::new() }, span }
+        } else if self.eat("=") {
+            if self.is_punct("{") {
+                return Err(Diagnostic::error("a brace list makes an array in C")
+                    .at(self.here())
+                    .help(format!("for a buffer, write `let {name} = array([1, 2, 3]{})`", dtype_suffix(declared))));
+            }
+            self.expr()?
+        } else if declared == Declared::Dim3 {
+            // `dim3 block;` is (1, 1, 1), as in CUDA.
+            Expr {
+                kind: ExprKind::Call {
+                    func: "dim3".into(),
+                    func_span: type_span,
+                    args: Vec::new(),
+                    kwargs: Vec::new(),
+                },
+                span: name_span,
+            }
+        } else if self.is_punct(",") {
+            return Err(Diagnostic::error("one name per declaration at the prompt")
+                .at(self.here())
+                .help(format!("declare each on its own line: `{ty} {name} = ...;`")));
+        } else {
+            return Err(Diagnostic::error(format!("`{name}` needs a value"))
+                .at(name_span)
+                .label("declared without one")
+                .help(format!("gridlab has no uninitialised variables: `{ty} {name} = 0;`")));
+        };
+        let span = start.to(value.span);
+        Ok(Stmt { kind: StmtKind::Let { name, name_span, value, declared: Some(declared) }, span })
+    }
+
+    /// `float x[N];` (zeros) or `float A[N][M];`: a buffer of the declared type.
+    fn array_declaration(
+        &mut self,
+        declared: Declared,
+        ty: &str,
+        type_span: Span,
+        name: String,
+        name_span: Span,
+    ) -> Result<Stmt, Diagnostic> {
+        let dtype = match declared {
+            Declared::Integer { dtype, .. } => dtype,
+            Declared::Float { c_name: "float" } => crate::dtype::DType::F32,
+            Declared::Float { .. } => crate::dtype::DType::F64,
+            _ => {
+                return Err(Diagnostic::error(format!("gridlab has no buffers of `{ty}`"))
+                    .at(type_span)
+                    .help("buffers hold float, double, int, unsigned, long long or unsigned long long"));
+            }
+        };
+        let mut dims = Vec::new();
+        while self.eat("[") {
+            if self.is_punct("]") {
+                return Err(Diagnostic::error("give the array its length")
+                    .at(self.here())
+                    .help(format!("write `let {name} = array([1, 2, 3], {dtype})` for a buffer with these values")));
+            }
+            dims.push(self.expr()?);
+            self.expect_punct("]", "`]`", "an array's length looks like `x[N]`")?;
+        }
+        if self.is_punct("=") {
+            return Err(Diagnostic::error("no C array initialisers at the prompt")
+                .at(self.here())
+                .help(format!("write `let {name} = array([1, 2, 3], {dtype})`, or `{ty} {name}[N];` for zeros")));
+        }
+        let shape = match dims.len() {
+            1 => dims.remove(0),
+            2 => {
+                let span = dims[0].span.to(dims[1].span);
+                Expr { kind: ExprKind::Tuple(dims), span }
+            }
+            n => {
+                return Err(Diagnostic::error(format!("buffers have 1 or 2 dimensions, not {n}"))
+                    .at(name_span)
+                    .help("a 3-D array is a 1-D buffer indexed `(z * ny + y) * nx + x` in the kernel"));
+            }
+        };
+        let span = type_span.to(self.prev_span());
+        let args = vec![shape, habits::name_expr(dtype.name(), type_span)];
+        let value = Expr {
+            kind: ExprKind::Call { func: "zeros".into(), func_span: type_span, args, kwargs: Vec::new() },
+            span,
+        };
+        Ok(Stmt { kind: StmtKind::Let { name, name_span, value, declared: None }, span })
     }
 
     /// After `cost`: the launch it measures; `None` (nothing consumed) when the next word is
@@ -531,6 +812,13 @@ impl Parser {
                             _ => "`and`, `or` and `not` combine conditions, e.g. `a > 0 and b > 0`",
                         }));
                 }
+                "sizeof" if let Some(ty) = self.sizeof_type() => {
+                    // `sizeof(unsigned int)`, `sizeof(float *)`: a C type of several tokens.
+                    let (ty, ty_span) = ty;
+                    let args = vec![Expr { kind: ExprKind::Name(ty), span: ty_span }];
+                    let kind = ExprKind::Call { func: name, func_span: span, args, kwargs: Vec::new() };
+                    return Ok(Expr { kind, span: span.to(self.prev_span()) });
+                }
                 _ if self.is_punct("(") => {
                     self.pos += 1;
                     return self.call(name, span);
@@ -569,6 +857,31 @@ impl Parser {
             }
         };
         Ok(Expr { kind, span: span.to(self.prev_span()) })
+    }
+
+    /// After `sizeof`: `(WORD WORD... [*...])` with two words or more, or a `*`, read as one C type
+    /// (consumed); `None` (nothing consumed) otherwise, for an ordinary call.
+    fn sizeof_type(&mut self) -> Option<(String, Span)> {
+        if !self.is_punct("(") {
+            return None;
+        }
+        let mut k = 1;
+        let mut words = Vec::new();
+        while let Some(Tok::Ident(w)) = self.peek_at(k) {
+            words.push(w.clone());
+            k += 1;
+        }
+        let mut stars = 0;
+        while self.peek_at(k) == Some(&Tok::Punct("*")) {
+            stars += 1;
+            k += 1;
+        }
+        if words.is_empty() || (words.len() < 2 && stars == 0) || self.peek_at(k) != Some(&Tok::Punct(")")) {
+            return None;
+        }
+        let span = self.toks[self.pos + 1].span.to(self.toks[self.pos + k - 1].span);
+        self.pos += k + 1;
+        Some((format!("{}{}", words.join(" "), if stars > 0 { " *" } else { "" }), span))
     }
 
     /// After `NAME(`: positional arguments, then keyword arguments (`seed=3`).

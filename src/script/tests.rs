@@ -7,8 +7,8 @@ use crate::diag::Diagnostic;
 use crate::dtype::DType;
 use crate::finding::FindingKind;
 
-use super::ast::{BinOp, Expect, ExprKind, StmtKind};
-use super::{Env, eval, eval_expect, parse_statement};
+use super::ast::{BinOp, Declared, Expect, ExprKind, StmtKind};
+use super::{Assignment, Env, eval, eval_assign, eval_expect, parse_statement};
 use crate::value::{ArrayValue, Value};
 
 #[derive(Default)]
@@ -40,6 +40,7 @@ fn env() -> TestEnv {
     e.buffers.insert("c".into(), f(&[1.0, 2.0, 3.0]));
     e.buffers.insert("m".into(), Buffer::from_nums(DType::I32, Shape::D2(3, 4), (0..12).map(Num::Int)));
     e.scalars.insert("n".into(), Value::Int(3));
+    e.scalars.insert("blk".into(), Value::Dim3([16, 8, 1]));
     e
 }
 
@@ -147,12 +148,18 @@ fn parse_errors_point_at_the_problem_with_help() {
     assert_eq!(span_text("let = 3", &d), "=");
     assert!(d.help.is_some());
     let d = err("a = 3");
-    assert!(d.help.unwrap().contains("let a"));
+    assert!(d.message.contains("let a = 3"));
+    assert!(d.help.unwrap().contains("`a[i] = ...`"));
     let d = err("expect finding racy");
     assert_eq!(span_text("expect finding racy", &d), "racy");
     assert!(d.help.unwrap().contains("`out_of_bounds`"));
-    let d = err("x = 0.5f");
+    let d = err("x = 0.5;");
+    assert_eq!(d.message, "a name gets its value with `let`: write `let x = 0.5`");
+    let d = err("0.5q");
+    assert_eq!(d.message, "invalid suffix `q` on a number");
+    let d = err("1f");
     assert_eq!(d.message, "invalid suffix `f` on a number");
+    assert_eq!(d.help.unwrap(), "a float needs a point in C too: `1.0f` or `1.0`");
     let d = err("0 <= n < 4");
     assert!(d.message.contains("chain"));
     let d = err("k<<<1, 2>>(a)");
@@ -168,7 +175,8 @@ fn numpy_semantics_and_dtypes() {
     assert_eq!(floats(&v), vec![1.0, 2.0, -0.5, 0.5]);
     assert_eq!(ev("m + 0.5").unwrap().type_name(), "f64[3, 4]");
     assert_eq!(ev("m * 2").unwrap().type_name(), "i32[3, 4]");
-    assert_eq!(ev("m / 2").unwrap().type_name(), "f64[3, 4]");
+    assert_eq!(ev("m / 2").unwrap().type_name(), "i32[3, 4]");
+    assert_eq!(ev("m / 2.0").unwrap().type_name(), "f64[3, 4]");
     assert_eq!(ev("a + m[0]").unwrap().type_name(), "f64[4]");
     assert_eq!(ev("a > 0").unwrap().type_name(), "bool[4]");
     assert_eq!(ev("count(a > 0)").unwrap(), Value::Int(2));
@@ -191,6 +199,39 @@ fn numpy_semantics_and_dtypes() {
             [Num::Int(4294967294), Num::Int(4294967295)]
         )))
     );
+}
+
+/// `/` between integers is C's division, as in the kernel beside it and in CUDA host code; a
+/// float on either side makes a float division, as in C.
+#[test]
+fn slash_between_integers_divides_as_c_does() {
+    assert_eq!(ev("(1000 + 255) / 256").unwrap(), Value::Int(4));
+    assert_eq!(ev("7 / 2").unwrap(), Value::Int(3));
+    assert_eq!(ev("-7 / 2").unwrap(), Value::Int(-3));
+    assert_eq!(ev("7 / -2").unwrap(), Value::Int(-3));
+    assert_eq!(ev("n / 2").unwrap(), Value::Int(1));
+    assert_eq!(ev("7 / 2.0").unwrap(), Value::Float(3.5));
+    assert_eq!(ev("7.0 / 2").unwrap(), Value::Float(3.5));
+    assert_eq!(ev("float(7) / 2").unwrap(), Value::Float(3.5));
+    // `//` still floors, as in Python.
+    assert_eq!(ev("-7 // 2").unwrap(), Value::Int(-4));
+    // Elements and integer arrays keep their dtype and truncate toward zero.
+    assert_eq!(ev("m[1, 3] / 2").unwrap(), Value::Int(3));
+    let halves = ev("array([-7, -1, 0, 5, 7], i32) / 2").unwrap();
+    let want = Buffer::from_nums(DType::I32, Shape::D1(5), [-3, 0, 0, 2, 3].map(Num::Int));
+    assert_eq!(halves, Value::Array(ArrayValue::numbers(want)));
+    assert_eq!(ev("array([7], u32) / 2").unwrap().type_name(), "u32[1]");
+    assert_eq!(floats(&ev("array([7, -7], i32) / 2.0").unwrap()), vec![3.5, -3.5]);
+    assert_eq!(floats(&ev("a / 2").unwrap()), vec![0.25, 0.75, -0.5, 0.0]);
+    assert_eq!(ev("a / 2").unwrap().type_name(), "f32[4]");
+    // Division by zero: an error for integers, inf or nan for floats.
+    let d = err("7 / 0");
+    assert_eq!(d.message, "integer division by zero");
+    assert!(d.help.unwrap().contains("float"));
+    assert_eq!(err("m / 0").message, "integer division by zero (at element 0)");
+    assert_eq!(err("m / (m - 5)").message, "integer division by zero (at element 5)");
+    assert_eq!(ev("7 / 0.0").unwrap(), Value::Float(f64::INFINITY));
+    assert!(err("(-170141183460469231731687303715884105727 - 1) / -1").message.contains("overflow"));
 }
 
 #[test]
@@ -320,7 +361,13 @@ mod never_panic {
     use super::*;
     use crate::script::{is_complete, split_inputs};
 
-    const SEEDS: [&str; 8] = [
+    const SEEDS: [&str; 14] = [
+        "int N = 1 << 20; float s = 2.5f; dim3 b(16, 16);",
+        "m[1, -1] += a[0:2] / 3u; blk.x",
+        "cudaMalloc((void**)&d_x, N * sizeof(unsigned int));",
+        "for (int i = 0; i < n; i++) { a[i] = 2 * b[i] + i; s += a[i]; }",
+        "printf(\"%f\\n\", a[0]); std::cout << a << std::endl; np.zeros_like(a)",
+        "float x[n][2]; print(a, sizeof(float *)); k[4, (1, 2)](a)",
         "let a = zeros((3, 4), i32)",
         "k<<<dim3(4, 4), (16, 16), 64>>>(a, n * 2)",
         "expect all(a[1:3] ~= b[::2] + 0.5) and n == 3",
@@ -336,11 +383,24 @@ mod never_panic {
         let _ = is_complete(text);
         if let Ok(stmt) = parse_statement(0, text) {
             match stmt.kind {
-                StmtKind::Inspect(e) | StmtKind::Let { value: e, .. } => {
+                StmtKind::Inspect(e) | StmtKind::Let { value: e, declared: None, .. } => {
                     let _ = eval(&e, &env(), text);
                 }
                 StmtKind::Expect(Expect::Expr(e)) => {
                     let _ = eval_expect(&e, &env(), text);
+                }
+                StmtKind::Let { name, value, declared: Some(d), .. } => {
+                    if let Ok(v) = eval(&value, &env(), text) {
+                        let _ = crate::script::habits::convert_declared(v, d, &name, &value, text);
+                    }
+                }
+                StmtKind::Assign { target, value } => {
+                    let _ = eval_assign(&target, &value, &env(), text);
+                }
+                StmtKind::Print(es) => {
+                    for e in es {
+                        let _ = eval(&e, &env(), text);
+                    }
                 }
                 _ => {}
             }
@@ -374,8 +434,10 @@ fn extreme_integers_are_errors_or_values_not_panics() {
 #[test]
 fn the_builtin_table_is_what_evaluation_knows() {
     for b in crate::script::builtins::BUILTINS {
-        let text = format!("{}(a)", b.name);
-        if let Err(d) = ev(&text) {
+        // Inside `let`, so that `print(a)` is a call, not the statement.
+        let text = format!("let x = {}(a)", b.name);
+        let StmtKind::Let { value, .. } = parse_statement(0, &text).unwrap().kind else { panic!("{text}") };
+        if let Err(d) = eval(&value, &env(), &text) {
             assert!(!d.message.contains("unknown function"), "{text}: {}", d.message);
         }
     }
@@ -517,4 +579,233 @@ fn a_long_statement_stops_at_ctrl_c() {
     let stmt = parse_statement(0, text).unwrap();
     let StmtKind::Expect(Expect::Expr(e)) = stmt.kind else { panic!() };
     assert!(eval_expect(&e, &env, text).unwrap_err().message.contains("was stopped (Ctrl-C)"));
+}
+
+/// `let`, or a C declaration, evaluated and converted as the session does.
+fn declare(text: &str) -> Result<(String, Value), Diagnostic> {
+    let StmtKind::Let { name, value, declared, .. } = parse_statement(0, text)?.kind else {
+        panic!("not a let: {text}")
+    };
+    let v = eval(&value, &env(), text)?;
+    let v = match declared {
+        Some(d) => super::habits::convert_declared(v, d, &name, &value, text)?,
+        None => v,
+    };
+    Ok((name, v))
+}
+
+fn assign(text: &str) -> Result<Assignment, Diagnostic> {
+    let StmtKind::Assign { target, value } = parse_statement(0, text)?.kind else {
+        panic!("not an assignment: {text}")
+    };
+    eval_assign(&target, &value, &env(), text)
+}
+
+#[test]
+fn numbers_may_carry_c_suffixes() {
+    assert_eq!(ev("2.5f").unwrap(), Value::Float(2.5));
+    assert_eq!(ev("1.f + 1e-1F").unwrap(), Value::Float(1.1));
+    assert_eq!(ev("256u + 1ull + 2LL + 3ul").unwrap(), Value::Int(262));
+    assert_eq!(ev("0xffu").unwrap(), Value::Int(255));
+    // A suffix never changes what `/` does: `7u / 2` is an integer division, as in C.
+    assert_eq!(ev("7u / 2").unwrap(), Value::Int(3));
+    assert_eq!(ev("7.0f / 2").unwrap(), Value::Float(3.5));
+}
+
+#[test]
+fn c_declarations_are_lets_with_the_c_types_meaning() {
+    assert_eq!(declare("int N = 1 << 20;").unwrap(), ("N".into(), Value::Int(1 << 20)));
+    assert_eq!(declare("float s = 2.5f;").unwrap(), ("s".into(), Value::Float(2.5)));
+    // `float x = 1;` is a float, so `x / 2` is 0.5 as in C.
+    assert_eq!(declare("float x = 1;").unwrap().1, Value::Float(1.0));
+    assert_eq!(declare("double d = 7 / 2;").unwrap().1, Value::Float(3.0));
+    assert_eq!(declare("int i = 7 / 2.0;").unwrap().1, Value::Int(3));
+    assert_eq!(declare("int i = -2.7").unwrap().1, Value::Int(-2));
+    assert_eq!(declare("unsigned int u = 4000000000u;").unwrap().1, Value::Int(4_000_000_000));
+    assert_eq!(declare("long long big = 1 << 40;").unwrap().1, Value::Int(1 << 40));
+    assert_eq!(declare("size_t bytes = n * sizeof(float);").unwrap().1, Value::Int(12));
+    assert_eq!(declare("bool ok = n > 2;").unwrap().1, Value::Bool(true));
+    assert_eq!(declare("auto k = n * 2;").unwrap().1, Value::Int(6));
+    let StmtKind::Let { declared, .. } = parse_statement(0, "unsigned long long x = 1;").unwrap().kind else {
+        panic!()
+    };
+    assert_eq!(declared, Some(Declared::Integer { c_name: "unsigned long long", dtype: DType::U64 }));
+    // A declared type is a promise: values that don't fit are errors, not silently wrapped.
+    let d = declare("int big = 1 << 40;").unwrap_err();
+    assert_eq!(d.message, "`1 << 40` is 1099511627776, which does not fit in `int`");
+    assert!(d.help.unwrap().contains("long long"));
+    assert!(declare("unsigned u = -1;").unwrap_err().message.contains("does not fit in `unsigned int`"));
+    assert!(declare("int a = zeros(3);").unwrap_err().help.unwrap().contains("let a = zeros(3)"));
+    // C arrays are buffers of the declared type, zeroed.
+    let (name, v) = declare("float x[10];").unwrap();
+    assert_eq!((name.as_str(), v.type_name()), ("x", "f32[10]".to_string()));
+    assert_eq!(declare("int grid[2][3];").unwrap().1.type_name(), "i32[2, 3]");
+    assert_eq!(declare("double h[n];").unwrap().1.type_name(), "f64[3]");
+    // What has no meaning here says what to write instead.
+    let no = |t: &str| parse_statement(0, t).unwrap_err();
+    assert_eq!(no("int n;").message, "`n` needs a value");
+    assert_eq!(no("float *d_x;").message, "no pointers at the prompt: write `let d_x = zeros(N)`");
+    assert_eq!(no("double *d = 0;").message, "no pointers at the prompt: write `let d = zeros(N, f64)`");
+    assert_eq!(no("int a = 1, b = 2;").message, "unexpected `,` after the statement");
+    assert_eq!(no("int a, b;").message, "one name per declaration at the prompt");
+    assert_eq!(no("int main() {").message, "`main` looks like a host function");
+    assert_eq!(no("short s = 1;").message, "gridlab has no `short` values");
+    assert_eq!(no("int h[3] = {1, 2, 3};").message, "no C array initialisers at the prompt");
+    assert!(no("int h[3] = {1, 2, 3};").help.unwrap().contains("array([1, 2, 3], i32)"));
+    // Type words that start an expression are not declarations.
+    assert_eq!(ev("int(2.9)").unwrap(), Value::Int(2));
+    assert_eq!(ev("float(n) / 2").unwrap(), Value::Float(1.5));
+}
+
+#[test]
+fn dim3_values_are_launch_sizes() {
+    assert_eq!(ev("dim3(16, 16)").unwrap(), Value::Dim3([16, 16, 1]));
+    assert_eq!(ev("dim3()").unwrap(), Value::Dim3([1, 1, 1]));
+    assert_eq!(ev("dim3((1000 + 255) / 256)").unwrap(), Value::Dim3([4, 1, 1]));
+    assert_eq!(declare("dim3 block(16, 16);").unwrap(), ("block".into(), Value::Dim3([16, 16, 1])));
+    assert_eq!(declare("dim3 block{32, 8};").unwrap().1, Value::Dim3([32, 8, 1]));
+    assert_eq!(declare("dim3 grid = dim3(4, 4);").unwrap().1, Value::Dim3([4, 4, 1]));
+    assert_eq!(declare("dim3 threads = 256;").unwrap().1, Value::Dim3([256, 1, 1]));
+    assert_eq!(declare("dim3 one;").unwrap().1, Value::Dim3([1, 1, 1]));
+    assert_eq!(declare("let b = dim3(2, 3, 4)").unwrap().1, Value::Dim3([2, 3, 4]));
+    // Fields, as in CUDA; and equality between two sizes.
+    assert_eq!(ev("blk.x * blk.y * blk.z").unwrap(), Value::Int(128));
+    assert_eq!(ev("blk == dim3(16, 8)").unwrap(), Value::Bool(true));
+    assert_eq!(ev("blk != dim3(16, 8, 2)").unwrap(), Value::Bool(true));
+    assert_eq!(err("blk.w").message, "a dim3 has no field `w`");
+    let d = err("blk * 2");
+    assert_eq!(d.message, "`blk` is a dim3, a launch size, not a number");
+    assert!(d.help.unwrap().contains("`blk.x`"));
+    assert_eq!(err("-blk").message, "`blk` is a dim3, a launch size, not a number");
+    assert_eq!(err("sum(blk)").message, "`blk` is a dim3, a launch size, not a number");
+    assert_eq!(err("dim3(-1)").message, "a dim3 size is between 0 and 4294967295, not -1");
+    assert!(err("dim3(1, 2, 3, 4)").message.contains("0 to 3 arguments"));
+    assert!(err("dim3(1.5)").message.contains("must be an integer"));
+    assert!(err("(2, 2)").help.unwrap().contains("dim3(16, 16)"));
+}
+
+#[test]
+fn sizeof_gives_bytes_of_c_types() {
+    assert_eq!(ev("sizeof(float)").unwrap(), Value::Int(4));
+    assert_eq!(ev("sizeof(double) * 2").unwrap(), Value::Int(16));
+    assert_eq!(ev("sizeof(unsigned int)").unwrap(), Value::Int(4));
+    assert_eq!(ev("sizeof(long long)").unwrap(), Value::Int(8));
+    assert_eq!(ev("sizeof(float *)").unwrap(), Value::Int(8));
+    assert_eq!(ev("sizeof(i64)").unwrap(), Value::Int(8));
+    let d = err("sizeof(a)");
+    assert_eq!(d.message, "`sizeof(a)` of a buffer");
+    assert!(d.help.unwrap().contains("len(a)"));
+    assert_eq!(err("sizeof(banana)").message, "`banana` is not a type `sizeof` knows");
+    assert_eq!(err("sizeof(1)").message, "`sizeof` takes a type here");
+}
+
+#[test]
+fn elements_of_a_buffer_can_be_assigned() {
+    let a = assign("a[3] = 5").unwrap();
+    assert_eq!(a, Assignment { name: "a".into(), positions: vec![3], values: vec![Num::Float(5.0)] });
+    assert_eq!(assign("a[-1] = 0.1").unwrap().positions, vec![3]);
+    // f32 buffers store the value rounded to f32.
+    assert_eq!(assign("a[-1] = 0.1").unwrap().values, vec![Num::Float(0.1f32 as f64)]);
+    assert_eq!(assign("a[1:3] = 7").unwrap().positions, vec![1, 2]);
+    assert_eq!(assign("a[:] = 0").unwrap().positions, vec![0, 1, 2, 3]);
+    assert_eq!(assign("a[a < 1] = 1").unwrap().positions, vec![0, 2, 3]);
+    assert_eq!(assign("a[::2] = [8, 9]").unwrap().values, vec![Num::Float(8.0), Num::Float(9.0)]);
+    let m = assign("m[1, -1] = 70").unwrap();
+    assert_eq!((m.positions, m.values), (vec![7], vec![Num::Int(70)]));
+    assert_eq!(assign("m[0] = 1").unwrap().positions, vec![0, 1, 2, 3]);
+    assert_eq!(assign("m[:, 0] = 2.0").unwrap().positions, vec![0, 4, 8]);
+    // `+=` and the other compound assignments apply the operator, with the buffer's dtype.
+    assert_eq!(assign("a[1] += 1").unwrap().values, vec![Num::Float(2.5)]);
+    assert_eq!(assign("m[1, 3] /= 2").unwrap().values, vec![Num::Int(3)]);
+    assert_eq!(assign("m[0, 1] -= 5").unwrap().values, vec![Num::Int(-4)]);
+    assert_eq!(assign("a[0] *= a[1]").unwrap().values, vec![Num::Float(0.75)]);
+    // Bounds, as when reading.
+    let d = assign("a[4] = 1").unwrap_err();
+    assert_eq!(d.message, "index 4 is out of range for `a` (length 4, valid 0..=3 or -4..=-1)");
+    assert!(assign("m[3, 0] = 1").unwrap_err().message.starts_with("row index 3 is out of range"));
+    // Dtypes: nothing is silently truncated or wrapped.
+    let d = assign("m[0, 0] = 2.5").unwrap_err();
+    assert_eq!(d.message, "`m` holds i32, but 2.5 is not a whole number");
+    assert!(d.help.unwrap().contains("int(2.5)"));
+    assert_eq!(assign("m[0, 0] = 1 << 40").unwrap_err().message, "1099511627776 does not fit in `m`'s i32 elements");
+    assert!(assign("a[0] = 1e39").unwrap_err().message.contains("too large for `a`, which holds f32"));
+    assert_eq!(
+        assign("m[0] = [1, 2, 3.5, 4]").unwrap_err().message,
+        "`m` holds i32, but 3.5 is not a whole number (element 2 of the value)"
+    );
+    assert_eq!(assign("a[0:2] = [1, 2, 3]").unwrap_err().message, "`a[0:2]` selects 2 elements, but the value has 3");
+    // Only buffers have elements.
+    assert_eq!(assign("n[0] = 1").unwrap_err().message, "`n` is int, not a buffer");
+    assert_eq!(assign("zz[0] = 1").unwrap_err().message, "`zz` is not defined");
+    assert_eq!(parse_statement(0, "(a)[0] + 1 = 2").unwrap_err().message, "only a buffer's elements can be assigned");
+    let d = parse_statement(0, "n += 1").unwrap_err();
+    assert_eq!(d.message, "`+=` needs `let` here: write `let n = n + 1`");
+}
+
+#[test]
+fn print_exit_and_quit_are_statements() {
+    let StmtKind::Print(args) = parse_statement(0, "print(a, n + 1)").unwrap().kind else { panic!() };
+    assert_eq!(args.len(), 2);
+    assert_eq!(parse_statement(0, "print()").unwrap_err().message, "`print()` with nothing to show");
+    assert!(err("1 + print(a)").message.contains("a line of its own"));
+    for quit in ["exit", "quit", "exit()", "quit();", "exit;"] {
+        assert_eq!(parse_statement(0, quit).unwrap().kind, StmtKind::Quit, "{quit}");
+    }
+    // A name that merely starts with the word is an expression.
+    assert!(matches!(parse_statement(0, "exit + 1").unwrap().kind, StmtKind::Inspect(_)));
+}
+
+#[test]
+fn host_code_and_numpy_say_what_to_write_instead() {
+    let no = |t: &str| parse_statement(0, t).unwrap_err();
+    let d = no("cudaMalloc(&d_x, N * sizeof(float));");
+    assert_eq!(d.message, "no `cudaMalloc` at the prompt: write `let d_x = zeros(N)`");
+    assert_eq!(span_text("cudaMalloc(&d_x, N * sizeof(float));", &d), "cudaMalloc");
+    assert_eq!(
+        no("cudaMalloc((void **)&d_y, sizeof(double) * (1 << 20));").message,
+        "no `cudaMalloc` at the prompt: write `let d_y = zeros(1 << 20, f64)`"
+    );
+    assert_eq!(
+        no("cudaMallocManaged(&x, n*sizeof(int));").message,
+        "no `cudaMallocManaged` at the prompt: write `let x = zeros(n, i32)`"
+    );
+    assert_eq!(
+        no("cudaMemcpy(d_x, x, bytes, cudaMemcpyHostToDevice);").message,
+        "no `cudaMemcpy` at the prompt: pass `x` to the kernel itself"
+    );
+    assert_eq!(
+        no("cudaMemcpy(y, d_y, bytes, cudaMemcpyDeviceToHost);").message,
+        "no `cudaMemcpy` at the prompt: type `d_y` to see it"
+    );
+    assert_eq!(no("cudaMemset(d, 0, bytes);").message, "no `cudaMemset` at the prompt: write `d[:] = 0`");
+    assert_eq!(
+        no("printf(\"%f %d\\n\", y[0], n);").message,
+        "no `printf` at the prompt: type each to see it: `y[0]`, `n`"
+    );
+    assert_eq!(no("printf(\"done\\n\");").message, "no `printf` at the prompt: type a name to see its value");
+    assert_eq!(no("std::cout << y[0] << std::endl;").message, "no `std::cout` at the prompt: type `y[0]` to see it");
+    assert_eq!(no("print(\"y =\", y)").message, "the prompt has no strings: type `y` to see it");
+    for t in ["cudaDeviceSynchronize();", "cudaFree(d_x);", "cudaGetLastError();", "cuda.synchronize()", "return 0;"] {
+        let StmtKind::Nothing { note } = parse_statement(0, t).unwrap().kind else { panic!("{t}") };
+        assert!(note.starts_with("nothing to "), "{t}: {note}");
+    }
+    assert_eq!(err("np.zeros(10)").message, "no `np.zeros` in gridlab: write `zeros(10)`");
+    assert_eq!(err("np.arange(8, dtype=i32)").message, "no `np.arange` in gridlab: write `arange(8, dtype=i32)`");
+    assert_eq!(err("numpy.zeros_like(a)").message, "no `numpy.zeros_like` in gridlab: write `zeros(len(a))`");
+    assert_eq!(
+        err("np.frobnicate(a)").message,
+        "no `np.frobnicate` in gridlab: `frobnicate` is not one of gridlab's functions"
+    );
+    assert_eq!(err("cuda.to_device(a)").message, "no `cuda.to_device` in gridlab: pass `a` to the kernel itself");
+    assert_eq!(err("cuda.device_array(n)").message, "no `cuda.device_array` in gridlab: write `zeros(n)`");
+    assert_eq!(err("a.sum()").message, "buffers have no methods: write `sum(a)`");
+    assert_eq!(err("a.fill(0)").message, "buffers have no methods: write `a[:] = 0`");
+    assert_eq!(err("a.shape").message, "buffers have no fields: write `len(a)`");
+    assert_eq!(
+        no("for (int i = 0; i < n; i++) { a[i] = 2 * b[i] + i; }").message,
+        "no `for` at the prompt: write `a[:] = 2 * b + arange(len(a))`"
+    );
+    assert_eq!(no("while (n > 0) n--;").message, "no `while` at the prompt: loops run in kernels");
+    let d = no("add[4, 256](a, n)");
+    assert_eq!(d.message, "a launch is written `add<<<4, 256>>>(a, n)` here");
 }

@@ -203,4 +203,9 @@ impl Session {
         self.sim.config.seed = seed;
         self.options.sim.seed = seed;
     }
+
+    pub(crate) fn set_max_steps(&mut self, steps: u64) {
+        self.sim.config.max_steps = steps;
+        self.options.sim.max_steps = steps;
+    }
 }

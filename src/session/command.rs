@@ -5,14 +5,14 @@
 //! ([`listing`]), so a new row is documented, completed and coloured at once.
 
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 use comfy_table::{ColumnConstraint, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
-use super::{Extension, Session, Status};
+use super::{Extension, FileAccess, Session, Status};
 use crate::backend::BackendKind;
 use crate::backend::gpu::protocol::KernelInfo;
-use crate::backend::sim::Schedule;
+use crate::backend::sim::{Schedule, SimConfig};
 use crate::cuda::ItemKind;
 use crate::render::{self, Style};
 
@@ -86,6 +86,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         run: schedule,
     },
     CommandSpec {
+        name: "max-steps",
+        args: "[N|default]",
+        summary: "show or set the simulator's step budget per launch",
+        help: "The simulator stops a launch that takes more than N warp steps in all, or a single warp that takes more than a quarter of N, with a step-limit finding (\"possible infinite loop\"): an endless loop ends there instead of hanging the session. On the sequential schedule a step runs one lane, so both are 32 times as many. `:max-steps` shows the budget, `:max-steps 1000000000` raises it for a kernel that really needs more (a bigger budget lets an endless loop run longer before it is stopped), `:max-steps default` puts back 200,000,000. `--max-steps N` sets it on the command line.",
+        run: max_steps,
+    },
+    CommandSpec {
         name: "race",
         args: "LAUNCH [xN]",
         summary: "run a launch N times, compare results",
@@ -150,14 +157,14 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-/// Commands on files, listed after the extensions' commands (`:help` reads settings and views
-/// first, then what an extension adds, then files).
+/// Commands on files, and leaving, listed after the extensions' commands (`:help` reads settings
+/// and views first, then what an extension adds, then files).
 pub const FILE_COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "export",
-        args: "FILE.md",
+        args: "[--force] FILE.md",
         summary: "write this session as Markdown",
-        help: "Writes everything typed in this session and what it printed (without colour codes) as a Markdown file, to hand out after a demo.",
+        help: "Writes everything typed in this session and what it printed (without colour codes) as a Markdown file, to hand out after a demo. An existing file is not written over unless you say yes (or give `--force`).",
         run: export,
     },
     CommandSpec {
@@ -169,10 +176,24 @@ pub const FILE_COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "save",
-        args: "FILE",
+        args: "[--force] FILE",
         summary: "save this session as a replayable script",
-        help: "Writes every input that ran (kernels, lets, launches, expects, seed and schedule changes) to FILE; `gridlab replay FILE` or `:load FILE` runs it again.",
+        help: "Writes every input that ran (kernels, lets, launches, expects, seed and schedule changes) to FILE; `gridlab replay FILE` or `:load FILE` runs it again. An existing file is not written over unless you say yes (or give `--force`). In a replayed script, `:load`, `:save` and `:export` reach only files in the script's own folder.",
         run: save,
+    },
+    CommandSpec {
+        name: "quit",
+        args: "",
+        summary: "leave gridlab (also :q, exit, quit, Ctrl-D)",
+        help: "Leaves the prompt, as Ctrl-D does; `:q`, `exit`, `quit`, `exit()` and `quit()` do the same. A lesson keeps your place. In a script (`gridlab replay`, `:load`, a lesson) it does nothing but say so: a script runs to its end.",
+        run: |s, _, o| s.quit(":quit", o),
+    },
+    CommandSpec {
+        name: "q",
+        args: "",
+        summary: "leave gridlab, as :quit",
+        help: "The same as `:quit`.",
+        run: |s, _, o| s.quit(":q", o),
     },
 ];
 
@@ -184,15 +205,15 @@ pub const TOPICS: &[(&str, &str)] = &[
     ),
     (
         "let",
-        "let NAME = EXPR makes a buffer or a scalar. Constructors: zeros(N), ones(N), full(N, V), arange(N), arange(START, STOP[, STEP]), linspace(A, B, N), random(N, seed=S), randint(N, LO, HI, seed=S), [0, 1], copy(NAME). Each takes a dtype last: f32 (default), f64, i32, u32, i64, u64. N may be (rows, cols). `:help functions` lists every function.",
+        "let NAME = EXPR makes a buffer or a scalar. Constructors: zeros(N), ones(N), full(N, V), arange(N), arange(START, STOP[, STEP]), linspace(A, B, N), random(N, seed=S), randint(N, LO, HI, seed=S), [0, 1], copy(NAME). Each takes a dtype last: f32 (default), f64, i32, u32, i64, u64. N may be (rows, cols). `:help functions` lists every function. C declarations work too: `int n = 1 << 20;`, `float s = 2.5f;`, `dim3 block(16, 16);` (`:help host`).",
     ),
     (
         "launch",
-        "KERNEL<<<GRID, BLOCK>>>(ARGS) or KERNEL<<<GRID, BLOCK, SHARED_BYTES>>>(ARGS). GRID and BLOCK are numbers, (x, y), (x, y, z) or dim3(x, y, z). Buffers are passed by name; scalars as names, numbers or expressions. Arguments are checked against the kernel's parameters before anything runs.",
+        "KERNEL<<<GRID, BLOCK>>>(ARGS) or KERNEL<<<GRID, BLOCK, SHARED_BYTES>>>(ARGS). GRID and BLOCK are numbers, (x, y), (x, y, z) or dim3(x, y, z). `/` between integers drops the remainder, as in C, so a grid rounded up is (n + 255) / 256; a float on either side divides as floats. Buffers are passed by name; scalars as names, numbers or expressions. Arguments are checked against the kernel's parameters before anything runs.",
     ),
     (
         "inspect",
-        "Type a name to see its values: a, a[3], a[10:20], a[-1]. Long arrays are elided with ...; 2-D buffers print as matrices.",
+        "Type a name to see its values: a, a[3], a[10:20], a[-1]; print(a, n) shows several. Long arrays are elided with ...; 2-D buffers print as matrices. Elements can be changed: a[3] = 5, a[-1] += 1, a[2:6] = 0, a[a < 0] = 0, m[1, 2] = 7 (indices are checked, and the value must fit the buffer's dtype).",
     ),
     (
         "expect",
@@ -201,6 +222,10 @@ pub const TOPICS: &[(&str, &str)] = &[
     (
         "cost",
         "let c = cost KERNEL<<<GRID, BLOCK>>>(ARGS) runs the launch and binds what it would cost on the reference GPU (:reference): c.time_us, c.dram_bytes, c.sectors_per_request (4 is ideal for f32), c.bank_conflicts, c.atomics, c.simt_efficiency (0 to 1), c.occupancy (0 to 1) and c.warp_steps. Use them in checks: expect c.atomics <= 64. Type c to see them all. On the GPU backend time_us is measured on the device. docs/cost-model.md explains the model.",
+    ),
+    (
+        "host",
+        "Host code from a CUDA program mostly means something here. Declarations are lets with the C type's meaning: `int n = 1 << 20;`, `float s = 2.5f;` (C's suffixes are read), `dim3 block(16, 16);` (then `block.x` is 16), `float x[N];` (a buffer of zeros). `/` between integers drops the remainder, as in C. `sizeof(float)` is 4. `cudaDeviceSynchronize();`, `cudaFree(p);` and `cudaGetLastError();` do nothing and say why. `cudaMalloc`, `cudaMallocManaged`, `cudaMemcpy`, `cudaMemset`, pointers, `printf`, `std::cout`, host loops, `np.zeros(...)` and Numba's `k[blocks, threads](...)` each get one message saying what to write instead: buffers are made with `zeros(N)`, are on the host and the device at once, and show their values when you type their names. `exit`, `quit`, `:q` and `:quit` leave.",
     ),
     (
         "findings",
@@ -275,7 +300,7 @@ fn help(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
     }
     if let Some(c) = find(&all, topic) {
         writeln!(out, "{} {}", style.accent(&format!(":{}", c.name)), c.args)?;
-        writeln!(out, "{}", c.help)?;
+        writeln!(out, "{}", crate::diag::wrap(c.help, style.width, 0))?;
         return Ok(Status::Ok);
     }
     if topic == "functions" {
@@ -283,7 +308,8 @@ fn help(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
         return Ok(Status::Ok);
     }
     if let Some((_, text)) = TOPICS.iter().find(|(n, _)| *n == topic) {
-        writeln!(out, "{text}")?;
+        // Wrapped at spaces: a terminal would cut words in two.
+        writeln!(out, "{}", crate::diag::wrap(text, style.width, 0))?;
         return Ok(Status::Ok);
     }
     let all = all.iter().map(|c| c.name).chain(TOPICS.iter().map(|(n, _)| *n)).chain(["functions"]);
@@ -382,7 +408,11 @@ fn device(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Sta
         t.add_row(["schedule".to_string(), format!("{} (seed {})", schedule_name(config.schedule), config.seed)]);
         t.add_row([
             "step budget".to_string(),
-            format!("{} warp steps per launch", crate::render::text::thousands(config.max_steps)),
+            format!(
+                "{} warp steps per launch, {} for one warp (`:max-steps` changes it); 32 times as many on the sequential schedule, which runs one lane per step",
+                crate::render::text::thousands(config.max_steps),
+                crate::render::text::thousands((config.max_steps / 4).max(1))
+            ),
         ]);
         t.add_row(["limits", "CUDA's: 1024 threads per block, block (1024, 1024, 64), grid (2147483647, 65535, 65535), 48 KiB shared memory per block"]);
         t.add_row(["SMs", "none: it has no hardware to fill (an H100 has 132); `:backend gpu` and `gridlab doctor` tell about a real GPU"]);
@@ -496,11 +526,96 @@ fn schedule(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Resul
     }
 }
 
+/// The file `arg` names, if this session may `verb` it (see [`FileAccess`]).
+fn reachable(session: &Session, verb: &str, arg: &str) -> Result<PathBuf, String> {
+    let FileAccess::Within(folder) = &session.options.files else { return Ok(PathBuf::from(arg)) };
+    let path = Path::new(arg);
+    let escapes = path.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir));
+    let refuse = || {
+        format!(
+            "a replayed script may only {verb} files in its own folder ({}): `{arg}` is outside it; name a file there with a relative path, without `..`",
+            folder.display()
+        )
+    };
+    if escapes {
+        return Err(refuse());
+    }
+    let joined = folder.join(path);
+    // A link inside the folder may still point out of it.
+    let real_folder = folder.canonicalize().map_err(|e| format!("cannot read the script's folder: {e}"))?;
+    let mut probe = joined.clone();
+    while !probe.exists() {
+        if !probe.pop() {
+            break;
+        }
+    }
+    if probe.exists() && !probe.canonicalize().is_ok_and(|p| p.starts_with(&real_folder)) {
+        return Err(refuse());
+    }
+    Ok(joined)
+}
+
+/// `--force` before a file name: write over an existing file.
+fn force_flag(args: &str) -> (bool, &str) {
+    match args.trim().strip_prefix("--force") {
+        Some(rest) if rest.is_empty() || rest.starts_with(char::is_whitespace) => (true, rest.trim()),
+        _ => (false, args.trim()),
+    }
+}
+
+/// `:max-steps [N|default]`.
+fn max_steps(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+    let show = |steps: u64| {
+        format!(
+            "max-steps: {} warp steps per launch, {} for one warp",
+            crate::render::text::thousands(steps),
+            crate::render::text::thousands((steps / 4).max(1))
+        )
+    };
+    if args.is_empty() {
+        writeln!(out, "{}", show(session.sim.config.max_steps))?;
+        return Ok(Status::Ok);
+    }
+    let steps = if args == "default" {
+        Some(SimConfig::DEFAULT_MAX_STEPS)
+    } else {
+        args.replace(['_', ','], "").parse::<u64>().ok().filter(|n| (MIN_STEPS..=MAX_STEPS).contains(n))
+    };
+    let Some(steps) = steps else {
+        return usage(
+            session,
+            out,
+            "max-steps",
+            &format!(
+                "`{args}` is not a step budget: a whole number from {} to {}, or `default`",
+                crate::render::text::thousands(MIN_STEPS),
+                crate::render::text::thousands(MAX_STEPS)
+            ),
+        );
+    };
+    session.set_max_steps(steps);
+    session.history.push(format!(":max-steps {steps}"));
+    writeln!(out, "{}", show(steps))?;
+    Ok(Status::Ok)
+}
+
+/// The step budgets `:max-steps` accepts: fewer than a thousand steps cannot run a warp through
+/// a loop of any size; past a hundred billion a launch takes hours on the simulator.
+const MIN_STEPS: u64 = 1_000;
+const MAX_STEPS: u64 = 100_000_000_000;
+
 fn load(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
     if args.is_empty() {
         return usage(session, out, "load", "which file?");
     }
-    let path = Path::new(args);
+    let path = match reachable(session, "load", args) {
+        Ok(p) => p,
+        Err(why) => {
+            writeln!(out, "{} {why}", session.style().error("error:"))?;
+            return Ok(Status::Error);
+        }
+    };
+    let path = path.as_path();
     // A script that loads itself, or two that load each other, would never end.
     let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     if let Some(at) = session.loading.iter().position(|p| *p == key) {
@@ -530,9 +645,12 @@ fn load(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
             return Ok(Status::Error);
         }
     };
+    // The file is a script: `exit` in it does not leave the prompt.
+    session.leave.loading += 1;
     session.loading.push(key);
     let status = session.eval_text(&path.display().to_string(), &text, true, out);
     session.loading.pop();
+    session.leave.loading -= 1;
     status
 }
 
@@ -540,31 +658,65 @@ fn load(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<St
 const MAX_LOAD_DEPTH: usize = 16;
 
 fn save(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+    let (force, args) = force_flag(args);
     if args.is_empty() {
         return usage(session, out, "save", "which file?");
     }
-    let path = Path::new(args);
+    let Some(path) = writable(session, "save", args, force, out)? else { return Ok(Status::Error) };
+    let path = path.as_path();
     let mut text = String::from("# saved by gridlab: replay with `gridlab replay FILE` or `:load FILE`\n");
     for input in &session.history {
         text.push_str(input.trim_end());
         text.push('\n');
     }
-    let what = format!("saved {} inputs to {}", session.history.len(), path.display());
+    let n = session.history.len();
+    let what = format!("saved {n} input{} to {}", if n == 1 { "" } else { "s" }, path.display());
     write_file(session, path, &text, &what, out)
 }
 
 /// `:export FILE.md`: the session so far as Markdown, each input in a fenced block followed by
 /// its output.
 fn export(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
-    let args = args.trim();
+    let (force, args) = force_flag(args);
     if args.is_empty() {
         return usage(session, out, "export", "which file? e.g. `:export session.md`");
     }
-    let path = Path::new(args);
+    let Some(path) = writable(session, "export", args, force, out)? else { return Ok(Status::Error) };
+    let path = path.as_path();
     let backend = session.backend_label();
     let text = export_markdown(&session.transcript, &backend);
-    let what = format!("wrote {} inputs and their output to {}", session.transcript.len(), path.display());
+    let n = session.transcript.len();
+    let what = format!("wrote {n} input{} and their output to {}", if n == 1 { "" } else { "s" }, path.display());
     write_file(session, path, &text, &what, out)
+}
+
+/// The file `:save`/`:export` may write, or `None` after saying why not: outside a script's
+/// folder, or an existing file without `--force` (the REPL then asks whether to write over it).
+fn writable(
+    session: &mut Session,
+    verb: &str,
+    arg: &str,
+    force: bool,
+    out: &mut dyn Write,
+) -> io::Result<Option<PathBuf>> {
+    let path = match reachable(session, verb, arg) {
+        Ok(p) => p,
+        Err(why) => {
+            writeln!(out, "{} {why}", session.style().error("error:"))?;
+            return Ok(None);
+        }
+    };
+    if path.exists() && !force {
+        writeln!(
+            out,
+            "{} {} exists: `:{verb} --force {arg}` writes over it",
+            session.style().error("error:"),
+            path.display()
+        )?;
+        session.ask(format!("{} exists. Write over it? [y/N] ", path.display()), format!(":{verb} --force {arg}"));
+        return Ok(None);
+    }
+    Ok(Some(path))
 }
 
 /// Write a file the learner named, saying `done` or why not.
@@ -768,9 +920,37 @@ mod tests {
         for cmd in ["race", "compare"] {
             let (status, out) = run_on_sim(&format!(":help {cmd}\n"));
             assert_eq!(status, Status::Ok, "{out}");
+            // Wrapped at spaces to the width (80 here); read it as one paragraph.
+            assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
+            let out = out.replace('\n', " ");
             assert!(out.contains("On the GPU (`:backend gpu`)") && out.contains("`gpu 1`"), "{out}");
             assert!(out.contains("up to 3 of the simulator's"), "{out}");
         }
+    }
+
+    #[test]
+    fn max_steps_shows_and_sets_the_budget() {
+        let (status, out) = run_on_sim(":max-steps\n");
+        assert_eq!(status, Status::Ok);
+        assert_eq!(out, "max-steps: 200,000,000 warp steps per launch, 50,000,000 for one warp\n");
+        let mut s = Session::new(Options::default());
+        let mut out = Vec::new();
+        assert_eq!(run(&mut s, ":max-steps 1_000_000", &mut out).unwrap(), Status::Ok);
+        assert_eq!((s.sim.config.max_steps, s.options.sim.max_steps), (1_000_000, 1_000_000));
+        assert_eq!(s.history.last().map(String::as_str), Some(":max-steps 1000000"));
+        for bad in ["lots", "0", "-5", "999", "100000000001"] {
+            let mut out = Vec::new();
+            assert_eq!(run(&mut s, &format!(":max-steps {bad}"), &mut out).unwrap(), Status::Error, "{bad}");
+            let out = String::from_utf8(out).unwrap();
+            assert!(out.contains("is not a step budget") && out.contains("usage: :max-steps [N|default]"), "{out}");
+        }
+        assert_eq!(s.sim.config.max_steps, 1_000_000);
+        assert_eq!(run(&mut s, ":max-steps default", &mut Vec::new()).unwrap(), Status::Ok);
+        assert_eq!(s.sim.config.max_steps, SimConfig::DEFAULT_MAX_STEPS);
+        let (_, help) = run_on_sim(":help\n");
+        assert!(help.contains(":max-steps [N|default]"), "{help}");
+        let (_, device) = run_on_sim(":device\n");
+        assert!(device.replace('\n', " ").contains("50,000,000 for one warp"), "{device}");
     }
 
     #[test]

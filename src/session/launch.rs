@@ -66,7 +66,7 @@ impl Session {
                     writeln!(out, "{}", style.dim("the launch was stopped; its buffers are as they were before it"))?;
                 }
                 let config = self.sim.config.clone();
-                self.last = Some(LastLaunch { report, before, spec, config });
+                self.last = Some(LastLaunch { report, before, spec, config, acknowledged: Vec::new() });
                 self.launches += 1;
                 Ok(Status::Ok)
             }
@@ -102,7 +102,7 @@ impl Session {
     /// Resolve and check everything about a launch; returns the spec and the buffer names that
     /// `Arg::Buffer` indices refer to.
     pub(super) fn prepare(&self, launch: &Launch, text: &str) -> Result<(LaunchSpec, Vec<String>), Diagnostic> {
-        let kernel = self.find_kernel(&launch.kernel, launch.kernel_span)?;
+        let kernel = self.find_kernel(launch, text)?;
         let grid = self.dim(&launch.grid, text, "grid")?;
         let block = self.dim(&launch.block, text, "block")?;
         check_limits(grid, block, launch)?;
@@ -248,7 +248,8 @@ impl Session {
         Ok(())
     }
 
-    fn find_kernel(&self, name: &str, span: Span) -> Result<&Function, Diagnostic> {
+    fn find_kernel(&self, launch: &Launch, text: &str) -> Result<&Function, Diagnostic> {
+        let (name, span) = (launch.kernel.as_str(), launch.kernel_span);
         if let Some(k) = self.module.kernel(name) {
             return Ok(k);
         }
@@ -276,12 +277,45 @@ impl Session {
         let mut d = Diagnostic::error(format!("no kernel named `{name}`")).at(span).label("not defined");
         d = match crate::diag::suggest::closest(name, kernels.iter().copied()) {
             Some(best) => d.help(format!("did you mean `{best}`?")),
-            None if kernels.is_empty() => {
-                d.help(format!("define it first: type `__global__ void {name}(float *a) {{ ... }}`"))
-            }
+            None if kernels.is_empty() => d.help(format!(
+                "define it first: type `__global__ void {name}({}) {{ ... }}`",
+                self.parameters_for(launch, text)
+            )),
             None => d.help(format!("the kernels defined so far are: {}", kernels.join(", "))),
         };
         Err(d)
+    }
+
+    /// Parameters a kernel would need to take this launch's arguments, for the advice to define
+    /// one: `float *a, int n` for `(a, len(a))` with `a` a buffer of f32.
+    fn parameters_for(&self, launch: &Launch, text: &str) -> String {
+        let mut used: Vec<String> = Vec::new();
+        let mut params = Vec::new();
+        for (k, e) in launch.args.iter().enumerate() {
+            let (ty, mut name) = match &e.kind {
+                ExprKind::Name(n) if self.buffer(n).is_some() => {
+                    (format!("{} *", self.buffer(n).map_or("float", |b| b.dtype().c_name())), n.clone())
+                }
+                _ => {
+                    let ty = match eval::eval(e, self, text) {
+                        Ok(Value::Float(_)) => "float ",
+                        _ => "int ",
+                    };
+                    let name = match &e.kind {
+                        ExprKind::Name(n) => n.clone(),
+                        _ if ty == "int " => "n".to_string(),
+                        _ => "x".to_string(),
+                    };
+                    (ty.to_string(), name)
+                }
+            };
+            if used.contains(&name) {
+                name = format!("{name}{k}");
+            }
+            used.push(name.clone());
+            params.push(format!("{ty}{name}"));
+        }
+        params.join(", ")
     }
 
     fn integer(&self, e: &Expr, text: &str) -> Result<i128, Diagnostic> {
@@ -292,8 +326,11 @@ impl Session {
             Value::Float(f) => Err(Diagnostic::error(format!("a launch size must be a whole number, but this is {f}"))
                 .at(e.span)
                 .help(
-                    "`/` divides exactly, as in Python; write `//` for whole-number division, e.g. `(n + 255) // 256`",
+                    "a float on either side of `/` makes a float division; between integers `/` drops the remainder, as in C: `(n + 255) / 256`",
                 )),
+            Value::Dim3(_) => Err(Diagnostic::error("a dim3 is a whole grid or block size, not one of its sizes")
+                .at(e.span)
+                .help(format!("pass it alone, `<<<grid, {0}>>>`, or take one field, `{0}.x`", &text[e.span.lo as usize..e.span.hi as usize]))),
             other => Err(Diagnostic::error(format!("expected an integer here, found {}", other.type_name()))
                 .at(e.span)
                 .help("launch sizes are whole numbers of blocks and threads")),
@@ -307,8 +344,15 @@ impl Session {
                 Diagnostic::error(format!("a {what} size has 1 to 3 dimensions, not {}", dim.exprs.len())).at(dim.span)
             );
         }
-        for (i, e) in dim.exprs.iter().enumerate() {
-            let n = self.integer(e, text)?;
+        // `let block = dim3(16, 16)` then `k<<<grid, block>>>`: the value is the whole size.
+        let given: Vec<i128> = match &dim.exprs[..] {
+            [e] if !matches!(e.kind, ExprKind::Int(_)) => match eval::eval(e, self, text)? {
+                Value::Dim3(d) => d.iter().map(|&x| x as i128).collect(),
+                _ => vec![self.integer(e, text)?],
+            },
+            exprs => exprs.iter().map(|e| self.integer(e, text)).collect::<Result<_, _>>()?,
+        };
+        for (i, (&n, e)) in given.iter().zip(dim.exprs.iter().cycle()).enumerate() {
             let axis = ["x", "y", "z"][i];
             if n <= 0 {
                 return Err(Diagnostic::error(format!(

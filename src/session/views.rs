@@ -132,6 +132,7 @@ impl Session {
         let base = self.sim.config.seed;
         let (report, buffers) = self.run_copy(&p.spec, &inputs, self.config(Schedule::Sequential, 0))?;
         let mut race_found = has_race(&report);
+        let reference_wrong = sequential_is_wrong(&report);
         let reference = Run { label: "sequential".into(), backend: "sim".into(), buffers, aborted: report.aborted };
         let mut all = Vec::new();
         for k in 0..runs as u64 {
@@ -148,6 +149,7 @@ impl Session {
             runs: all,
             beside: Vec::new(),
             race_found,
+            reference_wrong,
         })
     }
 
@@ -395,6 +397,31 @@ fn has_race(r: &LaunchReport) -> bool {
     r.findings.iter().any(|f| f.kind() == FindingKind::Race)
 }
 
+/// Why the sequential schedule's run of a launch is no reference answer, if it is not. It runs
+/// one thread at a time, each until it ends or reaches a barrier: a CPU loop's answer, right for
+/// kernels whose threads should each see the others' earlier updates. But a thread that reads
+/// shared memory which another thread of its block writes later, with no barrier between (a
+/// missing `__syncthreads()`), read it too early even there; and threads that wait at different
+/// barriers were released anyway.
+fn sequential_is_wrong(r: &LaunchReport) -> Option<String> {
+    r.findings.iter().find_map(|f| match f {
+        Finding::Race { memory: memory @ crate::finding::Memory::Shared(_), index, first, second, .. }
+            if first.access == crate::finding::Access::Read && second.access != crate::finding::Access::Read =>
+        {
+            let el = format!("{}[{index}]", memory.name());
+            Some(format!(
+                "in it too, {} read {el} before {} wrote it, with no __syncthreads() between them",
+                first.thread.describe(),
+                second.thread.describe()
+            ))
+        }
+        Finding::BarrierDivergence { .. } => {
+            Some("in it too, threads of a block waited at different __syncthreads() (a barrier finding)".to_string())
+        }
+        _ => None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -633,6 +660,47 @@ let m = zeros((12, 20), i32)
         // a[0] changed (0 -> 0.5), a[1] did not.
         assert!(out.contains("\u{1b}[33m\u{1b}[1m0.5\u{1b}[0m") || out.contains("\u{1b}[1m\u{1b}[33m0.5"), "{out:?}");
         assert!(!out.contains("\u{1b}[1m1.\u{1b}"), "{out:?}");
+    }
+
+    #[test]
+    fn race_on_a_wide_buffer_says_how_many_columns_it_leaves_out() {
+        let text = view(":race add_half_everywhere<<<4, 64>>>(b, 40) x3", false, 80);
+        let shown = text.lines().find(|l| l.contains("outcome")).unwrap().matches("b[").count();
+        assert!(shown > 3 && shown < 40, "{text}");
+        let note = format!("showing {shown} of the 40 elements where the runs differ");
+        assert!(text.replace('\n', " ").contains(&note), "{note}:\n{text}");
+        assert!(text.replace('\n', " ").contains(&format!("the other {} do not fit", 40 - shown)), "{text}");
+        // Two elements fit: nothing is left out, nothing said.
+        let text = view(":race add_half_everywhere<<<8, 64>>>(a, len(a)) x3", false, 80);
+        assert!(!text.contains("showing"), "{text}");
+    }
+
+    #[test]
+    fn race_does_not_hold_runs_against_a_sequential_run_that_raced_too() {
+        // No __syncthreads() between writing the tile and reading a neighbour's element: one
+        // thread at a time, each reads its right neighbour's element before it is written.
+        let script = r#"__global__ void pair_sum(const float *in, float *out) {
+    __shared__ float tile[64];
+    int t = threadIdx.x;
+    tile[t] = in[blockIdx.x * blockDim.x + t];
+    float right = t + 1 < blockDim.x ? tile[t + 1] : 0.0f;
+    out[blockIdx.x * blockDim.x + t] = tile[t] + right;
+}
+let x = arange(256)
+let y = zeros(256)
+:race pair_sum<<<4, 64>>>(x, y) x4"#;
+        let text = view(script, false, 80);
+        assert!(text.contains("│ sequential (wrong too) ┆"), "{text}");
+        assert!(text.contains("and the sequential run\n"), "{text}");
+        assert!(!text.contains("(the sequential answer)"), "{text}");
+        let flat = text.replace('\n', " ");
+        assert!(flat.contains("the sequential run is no reference here: in it too, block 0 thread 0 read tile[1] before block 0 thread 1 wrote it, with no __syncthreads() between them"), "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        // Coloured, its cells are neither bold like an answer nor the others red against it.
+        let coloured = view(script, true, 80);
+        let row = coloured.lines().find(|l| l.contains("sequential (wrong too)")).unwrap();
+        assert!(!row.contains("\u{1b}[1m"), "{row:?}");
+        assert!(!coloured.contains("\u{1b}[31m") && !coloured.contains("\u{1b}[38;5;9m"), "{coloured:?}");
     }
 
     #[test]

@@ -28,3 +28,25 @@ fn help_lists_replay() {
     assert_eq!(run.code, 0);
     assert!(run.stdout.contains("replay"));
 }
+
+#[test]
+fn piped_exit_and_quit_stop_reading() {
+    for leave in ["exit", "quit()", ":q", ":quit"] {
+        let run = gridlab().stdin(&format!("let a = arange(4)\n{leave}\nexpect a[3] == 99\nlet b = 1\n")).run();
+        // The failing `expect` after it never ran: piped input stops at the first `exit`.
+        assert_eq!(run.code, 0, "{leave}:\n{}", run.stdout);
+        assert!(run.stdout.contains(&format!(">>> {leave}")), "{leave}:\n{}", run.stdout);
+        assert!(!run.stdout.contains("expect a[3]"), "{leave}:\n{}", run.stdout);
+    }
+}
+
+#[test]
+fn exit_in_a_loaded_script_does_not_leave_the_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("with-exit.gridlab");
+    std::fs::write(&script, "let a = arange(4)\nexit\nlet b = 2\n").unwrap();
+    let run = gridlab().stdin(&format!(":load {}\nexpect b == 2\n", script.display())).run();
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains("`exit` leaves the prompt; a script runs to its end"), "{}", run.stdout);
+    assert!(run.stdout.contains(">>> expect b == 2\nok"), "{}", run.stdout);
+}

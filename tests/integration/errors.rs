@@ -41,5 +41,7 @@ error_transcripts!(
     statement_errors,
     allocation_errors,
     cost_errors,
-    extreme_errors
+    habit_errors,
+    finding_advice,
+    extreme_errors,
 );

@@ -14,6 +14,7 @@ pub struct Gridlab {
     args: Vec<String>,
     stdin: Option<String>,
     env: Vec<(String, String)>,
+    dir: Option<PathBuf>,
 }
 
 /// The repository root, where `tests/scripts` lives. `GRIDLAB_TEST_ROOT` and `GRIDLAB_TEST_BIN`
@@ -29,7 +30,7 @@ pub fn binary() -> PathBuf {
 }
 
 pub fn gridlab() -> Gridlab {
-    Gridlab { args: Vec::new(), stdin: None, env: Vec::new() }
+    Gridlab { args: Vec::new(), stdin: None, env: Vec::new(), dir: None }
 }
 
 impl Gridlab {
@@ -43,6 +44,12 @@ impl Gridlab {
         self
     }
 
+    /// Run in `dir` instead of the repository root.
+    pub fn current_dir(mut self, dir: &std::path::Path) -> Gridlab {
+        self.dir = Some(dir.to_path_buf());
+        self
+    }
+
     pub fn stdin(mut self, text: &str) -> Gridlab {
         self.stdin = Some(text.to_string());
         self
@@ -51,7 +58,7 @@ impl Gridlab {
     pub fn run(self) -> Run {
         let mut cmd = Command::new(binary());
         cmd.args(&self.args)
-            .current_dir(root())
+            .current_dir(self.dir.clone().unwrap_or_else(root))
             .env("NO_COLOR", "1")
             .env_remove("COLUMNS")
             .stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() })

@@ -179,3 +179,51 @@ fn error_blocks_must_be_refused() {
     assert_eq!(run.code, 1, "a launch that runs in an error block fails:\n{}", run.stdout);
     assert!(run.stdout.contains("expected an error: the block says `error`, but this input ran"), "{}", run.stdout);
 }
+
+#[test]
+fn output_blocks_must_match_what_gridlab_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let lesson = "+++\ntitle = \"Division\"\nsummary = \"s\"\n+++\n## Divide\n\n```gridlab\nlet n = 1000\n(n + 255) / 256.0\n```\n\nA fraction:\n\n```output\n(n + 255) / 256.0 = 4.90...\n```\n";
+    std::fs::write(dir.path().join("01-division.md"), lesson).unwrap();
+    for command in [&["replay"][..], &["dev", "check"]] {
+        let mut args = command.to_vec();
+        args.extend([dir.path().to_str().unwrap(), "--backend", "sim"]);
+        let run = gridlab().args(args).run();
+        assert_eq!(run.code, 0, "{command:?}: the output block holds:\n{}", run.stdout);
+    }
+
+    // The text a lesson once had: gridlab prints 4.9023438, not 4.8...
+    std::fs::write(dir.path().join("01-division.md"), lesson.replace("4.90...", "4.8...")).unwrap();
+    for command in [&["replay"][..], &["dev", "check"]] {
+        let mut args = command.to_vec();
+        args.extend([dir.path().to_str().unwrap(), "--backend", "sim"]);
+        let run = gridlab().args(args).run();
+        assert_eq!(run.code, 1, "{command:?}: a wrong output block fails:\n{}", run.stdout);
+        assert!(run.stdout.contains("01-division.md:15: the `output` block does not match"), "{}", run.stdout);
+        assert!(run.stdout.contains("`(n + 255) / 256.0 = 4.8...` is not in it"), "{}", run.stdout);
+        assert!(run.stdout.contains("(n + 255) / 256.0 = 4.9023438"), "{}", run.stdout);
+    }
+
+    // An output block shows what a block before it prints.
+    let orphan = "+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n## A\n\n```output\n4\n```\n";
+    std::fs::write(dir.path().join("01-division.md"), orphan).unwrap();
+    let run = gridlab().args(["replay", dir.path().to_str().unwrap(), "--backend", "sim"]).run();
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("01-division.md:7: an `output` block shows what the `cuda` or `gridlab` block before it prints"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn check_before_the_kernel_is_written_asks_for_the_exercises_own_signature() {
+    let data = tempfile::tempdir().unwrap();
+    let run = in_home(data.path(), &["learn", "1"], ":next\n:check\n");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let out = &run.stdout;
+    assert!(out.contains("✗ not yet: there is no kernel `twice` yet"), "{out}");
+    assert!(out.contains("`__global__ void twice(float *a, int n) { ... }`"), "{out}");
+    assert!(!out.contains("on sim seed"), "nothing ran: {out}");
+}

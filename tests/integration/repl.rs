@@ -117,6 +117,19 @@ impl Terminal {
         }
     }
 
+    /// Wait until `ready` holds of the screen's text (`what` says what it waits for).
+    fn wait_until(&mut self, what: &str, ready: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            self.pump();
+            if ready(&self.text()) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the screen never showed {what}; it shows:\n{}", self.text());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Wait until the last line on the screen is `line` (an empty prompt, say).
     fn wait_for_last_line(&mut self, line: &str) {
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -205,6 +218,20 @@ fn a_learner_types_launches_completes_and_leaves() {
 }
 
 #[test]
+fn exit_quit_and_colon_q_leave_as_ctrl_d_does() {
+    for leave in ["exit", "quit()", ":q", ":quit"] {
+        let home = tempfile::tempdir().unwrap();
+        let mut t = Terminal::start(home.path(), &[]);
+        t.wait_for("sim> ");
+        t.keys("let a = arange(4)\r");
+        t.prompt(2);
+        t.keys(&format!("{leave}\r"));
+        t.wait_for("history is saved in");
+        assert_eq!(t.exit_code(), 0, "{leave}");
+    }
+}
+
+#[test]
 fn ctrl_c_stops_a_running_launch_and_keeps_the_buffers() {
     let home = tempfile::tempdir().unwrap();
     let mut t = Terminal::start(home.path(), &["--max-steps", "1000000000000"]);
@@ -269,11 +296,19 @@ fn race_and_map_draw_their_views_on_the_screen() {
     t.prompt(6);
     t.keys(":map add_half<<<4, 32>>>(b, len(b))\r");
     // The map's legend: in a colour terminal, a colour per block.
-    t.wait_for("nobody wrote it; ! written twice or more");
+    t.wait_for("blocks: 0█ 1█ 2█ 3█");
     let screen = t.text();
-    assert!(screen.contains("colour = block, lighter = lower thread index"), "{screen}");
-    assert!(screen.contains("blocks: 0█ 1█ 2█ 3█"), "{screen}");
+    assert!(screen.contains("character and colour = block, lighter = lower thread index"), "{screen}");
+    assert!(screen.contains("· nobody wrote it;") && screen.contains("! written twice or more"), "{screen}");
     assert!(screen.contains("who wrote each element (grid 4, block 32"), "{screen}");
+    // The cells are the blocks' digits, as the lessons describe the map, and coloured as well.
+    let strip = format!("     0 {}{}{}", "0".repeat(32), "1".repeat(32), "2".repeat(28));
+    assert!(screen.lines().any(|l| l == strip), "{screen}");
+    let vt = t.screen.screen();
+    let row = vt.rows(0, COLS).position(|l| l == strip).unwrap() as u16;
+    let (zero, one) = (vt.cell(row, 7).unwrap(), vt.cell(row, 7 + 32).unwrap());
+    assert_eq!((zero.contents(), one.contents()), ("0", "1"));
+    assert_ne!(format!("{:?}", zero.fgcolor()), format!("{:?}", one.fgcolor()));
     // `blocks: 0█ 1█ 2█ 3█`: the squares (columns 9, 12, 15, 18) have four different colours.
     let vt = t.screen.screen();
     let row = vt.rows(0, COLS).position(|l| l.starts_with("blocks: ")).unwrap() as u16;
@@ -357,6 +392,117 @@ fn a_demo_moves_on_with_each_enter() {
     assert_eq!(t.exit_code(), 0);
     // A demo leaves the presenter's own progress alone.
     assert!(!home.path().join("data/gridlab/progress").exists());
+}
+
+/// The fixture course, for `--course`.
+fn fixture_course() -> String {
+    super::harness::root().join("tests/fixtures/course").to_str().unwrap().to_string()
+}
+
+#[test]
+fn the_steps_next_input_follows_every_input_and_a_colon_replaces_it() {
+    let home = tempfile::tempdir().unwrap();
+    let course = fixture_course();
+    let mut t = Terminal::start_with(home.path(), &["learn", "2", "--course", &course], &[("GRIDLAB_NO_LESSON", None)]);
+    t.wait_for("sim lesson 2.1> __global__ void total(const float *x, float *sum, int n) {");
+    // `:` as the first key replaces the untouched kernel: no `}:lesson` in a continuation.
+    t.keys(":lesson");
+    t.wait_for_last_line("sim lesson 2.1> :lesson");
+    t.keys("\r");
+    t.wait_for("lesson 02-guard (step 1 of 2)");
+    // After a command of the learner's own, the kernel is back in the editor.
+    t.wait_for_last_line("...             }");
+    assert!(!t.text().contains("}:lesson"), "{}", t.text());
+    t.keys("\r");
+    t.wait_for("defined kernel total(");
+    // The step's own `:` command is offered like a statement, and the statement after it follows.
+    t.wait_for_last_line("sim lesson 2.1> :backend sim");
+    t.keys("\r");
+    t.wait_for_last_line("sim lesson 2.1> let x = ones(64)");
+    // A command typed over the statement replaces it, and the statement comes back after it.
+    t.keys(":kernels\r");
+    t.wait_for("┆ defined at");
+    t.wait_for_last_line("sim lesson 2.1> let x = ones(64)");
+    assert!(!t.text().contains("ones(64):kernels"), "{}", t.text());
+    t.keys("\r");
+    t.wait_for_last_line("sim lesson 2.1> let s = zeros(1)");
+    t.keys("\r");
+    t.wait_for_last_line("sim lesson 2.1> total<<<2, 32>>>(x, s, len(x))");
+    t.keys("\r");
+    t.wait_for_last_line("sim lesson 2.1> expect finding race");
+    t.keys("\r");
+    // The last input of the step: it says so, and what `:next` does.
+    t.wait_for("Step 1 of 2 is done: `:next` goes on to step 2 (Make it atomic).");
+    t.wait_for_last_line("sim lesson 2.1>");
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+}
+
+#[test]
+fn no_history_hint_is_drawn_over_a_prefilled_input() {
+    let home = tempfile::tempdir().unwrap();
+    let course = fixture_course();
+    // An earlier session ran a longer statement that starts as the step's does.
+    std::fs::create_dir_all(home.path().join("state/gridlab")).unwrap();
+    std::fs::write(home.path().join("state/gridlab/history"), "let a = zeros(4) + 100\n").unwrap();
+    let mut t = Terminal::start_with(home.path(), &["learn", "1", "--course", &course], &[("GRIDLAB_NO_LESSON", None)]);
+    t.wait_for("sim lesson 1.1> __global__ void fill(float *a, int n) {");
+    t.keys("\r");
+    t.wait_for("defined kernel fill(");
+    t.wait_for_last_line("sim lesson 1.1> let a = zeros(4)");
+    std::thread::sleep(Duration::from_millis(200));
+    t.pump();
+    assert!(!t.text().contains("+ 100"), "a hint over the pre-fill:\n{}", t.text());
+    // Once the learner types, history hints are back.
+    t.keys(" ");
+    t.wait_for("sim lesson 1.1> let a = zeros(4) + 100");
+    t.keys("\x03");
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+}
+
+#[test]
+fn back_then_next_to_a_solved_exercise_offers_the_learners_own_answer() {
+    let home = tempfile::tempdir().unwrap();
+    let course = fixture_course();
+    let env = [("GRIDLAB_NO_LESSON", None)];
+    let mut t = Terminal::start_with(home.path(), &["learn", "1", "--course", &course], &env);
+    t.wait_for("sim lesson 1.1> __global__ void fill(float *a, int n) {");
+    t.keys(":next\r");
+    t.wait_for("sim lesson 1.2> __global__ void twice(float *a, int n) {");
+    t.keys("\x03");
+    let answer = "__global__ void twice(float *a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; \
+                  if (i < n) a[i] = a[i] + a[i]; }";
+    t.keys(answer);
+    t.keys("\r");
+    t.wait_for("defined kernel twice(float *a, int n)");
+    t.keys(":check\r");
+    t.wait_for("Solved!");
+    t.keys(":back\r");
+    t.wait_for("sim lesson 1.1> __global__ void fill(float *a, int n) {");
+    t.keys(":next\r");
+    // The editor after the step shown again holds the learner's kernel, not the starter.
+    let offered = |screen: &str| {
+        let step = screen.rfind("already solved")?;
+        let editor = screen[step..].find("sim lesson 1.2> ")? + step;
+        Some(screen[editor..].to_string())
+    };
+    t.wait_until("the step again with a kernel in the editor", |s| offered(s).is_some_and(|e| e.contains("twice(")));
+    let editor = offered(&t.text()).unwrap();
+    assert!(editor.contains("a[i] + a[i]") && !editor.contains("int i = threadIdx.x;"), "{}", t.text());
+    t.keys("\x03");
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+
+    // The answer is kept with the progress: back at the step in a new session, it is offered again.
+    let mut t = Terminal::start_with(home.path(), &["--course", &course], &env);
+    t.wait_for("already solved");
+    t.wait_for("a[i] + a[i]");
+    let screen = t.text();
+    assert!(!screen.contains("int i = threadIdx.x;"), "{screen}");
+    t.keys("\x03");
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
 }
 
 #[test]

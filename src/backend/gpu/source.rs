@@ -44,10 +44,27 @@ pub fn generate(module: &Module, sources: &SourceMap) -> String {
         if c_linkage {
             out.push_str("extern \"C\" ");
         }
-        out.push_str(&item.text);
+        out.push_str(&without_file_includes(&item.text));
         out.push('\n');
     }
     out
+}
+
+/// `text` with every `#include` that could read a local file blanked out (the line stays, so
+/// NVRTC's line numbers still match). The front end refuses such lines already; this is the
+/// last gate before the compiler, which would read the file and quote it in its errors.
+fn without_file_includes(text: &str) -> std::borrow::Cow<'_, str> {
+    let refused = |line: &str| {
+        let t = line.trim_start();
+        let Some(directive) = t.strip_prefix('#') else { return false };
+        let directive = directive.trim_start();
+        directive.strip_prefix("include").is_some_and(|rest| crate::cuda::lexer::include_refusal(rest).is_some())
+    };
+    if !text.lines().any(refused) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let kept: Vec<&str> = text.lines().map(|l| if refused(l) { "" } else { l }).collect();
+    std::borrow::Cow::Owned(kept.join("\n"))
 }
 
 /// 1-based line of a span within its own source text (what `#line` counts).
@@ -106,6 +123,12 @@ fn line_span(sources: &SourceMap, source: u32, lineno: usize) -> Option<Span> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn includes_that_read_files_never_reach_nvrtc() {
+        let text = "#include <cuda_fp16.h>\n#include \"/etc/passwd\"\n# include <../../secret>\n__global__ void k() {}";
+        assert_eq!(without_file_includes(text), "#include <cuda_fp16.h>\n\n\n__global__ void k() {}");
+    }
 
     fn session(snippets: &[&str]) -> (Module, SourceMap) {
         let mut map = SourceMap::new();

@@ -79,8 +79,16 @@ enum Event {
 }
 
 enum Stop {
-    Trap { pc: u32, thread: u64, message: String },
-    StepLimit,
+    Trap {
+        pc: u32,
+        thread: u64,
+        message: String,
+    },
+    /// The step budget ran out: one warp's (`warp`), or the whole launch's.
+    StepLimit {
+        warp: bool,
+    },
+    /// The launch's wall time ran out (`SimConfig::time_limit`).
     TimeLimit(Duration),
     Cancelled,
 }
@@ -159,6 +167,11 @@ struct Machine<'k, 'b> {
     max_total: u64,
     max_warp: u64,
     cost: Option<Box<Counter>>,
+    /// Per buffer (in region order), the kernel's name for it: the parameter it was passed to,
+    /// when only one.
+    param_names: Vec<Option<String>>,
+    /// Threads in the launch.
+    threads: u64,
 }
 
 fn coords(linear: u64, d: Dim3) -> [u32; 3] {
@@ -538,7 +551,7 @@ impl Machine<'_, '_> {
             self.total += 1;
             self.mem.clock = self.total;
             if warp.steps > self.max_warp || self.total > self.max_total {
-                self.stop.get_or_insert(Stop::StepLimit);
+                self.stop.get_or_insert(Stop::StepLimit { warp: warp.steps > self.max_warp });
             }
             match event {
                 Event::None => {}
@@ -962,6 +975,15 @@ impl Machine<'_, '_> {
         });
     }
 
+    /// The kernel's own name for a buffer, where it differs from the session's.
+    fn kernel_name(&self, region: u32, names: &[String]) -> Option<String> {
+        if region == 0 || region >= STATIC_REGION_BASE {
+            return None;
+        }
+        let i = region as usize - 1;
+        self.param_names.get(i)?.clone().filter(|p| names.get(i) != Some(p))
+    }
+
     fn memory_of(&self, region: u32, names: &[String]) -> Memory {
         if region >= STATIC_REGION_BASE {
             let st = &self.k.statics[(region - STATIC_REGION_BASE) as usize];
@@ -1041,6 +1063,21 @@ pub fn run(
         })
         .collect();
     let seq = config.schedule == Schedule::Sequential;
+    let param_names = {
+        let kernel_params = program.function(&spec.kernel).map(|(_, f)| &f.params[..]).unwrap_or(&[]);
+        let mut names: Vec<Option<String>> = vec![None; bufs.len()];
+        let mut twice = vec![false; bufs.len()];
+        for (arg, p) in spec.args.iter().zip(kernel_params) {
+            if let Arg::Buffer(i) = arg
+                && let Some(slot) = names.get_mut(*i)
+            {
+                // A buffer passed to two parameters has no one name in the kernel.
+                twice[*i] |= slot.as_ref().is_some_and(|n| *n != p.name);
+                *slot = Some(p.name.clone());
+            }
+        }
+        names.into_iter().zip(twice).map(|(n, t)| n.filter(|_| !t)).collect()
+    };
     let bufs_bytes: u64 = bufs.iter().map(|b| b.len() as u64).sum();
     let max_total = config.max_steps.saturating_mul(if seq { WARP as u64 } else { 1 });
     let mut m = Machine {
@@ -1075,7 +1112,12 @@ pub fn run(
         seq,
         total: 0,
         max_total,
-        max_warp: (config.max_steps / 4).max(1),
+        // A quarter of the launch's budget, so that one runaway warp is stopped before it has
+        // used it all; on the sequential schedule a step runs one lane, and both are 32 times as
+        // many.
+        max_warp: (max_total / 4).max(1),
+        param_names,
+        threads: u64::try_from(spec.total_threads()).unwrap_or(u64::MAX),
         cost: config.cost.filter(|_| !seq).map(|p| {
             let data = bufs_bytes
                 + kernel
@@ -1248,6 +1290,8 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
     for ((region, access), s) in &m.reports.oob {
         findings.push(Finding::OutOfBounds {
             memory: m.memory_of(*region, names),
+            kernel_name: m.kernel_name(*region, names),
+            threads: m.threads,
             len: s.len,
             access: *access,
             count: s.count,
@@ -1260,6 +1304,7 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
     for ((region, pc1, pc2), s) in &m.reports.races {
         findings.push(Finding::Race {
             memory: m.memory_of(*region, names),
+            kernel_name: m.kernel_name(*region, names),
             index: s.index,
             count: s.count,
             elements: s.elements.max(1),
@@ -1273,18 +1318,27 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
         Some(Stop::Trap { pc, thread, message }) => {
             findings.push(Finding::Trap { site: m.site(pc, thread, Access::Read), message })
         }
-        Some(Stop::StepLimit) => {
+        Some(Stop::StepLimit { warp }) => {
             let (pc, thread) = busiest.unwrap_or((0, 0));
             findings.push(Finding::StepLimit {
                 steps: m.total,
+                budget: if m.seq { m.max_total / WARP as u64 } else { m.max_total },
+                warp_limit: warp.then_some(m.max_warp),
+                sequential: m.seq,
                 site: m.site(pc, thread, Access::Read),
                 time_limit: None,
             });
         }
         Some(Stop::TimeLimit(limit)) => {
             let (pc, thread) = busiest.unwrap_or((0, 0));
-            let site = m.site(pc, thread, Access::Read);
-            findings.push(Finding::StepLimit { steps: m.total, site, time_limit: Some(limit) });
+            findings.push(Finding::StepLimit {
+                steps: m.total,
+                budget: if m.seq { m.max_total / WARP as u64 } else { m.max_total },
+                warp_limit: None,
+                sequential: m.seq,
+                site: m.site(pc, thread, Access::Read),
+                time_limit: Some(limit),
+            });
         }
         Some(Stop::Cancelled) => cancelled = true,
         None => {}

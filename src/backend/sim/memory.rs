@@ -163,6 +163,7 @@ pub fn check(s: &mut Shadow, who: &Who, access: Access) -> Option<Conflict> {
 /// Out-of-bounds accesses of one (region, access kind).
 #[derive(Clone, Copy, Debug)]
 pub struct OobSummary {
+    /// Threads that made at least one such access (`x[i] * x[i]` past the end is one thread).
     pub count: u64,
     pub min: i64,
     pub max: i64,
@@ -176,6 +177,7 @@ pub struct OobSummary {
 #[derive(Clone, Copy, Debug)]
 pub struct RaceSummary {
     pub count: u64,
+    /// Distinct elements this pair of instructions raced on.
     pub elements: u64,
     pub index: i64,
     pub first_thread: u64,
@@ -189,12 +191,16 @@ pub struct RaceSummary {
 pub struct Reports {
     pub oob: Vec<((u32, Access), OobSummary)>,
     oob_index: HashMap<(u32, Access), usize>,
+    /// Per out-of-bounds summary, the threads already counted: a bit per thread, in words of 64
+    /// threads (only the words of threads that went out of bounds), and the last thread counted,
+    /// which a loop going out of bounds repeats.
+    oob_threads: Vec<(HashMap<u64, u64>, u64)>,
     pub races: Vec<((u32, u32, u32), RaceSummary)>,
     race_index: HashMap<(u32, u32, u32), usize>,
     last_race: Option<((u32, u32, u32), usize)>,
-    /// Per region, a bit per element already counted in some race summary (allocated at the
-    /// region's first race).
-    raced: Vec<(u32, Vec<u64>)>,
+    /// Per race summary, a bit per element of its region already counted in it (so that every
+    /// summary counts its own elements, however the pairs of instructions share them).
+    raced: Vec<Vec<u64>>,
 }
 
 impl Reports {
@@ -212,9 +218,17 @@ impl Reports {
                 len,
             };
             self.oob.push(((region, access), s));
+            self.oob_threads.push((HashMap::new(), u64::MAX));
         }
         let s = &mut self.oob[i].1;
-        s.count += 1;
+        let (seen, last) = &mut self.oob_threads[i];
+        if *last != thread {
+            *last = thread;
+            let word = seen.entry(thread / 64).or_insert(0);
+            let bit = 1u64 << (thread % 64);
+            s.count += (*word & bit == 0) as u64;
+            *word |= bit;
+        }
         s.min = s.min.min(index);
         s.max = s.max.max(index);
     }
@@ -240,6 +254,7 @@ impl Reports {
                             second_access: access,
                         },
                     ));
+                    self.raced.push(vec![0; elements.div_ceil(64) as usize]);
                 }
                 self.last_race = Some((key, i));
                 i
@@ -247,15 +262,7 @@ impl Reports {
         };
         let s = &mut self.races[i].1;
         s.count += 1;
-        // A kernel touches a handful of regions: a linear search beats hashing on every race.
-        let r = match self.raced.iter().position(|(r, _)| *r == region) {
-            Some(r) => r,
-            None => {
-                self.raced.push((region, vec![0; elements.div_ceil(64) as usize]));
-                self.raced.len() - 1
-            }
-        };
-        if let Some(word) = self.raced[r].1.get_mut(index as usize / 64) {
+        if let Some(word) = self.raced[i].get_mut(index as usize / 64) {
             let bit = 1 << (index as usize % 64);
             s.elements += (*word & bit == 0) as u64;
             *word |= bit;

@@ -512,9 +512,118 @@ fn cuda_endless_loop_hits_the_step_limit() {
     let mut a = floats(&[0.0]);
     let r = sim.launch("spin", lin(1), lin(1), &mut [&mut a], &[]);
     assert!(r.aborted);
-    let Some(Finding::StepLimit { site, .. }) = r.findings.last() else { panic!("{:?}", r.findings) };
+    let Some(Finding::StepLimit { site, budget, warp_limit, sequential, .. }) = r.findings.last() else {
+        panic!("{:?}", r.findings)
+    };
     let line = KERNELS.lines().position(|l| l.contains("while (true)")).unwrap() as u32 + 1;
     assert_eq!(sim.line(site.span), line);
+    // One warp stopped at its quarter of the budget, and the finding says so.
+    assert_eq!((*budget, *warp_limit, *sequential), (2_000_000, Some(500_000), false));
+    assert_eq!(r.steps, Some(500_001));
+}
+
+#[test]
+fn the_step_budget_is_per_lane_on_the_sequential_schedule_and_the_launch_can_run_out_first() {
+    // Sequential runs one lane per step: both budgets are 32 times as many.
+    let mut sim = Sim::new().config(SimConfig { max_steps: 100_000, ..with(Schedule::Sequential, 0) });
+    let mut a = floats(&[0.0]);
+    let r = sim.launch("spin", lin(1), lin(1), &mut [&mut a], &[]);
+    let Some(Finding::StepLimit { budget, warp_limit, sequential, .. }) = r.findings.last() else {
+        panic!("{:?}", r.findings)
+    };
+    assert_eq!((*budget, *warp_limit, *sequential), (100_000, Some(800_000), true));
+    // Eight spinning warps share the launch's budget before any reaches its own quarter.
+    let mut sim = Sim::new().config(SimConfig { max_steps: 100_000, ..SimConfig::default() });
+    let r = sim.launch("spin", lin(8), lin(32), &mut [&mut a], &[]);
+    let Some(Finding::StepLimit { warp_limit, steps, .. }) = r.findings.last() else { panic!("{:?}", r.findings) };
+    assert_eq!(*warp_limit, None);
+    assert_eq!(*steps, 100_001);
+}
+
+const ADVICE_KERNELS: &str = r#"
+__global__ void square(const float *x, float *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = x[i] * x[i];
+}
+__global__ void block_stride(float *v, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x) {
+        v[i] = v[i] * 2.0f;
+    }
+}
+__global__ void twice(float *p, float *q) {
+    q[threadIdx.x] = p[threadIdx.x + 1];
+}
+"#;
+
+#[test]
+fn out_of_bounds_counts_threads_not_accesses() {
+    let mut sim = Sim::of(ADVICE_KERNELS);
+    let mut x = floats(&[1.0; 8]);
+    let mut y = floats(&[0.0; 8]);
+    // 12 threads, 4 past the end: each reads x[i] twice there.
+    let r = sim.launch("square", lin(1), lin(12), &mut [&mut x, &mut y], &[ScalarArg::I32(8)]);
+    let counts: Vec<(Access, u64)> = r
+        .findings
+        .iter()
+        .filter_map(|f| match f {
+            Finding::OutOfBounds { access, count, threads, .. } => {
+                assert_eq!(*threads, 12);
+                Some((*access, *count))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(counts, vec![(Access::Read, 4), (Access::Write, 4)]);
+}
+
+#[test]
+fn every_race_finding_counts_its_own_elements() {
+    // Two blocks stepping by one block each: both go over v[4..8], with a read-write and a
+    // write-write pair of places; each pair raced on all four elements.
+    for seed in 0..4 {
+        let mut sim = Sim::of(ADVICE_KERNELS).config(with(Schedule::Random, seed));
+        let mut v = floats(&[1.0; 8]);
+        let r = sim.launch("block_stride", lin(2), lin(4), &mut [&mut v], &[ScalarArg::I32(8)]);
+        let races: Vec<u64> = r
+            .findings
+            .iter()
+            .filter_map(|f| match f {
+                Finding::Race { elements, .. } => Some(*elements),
+                _ => None,
+            })
+            .collect();
+        assert!(!races.is_empty() && races.iter().all(|e| *e == 4), "seed {seed}: {races:?} in {:?}", r.findings);
+    }
+}
+
+#[test]
+fn findings_carry_the_kernels_own_name_for_a_buffer() {
+    let mut sim = Sim::of(ADVICE_KERNELS);
+    let mut a = floats(&[1.0; 4]);
+    let mut b = floats(&[0.0; 4]);
+    // The session calls them `a` and `b`; the kernel `p` and `q`.
+    let r = sim.launch("twice", lin(1), lin(4), &mut [&mut a, &mut b], &[]);
+    let [Finding::OutOfBounds { memory, kernel_name, .. }] = &r.findings[..] else { panic!("{:?}", r.findings) };
+    assert_eq!((memory, kernel_name.as_deref()), (&Memory::Global("a".into()), Some("p")));
+    // One buffer passed to both parameters has no one name in the kernel.
+    let mut sim = Sim::of(ADVICE_KERNELS);
+    let spec = LaunchSpec {
+        kernel: "twice".into(),
+        grid: lin(1),
+        block: lin(4),
+        shared_bytes: 0,
+        args: vec![Arg::Buffer(0), Arg::Buffer(0)],
+    };
+    let mut lb = LaunchBuffers { names: vec!["a".into()], buffers: vec![&mut a] };
+    let r = sim.backend.launch(&sim.module, &spec, &mut lb).unwrap();
+    assert!(
+        r.findings.iter().all(|f| matches!(
+            f,
+            Finding::OutOfBounds { kernel_name: None, .. } | Finding::Race { kernel_name: None, .. }
+        )),
+        "{:?}",
+        r.findings
+    );
 }
 
 #[test]

@@ -887,6 +887,13 @@ impl<'m> Fx<'m> {
             UnOp::AddrOf => {
                 let target = self.expr(operand)?;
                 match &target.kind {
+                    ExprKind::Local(id) if self.locals[*id as usize].ty.is_pointer() => {
+                        let name = &self.locals[*id as usize].name;
+                        Err(err(span, format!("`&{name}` is the address of the pointer `{name}`, not of the memory it points to"))
+                            .help(format!(
+                                "`{name}` already holds the address of `{name}[0]`: write `{name}` itself, or `&{name}[i]` for element i"
+                            )))
+                    }
                     ExprKind::Local(id) => {
                         let name = &self.locals[*id as usize].name;
                         Err(err(span, format!("cannot take the address of the register variable `{name}`"))
@@ -1283,6 +1290,30 @@ impl<'m> Fx<'m> {
             format!("{name}(&a[i], value)")
         };
         self.arity(name, args, n, n, span, &usage)?;
+        // `atomicAdd(&count, 1)` with `int *count`: the pointer is already the address.
+        if let syntax::ExprKind::Unary(syntax::UnOp::AddrOf, inner) = &args[0].kind
+            && let syntax::ExprKind::Name(var) = &inner.kind
+            && let Some(Sym::Local(id)) = self.lookup(var)
+            && self.locals[id as usize].ty.is_pointer()
+        {
+            // The learner's own value when it is a plain one (`1`, `v`), so the fix reads as
+            // their line does.
+            let simple = |e: &syntax::Expr, or: &str| match &e.kind {
+                syntax::ExprKind::Int(v, _) => v.to_string(),
+                syntax::ExprKind::Name(n) => n.clone(),
+                _ => or.to_string(),
+            };
+            let rest = if op == AtomicOp::Cas {
+                format!("{}, {}", simple(&args[1], "expected"), simple(&args[2], "value"))
+            } else {
+                simple(&args[1], "value")
+            };
+            return Err(err(args[0].span, format!("`&{var}` is the address of the pointer `{var}`, not of the memory it points to"))
+                .label(format!("`{var}` is already a pointer"))
+                .help(format!(
+                    "`{var}` already holds the address of `{var}[0]`: write `{name}({var}, {rest})`, or `{name}(&{var}[i], {rest})` for element i"
+                )));
+        }
         let p = self.value_expr(&args[0])?;
         let Some(pointee) = p.ty.pointee().cloned() else {
             return Err(err(p.span, format!("the first argument of `{name}` must be a pointer"))

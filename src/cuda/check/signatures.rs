@@ -41,6 +41,20 @@ pub(super) fn signature(f: &syntax::FuncDef) -> CResult<Sig> {
                 .at(*span)
                 .help("rename one of them"));
         }
+        if kind == FuncKind::Kernel && ty.pointee().is_some_and(Type::is_pointer) {
+            // A launch passes each buffer as one pointer to its elements: a pointer to
+            // pointers has nothing to point to.
+            let elem = ty.pointee().and_then(Type::pointee).map_or("float".to_string(), Type::c_name);
+            return Err(Diagnostic::error(format!(
+                "a launch cannot pass `{}` to the kernel parameter `{name}`",
+                ty.c_name().replace("* *", "**")
+            ))
+            .at(p.span)
+            .label("a pointer to pointers")
+            .help(format!(
+                "buffers reach a kernel as flat pointers, a 2-D buffer row after row: declare `{elem} *{name}` and index it as `{name}[row * width + col]`"
+            )));
+        }
         params.push(Param { name: name.clone(), ty, restrict: p.ty.restrict, span: *span });
     }
     Ok(Sig { kind, ret, params, name_span: f.name_span })
