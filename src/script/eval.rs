@@ -481,10 +481,10 @@ fn gather(src: &Array<'_>, idx: &[usize], shape: Shape) -> Array<'static> {
 }
 
 /// The elements a slice selects, Python's `slice.indices` rules.
-fn slice_positions(len: usize, start: Option<i128>, stop: Option<i128>, step: i128) -> Vec<usize> {
+pub(crate) fn slice_positions(len: usize, start: Option<i128>, stop: Option<i128>, step: i128) -> Vec<usize> {
     let n = len as i128;
     let norm = |v: i128, lo: i128, hi: i128| if v < 0 { (v + n).max(lo) } else { v.min(hi) };
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(slice_count(len, start, stop, step));
     if step > 0 {
         let (mut i, stop) = (start.map_or(0, |s| norm(s, 0, n)), stop.map_or(n, |s| norm(s, 0, n)));
         while i < stop {
@@ -500,6 +500,21 @@ fn slice_positions(len: usize, start: Option<i128>, stop: Option<i128>, step: i1
         }
     }
     out
+}
+
+/// How many elements [`slice_positions`] selects, without making them.
+pub(crate) fn slice_count(len: usize, start: Option<i128>, stop: Option<i128>, step: i128) -> usize {
+    let n = len as i128;
+    let norm = |v: i128, lo: i128, hi: i128| if v < 0 { (v + n).max(lo) } else { v.min(hi) };
+    let (from, to, step) = if step > 0 {
+        (start.map_or(0, |s| norm(s, 0, n)), stop.map_or(n, |s| norm(s, 0, n)), step)
+    } else {
+        // Walking down from `from` to just above `to` is walking up the same distance.
+        let from = start.map_or(n - 1, |s| norm(s, -1, n - 1));
+        let to = stop.map_or(-1, |s| norm(s, -1, n - 1));
+        (to, from, step.saturating_neg())
+    };
+    if to <= from { 0 } else { ((to - from - 1) / step + 1) as usize }
 }
 
 pub(crate) struct Cx<'a> {
@@ -1334,18 +1349,7 @@ impl<'a> Cx<'a> {
             .at(target.span)
             .help("only arrays can be indexed"));
         };
-        // The positions selected are counted against the limit while they are held: at most
-        // the length of each dimension, and all the elements.
-        let word = std::mem::size_of::<usize>() as u64;
-        let dims = match src.shape() {
-            Shape::D1(n) => n,
-            Shape::D2(r, c) => r + c,
-        };
-        let held = (dims as u64 + src.len() as u64) * word;
-        self.charge(e, held)?;
-        let selected = self.select(src, self.text(target), indices, e);
-        self.left.set(self.left.get() + held);
-        let (flat, kept) = selected?;
+        let (flat, kept, held) = self.select(src, self.text(target), indices, e)?;
         let element_bytes = src.dtype().map_or(1, |d| d.size() as u64);
         let out = match kept[..] {
             [] => {
@@ -1365,19 +1369,45 @@ impl<'a> Cx<'a> {
             }
             _ => unreachable!("at most two dimensions"),
         };
+        // The positions are gone.
+        self.left.set(self.left.get() + held);
         self.release(&target_v);
         Ok(out)
     }
 
     /// The elements `name[indices]` selects, as flat positions, and the lengths of the
     /// dimensions the result keeps (none for one element). Shared by reading (`a[3]`) and
-    /// assigning (`a[3] = 5`), so both check indices alike.
+    /// assigning (`a[3] = 5`), so both check indices alike. The positions count against the
+    /// limit before they are made; the caller gives back the bytes returned last once it no
+    /// longer holds them.
     fn select(
         &self,
         src: &Array<'_>,
         name: &str,
         indices: &[Index],
         e: &Expr,
+    ) -> Result<(Vec<usize>, Vec<usize>, u64), Diagnostic> {
+        let held = Cell::new(0u64);
+        let hold = |n: usize| -> Result<(), Diagnostic> {
+            let bytes = n as u64 * std::mem::size_of::<usize>() as u64;
+            self.charge(e, bytes)?;
+            held.set(held.get() + bytes);
+            Ok(())
+        };
+        let out = self.select_held(src, name, indices, e, &hold);
+        if out.is_err() {
+            self.left.set(self.left.get() + held.get());
+        }
+        out.map(|(flat, kept)| (flat, kept, held.get()))
+    }
+
+    fn select_held(
+        &self,
+        src: &Array<'_>,
+        name: &str,
+        indices: &[Index],
+        e: &Expr,
+        hold: &dyn Fn(usize) -> Result<(), Diagnostic>,
     ) -> Result<(Vec<usize>, Vec<usize>), Diagnostic> {
         let shape = src.shape();
         // A boolean mask selects elements: `a[a > 0]`.
@@ -1397,8 +1427,10 @@ impl<'a> Cx<'a> {
                 ))
                 .at(ie.span));
             }
+            hold(mask.iter().filter(|&&m| m).count())?;
             let idx: Vec<usize> = (0..mask.len()).filter(|&i| mask[i]).collect();
             let n = idx.len();
+            self.release(&V::Arr(m));
             return Ok((idx, vec![n]));
         }
         let dims: Vec<usize> = match shape {
@@ -1419,6 +1451,7 @@ impl<'a> Cx<'a> {
         let mut per_dim: Vec<(Vec<usize>, bool)> = Vec::new();
         for (d, &len) in dims.iter().enumerate() {
             let Some(ix) = indices.get(d) else {
+                hold(len)?;
                 per_dim.push(((0..len).collect(), true));
                 continue;
             };
@@ -1460,11 +1493,14 @@ impl<'a> Cx<'a> {
                             .at(s)
                             .help("e.g. `a[::2]` takes every other element"));
                     }
-                    per_dim.push((slice_positions(len, bound(start)?, bound(stop)?, step_v), true));
+                    let (start, stop) = (bound(start)?, bound(stop)?);
+                    hold(slice_count(len, start, stop, step_v))?;
+                    per_dim.push((slice_positions(len, start, stop, step_v), true));
                 }
             }
         }
         let cols = dims.get(1).copied().unwrap_or(1);
+        hold(per_dim.iter().map(|(p, _)| p.len()).product())?;
         let mut flat = Vec::new();
         if per_dim.len() == 1 {
             flat.clone_from(&per_dim[0].0);
@@ -1500,9 +1536,7 @@ impl<'a> Cx<'a> {
         };
         // The positions and values are held until the session stores them: they count against
         // the limit (a position is a word, a value a `Num`; one value for a scalar).
-        let word = std::mem::size_of::<usize>() as u64;
-        self.charge(target, buf.len() as u64 * word)?;
-        let (positions, kept) = self.select(&Array::from_buffer(buf), name, indices, target)?;
+        let (positions, kept, _) = self.select(&Array::from_buffer(buf), name, indices, target)?;
         let dtype = buf.dtype();
         let v = self.eval(value)?;
         let one = |n: Num, at: Option<usize>| self.store_num(n, dtype, name, value, at);

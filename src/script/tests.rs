@@ -809,3 +809,41 @@ fn host_code_and_numpy_say_what_to_write_instead() {
     let d = no("add[4, 256](a, n)");
     assert_eq!(d.message, "a launch is written `add<<<4, 256>>>(a, n)` here");
 }
+
+/// Slices and single elements of a buffer cost what they select, not the buffer's length, so
+/// they work however little of the limit is left.
+#[test]
+fn selecting_a_few_elements_of_a_large_buffer_needs_little_room() {
+    let env = Tight { a: Buffer::from_nums(DType::F32, Shape::D1(1000), (0..1000).map(Num::Int)), limit: 200 };
+    for text in ["a[3]", "a[-1]", "a[0:10]", "a[995:]", "a[::200]", "a[10:0:-3]", "sum(a[0:5])"] {
+        let StmtKind::Inspect(e) = parse_statement(0, text).unwrap().kind else { panic!() };
+        eval(&e, &env, text).unwrap_or_else(|d| panic!("{text}: {}", d.message));
+    }
+    let StmtKind::Inspect(e) = parse_statement(0, "a[0:500]").unwrap().kind else { panic!() };
+    assert!(eval(&e, &env, "a[0:500]").unwrap_err().message.contains("buffer limit"));
+    // The count of a slice is what the slice selects.
+    let bounds = [None, Some(-12), Some(-3), Some(0), Some(2), Some(7), Some(12), Some(i128::MIN), Some(i128::MAX)];
+    for len in [0, 1, 5, 10] {
+        for start in bounds {
+            for stop in bounds {
+                for step in [-i128::MAX, -3, -1, 1, 2, 7, i128::MAX] {
+                    let n = super::eval::slice_positions(len, start, stop, step).len();
+                    assert_eq!(super::eval::slice_count(len, start, stop, step), n, "{len} {start:?} {stop:?} {step}");
+                }
+            }
+        }
+    }
+    for (len, start, stop, step) in [
+        (10, None, None, 1),
+        (10, Some(-3), None, 1),
+        (10, None, None, -2),
+        (10, Some(8), Some(2), -3),
+        (0, None, None, 1),
+        (5, Some(9), Some(1), 1),
+    ] {
+        assert_eq!(
+            super::eval::slice_count(len, start, stop, step),
+            super::eval::slice_positions(len, start, stop, step).len()
+        );
+    }
+}
