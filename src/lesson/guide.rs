@@ -686,12 +686,21 @@ pub fn cmd_lesson(session: &mut Session, args: &str, out: &mut dyn Write) -> io:
     })
 }
 
+/// Where the session keeps a course's progress: the learner's file, except in a replayed
+/// script (its file access is confined), whose lesson commands leave saved progress alone.
+fn store_for(session: &Session, course: &str) -> Store {
+    match session.options.files {
+        crate::session::FileAccess::Anywhere => Store::for_course(course),
+        crate::session::FileAccess::Within(_) => Store::in_memory(),
+    }
+}
+
 /// Load the session's course and open it where the learner left off.
 fn load_guide(session: &mut Session, out: &mut dyn Write) -> io::Result<Result<(), Status>> {
     let style = session.style().clone();
     match Course::chosen(session.options.course.as_deref()) {
         Ok(course) => {
-            let store = Store::for_course(&course.name);
+            let store = store_for(session, &course.name);
             let (guide, note) = Guide::resume(course, store);
             if let Some(note) = note {
                 writeln!(out, "{}", style.warn(&format!("note: {note}")))?;
@@ -743,7 +752,7 @@ pub fn cmd_lessons(session: &mut Session, _: &str, out: &mut dyn Write) -> io::R
         let style = session.style().clone();
         match Course::chosen(session.options.course.as_deref()) {
             Ok(course) => {
-                let (progress, _) = Store::for_course(&course.name).load();
+                let (progress, _) = store_for(session, &course.name).load();
                 write_course(out, &course, &progress, None, &style)?;
                 return Ok(Status::Ok);
             }

@@ -94,6 +94,12 @@ impl Store {
         Store { path: dirs::data_dir().map(|d| d.join("gridlab").join("progress").join(file)) }
     }
 
+    /// A store that keeps progress for this session only. A replayed script is someone else's
+    /// input: its `:lesson` and `:check` must not change the learner's saved progress.
+    pub fn in_memory() -> Store {
+        Store { path: None }
+    }
+
     /// A store at an exact path (tests).
     pub fn at(path: PathBuf) -> Store {
         Store { path: Some(path) }

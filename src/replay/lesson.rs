@@ -31,7 +31,11 @@ pub fn run_lesson(
 ) -> io::Result<ScriptResult> {
     let start = Instant::now();
     let style = options.style.clone();
-    let mut session = crate::lesson::session(options.clone(), None);
+    // A lesson is someone else's input, like a script: its file commands are refused when it is
+    // parsed, and confining the session also keeps its `:lesson` away from saved progress.
+    let folder = std::path::Path::new(&lesson.path).parent().unwrap_or(std::path::Path::new(".")).to_path_buf();
+    let options = Options { files: crate::session::FileAccess::Within(folder), ..options.clone() };
+    let mut session = crate::lesson::session(options, None);
     if !quiet {
         writeln!(out, "{}", style.bold(&format!("== {}: {}", lesson.path, lesson.title())))?;
     }

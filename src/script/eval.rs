@@ -556,9 +556,7 @@ impl<'a> Cx<'a> {
                     human(left)
                 )
             };
-            return Err(Diagnostic::error(what).at(span).help(
-                "buffers, and the arrays a statement makes on the way, may use half of this machine's memory by default; start gridlab with --max-alloc SIZE (e.g. --max-alloc 16G) to change it, or work on a slice",
-            ));
+            return Err(Diagnostic::error(what).at(span).help(format!("{LIMIT_HELP}, or work on a slice")));
         }
         self.left.set(left - bytes);
         Ok(())
@@ -809,7 +807,7 @@ impl<'a> Cx<'a> {
                 crate::render::text::human_bytes(limit)
             ))
             .at(span)
-            .help("buffers may use half of this machine's memory by default; start gridlab with --max-alloc SIZE (e.g. --max-alloc 16G) to change it"));
+            .help(LIMIT_HELP));
         }
         self.left.set(limit - bytes as u64);
         Ok(())
@@ -1923,3 +1921,7 @@ pub fn uniform(rng: &mut Xoshiro256PlusPlus, dtype: DType) -> f64 {
 pub fn below(rng: &mut Xoshiro256PlusPlus, range: u128) -> u128 {
     (rng.next_u64() as u128 * range) >> 64
 }
+
+/// What a learner who hit the buffer limit can do, said the same way for buffers and for a
+/// statement's temporaries (the limit is one: `--max-alloc`, whether set or by default).
+const LIMIT_HELP: &str = "buffers and the arrays a statement makes on the way share one limit, --max-alloc (half of this machine's memory unless set): start gridlab with a larger one (e.g. --max-alloc 16G)";

@@ -132,7 +132,30 @@ fn a_replayed_lesson_of_a_course_folder_opens_its_own_course() {
             gridlab().args(command).args(["--backend", "sim"]).env("XDG_DATA_HOME", &data.display().to_string()).run();
         assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
         assert!(run.stdout.contains("Lesson 1 of 2: Fill an array"), "{}", run.stdout);
+        // Someone else's lesson does not move the learner's place in any course.
+        assert!(!data.join("gridlab").exists(), "a replay wrote progress under {}", data.display());
     }
+}
+
+#[test]
+fn a_replayed_script_leaves_saved_progress_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("lessons.gridlab");
+    std::fs::write(
+        &script,
+        ":lesson 2
+:next
+",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let run = gridlab()
+        .args(["replay", &script.display().to_string(), "--backend", "sim"])
+        .env("XDG_DATA_HOME", &data.display().to_string())
+        .run();
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("Lesson 2 of"), "{}", run.stdout);
+    assert!(!data.join("gridlab").exists(), "a replayed script wrote progress under {}", data.display());
 }
 
 #[test]
