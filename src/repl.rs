@@ -300,6 +300,7 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
             editor
                 .run_edit_commands(&[reedline::EditCommand::Clear, reedline::EditCommand::InsertString(text.clone())]);
         }
+        let prefilled = suggestion.is_some();
         prefill.set(suggestion);
         let read = editor.read_line(&prompt);
         prefill.set(None);
@@ -312,8 +313,10 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                 if text.trim().is_empty() {
                     // In a demo, Enter on an empty line moves the presentation on.
                     let style = session.options.style.clone();
-                    if let Some(g) = guide_of(&mut session).filter(|g| g.demo) {
-                        g.advance(&mut out, &style)?;
+                    match guide_of(&mut session) {
+                        Some(g) if g.demo => g.advance(&mut out, &style)?,
+                        Some(g) => g.restore_offer(),
+                        None => {}
                     }
                     continue;
                 }
@@ -349,8 +352,12 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                 }
                 prompt.backend = session.backend_label();
             }
-            // reedline has already cleared the line.
-            Ok(Signal::CtrlC) => {}
+            // reedline has already cleared the line; a cleared lesson input stays pending.
+            Ok(Signal::CtrlC) => {
+                if prefilled && let Some(g) = guide_of(&mut session) {
+                    g.set_offer_aside();
+                }
+            }
             Ok(Signal::ExternalBreak(_)) if signals::received().is_some() => break,
             Ok(Signal::CtrlD) => break,
             Ok(_) => {}

@@ -239,6 +239,14 @@ fn one_run(
     Ok(None)
 }
 
+const PASSED: &str = "✓ passed:";
+const NOT_YET: &str = "✗ not yet:";
+
+/// The column the text after a verdict's label starts at, where wrapped lines line up.
+fn label_width(label: &str) -> usize {
+    label.chars().count() + 1
+}
+
 /// Say how the check went: one line when it passed, the configuration, run, statement and
 /// output when it did not.
 pub fn write(out: &mut dyn Write, outcome: &Outcome, style: &Style) -> io::Result<()> {
@@ -254,13 +262,13 @@ pub fn write(out: &mut dyn Write, outcome: &Outcome, style: &Style) -> io::Resul
                 runs.push_str(" and on the GPU");
             }
             let text = format!("{configs}, each {runs}: right results, no findings");
-            writeln!(out, "{} {}", style.ok("✓ passed:"), crate::diag::wrap(&text, style.width, 2))
+            writeln!(out, "{} {}", style.ok(PASSED), crate::diag::wrap(&text, style.width, label_width(PASSED)))
         }
         Some(f) if f.run.is_empty() && f.input.is_empty() => {
-            writeln!(out, "{} {}", style.error("✗ not yet:"), crate::diag::wrap(&f.why, style.width, 2))
+            writeln!(out, "{} {}", style.error(NOT_YET), crate::diag::wrap(&f.why, style.width, label_width(NOT_YET)))
         }
         Some(f) => {
-            writeln!(out, "{} {}:", style.error("✗ not yet:"), f.place())?;
+            writeln!(out, "{} {}:", style.error(NOT_YET), f.place())?;
             writeln!(out, "{}", style.dim(&format!("  at {}", f.at)))?;
             for (i, line) in f.input.lines().enumerate() {
                 writeln!(out, "  {}{line}", if i == 0 { ">>> " } else { "... " })?;

@@ -45,6 +45,8 @@ pub struct Guide {
     /// The input offered last and not run yet, with whether it is meant to be refused (its
     /// error still moves the step on). A `:` command of the learner's own puts it back.
     offered: Option<(String, bool)>,
+    /// The learner cleared the offered input with Ctrl-C (see [`Guide::set_offer_aside`]).
+    set_aside: bool,
     /// The step said it is done (or, showing no input, what `:next` does).
     said_done: bool,
     /// On an exercise step (lesson, step): the learner's last CUDA input that ran, their
@@ -90,6 +92,7 @@ impl Guide {
             queue: VecDeque::new(),
             suggestion: None,
             offered: None,
+            set_aside: false,
             said_done: false,
             draft: None,
             question: None,
@@ -173,9 +176,24 @@ impl Guide {
         }
         let refused = self.offered.as_ref().is_some_and(|(_, refused)| *refused);
         if failed && !refused {
-            self.offered = None;
+            // The offer stays pending: Enter on an empty line brings it back. When the learner
+            // had set it aside (Ctrl-C) to type something else, it comes back at once.
+            let set_aside = std::mem::take(&mut self.set_aside);
+            if text.trim_end().contains('\n') && has_cuda(text) {
+                // A kernel of several lines that did not compile goes back in the editor to be
+                // fixed where it is, rather than fished out of history.
+                self.suggestion = Some(text.trim_end().to_string());
+                writeln!(
+                    out,
+                    "{}",
+                    style.dim("(your code is back in the editor: fix it and press Enter, or Ctrl-C clears it)")
+                )?;
+            } else if set_aside {
+                self.suggestion = self.offered.as_ref().map(|(offered, _)| offered.clone());
+            }
             return Ok(());
         }
+        self.set_aside = false;
         if self.demo {
             // A presentation moves on with Enter on an empty line.
             self.offered = None;
@@ -187,6 +205,20 @@ impl Guide {
             writeln!(out, "{}", style.ok(&render::prose(&self.done_line(), style)))?;
         }
         Ok(())
+    }
+
+    /// The learner cleared the offered input (Ctrl-C) to type something else: it is still the
+    /// step's next input, offered again if what they type instead fails.
+    pub fn set_offer_aside(&mut self) {
+        self.set_aside = self.offered.is_some();
+    }
+
+    /// Enter on an empty line: put the step's pending input back in the editor, so an empty
+    /// editor never leaves the learner without a way on.
+    pub fn restore_offer(&mut self) {
+        if self.suggestion.is_none() {
+            self.suggestion = self.offered.as_ref().map(|(offered, _)| offered.clone());
+        }
     }
 
     fn offer_next(&mut self) {
@@ -829,12 +861,15 @@ mod tests {
         assert_eq!(g.take_suggestion().as_deref(), Some(":backend sim"));
         ran(&mut g, ":backend sim", false, &style);
         assert_eq!(g.take_suggestion().as_deref(), Some("let x = ones(64)"));
-        // A statement that fails keeps the step where it is, and leaves the editor to the
-        // learner (the fix comes from history), commands of theirs included.
+        // A statement that fails keeps the step where it is and leaves the editor to the
+        // learner (the fix comes from history); the offer stays pending, so a command of theirs
+        // or Enter on an empty line brings it back.
         ran(&mut g, "let x = ones(6", true, &style);
         assert_eq!(g.take_suggestion(), None);
+        g.restore_offer();
+        assert_eq!(g.take_suggestion().as_deref(), Some("let x = ones(64)"));
         ran(&mut g, ":buffers", false, &style);
-        assert_eq!(g.take_suggestion(), None);
+        assert_eq!(g.take_suggestion().as_deref(), Some("let x = ones(64)"));
         ran(&mut g, "let x = ones(64)", false, &style);
         assert_eq!(g.take_suggestion().as_deref(), Some("let s = zeros(1)"));
         ran(&mut g, "let s = zeros(1)", false, &style);

@@ -60,6 +60,25 @@ fn function_around(code: &[u8], pos: usize) -> Range<usize> {
     start..end
 }
 
+/// Whether the kernel around byte `pos` never uses its block's index: a `__global__` function
+/// whose code has no `blockIdx` (nor a grid-wide helper), so every block computes the same
+/// indices. `None` when the code is not a kernel's (a `__device__` function may be handed the
+/// index by its caller).
+pub fn kernel_ignores_block(text: &str, pos: usize) -> Option<bool> {
+    let code = without_comments(text);
+    let range = function_around(&code, pos);
+    let body = &code[range];
+    if !body.starts_with(b"__global__") {
+        return None;
+    }
+    let mentions = |word: &[u8]| {
+        body.windows(word.len()).enumerate().any(|(i, w)| {
+            w == word && (i == 0 || !is_ident(body[i - 1])) && body.get(i + word.len()).is_none_or(|&c| !is_ident(c))
+        })
+    };
+    Some(!(mentions(b"blockIdx") || mentions(b"this_grid") || mentions(b"grid_group")))
+}
+
 fn is_ident(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
@@ -275,6 +294,17 @@ mod tests {
             partial_grid_stride(&grid, pos, &["i"]).map(|(f, a)| (f.text, a)),
             Some(("i += gridDim.y".into(), 'y'))
         );
+    }
+
+    #[test]
+    fn a_kernel_that_never_reads_blockidx_ignores_its_block() {
+        let text = "__global__ void k(float *o) {\n    int i = threadIdx.x; // not blockIdx.x\n    o[i] = 1;\n}\n";
+        assert_eq!(kernel_ignores_block(text, text.find("o[i]").unwrap()), Some(true));
+        let text =
+            "__global__ void k(float *o) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    o[i] = 1;\n}\n";
+        assert_eq!(kernel_ignores_block(text, text.find("o[i]").unwrap()), Some(false));
+        let text = "__device__ void put(float *o, int i) { o[i] = 1; }\n";
+        assert_eq!(kernel_ignores_block(text, text.find("o[i]").unwrap()), None);
     }
 
     #[test]

@@ -304,6 +304,14 @@ fn race_advice(
                     step.text.split(" += ").nth(1).unwrap_or("")
                 );
             }
+            let blockless = first.thread.block != second.thread.block
+                && first.thread.thread == second.thread.thread
+                && advice::kernel_ignores_block(&text, pos) == Some(true);
+            if blockless {
+                return format!(
+                    "the kernel's index comes from threadIdx alone, so every block works on the same elements (the same thread of two blocks touched {el}): add the block's offset, `blockIdx.x * blockDim.x + threadIdx.x`"
+                );
+            }
             if elements == 1 {
                 format!(
                     "many threads update the one element {el}: make the update atomic, `atomicAdd(&{el}, ...)`, or let only one thread write it"

@@ -109,8 +109,11 @@ fn the_guided_mode_shows_steps_hints_and_solutions_and_keeps_progress() {
     // Solve it: the progress is saved, and `gridlab lessons` shows it.
     let run = in_home(data.path(), &["learn", "1"], &format!(":next\n{RIGHT_TWICE}:check\n"));
     assert_eq!(run.code, 0, "{}", run.stdout);
+    // The verdict wraps at a word with a hanging indent.
     assert!(
-        run.stdout.contains("✓ passed: 2 configurations, each on the simulator (seed 1, seed 2, seed 3, lockstep)")
+        run.stdout.contains("✓ passed: 2 configurations, each on the simulator (seed 1, seed 2, seed 3,\n          lockstep)"),
+        "{}",
+        run.stdout
     );
     assert!(run.stdout.contains("Solved! (that was the last step: :next opens the next lesson)"), "{}", run.stdout);
     let progress = data.path().join("gridlab/progress");

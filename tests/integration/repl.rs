@@ -584,3 +584,40 @@ fn ctrl_c_stops_a_long_statement() {
     t.keys("\x04");
     assert_eq!(t.exit_code(), 0);
 }
+
+#[test]
+fn a_cleared_step_input_comes_back_and_a_kernel_that_failed_stays_in_the_editor() {
+    let home = tempfile::tempdir().unwrap();
+    let course = fixture_course();
+    let mut t = Terminal::start_with(home.path(), &["learn", "2", "--course", &course], &[("GRIDLAB_NO_LESSON", None)]);
+    t.wait_for("sim lesson 2.1> __global__ void total(const float *x, float *sum, int n) {");
+    // Ctrl-C clears the offered kernel; a kernel of the learner's own that does not compile
+    // goes back into the editor to be fixed, not into history.
+    t.keys("\x03");
+    t.wait_for_last_line("sim lesson 2.1>");
+    t.keys("__global__ void bad(float *a) {\r");
+    t.keys("a[0] = undefined_name;\r");
+    t.keys("}\r");
+    t.wait_for("your code is back in the editor");
+    t.wait_for_last_line("...             }");
+    assert!(t.text().contains("sim lesson 2.1> __global__ void bad(float *a) {"), "{}", t.text());
+    // Ctrl-C clears it; Enter on the empty line brings the step's own input back.
+    t.keys("\x03");
+    t.wait_for_last_line("sim lesson 2.1>");
+    t.keys("\r");
+    t.wait_for_last_line("...             }");
+    t.keys("\r");
+    t.wait_for("defined kernel total(");
+    t.wait_for_last_line("sim lesson 2.1> :backend sim");
+    t.keys("\r");
+    t.wait_for_last_line("sim lesson 2.1> let x = ones(64)");
+    // Set aside with Ctrl-C, an input of the learner's own that fails brings the offer back.
+    t.keys("\x03");
+    t.wait_for_last_line("sim lesson 2.1>");
+    t.keys("let y = no_such_function(3)\r");
+    t.wait_for("no_such_function");
+    t.wait_for_last_line("sim lesson 2.1> let x = ones(64)");
+    t.keys("\x03");
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+}
