@@ -220,6 +220,9 @@ pub struct Kernel {
     pub shared: Vec<u32>,
     pub local_bytes: u32,
     pub printfs: Vec<PrintfCall>,
+    /// Names of the local variables declared without a value, whose reads are checked
+    /// (`Op::CheckInit`): report key `memory::VAR_REGION_BASE + index`.
+    pub vars: Vec<String>,
 }
 
 impl Kernel {
@@ -306,6 +309,7 @@ struct Compiler<'p> {
     shared: Vec<u32>,
     local_bytes: u32,
     printfs: Vec<PrintfCall>,
+    vars: Vec<String>,
     frames: Vec<Frame>,
     loops: Vec<LoopCtx>,
     span: Span,
@@ -327,6 +331,7 @@ pub fn compile(program: &Program, id: FuncId) -> Result<Kernel> {
         shared: Vec::new(),
         local_bytes: 0,
         printfs: Vec::new(),
+        vars: Vec::new(),
         frames: Vec::new(),
         loops: Vec::new(),
         span: func.span,
@@ -349,6 +354,7 @@ pub fn compile(program: &Program, id: FuncId) -> Result<Kernel> {
         shared: c.shared,
         local_bytes: c.local_bytes,
         printfs: c.printfs,
+        vars: c.vars,
     })
 }
 
