@@ -839,6 +839,16 @@ impl Machine<'_, '_> {
                     r[at(dst, l)] = old;
                 })
             }
+            Op::CheckInit { flag, var } => {
+                let findings = self.mem.findings;
+                lanes!(mask, |l| if r[at(flag, l)] == 0 {
+                    r[at(flag, l)] = 1;
+                    if findings {
+                        let t = thread0 + l as u64;
+                        self.reports.uninit(memory::VAR_REGION_BASE + var, t as i64, t, site);
+                    }
+                });
+            }
             Op::Jump { target } => next = target,
             Op::Branch { cond, when, target } => {
                 let mut taken = 0u32;

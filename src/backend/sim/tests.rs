@@ -1234,6 +1234,42 @@ __global__ void shared_block0_only(int *out) {
     __syncthreads();
     out[blockIdx.x * 32 + threadIdx.x] = s[threadIdx.x];
 }
+__global__ void local_unset(float *in, float *out, int n) {
+    float sum;
+    for (int k = 0; k < n; k++) sum += in[k];
+    out[threadIdx.x] = sum;
+}
+__global__ void local_some_paths(int *out) {
+    int v;
+    if (threadIdx.x % 2 == 0) v = 5;
+    out[threadIdx.x] = v;
+}
+__global__ void local_all_paths(int *out, int n) {
+    int v;
+    float sum = 0.0f;
+    if (threadIdx.x % 2 == 0) {
+        v = 5;
+    } else {
+        v = 6;
+    }
+    int w;
+    for (int k = 0; k < n; k++) {
+        w = k;
+        sum += w;
+    }
+    int y;
+    y = v;
+    y += 1;
+    out[threadIdx.x] = y + (int)sum;
+}
+__device__ int pick(int a) {
+    int r;
+    if (a > 0) r = a;
+    return r;
+}
+__global__ void local_in_device_function(int *out) {
+    out[threadIdx.x] = pick(threadIdx.x);
+}
 __global__ void shared_previous_iteration(float *out) {
     __shared__ float s[32];
     for (int k = 0; k < 4; k++) {
@@ -1312,4 +1348,43 @@ fn every_block_starts_with_its_shared_memory_unset() {
     let v = out.to_f64_vec();
     assert!(v[..32].iter().all(|x| *x == 7.0));
     assert!(v[32..].iter().all(|x| *x == -559038737.0), "{v:?}");
+}
+
+#[test]
+fn a_local_variable_read_before_any_assignment_is_a_finding() {
+    let mut sim = Sim::of(UNINIT);
+    let mut input = floats(&[1.0; 4]);
+    let mut out = floats(&[0.0; 32]);
+    let r = sim.launch("local_unset", lin(1), lin(32), &mut [&mut input, &mut out], &[ScalarArg::I32(4)]);
+    let [Finding::Uninit { memory, index, elements, count, first, .. }] = &uninit_findings(&r)[..] else {
+        panic!("{:?}", r.findings)
+    };
+    // Reported once per thread, however often the loop reads it.
+    assert_eq!((memory, *index, *elements, *count), (&Memory::Variable("sum".into()), None, 32, 32));
+    let line = UNINIT.lines().position(|l| l.contains("sum += in[k]")).unwrap() as u32 + 1;
+    assert_eq!(sim.line(first.span), line);
+    assert!(out.to_f64_vec().iter().all(|x| x.is_nan()));
+
+    let mut out = Buffer::zeros(DType::I32, Shape::D1(32));
+    let r = sim.launch("local_some_paths", lin(1), lin(32), &mut [&mut out], &[]);
+    let [Finding::Uninit { elements, first, .. }] = &uninit_findings(&r)[..] else { panic!("{:?}", r.findings) };
+    assert_eq!((*elements, first.thread.thread[0] % 2), (16, 1));
+    let v = out.to_f64_vec();
+    assert!((0..32).all(|i| v[i] == if i % 2 == 0 { 5.0 } else { -559038737.0 }), "{v:?}");
+
+    let mut out = Buffer::zeros(DType::I32, Shape::D1(32));
+    let r = sim.launch("local_in_device_function", lin(1), lin(32), &mut [&mut out], &[]);
+    let [Finding::Uninit { memory, elements, .. }] = &uninit_findings(&r)[..] else { panic!("{:?}", r.findings) };
+    assert_eq!((memory.name(), *elements), ("r", 1));
+}
+
+#[test]
+fn a_local_variable_assigned_on_every_path_is_not_a_finding() {
+    for schedule in Schedule::ALL {
+        let mut sim = Sim::of(UNINIT).config(with(schedule, 4));
+        let mut out = Buffer::zeros(DType::I32, Shape::D1(64));
+        let r = sim.launch("local_all_paths", lin(1), lin(64), &mut [&mut out], &[ScalarArg::I32(4)]);
+        assert!(r.findings.is_empty(), "{schedule}: {:?}", r.findings);
+        assert_eq!(out.to_f64_vec()[..2], [12.0, 13.0]);
+    }
 }
