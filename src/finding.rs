@@ -6,6 +6,13 @@
 
 use crate::diag::Span;
 
+/// What the simulator gives a read of memory nothing wrote (a [`Finding::Uninit`]), so that
+/// results go visibly wrong rather than silently right: integers read the bytes `0xDEADBEEF`
+/// repeated (`int` -559038737), `float` and `double` a NaN, pointers an address that traps.
+pub const POISON_INT: u64 = 0xDEAD_BEEF_DEAD_BEEF;
+pub const POISON_F32: u32 = 0x7FFF_FFFF;
+pub const POISON_F64: u64 = 0x7FFF_FFFF_FFFF_FFFF;
+
 /// A thread's place in the launch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ThreadRef {
@@ -53,6 +60,8 @@ pub enum Memory {
     Shared(String),
     /// A local array of one thread.
     Local(String),
+    /// A local variable (a scalar) of one thread.
+    Variable(String),
     /// A `__constant__` array.
     Constant(String),
 }
@@ -60,7 +69,7 @@ pub enum Memory {
 impl Memory {
     pub fn name(&self) -> &str {
         match self {
-            Memory::Global(n) | Memory::Shared(n) | Memory::Local(n) | Memory::Constant(n) => n,
+            Memory::Global(n) | Memory::Shared(n) | Memory::Local(n) | Memory::Variable(n) | Memory::Constant(n) => n,
         }
     }
 
@@ -70,6 +79,7 @@ impl Memory {
             Memory::Global(n) => format!("`{n}`"),
             Memory::Shared(n) => format!("shared array `{n}`"),
             Memory::Local(n) => format!("local array `{n}`"),
+            Memory::Variable(n) => format!("local variable `{n}`"),
             Memory::Constant(n) => format!("constant array `{n}`"),
         }
     }
@@ -121,6 +131,23 @@ pub enum Finding {
         first: Site,
         second: Site,
     },
+    /// Reads of memory nothing had written yet: a `__shared__` array, a local variable or array
+    /// declared without a value, or a buffer made with `empty`. The simulator gave those reads
+    /// a poison value (see `POISON_INT`, `POISON_F32`, `POISON_F64`) so that results show it.
+    Uninit {
+        memory: Memory,
+        /// The kernel's own name for a buffer, as in `OutOfBounds`.
+        kernel_name: Option<String>,
+        /// The element of the example read; `None` for a local variable.
+        index: Option<i64>,
+        /// Uninitialised reads seen.
+        count: u64,
+        /// Distinct elements read before anything wrote them; for a local variable, the
+        /// threads that did.
+        elements: u64,
+        /// The first such read, in execution order.
+        first: Site,
+    },
     /// Threads of one block waited at different barriers, or some waited while others had exited.
     BarrierDivergence {
         block: [u32; 3],
@@ -162,11 +189,18 @@ pub enum FindingKind {
     Barrier,
     StepLimit,
     Trap,
+    Uninit,
 }
 
 impl FindingKind {
-    pub const ALL: [FindingKind; 5] =
-        [FindingKind::OutOfBounds, FindingKind::Race, FindingKind::Barrier, FindingKind::StepLimit, FindingKind::Trap];
+    pub const ALL: [FindingKind; 6] = [
+        FindingKind::OutOfBounds,
+        FindingKind::Race,
+        FindingKind::Barrier,
+        FindingKind::StepLimit,
+        FindingKind::Trap,
+        FindingKind::Uninit,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -175,7 +209,14 @@ impl FindingKind {
             FindingKind::Barrier => "barrier",
             FindingKind::StepLimit => "step_limit",
             FindingKind::Trap => "trap",
+            FindingKind::Uninit => "uninit",
         }
+    }
+
+    /// Kinds only the simulator can see, since it watches every access: on the GPU an
+    /// `expect finding` of one of them is neither true nor false.
+    pub fn simulator_only(self) -> bool {
+        matches!(self, FindingKind::Race | FindingKind::Barrier | FindingKind::Uninit)
     }
 
     pub fn parse(name: &str) -> Option<FindingKind> {
@@ -191,6 +232,7 @@ impl Finding {
             Finding::BarrierDivergence { .. } => FindingKind::Barrier,
             Finding::StepLimit { .. } => FindingKind::StepLimit,
             Finding::Trap { .. } => FindingKind::Trap,
+            Finding::Uninit { .. } => FindingKind::Uninit,
         }
     }
 }

@@ -43,6 +43,11 @@
 //! of different blocks are never ordered). Races are summarised per memory and pair of source
 //! locations. Costs O(1) per access and a few words per element.
 //!
+//! **Uninitialised reads.** With findings on, a read of a shared element whose race shadow has
+//! no write yet (each block's shadow starts empty), or of a local variable declared without a
+//! value before this thread assigned it (a hidden flag register per such variable), is an
+//! uninitialised-read finding, and reads a poison value (`finding::POISON_*`).
+//!
 //! **Limits.** A launch may take `max_steps` warp steps in all (32 times as many with
 //! `Sequential`, where a step runs one lane) and a warp a quarter of that; beyond, it stops with a
 //! step-limit finding at the busiest warp's instruction ("possible infinite loop"). `__trap()`,

@@ -467,8 +467,8 @@ pub struct Stmt {
 #[derive(Clone, Debug, PartialEq)]
 pub enum StmtKind {
     Expr(Expr),
-    /// A register local's declaration; without an initialiser its value is 0 in the simulator
-    /// (the checker warns about reading it uninitialised where it can tell).
+    /// A register local's declaration; without an initialiser the simulator poisons it and
+    /// reports a read before any assignment (the checker also warns where it can tell).
     Decl {
         local: LocalId,
         init: Option<Expr>,

@@ -116,6 +116,47 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             }
             d.help(race_advice(sources, memory, &el, kname, *elements, first, second))
         }
+        Finding::Uninit { memory, kernel_name, index, count, elements, first } => {
+            let kname = kernel_name.as_deref().unwrap_or(memory.name());
+            let alias = kernel_name.as_ref().map(|k| format!(" (`{k}` in the kernel)")).unwrap_or_default();
+            let (what, how_many) = match index {
+                Some(i) => {
+                    let el = element(kname, *i);
+                    let reads = if *count == 1 { "1 read".to_string() } else { format!("{} reads", thousands(*count)) };
+                    let elems = if *elements == 1 {
+                        "1 element".to_string()
+                    } else {
+                        format!("{} elements", thousands(*elements))
+                    };
+                    (format!("`{el}`"), format!("{reads} of {elems} of {}{alias} in all", memory.describe()))
+                }
+                None => {
+                    let threads = if *elements == 1 {
+                        "1 thread".to_string()
+                    } else {
+                        format!("{} threads", thousands(*elements))
+                    };
+                    (format!("`{kname}`"), format!("{threads} read {} before giving it a value", memory.describe()))
+                }
+            };
+            let why = match memory {
+                Memory::Shared(_) => "`__shared__` memory starts with whatever the last block left there",
+                Memory::Variable(_) => "a local variable declared without a value holds whatever its register held before",
+                Memory::Local(_) => "a local array declared without an initialiser starts with whatever was in that memory",
+                _ => "a buffer made with `empty` has no values until something writes them, like memory from cudaMalloc",
+            };
+            Diagnostic::finding(format!(
+                "uninitialised read of {what} in {}, line {}: {why}",
+                first.thread.describe(),
+                line(sources, first)
+            ))
+            .at(first.span)
+            .label(format!("{} read {what} before anything wrote it", first.thread.describe()))
+            .note(format!(
+                "{how_many}; the simulator gave these reads NaN (float, double) or 0xDEADBEEF (-559038737 as an int) so that they show; a GPU gives whatever is there"
+            ))
+            .help(uninit_advice(memory, kname))
+        }
         Finding::BarrierDivergence { block, waiting, other, waiting_threads, other_threads } => {
             let blk = crate::finding::ThreadRef { block: *block, thread: [0; 3] }.describe();
             let blk = blk.trim_end_matches(" thread 0").to_string();
@@ -325,6 +366,24 @@ fn race_advice(
     }
 }
 
+/// How to fix an uninitialised read, by where the memory lives.
+fn uninit_advice(memory: &Memory, name: &str) -> String {
+    match memory {
+        Memory::Shared(_) => format!(
+            "write every element of `{name}` before any thread reads it (e.g. `{name}[threadIdx.x] = 0;`, or the value it should start with), then __syncthreads() so that the other threads see it"
+        ),
+        Memory::Variable(_) => format!(
+            "give `{name}` a value where it is declared (`= 0` for a sum), or assign it on every path before it is read"
+        ),
+        Memory::Local(_) => format!(
+            "initialise `{name}` where it is declared (`= {{0}}` zeroes every element), or write each element before reading it"
+        ),
+        _ => format!(
+            "write `{name}` before a kernel reads it: fill it from the host (`{name}[:] = 0`), make it with `zeros` instead, or let a kernel write every element first"
+        ),
+    }
+}
+
 fn access_word(a: Access, el: &str) -> String {
     match a {
         Access::Read => format!("read {el}"),
@@ -442,5 +501,35 @@ mod tests {
             second,
         };
         insta::assert_snapshot!(to_diagnostic(&f, &map).to_plain(&map));
+    }
+
+    #[test]
+    fn uninitialised_reads_name_the_element_the_thread_and_why() {
+        let mut map = SourceMap::new();
+        let text = "__global__ void k(float *out) {\n    __shared__ float s[64];\n    float sum;\n    if (threadIdx.x < 32) s[threadIdx.x] = 1.0f;\n    __syncthreads();\n    out[threadIdx.x] = s[threadIdx.x] + sum;\n}";
+        let id = map.add("<input 1>", text, 1);
+        let at = |pat: &str, thread| Site {
+            thread: ThreadRef { block: [0; 3], thread: [thread, 0, 0] },
+            access: Access::Read,
+            span: Span::new(id, text.rfind(pat).unwrap(), text.rfind(pat).unwrap() + pat.len()),
+        };
+        let shared = Finding::Uninit {
+            memory: Memory::Shared("s".into()),
+            kernel_name: None,
+            index: Some(32),
+            count: 64,
+            elements: 32,
+            first: at("s[threadIdx.x]", 32),
+        };
+        let local = Finding::Uninit {
+            memory: Memory::Variable("sum".into()),
+            kernel_name: None,
+            index: None,
+            count: 64,
+            elements: 64,
+            first: at("sum", 0),
+        };
+        let both = [shared, local].map(|f| to_diagnostic(&f, &map).to_plain(&map)).join("\n");
+        insta::assert_snapshot!(both);
     }
 }

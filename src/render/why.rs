@@ -121,7 +121,7 @@ fn kind(m: &Memory) -> &'static str {
     match m {
         Memory::Global(_) => "",
         Memory::Shared(_) => "shared ",
-        Memory::Local(_) => "local ",
+        Memory::Local(_) | Memory::Variable(_) => "local ",
         Memory::Constant(_) => "constant ",
     }
 }

@@ -10,7 +10,6 @@ use crate::backend::{BackendError, BackendKind};
 use crate::buffer::Buffer;
 use crate::cuda::{ItemKind, Module};
 use crate::diag::{Diagnostic, SourceId, Span};
-use crate::finding::FindingKind;
 use crate::render;
 use crate::script::ast::{Expect, ExprKind, StmtKind};
 use crate::script::eval::{self, Env};
@@ -484,8 +483,7 @@ impl Session {
                         (false, format!("the last launch has {} finding(s): {}", findings.len(), kinds.join(", ")))
                     }
                     Expect::Finding(kind, _)
-                        if matches!(kind, FindingKind::Race | FindingKind::Barrier)
-                            && self.last.as_ref().is_some_and(|l| l.report.steps.is_none()) =>
+                        if kind.simulator_only() && self.last.as_ref().is_some_and(|l| l.report.steps.is_none()) =>
                     {
                         // Only the simulator watches every access: on the GPU a race cannot be
                         // seen, so the script's claim is neither true nor false there.

@@ -166,6 +166,12 @@ pub enum Op {
     Printf {
         index: u32,
     },
+    /// Before a read of a local variable declared without a value: lanes whose `flag` register
+    /// is still 0 read it uninitialised (`Kernel::vars[var]`). Each is reported once.
+    CheckInit {
+        flag: Reg,
+        var: u32,
+    },
 }
 
 impl Op {
@@ -220,6 +226,9 @@ pub struct Kernel {
     pub shared: Vec<u32>,
     pub local_bytes: u32,
     pub printfs: Vec<PrintfCall>,
+    /// Names of the local variables declared without a value, whose reads are checked
+    /// (`Op::CheckInit`): report key `memory::VAR_REGION_BASE + index`.
+    pub vars: Vec<String>,
 }
 
 impl Kernel {
@@ -284,6 +293,9 @@ enum Place {
 struct Frame {
     func: FuncId,
     locals: Vec<Reg>,
+    /// Locals declared without a value, by register: their "written" flag register and index
+    /// in `Kernel::vars`.
+    unset: HashMap<Reg, (Reg, u32)>,
     arrays: Vec<u32>,
     /// Inlined call: the return value register and the jumps to patch to the call's end.
     ret: Option<(Reg, Vec<usize>)>,
@@ -306,6 +318,7 @@ struct Compiler<'p> {
     shared: Vec<u32>,
     local_bytes: u32,
     printfs: Vec<PrintfCall>,
+    vars: Vec<String>,
     frames: Vec<Frame>,
     loops: Vec<LoopCtx>,
     span: Span,
@@ -327,14 +340,16 @@ pub fn compile(program: &Program, id: FuncId) -> Result<Kernel> {
         shared: Vec::new(),
         local_bytes: 0,
         printfs: Vec::new(),
+        vars: Vec::new(),
         frames: Vec::new(),
         loops: Vec::new(),
         span: func.span,
     };
     // Parameters are the first locals, so they land in registers 12.. as the engine expects.
-    let locals = (0..func.locals.len()).map(|_| c.temp()).collect();
+    let locals: Vec<Reg> = (0..func.locals.len()).map(|_| c.temp()).collect();
+    let unset = c.unset_locals(func, &locals);
     let arrays = c.local_arrays(func)?;
-    c.frames.push(Frame { func: id, locals, arrays, ret: None });
+    c.frames.push(Frame { func: id, locals, unset, arrays, ret: None });
     c.block(&func.body)?;
     c.emit(Op::Exit);
     let mut first: HashMap<Span, u32> = HashMap::new();
@@ -349,6 +364,7 @@ pub fn compile(program: &Program, id: FuncId) -> Result<Kernel> {
         shared: c.shared,
         local_bytes: c.local_bytes,
         printfs: c.printfs,
+        vars: c.vars,
     })
 }
 
@@ -405,6 +421,50 @@ impl Compiler<'_> {
             }));
         }
         Ok(out)
+    }
+
+    /// The locals of `func` (in registers `locals`) declared without a value: each gets a flag
+    /// register, allocated with the frame so that no temporary reuses it.
+    fn unset_locals(&mut self, func: &Function, locals: &[Reg]) -> HashMap<Reg, (Reg, u32)> {
+        fn walk(s: &Stmt, out: &mut Vec<u32>) {
+            match &s.kind {
+                StmtKind::Decl { local, init: None } => out.push(*local),
+                StmtKind::If { then, else_, .. } => {
+                    walk(then, out);
+                    if let Some(e) = else_ {
+                        walk(e, out);
+                    }
+                }
+                StmtKind::While { body, .. } | StmtKind::DoWhile { body, .. } => walk(body, out),
+                StmtKind::For { init, body, .. } => {
+                    if let Some(i) = init {
+                        walk(i, out);
+                    }
+                    walk(body, out);
+                }
+                StmtKind::Switch { body, .. } | StmtKind::Block(body) => body.iter().for_each(|s| walk(s, out)),
+                _ => {}
+            }
+        }
+        let mut ids = Vec::new();
+        func.body.iter().for_each(|s| walk(s, &mut ids));
+        let mut out = HashMap::new();
+        for id in ids {
+            let (Some(&reg), Some(var)) = (locals.get(id as usize), func.locals.get(id as usize)) else { continue };
+            if reg_scalar(&var.ty).is_some() && !out.contains_key(&reg) {
+                let flag = self.temp();
+                out.insert(reg, (flag, self.vars.len() as u32));
+                self.vars.push(var.name.clone());
+            }
+        }
+        out
+    }
+
+    /// Before reading register `r`: the check, if it holds a local declared without a value.
+    fn check_init(&mut self, r: Reg) {
+        if let Some(&(flag, var)) = self.frame().unset.get(&r) {
+            self.emit(Op::CheckInit { flag, var });
+        }
     }
 
     fn add_static(&mut self, m: StaticMem) -> u32 {
@@ -479,9 +539,19 @@ impl Compiler<'_> {
                         let v = self.expr(e)?;
                         self.emit(Op::Mov { dst, src: v });
                     }
-                    None => {
-                        self.emit(Op::Imm { dst, val: 0 });
-                    }
+                    None => match self.frame().unset.get(&dst).copied() {
+                        // Poisoned, and marked unwritten: each pass through the declaration
+                        // starts it over, as C's lifetime rules say.
+                        Some((flag, _)) => {
+                            let func = &self.program.functions[self.frame().func as usize];
+                            let ty = func.locals.get(*local as usize).and_then(|v| reg_scalar(&v.ty));
+                            self.emit(Op::Imm { dst, val: ty.map_or(0, memory::poison) });
+                            self.emit(Op::Imm { dst: flag, val: 0 });
+                        }
+                        None => {
+                            self.emit(Op::Imm { dst, val: 0 });
+                        }
+                    },
                 }
             }
             StmtKind::ArrayDecl { array, init } => {
@@ -707,7 +777,10 @@ impl Compiler<'_> {
     fn load(&mut self, p: Place) -> Reg {
         let dst = self.temp();
         match p {
-            Place::Reg(r) => self.emit(Op::Mov { dst, src: r }),
+            Place::Reg(r) => {
+                self.check_init(r);
+                self.emit(Op::Mov { dst, src: r })
+            }
             Place::Mem { addr, ty, span } => self.emit_at(span, Op::Load { ty, dst, addr }),
         };
         dst
@@ -715,7 +788,13 @@ impl Compiler<'_> {
 
     fn store(&mut self, p: Place, v: Reg) {
         match p {
-            Place::Reg(r) => self.emit(Op::Mov { dst: r, src: v }),
+            Place::Reg(r) => {
+                let at = self.emit(Op::Mov { dst: r, src: v });
+                if let Some(&(flag, _)) = self.frame().unset.get(&r) {
+                    self.emit(Op::Imm { dst: flag, val: 1 });
+                }
+                at
+            }
             Place::Mem { addr, ty, span } => self.emit_at(span, Op::Store { ty, addr, src: v }),
         };
     }
@@ -750,7 +829,11 @@ impl Compiler<'_> {
                 Some(Scalar::F32) => self.imm((*f as f32).to_bits() as u64),
                 _ => self.imm(f.to_bits()),
             },
-            ExprKind::Local(id) => self.local(*id)?,
+            ExprKind::Local(id) => {
+                let r = self.local(*id)?;
+                self.check_init(r);
+                r
+            }
             ExprKind::Mem(_) | ExprKind::Deref(_) | ExprKind::Index { .. } => {
                 let p = self.place(e)?;
                 self.load(p)
@@ -936,9 +1019,10 @@ impl Compiler<'_> {
         for (dst, src) in locals.iter().zip(values) {
             self.emit(Op::Mov { dst: *dst, src });
         }
+        let unset = self.unset_locals(func, &locals);
         let arrays = self.local_arrays(func)?;
         let ret = self.temp();
-        self.frames.push(Frame { func: id, locals, arrays, ret: Some((ret, Vec::new())) });
+        self.frames.push(Frame { func: id, locals, unset, arrays, ret: Some((ret, Vec::new())) });
         let saved_loops = std::mem::take(&mut self.loops);
         let body = self.block(&func.body);
         self.loops = saved_loops;

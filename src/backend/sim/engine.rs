@@ -21,7 +21,7 @@ use crate::finding::{Access, Finding, Memory, Site, ThreadRef};
 use super::alu;
 use super::compile::{Kernel, Op, SPECIAL_REGS, StaticKind, Vote};
 use super::cost::{Counter, MemOp};
-use super::memory::{self, Reports, STATIC_REGION_BASE, Shadow, Who};
+use super::memory::{self, Reports, STATIC_REGION_BASE, Shadow, Who, poison};
 use super::printf::{self, Value};
 use super::{Progress, Schedule, SimConfig, Watch};
 use crate::cost::CostReport;
@@ -251,12 +251,18 @@ impl Mem<'_> {
     ) -> Result<Option<&'a mut [u8]>, ()> {
         let region = memory::region(ptr);
         let off = memory::offset(ptr);
+        // Shared memory starts uninitialised in every block: a read of an element with no
+        // write recorded in its race shadow is an uninitialised read.
+        let mut shared_init = false;
         let (bytes, sh, elem): (&mut [u8], Option<&mut Vec<Shadow>>, u32) = if region >= STATIC_REGION_BASE {
             let i = (region - STATIC_REGION_BASE) as usize;
             let st = k.statics.get(i).ok_or(())?;
             let slot = self.slot[i] as usize;
             match st.kind {
-                StaticKind::Shared => (&mut shared[slot][..], shadow.get_mut(slot), st.elem),
+                StaticKind::Shared => {
+                    shared_init = true;
+                    (&mut shared[slot][..], shadow.get_mut(slot), st.elem)
+                }
                 StaticKind::Local { offset } => {
                     let start = lane * k.local_bytes as usize + offset as usize;
                     (&mut local[start..start + st.bytes as usize], None, st.elem)
@@ -330,10 +336,14 @@ impl Mem<'_> {
         {
             // Element sizes are powers of two: a shift instead of a division on every access.
             let index = if elem.count_ones() == 1 { off >> elem.trailing_zeros() } else { off / elem };
-            if let Some(s) = sh.get_mut(index as usize)
-                && let Some(c) = memory::check(s, who, access)
-            {
-                reports.race(region, index, (len / elem) as u64, c, who, access);
+            if let Some(s) = sh.get_mut(index as usize) {
+                if shared_init && s[0] == 0 && access != Access::Write {
+                    reports.uninit(region, index, who.thread as u64, who.pc);
+                    reports.poisoned = true;
+                }
+                if let Some(c) = memory::check(s, who, access) {
+                    reports.race(region, index, (len / elem) as u64, c, who, access);
+                }
             }
         }
         Ok(Some(&mut bytes[off as usize..(off + size as i64) as usize]))
@@ -341,10 +351,11 @@ impl Mem<'_> {
 }
 
 impl Mem<'_> {
-    /// Complete the watched access the instruction just made (if it was one): its type, and the
-    /// value it wrote.
+    /// Complete the watched access the instruction just made (if it was one): its type, the
+    /// value it wrote, and the value it read where that was not what memory held (the poison
+    /// an uninitialised read gives).
     #[inline]
-    fn watched(&mut self, ty: Scalar, new: Option<u64>) {
+    fn watched(&mut self, ty: Scalar, new: Option<u64>, read: Option<u64>) {
         if let Some(w) = self.watch.as_mut()
             && w.pending
         {
@@ -352,6 +363,9 @@ impl Mem<'_> {
             if let Some(e) = w.events.last_mut() {
                 e.ty = ty;
                 e.new = new;
+                if let Some(v) = read {
+                    e.old = v;
+                }
             }
         }
     }
@@ -720,6 +734,7 @@ impl Machine<'_, '_> {
             Op::Load { ty, dst, addr } => {
                 lanes!(mask, |l| {
                     let w = who(l);
+                    let mut poisoned = false;
                     let v = match self.mem.access(
                         k,
                         &mut self.reports,
@@ -732,7 +747,12 @@ impl Machine<'_, '_> {
                         Access::Read,
                         &w,
                     ) {
-                        Ok(Some(bytes)) => read(bytes, ty),
+                        Ok(Some(bytes)) if !self.reports.poisoned => read(bytes, ty),
+                        Ok(Some(_)) => {
+                            self.reports.poisoned = false;
+                            poisoned = true;
+                            poison(ty)
+                        }
                         Ok(None) => 0,
                         Err(()) => {
                             self.trap(pc, thread0 + l as u64, "read through an invalid pointer");
@@ -740,7 +760,7 @@ impl Machine<'_, '_> {
                         }
                     };
                     if self.mem.extra {
-                        self.mem.watched(ty, None);
+                        self.mem.watched(ty, None, poisoned.then_some(v));
                     }
                     r[at(dst, l)] = v;
                 })
@@ -766,7 +786,7 @@ impl Machine<'_, '_> {
                         Err(()) => self.trap(pc, thread0 + l as u64, "write through an invalid pointer"),
                     }
                     if self.mem.extra {
-                        self.mem.watched(ty, Some(v));
+                        self.mem.watched(ty, Some(v), None);
                     }
                 })
             }
@@ -801,11 +821,12 @@ impl Machine<'_, '_> {
                         &w,
                     ) {
                         Ok(Some(bytes)) => {
-                            let old = read(bytes, ty);
+                            let poisoned = std::mem::take(&mut self.reports.poisoned);
+                            let old = if poisoned { poison(ty) } else { read(bytes, ty) };
                             let new = alu::atomic(op, ty, old, va, vb);
                             write(bytes, new);
                             if self.mem.extra {
-                                self.mem.watched(ty, Some(new));
+                                self.mem.watched(ty, Some(new), poisoned.then_some(old));
                             }
                             old
                         }
@@ -817,6 +838,16 @@ impl Machine<'_, '_> {
                     };
                     r[at(dst, l)] = old;
                 })
+            }
+            Op::CheckInit { flag, var } => {
+                let findings = self.mem.findings;
+                lanes!(mask, |l| if r[at(flag, l)] == 0 {
+                    r[at(flag, l)] = 1;
+                    if findings {
+                        let t = thread0 + l as u64;
+                        self.reports.uninit(memory::VAR_REGION_BASE + var, t as i64, t, site);
+                    }
+                });
             }
             Op::Jump { target } => next = target,
             Op::Branch { cond, when, target } => {
@@ -985,7 +1016,10 @@ impl Machine<'_, '_> {
     }
 
     fn memory_of(&self, region: u32, names: &[String]) -> Memory {
-        if region >= STATIC_REGION_BASE {
+        if region >= memory::VAR_REGION_BASE {
+            let i = (region - memory::VAR_REGION_BASE) as usize;
+            Memory::Variable(self.k.vars.get(i).cloned().unwrap_or_default())
+        } else if region >= STATIC_REGION_BASE {
             let st = &self.k.statics[(region - STATIC_REGION_BASE) as usize];
             match st.kind {
                 StaticKind::Shared => Memory::Shared(st.name.clone()),
@@ -1299,6 +1333,16 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
             max_index: s.max,
             first: m.site(s.first_pc, s.first_thread, *access),
             first_index: s.first_index,
+        });
+    }
+    for (region, s) in &m.reports.uninit {
+        findings.push(Finding::Uninit {
+            memory: m.memory_of(*region, names),
+            kernel_name: m.kernel_name(*region, names),
+            index: (*region < memory::VAR_REGION_BASE).then_some(s.first_index),
+            count: s.count,
+            elements: s.elements,
+            first: m.site(s.first_pc, s.first_thread, Access::Read),
         });
     }
     for ((region, pc1, pc2), s) in &m.reports.races {

@@ -15,7 +15,8 @@
 
 use std::collections::HashMap;
 
-use crate::finding::Access;
+use crate::cuda::ast::Scalar;
+use crate::finding::{Access, POISON_F32, POISON_F64, POISON_INT};
 
 pub const STATIC_REGION_BASE: u32 = 0x1000;
 const OFFSET_MASK: u64 = (1 << 48) - 1;
@@ -186,6 +187,17 @@ pub struct RaceSummary {
     pub second_access: Access,
 }
 
+/// Uninitialised reads of one memory variable or buffer (or local variable).
+#[derive(Clone, Copy, Debug)]
+pub struct UninitSummary {
+    pub count: u64,
+    /// Distinct elements (for a local variable: threads) read before they were written.
+    pub elements: u64,
+    pub first_index: i64,
+    pub first_thread: u64,
+    pub first_pc: u32,
+}
+
 /// Everything the findings are built from, in first-seen order.
 #[derive(Default)]
 pub struct Reports {
@@ -201,7 +213,33 @@ pub struct Reports {
     /// Per race summary, a bit per element of its region already counted in it (so that every
     /// summary counts its own elements, however the pairs of instructions share them).
     raced: Vec<Vec<u64>>,
+    /// Keyed by region (`VAR_REGION_BASE + i` for the kernel's `i`-th tracked local variable).
+    pub uninit: Vec<(u32, UninitSummary)>,
+    uninit_index: HashMap<u32, usize>,
+    /// Per uninit summary, the elements (for a variable: the threads) already counted, sparse
+    /// like `oob_threads`.
+    uninit_seen: Vec<HashMap<u64, u64>>,
+    /// The last access read memory nothing had written: the instruction reads `poison` instead.
+    pub poisoned: bool,
 }
+
+/// What a read of uninitialised memory gives, in the register form of `ty` (see
+/// `finding::POISON_INT`).
+pub fn poison(ty: Scalar) -> u64 {
+    match ty {
+        Scalar::F32 => POISON_F32 as u64,
+        Scalar::F64 => POISON_F64,
+        Scalar::Bool => 1,
+        Scalar::I8 => POISON_INT as u8 as i8 as i64 as u64,
+        Scalar::U8 => POISON_INT as u8 as u64,
+        Scalar::I32 => POISON_INT as u32 as i32 as i64 as u64,
+        Scalar::U32 => POISON_INT as u32 as u64,
+        Scalar::I64 | Scalar::U64 => POISON_INT,
+    }
+}
+
+/// Report keys of the local variables a kernel tracks (`Kernel::vars`), beyond every region.
+pub const VAR_REGION_BASE: u32 = 0x1_0000;
 
 impl Reports {
     pub fn oob(&mut self, region: u32, access: Access, index: i64, len: u64, thread: u64, pc: u32) {
@@ -231,6 +269,25 @@ impl Reports {
         }
         s.min = s.min.min(index);
         s.max = s.max.max(index);
+    }
+
+    /// A read of element `index` of `region` (for a local variable: `index` is the thread) that
+    /// nothing had written.
+    pub fn uninit(&mut self, region: u32, index: i64, thread: u64, pc: u32) {
+        let next = self.uninit.len();
+        let i = *self.uninit_index.entry(region).or_insert(next);
+        if i == next {
+            let s = UninitSummary { count: 0, elements: 0, first_index: index, first_thread: thread, first_pc: pc };
+            self.uninit.push((region, s));
+            self.uninit_seen.push(HashMap::new());
+        }
+        let s = &mut self.uninit[i].1;
+        s.count += 1;
+        let key = index as u64;
+        let word = self.uninit_seen[i].entry(key / 64).or_insert(0);
+        let bit = 1u64 << (key % 64);
+        s.elements += (*word & bit == 0) as u64;
+        *word |= bit;
     }
 
     pub fn race(&mut self, region: u32, index: i64, elements: u64, c: Conflict, who: &Who, access: Access) {

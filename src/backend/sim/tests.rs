@@ -1199,3 +1199,192 @@ fn cuda_a_long_launch_stops_at_the_time_limit_and_reports_progress() {
     assert!(seen[..seen.len() - 1].iter().all(|p| !p.done && p.blocks == 4096 && p.blocks_started >= 1));
     assert!(seen.last().unwrap().done);
 }
+
+/// Kernels that read memory before writing it, and correct ones that must not be flagged.
+const UNINIT: &str = r#"__global__ void shared_unset(float *out) {
+    __shared__ float s[64];
+    if (threadIdx.x < 32) s[threadIdx.x] = 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = s[threadIdx.x];
+}
+__global__ void shared_sum_unset(float *in, float *out) {
+    __shared__ float acc;
+    __syncthreads();
+    atomicAdd(&acc, in[threadIdx.x]);
+    __syncthreads();
+    if (threadIdx.x == 0) out[blockIdx.x] = acc;
+}
+__global__ void shared_sum_zeroed(float *in, float *out) {
+    __shared__ float acc;
+    if (threadIdx.x == 0) acc = 0.0f;
+    __syncthreads();
+    atomicAdd(&acc, in[threadIdx.x]);
+    __syncthreads();
+    if (threadIdx.x == 0) out[blockIdx.x] = acc;
+}
+__global__ void shared_neighbour(float *out) {
+    __shared__ float s[64];
+    s[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    out[blockIdx.x * 64 + threadIdx.x] = s[63 - threadIdx.x];
+}
+__global__ void shared_block0_only(int *out) {
+    __shared__ int s[32];
+    if (blockIdx.x == 0) s[threadIdx.x] = 7;
+    __syncthreads();
+    out[blockIdx.x * 32 + threadIdx.x] = s[threadIdx.x];
+}
+__global__ void local_unset(float *in, float *out, int n) {
+    float sum;
+    for (int k = 0; k < n; k++) sum += in[k];
+    out[threadIdx.x] = sum;
+}
+__global__ void local_some_paths(int *out) {
+    int v;
+    if (threadIdx.x % 2 == 0) v = 5;
+    out[threadIdx.x] = v;
+}
+__global__ void local_all_paths(int *out, int n) {
+    int v;
+    float sum = 0.0f;
+    if (threadIdx.x % 2 == 0) {
+        v = 5;
+    } else {
+        v = 6;
+    }
+    int w;
+    for (int k = 0; k < n; k++) {
+        w = k;
+        sum += w;
+    }
+    int y;
+    y = v;
+    y += 1;
+    out[threadIdx.x] = y + (int)sum;
+}
+__device__ int pick(int a) {
+    int r;
+    if (a > 0) r = a;
+    return r;
+}
+__global__ void local_in_device_function(int *out) {
+    out[threadIdx.x] = pick(threadIdx.x);
+}
+__global__ void shared_previous_iteration(float *out) {
+    __shared__ float s[32];
+    for (int k = 0; k < 4; k++) {
+        if (k > 0) out[threadIdx.x] += s[(threadIdx.x + 1) % 32];
+        __syncthreads();
+        s[threadIdx.x] = k;
+        __syncthreads();
+    }
+}
+"#;
+
+fn uninit_findings(r: &LaunchReport) -> Vec<&Finding> {
+    r.findings.iter().filter(|f| matches!(f, Finding::Uninit { .. })).collect()
+}
+
+#[test]
+fn shared_memory_read_before_written_is_a_finding_and_reads_nan() {
+    for schedule in Schedule::ALL {
+        let mut sim = Sim::of(UNINIT).config(with(schedule, 1));
+        let mut out = floats(&[0.0; 64]);
+        let r = sim.launch("shared_unset", lin(2), lin(64), &mut [&mut out], &[]);
+        let [Finding::Uninit { memory, index, count, elements, first, .. }] = &uninit_findings(&r)[..] else {
+            panic!("{schedule}: {:?}", r.findings)
+        };
+        assert_eq!(memory, &Memory::Shared("s".into()));
+        // Both blocks read the 32 unset elements: 64 reads of 32 distinct elements.
+        assert_eq!((*count, *elements), (64, 32), "{schedule}");
+        assert!((32..64).contains(&index.unwrap()));
+        assert_eq!(sim.line(first.span), 5);
+        let v = out.to_f64_vec();
+        assert!(v[..32].iter().all(|x| *x == 1.0) && v[32..].iter().all(|x| x.is_nan()), "{v:?}");
+    }
+}
+
+#[test]
+fn an_atomic_on_an_unset_shared_accumulator_is_a_finding() {
+    let mut sim = Sim::of(UNINIT);
+    let mut input = floats(&[1.0; 64]);
+    let mut out = floats(&[0.0; 2]);
+    let r = sim.launch("shared_sum_unset", lin(2), lin(64), &mut [&mut input, &mut out], &[]);
+    let [Finding::Uninit { memory, elements, .. }] = &uninit_findings(&r)[..] else { panic!("{:?}", r.findings) };
+    assert_eq!((memory.name(), *elements), ("acc", 1));
+    assert!(out.to_f64_vec().iter().all(|x| x.is_nan()));
+
+    let mut out = floats(&[0.0; 2]);
+    let r = sim.launch("shared_sum_zeroed", lin(2), lin(64), &mut [&mut input, &mut out], &[]);
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    assert_eq!(out.to_f64_vec(), vec![64.0, 64.0]);
+}
+
+#[test]
+fn shared_memory_written_by_other_threads_or_earlier_iterations_is_not_a_finding() {
+    for schedule in Schedule::ALL {
+        let mut sim = Sim::of(UNINIT).config(with(schedule, 2));
+        let mut out = floats(&[0.0; 128]);
+        let r = sim.launch("shared_neighbour", lin(2), lin(64), &mut [&mut out], &[]);
+        assert!(r.findings.is_empty(), "{schedule}: {:?}", r.findings);
+        assert_eq!(out.to_f64_vec()[..64], (0..64).rev().map(|i| i as f64).collect::<Vec<_>>()[..]);
+
+        let mut out = floats(&[0.0; 32]);
+        let r = sim.launch("shared_previous_iteration", lin(1), lin(32), &mut [&mut out], &[]);
+        assert!(r.findings.is_empty(), "{schedule}: {:?}", r.findings);
+        assert!(out.to_f64_vec().iter().all(|x| *x == 3.0));
+    }
+}
+
+#[test]
+fn every_block_starts_with_its_shared_memory_unset() {
+    // One block at a time, each in turn gets the memory the one before used: what block 0 wrote
+    // must not count as written for block 1.
+    let mut sim = Sim::of(UNINIT).config(with(Schedule::Sequential, 0));
+    let mut out = Buffer::zeros(DType::I32, Shape::D1(64));
+    let r = sim.launch("shared_block0_only", lin(2), lin(32), &mut [&mut out], &[]);
+    let [Finding::Uninit { first, count, .. }] = &uninit_findings(&r)[..] else { panic!("{:?}", r.findings) };
+    assert_eq!((first.thread.block, *count), ([1, 0, 0], 32));
+    let v = out.to_f64_vec();
+    assert!(v[..32].iter().all(|x| *x == 7.0));
+    assert!(v[32..].iter().all(|x| *x == -559038737.0), "{v:?}");
+}
+
+#[test]
+fn a_local_variable_read_before_any_assignment_is_a_finding() {
+    let mut sim = Sim::of(UNINIT);
+    let mut input = floats(&[1.0; 4]);
+    let mut out = floats(&[0.0; 32]);
+    let r = sim.launch("local_unset", lin(1), lin(32), &mut [&mut input, &mut out], &[ScalarArg::I32(4)]);
+    let [Finding::Uninit { memory, index, elements, count, first, .. }] = &uninit_findings(&r)[..] else {
+        panic!("{:?}", r.findings)
+    };
+    // Reported once per thread, however often the loop reads it.
+    assert_eq!((memory, *index, *elements, *count), (&Memory::Variable("sum".into()), None, 32, 32));
+    let line = UNINIT.lines().position(|l| l.contains("sum += in[k]")).unwrap() as u32 + 1;
+    assert_eq!(sim.line(first.span), line);
+    assert!(out.to_f64_vec().iter().all(|x| x.is_nan()));
+
+    let mut out = Buffer::zeros(DType::I32, Shape::D1(32));
+    let r = sim.launch("local_some_paths", lin(1), lin(32), &mut [&mut out], &[]);
+    let [Finding::Uninit { elements, first, .. }] = &uninit_findings(&r)[..] else { panic!("{:?}", r.findings) };
+    assert_eq!((*elements, first.thread.thread[0] % 2), (16, 1));
+    let v = out.to_f64_vec();
+    assert!((0..32).all(|i| v[i] == if i % 2 == 0 { 5.0 } else { -559038737.0 }), "{v:?}");
+
+    let mut out = Buffer::zeros(DType::I32, Shape::D1(32));
+    let r = sim.launch("local_in_device_function", lin(1), lin(32), &mut [&mut out], &[]);
+    let [Finding::Uninit { memory, elements, .. }] = &uninit_findings(&r)[..] else { panic!("{:?}", r.findings) };
+    assert_eq!((memory.name(), *elements), ("r", 1));
+}
+
+#[test]
+fn a_local_variable_assigned_on_every_path_is_not_a_finding() {
+    for schedule in Schedule::ALL {
+        let mut sim = Sim::of(UNINIT).config(with(schedule, 4));
+        let mut out = Buffer::zeros(DType::I32, Shape::D1(64));
+        let r = sim.launch("local_all_paths", lin(1), lin(64), &mut [&mut out], &[ScalarArg::I32(4)]);
+        assert!(r.findings.is_empty(), "{schedule}: {:?}", r.findings);
+        assert_eq!(out.to_f64_vec()[..2], [12.0, 13.0]);
+    }
+}
