@@ -43,7 +43,9 @@ fn dev_check_passes_a_sound_course_and_catches_a_check_that_can_be_fooled() {
         run.stdout.contains("✓ the starter fails its check (with n = 100, blocks = 4, threads = 32, on sim seed 1")
     );
     assert!(
-        run.stdout.ends_with("checked 2 lessons (2 exercises) of tests/fixtures/course: 2 sound, 0 with problems\n")
+        run.stdout.contains("checked 2 lessons (2 exercises) of tests/fixtures/course: 2 sound, 0 with problems in "),
+        "{}",
+        run.stdout
     );
 
     // A check with only one configuration, a multiple of the block size: the unguarded starter
@@ -58,6 +60,72 @@ fn dev_check_passes_a_sound_course_and_catches_a_check_that_can_be_fooled() {
     assert_eq!(run.code, 1, "{}", run.stdout);
     assert!(run.stdout.contains("01-fill.md:27: the starter passes its check"), "{}", run.stdout);
     assert!(run.stdout.contains("1 with problems"), "{}", run.stdout);
+}
+
+/// The fixture course's lesson 1 with its check cut down to one element in one block: every
+/// starter still fails, but wrong solutions pass (one that mixes up `blockIdx.x` and
+/// `threadIdx.x`, one that hard-codes `n`). `markers` end the solution's two lines.
+fn one_element_course(markers: [&str; 2]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let lesson = std::fs::read_to_string(root().join(COURSE).join("01-fill.md")).unwrap();
+    let weak = lesson.replace("config n = 100, blocks = 4, threads = 32    # four blocks, ragged tail\n", "").replace(
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) a[i] *= 2;",
+        &format!(
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;{}\n    if (i < n) a[i] *= 2;{}",
+            markers[0], markers[1]
+        ),
+    );
+    assert!(weak.contains(markers[0]) && weak.contains("config n = 1, blocks = 1"));
+    std::fs::write(dir.path().join("01-fill.md"), weak).unwrap();
+    dir
+}
+
+#[test]
+fn dev_check_mutants_kills_every_mutant_of_a_sound_course() {
+    let run = gridlab().args(["dev", "check", COURSE, "--backend", "sim", "-q", "--mutants"]).run();
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    for lesson in ["01-fill.md", "02-guard.md"] {
+        let line = run
+            .stdout
+            .lines()
+            .find(|l| l.contains(&format!("mutants of {COURSE}/{lesson}")))
+            .unwrap_or_else(|| panic!("{}", run.stdout));
+        assert!(line.starts_with("✓ ") && line.contains(" 0 survived ("), "{line}");
+    }
+    assert!(run.stdout.contains("(2 exercises, with mutants)"), "{}", run.stdout);
+}
+
+#[test]
+fn dev_check_mutants_shows_a_surviving_mutant_with_its_diff_and_fails() {
+    let dir = one_element_course(["", ""]);
+    let run =
+        gridlab().args(["dev", "check", dir.path().to_str().unwrap(), "--backend", "sim", "-q", "--mutants"]).run();
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let diff = "@@ {dir}/01-fill.md:55 @@ swap\n-    int i = blockIdx.x * blockDim.x + threadIdx.x;\n+    int i = threadIdx.x * blockDim.x + threadIdx.x;\n";
+    let diff = diff.replace("{dir}", dir.path().to_str().unwrap());
+    assert!(run.stdout.contains(&diff), "{}", run.stdout);
+    assert!(run.stdout.contains("01-fill.md:55: a mutant of the solution passes the check"), "{}", run.stdout);
+    assert!(run.stdout.contains("`// gridlab: equivalent swap`"), "{}", run.stdout);
+    assert!(run.stdout.contains("1 with problems"), "{}", run.stdout);
+    // Without --mutants the same course is sound: only the mutants find the weak check.
+    let run = gridlab().args(["dev", "check", dir.path().to_str().unwrap(), "--backend", "sim", "-q"]).run();
+    assert_eq!(run.code, 0, "{}", run.stdout);
+}
+
+#[test]
+fn dev_check_mutants_accepts_a_mutant_marked_equivalent_and_refuses_a_misspelt_marker() {
+    let dir = one_element_course(["   // gridlab: equivalent swap", "  // gridlab: equivalent off-by-one, param"]);
+    let run =
+        gridlab().args(["dev", "check", dir.path().to_str().unwrap(), "--backend", "sim", "-q", "--mutants"]).run();
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains(" 3 equivalent, "), "{}", run.stdout);
+    assert!(run.stdout.contains(" 0 survived ("), "{}", run.stdout);
+
+    let dir = one_element_course(["   // gridlab: equivalent swapped", ""]);
+    let run =
+        gridlab().args(["dev", "check", dir.path().to_str().unwrap(), "--backend", "sim", "-q", "--mutants"]).run();
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("01-fill.md:55: `swapped` is no kind of mutant"), "{}", run.stdout);
 }
 
 #[test]
