@@ -295,3 +295,43 @@ fn check_before_the_kernel_is_written_asks_for_the_exercises_own_signature() {
     assert!(out.contains("`__global__ void twice(float *a, int n) { ... }`"), "{out}");
     assert!(!out.contains("on sim seed"), "nothing ran: {out}");
 }
+
+/// The lesson `lessons/NN-*.md`, cut down to its front matter and the step of its exercise,
+/// with `solution` in place of the exercise's own solution.
+fn lesson_with_solution(number: &str, solution: &str) -> (String, String) {
+    let dir = root().join("lessons");
+    let name = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .find(|n| n.starts_with(&format!("{number}-")) && n.ends_with(".md"))
+        .unwrap_or_else(|| panic!("no lesson {number}"));
+    let text = std::fs::read_to_string(dir.join(&name)).unwrap();
+    let body_at = text.match_indices("+++\n").nth(1).map(|(i, _)| i + 4).unwrap();
+    let steps: Vec<&str> = text[body_at..].split("\n## ").skip(1).collect();
+    let step = steps.iter().find(|s| s.contains("```exercise")).unwrap();
+    let open = step.find("```solution\n").unwrap() + "```solution\n".len();
+    let close = open + step[open..].find("\n```").unwrap() + 1;
+    let step = format!("{}{}{}", &step[..open], solution, &step[close..]);
+    (name, format!("{}\n## {step}", &text[..body_at]))
+}
+
+/// Every wrong answer in `tests/fixtures/wrong-solutions` (`NN-what.cu`, for lesson NN, its
+/// first line saying what is wrong) fails its exercise's check: a check made weaker fails here.
+#[test]
+fn every_lessons_check_rejects_the_wrong_solutions_learners_write() {
+    let fixtures = root().join("tests/fixtures/wrong-solutions");
+    let mut files: Vec<_> = std::fs::read_dir(&fixtures).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert!(files.len() >= 13, "{files:?}");
+    for file in files {
+        let wrong = std::fs::read_to_string(&file).unwrap();
+        let why = wrong.lines().next().and_then(|l| l.strip_prefix("// why: ")).expect("a `// why:` first line");
+        let stem = file.file_stem().unwrap().to_str().unwrap().to_string();
+        let (name, lesson) = lesson_with_solution(&stem[..2], &wrong);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(&name), lesson).unwrap();
+        let run = gridlab().args(["dev", "check", dir.path().to_str().unwrap(), "--backend", "sim", "-q"]).run();
+        assert_eq!(run.code, 1, "{stem} ({why}) passes its check:\n{}", run.stdout);
+        assert!(run.stdout.contains("check: ✗ not yet"), "{stem} ({why}):\n{}", run.stdout);
+    }
+}
