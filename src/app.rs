@@ -24,8 +24,8 @@ pub fn run(cli: Cli) -> ExitCode {
             repl::run(options, &repl::Start::Demo(id))
         }
         Some(Command::Lessons { reset }) => lessons_cmd(&options, reset),
-        Some(Command::Dev(DevCommand::Check { dir, quiet })) => {
-            dev_check(dir.or(options.course.clone()), &options, quiet)
+        Some(Command::Dev(DevCommand::Check { dir, quiet, mutants })) => {
+            dev_check(dir.or(options.course.clone()), &options, quiet, mutants)
         }
         None => {
             let set = |var: &str| std::env::var_os(var).is_some_and(|v| !v.is_empty());
@@ -222,8 +222,9 @@ fn course_errors(errors: &[lesson::LessonError], options: &Options) -> ExitCode 
 }
 
 /// `gridlab dev check [DIR]`: every lesson parses, every block runs, every starter fails its
-/// check and every solution passes.
-fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, quiet: bool) -> io::Result<ExitCode> {
+/// check and every solution passes (and with `mutants`, every mutant of a solution fails).
+/// Lessons run in parallel, each in its own session; their reports come out in course order.
+fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, quiet: bool, mutants: bool) -> io::Result<ExitCode> {
     if let Some(why) = gpu_refused(options) {
         eprintln!("gridlab dev check: {why}");
         return Ok(ExitCode::from(2));
@@ -240,13 +241,26 @@ fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, quiet: bool) ->
             return Ok(ExitCode::from(1));
         }
     };
+    let start = std::time::Instant::now();
+    let mode = if mutants { replay::lesson::Mode::Mutants } else { replay::lesson::Mode::DevCheck };
+    // On the GPU one device serves every session: lessons then run one after another.
+    let workers = if options.backend != crate::backend::BackendKind::Sim {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get()).min(course.lessons.len()).max(1)
+    };
+    let reports = replay::parallel(&course.lessons, workers, "dev-check", |l| {
+        let mut buf = Vec::new();
+        let r = replay::lesson::run_lesson(l, options, mode, quiet, &mut buf);
+        (buf, r)
+    })?;
     let mut out = crate::render::Closable::new(io::stdout().lock());
     let mut failed = 0;
     let mut skipped = 0;
-    let mut exercises = 0;
-    for l in &course.lessons {
-        exercises += l.exercises().count();
-        let r = replay::lesson::run_lesson(l, options, replay::lesson::Mode::DevCheck, quiet, &mut out)?;
+    let exercises: usize = course.lessons.iter().map(|l| l.exercises().count()).sum();
+    for (buf, r) in reports {
+        out.write_all(&buf)?;
+        let r = r?;
         if r.skipped() {
             skipped += 1;
         } else if !r.passed() {
@@ -256,11 +270,13 @@ fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, quiet: bool) ->
     let n = course.lessons.len();
     writeln!(
         out,
-        "checked {n} lesson{} ({exercises} exercises) of {}: {} sound, {failed} with problems{}",
+        "checked {n} lesson{} ({exercises} exercises{}) of {}: {} sound, {failed} with problems{} in {:.1} s",
         plural(n),
+        if mutants { ", with mutants" } else { "" },
         course.name,
         n - failed - skipped,
-        if skipped > 0 { format!(", {skipped} skipped") } else { String::new() }
+        if skipped > 0 { format!(", {skipped} skipped") } else { String::new() },
+        start.elapsed().as_secs_f64()
     )?;
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

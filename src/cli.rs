@@ -156,6 +156,11 @@ pub enum DevCommand {
         /// Print only problems and the summary.
         #[arg(long, short)]
         quiet: bool,
+        /// Also make mutants of each solution (an off-by-one, a dropped guard, `=` for `+=`
+        /// ...) and require that the check rejects every one; a surviving mutant is shown
+        /// with its diff.
+        #[arg(long)]
+        mutants: bool,
     },
 }
 

@@ -16,6 +16,43 @@ use std::time::{Duration, Instant};
 use crate::session::Options;
 use runner::{Expect, Runner};
 
+/// `work` on each of `items` on `workers` named threads (`{name}-1` ...), each taking the next
+/// item when it is done with one; the results come back in the order of `items`. Threads are
+/// scoped, so `work` may borrow; a thread that cannot be started is an I/O error.
+pub fn parallel<T: Sync, R: Send>(
+    items: &[T],
+    workers: usize,
+    name: &str,
+    work: impl Fn(&T) -> R + Sync,
+) -> io::Result<Vec<R>> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    let worker = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else { break };
+            let r = work(item);
+            results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+        }
+    };
+    std::thread::scope(|s| -> io::Result<()> {
+        let mut handles = Vec::new();
+        for k in 1..=workers.max(1) {
+            handles.push(std::thread::Builder::new().name(format!("{name}-{k}")).spawn_scoped(s, worker)?);
+        }
+        for h in handles {
+            if let Err(panic) = h.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+        Ok(())
+    })?;
+    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    Ok(results.into_iter().map(|r| r.expect("every item was taken by a worker")).collect())
+}
+
 /// What happened to one script.
 #[derive(Clone, Debug)]
 pub struct ScriptResult {

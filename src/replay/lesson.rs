@@ -3,14 +3,16 @@
 //! fails its check). Each lesson runs in a fresh session, step by step, as a learner would, its
 //! blocks through the same [`Runner`] as a script's inputs.
 
+use std::collections::BTreeSet;
 use std::io::{self, Write};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::runner::{Expect, Runner};
 use super::{Case, ScriptResult};
-use crate::lesson::{Code, Exercise, Lesson, Part, Shown, check};
+use crate::finding::FindingKind;
+use crate::lesson::{Code, Exercise, Lesson, Part, Shown, check, mutants};
 use crate::render::text::strip_ansi;
-use crate::session::Options;
+use crate::session::{Options, Status};
 
 /// What to do with each exercise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +21,9 @@ pub enum Mode {
     Replay,
     /// First the starter (its check must fail), then the solution (its check must pass).
     DevCheck,
+    /// As [`Mode::DevCheck`], and then every mutant of the solution must fail the check too
+    /// (`dev check --mutants`, see [`crate::lesson::mutants`]).
+    Mutants,
 }
 
 /// Run `lesson` in a fresh session, writing a transcript (or, when `quiet`, only failures).
@@ -133,7 +138,7 @@ fn exercise(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, mode: Mode,
     if !quiet {
         writeln!(runner.out(), "{} {}", style.bold("exercise:"), ex.task.lines().next().unwrap_or(""))?;
     }
-    if mode == Mode::DevCheck {
+    if mode != Mode::Replay {
         if let Some(starter) = &ex.starter {
             // The starter may not even compile: then its check fails too, which is all we ask.
             runner.session.eval_text(&path, &starter.padded(), false, &mut Vec::new())?;
@@ -173,5 +178,108 @@ fn exercise(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, mode: Mode,
     if !quiet || !outcome.passed() {
         runner.out().write_all(&buf)?;
     }
+    if mode == Mode::Mutants && outcome.passed() {
+        mutants(runner, lesson, ex, case)?;
+    }
     Ok(())
+}
+
+/// A launch of a mutant may take this long: a mutant that never ends (a loop whose step was
+/// made `i = stride`) is killed by its time, and should not hold up the course for long.
+const MUTANT_TIME_LIMIT: Duration = Duration::from_secs(1);
+
+/// How the mutants of one exercise fared.
+#[derive(Default)]
+struct Tally {
+    generated: usize,
+    stillborn: usize,
+    killed: usize,
+    equivalent: usize,
+    /// Dropped initialisations that survive only because the simulator does not yet report
+    /// reads of uninitialised memory.
+    waiting: usize,
+    survived: usize,
+}
+
+/// Every mutant of the solution must fail the exercise's check, unless the solution marks it
+/// equivalent. The solution is defined again after each, so the lesson goes on with it.
+fn mutants(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, case: &mut Case) -> io::Result<()> {
+    let start = Instant::now();
+    let (path, style) = (lesson.path.clone(), runner.style.clone());
+    let first = ex.solution.line;
+    let (_, unknown) = mutants::markers(&ex.solution.text);
+    for (line, name) in unknown {
+        let kinds: Vec<&str> = mutants::Op::ALL.iter().map(|o| o.name()).collect();
+        let msg = format!(
+            "{path}:{}: `{name}` is no kind of mutant; `// gridlab: equivalent` names one or more of: {}",
+            first + line - 1,
+            kinds.join(", ")
+        );
+        writeln!(runner.out(), "{} {msg}", style.error("✗"))?;
+        runner.fail(Some(case), true, msg);
+    }
+    // Reads of uninitialised memory are what expose a dropped initialisation; until the
+    // simulator reports them such a mutant reads zeros and may pass.
+    let uninit_reported = FindingKind::ALL.iter().any(|k| k.name().starts_with("uninit"));
+    let all = mutants::generate(&ex.solution.text, &ex.check);
+    let solution = ex.solution.padded();
+    let pad = "\n".repeat(first.saturating_sub(1) as usize);
+    let limit = runner.session.set_time_limit(Some(MUTANT_TIME_LIMIT));
+    let mut tally = Tally { generated: all.len(), ..Tally::default() };
+    let (mut killed_marked, mut survived_marked) = (BTreeSet::new(), BTreeSet::new());
+    for m in &all {
+        let defined = runner.session.eval_text(&path, &format!("{pad}{}", m.text), false, &mut Vec::new())?;
+        let outcome = if defined == Status::Ok { Some(check::run(runner.session, &path, &ex.check)?) } else { None };
+        runner.session.eval_text(&path, &solution, false, &mut Vec::new())?;
+        let Some(outcome) = outcome else {
+            tally.stillborn += 1;
+            continue;
+        };
+        let diff = m.diff(&ex.solution.text, &path, first);
+        match (outcome.passed(), m.equivalent) {
+            (false, false) => tally.killed += 1,
+            (true, true) => tally.equivalent += 1,
+            (true, false) if m.reads_uninit && !uninit_reported => tally.waiting += 1,
+            (true, false) => {
+                tally.survived += 1;
+                let msg = format!(
+                    "{path}:{}: a mutant of the solution passes the check, so the check accepts this wrong answer; add data or a configuration that tells it apart (or, if it is not wrong, end that line with `// gridlab: equivalent {}`):\n{diff}",
+                    first + m.line - 1,
+                    m.op
+                );
+                write!(runner.out(), "{} {msg}", style.error("✗"))?;
+                runner.fail(Some(case), true, msg);
+            }
+            (false, true) => {
+                tally.killed += 1;
+                killed_marked.insert((m.line, m.op));
+            }
+        }
+        if m.equivalent && outcome.passed() {
+            survived_marked.insert((m.line, m.op));
+        }
+    }
+    // A marker whose every mutant the check kills is stale: it would hide a real survivor later.
+    for (line, op) in killed_marked.difference(&survived_marked) {
+        let msg = format!(
+            "{path}:{}: the check kills every `{op}` mutant of this line, so it is not equivalent; remove `{op}` from its `// gridlab: equivalent`",
+            first + line - 1
+        );
+        writeln!(runner.out(), "{} {msg}", style.error("✗"))?;
+        runner.fail(Some(case), true, msg);
+    }
+    runner.session.set_time_limit(limit);
+    let mut text = format!("mutants of {path}:{first}: {} generated, {} killed", tally.generated, tally.killed);
+    for (n, what) in [
+        (tally.equivalent, "equivalent"),
+        (tally.stillborn, "did not compile"),
+        (tally.waiting, "need the uninitialised-read finding"),
+    ] {
+        if n > 0 {
+            text.push_str(&format!(", {n} {what}"));
+        }
+    }
+    text.push_str(&format!(", {} survived ({:.1} s)", tally.survived, start.elapsed().as_secs_f64()));
+    let mark = if tally.survived == 0 { style.ok("✓") } else { style.error("✗") };
+    writeln!(runner.out(), "{mark} {text}")
 }

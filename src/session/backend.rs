@@ -204,6 +204,13 @@ impl Session {
         self.options.sim.seed = seed;
     }
 
+    /// Bound each simulated launch's wall time (`None`: only the step budget bounds it), and
+    /// return the bound it had: `dev check --mutants` gives endless mutants little time.
+    pub(crate) fn set_time_limit(&mut self, limit: Option<std::time::Duration>) -> Option<std::time::Duration> {
+        self.options.sim.time_limit = limit;
+        std::mem::replace(&mut self.sim.config.time_limit, limit)
+    }
+
     pub(crate) fn set_max_steps(&mut self, steps: u64) {
         self.sim.config.max_steps = steps;
         self.options.sim.max_steps = steps;

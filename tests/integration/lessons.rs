@@ -43,7 +43,9 @@ fn dev_check_passes_a_sound_course_and_catches_a_check_that_can_be_fooled() {
         run.stdout.contains("✓ the starter fails its check (with n = 100, blocks = 4, threads = 32, on sim seed 1")
     );
     assert!(
-        run.stdout.ends_with("checked 2 lessons (2 exercises) of tests/fixtures/course: 2 sound, 0 with problems\n")
+        run.stdout.contains("checked 2 lessons (2 exercises) of tests/fixtures/course: 2 sound, 0 with problems in "),
+        "{}",
+        run.stdout
     );
 
     // A check with only one configuration, a multiple of the block size: the unguarded starter
@@ -58,6 +60,72 @@ fn dev_check_passes_a_sound_course_and_catches_a_check_that_can_be_fooled() {
     assert_eq!(run.code, 1, "{}", run.stdout);
     assert!(run.stdout.contains("01-fill.md:27: the starter passes its check"), "{}", run.stdout);
     assert!(run.stdout.contains("1 with problems"), "{}", run.stdout);
+}
+
+/// The fixture course's lesson 1 with its check cut down to one element in one block: every
+/// starter still fails, but wrong solutions pass (one that mixes up `blockIdx.x` and
+/// `threadIdx.x`, one that hard-codes `n`). `markers` end the solution's two lines.
+fn one_element_course(markers: [&str; 2]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let lesson = std::fs::read_to_string(root().join(COURSE).join("01-fill.md")).unwrap();
+    let weak = lesson.replace("config n = 100, blocks = 4, threads = 32    # four blocks, ragged tail\n", "").replace(
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) a[i] *= 2;",
+        &format!(
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;{}\n    if (i < n) a[i] *= 2;{}",
+            markers[0], markers[1]
+        ),
+    );
+    assert!(weak.contains(markers[0]) && weak.contains("config n = 1, blocks = 1"));
+    std::fs::write(dir.path().join("01-fill.md"), weak).unwrap();
+    dir
+}
+
+#[test]
+fn dev_check_mutants_kills_every_mutant_of_a_sound_course() {
+    let run = gridlab().args(["dev", "check", COURSE, "--backend", "sim", "-q", "--mutants"]).run();
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    for lesson in ["01-fill.md", "02-guard.md"] {
+        let line = run
+            .stdout
+            .lines()
+            .find(|l| l.contains(&format!("mutants of {COURSE}/{lesson}")))
+            .unwrap_or_else(|| panic!("{}", run.stdout));
+        assert!(line.starts_with("✓ ") && line.contains(" 0 survived ("), "{line}");
+    }
+    assert!(run.stdout.contains("(2 exercises, with mutants)"), "{}", run.stdout);
+}
+
+#[test]
+fn dev_check_mutants_shows_a_surviving_mutant_with_its_diff_and_fails() {
+    let dir = one_element_course(["", ""]);
+    let run =
+        gridlab().args(["dev", "check", dir.path().to_str().unwrap(), "--backend", "sim", "-q", "--mutants"]).run();
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let diff = "@@ {dir}/01-fill.md:55 @@ swap\n-    int i = blockIdx.x * blockDim.x + threadIdx.x;\n+    int i = threadIdx.x * blockDim.x + threadIdx.x;\n";
+    let diff = diff.replace("{dir}", dir.path().to_str().unwrap());
+    assert!(run.stdout.contains(&diff), "{}", run.stdout);
+    assert!(run.stdout.contains("01-fill.md:55: a mutant of the solution passes the check"), "{}", run.stdout);
+    assert!(run.stdout.contains("`// gridlab: equivalent swap`"), "{}", run.stdout);
+    assert!(run.stdout.contains("1 with problems"), "{}", run.stdout);
+    // Without --mutants the same course is sound: only the mutants find the weak check.
+    let run = gridlab().args(["dev", "check", dir.path().to_str().unwrap(), "--backend", "sim", "-q"]).run();
+    assert_eq!(run.code, 0, "{}", run.stdout);
+}
+
+#[test]
+fn dev_check_mutants_accepts_a_mutant_marked_equivalent_and_refuses_a_misspelt_marker() {
+    let dir = one_element_course(["   // gridlab: equivalent swap", "  // gridlab: equivalent off-by-one, param"]);
+    let run =
+        gridlab().args(["dev", "check", dir.path().to_str().unwrap(), "--backend", "sim", "-q", "--mutants"]).run();
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains(" 3 equivalent, "), "{}", run.stdout);
+    assert!(run.stdout.contains(" 0 survived ("), "{}", run.stdout);
+
+    let dir = one_element_course(["   // gridlab: equivalent swapped", ""]);
+    let run =
+        gridlab().args(["dev", "check", dir.path().to_str().unwrap(), "--backend", "sim", "-q", "--mutants"]).run();
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("01-fill.md:55: `swapped` is no kind of mutant"), "{}", run.stdout);
 }
 
 #[test]
@@ -229,4 +297,44 @@ fn check_before_the_kernel_is_written_asks_for_the_exercises_own_signature() {
     assert!(out.contains("✗ not yet: there is no kernel `twice` yet"), "{out}");
     assert!(out.contains("`__global__ void twice(float *a, int n) { ... }`"), "{out}");
     assert!(!out.contains("on sim seed"), "nothing ran: {out}");
+}
+
+/// The lesson `lessons/NN-*.md`, cut down to its front matter and the step of its exercise,
+/// with `solution` in place of the exercise's own solution.
+fn lesson_with_solution(number: &str, solution: &str) -> (String, String) {
+    let dir = root().join("lessons");
+    let name = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .find(|n| n.starts_with(&format!("{number}-")) && n.ends_with(".md"))
+        .unwrap_or_else(|| panic!("no lesson {number}"));
+    let text = std::fs::read_to_string(dir.join(&name)).unwrap();
+    let body_at = text.match_indices("+++\n").nth(1).map(|(i, _)| i + 4).unwrap();
+    let steps: Vec<&str> = text[body_at..].split("\n## ").skip(1).collect();
+    let step = steps.iter().find(|s| s.contains("```exercise")).unwrap();
+    let open = step.find("```solution\n").unwrap() + "```solution\n".len();
+    let close = open + step[open..].find("\n```").unwrap() + 1;
+    let step = format!("{}{}{}", &step[..open], solution, &step[close..]);
+    (name, format!("{}\n## {step}", &text[..body_at]))
+}
+
+/// Every wrong answer in `tests/fixtures/wrong-solutions` (`NN-what.cu`, for lesson NN, its
+/// first line saying what is wrong) fails its exercise's check: a check made weaker fails here.
+#[test]
+fn every_lessons_check_rejects_the_wrong_solutions_learners_write() {
+    let fixtures = root().join("tests/fixtures/wrong-solutions");
+    let mut files: Vec<_> = std::fs::read_dir(&fixtures).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert!(files.len() >= 13, "{files:?}");
+    for file in files {
+        let wrong = std::fs::read_to_string(&file).unwrap();
+        let why = wrong.lines().next().and_then(|l| l.strip_prefix("// why: ")).expect("a `// why:` first line");
+        let stem = file.file_stem().unwrap().to_str().unwrap().to_string();
+        let (name, lesson) = lesson_with_solution(&stem[..2], &wrong);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(&name), lesson).unwrap();
+        let run = gridlab().args(["dev", "check", dir.path().to_str().unwrap(), "--backend", "sim", "-q"]).run();
+        assert_eq!(run.code, 1, "{stem} ({why}) passes its check:\n{}", run.stdout);
+        assert!(run.stdout.contains("check: ✗ not yet"), "{stem} ({why}):\n{}", run.stdout);
+    }
 }
