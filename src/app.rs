@@ -24,8 +24,8 @@ pub fn run(cli: Cli) -> ExitCode {
             repl::run(options, &repl::Start::Demo(id))
         }
         Some(Command::Lessons { reset }) => lessons_cmd(&options, reset),
-        Some(Command::Dev(DevCommand::Check { dir, quiet, mutants })) => {
-            dev_check(dir.or(options.course.clone()), &options, quiet, mutants)
+        Some(Command::Dev(DevCommand::Check { dir, quiet, mutants, junit })) => {
+            dev_check(dir.or(options.course.clone()), &options, DevCheck { quiet, mutants, junit: junit.as_deref() })
         }
         None => {
             let set = |var: &str| std::env::var_os(var).is_some_and(|v| !v.is_empty());
@@ -98,6 +98,19 @@ fn replay_cmd(args: &ReplayArgs, options: &Options) -> io::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     let mut results = Vec::new();
+    // Two lessons of one folder with one number: `dev check` and a course refuse them, and so
+    // does replay (each is still replayed).
+    let numbered: Vec<(std::path::PathBuf, u32)> = scripts
+        .iter()
+        .filter_map(|p| Some((p.clone(), lesson::parse::file_name(&p.display().to_string())?.0)))
+        .collect();
+    for e in lesson::course::duplicate_numbers(&numbered) {
+        writeln!(out, "{} {e}", options.style.error("error:"))?;
+        let mut r = replay::ScriptResult::new(e.path.clone().into());
+        r.errors = 1;
+        r.failures.push(e.to_string());
+        results.push(r);
+    }
     for (i, path) in scripts.iter().enumerate() {
         if lesson::course::is_lesson_file(path) {
             results.push(replay_lesson(path, options, args.quiet, &mut out)?);
@@ -117,7 +130,7 @@ fn replay_cmd(args: &ReplayArgs, options: &Options) -> io::Result<ExitCode> {
     let passed = results.iter().filter(|r| r.passed() && !r.skipped()).count();
     let failed = results.len() - passed - skipped;
     let lessons = scripts.iter().filter(|p| lesson::course::is_lesson_file(p)).count();
-    let what = match (results.len() - lessons, lessons) {
+    let what = match (scripts.len() - lessons, lessons) {
         (n, 0) => format!("{n} script{}", plural(n)),
         (0, l) => format!("{l} lesson{}", plural(l)),
         (n, l) => format!("{n} script{} and {l} lesson{}", plural(n), plural(l)),
@@ -164,9 +177,7 @@ fn replay_lesson(
     out: &mut dyn Write,
 ) -> io::Result<replay::ScriptResult> {
     let shown = path.display().to_string();
-    let parsed = crate::script::input::read_script(path)
-        .map_err(|e| lesson::LessonError { path: shown.clone(), line: 0, message: format!("cannot read it: {e}") })
-        .and_then(|text| lesson::parse(&shown, &text));
+    let parsed = read_lesson(path);
     // The lesson's own course, for `:lesson` and `:lessons` in its blocks (not the built-in one).
     let options = &Options {
         course: options.course.clone().or_else(|| path.parent().map(|p| p.to_path_buf())),
@@ -187,10 +198,18 @@ fn replay_lesson(
 
 /// `gridlab lessons [--reset]`.
 fn lessons_cmd(options: &Options, reset: bool) -> io::Result<ExitCode> {
-    let course = match Course::chosen(options.course.as_deref()) {
-        Ok(c) => c,
-        Err(errors) => return Ok(course_errors(&errors, options)),
+    // No course at all is 2; lessons that cannot be read are 1, after listing the others.
+    let (course, problems) = match Course::chosen_leniently(options.course.as_deref()) {
+        Ok(read) => read,
+        Err(e) => {
+            eprintln!("{} {e}", options.style.error("error:"));
+            return Ok(ExitCode::from(2));
+        }
     };
+    for e in &problems {
+        eprintln!("{} {e}", options.style.error("error:"));
+    }
+    let status = if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) };
     let store = lesson::progress::Store::for_course(&course.name);
     let mut out = io::stdout().lock();
     if reset {
@@ -211,36 +230,60 @@ fn lessons_cmd(options: &Options, reset: bool) -> io::Result<ExitCode> {
     }
     let current = progress.current.as_deref().and_then(|id| course.lessons.iter().position(|l| l.id == id));
     lesson::guide::write_course(&mut out, &course, &progress, current, &options.style)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(status)
 }
 
-fn course_errors(errors: &[lesson::LessonError], options: &Options) -> ExitCode {
-    for e in errors {
-        eprintln!("{} {e}", options.style.error("error:"));
-    }
-    ExitCode::from(2)
+/// How `dev check` runs: `--quiet`, `--mutants`, `--junit FILE`.
+struct DevCheck<'a> {
+    quiet: bool,
+    mutants: bool,
+    junit: Option<&'a std::path::Path>,
 }
 
-/// `gridlab dev check [DIR]`: every lesson parses, every block runs, every starter fails its
-/// check and every solution passes (and with `mutants`, every mutant of a solution fails).
-/// Lessons run in parallel, each in its own session; their reports come out in course order.
-fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, quiet: bool, mutants: bool) -> io::Result<ExitCode> {
+/// `gridlab dev check [DIR | FILE.md]`: every lesson parses, every block runs, every starter
+/// compiles and fails its check for the exercise's reason, and every solution passes (and with
+/// `--mutants`, every mutant of a solution fails). A lesson that cannot be read is reported and
+/// the others are still checked. Lessons run in parallel, each in its own session; their reports
+/// come out in course order. Exit 2 when there is no course (a missing folder or file, a folder
+/// without lessons), 1 for problems in it.
+fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, how: DevCheck) -> io::Result<ExitCode> {
+    let DevCheck { quiet, mutants, junit } = how;
     if let Some(why) = gpu_refused(options) {
         eprintln!("gridlab dev check: {why}");
         return Ok(ExitCode::from(2));
     }
-    // Sessions open this course for `:lesson` and `:lessons`, not the built-in one.
-    let options = &Options { course: dir.clone().or(options.course.clone()), ..options.clone() };
-    let course = match Course::chosen(dir.as_deref()) {
-        Ok(c) => c,
-        Err(errors) => {
-            for e in &errors {
-                eprintln!("{} {e}", options.style.error("error:"));
-            }
-            eprintln!("gridlab dev check: {} problem(s) reading the course", errors.len());
-            return Ok(ExitCode::from(1));
-        }
+    // One lesson file, as `replay FILE.md` takes it.
+    let file = dir.as_deref().filter(|p| p.is_file()).map(std::path::Path::to_path_buf);
+    if let Some(file) = &file
+        && !lesson::course::is_lesson_file(file)
+    {
+        eprintln!(
+            "{} {}: not a lesson: dev check takes a course folder or a lesson file named NN-slug.md",
+            options.style.error("error:"),
+            file.display()
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let folder = match &file {
+        Some(f) => f.parent().map(std::path::Path::to_path_buf),
+        None => dir.clone().or(options.course.clone()),
     };
+    // Sessions open this course for `:lesson` and `:lessons`, not the built-in one.
+    let options = &Options { course: folder, ..options.clone() };
+    let (course, mut problems) = match &file {
+        Some(f) => match read_lesson(f) {
+            Ok(l) => (Course { name: f.display().to_string(), lessons: vec![l] }, Vec::new()),
+            Err(e) => (Course { name: f.display().to_string(), lessons: Vec::new() }, vec![e]),
+        },
+        None => match Course::chosen_leniently(dir.as_deref()) {
+            Ok(read) => read,
+            Err(e) => {
+                eprintln!("{} {e}", options.style.error("error:"));
+                return Ok(ExitCode::from(2));
+            }
+        },
+    };
+    problems.sort_by(|a, b| a.path.cmp(&b.path).then(a.line.cmp(&b.line)));
     let start = std::time::Instant::now();
     let mode = if mutants { replay::lesson::Mode::Mutants } else { replay::lesson::Mode::DevCheck };
     // On the GPU one device serves every session: lessons then run one after another.
@@ -255,6 +298,14 @@ fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, quiet: bool, mu
         (buf, r)
     })?;
     let mut out = crate::render::Closable::new(io::stdout().lock());
+    let mut results = Vec::new();
+    for e in &problems {
+        eprintln!("{} {e}", options.style.error("error:"));
+        let mut r = replay::ScriptResult::new(e.path.clone().into());
+        r.errors = 1;
+        r.failures.push(e.to_string());
+        results.push(r);
+    }
     let mut failed = 0;
     let mut skipped = 0;
     let exercises: usize = course.lessons.iter().map(|l| l.exercises().count()).sum();
@@ -266,11 +317,17 @@ fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, quiet: bool, mu
         } else if !r.passed() {
             failed += 1;
         }
+        results.push(r);
     }
     let n = course.lessons.len();
+    let unread = if problems.is_empty() {
+        String::new()
+    } else {
+        format!(", {} problem{} reading the course", problems.len(), plural(problems.len()))
+    };
     writeln!(
         out,
-        "checked {n} lesson{} ({exercises} exercises{}) of {}: {} sound, {failed} with problems{} in {:.1} s",
+        "checked {n} lesson{} ({exercises} exercises{}) of {}: {} sound, {failed} with problems{}{unread} in {:.1} s",
         plural(n),
         if mutants { ", with mutants" } else { "" },
         course.name,
@@ -278,7 +335,21 @@ fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, quiet: bool, mu
         if skipped > 0 { format!(", {skipped} skipped") } else { String::new() },
         start.elapsed().as_secs_f64()
     )?;
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    if let Some(path) = junit
+        && let Err(e) = std::fs::write(path, replay::junit_named(&results, "gridlab dev check"))
+    {
+        eprintln!("gridlab dev check: cannot write the JUnit report to {}: {e}", path.display());
+        return Ok(ExitCode::from(2));
+    }
+    Ok(if failed == 0 && problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// One lesson file, read and parsed; an error names the file (and line).
+fn read_lesson(path: &std::path::Path) -> Result<lesson::Lesson, lesson::LessonError> {
+    let shown = path.display().to_string();
+    crate::script::input::read_script(path)
+        .map_err(|e| lesson::LessonError { path: shown.clone(), line: 0, message: format!("cannot read it: {e}") })
+        .and_then(|text| lesson::parse(&shown, &text))
 }
 
 fn compare_cmd(

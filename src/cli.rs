@@ -99,8 +99,9 @@ pub enum ColorChoice {
 pub enum Command {
     /// Run .gridlab scripts non-interactively, echoing each input and its output.
     ///
-    /// Exit status: 0 when every statement ran and every expect held, 1 when an expect failed or
-    /// a statement errored, 2 for usage errors (no such file, no scripts found).
+    /// Exit status: 0 when every statement ran and every expect held, 1 when an expect failed, a
+    /// statement errored or a lesson has problems (it cannot be read, two share a number), 2 for
+    /// usage errors (no such file, no scripts or lessons found).
     Replay(ReplayArgs),
 
     /// Open a lesson of the course (by number, id or slug).
@@ -110,6 +111,9 @@ pub enum Command {
     },
 
     /// List the course's lessons with your progress.
+    ///
+    /// Exit status: 0 when every lesson can be read, 1 when some cannot (the others are listed),
+    /// 2 when there is no course (no such folder, no NN-slug.md lessons in it).
     Lessons {
         /// Forget your progress (which lessons you saw, which exercises you solved).
         #[arg(long)]
@@ -146,12 +150,14 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum DevCommand {
-    /// Verify a course: every lesson parses, every starter fails its check, every solution
-    /// passes, every block runs.
+    /// Verify a course: every lesson parses, every block runs, every starter compiles and fails
+    /// its check for the exercise's reason (wrong values, a finding, a cost), every solution
+    /// passes. Every problem is reported, not only the first.
     ///
-    /// Exit status: 0 when the course is sound, 1 otherwise, 2 when it cannot be read.
+    /// Exit status: 0 when the course is sound, 1 for problems in it, 2 when there is no course
+    /// (no such folder or file, no NN-slug.md lessons in it).
     Check {
-        /// The course folder (default: `--course`, else the built-in lessons).
+        /// The course folder, or one lesson file (default: `--course`, else the built-in lessons).
         dir: Option<PathBuf>,
         /// Print only problems and the summary.
         #[arg(long, short)]
@@ -161,6 +167,9 @@ pub enum DevCommand {
         /// with its diff.
         #[arg(long)]
         mutants: bool,
+        /// Write a JUnit XML report (a test case per lesson step, grouped by lesson) for CI.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
     },
 }
 

@@ -188,65 +188,118 @@ pub fn run_script(
     Ok(result)
 }
 
-/// A JUnit XML report, as CI systems read them: one test case per script, and one per step of
-/// each lesson.
+/// A JUnit XML report, as CI systems read them: one test suite for the scripts (a test case
+/// each), and one per lesson, whose steps are its test cases (`classname` the lesson, `name` the
+/// step). A failure's `message` says what failed, in one line.
 pub fn junit(results: &[ScriptResult]) -> String {
+    junit_named(results, "gridlab replay")
+}
+
+/// [`junit`], the scripts' suite named `suite` (`gridlab dev check` for a course's report).
+pub fn junit_named(results: &[ScriptResult], suite: &str) -> String {
     struct Row<'a> {
+        class: String,
         name: String,
         failures: &'a [String],
-        message: String,
         elapsed: Duration,
         skipped: Option<&'a str>,
     }
-    let mut rows = Vec::new();
+    // (suite name, rows), in the order the results came.
+    let mut suites: Vec<(String, Vec<Row>)> = Vec::new();
+    let mut scripts: Vec<Row> = Vec::new();
     for r in results {
+        let path = r.path.display().to_string();
         if r.cases.is_empty() {
-            rows.push(Row {
-                name: r.path.display().to_string(),
+            scripts.push(Row {
+                class: path.clone(),
+                name: path,
                 failures: &r.failures,
-                message: format!("{} expect(s) failed, {} error(s)", r.expects_failed, r.errors),
                 elapsed: r.elapsed,
                 skipped: None,
             });
+            continue;
         }
-        for c in &r.cases {
-            rows.push(Row {
-                name: c.name.clone(),
+        let class = r.path.file_stem().map_or(path.clone(), |s| s.to_string_lossy().into_owned());
+        let rows = r
+            .cases
+            .iter()
+            .map(|c| Row {
+                class: class.clone(),
+                name: c.name.strip_prefix(&format!("{class} ")).unwrap_or(&c.name).to_string(),
                 failures: &c.failures,
-                message: format!("{} failure(s)", c.failures.len()),
                 elapsed: c.elapsed,
                 skipped: c.skipped.as_deref(),
-            });
-        }
+            })
+            .collect();
+        suites.push((path, rows));
     }
-    let failures = rows.iter().filter(|r| !r.failures.is_empty()).count();
-    let skipped = rows.iter().filter(|r| r.skipped.is_some()).count();
-    let total: f64 = rows.iter().map(|r| r.elapsed.as_secs_f64()).sum();
+    if !scripts.is_empty() {
+        suites.insert(0, (suite.to_string(), scripts));
+    }
+    let count = |rows: &[Row], f: &dyn Fn(&Row) -> bool| rows.iter().filter(|r| f(r)).count();
+    let time = |rows: &[Row]| rows.iter().map(|r| r.elapsed.as_secs_f64()).sum::<f64>();
+    let all: Vec<&Row> = suites.iter().flat_map(|(_, rows)| rows).collect();
+    let failures = all.iter().filter(|r| !r.failures.is_empty()).count();
+    let total: f64 = all.iter().map(|r| r.elapsed.as_secs_f64()).sum();
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     x.push_str(&format!(
-        "<testsuites tests=\"{n}\" failures=\"{failures}\" time=\"{total:.3}\">\n  <testsuite name=\"gridlab replay\" tests=\"{n}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{total:.3}\">\n",
-        n = rows.len(),
+        "<testsuites name=\"{}\" tests=\"{}\" failures=\"{failures}\" time=\"{total:.3}\">\n",
+        escape(suite),
+        all.len()
     ));
-    for r in &rows {
+    for (name, rows) in &suites {
         x.push_str(&format!(
-            "    <testcase classname=\"gridlab\" name=\"{}\" time=\"{:.3}\"",
-            escape(&r.name),
-            r.elapsed.as_secs_f64()
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\">\n",
+            escape(name),
+            rows.len(),
+            count(rows, &|r| !r.failures.is_empty()),
+            count(rows, &|r| r.skipped.is_some()),
+            time(rows)
         ));
-        if let Some(why) = r.skipped {
-            x.push_str(&format!(">\n      <skipped message=\"{}\"/>\n    </testcase>\n", escape(why)));
-        } else if r.failures.is_empty() {
-            x.push_str("/>\n");
-        } else {
+        for r in rows {
             x.push_str(&format!(
-                ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
-                escape(&r.message),
-                escape(&r.failures.join("\n"))
+                "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
+                escape(&r.class),
+                escape(&r.name),
+                r.elapsed.as_secs_f64()
             ));
+            if let Some(why) = r.skipped {
+                x.push_str(&format!(">\n      <skipped message=\"{}\"/>\n    </testcase>\n", escape(why)));
+            } else if r.failures.is_empty() {
+                x.push_str("/>\n");
+            } else {
+                x.push_str(&format!(
+                    ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                    escape(&message(r.failures)),
+                    escape(&r.failures.join("\n"))
+                ));
+            }
         }
+        x.push_str("  </testsuite>\n");
     }
-    x.push_str("  </testsuite>\n</testsuites>\n");
+    x.push_str("</testsuites>\n");
     x
+}
+
+/// One line that says what failed: the first failure's own first line (a script's failure
+/// starts with its place alone, then the input and what it printed: those are joined), and how
+/// many more there are.
+fn message(failures: &[String]) -> String {
+    let Some(first) = failures.first() else { return String::new() };
+    let mut lines = first.lines().map(str::trim).filter(|l| !l.is_empty());
+    let head = lines.next().unwrap_or("");
+    let mut text = if head.contains(' ') {
+        head.to_string()
+    } else {
+        // `file:12`, then `>>> input`, then what it printed.
+        let input = lines.next().unwrap_or("").trim_start_matches(">>> ");
+        let said = lines.find(|l| !l.starts_with("...")).unwrap_or("");
+        format!("{head}: `{input}`: {said}")
+    };
+    if failures.len() > 1 {
+        text.push_str(&format!(" (and {} more)", failures.len() - 1));
+    }
+    text
 }
 
 fn escape(s: &str) -> String {
@@ -294,6 +347,7 @@ mod tests {
         assert!(x.contains("tests=\"2\" failures=\"1\""));
         assert!(x.contains("name=\"b&lt;c&gt;.gridlab\""));
         assert!(x.contains("&gt;&gt;&gt; expect a == &quot;x&quot;"));
-        assert!(x.contains("<testcase classname=\"gridlab\" name=\"a.gridlab\" time=\"0.005\"/>"));
+        assert!(x.contains("<testcase classname=\"a.gridlab\" name=\"a.gridlab\" time=\"0.005\"/>"), "{x}");
+        assert!(x.contains("failure message=\"b.gridlab:2: `expect a == &quot;x&quot;`: \""), "{x}");
     }
 }

@@ -3,6 +3,7 @@
 //! the worker's lifecycle without a GPU (`worker.rs`).
 
 mod integration {
+    pub mod authoring;
     pub mod cli;
     pub mod errors;
     pub mod gpu;

@@ -65,6 +65,51 @@ pub struct Failure {
     pub output: String,
     /// One sentence: why this counts as a failure.
     pub why: String,
+    /// What kind of failure it is: `dev check` asks a starter to fail for the reason the lesson
+    /// is about (wrong values, a finding, a cost), not because nothing could run.
+    pub kind: FailureKind,
+}
+
+/// Why a check failed, in the terms a course author judges a starter by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FailureKind {
+    /// An `expect` on the results did not hold: wrong values.
+    Values,
+    /// An `expect` on a `cost` record did not hold: too slow, too many transactions.
+    Cost,
+    /// A launch had a finding the check does not expect (its name: `race`, `out-of-bounds`).
+    Finding(String),
+    /// A statement of the check failed (a launch refused, a kernel that faulted).
+    Statement,
+    /// The check launches a kernel that is not defined.
+    NoKernel,
+    /// The kernel the check launches was last typed with an error: it did not compile.
+    NotCompiled,
+    /// The check itself cannot be read or its configuration made.
+    Check,
+}
+
+impl FailureKind {
+    /// Whether a starter failing this way shows the mistake the exercise is about.
+    pub fn is_the_lesson(&self) -> bool {
+        matches!(self, FailureKind::Values | FailureKind::Cost | FailureKind::Finding(_))
+    }
+
+    /// `wrong values`, `a race finding`, `a cost`: how dev check names the reason.
+    pub fn describe(&self) -> String {
+        match self {
+            FailureKind::Values => "wrong values".into(),
+            FailureKind::Cost => "a cost".into(),
+            FailureKind::Finding(name) => {
+                let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+                format!("{article} {name} finding")
+            }
+            FailureKind::Statement => "a statement that failed".into(),
+            FailureKind::NoKernel => "no kernel to run".into(),
+            FailureKind::NotCompiled => "a kernel that did not compile".into(),
+            FailureKind::Check => "a check that cannot run".into(),
+        }
+    }
 }
 
 fn label(run: RunOn) -> String {
@@ -83,6 +128,13 @@ struct Planned {
     /// The kernel it launches (for a launch).
     kernel: Option<String>,
     expected: Vec<FindingKind>,
+    /// For an `expect`: it reads a `cost` record the check bound (`expect c.time_us < 50`).
+    on_cost: bool,
+}
+
+/// Whether `text` uses one of `names` as a whole word.
+fn mentions(text: &str, names: &[String]) -> bool {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| names.iter().any(|n| n == w))
 }
 
 fn plan(path: &str, check: &Check) -> Result<Vec<Planned>, Box<Failure>> {
@@ -94,9 +146,11 @@ fn plan(path: &str, check: &Check) -> Result<Vec<Planned>, Box<Failure>> {
             input: String::new(),
             output: String::new(),
             why: format!("the check cannot be read: {}", e.diag.message),
+            kind: FailureKind::Check,
         })
     })?;
     let mut planned: Vec<Planned> = Vec::new();
+    let mut costs: Vec<String> = Vec::new();
     for mut input in inputs {
         input.line += check.body.line - 1;
         let stmt = (input.kind == InputKind::Statement).then(|| script::parse_statement(0, &input.text).ok()).flatten();
@@ -105,12 +159,17 @@ fn plan(path: &str, check: &Check) -> Result<Vec<Planned>, Box<Failure>> {
             _ => None,
         };
         let launch = kernel.is_some();
+        if let Some(StmtKind::Cost { name: Some((name, _)), .. }) = stmt.as_ref().map(|s| &s.kind) {
+            costs.push(name.clone());
+        }
+        let on_cost = matches!(stmt.as_ref().map(|s| &s.kind), Some(StmtKind::Expect(Expect::Expr(_))))
+            && mentions(&input.text, &costs);
         if let Some(StmtKind::Expect(Expect::Finding(kind, _))) = stmt.map(|s| s.kind)
             && let Some(last) = planned.iter_mut().rev().find(|p| p.launch)
         {
             last.expected.push(kind);
         }
-        planned.push(Planned { input, launch, kernel, expected: Vec::new() });
+        planned.push(Planned { input, launch, kernel, expected: Vec::new(), on_cost });
     }
     Ok(planned)
 }
@@ -131,7 +190,8 @@ pub fn run(session: &mut Session, path: &str, check: &Check) -> io::Result<Outco
             return Ok(outcome);
         }
     };
-    if let Some(f) = missing_kernel(session, path, check, &planned) {
+    if let Some(f) = refused_kernel(session, path, &planned).or_else(|| missing_kernel(session, path, check, &planned))
+    {
         outcome.failure = Some(f);
         return Ok(outcome);
     }
@@ -153,6 +213,33 @@ pub fn run(session: &mut Session, path: &str, check: &Check) -> io::Result<Outco
     session.restore_state(saved);
     outcome.failure = result?;
     Ok(outcome)
+}
+
+/// A kernel the check launches whose last definition did not compile: the check would quietly
+/// run the one defined before (or none), so it says that instead of running.
+fn refused_kernel(session: &Session, path: &str, planned: &[Planned]) -> Option<Failure> {
+    let (name, at) = planned.iter().find_map(|p| {
+        let name = p.kernel.as_deref()?;
+        session.refused.iter().find(|(n, _)| n == name).map(|(n, at)| (n.clone(), *at))
+    })?;
+    let line = planned.iter().find(|p| p.kernel.as_deref() == Some(name.as_str())).map_or(0, |p| p.input.line);
+    let before = if session.module().kernel(&name).is_some() || session.module().gpu_only_kernel(&name).is_some() {
+        format!(" (the check would run the `{name}` you defined before it)")
+    } else {
+        String::new()
+    };
+    Some(Failure {
+        config: None,
+        run: String::new(),
+        at: format!("{path}:{line}"),
+        input: String::new(),
+        output: String::new(),
+        why: format!(
+            "your `{name}` did not compile (at {}){before}: fix the error shown there, then `:check` again",
+            session.sources().location(at)
+        ),
+        kind: FailureKind::NotCompiled,
+    })
 }
 
 /// A kernel the check launches that the learner has not defined: say so with the exercise's own
@@ -179,6 +266,7 @@ fn missing_kernel(session: &Session, path: &str, check: &Check, planned: &[Plann
         input: String::new(),
         output: String::new(),
         why: format!("there is no kernel `{name}` yet{yours}: {wanted}; define it, then `:check` again"),
+        kind: FailureKind::NoKernel,
     })
 }
 
@@ -191,13 +279,14 @@ fn one_run(
 ) -> io::Result<Option<Failure>> {
     session.clear_data();
     session.run_on(run);
-    let fail = |input: &Input, output: Vec<u8>, why: String| Failure {
+    let fail = |input: &Input, output: Vec<u8>, why: String, kind: FailureKind| Failure {
         config: config.map(Config::label),
         run: label(run),
         at: format!("{path}:{}", input.line),
         input: input.text.clone(),
         output: String::from_utf8_lossy(&output).into_owned(),
         why,
+        kind,
     };
     if let Some(config) = config {
         for (name, expr) in &config.bindings {
@@ -209,7 +298,12 @@ fn one_run(
             };
             let mut out = Vec::new();
             if session.eval(path, &input, &mut out)? != Status::Ok {
-                return Ok(Some(fail(&input, out, "the configuration itself cannot be made".into())));
+                return Ok(Some(fail(
+                    &input,
+                    out,
+                    "the configuration itself cannot be made".into(),
+                    FailureKind::Check,
+                )));
             }
         }
     }
@@ -221,8 +315,13 @@ fn one_run(
         let status = session.eval(path, &p.input, &mut out)?;
         match status {
             Status::Ok => {}
-            Status::ExpectFailed => return Ok(Some(fail(&p.input, out, "this expect did not hold".into()))),
-            Status::Error => return Ok(Some(fail(&p.input, out, "this statement failed".into()))),
+            Status::ExpectFailed => {
+                let kind = if p.on_cost { FailureKind::Cost } else { FailureKind::Values };
+                return Ok(Some(fail(&p.input, out, "this expect did not hold".into(), kind)));
+            }
+            Status::Error => {
+                return Ok(Some(fail(&p.input, out, "this statement failed".into(), FailureKind::Statement)));
+            }
         }
         if p.launch
             && let Some(findings) = session.last_findings()
@@ -233,7 +332,7 @@ fn one_run(
             let why = format!(
                 "the launch has {article} {name} finding: a kernel with one is wrong even when its numbers come out right"
             );
-            return Ok(Some(fail(&p.input, out, why)));
+            return Ok(Some(fail(&p.input, out, why, FailureKind::Finding(name.to_string()))));
         }
     }
     Ok(None)

@@ -42,34 +42,55 @@ impl Course {
 
     /// Every `NN-slug.md` in `dir` (other files are ignored).
     pub fn load(dir: &Path) -> Result<Course, Vec<LessonError>> {
-        let whole = |message: String| vec![LessonError { path: dir.display().to_string(), line: 0, message }];
+        match Course::read(dir) {
+            Ok((course, errors)) if errors.is_empty() => Ok(course),
+            Ok((_, errors)) => Err(errors),
+            Err(e) => Err(vec![e]),
+        }
+    }
+
+    /// The lessons of `dir` that can be read, and the problems with the others (a lesson that
+    /// does not parse, a numbered file not named `NN-slug.md`, two lessons with one number), so
+    /// that `dev check` reports every problem at once. `Err` when there is no course to speak
+    /// of: the folder is missing or unreadable, or holds no lesson files.
+    pub fn read(dir: &Path) -> Result<(Course, Vec<LessonError>), LessonError> {
+        let whole = |message: String| LessonError { path: dir.display().to_string(), line: 0, message };
         let entries = std::fs::read_dir(dir).map_err(|e| whole(format!("cannot read the course folder: {e}")))?;
         let mut files = Vec::new();
+        let mut errors = Vec::new();
+        let mut misnamed = 0;
         for entry in entries {
             let path = entry.map_err(|e| whole(format!("cannot read the course folder: {e}")))?.path();
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             let numbered = name.starts_with(|c: char| c.is_ascii_digit());
             if path.is_file() && name.ends_with(".md") && numbered && !is_lesson_file(&path) {
                 // Numbered like a lesson but not named like one: it would silently drop out.
-                return Err(vec![LessonError {
+                misnamed += 1;
+                errors.push(LessonError {
                     path: path.display().to_string(),
                     line: 0,
                     message: "not read as a lesson: a lesson's file is named NN-slug.md, two digits and lower-case words joined by `-` (e.g. `03-stencil.md`); rename it".into(),
-                }]);
+                });
+                continue;
             }
             if path.is_file() && path.extension().is_some_and(|e| e == "md") && is_lesson_file(&path) {
                 let shown = path.display().to_string();
-                let text = crate::script::input::read_script(&path).map_err(|e| {
-                    vec![LessonError { path: shown.clone(), line: 0, message: format!("cannot read it: {e}") }]
-                })?;
-                files.push((shown, text));
+                match crate::script::input::read_script(&path) {
+                    Ok(text) => files.push((shown, text)),
+                    Err(e) => {
+                        errors.push(LessonError { path: shown, line: 0, message: format!("cannot read it: {e}") })
+                    }
+                }
             }
         }
-        if files.is_empty() {
+        if files.is_empty() && misnamed == 0 && errors.is_empty() {
             return Err(whole("no lessons here: a lesson is a file named NN-slug.md (e.g. 01-first-kernel.md)".into()));
         }
         files.sort();
-        Course::from_files(dir.display().to_string(), files)
+        errors.sort_by(|a, b| a.path.cmp(&b.path));
+        let (course, more) = Course::from_files_leniently(dir.display().to_string(), files);
+        errors.extend(more);
+        Ok((course, errors))
     }
 
     /// `--course DIR` when given, else `GRIDLAB_COURSE`, else the built-in course.
@@ -81,9 +102,30 @@ impl Course {
         }
     }
 
+    /// [`Course::chosen`], read as [`Course::read`] does: the readable lessons and the problems.
+    pub fn chosen_leniently(dir: Option<&Path>) -> Result<(Course, Vec<LessonError>), LessonError> {
+        let env = std::env::var_os("GRIDLAB_COURSE").filter(|v| !v.is_empty()).map(PathBuf::from);
+        match dir.map(Path::to_path_buf).or(env) {
+            Some(dir) => Course::read(&dir),
+            None => {
+                let files = BUILTIN.iter().map(|(name, text)| (format!("lessons/{name}"), text.to_string())).collect();
+                Ok(Course::from_files_leniently("gridlab".into(), files))
+            }
+        }
+    }
+
     fn from_files(name: String, files: Vec<(String, String)>) -> Result<Course, Vec<LessonError>> {
+        let (course, errors) = Course::from_files_leniently(name, files);
+        if errors.is_empty() { Ok(course) } else { Err(errors) }
+    }
+
+    /// The lessons that parse, in order, and the errors of those that do not (and of lessons
+    /// sharing a number, which are both kept).
+    fn from_files_leniently(name: String, files: Vec<(String, String)>) -> (Course, Vec<LessonError>) {
         let mut lessons = Vec::new();
         let mut errors = Vec::new();
+        let numbers: Vec<(PathBuf, u32)> =
+            files.iter().filter_map(|(p, _)| Some((PathBuf::from(p), super::parse::file_name(p)?.0))).collect();
         for (path, text) in files {
             match parse(&path, &text) {
                 Ok(l) => lessons.push(l),
@@ -94,19 +136,8 @@ impl Course {
             errors.push(LessonError { path: name.clone(), line: 0, message: "the course has no lessons".into() });
         }
         lessons.sort_by_key(|l| l.number);
-        for pair in lessons.windows(2) {
-            if pair[0].number == pair[1].number {
-                errors.push(LessonError {
-                    path: pair[1].path.clone(),
-                    line: 0,
-                    message: format!(
-                        "lesson number {:02} is also used by {}: renumber one",
-                        pair[1].number, pair[0].path
-                    ),
-                });
-            }
-        }
-        if errors.is_empty() { Ok(Course { name, lessons }) } else { Err(errors) }
+        errors.extend(duplicate_numbers(&numbers));
+        (Course { name, lessons }, errors)
     }
 
     /// A lesson by number (`3`, `03`), id (`03-one-thread`) or slug, or a unique prefix of a slug.
@@ -136,6 +167,22 @@ impl Course {
         let ids: Vec<String> = self.lessons.iter().map(|l| format!("{} ({})", l.number, l.slug)).collect();
         ids.join(", ")
     }
+}
+
+/// Lessons of one folder that share a number (which `:lesson 3` could not tell apart): one error
+/// for each file after the first of its number. `lessons` pairs a path with its number.
+pub fn duplicate_numbers(lessons: &[(PathBuf, u32)]) -> Vec<LessonError> {
+    let mut sorted: Vec<&(PathBuf, u32)> = lessons.iter().collect();
+    sorted.sort_by(|a, b| (a.0.parent(), a.1, &a.0).cmp(&(b.0.parent(), b.1, &b.0)));
+    sorted
+        .windows(2)
+        .filter(|w| w[0].0.parent() == w[1].0.parent() && w[0].1 == w[1].1)
+        .map(|w| LessonError {
+            path: w[1].0.display().to_string(),
+            line: 0,
+            message: format!("lesson number {:02} is also used by {}: renumber one", w[1].1, w[0].0.display()),
+        })
+        .collect()
 }
 
 /// `NN-slug.md`, the only files of a folder that are lessons.

@@ -132,6 +132,66 @@ fn compare_output(
     Ok(())
 }
 
+/// A dev check's look at the starter: it must compile, and its check must fail for the reason
+/// the exercise is about (wrong values, a finding, a cost), which the transcript names.
+fn starter(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, case: &mut Case) -> io::Result<()> {
+    let (path, style, quiet) = (lesson.path.clone(), runner.style.clone(), runner.quiet());
+    if let Some(starter) = &ex.starter {
+        let mut printed = Vec::new();
+        let status = runner.session.eval_text(&path, &starter.padded(), false, &mut printed)?;
+        if status == crate::session::Status::Error {
+            let msg = format!(
+                "{path}:{}: the starter does not compile: a starter must run and fail its check for the mistake the exercise is about (wrong values, a finding, a cost)\n{}",
+                starter.line,
+                strip_ansi(&printed).trim_end()
+            );
+            writeln!(runner.out(), "{} {msg}", style.error("✗"))?;
+            runner.fail(Some(case), true, msg);
+            return Ok(());
+        }
+    }
+    let outcome = check::run(runner.session, &path, &ex.check)?;
+    match &outcome.failure {
+        // With no starter the learner starts from nothing: no kernel yet is the failure.
+        Some(f) if f.kind.is_the_lesson() || (ex.starter.is_none() && f.kind == check::FailureKind::NoKernel) => {
+            if !quiet {
+                // The place says where; the kind says why (a finding's `why` repeats its name).
+                let why = if f.place().is_empty() { f.why.clone() } else { f.place() };
+                writeln!(
+                    runner.out(),
+                    "{} the starter fails its check with {} ({why})",
+                    style.ok("✓"),
+                    f.kind.describe()
+                )?;
+            }
+        }
+        Some(f) => {
+            let msg = format!(
+                "{path}:{}: the starter fails its check only with {} ({}), not for the mistake the exercise is about: make the starter run and give wrong values, a finding or a cost",
+                ex.starter.as_ref().map_or(ex.line, |s| s.line),
+                f.kind.describe(),
+                f.why
+            );
+            writeln!(runner.out(), "{} {msg}", style.error("✗"))?;
+            runner.fail(Some(case), true, msg);
+        }
+        None => {
+            let what = if ex.starter.is_some() {
+                "the starter passes its check"
+            } else {
+                "the check passes with no kernel written"
+            };
+            let msg = format!(
+                "{path}:{}: {what}: the check does not catch the mistake the exercise is about; add a configuration that breaks it",
+                ex.line
+            );
+            writeln!(runner.out(), "{} {msg}", style.error("✗"))?;
+            runner.fail(Some(case), true, msg);
+        }
+    }
+    Ok(())
+}
+
 /// An exercise: in a dev check the starter must fail its check; then the solution must pass it.
 fn exercise(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, mode: Mode, case: &mut Case) -> io::Result<()> {
     let (path, style, quiet) = (lesson.path.clone(), runner.style.clone(), runner.quiet());
@@ -139,32 +199,7 @@ fn exercise(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, mode: Mode,
         writeln!(runner.out(), "{} {}", style.bold("exercise:"), ex.task.lines().next().unwrap_or(""))?;
     }
     if mode != Mode::Replay {
-        if let Some(starter) = &ex.starter {
-            // The starter may not even compile: then its check fails too, which is all we ask.
-            runner.session.eval_text(&path, &starter.padded(), false, &mut Vec::new())?;
-        }
-        let outcome = check::run(runner.session, &path, &ex.check)?;
-        match &outcome.failure {
-            Some(f) if !quiet => {
-                let place = f.place();
-                let place = if place.is_empty() { String::new() } else { format!("{place}: ") };
-                writeln!(runner.out(), "{} the starter fails its check ({place}{})", style.ok("✓"), f.why)?;
-            }
-            Some(_) => {}
-            None => {
-                let what = if ex.starter.is_some() {
-                    "the starter passes its check"
-                } else {
-                    "the check passes with no kernel written"
-                };
-                let msg = format!(
-                    "{path}:{}: {what}: the check does not catch the mistake the exercise is about; add a configuration that breaks it",
-                    ex.line
-                );
-                writeln!(runner.out(), "{} {msg}", style.error("✗"))?;
-                runner.fail(Some(case), true, msg);
-            }
-        }
+        starter(runner, lesson, ex, case)?;
     }
     run_code(runner, lesson, &ex.solution, case)?;
     let outcome = check::run(runner.session, &path, &ex.check)?;
@@ -172,7 +207,15 @@ fn exercise(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, mode: Mode,
     write!(buf, "{} ", style.bold("check:"))?;
     check::write(&mut buf, &outcome, &style)?;
     if !outcome.passed() {
-        let msg = format!("{path}:{}: the solution fails its check\n{}", ex.line, strip_ansi(&buf));
+        // The first line says what failed, for a CI report's one-line message.
+        let what = outcome.failure.as_ref().map_or(String::new(), |f| {
+            let place = if f.place().is_empty() { String::new() } else { format!("{}: ", f.place()) };
+            match (f.input.lines().next(), f.output.lines().map(str::trim).find(|l| !l.is_empty())) {
+                (Some(input), Some(said)) => format!(": {place}`{input}`: {said}"),
+                _ => format!(": {place}{}", f.why),
+            }
+        });
+        let msg = format!("{path}:{}: the solution fails its check{what}\n{}", ex.line, strip_ansi(&buf));
         runner.fail(Some(case), true, msg);
     }
     if !quiet || !outcome.passed() {

@@ -124,12 +124,14 @@ impl<'a> Runner<'a> {
                 let mut text =
                     format!("{name}:{}\n{}{}", input.line, String::from_utf8_lossy(&plain), strip_ansi(&buf[echoed..]));
                 if expect == Expect::Refusal {
-                    text.push_str("this input ran, but its block says `error`: gridlab should have refused it\n");
-                    writeln!(
-                        buf,
-                        "{}",
-                        self.style.error("expected an error: the block says `error`, but this input ran")
-                    )?;
+                    // A kernel that compiles and a statement that runs, each named as what it did.
+                    let did = if input.kind == crate::script::InputKind::Cuda { "compiled" } else { "ran" };
+                    let msg = format!(
+                        "{name}:{}: expected an error: the block says `error`, but this input {did}; fix the block or drop `error` from its tag",
+                        input.line
+                    );
+                    text.push_str(&format!("{msg}\n"));
+                    writeln!(buf, "{}", self.style.error(&msg))?;
                 }
                 let counts_as_expect = status == Status::ExpectFailed || expect == Expect::Refusal;
                 self.fail(case.as_deref_mut(), counts_as_expect, text);

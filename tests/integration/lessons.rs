@@ -30,8 +30,12 @@ fn replaying_a_course_runs_every_step_and_reports_each_one() {
     assert!(run.stdout.ends_with("replayed 2 lessons\n2 passed, 0 failed\n"), "{}", run.stdout);
     let xml = std::fs::read_to_string(junit).unwrap();
     assert!(xml.contains("tests=\"4\" failures=\"0\""), "{xml}");
-    for step in ["01-fill step 1: A kernel", "01-fill step 2: Your turn", "02-guard step 2: Make it atomic"] {
-        assert!(xml.contains(&format!("name=\"{step}\"")), "{step} in {xml}");
+    for step in [
+        "classname=\"01-fill\" name=\"step 1: A kernel\"",
+        "classname=\"01-fill\" name=\"step 2: Your turn\"",
+        "classname=\"02-guard\" name=\"step 2: Make it atomic\"",
+    ] {
+        assert!(xml.contains(step), "{step} in {xml}");
     }
 }
 
@@ -39,9 +43,9 @@ fn replaying_a_course_runs_every_step_and_reports_each_one() {
 fn dev_check_passes_a_sound_course_and_catches_a_check_that_can_be_fooled() {
     let run = gridlab().args(["dev", "check", COURSE, "--backend", "sim"]).run();
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    assert!(
-        run.stdout.contains("✓ the starter fails its check (with n = 100, blocks = 4, threads = 32, on sim seed 1")
-    );
+    assert!(run.stdout.contains(
+        "✓ the starter fails its check with a race finding (with n = 100, blocks = 4, threads = 32, on sim seed 1"
+    ));
     assert!(
         run.stdout.contains("checked 2 lessons (2 exercises) of tests/fixtures/course: 2 sound, 0 with problems in "),
         "{}",
@@ -248,7 +252,11 @@ fn error_blocks_must_be_refused() {
     std::fs::write(dir.path().join("01-limits.md"), lesson.replace("k<<<1, 2048>>>(a)", "k<<<1, 32>>>(a)")).unwrap();
     let run = gridlab().args(["replay", dir.path().to_str().unwrap(), "--backend", "sim"]).run();
     assert_eq!(run.code, 1, "a launch that runs in an error block fails:\n{}", run.stdout);
-    assert!(run.stdout.contains("expected an error: the block says `error`, but this input ran"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("01-limits.md:16: expected an error: the block says `error`, but this input ran"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
