@@ -5,6 +5,9 @@
 //   INT_MIN, UINT_MAX (only where NVRTC does not define them already).
 // - assert(cond): stops the kernel with a message naming the condition, file and line, as
 //   <assert.h> does under nvcc.
+// - The fixed-width integers of <stdint.h> (int8_t ... uint64_t), which the simulator knows
+//   without a header: the same types glibc's header declares, so a kernel that includes it or
+//   declares them itself still compiles (C++ allows a typedef to be repeated with the same type).
 // - gridlab_global_index(): blockIdx.x * blockDim.x + threadIdx.x, Numba's cuda.grid(1).
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
@@ -34,4 +37,12 @@
 extern "C" __device__ void __assertfail(const char *message, const char *file, unsigned line, const char *function, unsigned long long char_size);
 #define assert(e) ((e) ? (void)0 : __assertfail(#e, __FILE__, __LINE__, __func__, sizeof(char)))
 #endif
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long int64_t;
+typedef unsigned long uint64_t;
 __device__ __forceinline__ unsigned gridlab_global_index() { return blockIdx.x * blockDim.x + threadIdx.x; }

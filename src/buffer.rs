@@ -131,6 +131,11 @@ impl Buffer {
             DType::U32 => Num::Int(u32::from_le_bytes(b.try_into().unwrap()) as i128),
             DType::I64 => Num::Int(i64::from_le_bytes(b.try_into().unwrap()) as i128),
             DType::U64 => Num::Int(u64::from_le_bytes(b.try_into().unwrap()) as i128),
+            DType::Bool => Num::Int((b[0] != 0) as i128),
+            DType::I8 => Num::Int(b[0] as i8 as i128),
+            DType::U8 => Num::Int(b[0] as i128),
+            DType::I16 => Num::Int(i16::from_le_bytes(b.try_into().unwrap()) as i128),
+            DType::U16 => Num::Int(u16::from_le_bytes(b.try_into().unwrap()) as i128),
         }
     }
 
@@ -152,6 +157,10 @@ impl Buffer {
             DType::U32 => dst.copy_from_slice(&(as_int(v) as u32).to_le_bytes()),
             DType::I64 => dst.copy_from_slice(&(as_int(v) as i64).to_le_bytes()),
             DType::U64 => dst.copy_from_slice(&(as_int(v) as u64).to_le_bytes()),
+            // C's conversion to bool: any nonzero value (NaN too) is true.
+            DType::Bool => dst[0] = (v.as_f64() != 0.0) as u8,
+            DType::I8 | DType::U8 => dst[0] = as_int(v) as u8,
+            DType::I16 | DType::U16 => dst.copy_from_slice(&(as_int(v) as u16).to_le_bytes()),
         }
     }
 
@@ -176,6 +185,7 @@ impl Buffer {
         match self.dtype {
             DType::F32 => self.bytes[i * 4..i * 4 + 4].copy_from_slice(&(x as f32).to_le_bytes()),
             DType::F64 => self.bytes[i * 8..i * 8 + 8].copy_from_slice(&x.to_le_bytes()),
+            DType::Bool => self.bytes[i] = (x != 0.0) as u8,
             _ => self.set_int(i, x.trunc() as i128),
         }
     }
@@ -186,6 +196,9 @@ impl Buffer {
         match self.dtype {
             DType::I32 | DType::U32 => self.bytes[i * 4..i * 4 + 4].copy_from_slice(&(x as u32).to_le_bytes()),
             DType::I64 | DType::U64 => self.bytes[i * 8..i * 8 + 8].copy_from_slice(&(x as u64).to_le_bytes()),
+            DType::I16 | DType::U16 => self.bytes[i * 2..i * 2 + 2].copy_from_slice(&(x as u16).to_le_bytes()),
+            DType::I8 | DType::U8 => self.bytes[i] = x as u8,
+            DType::Bool => self.bytes[i] = (x != 0) as u8,
             DType::F32 | DType::F64 => self.set_f64(i, x as f64),
         }
     }

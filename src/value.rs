@@ -176,6 +176,11 @@ pub fn wrap(v: i128, dtype: DType) -> i128 {
         DType::U32 => v as u32 as i128,
         DType::I64 => v as i64 as i128,
         DType::U64 => v as u64 as i128,
+        DType::Bool => (v != 0) as i128,
+        DType::I8 => v as i8 as i128,
+        DType::U8 => v as u8 as i128,
+        DType::I16 => v as i16 as i128,
+        DType::U16 => v as u16 as i128,
         DType::F32 | DType::F64 => v,
     }
 }

@@ -19,6 +19,8 @@ pub enum Scalar {
     Bool,
     I8,
     U8,
+    I16,
+    U16,
     I32,
     U32,
     I64,
@@ -41,6 +43,8 @@ impl Scalar {
             (Some("double"), false, 0) => Some(Scalar::F64),
             (Some("size_t"), false, 0) => Some(Scalar::U64),
             (Some("char"), _, 0) => Some(if unsigned { Scalar::U8 } else { Scalar::I8 }),
+            // `short` and `short int`: the parser gives the base `short` for both.
+            (Some("short"), _, 0) => Some(if unsigned { Scalar::U16 } else { Scalar::I16 }),
             (None | Some("int"), _, 0) if base.is_some() || sign => {
                 Some(if unsigned { Scalar::U32 } else { Scalar::I32 })
             }
@@ -52,6 +56,7 @@ impl Scalar {
     pub fn size(self) -> u32 {
         match self {
             Scalar::Bool | Scalar::I8 | Scalar::U8 => 1,
+            Scalar::I16 | Scalar::U16 => 2,
             Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
             Scalar::I64 | Scalar::U64 | Scalar::F64 => 8,
         }
@@ -66,7 +71,7 @@ impl Scalar {
     }
 
     pub fn is_signed(self) -> bool {
-        matches!(self, Scalar::I8 | Scalar::I32 | Scalar::I64 | Scalar::F32 | Scalar::F64)
+        matches!(self, Scalar::I8 | Scalar::I16 | Scalar::I32 | Scalar::I64 | Scalar::F32 | Scalar::F64)
     }
 
     /// The C spelling, for messages: `float`, `unsigned int`, `long long`.
@@ -75,6 +80,8 @@ impl Scalar {
             Scalar::Bool => "bool",
             Scalar::I8 => "char",
             Scalar::U8 => "unsigned char",
+            Scalar::I16 => "short",
+            Scalar::U16 => "unsigned short",
             Scalar::I32 => "int",
             Scalar::U32 => "unsigned int",
             Scalar::I64 => "long long",

@@ -46,7 +46,25 @@ const TYPE_WORDS: &[&str] = &[
     "int64_t",
     "uint8_t",
     "int8_t",
+    "uint16_t",
+    "int16_t",
 ];
+
+/// The fixed-width integer names of `<stdint.h>`, which CUDA code uses without a typedef of its
+/// own (NVRTC gets them from gridlab's prelude), and the type each is.
+fn fixed_width(name: &str) -> Option<Scalar> {
+    Some(match name {
+        "int8_t" => Scalar::I8,
+        "uint8_t" => Scalar::U8,
+        "int16_t" => Scalar::I16,
+        "uint16_t" => Scalar::U16,
+        "int32_t" => Scalar::I32,
+        "uint32_t" => Scalar::U32,
+        "int64_t" => Scalar::I64,
+        "uint64_t" => Scalar::U64,
+        _ => return None,
+    })
+}
 
 /// Spellings offered as suggestions for a misspelt type.
 pub const TYPE_NAMES: &[&str] =
@@ -87,7 +105,6 @@ fn is_vector_type(name: &str) -> bool {
 /// (The construct the error is marked with is the name itself.)
 fn unsupported_type(name: &str) -> Option<(String, &'static str)> {
     let (msg, help) = match name {
-        "short" => ("`short` is not supported by the simulator".into(), "use `int`"),
         "auto" => ("`auto` is not supported by the simulator".into(), "write the type, e.g. `float x = ...`"),
         "dim3" => (
             "`dim3` variables are not supported in kernels".into(),
@@ -96,10 +113,6 @@ fn unsupported_type(name: &str) -> Option<(String, &'static str)> {
         "half" | "__half" | "half2" | "__half2" | "__nv_bfloat16" | "__nv_bfloat162" => {
             (format!("`{name}` runs on the GPU backend only"), "use `float` in the simulator")
         }
-        "uint32_t" | "int32_t" | "uint64_t" | "int64_t" | "uint8_t" | "int8_t" => (
-            format!("`{name}` is not supported by the simulator"),
-            "use `int`, `unsigned`, `long long`, `unsigned long long`, `char` or `unsigned char`",
-        ),
         n if is_vector_type(n) => {
             (format!("vector types run on the GPU backend only (`{n}`)"), "use separate scalar variables or arrays")
         }
@@ -339,18 +352,37 @@ impl Parser<'_> {
                 "unsigned" => unsigned = true,
                 "signed" => signed = true,
                 "long" => longs += 1,
-                "void" | "bool" | "char" | "int" | "float" | "double" | "size_t" if base.is_none() => {
+                // `short int` is `short`.
+                "int" if base == Some("short") => {}
+                "void" | "bool" | "char" | "short" | "int" | "float" | "double" | "size_t" if base.is_none() => {
                     base = Some(match w.as_str() {
                         "void" => "void",
                         "bool" => "bool",
                         "char" => "char",
+                        "short" => "short",
                         "int" => "int",
                         "float" => "float",
                         "double" => "double",
                         _ => "size_t",
                     })
                 }
-                "void" | "bool" | "char" | "int" | "float" | "double" | "size_t" => {
+                w if fixed_width(w).is_some()
+                    && base.is_none()
+                    && from_typedef.is_none()
+                    && !unsigned
+                    && !signed
+                    && longs == 0 =>
+                {
+                    let s = fixed_width(w).expect("checked");
+                    from_typedef = Some(TypeName {
+                        base: Some(s),
+                        is_const: false,
+                        ptrs: Vec::new(),
+                        restrict: false,
+                        span: self.span(),
+                    });
+                }
+                "void" | "bool" | "char" | "short" | "int" | "float" | "double" | "size_t" => {
                     return Err(Diagnostic::error("two types in one declaration")
                         .at(self.span())
                         .label("a second type")

@@ -599,6 +599,8 @@ fn scalar_of(words: &[&str]) -> Option<Scalar> {
         [w] => match *w {
             "int8_t" => Some(Scalar::I8),
             "uint8_t" => Some(Scalar::U8),
+            "int16_t" => Some(Scalar::I16),
+            "uint16_t" => Some(Scalar::U16),
             "int32_t" => Some(Scalar::I32),
             "uint32_t" => Some(Scalar::U32),
             "int64_t" | "ptrdiff_t" => Some(Scalar::I64),
@@ -610,10 +612,16 @@ fn scalar_of(words: &[&str]) -> Option<Scalar> {
     if fixed.is_some() {
         return fixed;
     }
-    if words.iter().any(|w| !TYPE_WORDS.contains(w)) || words.contains(&"short") {
+    if words.iter().any(|w| !TYPE_WORDS.contains(w)) {
         return None;
     }
-    let bases: Vec<&str> = words.iter().copied().filter(|w| !matches!(*w, "signed" | "unsigned" | "long")).collect();
+    // `short int` is `short`.
+    let short = words.contains(&"short");
+    let bases: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| !(matches!(*w, "signed" | "unsigned" | "long") || (short && *w == "int")))
+        .collect();
     if bases.len() > 1 {
         return None;
     }
@@ -698,6 +706,7 @@ mod tests {
 
     #[test]
     fn parameters_gridlab_cannot_pass_are_kept_with_their_spelling() {
+        // `short` can be passed: it is there to show that it is.
         let k = kernel("__global__ void k(float4 *v, Particle p, float **pp, const Vec<float, 3> &r, short s, int n)");
         let got: Vec<(&str, &str, bool)> =
             k.params.iter().map(|p| (p.name.as_str(), p.c_type.as_str(), p.ty.is_some())).collect();
@@ -708,7 +717,7 @@ mod tests {
                 ("p", "Particle", false),
                 ("pp", "float **", false),
                 ("r", "const Vec<float, 3> &", false),
-                ("s", "short", false),
+                ("s", "short", true),
                 ("n", "int", true),
             ]
         );

@@ -419,7 +419,6 @@ fn unsupported_constructs_say_what_they_are() {
         ("__global__ void k(int *a) { goto end; }", "goto is not supported"),
         ("__global__ void k(float *a) { float4 v; }", "vector types run on the GPU backend only"),
         ("__global__ void k(float *a) { dim3 b; }", "`dim3` variables are not supported"),
-        ("__global__ void k(float *a) { short s = 1; }", "`short` is not supported"),
         ("__global__ int k(float *a) { return 1; }", "kernels must return void"),
         ("__global__ void k(float *a) { float x = 1; float *p = &x; }", "cannot take the address of the register"),
         ("__global__ void k(const float *a) { a[0] = 1; }", "cannot assign here"),
@@ -782,4 +781,14 @@ fn includes_that_would_read_a_file_are_refused() {
     module(
         "#include <cuda_fp16.h>\n#include <cstdio>\n#include <cooperative_groups.h>\n__global__ void k(float *a) { a[0] = 1; }\n",
     );
+}
+
+#[test]
+fn short_and_fixed_width_integers_are_types() {
+    let m = module(
+        "typedef unsigned char uint8_t;\n__global__ void k(uint8_t *a, int16_t *b, unsigned short int *c, short *d, bool *e) { short int s = 2; a[0] = s; }",
+    );
+    let k = m.program().function("k").unwrap().1;
+    let tys: Vec<String> = k.params.iter().map(|p| p.ty.c_name()).collect();
+    assert_eq!(tys, ["unsigned char *", "short *", "unsigned short *", "short *", "bool *"]);
 }

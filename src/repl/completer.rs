@@ -292,7 +292,7 @@ mod tests {
     #[test]
     fn statements_complete_names_dtypes_and_functions() {
         assert_eq!(values("let b = copy(s", &names()), vec!["scale", "sums", "sizeof", "sqrt", "sum"]);
-        assert_eq!(values("let b = zeros(4, i", &names()), vec!["i32", "i64", "int"]);
+        assert_eq!(values("let b = zeros(4, i", &names()), vec!["i16", "i32", "i64", "i8", "int"]);
         assert_eq!(values("ad", &names()), vec!["add"]);
         assert_eq!(values("add<<<1, 4>>>(", &names()), vec!["a", "out", "sums", "n"]);
         assert!(values("let x = ", &names()).is_empty());

@@ -213,12 +213,12 @@ fn promote(a: DType, b: DType) -> DType {
             }
             _ => {
                 let (s, u) = if a.is_signed() { (a, b) } else { (b, a) };
-                if u == U64 {
-                    F64
-                } else if s.size() > u.size() {
+                if s.size() > u.size() {
                     s
                 } else {
-                    I64
+                    // numpy: the signed type twice as wide as the unsigned one holds both
+                    // (`u8` with `i8` is `i16`); nothing holds `u64` with a signed type.
+                    u.wider_signed().unwrap_or(F64)
                 }
             }
         },
@@ -257,6 +257,12 @@ enum Lane<'v, T> {
     U32(&'v [u8]),
     I64(&'v [u8]),
     U64(&'v [u8]),
+    I8(&'v [u8]),
+    U8(&'v [u8]),
+    I16(&'v [u8]),
+    U16(&'v [u8]),
+    /// A `bool` buffer's bytes (0 or 1, any nonzero byte read as true as C does).
+    ByteBools(&'v [u8]),
     Bools(&'v [bool]),
 }
 
@@ -330,6 +336,11 @@ impl<T: LaneValue> Lane<'_, T> {
             Lane::U32(b) => T::of_u64(u32::from_le_bytes(four(b, i)) as u64),
             Lane::I64(b) => T::of_i64(i64::from_le_bytes(eight(b, i))),
             Lane::U64(b) => T::of_u64(u64::from_le_bytes(eight(b, i))),
+            Lane::I8(b) => T::of_i64(b[i] as i8 as i64),
+            Lane::U8(b) => T::of_u64(b[i] as u64),
+            Lane::I16(b) => T::of_i64(i16::from_le_bytes([b[2 * i], b[2 * i + 1]]) as i64),
+            Lane::U16(b) => T::of_u64(u16::from_le_bytes([b[2 * i], b[2 * i + 1]]) as u64),
+            Lane::ByteBools(b) => T::of_bool(b[i] != 0),
             Lane::Bools(v) => T::of_bool(v[i]),
         }
     }
@@ -345,6 +356,11 @@ fn elems<'v, T>(a: &'v Array<'_>) -> Lane<'v, T> {
             DType::U32 => Lane::U32(b.bytes()),
             DType::I64 => Lane::I64(b.bytes()),
             DType::U64 => Lane::U64(b.bytes()),
+            DType::I8 => Lane::I8(b.bytes()),
+            DType::U8 => Lane::U8(b.bytes()),
+            DType::I16 => Lane::I16(b.bytes()),
+            DType::U16 => Lane::U16(b.bytes()),
+            DType::Bool => Lane::ByteBools(b.bytes()),
         },
         Data::Bool(v) => Lane::Bools(v),
     }
@@ -1606,12 +1622,7 @@ impl<'a> Cx<'a> {
             }
         };
         if wrap(i, dtype) != i {
-            let (lo, hi) = match dtype {
-                DType::I32 => (i32::MIN as i128, i32::MAX as i128),
-                DType::U32 => (0, u32::MAX as i128),
-                DType::I64 => (i64::MIN as i128, i64::MAX as i128),
-                _ => (0, u64::MAX as i128),
-            };
+            let (lo, hi) = dtype.int_range().unwrap_or((0, u64::MAX as i128));
             return Err(Diagnostic::error(format!("{i} does not fit in `{name}`'s {dtype} elements{which}"))
                 .at(value.span)
                 .help(if dtype.size() < 8 {
@@ -1891,8 +1902,8 @@ fn nan_max(a: f64, b: f64) -> f64 {
 /// numpy sums small integer types in 64 bits.
 fn sum_dtype(d: DType) -> DType {
     match d {
-        DType::I32 => DType::I64,
-        DType::U32 => DType::U64,
+        DType::I32 | DType::I16 | DType::I8 | DType::Bool => DType::I64,
+        DType::U32 | DType::U16 | DType::U8 => DType::U64,
         d => d,
     }
 }

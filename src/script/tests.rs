@@ -201,6 +201,26 @@ fn numpy_semantics_and_dtypes() {
     );
 }
 
+/// Narrow and boolean dtypes: buffers of `unsigned char`, `short`, `bool`... keep their type in
+/// arithmetic with Python numbers and wrap as C does; mixed signedness widens as numpy does.
+#[test]
+fn narrow_dtypes_keep_their_type_and_wrap() {
+    let v = ev("array([250, 3], u8) + 10").unwrap();
+    assert_eq!(v.type_name(), "u8[2]");
+    assert_eq!(floats(&v), vec![4.0, 13.0]);
+    assert_eq!(floats(&ev("array([127], i8) + 1").unwrap()), vec![-128.0]);
+    assert_eq!(floats(&ev("array([65535], u16) * 2").unwrap()), vec![65534.0]);
+    assert_eq!(ev("array([1], u8) + array([1], i8)").unwrap().type_name(), "i16[1]");
+    assert_eq!(ev("array([1], u16) + array([1], i16)").unwrap().type_name(), "i32[1]");
+    assert_eq!(ev("array([1], u8) + array([1], i32)").unwrap().type_name(), "i32[1]");
+    assert_eq!(ev("array([1], u64) + array([1], i8)").unwrap().type_name(), "f64[1]");
+    assert_eq!(ev("sum(array([200, 200], u8))").unwrap(), Value::Int(400));
+    let b = ev("array([2, 0, -1], bool)").unwrap();
+    assert_eq!(b.type_name(), "bool[3]");
+    assert_eq!(floats(&b), vec![1.0, 0.0, 1.0]);
+    assert_eq!(ev("zeros(3, i16)").unwrap().type_name(), "i16[3]");
+}
+
 /// `/` between integers is C's division, as in the kernel beside it and in CUDA host code; a
 /// float on either side makes a float division, as in C.
 #[test]

@@ -424,8 +424,9 @@ impl Session {
                 buf.dtype().c_name()
             ))),
             None => Err(Diagnostic::error(format!(
-                "parameter `{param}` has type `{}`; gridlab passes buffers of f32, f64, i32, u32, i64 or u64",
-                ty.c_name()
+                "parameter `{param}` has type `{}`; gridlab passes buffers of {}",
+                ty.c_name(),
+                DType::ALL.map(DType::name).join(", ")
             ))
             .at(e.span)),
         }
@@ -451,6 +452,8 @@ impl Session {
                 Scalar::Bool => (0, 1),
                 Scalar::I8 => (i8::MIN.into(), i8::MAX.into()),
                 Scalar::U8 => (0, u8::MAX.into()),
+                Scalar::I16 => (i16::MIN.into(), i16::MAX.into()),
+                Scalar::U16 => (0, u16::MAX.into()),
                 Scalar::I32 => (i32::MIN.into(), i32::MAX.into()),
                 Scalar::U32 => (0, u32::MAX.into()),
                 Scalar::I64 => (i64::MIN.into(), i64::MAX.into()),
@@ -474,6 +477,8 @@ impl Session {
                 },
                 Scalar::I8 => ScalarArg::I8(i8::try_from(i).map_err(|_| range_err(s))?),
                 Scalar::U8 => ScalarArg::U8(u8::try_from(i).map_err(|_| range_err(s))?),
+                Scalar::I16 => ScalarArg::I16(i16::try_from(i).map_err(|_| range_err(s))?),
+                Scalar::U16 => ScalarArg::U16(u16::try_from(i).map_err(|_| range_err(s))?),
                 Scalar::I32 => ScalarArg::I32(i32::try_from(i).map_err(|_| range_err(s))?),
                 Scalar::U32 => ScalarArg::U32(u32::try_from(i).map_err(|_| range_err(s))?),
                 Scalar::I64 => ScalarArg::I64(i64::try_from(i).map_err(|_| range_err(s))?),
@@ -513,7 +518,11 @@ fn dtype_of(s: Scalar) -> Option<DType> {
         Scalar::U32 => DType::U32,
         Scalar::I64 => DType::I64,
         Scalar::U64 => DType::U64,
-        Scalar::Bool | Scalar::I8 | Scalar::U8 => return None,
+        Scalar::Bool => DType::Bool,
+        Scalar::I8 => DType::I8,
+        Scalar::U8 => DType::U8,
+        Scalar::I16 => DType::I16,
+        Scalar::U16 => DType::U16,
     })
 }
 

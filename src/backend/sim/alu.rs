@@ -109,8 +109,8 @@ pub fn bin(op: BinaryOp, ty: Scalar, a: u64, b: u64) -> Option<u64> {
         }
         Scalar::I32 => int_bin!(op, a, b, i32, u32, 32, |r: i32| r as i64 as u64),
         Scalar::U32 => int_bin!(op, a, b, u32, u32, 32, |r: u32| r as u64),
-        Scalar::I64 | Scalar::I8 => int_bin!(op, a, b, i64, u64, 64, |r: i64| r as u64),
-        Scalar::U64 | Scalar::U8 | Scalar::Bool => int_bin!(op, a, b, u64, u64, 64, |r: u64| r),
+        Scalar::I64 | Scalar::I8 | Scalar::I16 => int_bin!(op, a, b, i64, u64, 64, |r: i64| r as u64),
+        Scalar::U64 | Scalar::U8 | Scalar::U16 | Scalar::Bool => int_bin!(op, a, b, u64, u64, 64, |r: u64| r),
     }
 }
 
@@ -147,6 +147,8 @@ pub fn cvt(v: u64, from: Scalar, to: Scalar) -> u64 {
             Scalar::F64 => f.to_bits(),
             Scalar::I8 => f as i8 as i64 as u64,
             Scalar::U8 => f as u8 as u64,
+            Scalar::I16 => f as i16 as i64 as u64,
+            Scalar::U16 => f as u16 as u64,
             Scalar::I32 => f as i32 as i64 as u64,
             Scalar::U32 => f as u32 as u64,
             Scalar::I64 => f as i64 as u64,
@@ -162,6 +164,8 @@ pub fn cvt(v: u64, from: Scalar, to: Scalar) -> u64 {
         Scalar::F64 => (v as f64).to_bits(),
         Scalar::I8 => v as i8 as i64 as u64,
         Scalar::U8 => v as u8 as u64,
+        Scalar::I16 => v as i16 as i64 as u64,
+        Scalar::U16 => v as u16 as u64,
         Scalar::I32 => v as i32 as i64 as u64,
         Scalar::U32 => v as u32 as u64,
         Scalar::I64 | Scalar::U64 => v,

@@ -938,7 +938,7 @@ impl Compiler<'_> {
                     let lty = self.scalar(&lhs.ty, lhs.span)?;
                     // Small types step in `int`, as C's promotions say.
                     let wty = match lty {
-                        Scalar::Bool | Scalar::I8 | Scalar::U8 => Scalar::I32,
+                        Scalar::Bool | Scalar::I8 | Scalar::U8 | Scalar::I16 | Scalar::U16 => Scalar::I32,
                         t => t,
                     };
                     let one = match wty {

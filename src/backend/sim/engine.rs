@@ -186,6 +186,7 @@ fn read(bytes: &[u8], ty: Scalar) -> u64 {
     match ty {
         Scalar::Bool => (v != 0) as u64,
         Scalar::I8 => v as i8 as i64 as u64,
+        Scalar::I16 => v as i16 as i64 as u64,
         Scalar::I32 => v as i32 as i64 as u64,
         _ => v,
     }
@@ -1392,7 +1393,7 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
         let num = |bits: u64, ty: Scalar| match ty {
             Scalar::F32 => Num::Float(f32x(bits) as f64),
             Scalar::F64 => Num::Float(f64::from_bits(bits)),
-            Scalar::I8 | Scalar::I32 | Scalar::I64 => {
+            Scalar::I8 | Scalar::I16 | Scalar::I32 | Scalar::I64 => {
                 Num::Int(read(&bits.to_le_bytes()[..ty.size() as usize], ty) as i64 as i128)
             }
             _ => Num::Int(read(&bits.to_le_bytes()[..ty.size() as usize], ty) as i128),

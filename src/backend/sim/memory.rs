@@ -232,6 +232,8 @@ pub fn poison(ty: Scalar) -> u64 {
         Scalar::Bool => 1,
         Scalar::I8 => POISON_INT as u8 as i8 as i64 as u64,
         Scalar::U8 => POISON_INT as u8 as u64,
+        Scalar::I16 => POISON_INT as u16 as i16 as i64 as u64,
+        Scalar::U16 => POISON_INT as u16 as u64,
         Scalar::I32 => POISON_INT as u32 as i32 as i64 as u64,
         Scalar::U32 => POISON_INT as u32 as u64,
         Scalar::I64 | Scalar::U64 => POISON_INT,

@@ -14,6 +14,8 @@ pub(super) fn wrap(v: i128, s: Scalar) -> i128 {
         Scalar::Bool => (v != 0) as i128,
         Scalar::I8 => v as i8 as i128,
         Scalar::U8 => v as u8 as i128,
+        Scalar::I16 => v as i16 as i128,
+        Scalar::U16 => v as u16 as i128,
         Scalar::I32 => v as i32 as i128,
         Scalar::U32 => v as u32 as i128,
         Scalar::I64 => v as i64 as i128,

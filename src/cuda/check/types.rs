@@ -27,7 +27,7 @@ pub(super) fn object_const(tn: &TypeName, extra_ptrs: &[bool]) -> bool {
 
 pub(super) fn promote(s: Scalar) -> Scalar {
     match s {
-        Scalar::Bool | Scalar::I8 | Scalar::U8 => Scalar::I32,
+        Scalar::Bool | Scalar::I8 | Scalar::U8 | Scalar::I16 | Scalar::U16 => Scalar::I32,
         s => s,
     }
 }
