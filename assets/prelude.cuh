@@ -6,8 +6,9 @@
 // - assert(cond): stops the kernel with a message naming the condition, file and line, as
 //   <assert.h> does under nvcc.
 // - The fixed-width integers of <stdint.h> (int8_t ... uint64_t), which the simulator knows
-//   without a header: the same types glibc's header declares, so a kernel that includes it or
-//   declares them itself still compiles (C++ allows a typedef to be repeated with the same type).
+//   without a header: the same types CUDA's own <cuda/std/cstdint> declares under NVRTC (64-bit
+//   ones are `long long`, not glibc's `long`), because cooperative groups include that header
+//   and C++ allows a typedef to be repeated only with the same type.
 // - gridlab_global_index(): blockIdx.x * blockDim.x + threadIdx.x, Numba's cuda.grid(1).
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
@@ -43,6 +44,6 @@ typedef short int16_t;
 typedef unsigned short uint16_t;
 typedef int int32_t;
 typedef unsigned int uint32_t;
-typedef long int64_t;
-typedef unsigned long uint64_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
 __device__ __forceinline__ unsigned gridlab_global_index() { return blockIdx.x * blockDim.x + threadIdx.x; }
