@@ -159,7 +159,7 @@ impl Shown {
     /// Whether `printed` (what the block printed, without colour) shows this block's lines, in
     /// order. Spaces and line breaks count as one space, so a line the terminal wrapped still
     /// matches; `...` stands for any text; words and numbers match whole (`4` is not found in
-    /// `1024`, `4.8...` is not found in `4.9023438`). On failure, the first line not found.
+    /// `1024`, `4.8...` is not found in `4.90234375`). On failure, the first line not found.
     pub fn check(&self, printed: &str) -> Result<(), String> {
         let tidy = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
         let printed = tidy(printed);
@@ -252,7 +252,7 @@ mod tests {
 
     #[test]
     fn output_blocks_match_lines_in_order_whole_words_and_wrapped_lines() {
-        let printed = "blocks = 4\nblocks * 256 = 1024\n(n + 255) / 256 = 4.9023438\nfinding: 24 threads read past the end of `a`\n  (length 1000): indices 1000..1023\n";
+        let printed = "blocks = 4\nblocks * 256 = 1024\n(n + 255) / 256 = 4.90234375\nfinding: 24 threads read past the end of `a`\n  (length 1000): indices 1000..1023\n";
         assert_eq!(shown("blocks = 4\n\nblocks * 256 = 1024\n").check(printed), Ok(()));
         // Spaces and the line the terminal wrapped count as one space.
         assert_eq!(

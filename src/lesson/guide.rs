@@ -186,7 +186,11 @@ impl Guide {
                 writeln!(
                     out,
                     "{}",
-                    style.dim("(your code is back in the editor: fix it and press Enter, or Ctrl-C clears it)")
+                    style.dim(&crate::diag::wrap(
+                        "(your code is back in the editor: fix it and press Enter, or Ctrl-C clears it)",
+                        style.width,
+                        0
+                    ))
                 )?;
             } else if set_aside {
                 self.suggestion = self.offered.as_ref().map(|(offered, _)| offered.clone());
@@ -817,10 +821,19 @@ pub fn cmd_check(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Res
             Ok(Status::Ok)
         } else {
             let hint = if ex.hints.is_empty() { "" } else { " `:hint` helps," };
+            // The kernel to change goes back in the editor, rather than two Up presses away.
+            let draft = g.draft.as_ref().filter(|(l, s, _)| (*l, *s) == (g.lesson, g.step));
+            let back = match draft {
+                Some((_, _, code)) => {
+                    g.suggestion = Some(code.clone());
+                    "Your kernel is back in the editor: change it, Enter redefines it, then `:check` again;"
+                }
+                None => "Change your kernel and `:check` again;",
+            };
             writeln!(
                 out,
                 "{}",
-                style.dim(&format!("Change your kernel and `:check` again;{hint} `:solution` shows one."))
+                style.dim(&crate::diag::wrap(&format!("{back}{hint} `:solution` shows one."), style.width, 0))
             )?;
             Ok(Status::ExpectFailed)
         }

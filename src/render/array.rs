@@ -70,11 +70,16 @@ pub fn write_value<W: Write + ?Sized>(out: &mut W, label: &str, v: &Value, opts:
 }
 
 /// A float scalar, Python-style (`2.0`, `0.5`). A value that is exactly an `f32` (an element of
-/// an `f32` array, most likely) prints with `f32`'s shortest digits: `0.1`, not
-/// `0.10000000149011612`.
+/// an `f32` array, most likely) and needs more digits than an `f32` holds prints with `f32`'s
+/// shortest digits: `0.1`, not `0.10000000149011612`. One that is exact in a few digits keeps
+/// them: `1255 / 256.0` is `4.90234375`, not the rounded `4.9023438`.
 pub fn scalar_float(f: f64) -> String {
-    let dtype = if f.is_finite() && (f as f32) as f64 == f { DType::F32 } else { DType::F64 };
-    let s = format_float(f, dtype);
+    // 9 significant digits tell any two f32 values apart; more than that is f64 noise.
+    let exact = format_float(f, DType::F64);
+    let digits = exact.trim_start_matches('-').split(['e', 'E']).next().unwrap_or("").trim_start_matches(['0', '.']);
+    let significant = digits.bytes().filter(u8::is_ascii_digit).count();
+    let as_f32 = f.is_finite() && (f as f32) as f64 == f && significant > 9;
+    let s = if as_f32 { format_float(f, DType::F32) } else { exact };
     if s.bytes().all(|c| c.is_ascii_digit() || c == b'-') { format!("{s}.0") } else { s }
 }
 
@@ -198,6 +203,16 @@ fn write_elems<W: Write + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scalar_floats_show_exact_short_values_and_hide_f32_noise() {
+        assert_eq!(scalar_float(1255.0 / 256.0), "4.90234375");
+        assert_eq!(scalar_float(0.1f32 as f64), "0.1");
+        assert_eq!(scalar_float(1.0 / 3.0), "0.3333333333333333");
+        assert_eq!(scalar_float(2.0), "2.0");
+        assert_eq!(scalar_float(-0.5), "-0.5");
+        assert_eq!(scalar_float(1e-30f32 as f64), "1e-30");
+    }
 
     fn render(name: &str, buf: &Buffer, opts: &ArrayStyle) -> String {
         let mut out = Vec::new();

@@ -183,7 +183,9 @@ fn the_guided_mode_shows_steps_hints_and_solutions_and_keeps_progress() {
     assert_eq!(run.code, 0, "{}", run.stdout);
     // The verdict wraps at a word with a hanging indent.
     assert!(
-        run.stdout.contains("✓ passed: 2 configurations, each on the simulator (seed 1, seed 2, seed 3,\n          lockstep)"),
+        run.stdout.contains(
+            "✓ passed: 2 configurations, each on the simulator (seed 1, seed 2, seed 3,\n          lockstep)"
+        ),
         "{}",
         run.stdout
     );
@@ -271,7 +273,7 @@ fn output_blocks_must_match_what_gridlab_prints() {
         assert_eq!(run.code, 0, "{command:?}: the output block holds:\n{}", run.stdout);
     }
 
-    // The text a lesson once had: gridlab prints 4.9023438, not 4.8...
+    // The text a lesson once had: gridlab prints 4.90234375, not 4.8...
     std::fs::write(dir.path().join("01-division.md"), lesson.replace("4.90...", "4.8...")).unwrap();
     for command in [&["replay"][..], &["dev", "check"]] {
         let mut args = command.to_vec();
@@ -280,7 +282,7 @@ fn output_blocks_must_match_what_gridlab_prints() {
         assert_eq!(run.code, 1, "{command:?}: a wrong output block fails:\n{}", run.stdout);
         assert!(run.stdout.contains("01-division.md:15: the `output` block does not match"), "{}", run.stdout);
         assert!(run.stdout.contains("`(n + 255) / 256.0 = 4.8...` is not in it"), "{}", run.stdout);
-        assert!(run.stdout.contains("(n + 255) / 256.0 = 4.9023438"), "{}", run.stdout);
+        assert!(run.stdout.contains("(n + 255) / 256.0 = 4.90234375"), "{}", run.stdout);
     }
 
     // An output block shows what a block before it prints.

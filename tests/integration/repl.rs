@@ -621,3 +621,23 @@ fn a_cleared_step_input_comes_back_and_a_kernel_that_failed_stays_in_the_editor(
     t.keys("\x04");
     assert_eq!(t.exit_code(), 0);
 }
+
+#[test]
+fn a_failed_check_puts_the_learners_kernel_back_in_the_editor() {
+    let home = tempfile::tempdir().unwrap();
+    let course = fixture_course();
+    let mut t = Terminal::start_with(home.path(), &["learn", "1", "--course", &course], &[("GRIDLAB_NO_LESSON", None)]);
+    t.wait_for("sim lesson 1.1> __global__ void fill(float *a, int n) {");
+    t.keys(":next\r");
+    t.wait_for("sim lesson 1.2> __global__ void twice(float *a, int n) {");
+    t.keys("\x03");
+    // A wrong answer of the learner's own (no guard, threadIdx only), then :check.
+    t.keys("__global__ void twice(float *a, int n) { a[threadIdx.x] *= 3.0f; }\r");
+    t.wait_for("defined kernel twice(float *a, int n)");
+    t.keys(":check\r");
+    t.wait_for("Your kernel is back in the editor");
+    t.wait_for_last_line("sim lesson 1.2> __global__ void twice(float *a, int n) { a[threadIdx.x] *= 3.0f; }");
+    t.keys("\x03");
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+}
