@@ -215,6 +215,10 @@ impl Diagnostic {
         let style = |s: &str, f: fn(&str) -> String| if color { f(s) } else { s.to_string() };
         let blue = |s: &str| style(s, |s| s.blue().bold().to_string());
         let message = printable(&self.message);
+        // A one-line message wraps at words under its own start, as notes do; one with lines of
+        // its own (a compiler's log) keeps them.
+        let message =
+            if message.contains('\n') { message.into_owned() } else { wrap(&message, width, word.len() + 2) };
         writeln!(out, "{}: {}", style(word, paint), style(&message, |s| s.bold().to_string()))?;
         if let Some(span) = self.span
             && let (Some(lc), Some(line)) = (sources.line_col(span), sources.line_text(span))

@@ -611,6 +611,7 @@ mod tests {
         // The simulator says it cannot, where, and what to do.
         let (status, out) = run(&mut s, "h<<<1, 4>>>(a, len(a))");
         assert_eq!(status, Status::Error);
+        let out = out.replace("\n       ", " ");
         assert!(
             out.contains("error: the simulator cannot run `h`: it uses `float4`, which runs on the GPU only"),
             "{out}"
