@@ -227,11 +227,31 @@ impl Diagnostic {
             let pad = " ".repeat(num.len());
             writeln!(out, "{pad}{} {}", blue("-->"), sources.location(span))?;
             writeln!(out, "{pad} {}", blue("|"))?;
-            writeln!(out, "{} {} {}", blue(&num), blue("|"), printable(&line.replace('\t', "    ")))?;
             let col = lc.col as usize - 1;
-            let indent: String = line.chars().take(col).map(|c| if c == '\t' { "    " } else { " " }).collect();
-            let rest = line.chars().count().saturating_sub(col).max(1);
-            let width = (span.hi.saturating_sub(span.lo) as usize).clamp(1, rest);
+            let expanded: Vec<char> = line.replace('\t', "    ").chars().collect();
+            let start: usize = line.chars().take(col).map(|c| if c == '\t' { 4 } else { 1 }).sum();
+            let rest = expanded.len().saturating_sub(start).max(1);
+            let span_width = (span.hi.saturating_sub(span.lo) as usize).clamp(1, rest);
+            // A line wider than the terminal (a kernel typed on one line) shows a window around
+            // the span, `...` marking what is cut, so the carets stay under their text.
+            let room = width.saturating_sub(num.len() + 3).max(40);
+            let (from, to) = if expanded.len() <= room {
+                (0, expanded.len())
+            } else {
+                // A third of the room before the span, or all of it when the line ends soon.
+                let from = start.saturating_sub(room / 3).min(expanded.len() - (room - 3));
+                let from = if from <= 3 { 0 } else { from };
+                let lead = if from > 0 { 3 } else { 0 };
+                let to = (from + room - lead).min(expanded.len());
+                let to = if to < expanded.len() { to - 3 } else { to };
+                (from, to.max(from + 1))
+            };
+            let shown: String = expanded[from..to].iter().collect();
+            let lead = if from > 0 { "..." } else { "" };
+            let tail = if to < expanded.len() { "..." } else { "" };
+            writeln!(out, "{} {} {lead}{}{tail}", blue(&num), blue("|"), printable(&shown))?;
+            let indent = " ".repeat(start.saturating_sub(from) + lead.len());
+            let width = span_width.min(to.saturating_sub(start).max(1));
             let carets = "^".repeat(width);
             let marker = match &self.label {
                 Some(l) => format!("{carets} {l}"),
@@ -366,5 +386,21 @@ mod tests {
             text,
             "error: unknown type `flaot`\n --> lesson.gridlab:8:5\n  |\n8 |     flaot x = 1;\n  |     ^^^^^ not a type\n  = help: did you mean `float`?\n"
         );
+    }
+
+    #[test]
+    fn a_line_wider_than_the_terminal_shows_a_window_around_the_span() {
+        let mut map = SourceMap::new();
+        let line = "__global__ void add_half(float *a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i <= n) a[i] += 0.5f; }";
+        let id = map.add("<input 3>", line, 0);
+        let lo = line.find("a[i]").unwrap();
+        let d = Diagnostic::finding("1 thread wrote past the end of `a`").at(Span::new(id, lo, lo + 4)).label("here");
+        let text = d.to_plain(&map);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.iter().all(|l| l.chars().count() <= 80), "{text}");
+        assert!(lines[3].starts_with("1 | ...") && lines[3].ends_with("if (i <= n) a[i] += 0.5f; }"), "{text}");
+        assert_eq!(lines[3].chars().count(), 80, "the window uses the room there is: {text}");
+        let caret = lines[4].find('^').unwrap();
+        assert_eq!(&lines[3][caret..caret + 4], "a[i]", "{text}");
     }
 }
