@@ -253,11 +253,18 @@ impl Diagnostic {
             let indent = " ".repeat(start.saturating_sub(from) + lead.len());
             let width = span_width.min(to.saturating_sub(start).max(1));
             let carets = "^".repeat(width);
-            let marker = match &self.label {
-                Some(l) => format!("{carets} {l}"),
-                None => carets,
-            };
-            writeln!(out, "{pad} {} {indent}{}", blue("|"), style(&marker, paint))?;
+            let gutter = num.len() + 3;
+            match &self.label {
+                // A label that would run past the edge goes on the next line: under the carets
+                // when it fits there, else as far right as it fits.
+                Some(l) if gutter + indent.len() + width + 1 + l.chars().count() > room + gutter => {
+                    writeln!(out, "{pad} {} {indent}{}", blue("|"), style(&carets, paint))?;
+                    let at = indent.len().min(room.saturating_sub(l.chars().count()));
+                    writeln!(out, "{pad} {} {}{}", blue("|"), " ".repeat(at), style(l, paint))?;
+                }
+                Some(l) => writeln!(out, "{pad} {} {indent}{}", blue("|"), style(&format!("{carets} {l}"), paint))?,
+                None => writeln!(out, "{pad} {} {indent}{}", blue("|"), style(&carets, paint))?,
+            }
         }
         for note in &self.notes {
             writeln!(out, "  = note: {}", wrap(&printable(note), width, "  = note: ".len()))?;
@@ -394,7 +401,8 @@ mod tests {
         let line = "__global__ void add_half(float *a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i <= n) a[i] += 0.5f; }";
         let id = map.add("<input 3>", line, 0);
         let lo = line.find("a[i]").unwrap();
-        let d = Diagnostic::finding("1 thread wrote past the end of `a`").at(Span::new(id, lo, lo + 4)).label("here");
+        let d = Diagnostic::finding("1 thread wrote past the end of `a`").at(Span::new(id, lo, lo + 4))
+            .label("a[i] wrote past the end of `a` here");
         let text = d.to_plain(&map);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines.iter().all(|l| l.chars().count() <= 80), "{text}");
@@ -402,5 +410,9 @@ mod tests {
         assert_eq!(lines[3].chars().count(), 80, "the window uses the room there is: {text}");
         let caret = lines[4].find('^').unwrap();
         assert_eq!(&lines[3][caret..caret + 4], "a[i]", "{text}");
+        // The label does not fit after the carets: it goes on the next line, within the width.
+        assert_eq!(lines[4].trim_end(), format!("  |{}^^^^", " ".repeat(caret - 3)), "{text}");
+        assert!(lines[5].starts_with("  | ") && lines[5].ends_with("a[i] wrote past the end of `a` here"), "{text}");
+        assert!(lines[5].chars().count() <= 80, "{text}");
     }
 }

@@ -213,6 +213,19 @@ impl FindingKind {
         }
     }
 
+    /// The kind in words, for sentences: "an out-of-bounds finding" (`name` is the keyword of
+    /// `expect finding`).
+    pub fn words(self) -> &'static str {
+        match self {
+            FindingKind::OutOfBounds => "out-of-bounds",
+            FindingKind::Race => "data-race",
+            FindingKind::Barrier => "barrier",
+            FindingKind::StepLimit => "step-limit",
+            FindingKind::Trap => "trap",
+            FindingKind::Uninit => "uninitialised-read",
+        }
+    }
+
     /// Kinds only the simulator can see, since it watches every access: on the GPU an
     /// `expect finding` of one of them is neither true nor false.
     pub fn simulator_only(self) -> bool {

@@ -328,9 +328,10 @@ fn one_run(
             && let Some(f) = findings.iter().find(|f| !p.expected.contains(&f.kind()))
         {
             let name = f.kind().name();
-            let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+            let words = f.kind().words();
+            let article = if words.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
             let why = format!(
-                "the launch has {article} {name} finding: a kernel with one is wrong even when its numbers come out right"
+                "the launch has {article} {words} finding: a kernel with one is wrong even when its numbers come out right"
             );
             return Ok(Some(fail(&p.input, out, why, FailureKind::Finding(name.to_string()))));
         }

@@ -282,9 +282,10 @@ fn out_of_bounds_advice(
     }
     if global && threads > len {
         return format!(
-            "the launch has {} threads for {} elements: guard the access, e.g. `if (i < n) {{ ... }}` with n passed to the kernel, so that the extra threads skip it",
+            "the launch has {} threads for {} element{}: guard the access, e.g. `if (i < n) {{ ... }}` with n passed to the kernel, so that the extra threads skip it",
             thousands(threads),
-            thousands(len)
+            thousands(len),
+            if len == 1 { "" } else { "s" }
         );
     }
     let few = if global {
