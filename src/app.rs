@@ -327,8 +327,9 @@ fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, how: DevCheck) 
     };
     writeln!(
         out,
-        "checked {n} lesson{} ({exercises} exercises{}) of {}: {} sound, {failed} with problems{}{unread} in {:.1} s",
+        "checked {n} lesson{} ({exercises} exercise{}{}) of {}: {} sound, {failed} with problems{}{unread} in {:.1} s",
         plural(n),
+        plural(exercises),
         if mutants { ", with mutants" } else { "" },
         course.name,
         n - failed - skipped,

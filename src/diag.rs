@@ -217,8 +217,7 @@ impl Diagnostic {
         let message = printable(&self.message);
         // A one-line message wraps at words under its own start, as notes do; one with lines of
         // its own (a compiler's log) keeps them.
-        let message =
-            if message.contains('\n') { message.into_owned() } else { wrap(&message, width, word.len() + 2) };
+        let message = if message.contains('\n') { message.into_owned() } else { wrap(&message, width, word.len() + 2) };
         writeln!(out, "{}: {}", style(word, paint), style(&message, |s| s.bold().to_string()))?;
         if let Some(span) = self.span
             && let (Some(lc), Some(line)) = (sources.line_col(span), sources.line_text(span))
@@ -401,7 +400,8 @@ mod tests {
         let line = "__global__ void add_half(float *a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i <= n) a[i] += 0.5f; }";
         let id = map.add("<input 3>", line, 0);
         let lo = line.find("a[i]").unwrap();
-        let d = Diagnostic::finding("1 thread wrote past the end of `a`").at(Span::new(id, lo, lo + 4))
+        let d = Diagnostic::finding("1 thread wrote past the end of `a`")
+            .at(Span::new(id, lo, lo + 4))
             .label("a[i] wrote past the end of `a` here");
         let text = d.to_plain(&map);
         let lines: Vec<&str> = text.lines().collect();

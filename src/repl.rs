@@ -261,6 +261,7 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
     // terminal is restored and the history kept before gridlab exits.
     let stop = Arc::new(AtomicBool::new(false));
     signals::install(&[&stop, &cancel]);
+    signals::watch(&[&stop, &cancel]);
     options.style.width = terminal_width();
     let color = options.style.color;
     let guide = match open_guide(&options, start, &mut io::stdout().lock())? {

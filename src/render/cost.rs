@@ -5,6 +5,11 @@ use crate::cost::{CostReport, Limiter, SECTOR};
 
 use super::text::{decimal_bytes, thousands};
 
+/// A bandwidth in GB/s, as TB/s from 1000 GB/s up: `2.75 TB/s`, `7.9 GB/s`.
+fn gbs(gbs: f64) -> String {
+    if gbs >= 1000.0 { format!("{:.2} TB/s", gbs / 1000.0) } else { format!("{gbs:.1} GB/s") }
+}
+
 /// One line on what limits the launch, with the figures behind it (`:time` prints it under the
 /// estimate).
 pub fn explain(c: &CostReport) -> String {
@@ -21,11 +26,32 @@ pub fn explain(c: &CostReport) -> String {
         format!("; {spr:.1} sectors per request where {ideal:.1} would do (uncoalesced)")
     };
     match c.estimate.limiter {
-        Limiter::Dram => format!(
-            "memory-bound: {} moved to and from DRAM at {:.2} TB/s{coalescing}",
-            decimal_bytes(t.dram_bytes() as f64),
-            p.dram_gbs * p.dram_efficiency / 1000.0
-        ),
+        Limiter::Dram => {
+            // The rate the estimate used: the GPU's achievable bandwidth, or less when too few
+            // loads are in flight to cover DRAM's latency (one block on one SM, say).
+            let peak = p.dram_gbs * p.dram_efficiency;
+            let dram_us = c.estimate.terms.iter().find(|(l, _)| *l == Limiter::Dram).map_or(0.0, |t| t.1);
+            let rate = if dram_us > 0.0 { t.dram_bytes() as f64 / (dram_us * 1e3) } else { peak };
+            let starved = if rate < 0.9 * peak {
+                let blocks = c.threads.div_ceil((o.warps_per_block * 32) as u64);
+                format!(
+                    ": {} block{} on {} of {} SMs {} too few loads in flight to reach the {} the GPU can",
+                    thousands(blocks as u128),
+                    if blocks == 1 { "" } else { "s" },
+                    o.sms_used,
+                    p.sms,
+                    if blocks == 1 { "keeps" } else { "keep" },
+                    gbs(peak)
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "memory-bound: {} moved to and from DRAM at {}{starved}{coalescing}",
+                decimal_bytes(t.dram_bytes() as f64),
+                gbs(rate)
+            )
+        }
         Limiter::L2 => format!(
             "L2-bound: {} through L2 ({} from DRAM){coalescing}",
             decimal_bytes((t.l2_sectors * SECTOR) as f64),

@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use super::Style;
-use crate::diag::{Diagnostic, SourceMap};
+use crate::diag::{Diagnostic, SourceMap, Span};
 use crate::finding::{Access, Finding, Memory, Site};
 
 use super::advice;
@@ -111,7 +111,7 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
                         }
                     ));
             if first.span.lo != second.span.lo || first.span.source != second.span.source {
-                let text = sources.line_text(first.span).unwrap_or("").trim();
+                let text = excerpt(sources, first.span);
                 d = d.note(format!("the other access is at {}: {text}", sources.location(first.span)));
             }
             d.help(race_advice(sources, memory, &el, kname, *elements, first, second))
@@ -406,6 +406,26 @@ fn index_range(min: i64, max: i64) -> String {
         (_, i64::MAX) | (i64::MIN, _) => format!("indices from {} to {}", one(min), one(max)),
         _ => format!("indices {min}..{max}"),
     }
+}
+
+/// The source line of `span`, trimmed; a long one (a kernel typed on one line) cut to the
+/// statement around the span, so a note quotes the access rather than the whole kernel.
+fn excerpt(sources: &SourceMap, span: Span) -> String {
+    const ROOM: usize = 60;
+    let line = sources.line_text(span).unwrap_or("");
+    if line.trim().chars().count() <= ROOM {
+        return line.trim().to_string();
+    }
+    let col = sources.line_col(span).map_or(0, |lc| lc.col as usize - 1);
+    let chars: Vec<char> = line.chars().collect();
+    // From the start of the statement (after the `;`, `{` or `)` before it) to its end.
+    let from = chars[..col.min(chars.len())].iter().rposition(|c| matches!(c, ';' | '{' | ')')).map_or(0, |p| p + 1);
+    let to = chars[col.min(chars.len())..].iter().position(|c| *c == ';').map_or(chars.len(), |p| col + p + 1);
+    let to = to.min(from + ROOM);
+    let text: String = chars[from..to].iter().collect();
+    let lead = if from > 0 { "... " } else { "" };
+    let tail = if to < chars.len() { " ..." } else { "" };
+    format!("{lead}{}{tail}", text.trim())
 }
 
 #[cfg(test)]

@@ -47,3 +47,37 @@ pub fn install(flags: &[&Arc<AtomicBool>]) -> bool {
 pub fn received() -> Option<i32> {
     Some(RECEIVED.load(Ordering::SeqCst)).filter(|&s| s != 0)
 }
+
+/// How long the prompt has to leave on its own after a signal or a hang-up before the watchdog
+/// ends the process.
+const GRACE: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// Make sure a signal, or a terminal that went away, ends gridlab. The editor notices the break
+/// flag only between key reads, and on a hung-up terminal the terminal library's read loop sees
+/// end-of-file forever without returning: without this, closing the terminal window would leave
+/// gridlab spinning on a CPU. A thread checks every quarter second; history is appended as it is
+/// made, so exiting from here loses nothing.
+pub fn watch(flags: &[&Arc<AtomicBool>]) {
+    let flags: Vec<Arc<AtomicBool>> = flags.iter().map(|f| Arc::clone(f)).collect();
+    let _ = std::thread::Builder::new().name("gridlab-hangup".into()).spawn(move || {
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(250));
+            if received().is_none() && hung_up() {
+                RECEIVED.store(libc::SIGHUP, Ordering::SeqCst);
+                flags.iter().for_each(|f| f.store(true, Ordering::SeqCst));
+            }
+            if let Some(signal) = received() {
+                std::thread::sleep(GRACE);
+                std::process::exit(128 + signal);
+            }
+        }
+    });
+}
+
+/// Whether standard input is a terminal that has hung up (its window closed).
+fn hung_up() -> bool {
+    let mut fd = libc::pollfd { fd: 0, events: 0, revents: 0 };
+    // SAFETY: one valid pollfd, a zero timeout.
+    let n = unsafe { libc::poll(&mut fd, 1, 0) };
+    n > 0 && fd.revents & (libc::POLLHUP | libc::POLLNVAL) != 0
+}

@@ -63,7 +63,7 @@ fn dev_check_reads_one_file_goes_on_after_an_unreadable_lesson_and_exits_as_help
     // One lesson file, as replay takes it.
     let run = gridlab().args(["dev", "check", "tests/fixtures/course/01-fill.md", "--backend", "sim", "-q"]).run();
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    assert!(run.stdout.contains("checked 1 lesson (1 exercises)"), "{}", run.stdout);
+    assert!(run.stdout.contains("checked 1 lesson (1 exercise)"), "{}", run.stdout);
     // Every problem, not only the first.
     let run = dev_check("unreadable-lesson", &["-q"]);
     assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);

@@ -641,3 +641,75 @@ fn a_failed_check_puts_the_learners_kernel_back_in_the_editor() {
     t.keys("\x04");
     assert_eq!(t.exit_code(), 0);
 }
+
+#[test]
+fn closing_the_terminal_window_ends_gridlab() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    let home = tempfile::tempdir().unwrap();
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty fills in two new descriptors, owned from here on.
+    let opened =
+        unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+    assert_eq!(opened, 0, "a pseudo-terminal can be opened");
+    // The master end must not leak into gridlab, or closing it here would not hang up.
+    // SAFETY: fcntl on a descriptor this test owns.
+    unsafe { libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC) };
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gridlab"));
+    cmd.arg("--no-lesson")
+        .env("HOME", home.path())
+        .env("XDG_STATE_HOME", home.path().join("state"))
+        .env("TERM", "xterm-256color")
+        .stdin(slave.try_clone().unwrap())
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave.try_clone().unwrap());
+    // SAFETY: only async-signal-safe calls between fork and exec: a new session whose
+    // controlling terminal is the pty, as a terminal window's shell has.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            libc::ioctl(0, libc::TIOCSCTTY as _, 0);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    drop(slave);
+    // Be the terminal until the prompt is up: answer the editor's cursor-position queries.
+    let mut term = std::fs::File::from(master);
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    // The prompt is drawn, in colour, and the cursor shown again.
+    while !String::from_utf8_lossy(&seen).contains("sim\x1b") || !String::from_utf8_lossy(&seen).ends_with("\x1b[?25h")
+    {
+        assert!(Instant::now() < deadline, "no prompt: {}", String::from_utf8_lossy(&seen));
+        let mut fd = libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(&term), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut fd, 1, 100) } <= 0 {
+            continue;
+        }
+        let mut buf = [0u8; 4096];
+        let n = std::io::Read::read(&mut term, &mut buf).unwrap();
+        seen.extend_from_slice(&buf[..n]);
+        if buf[..n].windows(DSR.len()).any(|w| w == DSR) {
+            term.write_all(b"\x1b[1;1R").unwrap();
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // The window closes: the terminal hangs up.
+    let master = term;
+    drop(master);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("gridlab was still running 15 s after its terminal closed");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    use std::os::unix::process::ExitStatusExt;
+    assert!(status.code() == Some(129) || status.signal() == Some(libc::SIGHUP), "{status:?}");
+}
