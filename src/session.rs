@@ -19,6 +19,8 @@ mod pipeline;
 mod state;
 mod views;
 
+/// The fields of a `cost` record (`c.time_us` ...), for what documents them.
+pub use cost::FIELDS as COST_FIELDS;
 pub use extension::Extension;
 
 pub(crate) use backend::{Gpu, active_backend};
