@@ -273,7 +273,10 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
         let mut out = io::stdout().lock();
         let style = &options.style;
         writeln!(out, "{}", style.bold("gridlab: write a CUDA kernel, launch it, see what every thread did."))?;
-        let keys = if guide.is_some() {
+        let keys = if guide.as_ref().is_some_and(|g| g.demo) {
+            // A demo records nothing: the presenter's own progress is left as it was.
+            "A demo: Enter on an empty line shows the next part; Ctrl-D leaves. Progress is not saved."
+        } else if guide.is_some() {
             "Type :help for help, :lessons for the course, Ctrl-D to leave (your place is saved)."
         } else {
             "Type :help for help, :lessons for the course, Tab to complete, Ctrl-D to leave."
@@ -314,7 +317,12 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                     // In a demo, Enter on an empty line moves the presentation on.
                     let style = session.options.style.clone();
                     match guide_of(&mut session) {
-                        Some(g) if g.demo => g.advance(&mut out, &style)?,
+                        Some(g) if g.demo => {
+                            // The empty prompt line the Enter left is taken back: on a
+                            // projector's few rows, every line counts.
+                            write!(out, "\x1b[1A\x1b[2K")?;
+                            g.advance(&mut out, &style)?
+                        }
                         Some(g) => g.restore_offer(),
                         None => {}
                     }

@@ -394,6 +394,72 @@ fn a_demo_moves_on_with_each_enter() {
     assert!(!home.path().join("data/gridlab/progress").exists());
 }
 
+#[test]
+fn a_demo_teaches_an_exercise_by_its_starter_and_a_solution_then_pauses_at_the_lessons_end() {
+    let home = tempfile::tempdir().unwrap();
+    let course = fixture_course();
+    let mut t = Terminal::start(home.path(), &["demo", "1", "--course", &course]);
+    // The banner does not promise to keep a place a demo never saves.
+    t.wait_for("Progress is not saved.");
+    assert!(!t.text().contains("your place is saved"), "{}", t.text());
+    t.wait_for_last_line("sim lesson 1.1>");
+    t.keys(":next\r");
+    t.wait_for("┌ exercise");
+    t.wait_for("│ Write twice(float *a, int n)");
+    // With the task, the starter, labelled as the wrong version, is typed into the editor;
+    // Enter defines it.
+    t.wait_for("The starter, the wrong version a learner begins with:");
+    t.wait_for("int i = threadIdx.x;");
+    t.keys("\r");
+    t.wait_for("defined kernel twice(float *a, int n)");
+    t.wait_for_last_line("sim lesson 1.2>");
+    // Its check, as `:check` prints it: why the starter is wrong.
+    t.keys("\r");
+    t.wait_for("Its check says why it is wrong:");
+    t.wait_for_last_line("sim lesson 1.2> :check");
+    t.keys("\r");
+    t.wait_for("✗ not yet: with n = 100, blocks = 4, threads = 32");
+    t.wait_for("data race on `a`");
+    assert!(
+        !t.text().contains(":solution shows one"),
+        "a demo does not tell the audience to ask for it:\n{}",
+        t.text()
+    );
+    t.wait_for_last_line("sim lesson 1.2>");
+    // Then a solution, and its check passing.
+    t.keys("\r");
+    t.wait_for("A solution:");
+    t.wait_for("int i = blockIdx.x * blockDim.x + threadIdx.x;");
+    t.keys("\r");
+    t.wait_for("redefined kernel twice(float *a, int n)");
+    t.wait_for_last_line("sim lesson 1.2>");
+    t.keys("\r");
+    t.wait_for("And its check:");
+    t.wait_for_last_line("sim lesson 1.2> :check");
+    t.keys("\r");
+    t.wait_for("✓ passed: 2 configurations");
+    t.wait_for("Solved! (Enter goes on)");
+    t.wait_for_last_line("sim lesson 1.2>");
+    // The end of the lesson: a summary of its steps, and a pause rather than lesson 2.
+    t.keys("\r");
+    t.wait_for("── End of lesson 1: Fill an array");
+    t.wait_for("This lesson covered:");
+    t.wait_for("  1. A kernel");
+    t.wait_for("  2. Your turn");
+    t.wait_for("`:next` opens lesson 2 (Guard the tail), Ctrl-D leaves.");
+    t.wait_for_last_line("sim lesson 1.2>");
+    t.keys("\r");
+    t.wait_for("End of the lesson: `:next` opens lesson 2");
+    t.wait_for_last_line("sim lesson 1.2>");
+    assert!(!t.text().contains("Lesson 2 of 2"), "the demo ran into the next lesson:\n{}", t.text());
+    // `:next` goes on when the presenter asks.
+    t.keys(":next\r");
+    t.wait_for("Lesson 2 of 2: Guard the tail");
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+    assert!(!home.path().join("data/gridlab/progress").exists());
+}
+
 /// The fixture course, for `--course`.
 fn fixture_course() -> String {
     super::harness::root().join("tests/fixtures/course").to_str().unwrap().to_string()
