@@ -920,7 +920,7 @@ mod tests {
     fn guide(dir: &Path, lesson: usize) -> (Guide, Style) {
         let course = Course::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/course")).unwrap();
         let (guide, _) = Guide::open(course, Store::at(dir.join("p.toml")), lesson, false);
-        (guide, Style { color: false, width: 80, big: false })
+        (guide, Style { color: false, width: 80, big: false, ..Style::plain() })
     }
 
     fn ran(g: &mut Guide, text: &str, failed: bool, style: &Style) -> String {
