@@ -654,6 +654,11 @@ impl Extension for Lessons {
         self
     }
 
+    fn handout(&self, transcript: &[crate::render::handout::Ran]) -> Option<crate::render::handout::Document> {
+        let g = self.guide.as_ref()?;
+        Some(super::handout::document(g.current(), g.step, transcript))
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
         self
     }
