@@ -4,9 +4,10 @@ use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::backend::sim::{Schedule, SimConfig};
-use crate::cli::{Cli, ColorChoice, Command, DevCommand, GlobalArgs, ReplayArgs, ScheduleArg};
+use crate::cli::{Cli, ColorChoice, Command, DevCommand, GlobalArgs, ReplayArgs, ScheduleArg, ThemeArg};
 use crate::lesson::{self, Course};
 use crate::render::Style;
+use crate::render::style::Theme;
 use crate::repl;
 use crate::replay;
 use crate::session::{self, Options};
@@ -68,7 +69,18 @@ fn options(g: &GlobalArgs) -> Options {
         sim.cost = None;
     }
     Options {
-        style: Style { color, width, big: false },
+        style: Style {
+            color,
+            width,
+            big: false,
+            theme: match g.theme {
+                Some(ThemeArg::Light) => Theme::Light,
+                Some(ThemeArg::Dark) => Theme::Dark,
+                None if std::env::var("GRIDLAB_THEME").is_ok_and(|t| t.eq_ignore_ascii_case("light")) => Theme::Light,
+                None => Theme::Dark,
+            },
+            rows: 0,
+        },
         max_alloc: g.max_alloc.unwrap_or_else(session::default_max_alloc),
         sim,
         backend: g.backend,

@@ -72,6 +72,11 @@ pub struct GlobalArgs {
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
     pub color: ColorChoice,
 
+    /// The terminal's background, which colours must read on: `light` for dark text on a light
+    /// background (a projector's white screen); or set GRIDLAB_THEME.
+    #[arg(long, value_enum, global = true)]
+    pub theme: Option<ThemeArg>,
+
     /// A course folder to use instead of the built-in lessons (or set GRIDLAB_COURSE).
     #[arg(long, value_name = "DIR", global = true)]
     pub course: Option<PathBuf>,
@@ -86,6 +91,12 @@ pub enum ScheduleArg {
     Random,
     Lockstep,
     Sequential,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ThemeArg {
+    Dark,
+    Light,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -124,7 +135,8 @@ pub enum Command {
     Demo {
         /// The lesson, as for `learn`.
         id: String,
-        /// Size tables and spacing for a projector.
+        /// Size for a projector: roomier tables that still fit the screen (100x30), no dim
+        /// text; with `--theme light` for a white screen.
         #[arg(long)]
         big: bool,
     },

@@ -41,6 +41,10 @@ pub struct SourceFile {
     pub text: String,
     /// 1-based line number of `text`'s first line within `name`.
     pub first_line: u32,
+    /// For typed input that defined a kernel (or function): `kernel add_one`. Locations in
+    /// it read `kernel add_one, line 3`, which means something after the session is over (in a
+    /// handout), where `<input 11>` does not.
+    pub item: Option<String>,
 }
 
 /// Every source text of a session, so spans stay resolvable for as long as findings refer to them.
@@ -62,8 +66,19 @@ impl SourceMap {
     }
 
     pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>, first_line: u32) -> SourceId {
-        self.files.push(SourceFile { name: name.into(), text: text.into(), first_line: first_line.max(1) });
+        self.files.push(SourceFile { name: name.into(), text: text.into(), first_line: first_line.max(1), item: None });
         (self.files.len() - 1) as SourceId
+    }
+
+    /// Name typed input `id` by what it defined (`kernel add_one`); a file keeps its name.
+    pub fn name_item(&mut self, id: SourceId, item: String) {
+        if let Some(file) = self.files.get_mut(id as usize)
+            && file.name.starts_with('<')
+        {
+            // Lines count from the definition's first, where "line 3" means something.
+            file.item = Some(item);
+            file.first_line = 1;
+        }
     }
 
     pub fn get(&self, id: SourceId) -> Option<&SourceFile> {
@@ -93,6 +108,7 @@ impl SourceMap {
     /// `name:line:col` for a span, e.g. `<input 3>:2:5`.
     pub fn location(&self, span: Span) -> String {
         match (self.get(span.source), self.line_col(span)) {
+            (Some(SourceFile { item: Some(item), .. }), Some(lc)) => format!("{item}, line {}", lc.line),
             (Some(f), Some(lc)) => format!("{}:{}:{}", f.name, lc.line, lc.col),
             _ => "<unknown>".to_string(),
         }

@@ -16,6 +16,7 @@
 pub mod check;
 pub mod course;
 pub mod guide;
+pub mod handout;
 pub mod mutants;
 pub mod parse;
 pub mod progress;
@@ -268,5 +269,63 @@ mod tests {
         assert_eq!(shown("4 threads").check(printed), Err("4 threads".into()));
         // In order.
         assert_eq!(shown("blocks * 256 = 1024\nblocks = 4").check(printed), Err("blocks = 4".into()));
+    }
+
+    /// The bullet of the format README's "What a check can use" that starts with `label`: the
+    /// names in backticks after its colon (`zeros(N)` gives `zeros`).
+    fn listed(label: &str) -> Vec<String> {
+        let readme = include_str!("../lessons/README.md");
+        let section = readme.split("\n## What a check can use\n").nth(1).expect("the section is there");
+        let section = section.split("\n## ").next().unwrap_or_default();
+        let item = section
+            .split("\n- ")
+            .find(|item| item.starts_with(label))
+            .unwrap_or_else(|| panic!("no `- {label}` item in the README's list"));
+        // The names come after the item's label and its colon.
+        let names = item.split_once(": ").map_or("", |(_, names)| names);
+        names
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|code| code.split(['(', ' ']).next().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    fn same(listed: Vec<String>, known: Vec<&str>, what: &str) {
+        for name in &listed {
+            assert!(
+                known.contains(&name.as_str()),
+                "lessons/README.md lists {what} `{name}`, which gridlab does not know"
+            );
+        }
+        for name in known {
+            assert!(listed.iter().any(|l| l == name), "lessons/README.md does not list {what} `{name}`");
+        }
+    }
+
+    /// The format README lists what a check can use; gridlab's own tables are the truth.
+    #[test]
+    fn the_format_readme_lists_the_statement_language_as_gridlab_knows_it() {
+        let mut functions = listed("Constructors");
+        functions.extend(listed("Functions"));
+        same(functions, crate::script::builtins::names().collect(), "the statement function");
+        let dtypes = listed("Dtypes");
+        for name in &dtypes {
+            assert!(
+                crate::dtype::DType::parse(name).is_some(),
+                "lessons/README.md lists dtype `{name}`, which gridlab does not know"
+            );
+        }
+        for dtype in crate::dtype::DType::ALL {
+            assert!(
+                dtypes.iter().any(|d| d == dtype.name()),
+                "lessons/README.md does not list dtype `{}`",
+                dtype.name()
+            );
+        }
+        let kinds = crate::finding::FindingKind::ALL.iter().map(|k| k.name()).collect();
+        same(listed("Finding kinds"), kinds, "the finding kind");
+        let fields = crate::session::COST_FIELDS.iter().map(|(name, _)| *name).collect();
+        same(listed("Cost fields"), fields, "the cost field");
     }
 }

@@ -5,6 +5,7 @@ pub mod advice;
 pub mod array;
 pub mod cost;
 pub mod findings;
+pub mod handout;
 pub mod launch;
 pub mod map;
 pub mod race;

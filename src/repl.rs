@@ -189,6 +189,13 @@ pub fn terminal_width() -> usize {
     from_tty.filter(|w| *w > 0).or_else(from_env).map_or(80, |w: u16| usize::from(w).max(40))
 }
 
+/// Rows of the terminal on stdout, or `LINES`, or 0 when not known.
+pub fn terminal_rows() -> usize {
+    let from_tty = io::stdout().is_terminal().then(crossterm::terminal::size).and_then(Result::ok).map(|(_, h)| h);
+    let from_env = || std::env::var("LINES").ok().and_then(|c| c.parse().ok());
+    from_tty.filter(|h| *h > 0).or_else(from_env).map_or(0, usize::from)
+}
+
 /// Where history is kept: `$XDG_STATE_HOME/gridlab/history` (or the platform's equivalent),
 /// falling back to the local data folder.
 pub fn history_path() -> Option<PathBuf> {
@@ -212,7 +219,7 @@ fn memory_history() -> Box<dyn History> {
 
 fn editor(
     names: &SharedNames,
-    color: bool,
+    style: &crate::render::Style,
     history: Box<dyn History>,
     prefill: &prefill::Prefill,
     stop: &Arc<AtomicBool>,
@@ -225,9 +232,11 @@ fn editor(
     );
     keys.add_binding(KeyModifiers::SHIFT, KeyCode::BackTab, ReedlineEvent::MenuPrevious);
     let menu = ColumnarMenu::default().with_name("completion");
+    let color = style.color;
     let editor = Reedline::create().with_history(history).with_break_signal(stop.clone());
-    // A hint is told from typed text only by its colour: without colour, no hints.
-    let editor = if color {
+    // A hint is told from typed text only by its colour: without colour, no hints; nor on a
+    // projector, where its grey is unreadable and the audience would take it for typed text.
+    let editor = if color && !style.big {
         let hinter = DefaultHinter::default().with_style(AnsiStyle::new().fg(Color::DarkGray));
         editor.with_hinter(Box::new(prefill::PrefillHinter::new(hinter, prefill.clone())))
     } else {
@@ -235,7 +244,7 @@ fn editor(
     };
     editor
         .with_validator(Box::new(validator::InputValidator))
-        .with_highlighter(Box::new(highlighter::InputHighlighter::new(names.clone(), color)))
+        .with_highlighter(Box::new(highlighter::InputHighlighter::new(names.clone(), style.clone())))
         .with_completer(Box::new(completer::InputCompleter::new(names.clone())))
         .with_quick_completions(true)
         .with_partial_completions(true)
@@ -263,7 +272,7 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
     signals::install(&[&stop, &cancel]);
     signals::watch(&[&stop, &cancel]);
     options.style.width = terminal_width();
-    let color = options.style.color;
+    options.style.rows = terminal_rows();
     let guide = match open_guide(&options, start, &mut io::stdout().lock())? {
         Ok(g) => g,
         Err(code) => return Ok(code),
@@ -274,7 +283,10 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
         let mut out = io::stdout().lock();
         let style = &options.style;
         writeln!(out, "{}", style.bold("gridlab: write a CUDA kernel, launch it, see what every thread did."))?;
-        let keys = if guide.is_some() {
+        let keys = if guide.as_ref().is_some_and(|g| g.demo) {
+            // A demo records nothing: the presenter's own progress is left as it was.
+            "A demo: Enter on an empty line shows the next part; Ctrl-D leaves. Progress is not saved."
+        } else if guide.is_some() {
             "Type :help for help, :lessons for the course, Ctrl-D to leave (your place is saved)."
         } else {
             "Type :help for help, :lessons for the course, Tab to complete, Ctrl-D to leave."
@@ -292,7 +304,7 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
     }
     let names: SharedNames = Arc::new(Mutex::new(Names::of(&session)));
     let prefill = prefill::Prefill::default();
-    let mut editor = editor(&names, color, history, &prefill, &stop);
+    let mut editor = editor(&names, &options.style, history, &prefill, &stop);
     let mut prompt = prompt::GridlabPrompt::new(session.backend_label());
     loop {
         prompt.lesson = guide_of(&mut session).map(|g| g.label());
@@ -310,12 +322,18 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                 // Kept as it is made: a crash, SIGTERM or a closed terminal loses nothing.
                 let _ = editor.sync_history();
                 session.options.style.width = terminal_width();
+                session.options.style.rows = terminal_rows();
                 let mut out = io::stdout().lock();
                 if text.trim().is_empty() {
                     // In a demo, Enter on an empty line moves the presentation on.
                     let style = session.options.style.clone();
                     match guide_of(&mut session) {
-                        Some(g) if g.demo => g.advance(&mut out, &style)?,
+                        Some(g) if g.demo => {
+                            // The empty prompt line the Enter left is taken back: on a
+                            // projector's few rows, every line counts.
+                            write!(out, "\x1b[1A\x1b[2K")?;
+                            g.advance(&mut out, &style)?
+                        }
                         Some(g) => g.restore_offer(),
                         None => {}
                     }

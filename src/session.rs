@@ -19,6 +19,8 @@ mod pipeline;
 mod state;
 mod views;
 
+/// The fields of a `cost` record (`c.time_us` ...), for what documents them.
+pub use cost::FIELDS as COST_FIELDS;
 pub use extension::Extension;
 
 pub(crate) use backend::{Gpu, active_backend};
@@ -154,8 +156,8 @@ pub struct Session {
     pub(crate) last: Option<LastLaunch>,
     /// Inputs that ran, for `:save`.
     pub(crate) history: Vec<String>,
-    /// What was typed and what it printed (without colour), for `:export`.
-    pub(crate) transcript: Vec<(String, String)>,
+    /// What was typed and what it printed (plain and in colour), for `:export`.
+    pub(crate) transcript: Vec<crate::render::handout::Ran>,
     /// A yes/no question for the learner, and the input to run on yes (`:save` over an
     /// existing file asks before writing over it); the REPL asks, elsewhere the message says
     /// what to type instead.

@@ -10,7 +10,10 @@
 //! whatever the learner ran, `:` commands included.
 //!
 //! In a demo (`gridlab demo ID`), a step is shown a piece at a time: each Enter on an empty
-//! line shows the next paragraph or puts the next statement in the editor.
+//! line shows the next paragraph or puts the next statement in the editor. An exercise is
+//! presented as a lesson would want it taught: the task, the starter (labelled as the wrong
+//! version) and `:check` saying why it fails, then a solution and `:check` passing. The end of
+//! the lesson pauses on a summary of its steps rather than running into the next lesson.
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
@@ -31,6 +34,26 @@ pub enum Question {
     Solution,
 }
 
+/// An input queued for the editor.
+#[derive(Clone, Debug)]
+struct Offer {
+    text: String,
+    /// From an `error` block: gridlab is meant to refuse it.
+    refused: bool,
+    /// In a demo, said before the input appears in the editor ("A solution:").
+    intro: Option<&'static str>,
+}
+
+impl Offer {
+    fn new(text: String, refused: bool) -> Offer {
+        Offer { text, refused, intro: None }
+    }
+
+    fn introduced(text: String, intro: &'static str) -> Offer {
+        Offer { text, refused: false, intro: Some(intro) }
+    }
+}
+
 pub struct Guide {
     pub course: Course,
     pub lesson: usize,
@@ -39,7 +62,7 @@ pub struct Guide {
     pub demo: bool,
     /// The step's inputs still to offer, in order, each with whether gridlab is meant to
     /// refuse it (from an `error` block).
-    queue: VecDeque<(String, bool)>,
+    queue: VecDeque<Offer>,
     /// Text for the editor, taken by the REPL.
     suggestion: Option<String>,
     /// The input offered last and not run yet, with whether it is meant to be refused (its
@@ -55,6 +78,9 @@ pub struct Guide {
     question: Option<Question>,
     /// In a demo: the parts of the step not shown yet.
     pending_parts: VecDeque<Part>,
+    /// In a demo: the lesson's last step has been shown to its end and summed up; Enter
+    /// stays here until the presenter asks for more (`:next`).
+    at_end: bool,
     hints_shown: usize,
     progress: Progress,
     store: Store,
@@ -97,6 +123,7 @@ impl Guide {
             draft: None,
             question: None,
             pending_parts: VecDeque::new(),
+            at_end: false,
             hints_shown: 0,
             progress,
             store,
@@ -225,9 +252,13 @@ impl Guide {
         }
     }
 
-    fn offer_next(&mut self) {
-        self.offered = self.queue.pop_front();
+    /// Put the queue's next input in the editor; its introduction, if it has one, to be said.
+    fn offer_next(&mut self) -> Option<&'static str> {
+        let offer = self.queue.pop_front();
+        let intro = offer.as_ref().and_then(|o| o.intro);
+        self.offered = offer.map(|o| (o.text, o.refused));
         self.suggestion = self.offered.as_ref().map(|(text, _)| text.clone());
+        intro
     }
 
     /// The step has an exercise not solved yet: it is done when `:check` passes.
@@ -300,6 +331,7 @@ impl Guide {
         let fill = style.width.saturating_sub(last + 1).min(20);
         writeln!(out, "{}", style.bold(&format!("{head} {}", "─".repeat(fill))))?;
         self.queue.clear();
+        self.at_end = false;
         self.pending_parts = step.parts.iter().cloned().collect();
         if self.demo {
             writeln!(out, "{}", style.dim("(Enter on an empty line shows the next part)"))?;
@@ -320,7 +352,9 @@ impl Guide {
     }
 
     fn end_of_step_hint(&self) -> &'static str {
-        if self.step + 1 < self.current().steps.len() {
+        if self.demo {
+            "(Enter goes on)"
+        } else if self.step + 1 < self.current().steps.len() {
             "(:next goes on to the next step)"
         } else if self.lesson + 1 < self.course.lessons.len() {
             "(that was the last step: :next opens the next lesson)"
@@ -342,7 +376,7 @@ impl Guide {
                     prose::write_markdown(out, &format!("```cuda\n{}```", code.text), style)?;
                     writeln!(out)?;
                 }
-                self.queue.push_back((code.text.trim_end().to_string(), code.refused));
+                self.queue.push_back(Offer::new(code.text.trim_end().to_string(), code.refused));
             }
             Part::Gridlab(code) => {
                 if !self.demo {
@@ -350,7 +384,7 @@ impl Guide {
                     writeln!(out)?;
                 }
                 if let Ok(inputs) = script::split_inputs(&code.text) {
-                    self.queue.extend(inputs.into_iter().map(|i| (i.text, code.refused)));
+                    self.queue.extend(inputs.into_iter().map(|i| Offer::new(i.text, code.refused)));
                 }
             }
             Part::Exercise(ex) => {
@@ -364,8 +398,11 @@ impl Guide {
                 for line in String::from_utf8_lossy(&task).lines() {
                     writeln!(out, "{} {line}", style.warn("│"))?;
                 }
-                let solved = self.solved(self.step);
-                let tail = if solved {
+                // A demo presents the exercise from its starter every time.
+                let solved = !self.demo && self.solved(self.step);
+                let tail = if self.demo {
+                    "next: the starter, why its check fails, then a solution".to_string()
+                } else if solved {
                     "already solved: :check runs the check again, :next goes on".to_string()
                 } else {
                     let hints = match ex.hints.len() {
@@ -384,29 +421,72 @@ impl Guide {
                 } else {
                     ex.starter.as_ref().map(|s| s.text.trim_end().to_string())
                 };
-                if let Some(code) = code.filter(|c| !c.is_empty()) {
-                    self.queue.push_back((code, false));
+                if self.demo {
+                    self.queue_demo_exercise(ex);
+                } else if let Some(code) = code.filter(|c| !c.is_empty()) {
+                    self.queue.push_back(Offer::new(code, false));
                 }
             }
         }
         Ok(())
     }
 
-    /// In a demo, Enter on an empty line: the next part of the step, the next statement, or
-    /// the next step.
+    /// In a demo, an exercise is taught by its mistake and its fix: the starter (the wrong
+    /// version) and `:check` saying why it fails, then a solution and `:check` passing.
+    fn queue_demo_exercise(&mut self, ex: &super::Exercise) {
+        let starter = ex.starter.as_ref().map(|s| s.text.trim_end().to_string()).filter(|s| !s.is_empty());
+        if let Some(starter) = starter {
+            self.queue.push_back(Offer::introduced(starter, "The starter, the wrong version a learner begins with:"));
+            self.queue.push_back(Offer::introduced(":check".into(), "Its check says why it is wrong:"));
+        }
+        self.queue.push_back(Offer::introduced(ex.solution.text.trim_end().to_string(), "A solution:"));
+        self.queue.push_back(Offer::introduced(":check".into(), "And its check:"));
+    }
+
+    /// In a demo, Enter on an empty line: the next part of the step, the next statement, the
+    /// next step, or at the end of the lesson a pause on its summary.
     pub fn advance(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
-        if !self.queue.is_empty() {
-            self.offer_next();
-            return Ok(());
+        let intro = if !self.queue.is_empty() {
+            self.offer_next()
+        } else if let Some(part) = self.pending_parts.pop_front() {
+            self.show_part(&part, out, style)?;
+            self.offer_next()
+        } else if self.step + 1 < self.current().steps.len() {
+            return self.next(out, style);
+        } else {
+            return self.summarise(out, style);
+        };
+        if let Some(intro) = intro {
+            writeln!(out, "{}", style.bold(&style.accent(intro)))?;
         }
-        match self.pending_parts.pop_front() {
-            Some(part) => {
-                self.show_part(&part, out, style)?;
-                self.offer_next();
-                Ok(())
-            }
-            None => self.next(out, style),
+        Ok(())
+    }
+
+    /// The end of a demo's lesson: what it covered (its step titles) and what comes next. It
+    /// stays there: Enter says where it is, `:next` goes on.
+    fn summarise(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
+        let lesson = self.current().clone();
+        let next = match self.course.lessons.get(self.lesson + 1) {
+            Some(next) => format!("`:next` opens lesson {} ({}), Ctrl-D leaves.", next.number, next.title()),
+            None => "That was the last lesson of the course; Ctrl-D leaves.".to_string(),
+        };
+        if self.at_end {
+            return writeln!(out, "{}", style.accent(&render::prose(&format!("End of the lesson: {next}"), style)));
         }
+        self.at_end = true;
+        writeln!(out)?;
+        let head = render::prose(&format!("── End of lesson {}: {}", lesson.number, lesson.title()), style);
+        let last = head.lines().last().map_or(0, |l| l.chars().count());
+        writeln!(
+            out,
+            "{}",
+            style.bold(&format!("{head} {}", "─".repeat(style.width.saturating_sub(last + 1).min(20))))
+        )?;
+        writeln!(out, "This lesson covered:")?;
+        for (i, step) in lesson.steps.iter().enumerate() {
+            writeln!(out, "  {}. {}", i + 1, render::prose(&step.title, style))?;
+        }
+        writeln!(out, "{}", style.accent(&render::prose(&next, style)))
     }
 
     fn solved(&self, step: usize) -> bool {
@@ -576,6 +656,11 @@ impl Extension for Lessons {
 
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+
+    fn handout(&self, transcript: &[crate::render::handout::Ran]) -> Option<crate::render::handout::Document> {
+        let g = self.guide.as_ref()?;
+        Some(super::handout::document(g.current(), g.step, transcript))
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
@@ -819,6 +904,9 @@ pub fn cmd_check(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Res
             g.solved_now(out, style)?;
             writeln!(out, "{}", style.ok(&format!("Solved! {}", g.end_of_step_hint())))?;
             Ok(Status::Ok)
+        } else if g.demo {
+            writeln!(out, "{}", style.dim("(Enter goes on)"))?;
+            Ok(Status::ExpectFailed)
         } else {
             let hint = if ex.hints.is_empty() { "" } else { " `:hint` helps," };
             // The kernel to change goes back in the editor, rather than two Up presses away.
@@ -850,7 +938,7 @@ mod tests {
     fn guide(dir: &Path, lesson: usize) -> (Guide, Style) {
         let course = Course::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/course")).unwrap();
         let (guide, _) = Guide::open(course, Store::at(dir.join("p.toml")), lesson, false);
-        (guide, Style { color: false, width: 80, big: false })
+        (guide, Style { color: false, width: 80, big: false, ..Style::plain() })
     }
 
     fn ran(g: &mut Guide, text: &str, failed: bool, style: &Style) -> String {

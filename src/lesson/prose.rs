@@ -14,7 +14,6 @@ use comfy_table::{Attribute, Cell, CellAlignment, Color, ContentArrangement, Tab
 use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 use crate::render::Style;
-use crate::render::style::token;
 use crate::script::highlight::{Known, spans};
 use crate::session::command;
 
@@ -437,7 +436,7 @@ impl Writer<'_> {
                 let is_command = |w: &str| command::find(&command::listing(super::guide::COMMANDS), w).is_some();
                 let known = Known { is_kernel: &|_| false, is_command: &is_command };
                 for (kind, range) in spans(line, &known) {
-                    painted.push_str(&token(kind).paint(&line[range]).to_string());
+                    painted.push_str(&self.style.token(kind).paint(&line[range]).to_string());
                 }
                 writeln!(self.out, "{prefix}{painted}")?;
             } else if self.style.color {
@@ -457,7 +456,7 @@ mod tests {
 
     fn plain(md: &str, width: usize) -> String {
         let mut out = Vec::new();
-        write_markdown(&mut out, md, &Style { color: false, width, big: false }).unwrap();
+        write_markdown(&mut out, md, &Style { color: false, width, big: false, ..Style::plain() }).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -514,7 +513,7 @@ mod tests {
         ");
         // In colour: no backticks, the header bold, code cells coloured as code.
         let mut out = Vec::new();
-        write_markdown(&mut out, md, &Style { color: true, width: 50, big: false }).unwrap();
+        write_markdown(&mut out, md, &Style { color: true, width: 50, big: false, ..Style::plain() }).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("\x1b[1m variable") && text.contains("\x1b[38;5;6m threadIdx.x"), "{text:?}");
         assert!(!text.contains('`'), "{text:?}");
@@ -556,7 +555,7 @@ mod tests {
     fn the_lessons_prose_fits_every_width() {
         let course = crate::lesson::Course::builtin().unwrap();
         for width in [60, 72, 80, 100, 120] {
-            let style = Style { color: false, width, big: false };
+            let style = Style { color: false, width, big: false, ..Style::plain() };
             for lesson in &course.lessons {
                 let mut md = vec![lesson.intro.clone()];
                 for step in &lesson.steps {
@@ -595,7 +594,7 @@ mod tests {
         write_markdown(
             &mut out,
             "Use `atomicAdd`.\n\n```cuda\n__global__ void k() {}\n```",
-            &Style { color: true, width: 80, big: false },
+            &Style { color: true, width: 80, big: false, ..Style::plain() },
         )
         .unwrap();
         let text = String::from_utf8(out).unwrap();

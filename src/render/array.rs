@@ -33,11 +33,13 @@ pub struct ArrayStyle {
     pub width: usize,
     /// Elements changed by the last launch, highlighted when `color` is on.
     pub changed: Option<Vec<bool>>,
+    /// The background the highlight must read on.
+    pub theme: super::style::Theme,
 }
 
 impl Default for ArrayStyle {
     fn default() -> ArrayStyle {
-        ArrayStyle { color: false, width: 80, changed: None }
+        ArrayStyle { color: false, width: 80, changed: None, theme: super::style::Theme::Dark }
     }
 }
 
@@ -137,7 +139,8 @@ fn write_elems<W: Write + ?Sized>(
     }
     let paint = |i: usize, s: String| -> String {
         let changed = opts.changed.as_ref().is_some_and(|ch| ch.get(i).copied().unwrap_or(false));
-        if opts.color && changed { s.yellow().bold().to_string() } else { s }
+        let style = super::Style { color: opts.color, theme: opts.theme, ..super::Style::plain() };
+        if changed { style.changed(&s) } else { s }
     };
     let row_items = |r: usize| -> Vec<(String, usize)> {
         col_pos

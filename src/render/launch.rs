@@ -110,7 +110,8 @@ mod tests {
     fn summary(kernel: &str, grid: Dim3, block: Dim3, backend: &str, report: &LaunchReport, color: bool) -> String {
         let spec = LaunchSpec { kernel: kernel.into(), grid, block, shared_bytes: 0, args: vec![] };
         let mut out = Vec::new();
-        write_summary(&mut out, &spec, backend, report, &Style { color, width: 80, big: false }).unwrap();
+        write_summary(&mut out, &spec, backend, report, &Style { color, width: 80, big: false, ..Style::plain() })
+            .unwrap();
         let text = String::from_utf8(out).unwrap();
         for line in text.lines() {
             assert!(visible_width(line) <= 80, "{} columns:\n{text}", visible_width(line));

@@ -384,25 +384,36 @@ pub fn write_race(out: &mut dyn Write, o: &Outcomes, style: &Style) -> io::Resul
     let candidates = o.interesting();
     let cols = pick_columns(&[o], candidates.cols.clone(), style.width);
     let mut table = outcome_table(o, &cols, style);
-    style.enlarge(&mut table);
+    let note = candidates.hidden_note(cols.len()).map(|note| style.dim(&super::prose(&note, style)));
+    let foot = footnote(o, style);
+    let bars = histogram(o, style.width, style);
+    let verdict = verdict_styled(o, style);
+    // On a projector the table gives way (no rules between rows) so that the command above it
+    // and the verdict below stay on one screen: count what comes with it, and the blank lines
+    // that set the histogram and the verdict apart.
+    let lines = |text: &str| text.lines().count();
+    let around = lines(&describe(o)).max(1)
+        + note.as_deref().map_or(0, lines)
+        + foot.as_deref().map_or(0, lines)
+        + bars.len()
+        + lines(&verdict)
+        + 2;
+    style.enlarge(&mut table, around);
     writeln!(out, "{table}")?;
-    if let Some(note) = candidates.hidden_note(cols.len()) {
-        writeln!(out, "{}", style.dim(&super::prose(&note, style)))?;
-    }
-    if let Some(f) = footnote(o, style) {
-        writeln!(out, "{f}")?;
-    }
-    if style.big {
-        writeln!(out)?;
-    }
-    for line in histogram(o, style.width, style) {
+    for line in note.iter().chain(&foot) {
         writeln!(out, "{line}")?;
     }
     if style.big {
         writeln!(out)?;
-        return writeln!(out, "  {}\n", style.bold(&verdict_styled(o, style)));
     }
-    writeln!(out, "{}", verdict_styled(o, style))
+    for line in bars {
+        writeln!(out, "{line}")?;
+    }
+    if style.big {
+        writeln!(out)?;
+        return writeln!(out, "  {}", style.bold(&verdict));
+    }
+    writeln!(out, "{verdict}")
 }
 
 fn verdict_styled(o: &Outcomes, style: &Style) -> String {
@@ -549,7 +560,8 @@ mod tests {
         let racy = outcomes(&[8.0, 9.0], &[&[8.0, 3.0], &[8.0, 4.0]], true);
         let fixed = outcomes(&[8.0, 9.0], &[&[8.0, 9.0], &[8.0, 9.0]], false);
         let mut out = Vec::new();
-        write_compare(&mut out, &racy, &fixed, &Style { color: false, width: 80, big: false }).unwrap();
+        write_compare(&mut out, &racy, &fixed, &Style { color: false, width: 80, big: false, ..Style::plain() })
+            .unwrap();
         let text = String::from_utf8(out).unwrap();
         let header = text.lines().find(|l| l.contains("outcome")).unwrap();
         let (left, right) = header.split_once("│   │").unwrap();
@@ -569,7 +581,7 @@ mod tests {
         let o = outcomes(&reference, &[&a, &b], true);
         // a[50] differs in both runs, a[7] in one: a[50] comes first.
         assert_eq!(o.interesting().cols, vec![Col { buffer: 0, index: 50 }, Col { buffer: 0, index: 7 }]);
-        let style = Style { color: false, width: 40, big: false };
+        let style = Style { color: false, width: 40, big: false, ..Style::plain() };
         let text = outcome_table(&o, &pick_columns(&[&o], o.interesting().cols, 40), &style).to_string();
         assert!(text.contains("a[50]") && text.lines().all(|l| l.chars().count() <= 40), "{text}");
     }

@@ -111,7 +111,7 @@ pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Resul
             right(format_duration(hi)),
         ]);
     }
-    style.enlarge(&mut table);
+    style.enlarge(&mut table, 3);
     writeln!(out, "{table}")?;
     if let (Some([_, mid, _]), true) = (min_median_max(&t.kernel_times), t.bytes > 0) {
         let gbs = t.bytes as f64 / mid.as_secs_f64().max(1e-12) / 1e9;

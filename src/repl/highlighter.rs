@@ -1,12 +1,11 @@
 //! reedline's highlighter for the prompt: the line being typed, classified by
 //! `script::highlight` with the session's kernel names and the `:` commands, in the colours of
-//! `render::style::token`, or plain when colour is off.
+//! `render::Style::token`, or plain when colour is off.
 
 use nu_ansi_term::Style;
 use reedline::{Highlighter, StyledText};
 
 use super::{Names, SharedNames};
-use crate::render::style::token;
 use crate::script::highlight::{Known, Token, spans};
 use crate::session::command;
 
@@ -24,25 +23,26 @@ pub fn classify(text: &str, names: &Names) -> Vec<(Token, std::ops::Range<usize>
 /// reedline's highlighter: [`spans`] with the session's kernel names, in colour or not.
 pub struct InputHighlighter {
     names: SharedNames,
-    color: bool,
+    /// Whether to colour, and the colours for the terminal's background.
+    style: crate::render::Style,
 }
 
 impl InputHighlighter {
-    pub fn new(names: SharedNames, color: bool) -> InputHighlighter {
-        InputHighlighter { names, color }
+    pub fn new(names: SharedNames, style: crate::render::Style) -> InputHighlighter {
+        InputHighlighter { names, style }
     }
 }
 
 impl Highlighter for InputHighlighter {
     fn highlight(&self, line: &str, _cursor: usize) -> StyledText {
         let mut styled = StyledText::new();
-        if !self.color {
+        if !self.style.color {
             styled.push((Style::new(), line.to_string()));
             return styled;
         }
         let names = self.names.lock().map(|n| n.clone()).unwrap_or_default();
         for (kind, r) in classify(line, &names) {
-            styled.push((token(kind), line[r].to_string()));
+            styled.push((self.style.token(kind), line[r].to_string()));
         }
         styled
     }
@@ -131,12 +131,15 @@ mod tests {
 
     #[test]
     fn colour_off_means_one_plain_piece() {
-        let h = InputHighlighter::new(SharedNames::default(), false);
+        let h = InputHighlighter::new(SharedNames::default(), crate::render::Style::plain());
         let styled = h.highlight("let a = zeros(4)", 0);
         assert_eq!(styled.buffer, vec![(Style::new(), "let a = zeros(4)".to_string())]);
-        let h = InputHighlighter::new(SharedNames::default(), true);
+        let h = InputHighlighter::new(
+            SharedNames::default(),
+            crate::render::Style { color: true, ..crate::render::Style::plain() },
+        );
         let styled = h.highlight("let a = zeros(4)", 0);
-        assert_eq!(styled.buffer[0], (token(Token::Keyword), "let".to_string()));
+        assert_eq!(styled.buffer[0], (crate::render::Style::plain().token(Token::Keyword), "let".to_string()));
     }
 
     #[test]

@@ -162,9 +162,9 @@ pub const COMMANDS: &[CommandSpec] = &[
 pub const FILE_COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "export",
-        args: "[--force] FILE.md",
-        summary: "write this session as Markdown",
-        help: "Writes everything typed in this session and what it printed (without colour codes) as a Markdown file, to hand out after a demo. An existing file is not written over unless you say yes (or give `--force`).",
+        args: "[--force] FILE.md|FILE.html",
+        summary: "write this session as a handout (Markdown or HTML)",
+        help: "Writes a handout to read on its own: with a lesson open, the lesson's headings and prose with each step's code and what it printed in order (the starter labelled as the wrong version); otherwise everything typed and what it printed. `FILE.html` is one self-contained page with the terminal's colours; any other name gets Markdown. Findings name the kernel and line (`kernel add_one, line 3`). An existing file is not written over unless you say yes (or give `--force`).",
         run: export,
     },
     CommandSpec {
@@ -684,7 +684,13 @@ fn export(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<
     let Some(path) = writable(session, "export", args, force, out)? else { return Ok(Status::Error) };
     let path = path.as_path();
     let backend = session.backend_label();
-    let text = export_markdown(&session.transcript, &backend);
+    let doc = session
+        .extension
+        .as_deref()
+        .and_then(|e| e.handout(&session.transcript))
+        .unwrap_or_else(|| session_document(&session.transcript, &backend));
+    let html = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
+    let text = if html { doc.html() } else { doc.markdown() };
     let n = session.transcript.len();
     let what = format!("wrote {n} input{} and their output to {}", if n == 1 { "" } else { "s" }, path.display());
     write_file(session, path, &text, &what, out)
@@ -733,27 +739,24 @@ fn write_file(session: &Session, path: &Path, text: &str, done: &str, out: &mut 
     }
 }
 
-/// Markdown for a transcript: fences long enough that no output can close them early.
-pub fn export_markdown(transcript: &[(String, String)], backend: &str) -> String {
-    let fence = |body: &str| {
-        let longest = body.lines().map(|l| l.trim_start().chars().take_while(|&c| c == '`').count()).max().unwrap_or(0);
-        "`".repeat(longest.max(2) + 1)
-    };
-    let mut md =
-        format!("# A gridlab session\n\nKernels ran on `{backend}`. Each input is followed by what gridlab printed.\n");
-    for (input, output) in transcript {
-        let lang = match crate::script::classify(input.lines().next().unwrap_or("")) {
-            Some(crate::script::InputKind::Cuda) => "cuda",
-            _ => "gridlab",
-        };
-        let f = fence(input);
-        md.push_str(&format!("\n{f}{lang}\n{input}\n{f}\n"));
-        if !output.trim().is_empty() {
-            let f = fence(output);
-            md.push_str(&format!("\n{f}text\n{}\n{f}\n", output.trim_end()));
-        }
+/// The handout of a session without a lesson: every input and what it printed, kernels in
+/// blocks of their own, consecutive statements together.
+pub fn session_document(transcript: &[crate::render::handout::Ran], backend: &str) -> crate::render::handout::Document {
+    use crate::render::handout::{Block, Document};
+    let mut doc = Document::new("A gridlab session");
+    doc.blocks.push(Block::Prose(format!(
+        "Kernels ran on `{backend}`. Each input (after `>`) is followed by what gridlab printed."
+    )));
+    for ran in transcript {
+        doc.ran(ran.clone(), is_cuda(&ran.input));
     }
-    md
+    doc
+}
+
+/// Whether an input is CUDA source (a kernel, a function), not a statement.
+pub fn is_cuda(input: &str) -> bool {
+    crate::script::split_inputs(input)
+        .is_ok_and(|inputs| inputs.iter().any(|i| i.kind == crate::script::InputKind::Cuda))
 }
 
 /// Refuse, with the way to switch, when the GPU backend is not the one running launches.

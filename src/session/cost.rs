@@ -399,7 +399,7 @@ impl Session {
                 right(if k.atomics > 0 { thousands(k.atomics as u128) } else { "-".into() }),
             ]);
         }
-        style.enlarge(&mut table);
+        style.enlarge(&mut table, 4);
         writeln!(out, "{table}")?;
         let t = &c.totals;
         writeln!(

@@ -21,6 +21,12 @@ pub trait Extension: Any {
 
     fn as_any(&self) -> &dyn Any;
 
+    /// The handout `:export` writes, when the extension knows better than a plain transcript
+    /// (an open lesson: its headings and prose around what ran).
+    fn handout(&self, _transcript: &[crate::render::handout::Ran]) -> Option<crate::render::handout::Document> {
+        None
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 

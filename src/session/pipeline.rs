@@ -159,8 +159,9 @@ impl Session {
         let mut tee = Tee { out, copy: Vec::new(), keep: record };
         let status = self.eval(name, input, &mut tee)?;
         if record {
-            let printed = crate::render::text::strip_ansi(&tee.copy);
-            self.transcript.push((input.text.clone(), printed));
+            let output = crate::render::text::strip_ansi(&tee.copy);
+            let colored = String::from_utf8_lossy(&tee.copy).into_owned();
+            self.transcript.push(crate::render::handout::Ran { input: input.text.clone(), output, colored });
         }
         Ok(status)
     }
@@ -271,6 +272,14 @@ impl Session {
                     writeln!(out, "{}", self.options.style.dim(&note))?;
                 }
                 self.constants = constants(&self.module);
+                // Typed input is named by the kernel it defined: `kernel add_one, line 3`.
+                let named =
+                    outcome.defined.iter().find(|d| d.kind == ItemKind::Kernel).map(|d| ("kernel", d)).or_else(|| {
+                        outcome.defined.iter().find(|d| d.kind == ItemKind::DeviceFunction).map(|d| ("function", d))
+                    });
+                if let Some((what, d)) = named {
+                    self.sources.name_item(id, format!("{what} {}", d.name));
+                }
                 for d in &outcome.defined {
                     let what = match d.kind {
                         ItemKind::Kernel => "kernel",

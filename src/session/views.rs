@@ -455,7 +455,8 @@ let m = zeros((12, 20), i32)
 
     /// Run `script` after the kernels above in a fresh session; returns what the last input printed.
     fn view(script: &str, color: bool, width: usize) -> String {
-        let mut s = Session::new(Options { style: Style { color, width, big: false }, ..Options::default() });
+        let mut s =
+            Session::new(Options { style: Style { color, width, big: false, ..Style::plain() }, ..Options::default() });
         let mut out = Vec::new();
         assert_eq!(s.eval_text("setup", KERNELS, false, &mut out).unwrap(), Status::Ok);
         let (setup, last) = script.rsplit_once('\n').unwrap_or(("", script));
@@ -562,7 +563,8 @@ let m = zeros((12, 20), i32)
 
     /// `:race` on a GPU: the simulator's outcomes with the (fake) GPU's runs in their place.
     fn race_with_gpu(width: usize, color: bool) -> (String, Session) {
-        let mut s = Session::new(Options { style: Style { color, width, big: false }, ..Options::default() });
+        let mut s =
+            Session::new(Options { style: Style { color, width, big: false, ..Style::plain() }, ..Options::default() });
         let mut out = Vec::new();
         assert_eq!(s.eval_text("setup", KERNELS, false, &mut out).unwrap(), Status::Ok);
         let p = s.prepare_text("race", "add_half_everywhere<<<8, 64>>>(a, len(a))", &mut out).unwrap().unwrap();
@@ -602,7 +604,8 @@ let m = zeros((12, 20), i32)
 
     /// `:compare` on a GPU: each launch's outcomes with the (fake) GPU's runs, as `:race` has them.
     fn compare_with_gpu(width: usize, color: bool) -> String {
-        let mut s = Session::new(Options { style: Style { color, width, big: false }, ..Options::default() });
+        let mut s =
+            Session::new(Options { style: Style { color, width, big: false, ..Style::plain() }, ..Options::default() });
         let mut out = Vec::new();
         assert_eq!(s.eval_text("setup", KERNELS, false, &mut out).unwrap(), Status::Ok);
         let module = s.module.clone();

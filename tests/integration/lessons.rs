@@ -235,11 +235,84 @@ fn export_writes_the_session_as_markdown() {
     let text = std::fs::read_to_string(md).unwrap();
     assert!(text.starts_with("# A gridlab session\n"), "{text}");
     assert!(text.contains("```cuda\n__global__ void k(float *a) { a[threadIdx.x] = 1; }\n```"), "{text}");
+    // Consecutive statements in one block, each followed by what it printed.
     assert!(
-        text.contains("```gridlab\nk<<<1, 4>>>(a)\n```\n\n```text\nk<<<1, 4>>>: 1 x 4 = 4 threads on sim"),
+        text.contains("```text\n> let a = zeros(4)\n> k<<<1, 4>>>(a)\nk<<<1, 4>>>: 1 x 4 = 4 threads on sim"),
         "{text}"
     );
     assert!(!text.contains('\u{1b}'), "no colour codes: {text}");
+}
+
+/// An HTML page is well formed: every tag closed in order, `<` escaped outside tags, no raw
+/// escape bytes.
+fn assert_well_formed_html(html: &str) {
+    assert!(!html.contains('\u{1b}'), "a raw escape byte:\n{html}");
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = html;
+    while let Some(at) = rest.find('<') {
+        let end = at + rest[at..].find('>').expect("every tag ends");
+        let tag = &rest[at + 1..end];
+        assert!(!tag.contains('<'), "a raw `<` in {tag:?}");
+        let name: String = tag.trim_start_matches('/').chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+        if tag.starts_with('!') || matches!(name.as_str(), "meta" | "br" | "hr") {
+        } else if tag.starts_with('/') {
+            assert_eq!(stack.pop().as_deref(), Some(name.as_str()), "</{name}> closes the wrong tag");
+        } else {
+            stack.push(name);
+        }
+        rest = &rest[end + 1..];
+    }
+    assert!(stack.is_empty(), "tags never closed: {stack:?}");
+}
+
+#[test]
+fn export_after_a_lesson_writes_a_handout_in_markdown_and_html() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (md, html) = (dir.path().join("handout.md"), dir.path().join("handout.html"));
+    let script = format!(
+        "__global__ void fill(float *a, int n) {{\n    for (int i = 0; i < n; ++i) a[i] = i;\n}}\nlet a = zeros(4)\nfill<<<1, 1>>>(a, len(a))\nexpect a == [0, 1, 2, 3]\n:next\n{WRONG_TWICE}:check\n{RIGHT_TWICE}:check\n:export {}\n:export {}\n",
+        md.display(),
+        html.display()
+    );
+    let run = in_home(data.path(), &["learn", "1", "--color", "always"], &script);
+    assert!(run.stdout.contains("to ") && html.exists(), "{}", run.stdout);
+    let text = std::fs::read_to_string(&md).unwrap();
+    // The lesson's headings and prose, in order, around what ran.
+    let order = [
+        "# Lesson 1: Fill an array",
+        "A fixture lesson for gridlab's own tests",
+        "## A kernel",
+        "This kernel writes *every* element from one thread.",
+        "```cuda\n__global__ void fill(",
+        "> let a = zeros(4)\n> fill<<<1, 1>>>(a, len(a))\nfill<<<1, 1>>>: 1 x 1 = 1 thread",
+        "## Your turn",
+        "**Exercise**",
+        "Write `twice(float *a, int n)`",
+        "**The starter, the wrong version:**\n\n```cuda\n__global__ void twice(float *a, int n) {\n    int i = threadIdx.x;",
+        "✗ not yet",
+        "**A solution:**",
+        "✓ passed",
+    ];
+    let mut from = 0;
+    for what in order {
+        let at = text[from..].find(what).unwrap_or_else(|| panic!("{what:?} is not after byte {from}:\n{text}"));
+        from += at + what.len();
+    }
+    // Findings name the kernel and its line, not the input's number; navigation is left out.
+    assert!(text.contains("--> kernel twice, line 3"), "{text}");
+    assert!(text.contains("  3 |     a[i] *= 2;"), "{text}");
+    assert!(!text.contains("<input") && !text.contains("<stdin>"), "{text}");
+    assert!(!text.contains("> :next"), "{text}");
+    assert!(!text.contains('\u{1b}'), "{text}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"), "{page}");
+    assert_well_formed_html(&page);
+    assert!(page.contains("<h2>Your turn</h2>"), "{page}");
+    assert!(page.contains("fill&lt;&lt;&lt;1, 1&gt;&gt;&gt;(a, len(a))"), "{page}");
+    // The terminal's colours, as inline styles: the red of the failed check, the green of the passed.
+    assert!(page.contains("<span style=\"color:#cd3131;font-weight:bold\">✗ not yet:</span>"), "{page}");
+    assert!(page.contains("<span style=\"color:#0dbc79\">✓ passed:</span>"), "{page}");
 }
 
 #[test]

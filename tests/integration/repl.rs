@@ -17,6 +17,7 @@ const DSR: &[u8] = b"\x1b[6n";
 /// A running `gridlab` in a pseudo-terminal, with the screen it drew.
 struct Terminal {
     session: OsSession,
+    rows: u16,
     screen: vt100::Parser,
     /// Bytes not yet given to the emulator (a cursor-position query may be cut in two).
     pending: Vec<u8>,
@@ -29,6 +30,11 @@ impl Terminal {
 
     /// Start with environment changes: `(name, None)` removes a variable.
     fn start_with(home: &Path, args: &[&str], env: &[(&str, Option<&str>)]) -> Terminal {
+        Terminal::start_sized(home, args, env, ROWS)
+    }
+
+    /// Start in a terminal of `rows` rows (a projector's 30, say).
+    fn start_sized(home: &Path, args: &[&str], env: &[(&str, Option<&str>)], rows: u16) -> Terminal {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_gridlab"));
         cmd.args(args)
             .current_dir(home)
@@ -38,7 +44,7 @@ impl Terminal {
             .env("XDG_DATA_HOME", home.join("data"))
             .env("TERM", "xterm-256color")
             .env("COLUMNS", COLS.to_string())
-            .env("LINES", ROWS.to_string())
+            .env("LINES", rows.to_string())
             .env_remove("NO_COLOR");
         for (name, value) in env {
             match value {
@@ -47,10 +53,11 @@ impl Terminal {
             };
         }
         let mut session = OsSession::spawn(cmd).expect("gridlab starts in a pseudo-terminal");
-        session.get_process_mut().set_window_size(COLS, ROWS).expect("the window size can be set");
+        session.get_process_mut().set_window_size(COLS, rows).expect("the window size can be set");
         Terminal {
             session,
-            screen: vt100::Parser::new(NonZeroU16::new(ROWS).unwrap(), NonZeroU16::new(COLS).unwrap(), 0),
+            rows,
+            screen: vt100::Parser::new(NonZeroU16::new(rows).unwrap(), NonZeroU16::new(COLS).unwrap(), 0),
             pending: Vec::new(),
         }
     }
@@ -83,6 +90,29 @@ impl Terminal {
             }
         }
         panic!("{what:?} is not on the screen:\n{}", self.text());
+    }
+
+    /// Every piece of text on the screen that is dim or dark grey (the colours a projector
+    /// washes out), with its row.
+    fn faint(&self) -> Vec<(u16, String)> {
+        let screen = self.screen.screen();
+        let mut faint = Vec::new();
+        for row in 0..self.rows {
+            let mut text = String::new();
+            for col in 0..COLS {
+                let Some(cell) = screen.cell(row, col) else { continue };
+                if cell.contents().trim().is_empty() {
+                    continue;
+                }
+                if cell.dim() || cell.fgcolor() == vt100::Color::Idx(8) {
+                    text.push_str(cell.contents());
+                }
+            }
+            if !text.is_empty() {
+                faint.push((row, text));
+            }
+        }
+        faint
     }
 
     fn text(&self) -> String {
@@ -392,6 +422,119 @@ fn a_demo_moves_on_with_each_enter() {
     assert_eq!(t.exit_code(), 0);
     // A demo leaves the presenter's own progress alone.
     assert!(!home.path().join("data/gridlab/progress").exists());
+}
+
+#[test]
+fn a_demo_teaches_an_exercise_by_its_starter_and_a_solution_then_pauses_at_the_lessons_end() {
+    let home = tempfile::tempdir().unwrap();
+    let course = fixture_course();
+    let mut t = Terminal::start(home.path(), &["demo", "1", "--course", &course]);
+    // The banner does not promise to keep a place a demo never saves.
+    t.wait_for("Progress is not saved.");
+    assert!(!t.text().contains("your place is saved"), "{}", t.text());
+    t.wait_for_last_line("sim lesson 1.1>");
+    t.keys(":next\r");
+    t.wait_for("┌ exercise");
+    t.wait_for("│ Write twice(float *a, int n)");
+    // With the task, the starter, labelled as the wrong version, is typed into the editor;
+    // Enter defines it.
+    t.wait_for("The starter, the wrong version a learner begins with:");
+    t.wait_for("int i = threadIdx.x;");
+    t.keys("\r");
+    t.wait_for("defined kernel twice(float *a, int n)");
+    t.wait_for_last_line("sim lesson 1.2>");
+    // Its check, as `:check` prints it: why the starter is wrong.
+    t.keys("\r");
+    t.wait_for("Its check says why it is wrong:");
+    t.wait_for_last_line("sim lesson 1.2> :check");
+    t.keys("\r");
+    t.wait_for("✗ not yet: with n = 100, blocks = 4, threads = 32");
+    t.wait_for("data race on `a`");
+    assert!(
+        !t.text().contains(":solution shows one"),
+        "a demo does not tell the audience to ask for it:\n{}",
+        t.text()
+    );
+    t.wait_for_last_line("sim lesson 1.2>");
+    // Then a solution, and its check passing.
+    t.keys("\r");
+    t.wait_for("A solution:");
+    t.wait_for("int i = blockIdx.x * blockDim.x + threadIdx.x;");
+    t.keys("\r");
+    t.wait_for("redefined kernel twice(float *a, int n)");
+    t.wait_for_last_line("sim lesson 1.2>");
+    t.keys("\r");
+    t.wait_for("And its check:");
+    t.wait_for_last_line("sim lesson 1.2> :check");
+    t.keys("\r");
+    t.wait_for("✓ passed: 2 configurations");
+    t.wait_for("Solved! (Enter goes on)");
+    t.wait_for_last_line("sim lesson 1.2>");
+    // The end of the lesson: a summary of its steps, and a pause rather than lesson 2.
+    t.keys("\r");
+    t.wait_for("── End of lesson 1: Fill an array");
+    t.wait_for("This lesson covered:");
+    t.wait_for("  1. A kernel");
+    t.wait_for("  2. Your turn");
+    t.wait_for("`:next` opens lesson 2 (Guard the tail), Ctrl-D leaves.");
+    t.wait_for_last_line("sim lesson 1.2>");
+    t.keys("\r");
+    t.wait_for("End of the lesson: `:next` opens lesson 2");
+    t.wait_for_last_line("sim lesson 1.2>");
+    assert!(!t.text().contains("Lesson 2 of 2"), "the demo ran into the next lesson:\n{}", t.text());
+    // `:next` goes on when the presenter asks.
+    t.keys(":next\r");
+    t.wait_for("Lesson 2 of 2: Guard the tail");
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+    assert!(!home.path().join("data/gridlab/progress").exists());
+}
+
+/// `:race` in a demo sized for a projector, at 100x30: the command and the verdict on one
+/// screen, nothing dim or dark grey, and the colours of the chosen background.
+fn race_on_a_projector(theme: &str) -> Terminal {
+    let home = tempfile::tempdir().unwrap();
+    let course = fixture_course();
+    let mut t = Terminal::start_sized(
+        home.path(),
+        &["demo", "1", "--big", "--theme", theme, "--course", &course],
+        &[("GRIDLAB_THEME", None)],
+        30,
+    );
+    t.wait_for_last_line("sim lesson 1.1>");
+    t.keys("__global__ void k(float *a, int n) { for (int i = 0; i < n; i++) a[i] += 0.5f; }\r");
+    t.wait_for("defined kernel k(float *a, int n)");
+    t.keys("let a = [0, 1]\r");
+    t.wait_for_last_line("sim lesson 1.1>");
+    t.keys(":race k<<<8, 64>>>(a, len(a))\r");
+    t.wait_for("10 different results in 10 runs: the result depends on timing");
+    t.wait_for_last_line("sim lesson 1.1>");
+    t
+}
+
+#[test]
+fn race_in_a_big_demo_fits_a_projectors_screen_with_nothing_faint() {
+    let t = race_on_a_projector("dark");
+    let text = t.text();
+    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+    let command = lines.iter().position(|l| l.ends_with(":race k<<<8, 64>>>(a, len(a))"));
+    assert!(command.is_some(), "the command scrolled off:\n{text}");
+    assert!(lines.iter().any(|l| l.contains("sequential") && l.contains("256.")), "no answer row:\n{text}");
+    // Condensed: no rule between the rows, as it would push the command off the screen.
+    assert!(!text.contains("├"), "{text}");
+    // The verdict is the last thing before the prompt: no trailing blank lines.
+    let last = lines.iter().rposition(|l| !l.is_empty()).unwrap();
+    assert!(lines[last - 1].contains("10 different results"), "{text}");
+    assert_eq!(t.faint(), Vec::<(u16, String)>::new(), "faint text on a projector:\n{text}");
+    // Yellow warnings on a dark screen ...
+    assert_eq!(t.look_of("10 different results").0, vt100::Color::Idx(3));
+}
+
+#[test]
+fn a_light_theme_trades_yellow_and_cyan_for_colours_that_read_on_white() {
+    let t = race_on_a_projector("light");
+    assert_eq!(t.look_of("10 different results").0, vt100::Color::Idx(5), "{}", t.text());
+    assert_eq!(t.faint(), Vec::<(u16, String)>::new(), "{}", t.text());
 }
 
 /// The fixture course, for `--course`.

@@ -1,0 +1,133 @@
+//! The handout of a lesson: what `:export` writes after a demo or a lesson, a document that
+//! reads on its own. The lesson gives its title, introduction, step headings and prose; the
+//! session's transcript gives what really ran and what it printed, placed under the step whose
+//! block it came from. An exercise shows its task, then the starter (labelled as the wrong
+//! version), attempts, the solution and what `:check` said of each, in the order they ran.
+
+use super::{Lesson, Part};
+use crate::render::handout::{Block, Document, Ran};
+use crate::session::command::is_cuda;
+
+/// Commands that move about the lesson: what they print is the lesson itself, which the
+/// handout has already.
+const NAVIGATION: &[&str] =
+    &["next", "back", "step", "lesson", "lessons", "hint", "solution", "export", "help", "save", "quit", "q"];
+
+/// What the learner could have run for a part: its inputs (an exercise's starter and
+/// solution, and `:check`).
+fn inputs_of(part: &Part) -> Vec<String> {
+    let norm = |s: &str| s.trim().to_string();
+    match part {
+        Part::Prose(_) => Vec::new(),
+        Part::Cuda(code) => vec![norm(&code.text)],
+        Part::Gridlab(code) => crate::script::split_inputs(&code.text)
+            .map(|inputs| inputs.iter().map(|i| norm(&i.text)).collect())
+            .unwrap_or_default(),
+        Part::Exercise(ex) => {
+            let mut v: Vec<String> = ex.starter.iter().map(|s| norm(&s.text)).collect();
+            v.push(norm(&ex.solution.text));
+            v.push(":check".into());
+            v
+        }
+    }
+}
+
+/// The handout of `lesson` (number `number` of a course) up to and including step `upto`,
+/// with the `transcript` of what ran.
+pub fn document(lesson: &Lesson, upto: usize, transcript: &[Ran]) -> Document {
+    let mut doc = Document::new(format!("Lesson {}: {}", lesson.number, lesson.title()));
+    doc.blocks.push(Block::Prose(format!("*{}*", lesson.meta.summary.trim())));
+    if !lesson.intro.trim().is_empty() {
+        doc.blocks.push(Block::Prose(lesson.intro.clone()));
+    }
+    // Every part of the steps shown, in order, with the inputs that belong to it.
+    let parts: Vec<(usize, &Part)> = lesson
+        .steps
+        .iter()
+        .enumerate()
+        .take(upto + 1)
+        .flat_map(|(i, step)| step.parts.iter().map(move |p| (i, p)))
+        .collect();
+    let inputs: Vec<Vec<String>> = parts.iter().map(|(_, p)| inputs_of(p)).collect();
+    let runs: Vec<&Ran> = transcript
+        .iter()
+        .filter(|r| {
+            let command = r.input.trim_start().strip_prefix(':').map(|c| c.split_whitespace().next().unwrap_or(""));
+            !command.is_some_and(|c| NAVIGATION.contains(&c))
+        })
+        .collect();
+    // Parts shown so far (their headings and prose written), and the step of the last one.
+    let mut shown = 0;
+    let mut step_shown = None;
+    let mut show_up_to = |doc: &mut Document, upto: usize, shown: &mut usize| {
+        while *shown <= upto && *shown < parts.len() {
+            let (step, part) = parts[*shown];
+            if step_shown != Some(step) {
+                step_shown = Some(step);
+                doc.blocks.push(Block::Heading(2, lesson.steps[step].title.clone()));
+            }
+            match part {
+                Part::Prose(md) => doc.blocks.push(Block::Prose(md.clone())),
+                Part::Exercise(ex) => {
+                    doc.blocks.push(Block::Label("Exercise".into()));
+                    doc.blocks.push(Block::Prose(ex.task.clone()));
+                }
+                // Code is shown as it ran, below; code that never ran is shown as it is.
+                Part::Cuda(_) | Part::Gridlab(_) => {}
+            }
+            *shown += 1;
+        }
+    };
+    // The part that the input last run belongs to.
+    let mut current = 0;
+    let mut ran_of_part = vec![false; parts.len()];
+    for run in runs {
+        let text = run.input.trim();
+        if let Some(at) = (current..parts.len()).find(|&k| inputs[k].iter().any(|i| i == text)) {
+            // Code of the parts passed over that never ran is still part of the lesson.
+            for k in current..at {
+                show_up_to(&mut doc, k, &mut shown);
+                unran(&mut doc, parts[k].1, ran_of_part[k]);
+            }
+            current = at;
+        }
+        show_up_to(&mut doc, current, &mut shown);
+        ran_of_part[current] = true;
+        if let Some((_, Part::Exercise(ex))) = parts.get(current) {
+            let label = if ex.starter.as_ref().is_some_and(|s| s.text.trim() == text) {
+                Some("The starter, the wrong version:")
+            } else if ex.solution.text.trim() == text {
+                Some("A solution:")
+            } else if is_cuda(text) {
+                Some("An attempt:")
+            } else if text == ":check" {
+                Some("The check says:")
+            } else {
+                None
+            };
+            if let Some(label) = label {
+                doc.blocks.push(Block::Label(label.into()));
+            }
+        }
+        doc.ran(run.clone(), is_cuda(text));
+    }
+    for k in current..parts.len() {
+        show_up_to(&mut doc, k, &mut shown);
+        if k > current || !ran_of_part[k] {
+            unran(&mut doc, parts[k].1, ran_of_part[k]);
+        }
+    }
+    doc
+}
+
+/// A part's code that did not run in the session, shown as the lesson has it.
+fn unran(doc: &mut Document, part: &Part, ran: bool) {
+    if ran {
+        return;
+    }
+    match part {
+        Part::Cuda(code) => doc.blocks.push(Block::Code { lang: "cuda".into(), text: code.text.clone() }),
+        Part::Gridlab(code) => doc.blocks.push(Block::Code { lang: "gridlab".into(), text: code.text.clone() }),
+        Part::Prose(_) | Part::Exercise(_) => {}
+    }
+}
