@@ -694,8 +694,13 @@ mod tests {
         assert!(!out.contains("comparisons don't chain"), "{out}");
         assert!(out.contains("`fill` is a template kernel: give its template arguments"), "{out}");
         assert!(out.contains("no template kernel named `k2`"), "{out}");
-        let (_, out) = run(&mut s, "__device__ void inc(float &x) { x += 1.0f; }\n");
-        assert!(out.contains("reference parameters (`float &x`) are not supported by the simulator"), "{out}");
+        // A reference parameter runs; an rvalue reference is named, not a parse error.
+        let (status, out) = run(&mut s, "__device__ void inc(float &x) { x += 1.0f; }\n");
+        assert_eq!(status, Status::Ok, "{out}");
+        assert!(out.contains("defined device function inc(float &x)"), "{out}");
+        let (_, out) = run(&mut s, "__device__ void inc2(float &&x) { x += 1.0f; }\n");
+        assert!(out.contains("rvalue references (`&&`) are not supported by the simulator"), "{out}");
+        assert!(out.contains("note: the GPU backend runs this"), "{out}");
         assert!(!out.contains("expected `)`"), "{out}");
     }
 }
