@@ -94,7 +94,8 @@ pub fn signature(f: &Function) -> String {
         .iter()
         .map(|p| {
             let ty = p.ty.c_name();
-            if ty.ends_with('*') { format!("{ty}{}", p.name) } else { format!("{ty} {}", p.name) }
+            let amp = if p.by_ref { "&" } else { "" };
+            if ty.ends_with('*') { format!("{ty}{amp}{}", p.name) } else { format!("{ty} {amp}{}", p.name) }
         })
         .collect();
     format!("{}({})", f.name, params.join(", "))

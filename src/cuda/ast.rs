@@ -353,6 +353,9 @@ pub enum Intrinsic {
     Trap,
     /// `assert(cond)`: arg is `bool`; a false condition stops the launch like `__trap()`.
     Assert,
+    /// `clock()`, `clock64()`: result `long long`. On the simulator, the number of steps the
+    /// calling warp has run so far: deterministic, and growing with the work done before it.
+    Clock,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -555,6 +558,10 @@ pub struct Param {
     pub ty: Type,
     /// `__restrict__` was written (informational).
     pub restrict: bool,
+    /// A non-`const` reference (`float &x`): a call passes an lvalue of exactly `ty`, and the
+    /// parameter names the caller's variable. (A `const` reference is passed by value: nothing
+    /// can write through it.)
+    pub by_ref: bool,
     pub span: Span,
 }
 

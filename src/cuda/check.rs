@@ -52,6 +52,8 @@ struct Sig {
     kind: FuncKind,
     ret: Type,
     params: Vec<Param>,
+    /// Each parameter's default argument, checked at each call that leaves it out.
+    defaults: Vec<Option<syntax::Expr>>,
     name_span: Span,
 }
 
@@ -89,7 +91,13 @@ pub fn check(items: &[&syntax::Item]) -> Result<Checked, Vec<Diagnostic>> {
             Err(e) => {
                 errors.push(e);
                 let name_span = f.name_span;
-                m.sigs.push(Sig { kind: FuncKind::Device, ret: Type::Void, params: Vec::new(), name_span });
+                m.sigs.push(Sig {
+                    kind: FuncKind::Device,
+                    ret: Type::Void,
+                    params: Vec::new(),
+                    defaults: Vec::new(),
+                    name_span,
+                });
             }
         }
     }

@@ -105,7 +105,6 @@ fn is_vector_type(name: &str) -> bool {
 /// (The construct the error is marked with is the name itself.)
 fn unsupported_type(name: &str) -> Option<(String, &'static str)> {
     let (msg, help) = match name {
-        "auto" => ("`auto` is not supported by the simulator".into(), "write the type, e.g. `float x = ...`"),
         "dim3" => (
             "`dim3` variables are not supported in kernels".into(),
             "use the components directly: `threadIdx.x`, `blockDim.y`, ...",
@@ -352,6 +351,17 @@ impl Parser<'_> {
                 "unsigned" => unsigned = true,
                 "signed" => signed = true,
                 "long" => longs += 1,
+                "auto" if base.is_none() && from_typedef.is_none() && !unsigned && !signed && longs == 0 => {
+                    // A placeholder: the checker takes the type from the initialiser.
+                    from_typedef = Some(TypeName {
+                        base: Some(Scalar::I32),
+                        is_const: false,
+                        ptrs: Vec::new(),
+                        restrict: false,
+                        auto: true,
+                        span: self.span(),
+                    });
+                }
                 // `short int` is `short`.
                 "int" if base == Some("short") => {}
                 "void" | "bool" | "char" | "short" | "int" | "float" | "double" | "size_t" if base.is_none() => {
@@ -379,6 +389,7 @@ impl Parser<'_> {
                         is_const: false,
                         ptrs: Vec::new(),
                         restrict: false,
+                        auto: false,
                         span: self.span(),
                     });
                 }
@@ -424,7 +435,7 @@ impl Parser<'_> {
         }
         let mut ptrs = Vec::new();
         self.pointers(&mut ptrs, &mut restrict);
-        Ok(TypeName { base, is_const, ptrs, restrict, span: start.to(self.prev_span()) })
+        Ok(TypeName { base, is_const, ptrs, restrict, auto: false, span: start.to(self.prev_span()) })
     }
 
     /// `*`, `* const`, `* __restrict__` ...
@@ -453,6 +464,7 @@ impl Parser<'_> {
         }
         let mut storage = Storage::Auto;
         let (mut global, mut device, mut host) = (false, false, false);
+        let mut constexpr = false;
         loop {
             self.reject_unsupported_word(true)?;
             let Some(Tok::Ident(w)) = self.peek() else { break };
@@ -460,7 +472,10 @@ impl Parser<'_> {
                 "__global__" => global = true,
                 "__device__" => device = true,
                 "__host__" => host = true,
-                "__forceinline__" | "__noinline__" | "inline" | "static" | "__inline__" | "constexpr" => {}
+                "__forceinline__" | "__noinline__" | "inline" | "static" | "__inline__" => {}
+                // On a variable, `constexpr` is a `const` whose value is known (the checker
+                // requires that of a file-scope constant anyway); on a function it adds nothing.
+                "constexpr" => constexpr = true,
                 "extern" => {
                     if matches!(self.peek_at(1), Some(Tok::Str(_))) {
                         return Err(Diagnostic::error("`extern \"C\"` is not needed")
@@ -484,7 +499,7 @@ impl Parser<'_> {
             }
             self.pos += 1;
         }
-        let ty = self.type_name()?;
+        let mut ty = self.type_name()?;
         if self.eat_word("__launch_bounds__") {
             self.skip_parens()?;
         }
@@ -502,6 +517,7 @@ impl Parser<'_> {
                 .at(start)
                 .help("remove `__global__`, or write `__device__` or `__constant__` for a variable"));
         }
+        ty.is_const |= constexpr;
         let storage = match storage {
             Storage::ExternShared => {
                 return Err(Diagnostic::error("`extern` variables are not supported at file scope")
@@ -600,13 +616,14 @@ impl Parser<'_> {
             return Err(self.unknown_type());
         }
         let ty = self.type_name()?;
-        if self.is("&") || self.is("&&") {
-            return Err(Diagnostic::error("reference parameters (`float &x`) are not supported by the simulator")
+        if self.is("&&") {
+            return Err(Diagnostic::error("rvalue references (`&&`) are not supported by the simulator")
                 .at(self.span())
-                .label("a reference")
-                .help("take a pointer instead (`float *x`, called with `&v`), or run it with `:backend gpu`")
-                .outside_subset("references"));
+                .label("an rvalue reference")
+                .help("take the parameter by value (`float x`) or by reference (`float &x`)")
+                .outside_subset("rvalue references"));
         }
+        let by_ref = self.eat("&");
         let name = match self.peek() {
             Some(Tok::Ident(_)) => Some(self.ident("a parameter name")?),
             _ => None,
@@ -654,13 +671,8 @@ impl Parser<'_> {
                 "buffers reach a kernel as flat pointers, a 2-D buffer row after row: declare `{elem} {star}*{pname}` and index it as `{index}`"
             )));
         }
-        if self.is("=") {
-            return Err(Diagnostic::error("default arguments are not supported")
-                .at(self.span())
-                .help("remove the default value and pass it at every call")
-                .outside_subset("default arguments"));
-        }
-        Ok(ParamDecl { ty, name, array_dims, span: start.to(self.prev_span()) })
+        let default = if self.eat("=") { Some(self.assign()?) } else { None };
+        Ok(ParamDecl { ty, name, array_dims, by_ref, default, span: start.to(self.prev_span()) })
     }
 
     /// The declarators after a type: `a = 1, *p, v[4] = {1, 2}` and the closing `;`.

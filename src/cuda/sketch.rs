@@ -79,6 +79,7 @@ impl KernelSig {
                     name: p.name.clone(),
                     ty: ty.clone(),
                     restrict: p.restrict,
+                    by_ref: false,
                     span: Span::new(source, p.lo, p.hi),
                 }),
                 None => Err(p),

@@ -13,6 +13,8 @@ pub struct TypeName {
     /// One entry per `*`, outermost last; `true` when that pointer itself is `const`.
     pub ptrs: Vec<bool>,
     pub restrict: bool,
+    /// `auto`: the type comes from the initialiser (`base` is a placeholder).
+    pub auto: bool,
     pub span: Span,
 }
 
@@ -173,6 +175,10 @@ pub struct ParamDecl {
     pub name: Option<(String, Span)>,
     /// `float a[]` / `float a[N]` parameters, which are pointers in C.
     pub array_dims: usize,
+    /// `float &x`: a reference to the caller's variable.
+    pub by_ref: bool,
+    /// `float d = 1.0f`: the value a call that leaves the argument out passes.
+    pub default: Option<Expr>,
     pub span: Span,
 }
 

@@ -400,6 +400,19 @@ fn misspelt_names_suggest_names_in_scope() {
 }
 
 #[test]
+fn auto_takes_the_initialisers_type_and_constexpr_is_a_constant() {
+    let m = module(
+        "constexpr int N = 8;\n__global__ void k(float *a, unsigned u) { auto i = u * 2; auto x = a[0]; auto p = a; const auto c = N; p[i] = x + c; }",
+    );
+    let f = kernel(&m, "k");
+    let types: Vec<(String, String)> = f.locals.iter().map(|l| (l.name.clone(), l.ty.c_name())).collect();
+    let want = [("i", "unsigned int"), ("x", "float"), ("p", "float *"), ("c", "int")];
+    for (name, ty) in want {
+        assert!(types.contains(&(name.to_string(), ty.to_string())), "{name}: {ty} in {types:?}");
+    }
+}
+
+#[test]
 fn unsupported_constructs_say_what_they_are() {
     let cases = [
         ("template <typename T> struct Box { T v; };", "templates run on the GPU backend only"),
@@ -432,6 +445,16 @@ fn unsupported_constructs_say_what_they_are() {
             "recursive",
         ),
         ("typedef struct { int x; } P;", "structs run on the GPU backend only"),
+        ("__global__ void k(float &a) {}", "the kernel parameter `a` has a reference"),
+        ("__global__ void k(float *a, int n = 4) {}", "the kernel parameter `n` has a default argument"),
+        ("__device__ void f(int a = 1, int b) {}", "the parameter `b` needs a default value"),
+        ("__device__ void f(int &x) {}\n__global__ void k(int *a) { f(a[0] + 1); }", "takes `x` by reference"),
+        ("__device__ void f(int &x) {}\n__global__ void k(float *a) { f(a[0]); }", "but this is a `float`"),
+        ("__device__ void f(int &x, int y = 2) {}\n__global__ void k(int *a) { f(); }", "takes 1 to 2 arguments"),
+        ("__device__ void f(float &&x) {}", "rvalue references"),
+        ("__global__ void k(float *a) { auto x; }", "`auto x` needs a value"),
+        ("__device__ auto f() { return 1; }", "`auto` cannot be a return type"),
+        ("__global__ void k(float *a) { a[0] = clock(1); }", "`clock` takes 0 arguments"),
         ("__global__ void k(float *a) { a[0] = 1 }", "expected `;`"),
         ("__global__ void k(float *a) { a[0] = 1;", "unclosed `{`"),
     ];

@@ -13,7 +13,7 @@ use crate::cuda::ast::{FuncKind, Function, Scalar, Type};
 use crate::diag::{Diagnostic, Span};
 use crate::dtype::DType;
 use crate::render;
-use crate::script::ast::{Dim, Expr, ExprKind, Launch};
+use crate::script::ast::{BinOp, Dim, Expr, ExprKind, Launch};
 use crate::script::eval;
 use crate::value::Value;
 
@@ -378,6 +378,28 @@ impl Session {
     /// A pointer parameter takes a buffer, by name, of the matching element type.
     fn buffer_arg(&self, e: &Expr, param: &str, ty: &Type, pointee: &Type, text: &str) -> Result<String, Diagnostic> {
         let ExprKind::Name(name) = &e.kind else {
+            // `a + 4` or `a[4:]`: a pointer into a buffer, as `d_a + offset` is in host code.
+            let src = |sp: Span| text.get(sp.lo as usize..sp.hi as usize).unwrap_or("").to_string();
+            let (base, slice) = match &e.kind {
+                ExprKind::Binary { op: BinOp::Add, lhs, rhs, .. } => {
+                    (Some(lhs), format!("{}[{}:]", src(lhs.span), src(rhs.span)))
+                }
+                ExprKind::Index { target, .. } => (Some(target), src(e.span)),
+                _ => (None, String::new()),
+            };
+            if let Some(ExprKind::Name(b)) = base.map(|b| &b.kind)
+                && self.buffer(b).is_some()
+            {
+                return Err(Diagnostic::error(format!(
+                    "a launch passes whole buffers: `{}` points into `{b}`, which gridlab cannot pass yet",
+                    src(e.span)
+                ))
+                .at(e.span)
+                .label("a pointer into a buffer")
+                .help(format!(
+                    "pass `{b}` and give the kernel the offset as an `int` parameter, or copy the part out and back: `let part = {slice}`, launch with `part`, then `{slice} = part`"
+                )));
+            }
             return Err(Diagnostic::error(format!(
                 "parameter `{param}` is a pointer (`{}`): pass a buffer by name",
                 ty.c_name()
@@ -695,8 +717,21 @@ mod tests {
         assert!(!out.contains("comparisons don't chain"), "{out}");
         assert!(out.contains("`fill` is a template kernel: give its template arguments"), "{out}");
         assert!(out.contains("no template kernel named `k2`"), "{out}");
-        let (_, out) = run(&mut s, "__device__ void inc(float &x) { x += 1.0f; }\n");
-        assert!(out.contains("reference parameters (`float &x`) are not supported by the simulator"), "{out}");
+        // A pointer into a buffer names the buffer and says how to do without it.
+        let (status, out) = run(&mut s, "let v = zeros(8, i32)\nfill<2><<<1, 4>>>(v + 4)\n");
+        assert_eq!(status, Status::Error, "{out}");
+        assert!(out.contains("`v + 4` points into `v`, which gridlab cannot pass yet"), "{out}");
+        assert!(out.contains("`let part = v[4:]`, launch with `part`"), "{out}");
+        assert!(!out.contains("create one first"), "{out}");
+        let (_, out) = run(&mut s, "fill<2><<<1, 4>>>(v[2:])\n");
+        assert!(out.contains("`v[2:]` points into `v`"), "{out}");
+        // A reference parameter runs; an rvalue reference is named, not a parse error.
+        let (status, out) = run(&mut s, "__device__ void inc(float &x) { x += 1.0f; }\n");
+        assert_eq!(status, Status::Ok, "{out}");
+        assert!(out.contains("defined device function inc(float &x)"), "{out}");
+        let (_, out) = run(&mut s, "__device__ void inc2(float &&x) { x += 1.0f; }\n");
+        assert!(out.contains("rvalue references (`&&`) are not supported by the simulator"), "{out}");
+        assert!(out.contains("note: the GPU backend runs this"), "{out}");
         assert!(!out.contains("expected `)`"), "{out}");
     }
 }

@@ -162,6 +162,10 @@ pub enum Op {
     Trap {
         cond: Option<Reg>,
     },
+    /// `clock()`, `clock64()`: the warp's step count so far.
+    Clock {
+        dst: Reg,
+    },
     /// `printf`: `Kernel::printfs[index]`.
     Printf {
         index: u32,
@@ -297,8 +301,22 @@ struct Frame {
     /// in `Kernel::vars`.
     unset: HashMap<Reg, (Reg, u32)>,
     arrays: Vec<u32>,
+    /// Reference parameters bound to memory (`a[i]` passed to `float &x`), by local id: uses of
+    /// the parameter load and store there. (One bound to a register variable shares its
+    /// register instead, in `locals`.)
+    refs: HashMap<u32, Place>,
     /// Inlined call: the return value register and the jumps to patch to the call's end.
     ret: Option<(Reg, Vec<usize>)>,
+}
+
+/// How an inlined call binds one parameter.
+#[derive(Clone, Copy)]
+enum Bound {
+    Value(Reg),
+    /// A reference to a register variable: the callee uses the same register.
+    Alias(Reg),
+    /// A reference to memory.
+    Place(Place),
 }
 
 struct LoopCtx {
@@ -349,7 +367,7 @@ pub fn compile(program: &Program, id: FuncId) -> Result<Kernel> {
     let locals: Vec<Reg> = (0..func.locals.len()).map(|_| c.temp()).collect();
     let unset = c.unset_locals(func, &locals);
     let arrays = c.local_arrays(func)?;
-    c.frames.push(Frame { func: id, locals, unset, arrays, ret: None });
+    c.frames.push(Frame { func: id, locals, unset, arrays, refs: HashMap::new(), ret: None });
     c.block(&func.body)?;
     c.emit(Op::Exit);
     let mut first: HashMap<Span, u32> = HashMap::new();
@@ -762,7 +780,10 @@ impl Compiler<'_> {
 
     fn place(&mut self, e: &Expr) -> Result<Place> {
         match &e.kind {
-            ExprKind::Local(id) => Ok(Place::Reg(self.local(*id)?)),
+            ExprKind::Local(id) => match self.frame().refs.get(id) {
+                Some(&p) => Ok(p),
+                None => Ok(Place::Reg(self.local(*id)?)),
+            },
             ExprKind::Mem(_) | ExprKind::Deref(_) | ExprKind::Index { .. } => {
                 let ty = self.scalar(&e.ty, e.span)?;
                 let addr = self.addr_of(e)?;
@@ -829,11 +850,14 @@ impl Compiler<'_> {
                 Some(Scalar::F32) => self.imm((*f as f32).to_bits() as u64),
                 _ => self.imm(f.to_bits()),
             },
-            ExprKind::Local(id) => {
-                let r = self.local(*id)?;
-                self.check_init(r);
-                r
-            }
+            ExprKind::Local(id) => match self.frame().refs.get(id) {
+                Some(&p) => self.load(p),
+                None => {
+                    let r = self.local(*id)?;
+                    self.check_init(r);
+                    r
+                }
+            },
             ExprKind::Mem(_) | ExprKind::Deref(_) | ExprKind::Index { .. } => {
                 let p = self.place(e)?;
                 self.load(p)
@@ -1011,18 +1035,45 @@ impl Compiler<'_> {
         }
         let func = self.program.functions.get(id as usize).ok_or_else(|| unsupported(e.span, "bad function"))?;
         self.size_limit(e.span, Some(id))?;
+        // Arguments first, in the caller's frame. A reference parameter binds to the caller's
+        // variable: its register (shared, so writes land in it) or its address.
         let mut values = Vec::new();
-        for a in args {
-            values.push(self.expr(a)?);
+        for (a, p) in args.iter().zip(&func.params) {
+            values.push(match (&a.kind, p.by_ref) {
+                (ExprKind::Local(id), true) => Bound::Alias(self.local(*id)?),
+                (_, true) => Bound::Place(self.place(a)?),
+                _ => Bound::Value(self.expr(a)?),
+            });
         }
-        let locals: Vec<Reg> = (0..func.locals.len()).map(|_| self.temp()).collect();
-        for (dst, src) in locals.iter().zip(values) {
-            self.emit(Op::Mov { dst: *dst, src });
+        let mut locals: Vec<Reg> = Vec::new();
+        let mut refs = HashMap::new();
+        let mut aliased = HashMap::new();
+        for i in 0..func.locals.len() {
+            match values.get(i) {
+                Some(&Bound::Alias(r)) => {
+                    // The caller's "written" flag follows the variable into the callee.
+                    if let Some(&flag) = self.frame().unset.get(&r) {
+                        aliased.insert(r, flag);
+                    }
+                    locals.push(r);
+                }
+                Some(&Bound::Place(p)) => {
+                    refs.insert(i as u32, p);
+                    locals.push(self.temp());
+                }
+                Some(&Bound::Value(v)) => {
+                    let dst = self.temp();
+                    self.emit(Op::Mov { dst, src: v });
+                    locals.push(dst);
+                }
+                None => locals.push(self.temp()),
+            }
         }
-        let unset = self.unset_locals(func, &locals);
+        let mut unset = self.unset_locals(func, &locals);
+        unset.extend(aliased);
         let arrays = self.local_arrays(func)?;
         let ret = self.temp();
-        self.frames.push(Frame { func: id, locals, unset, arrays, ret: Some((ret, Vec::new())) });
+        self.frames.push(Frame { func: id, locals, unset, arrays, refs, ret: Some((ret, Vec::new())) });
         let saved_loops = std::mem::take(&mut self.loops);
         let body = self.block(&func.body);
         self.loops = saved_loops;
@@ -1115,6 +1166,9 @@ impl Compiler<'_> {
             Intrinsic::Assert => {
                 let c = arg(0)?;
                 self.emit(Op::Trap { cond: Some(c) });
+            }
+            Intrinsic::Clock => {
+                self.emit(Op::Clock { dst });
             }
         }
         Ok(dst)

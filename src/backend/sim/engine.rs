@@ -913,6 +913,10 @@ impl Machine<'_, '_> {
                 lanes!(mask, |l| r[at(dst, l)] = alu::min_max(true, ty, r[at(a, l)], r[at(b, l)]))
             }
             Op::Abs { ty, dst, a } => lanes!(mask, |l| r[at(dst, l)] = alu::abs(ty, r[at(a, l)])),
+            Op::Clock { dst } => {
+                let now = warp.steps;
+                lanes!(mask, |l| r[at(dst, l)] = now)
+            }
             Op::Trap { cond: None } => self.trap(pc, thread0 + mask.trailing_zeros() as u64, "__trap() called"),
             Op::Trap { cond: Some(c) } => {
                 let mut failed = None;

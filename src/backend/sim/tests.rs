@@ -75,7 +75,7 @@ fn kernel(name: &str, params: Vec<(&str, Type)>, locals: Vec<LocalVar>, body: Ve
         ret: Type::Void,
         params: params
             .into_iter()
-            .map(|(n, t)| Param { name: n.into(), ty: t, restrict: false, span: sp(0) })
+            .map(|(n, t)| Param { name: n.into(), ty: t, restrict: false, by_ref: false, span: sp(0) })
             .collect(),
         locals: all,
         local_arrays: Vec::new(),
@@ -1387,4 +1387,51 @@ fn a_local_variable_assigned_on_every_path_is_not_a_finding() {
         assert!(r.findings.is_empty(), "{schedule}: {:?}", r.findings);
         assert_eq!(out.to_f64_vec()[..2], [12.0, 13.0]);
     }
+}
+
+#[test]
+fn reference_parameters_write_to_the_callers_register_and_memory() {
+    let mut sim = Sim::of(
+        r#"
+__device__ void bump(int &x, int by = 1) { x += by; }
+__device__ void set(int &x) { x = 7; }
+__global__ void refs(int *a) {
+    int i = threadIdx.x;
+    int r = i;
+    bump(r);
+    bump(r, 10);
+    bump(a[i], r);
+    int late;
+    set(late);
+    a[i] += late;
+}
+"#,
+    );
+    let mut a = Buffer::from_nums(DType::I32, Shape::D1(4), (0..4).map(|i| Num::Int(100 * i)));
+    let r = sim.launch("refs", lin(1), lin(4), &mut [&mut a], &[]);
+    // a[i] = 100 i + (i + 11) + 7; `late`, written through the reference, is not uninitialised.
+    assert_eq!(a.to_f64_vec(), vec![18.0, 119.0, 220.0, 321.0]);
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+}
+
+#[test]
+fn clock_counts_the_warps_steps() {
+    let mut sim = Sim::of(
+        r#"
+__global__ void timed(long long *t, int n) {
+    long long start = clock64();
+    int s = 0;
+    for (int k = 0; k < n * (int)threadIdx.x; k++) s += k;
+    t[threadIdx.x] = clock() - start + (s & 0);
+}
+"#,
+    );
+    let mut t = Buffer::zeros(DType::I64, Shape::D1(2));
+    sim.launch("timed", lin(1), lin(2), &mut [&mut t], &[ScalarArg::I32(5)]);
+    let v = t.to_f64_vec();
+    // Both lanes of the one warp read the same clock; the loop of lane 1 ran before it.
+    assert_eq!(v[0], v[1]);
+    let mut short = Buffer::zeros(DType::I64, Shape::D1(2));
+    sim.launch("timed", lin(1), lin(2), &mut [&mut short], &[ScalarArg::I32(1)]);
+    assert!(short.to_f64_vec()[0] < v[0] && short.to_f64_vec()[0] > 0.0, "{:?} vs {v:?}", short.to_f64_vec());
 }

@@ -52,6 +52,8 @@ pub(crate) const BUILTIN_FUNCS: &[&str] = &[
     "rsqrtf",
     "__trap",
     "assert",
+    "clock",
+    "clock64",
     "printf",
     "__mul24",
     "__umul24",

@@ -285,7 +285,11 @@ impl<'m> Fx<'m> {
 
     fn local_decl(&mut self, decl: &Decl, out: &mut Vec<Stmt>) -> CResult<()> {
         for d in &decl.declarators {
-            let base = resolve_type(&decl.ty, &d.ptrs);
+            // `auto x = e`: the type of `e`, checked once here.
+            let (base, auto_init) = match self.auto_type(decl, d)? {
+                Some((ty, e)) => (ty, Some(e)),
+                None => (resolve_type(&decl.ty, &d.ptrs), None),
+            };
             let is_const = object_const(&decl.ty, &d.ptrs);
             if base == Type::Void {
                 return Err(err(d.name_span, format!("`{}` cannot have type `void`", d.name))
@@ -375,7 +379,10 @@ impl<'m> Fx<'m> {
                             )));
                         }
                         Some(Init::Expr(e)) => {
-                            let v = self.value_expr(e)?;
+                            let v = match auto_init {
+                                Some(v) => v,
+                                None => self.value_expr(e)?,
+                            };
                             Some(self.convert(v, &base, "initialise")?)
                         }
                     };
@@ -391,6 +398,29 @@ impl<'m> Fx<'m> {
             }
         }
         Ok(())
+    }
+
+    /// The type `auto` deduces for declarator `d` and its checked initialiser, or `None` when
+    /// the declaration does not say `auto`. Like C++: the initialiser's type after arrays decay,
+    /// without its top-level `const`.
+    pub(super) fn auto_type(&mut self, decl: &Decl, d: &syntax::Declarator) -> CResult<Option<(Type, Expr)>> {
+        if !decl.ty.auto {
+            return Ok(None);
+        }
+        let Some(Init::Expr(init)) = &d.init else {
+            return Err(err(d.name_span, format!("`auto {}` needs a value to take its type from", d.name))
+                .label("no initialiser")
+                .help(format!("write `auto {} = value;`, or write the type", d.name)));
+        };
+        if !d.dims.is_empty() || !d.ptrs.is_empty() || !decl.ty.ptrs.is_empty() {
+            return Err(err(d.name_span, "the simulator deduces only plain `auto x = value;`")
+                .help("write the type in full, e.g. `float *p = ...` or `float v[4]`"));
+        }
+        let v = self.value_expr(init)?;
+        if v.ty == Type::Void {
+            return Err(err(v.span, "this has no value to give `auto` a type").help("write the type"));
+        }
+        Ok(Some((v.ty.clone(), v)))
     }
 
     /// The array type a declarator spells; `[]` takes its length from the initialiser.
@@ -682,6 +712,7 @@ impl<'m> Fx<'m> {
                 mk(ExprKind::Cond { cond: Box::new(cond), then: Box::new(then), else_: Box::new(else_) }, ty)
             }
             E::Cast(tn, operand) => {
+                refuse_auto(tn, "a cast's type")?;
                 let to = resolve_type(tn, &[]);
                 let v = self.value_expr(operand)?;
                 match (&v.ty, &to) {
@@ -722,6 +753,7 @@ impl<'m> Fx<'m> {
                 mk(ExprKind::Comma { lhs: Box::new(l), rhs: Box::new(r) }, ty)
             }
             E::SizeofType(tn) => {
+                refuse_auto(tn, "the type of `sizeof`")?;
                 let ty = resolve_type(tn, &[]);
                 if ty == Type::Void {
                     return Err(err(span, "`void` has no size").help("take the size of a real type"));
@@ -1087,14 +1119,64 @@ impl<'m> Fx<'m> {
         }
         let usage = format!(
             "{name}({})",
-            sig.params.iter().map(|p| format!("{} {}", p.ty.c_name(), p.name)).collect::<Vec<_>>().join(", ")
+            sig.params
+                .iter()
+                .map(|p| format!("{} {}{}", p.ty.c_name(), if p.by_ref { "&" } else { "" }, p.name))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         let n = sig.params.len();
-        self.arity(name, args, n, n, span, &usage)?;
+        let required = sig.defaults.iter().take_while(|d| d.is_none()).count();
+        self.arity(name, args, required, n, span, &usage)?;
+        let params = sig.params.clone();
+        let defaults: Vec<syntax::Expr> = sig.defaults[args.len()..].iter().flatten().cloned().collect();
         let mut out = Vec::new();
-        for (a, p) in args.iter().zip(&sig.params) {
+        for (a, p) in args.iter().chain(&defaults).zip(&params) {
+            if p.by_ref
+                && let syntax::ExprKind::Name(n) = &a.kind
+                && let Some(Sym::Local(id)) = self.lookup(n)
+            {
+                // The callee may be what assigns it (`float s; init(s);`): no read-before-
+                // assignment warning here (the simulator still reports a read of it unset).
+                self.unassigned.remove(&id);
+            }
             let v = self.value_expr(a)?;
-            out.push(self.convert(v, &p.ty, "pass")?);
+            if p.by_ref {
+                // The parameter names the caller's variable: it must be one, of the same type.
+                if !is_lvalue(&v) {
+                    return Err(err(a.span, format!("`{name}` takes `{}` by reference", p.name))
+                        .label("not a variable")
+                        .help(format!(
+                            "pass a variable or an element such as `a[i]` of type `{}`, which `{name}` can write to",
+                            p.ty.c_name()
+                        )));
+                }
+                if v.ty != p.ty {
+                    return Err(err(
+                        a.span,
+                        format!(
+                            "`{name}` takes `{}` as a `{} &`, but this is a `{}`",
+                            p.name,
+                            p.ty.c_name(),
+                            v.ty.c_name()
+                        ),
+                    )
+                    .label("a reference binds to a variable of exactly its type")
+                    .help(format!(
+                        "pass a `{}` variable, or take the parameter as `const {} &`",
+                        p.ty.c_name(),
+                        p.ty.c_name()
+                    )));
+                }
+                if self.lvalue_const(&v) {
+                    return Err(err(a.span, format!("`{name}` can write to `{}`, but this is `const`", p.name)).help(
+                        format!("pass a variable that is not `const`, or take it as `const {} &`", p.ty.c_name()),
+                    ));
+                }
+                out.push(v);
+            } else {
+                out.push(self.convert(v, &p.ty, "pass")?);
+            }
         }
         if !self.calls.contains(&id) {
             self.calls.push(id);
@@ -1126,6 +1208,10 @@ impl<'m> Fx<'m> {
             "__trap" => {
                 self.arity(name, args, 0, 0, span, "__trap()")?;
                 intr(Intrinsic::Trap, vec![], Type::Void)
+            }
+            "clock" | "clock64" => {
+                self.arity(name, args, 0, 0, span, &format!("{name}()"))?;
+                intr(Intrinsic::Clock, vec![], Type::Scalar(Scalar::I64))
             }
             "assert" => {
                 self.arity(name, args, 1, 1, span, "assert(i < n)")?;

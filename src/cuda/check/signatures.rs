@@ -14,6 +14,7 @@ pub(super) fn signature(f: &syntax::FuncDef) -> CResult<Sig> {
                 .help("mark it `__global__` (a kernel) or `__device__` (called from kernels)"));
         }
     };
+    refuse_auto(&f.ret, "a return type in the simulator")?;
     let ret = resolve_type(&f.ret, &[]);
     if kind == FuncKind::Kernel && ret != Type::Void {
         return Err(Diagnostic::error("kernels must return void")
@@ -22,8 +23,10 @@ pub(super) fn signature(f: &syntax::FuncDef) -> CResult<Sig> {
             .help("write results through a pointer parameter and declare the kernel `__global__ void`"));
     }
     let mut params = Vec::new();
+    let mut defaults = Vec::new();
     let mut seen = HashSet::new();
     for p in &f.params {
+        refuse_auto(&p.ty, "a parameter's type")?;
         let mut ty = resolve_type(&p.ty, &[]);
         for _ in 0..p.array_dims {
             ty = Type::Ptr { pointee: Box::new(ty), is_const: p.ty.is_const && p.ty.ptrs.is_empty() };
@@ -55,9 +58,29 @@ pub(super) fn signature(f: &syntax::FuncDef) -> CResult<Sig> {
                 "buffers reach a kernel as flat pointers, a 2-D buffer row after row: declare `{elem} *{name}` and index it as `{name}[row * width + col]`"
             )));
         }
-        params.push(Param { name: name.clone(), ty, restrict: p.ty.restrict, span: *span });
+        if kind == FuncKind::Kernel && (p.by_ref || p.default.is_some()) {
+            let what = if p.by_ref { "a reference" } else { "a default argument" };
+            return Err(Diagnostic::error(format!("the kernel parameter `{name}` has {what}"))
+                .at(p.span)
+                .label("a launch copies every argument from the host")
+                .help(if p.by_ref {
+                    format!("take `{name}` by value, or as a pointer into a buffer (`{} *{name}`)", ty.c_name())
+                } else {
+                    "remove the default and pass the value in the launch".to_string()
+                }));
+        }
+        if p.default.is_none() && defaults.iter().any(Option::is_some) {
+            return Err(Diagnostic::error(format!("the parameter `{name}` needs a default value"))
+                .at(*span)
+                .label("after a parameter with a default")
+                .help("in C++, every parameter after one with a default has one too: give it one, or move it first"));
+        }
+        // A `const` reference cannot be written through, so passing it by value is the same.
+        let by_ref = p.by_ref && !(p.ty.is_const && p.ty.ptrs.is_empty());
+        params.push(Param { name: name.clone(), ty, restrict: p.ty.restrict, by_ref, span: *span });
+        defaults.push(p.default.clone());
     }
-    Ok(Sig { kind, ret, params, name_span: f.name_span })
+    Ok(Sig { kind, ret, params, defaults, name_span: f.name_span })
 }
 
 pub(super) fn global(m: &mut Module, decl: &Decl) -> CResult<()> {
@@ -68,7 +91,10 @@ pub(super) fn global(m: &mut Module, decl: &Decl) -> CResult<()> {
             .help("give one of them another name"));
     }
     let mut fx = Fx::new(m, None);
-    let base = resolve_type(&decl.ty, &d.ptrs);
+    let base = match fx.auto_type(decl, d)? {
+        Some((ty, _)) => ty,
+        None => resolve_type(&decl.ty, &d.ptrs),
+    };
     let is_const = object_const(&decl.ty, &d.ptrs);
     match decl.storage {
         Storage::Constant | Storage::Device => {}

@@ -17,6 +17,18 @@ pub(super) fn resolve_type(tn: &TypeName, extra_ptrs: &[bool]) -> Type {
     ty
 }
 
+/// `auto` deduces a variable's type from its initialiser; anywhere else (a parameter, a return
+/// type, a cast) there is nothing to deduce from.
+pub(super) fn refuse_auto(tn: &TypeName, what: &str) -> CResult<()> {
+    if tn.auto {
+        return Err(Diagnostic::error(format!("`auto` cannot be {what}"))
+            .at(tn.span)
+            .label("nothing to deduce the type from")
+            .help("write the type, e.g. `float`; `auto` works for a variable with a value, `auto x = a[i];`"));
+    }
+    Ok(())
+}
+
 /// Whether the declared object itself is `const` (`const int x`, `float *const p`).
 pub(super) fn object_const(tn: &TypeName, extra_ptrs: &[bool]) -> bool {
     match tn.ptrs.iter().chain(extra_ptrs).last() {
