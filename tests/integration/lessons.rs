@@ -183,7 +183,9 @@ fn the_guided_mode_shows_steps_hints_and_solutions_and_keeps_progress() {
     assert_eq!(run.code, 0, "{}", run.stdout);
     // The verdict wraps at a word with a hanging indent.
     assert!(
-        run.stdout.contains("✓ passed: 2 configurations, each on the simulator (seed 1, seed 2, seed 3,\n          lockstep)"),
+        run.stdout.contains(
+            "✓ passed: 2 configurations, each on the simulator (seed 1, seed 2, seed 3,\n          lockstep)"
+        ),
         "{}",
         run.stdout
     );

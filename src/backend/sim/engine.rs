@@ -50,8 +50,17 @@ struct Warp {
     reselect: bool,
     coll_group: bool,
     steps: u64,
-    local: Vec<u8>,
+    local: Local,
     queued: bool,
+}
+
+/// The lanes' local arrays: `local_bytes` bytes per lane, and with findings on a flag per byte
+/// saying whether the lane has written it (local arrays declared without an initialiser start
+/// unwritten, and a read of an unwritten byte is an uninitialised read).
+#[derive(Default)]
+struct Local {
+    bytes: Vec<u8>,
+    set: Vec<u8>,
 }
 
 struct Block {
@@ -243,7 +252,7 @@ impl Mem<'_> {
         reports: &mut Reports,
         shared: &'a mut [Vec<u8>],
         shadow: &'a mut [Vec<Shadow>],
-        local: &'a mut [u8],
+        local: &'a mut Local,
         lane: usize,
         ptr: u64,
         size: u32,
@@ -255,6 +264,7 @@ impl Mem<'_> {
         // Shared memory starts uninitialised in every block: a read of an element with no
         // write recorded in its race shadow is an uninitialised read.
         let mut shared_init = false;
+        let mut local_set = None;
         let (bytes, sh, elem): (&mut [u8], Option<&mut Vec<Shadow>>, u32) = if region >= STATIC_REGION_BASE {
             let i = (region - STATIC_REGION_BASE) as usize;
             let st = k.statics.get(i).ok_or(())?;
@@ -266,7 +276,9 @@ impl Mem<'_> {
                 }
                 StaticKind::Local { offset } => {
                     let start = lane * k.local_bytes as usize + offset as usize;
-                    (&mut local[start..start + st.bytes as usize], None, st.elem)
+                    let end = start + st.bytes as usize;
+                    local_set = local.set.get_mut(start..end);
+                    (&mut local.bytes[start..end], None, st.elem)
                 }
                 StaticKind::Global { .. } => (&mut self.globals[slot][..], self.global_shadow.get_mut(slot), st.elem),
             }
@@ -330,6 +342,20 @@ impl Mem<'_> {
                     });
                     w.pending = true;
                 }
+            }
+        }
+        if self.findings
+            && let Some(set) = local_set
+        {
+            // A thread's own memory: no races, only whether it wrote these bytes yet.
+            let set = &mut set[off as usize..(off + size as i64) as usize];
+            if access != Access::Write && set.contains(&0) {
+                reports.uninit(region, off / elem, who.thread as u64, who.pc);
+                reports.poisoned = true;
+            }
+            // A read leaves them unwritten (every later read is poisoned too); an atomic wrote.
+            if access != Access::Read {
+                set.fill(1);
             }
         }
         if self.findings
@@ -494,7 +520,7 @@ impl Machine<'_, '_> {
                 reselect: false,
                 coll_group: false,
                 steps: 0,
-                local: Vec::new(),
+                local: Local::default(),
                 queued: false,
             });
         }
@@ -536,8 +562,11 @@ impl Machine<'_, '_> {
             warp.reselect = true;
             warp.coll_group = false;
             warp.steps = 0;
-            warp.local.clear();
-            warp.local.resize(k.local_bytes as usize * WARP, 0);
+            let local_bytes = k.local_bytes as usize * WARP;
+            warp.local.bytes.clear();
+            warp.local.bytes.resize(local_bytes, 0);
+            warp.local.set.clear();
+            warp.local.set.resize(if self.mem.findings { local_bytes } else { 0 }, 0);
             warp.queued = false;
         }
     }
@@ -791,7 +820,7 @@ impl Machine<'_, '_> {
                     }
                 })
             }
-            Op::Zero { addr, bytes } => {
+            Op::Zero { addr, bytes, written } => {
                 let findings = std::mem::replace(&mut self.mem.findings, false);
                 lanes!(mask, |l| {
                     let w = who(l);
@@ -801,6 +830,19 @@ impl Machine<'_, '_> {
                         m.access(k, &mut self.reports, shared, shadow, &mut warp.local, l, p, bytes, Access::Write, &w)
                     {
                         b.fill(0);
+                    }
+                    // Each pass through the declaration starts the array over: written when it
+                    // has an initialiser, unwritten (as C's lifetime rules say) when not.
+                    if findings
+                        && let Some(StaticKind::Local { offset }) = memory::region(p)
+                            .checked_sub(STATIC_REGION_BASE)
+                            .and_then(|i| k.statics.get(i as usize))
+                            .map(|st| st.kind)
+                    {
+                        let start = l * k.local_bytes as usize + offset as usize;
+                        if let Some(set) = warp.local.set.get_mut(start..start + bytes as usize) {
+                            set.fill(written as u8);
+                        }
                     }
                 });
                 self.mem.findings = findings;

@@ -1388,3 +1388,106 @@ fn a_local_variable_assigned_on_every_path_is_not_a_finding() {
         assert_eq!(out.to_f64_vec()[..2], [12.0, 13.0]);
     }
 }
+
+const LOCAL_ARRAYS: &str = r#"__global__ void unset(float *in, float *out) {
+    float t[4];
+    for (int k = 0; k < 3; k++) t[k] = in[k];
+    out[blockIdx.x * 32 + threadIdx.x] = t[threadIdx.x % 4];
+}
+__global__ void initialised(float *in, float *out) {
+    float t[4] = {0};
+    for (int k = 0; k < 3; k++) t[k] = in[k];
+    out[blockIdx.x * 32 + threadIdx.x] = t[threadIdx.x % 4];
+}
+__global__ void written_then_read(int *out) {
+    int t[8];
+    for (int k = 0; k < 8; k++) t[k] = k * threadIdx.x;
+    int s = 0;
+    for (int k = 0; k < 8; k++) s += t[k];
+    out[blockIdx.x * 32 + threadIdx.x] = s;
+}
+__global__ void each_pass_starts_over(int *out) {
+    int acc = 0;
+    for (int k = 0; k < 2; k++) {
+        int t[2];
+        if (k == 0) t[0] = 1;
+        acc += t[0];
+    }
+    out[threadIdx.x] = acc;
+}
+__device__ void fill(int *p, int n) {
+    for (int k = 0; k < n; k++) p[k] = k;
+}
+__global__ void through_a_pointer(int *out, int n) {
+    int t[4];
+    fill(t, n);
+    out[threadIdx.x] = t[3];
+}
+"#;
+
+#[test]
+fn a_local_array_element_read_before_the_thread_wrote_it_is_a_finding_and_reads_nan() {
+    for schedule in Schedule::ALL {
+        let mut sim = Sim::of(LOCAL_ARRAYS).config(with(schedule, 3));
+        let mut input = floats(&[1.0, 2.0, 3.0]);
+        let mut out = floats(&[0.0; 64]);
+        let r = sim.launch("unset", lin(2), lin(32), &mut [&mut input, &mut out], &[]);
+        let [Finding::Uninit { memory, index, count, elements, first, .. }] = &uninit_findings(&r)[..] else {
+            panic!("{schedule}: {:?}", r.findings)
+        };
+        assert_eq!(memory, &Memory::Local("t".into()));
+        // Every fourth thread of the 64 reads the one element nobody wrote: t[3].
+        assert_eq!((*index, *count, *elements), (Some(3), 16, 1), "{schedule}");
+        assert_eq!(first.thread.thread[0] % 4, 3);
+        assert_eq!(sim.line(first.span), 4);
+        let v = out.to_f64_vec();
+        assert!((0..64).all(|i| if i % 4 == 3 { v[i].is_nan() } else { v[i] == (i % 4 + 1) as f64 }), "{v:?}");
+
+        let mut out = floats(&[0.0; 64]);
+        let r = sim.launch("initialised", lin(2), lin(32), &mut [&mut input, &mut out], &[]);
+        assert!(r.findings.is_empty(), "{schedule}: {:?}", r.findings);
+        assert_eq!(out.to_f64_vec()[..4], [1.0, 2.0, 3.0, 0.0]);
+    }
+}
+
+#[test]
+fn a_local_array_the_thread_fills_first_is_not_a_finding() {
+    let mut sim = Sim::of(LOCAL_ARRAYS);
+    let mut out = Buffer::zeros(DType::I32, Shape::D1(64));
+    let r = sim.launch("written_then_read", lin(2), lin(32), &mut [&mut out], &[]);
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    assert_eq!(out.to_f64_vec()[..3], [0.0, 28.0, 56.0]);
+
+    let mut out = Buffer::zeros(DType::I32, Shape::D1(32));
+    let r = sim.launch("through_a_pointer", lin(1), lin(32), &mut [&mut out], &[ScalarArg::I32(4)]);
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    assert!(out.to_f64_vec().iter().all(|x| *x == 3.0));
+}
+
+#[test]
+fn a_local_array_is_unwritten_again_on_each_pass_through_its_declaration() {
+    let mut sim = Sim::of(LOCAL_ARRAYS);
+    let mut out = Buffer::zeros(DType::I32, Shape::D1(32));
+    let r = sim.launch("each_pass_starts_over", lin(1), lin(32), &mut [&mut out], &[]);
+    let [Finding::Uninit { memory, index, first, .. }] = &uninit_findings(&r)[..] else { panic!("{:?}", r.findings) };
+    assert_eq!((memory.name(), *index), ("t", Some(0)));
+    assert_eq!(sim.line(first.span), 23);
+    // 1 from the first pass, then the poison (0xDEADBEEF) from the second.
+    assert!(out.to_f64_vec().iter().all(|x| *x == (1i32.wrapping_add(0xDEADBEEFu32 as i32)) as f64));
+
+    // Written through a pointer by a device function: only the elements it reached are written.
+    let mut out = Buffer::zeros(DType::I32, Shape::D1(32));
+    let r = sim.launch("through_a_pointer", lin(1), lin(32), &mut [&mut out], &[ScalarArg::I32(3)]);
+    let [Finding::Uninit { index, elements, .. }] = &uninit_findings(&r)[..] else { panic!("{:?}", r.findings) };
+    assert_eq!((*index, *elements), (Some(3), 1));
+}
+
+#[test]
+fn local_arrays_read_zeros_without_findings() {
+    let mut sim = Sim::of(LOCAL_ARRAYS).config(SimConfig { findings: false, ..SimConfig::default() });
+    let mut input = floats(&[1.0, 2.0, 3.0]);
+    let mut out = floats(&[0.0; 32]);
+    let r = sim.launch("unset", lin(1), lin(32), &mut [&mut input, &mut out], &[]);
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    assert_eq!(out.to_f64_vec()[..4], [1.0, 2.0, 3.0, 0.0]);
+}
