@@ -115,6 +115,8 @@ pub struct Outcome {
     /// What the launch would cost on the reference GPU (`SimConfig::cost`; not on the sequential
     /// schedule, which runs one lane at a time as no GPU does).
     pub cost: Option<CostReport>,
+    /// Per buffer made with `empty`, the elements still unwritten after the launch.
+    pub unset: Vec<Option<Vec<bool>>>,
 }
 
 /// A watched access as recorded, resolved to a [`WatchedAccess`] when the launch ends.
@@ -143,6 +145,9 @@ struct Mem<'b> {
     bufs: Vec<&'b mut [u8]>,
     buf_elem: Vec<u32>,
     buf_shadow: Vec<Vec<Shadow>>,
+    /// Per buffer made with `empty`, a flag per element nothing wrote before the launch (`None`
+    /// for every other buffer): read before this launch writes it, it is uninitialised.
+    buf_unset: Vec<Option<Vec<bool>>>,
     /// Per static: index into `Block::shared` or `globals`.
     slot: Vec<u32>,
     globals: Vec<Vec<u8>>,
@@ -265,6 +270,7 @@ impl Mem<'_> {
         // write recorded in its race shadow is an uninitialised read.
         let mut shared_init = false;
         let mut local_set = None;
+        let mut unset: Option<&[bool]> = None;
         let (bytes, sh, elem): (&mut [u8], Option<&mut Vec<Shadow>>, u32) = if region >= STATIC_REGION_BASE {
             let i = (region - STATIC_REGION_BASE) as usize;
             let st = k.statics.get(i).ok_or(())?;
@@ -284,6 +290,7 @@ impl Mem<'_> {
             }
         } else if region >= 1 && (region as usize) <= self.bufs.len() {
             let i = region as usize - 1;
+            unset = self.buf_unset.get(i).and_then(|u| u.as_deref());
             (&mut *self.bufs[i], self.buf_shadow.get_mut(i), self.buf_elem[i])
         } else {
             return Err(());
@@ -364,7 +371,8 @@ impl Mem<'_> {
             // Element sizes are powers of two: a shift instead of a division on every access.
             let index = if elem.count_ones() == 1 { off >> elem.trailing_zeros() } else { off / elem };
             if let Some(s) = sh.get_mut(index as usize) {
-                if shared_init && s[0] == 0 && access != Access::Write {
+                let fresh = shared_init || unset.is_some_and(|u| u.get(index as usize) == Some(&true));
+                if fresh && s[0] == 0 && access != Access::Write {
                     reports.uninit(region, index, who.thread as u64, who.pc);
                     reports.poisoned = true;
                 }
@@ -1086,6 +1094,7 @@ pub fn run(
     spec: &LaunchSpec,
     bufs: Vec<&mut [u8]>,
     buf_elem: Vec<u32>,
+    buf_unset: Vec<Option<Vec<bool>>>,
     names: &[String],
     config: &SimConfig,
     scratch: &mut Vec<Vec<Shadow>>,
@@ -1169,6 +1178,7 @@ pub fn run(
             bufs,
             buf_elem,
             buf_shadow,
+            buf_unset,
             slot,
             globals,
             global_shadow,
@@ -1208,8 +1218,22 @@ pub fn run(
         }),
     };
     let busiest = schedule(&mut m, spec.grid.count(), config);
+    // What the launch wrote of a buffer made with `empty` is written from now on. Without
+    // findings there are no shadows to tell: all of it counts as written.
+    let mut unset = std::mem::take(&mut m.mem.buf_unset);
+    for (u, sh) in unset.iter_mut().zip(&m.mem.buf_shadow) {
+        if let Some(u) = u {
+            if findings {
+                u.iter_mut().zip(sh).for_each(|(x, s)| *x &= s[0] == 0);
+            } else {
+                u.fill(false);
+            }
+        }
+    }
     scratch.append(&mut m.mem.buf_shadow);
-    finish(m, names, busiest)
+    let mut out = finish(m, names, busiest);
+    out.unset = unset;
+    out
 }
 
 /// The scheduler. Returns the site of the busiest resident warp (for a step-limit finding).
@@ -1465,6 +1489,7 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
         .filter(|_| !aborted)
         .map(|c| c.finish(m.k, m.grid_dim.count(), shared_bytes(m.k, m.dyn_shared), m.total));
     Outcome {
+        unset: Vec::new(),
         cost,
         steps: m.total,
         findings,

@@ -119,7 +119,17 @@ fn run_ast(
         shared_bytes: 0,
         args,
     };
-    engine::run(&k, &program, &spec, vec![buf.bytes_mut()], vec![4], &["a".to_string()], config, &mut Vec::new())
+    engine::run(
+        &k,
+        &program,
+        &spec,
+        vec![buf.bytes_mut()],
+        vec![4],
+        Vec::new(),
+        &["a".to_string()],
+        config,
+        &mut Vec::new(),
+    )
 }
 
 fn floats(v: &[f64]) -> Buffer {
@@ -1490,4 +1500,38 @@ fn local_arrays_read_zeros_without_findings() {
     let r = sim.launch("unset", lin(1), lin(32), &mut [&mut input, &mut out], &[]);
     assert!(r.findings.is_empty(), "{:?}", r.findings);
     assert_eq!(out.to_f64_vec()[..4], [1.0, 2.0, 3.0, 0.0]);
+}
+
+const EMPTY: &str = r#"__global__ void fill_first(int *d, int n) {
+    if (threadIdx.x < n) d[threadIdx.x] = threadIdx.x;
+}
+__global__ void copy_all(const int *d, int *out) {
+    out[threadIdx.x] = d[threadIdx.x];
+}
+"#;
+
+#[test]
+fn a_buffer_made_with_empty_is_unwritten_until_a_launch_or_the_host_writes_it() {
+    let mut sim = Sim::of(EMPTY);
+    let mut d = Buffer::empty(DType::I32, Shape::D1(32));
+    let r = sim.launch("fill_first", lin(1), lin(32), &mut [&mut d], &[ScalarArg::I32(20)]);
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    // What the launch wrote is written from now on; the rest is not.
+    assert_eq!(d.unset_count(), 12);
+    assert!(!d.is_unset(19) && d.is_unset(20));
+    let mut out = Buffer::zeros(DType::I32, Shape::D1(32));
+    let r = sim.launch("copy_all", lin(1), lin(32), &mut [&mut d, &mut out], &[]);
+    let [Finding::Uninit { memory, index, count, elements, first, .. }] = &uninit_findings(&r)[..] else {
+        panic!("{:?}", r.findings)
+    };
+    assert_eq!((memory, *count, *elements), (&Memory::Global("a".into()), 12, 12));
+    assert!((20..32).contains(&index.unwrap()) && first.thread.thread[0] >= 20);
+    let v = out.to_f64_vec();
+    assert!((0..32).all(|i| v[i] == if i < 20 { i as f64 } else { -559038737.0 }), "{v:?}");
+
+    d.set(25, Num::Int(1));
+    d.mark_written(|i| i > 25);
+    let r = sim.launch("copy_all", lin(1), lin(32), &mut [&mut d, &mut out], &[]);
+    let [Finding::Uninit { elements, .. }] = &uninit_findings(&r)[..] else { panic!("{:?}", r.findings) };
+    assert_eq!(*elements, 5);
 }
