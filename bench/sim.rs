@@ -44,6 +44,15 @@ __global__ void matmul(const float *A, const float *B, float *C, int N) {
         C[row * N + col] = acc;
     }
 }
+__global__ void window_sum(const float *in, float *out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float w[8];
+    for (int k = 0; k < 8; k++) w[k] = in[(i + k) % n];
+    float s = 0.0f;
+    for (int k = 0; k < 8; k++) s += w[k];
+    out[i] = s;
+}
 "#;
 
 struct Case {
@@ -114,6 +123,15 @@ fn cases() -> Vec<Case> {
             buffers: vec![(65536, 1.0), (65536, 2.0), (65536, 0.0)],
             n: 256,
             runs: 1,
+        },
+        Case {
+            name: "local-array window sum of 2^18, <<<1024, 256>>>",
+            kernel: "window_sum",
+            grid: Dim3::linear(1024),
+            block: Dim3::linear(256),
+            buffers: vec![(1 << 18, 1.0), (1 << 18, 0.0)],
+            n: 1 << 18,
+            runs: 3,
         },
     ]
 }

@@ -59,6 +59,9 @@ pub struct Buffer {
     dtype: DType,
     shape: Shape,
     bytes: Vec<u8>,
+    /// For a buffer made with `empty`: a flag per element that nothing has written yet
+    /// (`None` once every element is written, and for every other buffer).
+    unset: Option<Vec<bool>>,
 }
 
 impl fmt::Debug for Buffer {
@@ -70,7 +73,57 @@ impl fmt::Debug for Buffer {
 impl Buffer {
     /// A zero-filled buffer. The caller checks the allocation limit first (see `Session`).
     pub fn zeros(dtype: DType, shape: Shape) -> Buffer {
-        Buffer { dtype, shape, bytes: vec![0; shape.len() * dtype.size()] }
+        Buffer { dtype, shape, bytes: vec![0; shape.len() * dtype.size()], unset: None }
+    }
+
+    /// A buffer with no values yet, like memory from `cudaMalloc`: every element is unwritten
+    /// until something writes it (the bytes are zero, but a read of one is reported).
+    pub fn empty(dtype: DType, shape: Shape) -> Buffer {
+        let unset = (!shape.is_empty()).then(|| vec![true; shape.len()]);
+        Buffer { unset, ..Buffer::zeros(dtype, shape) }
+    }
+
+    /// Whether element `i` has never been written (only in a buffer made with `empty`).
+    pub fn is_unset(&self, i: usize) -> bool {
+        self.unset.as_ref().is_some_and(|u| u.get(i).copied().unwrap_or(false))
+    }
+
+    /// The flags of [`Buffer::empty`]'s elements nothing wrote yet; `None` when all are written.
+    pub fn unset(&self) -> Option<&[bool]> {
+        self.unset.as_deref()
+    }
+
+    /// How many elements have never been written.
+    pub fn unset_count(&self) -> usize {
+        self.unset.as_ref().map_or(0, |u| u.iter().filter(|x| **x).count())
+    }
+
+    /// Mark the elements whose flag in `written` is set as written (a launch reports these).
+    pub fn mark_written(&mut self, written: impl Fn(usize) -> bool) {
+        if let Some(u) = &mut self.unset {
+            for (i, x) in u.iter_mut().enumerate() {
+                if *x && written(i) {
+                    *x = false;
+                }
+            }
+            if !u.contains(&true) {
+                self.unset = None;
+            }
+        }
+    }
+
+    /// Every element counts as written (after a launch that cannot tell which it wrote).
+    pub fn mark_all_written(&mut self) {
+        self.unset = None;
+    }
+
+    #[inline]
+    fn written(&mut self, i: usize) {
+        if let Some(u) = &mut self.unset
+            && let Some(x) = u.get_mut(i)
+        {
+            *x = false;
+        }
     }
 
     /// Build from values, converting each to `dtype` the way a C cast would (floats truncate
@@ -141,6 +194,7 @@ impl Buffer {
 
     /// Store `v` at `i`, converted like a C cast to the element type.
     pub fn set(&mut self, i: usize, v: Num) {
+        self.written(i);
         let s = self.dtype.size();
         let dst = &mut self.bytes[i * s..i * s + s];
         let as_int = |v: Num| -> i128 {
@@ -169,6 +223,7 @@ impl Buffer {
         if self.is_empty() {
             return;
         }
+        self.unset = None;
         self.set(0, v);
         // Copy what is filled so far after itself, doubling it each time.
         let mut filled = self.dtype.size();
@@ -182,6 +237,7 @@ impl Buffer {
     /// [`Buffer::set`] of a float, without going through [`Num`] (for loops over many elements).
     #[inline]
     pub fn set_f64(&mut self, i: usize, x: f64) {
+        self.written(i);
         match self.dtype {
             DType::F32 => self.bytes[i * 4..i * 4 + 4].copy_from_slice(&(x as f32).to_le_bytes()),
             DType::F64 => self.bytes[i * 8..i * 8 + 8].copy_from_slice(&x.to_le_bytes()),
@@ -193,6 +249,7 @@ impl Buffer {
     /// [`Buffer::set`] of an integer, without going through [`Num`] (wrapping like a C cast).
     #[inline]
     pub fn set_int(&mut self, i: usize, x: i128) {
+        self.written(i);
         match self.dtype {
             DType::I32 | DType::U32 => self.bytes[i * 4..i * 4 + 4].copy_from_slice(&(x as u32).to_le_bytes()),
             DType::I64 | DType::U64 => self.bytes[i * 8..i * 8 + 8].copy_from_slice(&(x as u64).to_le_bytes()),
@@ -225,5 +282,21 @@ mod tests {
         assert_eq!(f.get(0), Num::Float(0.1f32 as f64));
         assert_eq!(f.get(1), Num::Float(3.0));
         assert_eq!(f.size_bytes(), 8);
+    }
+
+    #[test]
+    fn an_empty_buffer_counts_its_unwritten_elements() {
+        let mut b = Buffer::empty(DType::I32, Shape::D1(4));
+        assert_eq!(b.unset_count(), 4);
+        b.set(1, Num::Int(5));
+        b.set_f64(2, 1.0);
+        assert!(b.is_unset(0) && !b.is_unset(1) && !b.is_unset(2) && b.is_unset(3));
+        b.mark_written(|i| i == 0);
+        assert_eq!(b.unset_count(), 1);
+        b.mark_written(|i| i == 3);
+        assert!(b.unset().is_none());
+        let mut b = Buffer::empty(DType::F32, Shape::D1(3));
+        b.fill(Num::Int(0));
+        assert_eq!(b.unset_count(), 0);
     }
 }

@@ -301,6 +301,9 @@ impl Backend for GpuBackend {
         for (b, bytes) in buffers.buffers.iter_mut().zip(&result.buffers) {
             if bytes.len() == b.size_bytes() {
                 b.bytes_mut().copy_from_slice(bytes);
+                // The GPU does not say which elements a kernel wrote (compute-sanitizer's
+                // initcheck would): from here on the buffer holds whatever the GPU left.
+                b.mark_all_written();
             }
         }
         let findings = result

@@ -304,9 +304,19 @@ impl Backend for SimBackend {
         let snapshot: Option<Vec<Vec<u8>>> =
             self.config.cancel.as_ref().map(|_| buffers.buffers.iter().map(|b| b.bytes().to_vec()).collect());
         let elems = buffers.buffers.iter().map(|b| b.dtype().size() as u32).collect();
+        let unset = buffers.buffers.iter().map(|b| b.unset().map(<[bool]>::to_vec)).collect();
         let bytes = buffers.buffers.iter_mut().map(|b| b.bytes_mut()).collect();
-        let out =
-            engine::run(&kernel, module.program(), spec, bytes, elems, &buffers.names, &self.config, &mut self.scratch);
+        let out = engine::run(
+            &kernel,
+            module.program(),
+            spec,
+            bytes,
+            elems,
+            unset,
+            &buffers.names,
+            &self.config,
+            &mut self.scratch,
+        );
         if out.cancelled {
             if let Some(snapshot) = snapshot {
                 for (b, s) in buffers.buffers.iter_mut().zip(snapshot) {
@@ -314,6 +324,14 @@ impl Backend for SimBackend {
                 }
             }
             return Err(BackendError::Aborted(format!("launch of `{}` interrupted", spec.kernel)));
+        }
+        // A stopped launch leaves its buffers as they were, unwritten elements included.
+        if !out.aborted {
+            for (b, u) in buffers.buffers.iter_mut().zip(&out.unset) {
+                if let Some(u) = u {
+                    b.mark_written(|i| !u.get(i).copied().unwrap_or(false));
+                }
+            }
         }
         Ok(LaunchReport {
             elapsed: start.elapsed(),

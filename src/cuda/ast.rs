@@ -485,7 +485,8 @@ pub enum StmtKind {
     },
     /// A local array's declaration (`float v[4] = {1, 2};`): initialiser values in element
     /// order, already converted to the element type; missing ones are zero. No initialiser list
-    /// means "uninitialised" (the simulator zero-fills).
+    /// means "uninitialised" (the simulator zero-fills, and with findings on reports a read of an
+    /// element the thread has not written and gives it poison).
     ArrayDecl {
         array: u32,
         init: Option<Vec<Expr>>,

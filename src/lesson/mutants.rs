@@ -384,6 +384,19 @@ impl Gen<'_> {
                 let (lo, hi) = (self.hi(i - 1), self.hi(i + 1));
                 self.push(Op::NoInit, vec![Edit { lo, hi, with: String::new() }]);
             }
+            // `float t[8] = {0};` (or `= {}`): the local array starts unset.
+            if self.punct(i, "]") && self.punct(i + 1, "=") && self.punct(i + 2, "{") {
+                let zero = match self.toks.get(i + 3).map(|t| &t.tok) {
+                    Some(Tok::Int(v, _)) => *v == 0,
+                    Some(Tok::Float(f, _)) => *f == 0.0,
+                    _ => false,
+                };
+                let close = if zero { i + 4 } else { i + 3 };
+                if self.punct(close, "}") && self.punct(close + 1, ";") {
+                    let (lo, hi) = (self.hi(i), self.hi(close));
+                    self.push(Op::NoInit, vec![Edit { lo, hi, with: String::new() }]);
+                }
+            }
             // `s[tid] = ...;` as a statement of its own, into a `__shared__` array: dropped.
             if self.ident(i).is_some_and(|n| shared.contains(n))
                 && (self.punct(i - 1, ";")
@@ -763,6 +776,10 @@ mod tests {
         assert!(init.iter().any(|t| t.contains("    float acc;\n")), "{init:?}");
         assert!(init.iter().any(|t| t.contains("    ;\n    __syncthreads")), "{init:?}");
         assert!(generate(src, &c).iter().filter(|m| m.op == Op::NoInit).all(|m| m.reads_uninit));
+        let local = "__global__ void k(float *out) {\n    float t[4] = {0};\n    int u[2] = {};\n    out[0] = t[1] + u[1];\n}\n";
+        let init = of(Op::NoInit, local, &c);
+        assert!(init.iter().any(|t| t.contains("    float t[4];\n    int u[2] = {};")), "{init:?}");
+        assert!(init.iter().any(|t| t.contains("    float t[4] = {0};\n    int u[2];")), "{init:?}");
         // `+=` into a shared array nothing wrote yet reads uninitialised memory too.
         let plus: Vec<Mutant> = generate(src, &c).into_iter().filter(|m| m.op == Op::Assign).collect();
         assert!(plus.iter().any(|m| m.text.contains("s[threadIdx.x] += acc") && m.reads_uninit), "{plus:?}");

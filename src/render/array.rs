@@ -44,9 +44,23 @@ impl Default for ArrayStyle {
 }
 
 /// A session buffer: `a: f32[4]  [0.5 1.5 -1. 0.]`.
+/// Elements of a buffer made with `empty` that nothing wrote show as `?`, with a line saying so.
 pub fn write_array<W: Write + ?Sized>(out: &mut W, name: &str, buf: &Buffer, opts: &ArrayStyle) -> io::Result<()> {
-    let get = |i: usize| buf.get(i);
-    write_elems(out, name, &type_name(Some(buf.dtype()), buf.shape()), buf.shape(), &get, Some(buf.dtype()), opts)
+    let get = |i: usize| (!buf.is_unset(i)).then(|| buf.get(i));
+    write_elems(out, name, &type_name(Some(buf.dtype()), buf.shape()), buf.shape(), &get, Some(buf.dtype()), opts)?;
+    write_unset_note(out, name, buf)
+}
+
+/// `? = never written ...` under a buffer that has unwritten elements.
+fn write_unset_note<W: Write + ?Sized>(out: &mut W, name: &str, buf: &Buffer) -> io::Result<()> {
+    match buf.unset_count() {
+        0 => Ok(()),
+        n => writeln!(
+            out,
+            "  ? = never written ({n} of {} elements): `{name}` was made with `empty`, and reading one is an `uninit` finding in a kernel, an error in a statement",
+            buf.len()
+        ),
+    }
 }
 
 /// An evaluated array, e.g. a slice labelled with the learner's text: `a[2:6]: f32[4]  [...]`.
@@ -56,8 +70,16 @@ pub fn write_array_value<W: Write + ?Sized>(
     a: &ArrayValue,
     opts: &ArrayStyle,
 ) -> io::Result<()> {
-    let get = |i: usize| a.num(i);
-    write_elems(out, label, &a.type_name(), a.shape(), &get, a.dtype(), opts)
+    let unset = match a.data() {
+        crate::value::Data::Num(b) => Some(&**b),
+        crate::value::Data::Bool(_) => None,
+    };
+    let get = |i: usize| (!unset.is_some_and(|b| b.is_unset(i))).then(|| a.num(i));
+    write_elems(out, label, &a.type_name(), a.shape(), &get, a.dtype(), opts)?;
+    match unset {
+        Some(b) => write_unset_note(out, label, b),
+        None => Ok(()),
+    }
 }
 
 /// Any value: arrays as above, scalars as `n = 1000`, `x = 0.5`, `ok = true`.
@@ -119,7 +141,7 @@ fn write_elems<W: Write + ?Sized>(
     label: &str,
     type_name: &str,
     shape: Shape,
-    get: &dyn Fn(usize) -> Num,
+    get: &dyn Fn(usize) -> Option<Num>,
     dtype: Option<DType>,
     opts: &ArrayStyle,
 ) -> io::Result<()> {
@@ -130,7 +152,7 @@ fn write_elems<W: Write + ?Sized>(
     let row_pos = if matrix { shown(rows) } else { vec![Some(0)] };
     let col_pos = shown(cols);
     // Format every shown element first, to align the columns.
-    let cell = |r: usize, c: usize| element(get(r * cols + c), dtype);
+    let cell = |r: usize, c: usize| get(r * cols + c).map_or_else(|| "?".to_string(), |n| element(n, dtype));
     let mut width = 0;
     for r in row_pos.iter().flatten() {
         for c in col_pos.iter().flatten() {

@@ -29,6 +29,12 @@ pub const BUILTINS: &[Builtin] = &[
         summary: "N zeros (N may be (rows, cols))",
         kind: Constructor,
     },
+    Builtin {
+        name: "empty",
+        synopsis: "empty(N[, dtype])",
+        summary: "N elements with no values yet, like cudaMalloc: reading one before writing it is reported",
+        kind: Constructor,
+    },
     Builtin { name: "ones", synopsis: "ones(N[, dtype])", summary: "N ones", kind: Constructor },
     Builtin { name: "full", synopsis: "full(N, V[, dtype])", summary: "N copies of V", kind: Constructor },
     Builtin {

@@ -634,7 +634,11 @@ impl<'a> Cx<'a> {
             ExprKind::Int(i) => Ok(V::Int(*i)),
             ExprKind::Float(f) => Ok(V::Float(*f)),
             ExprKind::Bool(b) => Ok(V::Bool(*b)),
-            ExprKind::Name(n) => self.name(n, e.span),
+            ExprKind::Name(n) => {
+                let v = self.name(n, e.span)?;
+                self.check_written(&v, n, e.span, None)?;
+                Ok(v)
+            }
             ExprKind::List(items) => {
                 let arr = self.list(items, e.span, DType::F32)?;
                 Ok(V::Arr(arr))
@@ -657,6 +661,41 @@ impl<'a> Cx<'a> {
                 out
             }
         }
+    }
+
+    /// `e` read for its shape or to be copied, not for its values: a buffer's unwritten
+    /// elements are no error here (see [`Cx::check_written`]).
+    fn eval_unread(&self, e: &Expr) -> Result<V<'a>, Diagnostic> {
+        match &e.kind {
+            ExprKind::Name(n) => self.name(n, e.span),
+            _ => self.eval(e),
+        }
+    }
+
+    /// A statement that reads the values of a buffer made with `empty` (all of them, or those
+    /// at `positions`) must not read one that nothing wrote: there is no value to give.
+    fn check_written(&self, v: &V<'_>, name: &str, span: Span, positions: Option<&[usize]>) -> Result<(), Diagnostic> {
+        let V::Arr(a) = v else { return Ok(()) };
+        let Data::Num(b) = a.data() else { return Ok(()) };
+        let Some(unset) = b.unset() else { return Ok(()) };
+        let first = match positions {
+            Some(p) => p.iter().copied().find(|&i| unset.get(i) == Some(&true)),
+            None => unset.iter().position(|x| *x),
+        };
+        let Some(i) = first else { return Ok(()) };
+        let n = unset.iter().filter(|x| **x).count();
+        let size = b.shape();
+        let mut d = Diagnostic::error(format!(
+            "`{name}` was made with `empty({size})` and element {i} was never written: it has no value to read"
+        ))
+        .at(span);
+        if n > 1 {
+            d = d.note(format!("{n} of its {} elements have not been written", b.len()));
+        }
+        Err(d
+        .help(format!(
+            "write it first (`{name}[:] = 0`, or with a kernel), or make `{name}` with `zeros` if it should start at 0; `{name}` alone shows which elements are unwritten (`?`)"
+        )))
     }
 
     fn name(&self, n: &str, span: Span) -> Result<V<'a>, Diagnostic> {
@@ -909,13 +948,14 @@ impl<'a> Cx<'a> {
     ) -> Result<V<'a>, Diagnostic> {
         let span = e.span;
         match func {
-            "zeros" | "ones" | "full" | "arange" | "linspace" | "random" | "randint" | "array" => {
+            "zeros" | "empty" | "ones" | "full" | "arange" | "linspace" | "random" | "randint" | "array" => {
                 self.constructor(func, func_span, args, kwargs, e)
             }
             "copy" => {
                 self.no_kwargs(func, kwargs, &[])?;
                 self.arity(func, span, args, (1, 1), "copy(a)")?;
-                match self.eval(&args[0])? {
+                // A copy keeps which elements are unwritten.
+                match self.eval_unread(&args[0])? {
                     v @ V::Arr(_) => Ok(v),
                     v => {
                         Err(Diagnostic::error(format!("`copy` takes an array, not {}", v.type_name())).at(args[0].span))
@@ -954,7 +994,7 @@ impl<'a> Cx<'a> {
                     return self.min_max_scalars(func, args);
                 }
                 self.arity(func, span, args, (1, 1), &usage)?;
-                let v = self.eval(&args[0])?;
+                let v = if func == "len" { self.eval_unread(&args[0])? } else { self.eval(&args[0])? };
                 if matches!(v, V::Dim3(_)) {
                     return Err(self.dim3_misused(&args[0]));
                 }
@@ -1215,7 +1255,7 @@ impl<'a> Cx<'a> {
         self.no_kwargs(func, kwargs, allowed)?;
         let (args, dtype) = self.dtype_arg(args, kwargs, default)?;
         let (range, usage) = match func {
-            "zeros" | "ones" => {
+            "zeros" | "empty" | "ones" => {
                 ((1, 1), format!("{func}(n) or {func}((rows, cols)), optionally with a dtype: {func}(n, i32)"))
             }
             "full" => ((2, 2), "full(n, value[, dtype])".to_string()),
@@ -1237,6 +1277,7 @@ impl<'a> Cx<'a> {
         };
         let sized = |shape: Shape| self.check_alloc(e.span, dtype, shape.len()).map(|()| shape);
         let arr = match func {
+            "empty" => Array::numbers(Buffer::empty(dtype, sized(self.shape_arg(&args[0])?)?)),
             "zeros" | "ones" | "full" => {
                 let shape = sized(self.shape_arg(&args[0])?)?;
                 let v = match func {
@@ -1353,7 +1394,7 @@ impl<'a> Cx<'a> {
 
     fn index(&self, target: &Expr, indices: &[Index], e: &Expr) -> Result<V<'a>, Diagnostic> {
         // A session's buffer is read in place (borrowed), a computed array as it is.
-        let target_v = self.eval(target)?;
+        let target_v = self.eval_unread(target)?;
         let V::Arr(src) = &target_v else {
             return Err(Diagnostic::error(format!(
                 "`{}` is {}, not an array",
@@ -1364,6 +1405,10 @@ impl<'a> Cx<'a> {
             .help("only arrays can be indexed"));
         };
         let (flat, kept, held) = self.select(src, self.text(target), indices, e)?;
+        if let Err(d) = self.check_written(&target_v, self.text(target), e.span, Some(&flat)) {
+            self.left.set(self.left.get() + held);
+            return Err(d);
+        }
         let element_bytes = src.dtype().map_or(1, |d| d.size() as u64);
         let out = match kept[..] {
             [] => {

@@ -147,8 +147,8 @@ pub fn dotted_call(func: &str, func_span: Span, call: &Expr, src: &str, bound: &
     };
     if matches!(prefix, "np" | "numpy" | "cp" | "cupy" | "jnp" | "torch") {
         let plain = match rest {
-            "empty" | "zeros" => Some(format!("zeros{args}")),
-            "zeros_like" | "empty_like" => Some(format!("zeros(len({inner}))")),
+            "zeros_like" => Some(format!("zeros(len({inner}))")),
+            "empty_like" => Some(format!("empty(len({inner}))")),
             "ones_like" => Some(format!("ones(len({inner}))")),
             "asarray" => Some(format!("array{args}")),
             "random.rand" | "random.random" => Some(format!("random{args}")),

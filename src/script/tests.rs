@@ -9,7 +9,7 @@ use crate::finding::FindingKind;
 
 use super::ast::{BinOp, Declared, Expect, ExprKind, StmtKind};
 use super::{Assignment, Env, eval, eval_assign, eval_expect, parse_statement};
-use crate::value::{ArrayValue, Value};
+use crate::value::{ArrayValue, Data, Value};
 
 #[derive(Default)]
 struct TestEnv {
@@ -39,6 +39,9 @@ fn env() -> TestEnv {
     e.buffers.insert("b".into(), f(&[0.5, 0.5, 0.5, 0.5]));
     e.buffers.insert("c".into(), f(&[1.0, 2.0, 3.0]));
     e.buffers.insert("m".into(), Buffer::from_nums(DType::I32, Shape::D2(3, 4), (0..12).map(Num::Int)));
+    let mut u = Buffer::empty(DType::F32, Shape::D1(4));
+    u.set(1, Num::Float(2.5));
+    e.buffers.insert("u".into(), u);
     e.scalars.insert("n".into(), Value::Int(3));
     e.scalars.insert("blk".into(), Value::Dim3([16, 8, 1]));
     e
@@ -866,4 +869,27 @@ fn selecting_a_few_elements_of_a_large_buffer_needs_little_room() {
             super::eval::slice_positions(len, start, stop, step).len()
         );
     }
+}
+
+#[test]
+fn statements_reading_unwritten_elements_of_an_empty_buffer_say_so() {
+    // What was written reads; its length and a copy need no values.
+    assert_eq!(floats(&ev("u[1:2]").unwrap()), vec![2.5]);
+    assert_eq!(ev("len(u)").unwrap(), Value::Int(4));
+    let Value::Array(c) = ev("copy(u)").unwrap() else { panic!() };
+    let Data::Num(b) = c.data() else { panic!() };
+    assert_eq!(b.unset_count(), 3);
+    let d = err("u[2]");
+    assert_eq!(d.message, "`u` was made with `empty(4)` and element 2 was never written: it has no value to read");
+    assert_eq!(d.notes, vec!["3 of its 4 elements have not been written".to_string()]);
+    assert!(d.help.unwrap().contains("`u[:] = 0`"));
+    assert_eq!(span_text("sum(u)", &err("sum(u)")), "u");
+    assert!(err("u[1:3]").message.contains("element 2 was never written"));
+    assert!(err("u + 1").message.contains("element 0 was never written"));
+    let (passed, _) = expect("len(u) == 4");
+    assert!(passed);
+    // A new empty buffer, in any dtype and shape.
+    let Value::Array(e) = ev("empty((2, 3), i32)").unwrap() else { panic!() };
+    let Data::Num(b) = e.data() else { panic!() };
+    assert_eq!((b.dtype(), b.shape(), b.unset_count()), (DType::I32, Shape::D2(2, 3), 6));
 }

@@ -96,10 +96,12 @@ pub enum Op {
         addr: Reg,
         src: Reg,
     },
-    /// Zero `bytes` bytes at `addr` (re-entering a local array's declaration).
+    /// Zero `bytes` bytes at `addr` (re-entering a local array's declaration), and mark them
+    /// `written` (the declaration has an initialiser) or not (a later read is uninitialised).
     Zero {
         addr: Reg,
         bytes: u32,
+        written: bool,
     },
     Atomic {
         op: AtomicOp,
@@ -579,7 +581,7 @@ impl Compiler<'_> {
                 let func = &self.program.functions[self.frame().func as usize];
                 let ty = func.local_arrays[*array as usize].ty.innermost().clone();
                 let base = self.imm(memory::make_ptr(region, 0));
-                self.emit(Op::Zero { addr: base, bytes });
+                self.emit(Op::Zero { addr: base, bytes, written: init.is_some() });
                 if let (Some(init), Some(s)) = (init, reg_scalar(&ty)) {
                     for (i, e) in init.iter().enumerate() {
                         let v = self.expr(e)?;

@@ -50,8 +50,17 @@ struct Warp {
     reselect: bool,
     coll_group: bool,
     steps: u64,
-    local: Vec<u8>,
+    local: Local,
     queued: bool,
+}
+
+/// The lanes' local arrays: `local_bytes` bytes per lane, and with findings on a flag per byte
+/// saying whether the lane has written it (local arrays declared without an initialiser start
+/// unwritten, and a read of an unwritten byte is an uninitialised read).
+#[derive(Default)]
+struct Local {
+    bytes: Vec<u8>,
+    set: Vec<u8>,
 }
 
 struct Block {
@@ -106,6 +115,8 @@ pub struct Outcome {
     /// What the launch would cost on the reference GPU (`SimConfig::cost`; not on the sequential
     /// schedule, which runs one lane at a time as no GPU does).
     pub cost: Option<CostReport>,
+    /// Per buffer made with `empty`, the elements still unwritten after the launch.
+    pub unset: Vec<Option<Vec<bool>>>,
 }
 
 /// A watched access as recorded, resolved to a [`WatchedAccess`] when the launch ends.
@@ -134,6 +145,9 @@ struct Mem<'b> {
     bufs: Vec<&'b mut [u8]>,
     buf_elem: Vec<u32>,
     buf_shadow: Vec<Vec<Shadow>>,
+    /// Per buffer made with `empty`, a flag per element nothing wrote before the launch (`None`
+    /// for every other buffer): read before this launch writes it, it is uninitialised.
+    buf_unset: Vec<Option<Vec<bool>>>,
     /// Per static: index into `Block::shared` or `globals`.
     slot: Vec<u32>,
     globals: Vec<Vec<u8>>,
@@ -243,7 +257,7 @@ impl Mem<'_> {
         reports: &mut Reports,
         shared: &'a mut [Vec<u8>],
         shadow: &'a mut [Vec<Shadow>],
-        local: &'a mut [u8],
+        local: &'a mut Local,
         lane: usize,
         ptr: u64,
         size: u32,
@@ -255,6 +269,8 @@ impl Mem<'_> {
         // Shared memory starts uninitialised in every block: a read of an element with no
         // write recorded in its race shadow is an uninitialised read.
         let mut shared_init = false;
+        let mut local_set = None;
+        let mut unset: Option<&[bool]> = None;
         let (bytes, sh, elem): (&mut [u8], Option<&mut Vec<Shadow>>, u32) = if region >= STATIC_REGION_BASE {
             let i = (region - STATIC_REGION_BASE) as usize;
             let st = k.statics.get(i).ok_or(())?;
@@ -266,12 +282,15 @@ impl Mem<'_> {
                 }
                 StaticKind::Local { offset } => {
                     let start = lane * k.local_bytes as usize + offset as usize;
-                    (&mut local[start..start + st.bytes as usize], None, st.elem)
+                    let end = start + st.bytes as usize;
+                    local_set = local.set.get_mut(start..end);
+                    (&mut local.bytes[start..end], None, st.elem)
                 }
                 StaticKind::Global { .. } => (&mut self.globals[slot][..], self.global_shadow.get_mut(slot), st.elem),
             }
         } else if region >= 1 && (region as usize) <= self.bufs.len() {
             let i = region as usize - 1;
+            unset = self.buf_unset.get(i).and_then(|u| u.as_deref());
             (&mut *self.bufs[i], self.buf_shadow.get_mut(i), self.buf_elem[i])
         } else {
             return Err(());
@@ -333,12 +352,27 @@ impl Mem<'_> {
             }
         }
         if self.findings
+            && let Some(set) = local_set
+        {
+            // A thread's own memory: no races, only whether it wrote these bytes yet.
+            let set = &mut set[off as usize..(off + size as i64) as usize];
+            if access != Access::Write && set.contains(&0) {
+                reports.uninit(region, off / elem, who.thread as u64, who.pc);
+                reports.poisoned = true;
+            }
+            // A read leaves them unwritten (every later read is poisoned too); an atomic wrote.
+            if access != Access::Read {
+                set.fill(1);
+            }
+        }
+        if self.findings
             && let Some(sh) = sh
         {
             // Element sizes are powers of two: a shift instead of a division on every access.
             let index = if elem.count_ones() == 1 { off >> elem.trailing_zeros() } else { off / elem };
             if let Some(s) = sh.get_mut(index as usize) {
-                if shared_init && s[0] == 0 && access != Access::Write {
+                let fresh = shared_init || unset.is_some_and(|u| u.get(index as usize) == Some(&true));
+                if fresh && s[0] == 0 && access != Access::Write {
                     reports.uninit(region, index, who.thread as u64, who.pc);
                     reports.poisoned = true;
                 }
@@ -494,7 +528,7 @@ impl Machine<'_, '_> {
                 reselect: false,
                 coll_group: false,
                 steps: 0,
-                local: Vec::new(),
+                local: Local::default(),
                 queued: false,
             });
         }
@@ -536,8 +570,11 @@ impl Machine<'_, '_> {
             warp.reselect = true;
             warp.coll_group = false;
             warp.steps = 0;
-            warp.local.clear();
-            warp.local.resize(k.local_bytes as usize * WARP, 0);
+            let local_bytes = k.local_bytes as usize * WARP;
+            warp.local.bytes.clear();
+            warp.local.bytes.resize(local_bytes, 0);
+            warp.local.set.clear();
+            warp.local.set.resize(if self.mem.findings { local_bytes } else { 0 }, 0);
             warp.queued = false;
         }
     }
@@ -791,7 +828,7 @@ impl Machine<'_, '_> {
                     }
                 })
             }
-            Op::Zero { addr, bytes } => {
+            Op::Zero { addr, bytes, written } => {
                 let findings = std::mem::replace(&mut self.mem.findings, false);
                 lanes!(mask, |l| {
                     let w = who(l);
@@ -801,6 +838,19 @@ impl Machine<'_, '_> {
                         m.access(k, &mut self.reports, shared, shadow, &mut warp.local, l, p, bytes, Access::Write, &w)
                     {
                         b.fill(0);
+                    }
+                    // Each pass through the declaration starts the array over: written when it
+                    // has an initialiser, unwritten (as C's lifetime rules say) when not.
+                    if findings
+                        && let Some(StaticKind::Local { offset }) = memory::region(p)
+                            .checked_sub(STATIC_REGION_BASE)
+                            .and_then(|i| k.statics.get(i as usize))
+                            .map(|st| st.kind)
+                    {
+                        let start = l * k.local_bytes as usize + offset as usize;
+                        if let Some(set) = warp.local.set.get_mut(start..start + bytes as usize) {
+                            set.fill(written as u8);
+                        }
                     }
                 });
                 self.mem.findings = findings;
@@ -1048,6 +1098,7 @@ pub fn run(
     spec: &LaunchSpec,
     bufs: Vec<&mut [u8]>,
     buf_elem: Vec<u32>,
+    buf_unset: Vec<Option<Vec<bool>>>,
     names: &[String],
     config: &SimConfig,
     scratch: &mut Vec<Vec<Shadow>>,
@@ -1131,6 +1182,7 @@ pub fn run(
             bufs,
             buf_elem,
             buf_shadow,
+            buf_unset,
             slot,
             globals,
             global_shadow,
@@ -1170,8 +1222,22 @@ pub fn run(
         }),
     };
     let busiest = schedule(&mut m, spec.grid.count(), config);
+    // What the launch wrote of a buffer made with `empty` is written from now on. Without
+    // findings there are no shadows to tell: all of it counts as written.
+    let mut unset = std::mem::take(&mut m.mem.buf_unset);
+    for (u, sh) in unset.iter_mut().zip(&m.mem.buf_shadow) {
+        if let Some(u) = u {
+            if findings {
+                u.iter_mut().zip(sh).for_each(|(x, s)| *x &= s[0] == 0);
+            } else {
+                u.fill(false);
+            }
+        }
+    }
     scratch.append(&mut m.mem.buf_shadow);
-    finish(m, names, busiest)
+    let mut out = finish(m, names, busiest);
+    out.unset = unset;
+    out
 }
 
 /// The scheduler. Returns the site of the busiest resident warp (for a step-limit finding).
@@ -1427,6 +1493,7 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
         .filter(|_| !aborted)
         .map(|c| c.finish(m.k, m.grid_dim.count(), shared_bytes(m.k, m.dyn_shared), m.total));
     Outcome {
+        unset: Vec::new(),
         cost,
         steps: m.total,
         findings,

@@ -119,7 +119,17 @@ fn run_ast(
         shared_bytes: 0,
         args,
     };
-    engine::run(&k, &program, &spec, vec![buf.bytes_mut()], vec![4], &["a".to_string()], config, &mut Vec::new())
+    engine::run(
+        &k,
+        &program,
+        &spec,
+        vec![buf.bytes_mut()],
+        vec![4],
+        Vec::new(),
+        &["a".to_string()],
+        config,
+        &mut Vec::new(),
+    )
 }
 
 fn floats(v: &[f64]) -> Buffer {
@@ -1434,4 +1444,141 @@ __global__ void timed(long long *t, int n) {
     let mut short = Buffer::zeros(DType::I64, Shape::D1(2));
     sim.launch("timed", lin(1), lin(2), &mut [&mut short], &[ScalarArg::I32(1)]);
     assert!(short.to_f64_vec()[0] < v[0] && short.to_f64_vec()[0] > 0.0, "{:?} vs {v:?}", short.to_f64_vec());
+}
+
+const LOCAL_ARRAYS: &str = r#"__global__ void unset(float *in, float *out) {
+    float t[4];
+    for (int k = 0; k < 3; k++) t[k] = in[k];
+    out[blockIdx.x * 32 + threadIdx.x] = t[threadIdx.x % 4];
+}
+__global__ void initialised(float *in, float *out) {
+    float t[4] = {0};
+    for (int k = 0; k < 3; k++) t[k] = in[k];
+    out[blockIdx.x * 32 + threadIdx.x] = t[threadIdx.x % 4];
+}
+__global__ void written_then_read(int *out) {
+    int t[8];
+    for (int k = 0; k < 8; k++) t[k] = k * threadIdx.x;
+    int s = 0;
+    for (int k = 0; k < 8; k++) s += t[k];
+    out[blockIdx.x * 32 + threadIdx.x] = s;
+}
+__global__ void each_pass_starts_over(int *out) {
+    int acc = 0;
+    for (int k = 0; k < 2; k++) {
+        int t[2];
+        if (k == 0) t[0] = 1;
+        acc += t[0];
+    }
+    out[threadIdx.x] = acc;
+}
+__device__ void fill(int *p, int n) {
+    for (int k = 0; k < n; k++) p[k] = k;
+}
+__global__ void through_a_pointer(int *out, int n) {
+    int t[4];
+    fill(t, n);
+    out[threadIdx.x] = t[3];
+}
+"#;
+
+#[test]
+fn a_local_array_element_read_before_the_thread_wrote_it_is_a_finding_and_reads_nan() {
+    for schedule in Schedule::ALL {
+        let mut sim = Sim::of(LOCAL_ARRAYS).config(with(schedule, 3));
+        let mut input = floats(&[1.0, 2.0, 3.0]);
+        let mut out = floats(&[0.0; 64]);
+        let r = sim.launch("unset", lin(2), lin(32), &mut [&mut input, &mut out], &[]);
+        let [Finding::Uninit { memory, index, count, elements, first, .. }] = &uninit_findings(&r)[..] else {
+            panic!("{schedule}: {:?}", r.findings)
+        };
+        assert_eq!(memory, &Memory::Local("t".into()));
+        // Every fourth thread of the 64 reads the one element nobody wrote: t[3].
+        assert_eq!((*index, *count, *elements), (Some(3), 16, 1), "{schedule}");
+        assert_eq!(first.thread.thread[0] % 4, 3);
+        assert_eq!(sim.line(first.span), 4);
+        let v = out.to_f64_vec();
+        assert!((0..64).all(|i| if i % 4 == 3 { v[i].is_nan() } else { v[i] == (i % 4 + 1) as f64 }), "{v:?}");
+
+        let mut out = floats(&[0.0; 64]);
+        let r = sim.launch("initialised", lin(2), lin(32), &mut [&mut input, &mut out], &[]);
+        assert!(r.findings.is_empty(), "{schedule}: {:?}", r.findings);
+        assert_eq!(out.to_f64_vec()[..4], [1.0, 2.0, 3.0, 0.0]);
+    }
+}
+
+#[test]
+fn a_local_array_the_thread_fills_first_is_not_a_finding() {
+    let mut sim = Sim::of(LOCAL_ARRAYS);
+    let mut out = Buffer::zeros(DType::I32, Shape::D1(64));
+    let r = sim.launch("written_then_read", lin(2), lin(32), &mut [&mut out], &[]);
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    assert_eq!(out.to_f64_vec()[..3], [0.0, 28.0, 56.0]);
+
+    let mut out = Buffer::zeros(DType::I32, Shape::D1(32));
+    let r = sim.launch("through_a_pointer", lin(1), lin(32), &mut [&mut out], &[ScalarArg::I32(4)]);
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    assert!(out.to_f64_vec().iter().all(|x| *x == 3.0));
+}
+
+#[test]
+fn a_local_array_is_unwritten_again_on_each_pass_through_its_declaration() {
+    let mut sim = Sim::of(LOCAL_ARRAYS);
+    let mut out = Buffer::zeros(DType::I32, Shape::D1(32));
+    let r = sim.launch("each_pass_starts_over", lin(1), lin(32), &mut [&mut out], &[]);
+    let [Finding::Uninit { memory, index, first, .. }] = &uninit_findings(&r)[..] else { panic!("{:?}", r.findings) };
+    assert_eq!((memory.name(), *index), ("t", Some(0)));
+    assert_eq!(sim.line(first.span), 23);
+    // 1 from the first pass, then the poison (0xDEADBEEF) from the second.
+    assert!(out.to_f64_vec().iter().all(|x| *x == (1i32.wrapping_add(0xDEADBEEFu32 as i32)) as f64));
+
+    // Written through a pointer by a device function: only the elements it reached are written.
+    let mut out = Buffer::zeros(DType::I32, Shape::D1(32));
+    let r = sim.launch("through_a_pointer", lin(1), lin(32), &mut [&mut out], &[ScalarArg::I32(3)]);
+    let [Finding::Uninit { index, elements, .. }] = &uninit_findings(&r)[..] else { panic!("{:?}", r.findings) };
+    assert_eq!((*index, *elements), (Some(3), 1));
+}
+
+#[test]
+fn local_arrays_read_zeros_without_findings() {
+    let mut sim = Sim::of(LOCAL_ARRAYS).config(SimConfig { findings: false, ..SimConfig::default() });
+    let mut input = floats(&[1.0, 2.0, 3.0]);
+    let mut out = floats(&[0.0; 32]);
+    let r = sim.launch("unset", lin(1), lin(32), &mut [&mut input, &mut out], &[]);
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    assert_eq!(out.to_f64_vec()[..4], [1.0, 2.0, 3.0, 0.0]);
+}
+
+const EMPTY: &str = r#"__global__ void fill_first(int *d, int n) {
+    if (threadIdx.x < n) d[threadIdx.x] = threadIdx.x;
+}
+__global__ void copy_all(const int *d, int *out) {
+    out[threadIdx.x] = d[threadIdx.x];
+}
+"#;
+
+#[test]
+fn a_buffer_made_with_empty_is_unwritten_until_a_launch_or_the_host_writes_it() {
+    let mut sim = Sim::of(EMPTY);
+    let mut d = Buffer::empty(DType::I32, Shape::D1(32));
+    let r = sim.launch("fill_first", lin(1), lin(32), &mut [&mut d], &[ScalarArg::I32(20)]);
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    // What the launch wrote is written from now on; the rest is not.
+    assert_eq!(d.unset_count(), 12);
+    assert!(!d.is_unset(19) && d.is_unset(20));
+    let mut out = Buffer::zeros(DType::I32, Shape::D1(32));
+    let r = sim.launch("copy_all", lin(1), lin(32), &mut [&mut d, &mut out], &[]);
+    let [Finding::Uninit { memory, index, count, elements, first, .. }] = &uninit_findings(&r)[..] else {
+        panic!("{:?}", r.findings)
+    };
+    assert_eq!((memory, *count, *elements), (&Memory::Global("a".into()), 12, 12));
+    assert!((20..32).contains(&index.unwrap()) && first.thread.thread[0] >= 20);
+    let v = out.to_f64_vec();
+    assert!((0..32).all(|i| v[i] == if i < 20 { i as f64 } else { -559038737.0 }), "{v:?}");
+
+    d.set(25, Num::Int(1));
+    d.mark_written(|i| i > 25);
+    let r = sim.launch("copy_all", lin(1), lin(32), &mut [&mut d, &mut out], &[]);
+    let [Finding::Uninit { elements, .. }] = &uninit_findings(&r)[..] else { panic!("{:?}", r.findings) };
+    assert_eq!(*elements, 5);
 }
