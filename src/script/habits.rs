@@ -217,7 +217,22 @@ pub fn host_statement(source: SourceId, text: &str) -> Option<Result<Stmt, Diagn
     };
     let no_copies =
         "a gridlab buffer is on the host and the device at once: kernels use it, and typing its name shows it";
+    if t.starts_with('@') {
+        // A Numba (or Python) decorator: the kernel under it would be Python.
+        let deco = t.split_whitespace().next().unwrap_or("@");
+        return Some(Err(Diagnostic::error(format!(
+            "no `{deco}` at the prompt: gridlab's kernels are CUDA C, not Python"
+        ))
+        .at(Span::new(source, lead, lead + deco.len()))
+        .help(
+            "write `__global__ void name(float *a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; ... }` \
+             (Numba's `cuda.grid(1)` is that `i`) and launch it as `name<<<blocks, threads>>>(a, len(a))`",
+        )));
+    }
     match head {
+        "import" | "from" if !after.is_empty() && !after.starts_with(['(', '=']) => {
+            nothing("nothing to import: `zeros`, `arange`, `random` and the rest are built in, and kernels are CUDA C")
+        }
         "cudaMalloc" | "cudaMallocManaged" | "cudaMallocHost" if args.is_some() => {
             let args = args.unwrap_or_default();
             let name = args.first().and_then(|a| last_name(a)).unwrap_or_else(|| "d_x".to_string());
@@ -301,6 +316,39 @@ pub fn host_statement(source: SourceId, text: &str) -> Option<Result<Stmt, Diagn
                 .at(span)
                 .help("`print(a)` and typing `a` show a value with its name")))
         }
+        _ => None,
+    }
+}
+
+/// A value written with NumPy's or Numba's names in gridlab's words, for the message that asks
+/// for `let`: `np.arange(10, dtype=np.float32)` is `arange(10, f32)`, `cuda.to_device(a)` is
+/// `copy(a)` (a device copy that kernels change while `a` stays). `None` when nothing changes.
+pub fn plain_value(text: &str) -> Option<String> {
+    let (prefix, rest) = text.split_once('.')?;
+    let (func, args) = rest.split_once('(')?;
+    let args = args.strip_suffix(')')?;
+    let plain_args = |args: &str| -> String {
+        args.split(',')
+            .map(|a| {
+                let a = a.trim();
+                let value = a.strip_prefix("dtype").map(|v| v.trim_start().trim_start_matches('=').trim()).unwrap_or(a);
+                let name = value.rsplit('.').next().unwrap_or(value).trim_matches(['"', '\'']);
+                match crate::dtype::DType::parse(name) {
+                    Some(d) if value != a || value.contains('.') || value.starts_with(['"', '\'']) => {
+                        d.name().to_string()
+                    }
+                    _ => a.to_string(),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match prefix {
+        "np" | "numpy" | "cp" | "cupy" if super::builtins::find(func).is_some() => {
+            Some(format!("{func}({})", plain_args(args)))
+        }
+        "cuda" if func == "to_device" && is_name(args.trim()) => Some(format!("copy({})", args.trim())),
+        "cuda" if func == "device_array" => Some(format!("zeros({})", plain_args(args))),
         _ => None,
     }
 }

@@ -199,10 +199,20 @@ impl Parser {
                 let value =
                     self.text.get(eq.hi as usize..self.end).unwrap_or("").trim().trim_end_matches(';').trim_end();
                 let value = if value.is_empty() { "..." } else { value };
+                // NumPy's or Numba's names in the value as well: say both at once.
+                let (value, help) = match habits::plain_value(value) {
+                    Some(plain) => {
+                        (plain.clone(), format!("gridlab's functions need no module: `{value}` is `{plain}` here"))
+                    }
+                    None => (
+                        value.to_string(),
+                        format!("to compare, use `==`; to change a buffer's elements, `{name}[i] = ...`"),
+                    ),
+                };
                 Err(Diagnostic::error(format!("a name gets its value with `let`: write `let {name} = {value}`"))
                     .at(eq)
                     .label("assignment needs `let`")
-                    .help(format!("to compare, use `==`; to change a buffer's elements, `{name}[i] = ...`")))
+                    .help(help))
             }
             Tok::Ident(word)
                 if matches!(word.as_str(), "exit" | "quit")
