@@ -212,6 +212,9 @@ pub struct CostReport {
     pub estimate: Estimate,
     pub warp_steps: u64,
     pub threads: u64,
+    /// Blocks in the grid and threads in each (a block of 48 threads is 2 warps, not 64 threads).
+    pub blocks: u64,
+    pub block_threads: u32,
     /// Atomics on the busiest single address.
     pub hottest_address: u64,
 }
@@ -364,6 +367,8 @@ mod tests {
             estimate,
             warp_steps: 0,
             threads: blocks * 256,
+            blocks,
+            block_threads: 256,
             hottest_address: 0,
         }
     }

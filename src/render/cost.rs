@@ -33,7 +33,7 @@ pub fn explain(c: &CostReport) -> String {
             let dram_us = c.estimate.terms.iter().find(|(l, _)| *l == Limiter::Dram).map_or(0.0, |t| t.1);
             let rate = if dram_us > 0.0 { t.dram_bytes() as f64 / (dram_us * 1e3) } else { peak };
             let starved = if rate < 0.9 * peak {
-                let blocks = c.threads.div_ceil((o.warps_per_block * 32) as u64);
+                let blocks = c.blocks;
                 format!(
                     ": {} block{} on {} of {} SMs {} too few loads in flight to reach the {} the GPU can",
                     thousands(blocks as u128),
@@ -77,8 +77,8 @@ pub fn explain(c: &CostReport) -> String {
         ),
         Limiter::Latency => format!(
             "latency-bound: {} block{} of {} warp{} ({:.0}% occupancy on {} of {} SMs) leave too little work in flight to hide memory and instruction latency",
-            c.threads.div_ceil((o.warps_per_block * 32) as u64),
-            if c.threads > (o.warps_per_block * 32) as u64 { "s" } else { "" },
+            c.blocks,
+            if c.blocks == 1 { "" } else { "s" },
             o.warps_per_block,
             if o.warps_per_block == 1 { "" } else { "s" },
             100.0 * o.achieved,
@@ -88,10 +88,10 @@ pub fn explain(c: &CostReport) -> String {
         Limiter::Blocks => format!(
             "block-scheduling-bound: {} blocks of {} thread{}, {} per SM one after another; larger blocks (or a \
              grid-stride loop) do the same work in fewer",
-            thousands(c.threads.div_ceil((o.warps_per_block * 32) as u64) as u128),
-            o.warps_per_block * 32,
-            if o.warps_per_block * 32 == 1 { "" } else { "s" },
-            thousands(c.threads.div_ceil((o.warps_per_block * 32) as u64).div_ceil(p.sms as u64) as u128),
+            thousands(c.blocks as u128),
+            c.block_threads,
+            if c.block_threads == 1 { "" } else { "s" },
+            thousands(c.blocks.div_ceil(p.sms as u64) as u128),
         ),
         Limiter::Launch => format!("launch-bound: the work takes less than the {} us a launch costs", p.launch_us),
     }

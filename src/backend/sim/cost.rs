@@ -496,6 +496,8 @@ impl Counter {
             estimate,
             warp_steps,
             threads,
+            blocks: grid_blocks,
+            block_threads: self.block_threads,
             hottest_address: self.hottest_address,
         }
     }

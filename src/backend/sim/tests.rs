@@ -1103,6 +1103,17 @@ fn cost_of(kernel: &str, grid: u32, block: u32, len: usize) -> crate::cost::Cost
 }
 
 #[test]
+fn the_cost_verdict_counts_the_launchs_own_blocks() {
+    // 20 blocks of 48 threads are 40 warps: the verdict says 20 blocks, not 960 / 64 = 15.
+    let c = cost_of("coalesced", 20, 48, 960);
+    assert_eq!((c.blocks, c.block_threads, c.threads), (20, 48, 960));
+    // Many small blocks: block scheduling limits, and the verdict names them as launched.
+    let c = cost_of("coalesced", 20 * 2048, 48, 20 * 2048 * 48);
+    let words = crate::render::cost::explain(&c);
+    assert!(words.contains("40,960 blocks of 48 threads"), "{words}");
+}
+
+#[test]
 fn cost_counts_sectors_per_request_as_nsight_compute_does() {
     let c = cost_of("coalesced", 4, 256, 1024);
     assert_eq!(c.totals.sectors_per_request(), 4.0);
