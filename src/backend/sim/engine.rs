@@ -773,28 +773,33 @@ impl Machine<'_, '_> {
                 lanes!(mask, |l| {
                     let w = who(l);
                     let mut poisoned = false;
-                    let v = match self.mem.access(
-                        k,
-                        &mut self.reports,
-                        shared,
-                        shadow,
-                        &mut warp.local,
-                        l,
-                        r[at(addr, l)],
-                        ty.size(),
-                        Access::Read,
-                        &w,
-                    ) {
-                        Ok(Some(bytes)) if !self.reports.poisoned => read(bytes, ty),
-                        Ok(Some(_)) => {
-                            self.reports.poisoned = false;
-                            poisoned = true;
-                            poison(ty)
-                        }
-                        Ok(None) => 0,
-                        Err(()) => {
-                            self.trap(pc, thread0 + l as u64, "read through an invalid pointer");
-                            0
+                    let v = if misaligned(r[at(addr, l)], ty.size()) {
+                        self.trap(pc, thread0 + l as u64, &misaligned_message("read", ty.size()));
+                        0
+                    } else {
+                        match self.mem.access(
+                            k,
+                            &mut self.reports,
+                            shared,
+                            shadow,
+                            &mut warp.local,
+                            l,
+                            r[at(addr, l)],
+                            ty.size(),
+                            Access::Read,
+                            &w,
+                        ) {
+                            Ok(Some(bytes)) if !self.reports.poisoned => read(bytes, ty),
+                            Ok(Some(_)) => {
+                                self.reports.poisoned = false;
+                                poisoned = true;
+                                poison(ty)
+                            }
+                            Ok(None) => 0,
+                            Err(()) => {
+                                self.trap(pc, thread0 + l as u64, "read through an invalid pointer");
+                                0
+                            }
                         }
                     };
                     if self.mem.extra {
@@ -807,21 +812,25 @@ impl Machine<'_, '_> {
                 lanes!(mask, |l| {
                     let w = who(l);
                     let v = r[at(src, l)];
-                    match self.mem.access(
-                        k,
-                        &mut self.reports,
-                        shared,
-                        shadow,
-                        &mut warp.local,
-                        l,
-                        r[at(addr, l)],
-                        ty.size(),
-                        Access::Write,
-                        &w,
-                    ) {
-                        Ok(Some(bytes)) => write(bytes, v),
-                        Ok(None) => {}
-                        Err(()) => self.trap(pc, thread0 + l as u64, "write through an invalid pointer"),
+                    if misaligned(r[at(addr, l)], ty.size()) {
+                        self.trap(pc, thread0 + l as u64, &misaligned_message("write", ty.size()));
+                    } else {
+                        match self.mem.access(
+                            k,
+                            &mut self.reports,
+                            shared,
+                            shadow,
+                            &mut warp.local,
+                            l,
+                            r[at(addr, l)],
+                            ty.size(),
+                            Access::Write,
+                            &w,
+                        ) {
+                            Ok(Some(bytes)) => write(bytes, v),
+                            Ok(None) => {}
+                            Err(()) => self.trap(pc, thread0 + l as u64, "write through an invalid pointer"),
+                        }
                     }
                     if self.mem.extra {
                         self.mem.watched(ty, Some(v), None);
@@ -859,32 +868,37 @@ impl Machine<'_, '_> {
                 lanes!(mask, |l| {
                     let w = who(l);
                     let (va, vb) = (r[at(a, l)], r[at(b, l)]);
-                    let old = match self.mem.access(
-                        k,
-                        &mut self.reports,
-                        shared,
-                        shadow,
-                        &mut warp.local,
-                        l,
-                        r[at(addr, l)],
-                        ty.size(),
-                        Access::Atomic,
-                        &w,
-                    ) {
-                        Ok(Some(bytes)) => {
-                            let poisoned = std::mem::take(&mut self.reports.poisoned);
-                            let old = if poisoned { poison(ty) } else { read(bytes, ty) };
-                            let new = alu::atomic(op, ty, old, va, vb);
-                            write(bytes, new);
-                            if self.mem.extra {
-                                self.mem.watched(ty, Some(new), poisoned.then_some(old));
+                    let old = if misaligned(r[at(addr, l)], ty.size()) {
+                        self.trap(pc, thread0 + l as u64, &misaligned_message("atomic", ty.size()));
+                        0
+                    } else {
+                        match self.mem.access(
+                            k,
+                            &mut self.reports,
+                            shared,
+                            shadow,
+                            &mut warp.local,
+                            l,
+                            r[at(addr, l)],
+                            ty.size(),
+                            Access::Atomic,
+                            &w,
+                        ) {
+                            Ok(Some(bytes)) => {
+                                let poisoned = std::mem::take(&mut self.reports.poisoned);
+                                let old = if poisoned { poison(ty) } else { read(bytes, ty) };
+                                let new = alu::atomic(op, ty, old, va, vb);
+                                write(bytes, new);
+                                if self.mem.extra {
+                                    self.mem.watched(ty, Some(new), poisoned.then_some(old));
+                                }
+                                old
                             }
-                            old
-                        }
-                        Ok(None) => 0,
-                        Err(()) => {
-                            self.trap(pc, thread0 + l as u64, "atomic through an invalid pointer");
-                            0
+                            Ok(None) => 0,
+                            Err(()) => {
+                                self.trap(pc, thread0 + l as u64, "atomic through an invalid pointer");
+                                0
+                            }
                         }
                     };
                     r[at(dst, l)] = old;
@@ -1504,4 +1518,17 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
         writes,
         watched,
     }
+}
+
+/// Whether an access of `size` bytes at `p` is misaligned: a GPU loads and stores a value only at
+/// an address that is a multiple of its size, and stops the kernel otherwise. Buffers, shared and
+/// local arrays all start aligned, so only pointer casts (`(float *)(bytes + 1)`) get here.
+fn misaligned(p: u64, size: u32) -> bool {
+    size > 1 && !memory::saturated(p) && memory::offset(p).rem_euclid(size as i64) != 0
+}
+
+fn misaligned_message(what: &str, size: u32) -> String {
+    format!(
+        "misaligned address: a {size}-byte {what} at an address that is not a multiple of {size} (on a GPU, CUDA_ERROR_MISALIGNED_ADDRESS)"
+    )
 }

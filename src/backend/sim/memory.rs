@@ -63,6 +63,12 @@ pub fn region(p: u64) -> u32 {
     (p >> 48) as u32
 }
 
+/// Whether `p` is a saturated pointer, one whose index was too large to address (see
+/// `moved`): it is reported far past the end, not as any address of its own.
+pub fn saturated(p: u64) -> bool {
+    matches!(offset(p), MIN_OFFSET | MAX_OFFSET)
+}
+
 pub fn offset(p: u64) -> i64 {
     (p & OFFSET_MASK) as i64 - BIAS as i64
 }

@@ -1593,3 +1593,40 @@ fn a_buffer_made_with_empty_is_unwritten_until_a_launch_or_the_host_writes_it() 
     let [Finding::Uninit { elements, .. }] = &uninit_findings(&r)[..] else { panic!("{:?}", r.findings) };
     assert_eq!(*elements, 5);
 }
+
+const CASTS: &str = r#"__global__ void skew(float *a, int by) {
+    char *bytes = (char *) a;
+    float *p = (float *) (bytes + by);
+    a[0] = p[0];
+}
+__global__ void halves(short *h, int *out) {
+    int *words = (int *) h;
+    out[threadIdx.x] = words[threadIdx.x];
+    __shared__ char raw[64];
+    double *d = (double *) (raw + 8 * (threadIdx.x % 4));
+    d[0] = 1.0;
+}
+"#;
+
+#[test]
+fn a_misaligned_access_traps_as_on_a_gpu_and_aligned_casts_run() {
+    let mut sim = Sim::of(CASTS);
+    let mut a = floats(&[1.0, 2.0, 3.0, 4.0]);
+    let r = sim.launch("skew", lin(1), lin(1), &mut [&mut a], &[ScalarArg::I32(1)]);
+    assert!(r.aborted, "{:?}", r.findings);
+    assert!(
+        matches!(&r.findings[..], [Finding::Trap { message, .. }] if message.starts_with("misaligned address: a 4-byte read")),
+        "{:?}",
+        r.findings
+    );
+    assert_eq!(a.to_f64_vec(), vec![1.0, 2.0, 3.0, 4.0], "the stopped launch changed nothing");
+    // A cast to a multiple of the size is fine: bytes + 4 is a[1].
+    let r = sim.launch("skew", lin(1), lin(1), &mut [&mut a], &[ScalarArg::I32(4)]);
+    assert!(!r.aborted && r.findings.is_empty(), "{:?}", r.findings);
+    assert_eq!(a.to_f64_vec()[0], 2.0);
+    // Narrow buffers read as wider words, and a char array in shared memory holding doubles.
+    let mut h = Buffer::zeros(DType::I16, Shape::D1(8));
+    let mut out = Buffer::zeros(DType::I32, Shape::D1(4));
+    let r = sim.launch("halves", lin(1), lin(4), &mut [&mut h, &mut out], &[]);
+    assert!(!r.aborted, "{:?}", r.findings);
+}
