@@ -660,7 +660,15 @@ impl Extension for Lessons {
 
     fn handout(&self, transcript: &[crate::render::handout::Ran]) -> Option<crate::render::handout::Document> {
         let g = self.guide.as_ref()?;
-        Some(super::handout::document(g.current(), g.step, transcript))
+        // What ran in this lesson: a demo that went on from lesson 1 ran lesson 1's inputs too.
+        let id = &g.current().id;
+        let own: Vec<crate::render::handout::Ran> =
+            transcript.iter().filter(|r| r.chapter.as_ref() == Some(id)).cloned().collect();
+        Some(super::handout::document(g.current(), g.step, &own))
+    }
+
+    fn chapter(&self) -> Option<String> {
+        self.guide.as_ref().map(|g| g.current().id.clone())
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {

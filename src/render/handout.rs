@@ -14,6 +14,9 @@ pub struct Ran {
     pub input: String,
     pub output: String,
     pub colored: String,
+    /// Where the session was when it ran (the open lesson's id), so a handout takes what ran
+    /// in its own lesson only.
+    pub chapter: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -418,6 +421,7 @@ pub(crate) mod tests {
             input: input.into(),
             output: crate::render::text::strip_ansi(out.as_bytes()),
             colored: out.into(),
+            chapter: None,
         };
         d.ran(ran("__global__ void k(float *a) { a[0] = 1; }", "defined kernel k(float *a)"), true);
         d.ran(ran("let a = zeros(4)", ""), false);

@@ -27,6 +27,11 @@ pub trait Extension: Any {
         None
     }
 
+    /// Where the session is (an open lesson's id), recorded with each input for the handout.
+    fn chapter(&self) -> Option<String> {
+        None
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 

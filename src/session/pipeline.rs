@@ -161,7 +161,8 @@ impl Session {
         if record {
             let output = crate::render::text::strip_ansi(&tee.copy);
             let colored = String::from_utf8_lossy(&tee.copy).into_owned();
-            self.transcript.push(crate::render::handout::Ran { input: input.text.clone(), output, colored });
+            let chapter = self.extension.as_ref().and_then(|e| e.chapter());
+            self.transcript.push(crate::render::handout::Ran { input: input.text.clone(), output, colored, chapter });
         }
         Ok(status)
     }

@@ -421,3 +421,20 @@ fn every_lessons_check_rejects_the_wrong_solutions_learners_write() {
         assert!(run.stdout.contains("check: ✗ not yet"), "{stem} ({why}):\n{}", run.stdout);
     }
 }
+
+#[test]
+fn a_handout_takes_what_ran_in_its_own_lesson_only() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let md = dir.path().join("two.md");
+    // Lesson 1's inputs, then lesson 2's, in one session: the handout of lesson 2 has only its own.
+    let script = format!(
+        "__global__ void fill(float *a, int n) {{\n    for (int i = 0; i < n; ++i) a[i] = i;\n}}\nlet a = zeros(4)\nfill<<<1, 1>>>(a, len(a))\n:lesson 2\nlet x = ones(64)\n:export {}\n",
+        md.display()
+    );
+    let run = in_home(data.path(), &["learn", "1"], &script);
+    let text = std::fs::read_to_string(&md).unwrap_or_else(|e| panic!("{e}: {}", run.stdout));
+    assert!(text.starts_with("# Lesson 2"), "{text}");
+    assert!(text.contains("> let x = ones(64)"), "{text}");
+    assert!(!text.contains("fill<<<1, 1>>>") && !text.contains("let a = zeros(4)"), "{text}");
+}
