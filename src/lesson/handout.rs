@@ -109,7 +109,7 @@ pub fn document(lesson: &Lesson, upto: usize, transcript: &[Ran]) -> Document {
                 doc.blocks.push(Block::Label(label.into()));
             }
         }
-        doc.ran(run.clone(), is_cuda(text));
+        doc.ran(without_prompts(run), is_cuda(text));
     }
     for k in current..parts.len() {
         show_up_to(&mut doc, k, &mut shown);
@@ -118,6 +118,18 @@ pub fn document(lesson: &Lesson, upto: usize, transcript: &[Ran]) -> Document {
         }
     }
     doc
+}
+
+/// What ran, without the demo's cues to the presenter ("(Enter goes on)"), which mean nothing
+/// on paper.
+fn without_prompts(run: &Ran) -> Ran {
+    const CUE: &str = "(Enter goes on)";
+    let clean = |text: &str| -> String {
+        let text = text.replace(&format!(" {CUE}"), "");
+        let lines: Vec<&str> = text.split_inclusive('\n').filter(|l| !l.contains(CUE)).collect();
+        lines.concat()
+    };
+    Ran { output: clean(&run.output), colored: clean(&run.colored), ..run.clone() }
 }
 
 /// A part's code that did not run in the session, shown as the lesson has it.
@@ -129,5 +141,23 @@ fn unran(doc: &mut Document, part: &Part, ran: bool) {
         Part::Cuda(code) => doc.blocks.push(Block::Code { lang: "cuda".into(), text: code.text.clone() }),
         Part::Gridlab(code) => doc.blocks.push(Block::Code { lang: "gridlab".into(), text: code.text.clone() }),
         Part::Prose(_) | Part::Exercise(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_presenters_cues_are_left_out_of_a_handout() {
+        let run = Ran {
+            input: ":check".into(),
+            output: "✗ not yet: ...\n(Enter goes on)\n".into(),
+            colored: "\u{1b}[32mSolved! (Enter goes on)\u{1b}[0m\n".into(),
+            chapter: None,
+        };
+        let clean = without_prompts(&run);
+        assert_eq!(clean.output, "✗ not yet: ...\n");
+        assert_eq!(clean.colored, "\u{1b}[32mSolved!\u{1b}[0m\n");
     }
 }

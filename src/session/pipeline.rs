@@ -157,11 +157,12 @@ impl Session {
     /// Run one input; when `record`, keep it and what it printed (without colour) for `:export`.
     pub fn eval_input(&mut self, name: &str, input: &Input, record: bool, out: &mut dyn Write) -> io::Result<Status> {
         let mut tee = Tee { out, copy: Vec::new(), keep: record };
+        // Where it was typed: an input that moves the lesson on still belongs where it ran.
+        let chapter = self.extension.as_ref().and_then(|e| e.chapter());
         let status = self.eval(name, input, &mut tee)?;
         if record {
             let output = crate::render::text::strip_ansi(&tee.copy);
             let colored = String::from_utf8_lossy(&tee.copy).into_owned();
-            let chapter = self.extension.as_ref().and_then(|e| e.chapter());
             self.transcript.push(crate::render::handout::Ran { input: input.text.clone(), output, colored, chapter });
         }
         Ok(status)
