@@ -248,8 +248,8 @@ fn f32b(f: f32) -> u64 {
 }
 
 impl Mem<'_> {
-    /// The bytes `[ptr, ptr + size)` if they are in bounds, checking for races on the way;
-    /// `Err(())` for a pointer into no region at all.
+    /// The bytes `[ptr, ptr + size)` if they are in bounds, checking for races on the way; a
+    /// [`Fault`] for a pointer into no region at all or one a GPU could not access at all.
     #[allow(clippy::too_many_arguments)]
     fn access<'a>(
         &'a mut self,
@@ -263,7 +263,7 @@ impl Mem<'_> {
         size: u32,
         access: Access,
         who: &Who,
-    ) -> Result<Option<&'a mut [u8]>, ()> {
+    ) -> Result<Option<&'a mut [u8]>, Fault> {
         let region = memory::region(ptr);
         let off = memory::offset(ptr);
         // Shared memory starts uninitialised in every block: a read of an element with no
@@ -273,7 +273,7 @@ impl Mem<'_> {
         let mut unset: Option<&[bool]> = None;
         let (bytes, sh, elem): (&mut [u8], Option<&mut Vec<Shadow>>, u32) = if region >= STATIC_REGION_BASE {
             let i = (region - STATIC_REGION_BASE) as usize;
-            let st = k.statics.get(i).ok_or(())?;
+            let st = k.statics.get(i).ok_or(Fault::Invalid)?;
             let slot = self.slot[i] as usize;
             match st.kind {
                 StaticKind::Shared => {
@@ -293,8 +293,13 @@ impl Mem<'_> {
             unset = self.buf_unset.get(i).and_then(|u| u.as_deref());
             (&mut *self.bufs[i], self.buf_shadow.get_mut(i), self.buf_elem[i])
         } else {
-            return Err(());
+            return Err(Fault::Invalid);
         };
+        // A GPU accesses a value only at a multiple of its size (buffers and arrays start
+        // aligned, so only pointer casts get here); a saturated pointer is reported out of bounds.
+        if size.is_power_of_two() && size <= 16 && !memory::saturated(ptr) && off.rem_euclid(size as i64) != 0 {
+            return Err(Fault::Misaligned);
+        }
         let elem = elem.max(1) as i64;
         let len = bytes.len() as i64;
         if off < 0 || off + size as i64 > len {
@@ -773,33 +778,28 @@ impl Machine<'_, '_> {
                 lanes!(mask, |l| {
                     let w = who(l);
                     let mut poisoned = false;
-                    let v = if misaligned(r[at(addr, l)], ty.size()) {
-                        self.trap(pc, thread0 + l as u64, &misaligned_message("read", ty.size()));
-                        0
-                    } else {
-                        match self.mem.access(
-                            k,
-                            &mut self.reports,
-                            shared,
-                            shadow,
-                            &mut warp.local,
-                            l,
-                            r[at(addr, l)],
-                            ty.size(),
-                            Access::Read,
-                            &w,
-                        ) {
-                            Ok(Some(bytes)) if !self.reports.poisoned => read(bytes, ty),
-                            Ok(Some(_)) => {
-                                self.reports.poisoned = false;
-                                poisoned = true;
-                                poison(ty)
-                            }
-                            Ok(None) => 0,
-                            Err(()) => {
-                                self.trap(pc, thread0 + l as u64, "read through an invalid pointer");
-                                0
-                            }
+                    let v = match self.mem.access(
+                        k,
+                        &mut self.reports,
+                        shared,
+                        shadow,
+                        &mut warp.local,
+                        l,
+                        r[at(addr, l)],
+                        ty.size(),
+                        Access::Read,
+                        &w,
+                    ) {
+                        Ok(Some(bytes)) if !self.reports.poisoned => read(bytes, ty),
+                        Ok(Some(_)) => {
+                            self.reports.poisoned = false;
+                            poisoned = true;
+                            poison(ty)
+                        }
+                        Ok(None) => 0,
+                        Err(f) => {
+                            self.trap(pc, thread0 + l as u64, &f.message("read", ty.size()));
+                            0
                         }
                     };
                     if self.mem.extra {
@@ -812,25 +812,21 @@ impl Machine<'_, '_> {
                 lanes!(mask, |l| {
                     let w = who(l);
                     let v = r[at(src, l)];
-                    if misaligned(r[at(addr, l)], ty.size()) {
-                        self.trap(pc, thread0 + l as u64, &misaligned_message("write", ty.size()));
-                    } else {
-                        match self.mem.access(
-                            k,
-                            &mut self.reports,
-                            shared,
-                            shadow,
-                            &mut warp.local,
-                            l,
-                            r[at(addr, l)],
-                            ty.size(),
-                            Access::Write,
-                            &w,
-                        ) {
-                            Ok(Some(bytes)) => write(bytes, v),
-                            Ok(None) => {}
-                            Err(()) => self.trap(pc, thread0 + l as u64, "write through an invalid pointer"),
-                        }
+                    match self.mem.access(
+                        k,
+                        &mut self.reports,
+                        shared,
+                        shadow,
+                        &mut warp.local,
+                        l,
+                        r[at(addr, l)],
+                        ty.size(),
+                        Access::Write,
+                        &w,
+                    ) {
+                        Ok(Some(bytes)) => write(bytes, v),
+                        Ok(None) => {}
+                        Err(f) => self.trap(pc, thread0 + l as u64, &f.message("write", ty.size())),
                     }
                     if self.mem.extra {
                         self.mem.watched(ty, Some(v), None);
@@ -868,37 +864,32 @@ impl Machine<'_, '_> {
                 lanes!(mask, |l| {
                     let w = who(l);
                     let (va, vb) = (r[at(a, l)], r[at(b, l)]);
-                    let old = if misaligned(r[at(addr, l)], ty.size()) {
-                        self.trap(pc, thread0 + l as u64, &misaligned_message("atomic", ty.size()));
-                        0
-                    } else {
-                        match self.mem.access(
-                            k,
-                            &mut self.reports,
-                            shared,
-                            shadow,
-                            &mut warp.local,
-                            l,
-                            r[at(addr, l)],
-                            ty.size(),
-                            Access::Atomic,
-                            &w,
-                        ) {
-                            Ok(Some(bytes)) => {
-                                let poisoned = std::mem::take(&mut self.reports.poisoned);
-                                let old = if poisoned { poison(ty) } else { read(bytes, ty) };
-                                let new = alu::atomic(op, ty, old, va, vb);
-                                write(bytes, new);
-                                if self.mem.extra {
-                                    self.mem.watched(ty, Some(new), poisoned.then_some(old));
-                                }
-                                old
+                    let old = match self.mem.access(
+                        k,
+                        &mut self.reports,
+                        shared,
+                        shadow,
+                        &mut warp.local,
+                        l,
+                        r[at(addr, l)],
+                        ty.size(),
+                        Access::Atomic,
+                        &w,
+                    ) {
+                        Ok(Some(bytes)) => {
+                            let poisoned = std::mem::take(&mut self.reports.poisoned);
+                            let old = if poisoned { poison(ty) } else { read(bytes, ty) };
+                            let new = alu::atomic(op, ty, old, va, vb);
+                            write(bytes, new);
+                            if self.mem.extra {
+                                self.mem.watched(ty, Some(new), poisoned.then_some(old));
                             }
-                            Ok(None) => 0,
-                            Err(()) => {
-                                self.trap(pc, thread0 + l as u64, "atomic through an invalid pointer");
-                                0
-                            }
+                            old
+                        }
+                        Ok(None) => 0,
+                        Err(f) => {
+                            self.trap(pc, thread0 + l as u64, &f.message("atomic", ty.size()));
+                            0
                         }
                     };
                     r[at(dst, l)] = old;
@@ -1520,15 +1511,24 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
     }
 }
 
-/// Whether an access of `size` bytes at `p` is misaligned: a GPU loads and stores a value only at
-/// an address that is a multiple of its size, and stops the kernel otherwise. Buffers, shared and
-/// local arrays all start aligned, so only pointer casts (`(float *)(bytes + 1)`) get here.
-fn misaligned(p: u64, size: u32) -> bool {
-    size > 1 && !memory::saturated(p) && memory::offset(p).rem_euclid(size as i64) != 0
+/// Why an access could not be made at all (a GPU stops the kernel for either).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    /// The pointer is into no buffer or array.
+    Invalid,
+    /// An N-byte value at an address that is not a multiple of N (a pointer cast such as
+    /// `(float *)(bytes + 1)`).
+    Misaligned,
 }
 
-fn misaligned_message(what: &str, size: u32) -> String {
-    format!(
-        "misaligned address: a {size}-byte {what} at an address that is not a multiple of {size} (on a GPU, CUDA_ERROR_MISALIGNED_ADDRESS)"
-    )
+impl Fault {
+    /// The trap's message for a `what` ("read", "write", "atomic") of `size` bytes.
+    fn message(self, what: &str, size: u32) -> String {
+        match self {
+            Fault::Invalid => format!("{what} through an invalid pointer"),
+            Fault::Misaligned => format!(
+                "misaligned address: a {size}-byte {what} at an address that is not a multiple of {size} (on a GPU, CUDA_ERROR_MISALIGNED_ADDRESS)"
+            ),
+        }
+    }
 }
