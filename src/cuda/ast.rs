@@ -11,6 +11,8 @@
 //!
 //! Spans point into the learner's snippet (see `diag::SourceMap`).
 
+use std::sync::Arc;
+
 use crate::diag::Span;
 
 /// Arithmetic types of the subset. `char` is signed, as on every platform CUDA supports.
@@ -108,6 +110,101 @@ pub enum Type {
         elem: Box<Type>,
         len: u32,
     },
+    /// A struct or class, or a built-in vector type (`float4`). The layout travels with the
+    /// type, so sizes and member offsets need no lookup.
+    Struct(Arc<StructDef>),
+}
+
+/// One member of a struct: its type and byte offset.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Field {
+    pub name: String,
+    pub ty: Type,
+    pub offset: u64,
+}
+
+/// A struct's members and layout, computed as C does: each member at the next multiple of its
+/// alignment, the size rounded up to the struct's alignment (the largest member's, or more
+/// with `__align__(n)`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct StructDef {
+    pub name: String,
+    pub fields: Vec<Field>,
+    pub size: u64,
+    pub align: u64,
+    /// A CUDA vector type (`float2`, `int4`, ...): members `x`, `y`, `z`, `w`, and loaded or
+    /// stored in one instruction when its size is 4, 8 or 16 bytes.
+    pub vector: bool,
+}
+
+/// The component types of CUDA's vector types, by the stem of their names.
+const VECTOR_STEMS: &[(&str, Scalar)] = &[
+    ("char", Scalar::I8),
+    ("uchar", Scalar::U8),
+    ("short", Scalar::I16),
+    ("ushort", Scalar::U16),
+    ("int", Scalar::I32),
+    ("uint", Scalar::U32),
+    ("long", Scalar::I64),
+    ("ulong", Scalar::U64),
+    ("longlong", Scalar::I64),
+    ("ulonglong", Scalar::U64),
+    ("float", Scalar::F32),
+    ("double", Scalar::F64),
+];
+
+impl StructDef {
+    /// Lay out `fields` in order. `min_align` is `__align__(n)` when written.
+    pub fn new(name: &str, fields: Vec<(String, Type)>, min_align: u64) -> StructDef {
+        let mut offset = 0u64;
+        let mut align = min_align.max(1);
+        let mut out = Vec::with_capacity(fields.len());
+        for (name, ty) in fields {
+            let a = ty.align();
+            offset = offset.next_multiple_of(a);
+            align = align.max(a);
+            let size = ty.size();
+            out.push(Field { name, ty, offset });
+            offset = offset.saturating_add(size);
+        }
+        StructDef { name: name.to_string(), fields: out, size: offset.next_multiple_of(align), align, vector: false }
+    }
+
+    /// The CUDA vector type `name` (`float4`, `uchar2`, `longlong3` ...), laid out as
+    /// `vector_types.h` does: `n` components of 1, 2 or 4 aligned to their whole size (at most
+    /// 16 bytes), 3 components to one component's.
+    pub fn vector(name: &str) -> Option<Arc<StructDef>> {
+        let n = name.chars().last()?.to_digit(10)? as usize;
+        let stem = &name[..name.len() - 1];
+        let &(_, s) = VECTOR_STEMS.iter().find(|(st, _)| *st == stem)?;
+        if !(1..=4).contains(&n) {
+            return None;
+        }
+        let fields = ["x", "y", "z", "w"][..n].iter().map(|f| (f.to_string(), Type::Scalar(s))).collect();
+        let align = if n == 3 { s.size() as u64 } else { (n as u64 * s.size() as u64).min(16) };
+        let mut def = StructDef::new(name, fields, align);
+        def.vector = true;
+        Some(Arc::new(def))
+    }
+
+    pub fn field(&self, name: &str) -> Option<(usize, &Field)> {
+        self.fields.iter().enumerate().find(|(_, f)| f.name == name)
+    }
+
+    /// The one scalar type every member has, with no padding between or after them (`float4`,
+    /// `struct { float re, im; }`): such a struct's buffer is a buffer of that scalar.
+    pub fn uniform(&self) -> Option<(Scalar, u64)> {
+        let mut leaves = Vec::new();
+        Type::Struct(Arc::new(self.clone())).leaves(0, &mut leaves);
+        let (_, s) = *leaves.first()?;
+        let packed = leaves.iter().enumerate().all(|(i, &(off, t))| t == s && off == i as u64 * s.size() as u64);
+        (packed && leaves.len() as u64 * s.size() as u64 == self.size).then_some((s, leaves.len() as u64))
+    }
+}
+
+/// The CUDA vector type names, for the parser's list of type words.
+pub fn is_vector_type(name: &str) -> bool {
+    StructDef::vector(name).is_some()
 }
 
 impl Type {
@@ -136,6 +233,54 @@ impl Type {
             Type::Scalar(s) => s.size() as u64,
             Type::Ptr { .. } => 8,
             Type::Array { elem, len } => elem.size() * *len as u64,
+            Type::Struct(def) => def.size,
+        }
+    }
+
+    /// Alignment in bytes, as C lays the type out in memory.
+    pub fn align(&self) -> u64 {
+        match self {
+            Type::Void => 1,
+            Type::Scalar(s) => s.size() as u64,
+            Type::Ptr { .. } => 8,
+            Type::Array { elem, .. } => elem.align(),
+            Type::Struct(def) => def.align,
+        }
+    }
+
+    pub fn as_struct(&self) -> Option<&Arc<StructDef>> {
+        match self {
+            Type::Struct(def) => Some(def),
+            _ => None,
+        }
+    }
+
+    /// The scalar pieces of a value of this type, in memory order: byte offset (from `base`)
+    /// and register type (pointers as `U64`). A struct held in registers keeps one register per
+    /// piece, in this order.
+    pub fn leaves(&self, base: u64, out: &mut Vec<(u64, Scalar)>) {
+        match self {
+            Type::Void => {}
+            Type::Scalar(s) => out.push((base, *s)),
+            Type::Ptr { .. } => out.push((base, Scalar::U64)),
+            Type::Array { elem, len } => {
+                for i in 0..*len as u64 {
+                    elem.leaves(base + i * elem.size(), out);
+                }
+            }
+            Type::Struct(def) => def.fields.iter().for_each(|f| f.ty.leaves(base + f.offset, out)),
+        }
+    }
+
+    /// How many registers a value of this type takes (1 for scalars and pointers).
+    pub fn leaf_count(&self) -> u32 {
+        match self {
+            Type::Struct(_) | Type::Array { .. } => {
+                let mut v = Vec::new();
+                self.leaves(0, &mut v);
+                v.len() as u32
+            }
+            _ => 1,
         }
     }
 
@@ -168,6 +313,7 @@ impl Type {
                 }
                 format!("{} {dims}", t.c_name())
             }
+            Type::Struct(def) => def.name.clone(),
         }
     }
 }
@@ -461,6 +607,15 @@ pub enum ExprKind {
         format: String,
         args: Vec<Expr>,
     },
+    /// `s.field` (and `p->field`, which the checker writes as `(*p).field`): `field` indexes
+    /// the base's struct type. An lvalue when the base is one.
+    Member {
+        base: Box<Expr>,
+        field: u32,
+    },
+    /// A struct value built from one value per member, already converted to the members'
+    /// types: `make_float2(x, y)`, `float2 v = {x, y};`, a constructor's result.
+    StructLit(Vec<Expr>),
     /// `a, b`: evaluate `a`, then the value of `b`.
     Comma {
         lhs: Box<Expr>,

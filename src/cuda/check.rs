@@ -5,6 +5,7 @@
 //! stops at its first error, so one mistake never turns into a cascade of nonsense.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use super::ast::*;
 use super::syntax::{self, BinOp, Decl, Init, ItemKind, Storage, TypeName, UnOp};

@@ -30,30 +30,29 @@ impl Session {
     }
 }
 
-const FLOAT4: &str =
-    "__global__ void k(float4 *v, int n) {\n    int i = threadIdx.x;\n    if (i < n) v[i].x += 1.0f;\n}";
+const HALF: &str = "__global__ void k(__half *v, int n) {\n    int i = threadIdx.x;\n    if (i < n) v[i] = v[i];\n}";
 
 #[test]
 fn the_simulator_refuses_what_the_gpu_takes() {
     let mut s = Session::new();
-    let err = s.add(FLOAT4, false).unwrap_err();
-    assert!(err.contains("vector types run on the GPU backend only (`float4`)"), "{err}");
+    let err = s.add(HALF, false).unwrap_err();
+    assert!(err.contains("`__half` runs on the GPU backend only"), "{err}");
     assert!(s.m.items().is_empty());
     assert!(s.m.is_empty());
 
-    let out = s.gpu(FLOAT4);
+    let out = s.gpu(HALF);
     assert_eq!(out.defined[0].name, "k");
     assert_eq!(
         out.gpu_note().unwrap(),
-        "note: `k` uses `float4`, which the simulator does not run; it runs on the GPU"
+        "note: `k` uses `__half`, which the simulator does not run; it runs on the GPU"
     );
     let g = s.gpu_only("k").expect("GPU-only");
-    assert_eq!(g.construct, "`float4`");
+    assert_eq!(g.construct, "`__half`");
     assert!(s.m.kernel("k").is_none(), "not the simulator's");
     assert!(s.m.gpu_only_kernel("k").is_some());
     assert_eq!(s.m.kernel_names(), ["k"]);
     assert!(!s.m.is_empty(), "switching back to the GPU must load it again");
-    assert_eq!(s.m.gpu_only_signature("k").unwrap(), "k(float4 *v, int n)");
+    assert_eq!(s.m.gpu_only_signature("k").unwrap(), "k(__half *v, int n)");
 }
 
 #[test]
@@ -78,7 +77,7 @@ fn genuine_errors_are_still_errors_on_the_gpu() {
 #[test]
 fn a_snippet_is_taken_item_by_item() {
     let mut s = Session::new();
-    let text = "struct P { float x, y; };\n\
+    let text = "struct P { float x, y; __device__ float sum() const { return x + y; } };\n\
                 template <typename T> __device__ T sq(T x) { return x * x; }\n\
                 __global__ void k(float4 *v, const P *p, int n) { v[0].x = sq(p[0].x); }\n\
                 __device__ float twice(float x) { return 2.0f * x; }\n\
@@ -86,10 +85,10 @@ fn a_snippet_is_taken_item_by_item() {
     let out = s.gpu(text);
     let gpu: Vec<(&str, &str)> = out.gpu_only.iter().map(|(n, c)| (n.as_str(), c.as_str())).collect();
     // The template is the simulator's; `k` calls it without its arguments (deduced on the GPU).
-    assert_eq!(gpu, [("P", "structs"), ("k", "template argument deduction")]);
+    assert_eq!(gpu, [("P", "member functions"), ("k", "template argument deduction")]);
     assert_eq!(
         out.gpu_note().unwrap(),
-        "note: `P` uses structs, which the simulator does not run; `P` and `k` run on the GPU only"
+        "note: `P` uses member functions, which the simulator does not run; `P` and `k` run on the GPU only"
     );
     assert!(s.m.template("sq").is_some());
     // What is within the subset is checked and runs on the simulator as before.
@@ -112,7 +111,9 @@ fn a_snippet_is_taken_item_by_item() {
 #[test]
 fn code_that_uses_a_gpu_only_item_is_gpu_only_too() {
     let mut s = Session::new();
-    s.gpu("template <typename T> __device__ T sq(T x) { return x * x; }\nstruct P { float x; };");
+    s.gpu(
+        "template <typename T> __device__ T sq(T x) { return x * x; }\nstruct P { float x; __device__ P() : x(0) {} };",
+    );
     // A kernel within the subset that calls the template, or declares a `P`.
     let call = "__global__ void k(float *a) { a[0] = sq(a[0]); }";
     let err = s.add(call, false).unwrap_err();
@@ -160,7 +161,7 @@ fn gpu_only_overloads_live_side_by_side() {
 #[test]
 fn launching_needs_parameters_gridlab_can_pass() {
     let mut s = Session::new();
-    s.gpu("struct P { float x; };\n__global__ void by_value(float *a, P p) { a[0] = p.x; }");
+    s.gpu("union P { float x; int i; };\n__global__ void by_value(float *a, P p) { a[0] = p.x; }");
     let err = s.m.gpu_only_kernel("by_value").unwrap().launchable("by_value").unwrap_err();
     assert_eq!(err.message, "gridlab cannot pass parameter `p` of `by_value`: its type is `P`");
     // A template kernel is the front end's, launched as `scale<float><<<...>>>`.
@@ -170,9 +171,9 @@ fn launching_needs_parameters_gridlab_can_pass() {
         s.m.instantiate("scale", vec![], Span::default()).unwrap_err()[0].message,
         "`scale` needs a value for its template parameter `T`"
     );
-    s.gpu(FLOAT4);
+    s.gpu(HALF);
     let err = s.m.gpu_only_kernel("k").unwrap().launchable("k").unwrap_err();
-    assert!(err.message.contains("parameter `v` of `k`: its type is `float4 *`"), "{}", err.message);
+    assert!(err.message.contains("parameter `v` of `k`: its type is `__half *`"), "{}", err.message);
     s.gpu("__global__ void ok(const float *__restrict__ a, double *b, unsigned n) { __ldg(a); }");
     let f = s.m.gpu_only_kernel("ok").unwrap().launchable("ok").unwrap();
     let params: Vec<String> = f.params.iter().map(|p| format!("{} {}", p.ty.c_name(), p.name)).collect();
@@ -183,12 +184,12 @@ fn launching_needs_parameters_gridlab_can_pass() {
 #[test]
 fn the_simulators_refusal_names_the_construct_and_its_line() {
     let mut s = Session::new();
-    s.gpu(FLOAT4);
+    s.gpu(HALF);
     let d = s.m.gpu_only_kernel("k").unwrap().sim_refusal("k");
     // The message wraps at words under its start; read it as one line.
     let text = d.to_plain(&s.map).replace("\n       ", " ");
     assert!(
-        text.starts_with("error: the simulator cannot run `k`: it uses `float4`, which runs on the GPU only"),
+        text.starts_with("error: the simulator cannot run `k`: it uses `__half`, which runs on the GPU only"),
         "{text}"
     );
     assert!(text.contains("<input 1>:1:19"), "{text}");
@@ -202,7 +203,8 @@ fn other_constructs_outside_the_subset() {
         ("#define LOG(...) printf(__VA_ARGS__)", "variadic macros"),
         ("__global__ void k(unsigned *a) { a[0] = __byte_perm(a[0], 0, 0x3210); }", "`__byte_perm`"),
         ("__device__ int fact(int n) { return n <= 1 ? 1 : n * fact(n - 1); }", "recursion"),
-        ("__global__ void k(float *a) { int2 p = make_int2(1, 2); a[0] = p.x; }", "`int2`"),
+        ("__global__ void k(float *a) { half2 p; a[0] = 1.0f; }", "`half2`"),
+        ("union U { float f; unsigned u; };", "unions"),
     ] {
         let mut s = Session::new();
         let out = s.gpu(text);

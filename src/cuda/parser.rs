@@ -7,7 +7,9 @@
 
 use std::collections::HashMap;
 
-use super::ast::Scalar;
+use std::sync::Arc;
+
+use super::ast::{self, Scalar, StructDef, Type};
 use super::lexer::{Tok, Token, describe};
 use super::syntax::*;
 use crate::diag::suggest;
@@ -80,6 +82,11 @@ pub struct Parser<'a> {
     end: Span,
 }
 
+/// The type name of a struct defined at `span`.
+fn struct_type(def: Arc<StructDef>, span: Span) -> TypeName {
+    TypeName { base: None, strukt: Some(def), is_const: false, ptrs: Vec::new(), restrict: false, auto: false, span }
+}
+
 /// Parse a whole snippet. `typedefs` holds the session's typedefs and receives the snippet's.
 pub fn parse(toks: &[Token], typedefs: &mut HashMap<String, TypeName>, end: Span) -> PResult<Vec<Item>> {
     let mut p = Parser { toks, pos: 0, typedefs, depth: 0, tree: 0, end };
@@ -93,14 +100,6 @@ pub fn parse(toks: &[Token], typedefs: &mut HashMap<String, TypeName>, end: Span
     Ok(items)
 }
 
-fn is_vector_type(name: &str) -> bool {
-    let bases = ["char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong", "ulonglong", "float"];
-    let bases2 = ["double"];
-    let Some(last) = name.chars().last() else { return false };
-    let stem = &name[..name.len() - 1];
-    matches!(last, '1'..='4') && (bases.contains(&stem) || bases2.contains(&stem))
-}
-
 /// A message and hint for a type name the simulator does not support, if `name` is one.
 /// (The construct the error is marked with is the name itself.)
 fn unsupported_type(name: &str) -> Option<(String, &'static str)> {
@@ -111,9 +110,6 @@ fn unsupported_type(name: &str) -> Option<(String, &'static str)> {
         ),
         "half" | "__half" | "half2" | "__half2" | "__nv_bfloat16" | "__nv_bfloat162" => {
             (format!("`{name}` runs on the GPU backend only"), "use `float` in the simulator")
-        }
-        n if is_vector_type(n) => {
-            (format!("vector types run on the GPU backend only (`{n}`)"), "use separate scalar variables or arrays")
         }
         _ => return None,
     };
@@ -259,8 +255,8 @@ impl Parser<'_> {
                 "write the function for one concrete type",
                 "templates".into(),
             ),
-            "struct" | "class" | "union" => {
-                ("structs run on the GPU backend only".into(), "use separate arrays for each field", "structs".into())
+            "union" => {
+                ("unions run on the GPU backend only".into(), "use a struct, or separate variables", "unions".into())
             }
             "enum" => (
                 "enums are not supported by the simulator".into(),
@@ -299,16 +295,24 @@ impl Parser<'_> {
 
     fn at_type(&self) -> bool {
         match self.peek() {
-            Some(Tok::Ident(w)) => TYPE_WORDS.contains(&w.as_str()) || self.typedefs.contains_key(w),
+            Some(Tok::Ident(w)) => self.names_type(w, 0),
             _ => false,
         }
     }
 
+    /// Whether the word `ahead` tokens on (`w`) starts a type: a type word, a typedef, a struct
+    /// or vector type, or `struct P` for a struct `P`.
+    fn names_type(&self, w: &str, ahead: usize) -> bool {
+        TYPE_WORDS.contains(&w)
+            || self.typedefs.contains_key(w)
+            || ast::is_vector_type(w)
+            || (matches!(w, "struct" | "class")
+                && matches!(self.peek_at(ahead + 1), Some(Tok::Ident(n)) if self.typedefs.contains_key(n)))
+    }
+
     fn at_type_at(&self, ahead: usize) -> bool {
         match self.peek_at(ahead) {
-            Some(Tok::Ident(w)) => {
-                TYPE_WORDS.contains(&w.as_str()) || self.typedefs.contains_key(w) || unsupported_type(w).is_some()
-            }
+            Some(Tok::Ident(w)) => self.names_type(w, ahead) || unsupported_type(w).is_some(),
             _ => false,
         }
     }
@@ -355,6 +359,7 @@ impl Parser<'_> {
                     // A placeholder: the checker takes the type from the initialiser.
                     from_typedef = Some(TypeName {
                         base: Some(Scalar::I32),
+                        strukt: None,
                         is_const: false,
                         ptrs: Vec::new(),
                         restrict: false,
@@ -386,6 +391,7 @@ impl Parser<'_> {
                     let s = fixed_width(w).expect("checked");
                     from_typedef = Some(TypeName {
                         base: Some(s),
+                        strukt: None,
                         is_const: false,
                         ptrs: Vec::new(),
                         restrict: false,
@@ -408,6 +414,22 @@ impl Parser<'_> {
                 {
                     from_typedef = self.typedefs.get(&w).cloned();
                 }
+                w if nothing_yet && StructDef::vector(w).is_some() => {
+                    from_typedef = Some(TypeName {
+                        base: None,
+                        strukt: StructDef::vector(w),
+                        is_const: false,
+                        ptrs: Vec::new(),
+                        restrict: false,
+                        auto: false,
+                        span: self.span(),
+                    });
+                }
+                // `struct P p;`: C's elaborated name for a struct defined before.
+                "struct" | "class"
+                    if nothing_yet
+                        && matches!(self.peek_at(1), Some(Tok::Ident(n)) if self.typedefs.get(n).is_some_and(|t| t.strukt.is_some())) =>
+                    {}
                 _ => break,
             }
             self.pos += 1;
@@ -435,7 +457,7 @@ impl Parser<'_> {
         }
         let mut ptrs = Vec::new();
         self.pointers(&mut ptrs, &mut restrict);
-        Ok(TypeName { base, is_const, ptrs, restrict, auto: false, span: start.to(self.prev_span()) })
+        Ok(TypeName { base, strukt: None, is_const, ptrs, restrict, auto: false, span: start.to(self.prev_span()) })
     }
 
     /// `*`, `* const`, `* __restrict__` ...
@@ -461,6 +483,22 @@ impl Parser<'_> {
         let start = self.span();
         if self.is_word("typedef") {
             return self.typedef().map(|i| vec![i]);
+        }
+        if (self.is_word("struct") || self.is_word("class")) && self.struct_body_ahead() {
+            self.pos += 1;
+            let (tag, def) = self.struct_def()?;
+            let Some(name) = tag else {
+                return Err(Diagnostic::error("this struct has no name")
+                    .at(start)
+                    .help("name it, `struct Point { ... };`, or write `typedef struct { ... } Point;`"));
+            };
+            // `struct P { ... } p;` declares a variable too: not in the subset's file scope.
+            if !self.is(";") {
+                return Err(self.expected("`;` after the struct's closing brace"));
+            }
+            self.pos += 1;
+            let tn = struct_type(def, start.to(self.prev_span()));
+            return Ok(vec![Item { name, kind: ItemKind::Typedef(tn), span: start.to(self.prev_span()) }]);
         }
         let mut storage = Storage::Auto;
         let (mut global, mut device, mut host) = (false, false, false);
@@ -532,6 +570,156 @@ impl Parser<'_> {
         Ok(decl_items(decl))
     }
 
+    /// At `struct`/`class`: whether a definition follows (`struct [__align__(n)] [Name] {`), not
+    /// a use of a struct defined before (`struct P *p`).
+    fn struct_body_ahead(&self) -> bool {
+        let mut i = 1;
+        if matches!(self.peek_at(i), Some(Tok::Ident(w)) if w == "__align__" || w == "__builtin_align__") {
+            i += 1;
+            let mut depth = 0;
+            loop {
+                match self.peek_at(i) {
+                    Some(Tok::Punct("(")) => depth += 1,
+                    Some(Tok::Punct(")")) => {
+                        depth -= 1;
+                        if depth <= 0 {
+                            i += 1;
+                            break;
+                        }
+                    }
+                    None => return false,
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        if matches!(self.peek_at(i), Some(Tok::Ident(_))) {
+            i += 1;
+        }
+        self.is_at(i, "{")
+    }
+
+    /// After `struct`: `[__align__(n)] [Name] { members }`. Registers a named struct as a type
+    /// at once, so its members may point to it (`struct Node { Node *next; }`) and later code
+    /// can use it. Member functions, constructors and operators are outside the simulator's
+    /// subset and make the struct GPU-only.
+    fn struct_def(&mut self) -> PResult<(Option<String>, Arc<StructDef>)> {
+        let mut min_align = 1u64;
+        if self.eat_word("__align__") || self.eat_word("__builtin_align__") {
+            self.expect("(")?;
+            match self.peek().cloned() {
+                Some(Tok::Int(n, _)) if n.is_power_of_two() && n <= 4096 => {
+                    min_align = n;
+                    self.pos += 1;
+                }
+                _ => {
+                    return Err(Diagnostic::error("`__align__` takes a power of two")
+                        .at(self.span())
+                        .help("write e.g. `struct __align__(16) Particle { ... };`"));
+                }
+            }
+            self.expect(")")?;
+        }
+        let tag = match self.peek() {
+            Some(Tok::Ident(_)) => Some(self.ident("the struct's name")?),
+            _ => None,
+        };
+        self.expect("{")?;
+        // A struct may hold pointers to itself: known by name (empty) while its members are read.
+        if let Some((name, span)) = &tag {
+            let placeholder = StructDef::new(name, Vec::new(), 1);
+            self.typedefs.insert(name.clone(), struct_type(Arc::new(placeholder), *span));
+        }
+        let mut fields: Vec<(String, Type, Span)> = Vec::new();
+        while !self.eat("}") {
+            if self.peek().is_none() {
+                return Err(self.expected("`}` to close the struct"));
+            }
+            if self.eat(";") {
+                continue;
+            }
+            // `public:`, `private:`: access makes no difference to the layout.
+            if (self.is_word("public") || self.is_word("private") || self.is_word("protected")) && self.is_at(1, ":") {
+                self.pos += 2;
+                continue;
+            }
+            let member_start = self.span();
+            let looks_like_function = (0..64)
+                .map_while(|i| self.peek_at(i))
+                .take_while(|t| !matches!(t, Tok::Punct(";" | "{" | "}" | "=")))
+                .any(|t| matches!(t, Tok::Punct("(")));
+            if looks_like_function || self.is_word("__device__") || self.is_word("__host__") || self.is_word("operator")
+            {
+                return Err(Diagnostic::error("member functions run on the GPU backend only")
+                    .at(member_start)
+                    .label("a member function, constructor or operator")
+                    .help("write it as a `__device__` function that takes the struct as a parameter")
+                    .outside_subset("member functions"));
+            }
+            let tn = self.type_name()?;
+            loop {
+                let mut ptrs = Vec::new();
+                let mut restrict = false;
+                self.pointers(&mut ptrs, &mut restrict);
+                let (name, span) = self.ident("a member name")?;
+                let mut ty = tn.resolve(&ptrs);
+                let mut dims = Vec::new();
+                while self.eat("[") {
+                    match self.peek().cloned() {
+                        Some(Tok::Int(n, _)) if n > 0 && n <= 1 << 20 => {
+                            self.pos += 1;
+                            dims.push(n as u32);
+                        }
+                        _ => {
+                            return Err(Diagnostic::error("a member array's size must be a number")
+                                .at(self.span())
+                                .help("write e.g. `float v[4];`, or a `#define`d size"));
+                        }
+                    }
+                    self.expect("]")?;
+                }
+                for &n in dims.iter().rev() {
+                    ty = Type::Array { elem: Box::new(ty), len: n };
+                }
+                if ty == Type::Void {
+                    return Err(Diagnostic::error(format!("the member `{name}` cannot have type `void`"))
+                        .at(span)
+                        .help("give it a type such as `float`"));
+                }
+                if let (Type::Struct(d), Some((tag, _))) = (ty.innermost(), &tag)
+                    && &d.name == tag
+                {
+                    return Err(Diagnostic::error(format!("`{tag}` cannot contain itself"))
+                        .at(span)
+                        .help(format!("hold a pointer instead: `{tag} *{name};`")));
+                }
+                if self.is("=") {
+                    return Err(Diagnostic::error("member initialisers run on the GPU backend only")
+                        .at(self.span())
+                        .help("give the member its value where the struct is made, e.g. `P p = {1, 2};`")
+                        .outside_subset("member initialisers"));
+                }
+                if fields.iter().any(|(n, _, _)| *n == name) {
+                    return Err(Diagnostic::error(format!("the struct has two members named `{name}`"))
+                        .at(span)
+                        .label("a second member with this name")
+                        .help("give each member its own name"));
+                }
+                fields.push((name, ty, span));
+                if !self.eat(",") {
+                    break;
+                }
+            }
+            self.expect(";")?;
+        }
+        let name = tag.as_ref().map_or_else(|| "(unnamed struct)".to_string(), |(n, _)| n.clone());
+        let def = Arc::new(StructDef::new(&name, fields.into_iter().map(|(n, t, _)| (n, t)).collect(), min_align));
+        if let Some((name, span)) = &tag {
+            self.typedefs.insert(name.clone(), struct_type(def.clone(), *span));
+        }
+        Ok((tag.map(|(n, _)| n), def))
+    }
+
     fn skip_parens(&mut self) -> PResult<()> {
         self.expect("(")?;
         let mut depth = 1;
@@ -550,6 +738,20 @@ impl Parser<'_> {
     fn typedef(&mut self) -> PResult<Item> {
         let start = self.span();
         self.pos += 1;
+        // `typedef struct [Tag] { ... } Name;`
+        if (self.is_word("struct") || self.is_word("class")) && self.struct_body_ahead() {
+            self.pos += 1;
+            let (tag, def) = self.struct_def()?;
+            let (alias, _) = self.ident("the new type's name")?;
+            self.expect(";")?;
+            let mut def = (*def).clone();
+            if tag.is_none() {
+                def.name = alias.clone();
+            }
+            let tn = struct_type(Arc::new(def), start.to(self.prev_span()));
+            self.typedefs.insert(alias.clone(), tn.clone());
+            return Ok(Item { name: alias, kind: ItemKind::Typedef(tn), span: start.to(self.prev_span()) });
+        }
         let mut ty = self.type_name()?;
         let (name, _) = self.ident("the new type's name")?;
         if self.is("[") || self.is("(") {
@@ -1172,11 +1374,12 @@ impl Parser<'_> {
             let span = start.to(field_span);
             return Ok((Expr { kind: ExprKind::Member(Box::new(e), field, field_span), span }, true));
         }
-        if self.is("->") {
-            return Err(Diagnostic::error("structs run on the GPU backend only")
-                .at(self.span())
-                .label("`->` accesses a struct member")
-                .help("use separate arrays for each field"));
+        if self.eat("->") {
+            // `p->x` is `(*p).x`.
+            let (field, field_span) = self.ident("a member name")?;
+            let span = start.to(field_span);
+            let target = Expr { kind: ExprKind::Unary(UnOp::Deref, Box::new(e)), span: start };
+            return Ok((Expr { kind: ExprKind::Member(Box::new(target), field, field_span), span }, true));
         }
         if self.is("++") || self.is("--") {
             let increment = self.is("++");
@@ -1259,14 +1462,11 @@ impl Parser<'_> {
         Ok(Expr { kind, span: start })
     }
 
-    fn cpp_cast(&mut self, which: String) -> PResult<Expr> {
+    /// `static_cast<T>(x)`, and `reinterpret_cast`/`const_cast`, which in device code convert
+    /// between pointer types (`reinterpret_cast<float4 *>(a)` for vector loads): all three
+    /// are C casts to the checker, which allows what C allows.
+    fn cpp_cast(&mut self, _which: String) -> PResult<Expr> {
         let start = self.span();
-        if which != "static_cast" {
-            return Err(Diagnostic::error(format!("`{which}` is not supported by the simulator"))
-                .at(start)
-                .help("use `static_cast<T>(x)` or `(T)x` between arithmetic types")
-                .outside_subset(format!("`{which}`")));
-        }
         self.pos += 1;
         self.expect("<")?;
         let ty = self.type_name()?;

@@ -1,14 +1,18 @@
 //! The untyped parse tree: what the learner wrote, with spans, before names are resolved and
 //! C's conversions applied. The parser builds it; the checker turns it into [`super::ast`].
 
-use super::ast::Scalar;
+use std::sync::Arc;
+
+use super::ast::{Scalar, StructDef, Type};
 use crate::diag::Span;
 
 /// A type as written, without its array dimensions (those belong to the declarator).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TypeName {
-    /// `None` is `void`.
+    /// `None` is `void` (or a struct, when `strukt` is set).
     pub base: Option<Scalar>,
+    /// A struct or vector type (`float4`, `struct Particle`), laid out when it was defined.
+    pub strukt: Option<Arc<StructDef>>,
     pub is_const: bool,
     /// One entry per `*`, outermost last; `true` when that pointer itself is `const`.
     pub ptrs: Vec<bool>,
@@ -16,6 +20,23 @@ pub struct TypeName {
     /// `auto`: the type comes from the initialiser (`base` is a placeholder).
     pub auto: bool,
     pub span: Span,
+}
+
+impl TypeName {
+    /// The type this name spells plus a declarator's extra `*`s (arrays are added separately).
+    pub fn resolve(&self, extra_ptrs: &[bool]) -> Type {
+        let mut ty = match (&self.strukt, self.base) {
+            (Some(def), _) => Type::Struct(def.clone()),
+            (None, None) => Type::Void,
+            (None, Some(s)) => Type::Scalar(s),
+        };
+        let mut is_const = self.is_const;
+        for &c in self.ptrs.iter().chain(extra_ptrs) {
+            ty = Type::Ptr { pointee: Box::new(ty), is_const };
+            is_const = c;
+        }
+        ty
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

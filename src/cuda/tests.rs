@@ -416,7 +416,7 @@ fn auto_takes_the_initialisers_type_and_constexpr_is_a_constant() {
 fn unsupported_constructs_say_what_they_are() {
     let cases = [
         ("template <typename T> struct Box { T v; };", "templates run on the GPU backend only"),
-        ("struct P { float x; };", "structs run on the GPU backend only"),
+        ("struct P { float x; __device__ float get() { return x; } };", "member functions run on the GPU backend only"),
         ("#define LOG(fmt, ...) printf(fmt)", "variadic macros are not supported by the simulator"),
         ("#if N > 1\n#define M 1\n", "this `#if` has no `#endif`"),
         ("#endif", "`#endif` without an `#if` before it"),
@@ -430,7 +430,7 @@ fn unsupported_constructs_say_what_they_are() {
         ("__global__ void k(int *a) { switch (a[0]) { case a[1]: break; } }", "must be a constant integer"),
         ("__global__ void k(int *a) { switch (a[0]) { case 0: continue; } }", "`continue` outside of a loop"),
         ("__global__ void k(int *a) { goto end; }", "goto is not supported"),
-        ("__global__ void k(float *a) { float4 v; }", "vector types run on the GPU backend only"),
+        ("__global__ void k(float *a) { half2 v; }", "`half2` runs on the GPU backend only"),
         ("__global__ void k(float *a) { dim3 b; }", "`dim3` variables are not supported"),
         ("__global__ int k(float *a) { return 1; }", "kernels must return void"),
         ("__global__ void k(float *a) { float x = 1; float *p = &x; }", "cannot take the address of the register"),
@@ -444,7 +444,7 @@ fn unsupported_constructs_say_what_they_are() {
             "__device__ int f(int n);\n__device__ int g(int n) { return f(n); }\n__device__ int f(int n) { return g(n); }",
             "recursive",
         ),
-        ("typedef struct { int x; } P;", "structs run on the GPU backend only"),
+        ("union U { int x; float f; };", "unions run on the GPU backend only"),
         ("__global__ void k(float &a) {}", "the kernel parameter `a` has a reference"),
         ("__global__ void k(float *a, int n = 4) {}", "the kernel parameter `n` has a default argument"),
         ("__device__ void f(int a = 1, int b) {}", "the parameter `b` needs a default value"),
@@ -814,4 +814,67 @@ fn short_and_fixed_width_integers_are_types() {
     let k = m.program().function("k").unwrap().1;
     let tys: Vec<String> = k.params.iter().map(|p| p.ty.c_name()).collect();
     assert_eq!(tys, ["unsigned char *", "short *", "unsigned short *", "short *", "bool *"]);
+}
+
+#[test]
+fn vector_types_are_laid_out_as_vector_types_h_does() {
+    let layout = |n: &str| {
+        let d = StructDef::vector(n).unwrap_or_else(|| panic!("{n}"));
+        (d.size, d.align)
+    };
+    assert_eq!(layout("float2"), (8, 8));
+    assert_eq!(layout("float3"), (12, 4));
+    assert_eq!(layout("float4"), (16, 16));
+    assert_eq!(layout("double2"), (16, 16));
+    assert_eq!(layout("double4"), (32, 16));
+    assert_eq!(layout("uchar4"), (4, 4));
+    assert_eq!(layout("char3"), (3, 1));
+    assert_eq!(layout("short2"), (4, 4));
+    assert!(StructDef::vector("float5").is_none() && StructDef::vector("bool2").is_none());
+    assert_eq!(StructDef::vector("int4").unwrap().uniform(), Some((Scalar::I32, 4)));
+}
+
+#[test]
+fn structs_are_padded_as_c_pads_them() {
+    let m = module(
+        "struct Mixed { char c; float f; double d; };\n\
+         struct __align__(16) Wide { float x, y, z; };\n\
+         typedef struct { Mixed m[2]; Wide w; } Outer;\n\
+         __global__ void k(unsigned long long *a) { a[0] = sizeof(Mixed); a[1] = sizeof(Wide); a[2] = sizeof(Outer); }",
+    );
+    // Mixed: c at 0, f at 4, d at 8: 16 bytes. Wide: 12 bytes rounded up to 16. Outer: 2 * 16 + 16.
+    let body = format!("{:?}", kernel(&m, "k").body);
+    let sizes: Vec<&str> = body.match_indices("IntConst(").map(|(i, _)| &body[i + 9..i + 11]).collect();
+    assert_eq!(sizes, ["0)", "16", "1)", "16", "2)", "48"], "{body}");
+    let mixed = StructDef::new(
+        "Mixed",
+        vec![
+            ("c".into(), Type::Scalar(Scalar::I8)),
+            ("f".into(), Type::Scalar(Scalar::F32)),
+            ("d".into(), Type::Scalar(Scalar::F64)),
+        ],
+        1,
+    );
+    assert_eq!(mixed.fields.iter().map(|f| f.offset).collect::<Vec<_>>(), [0, 4, 8]);
+    assert_eq!((mixed.size, mixed.align), (16, 8));
+    assert_eq!(mixed.uniform(), None, "mixed member types are no one dtype");
+    let wide = StructDef::new("Wide", vec![("x".into(), Type::Scalar(Scalar::F32))], 16);
+    assert_eq!((wide.size, wide.align), (16, 16));
+    assert_eq!(wide.uniform(), None, "padding is no element");
+}
+
+#[test]
+fn struct_mistakes_say_what_to_write() {
+    let e = errors("struct P { float x, y; };\n__global__ void k(P *p) { p.x = 1.0f; }");
+    assert!(e.contains("`.x` needs a struct, but this is a pointer") && e.contains("`p->x`"), "{e}");
+    let e = errors("__global__ void k(float *a) { float2 v = {1, 2}; float *p = &v.x; a[0] = *p; }");
+    assert!(e.contains("cannot take the address of a member of the register variable `v`"), "{e}");
+    let e = errors("__global__ void k(float *a) { float2 v = make_float2(1, 2, 3); a[0] = v.x; }");
+    assert!(e.contains("`make_float2` takes 2 arguments, but 3 were given"), "{e}");
+    let e = errors("__global__ void k(float *a) { float2 v = {1, 2}; float2 w = v + v; a[0] = w.x; }");
+    assert!(e.contains("`+` needs a number, but this is a `float2`") && e.contains("GPU backend"), "{e}");
+    let e = errors("struct N { N n; };");
+    assert!(e.contains("`N` cannot contain itself"), "{e}");
+    let e = errors("__global__ void k(float *a) { int4 v = {1, 2, 3, 4, 5}; a[0] = v.x; }");
+    assert!(e.contains("too many values in this initialiser"), "{e}");
 }

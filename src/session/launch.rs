@@ -428,6 +428,36 @@ impl Session {
         };
         let want = match pointee {
             Type::Scalar(s) => dtype_of(*s),
+            // A buffer of structs is a buffer of their one member type (`float4 *` takes f32
+            // values, four to an element), as `cudaMalloc` memory holds whatever it is cast to.
+            Type::Struct(def) => match def.uniform() {
+                Some((s, per)) => {
+                    if let Some(dt) = dtype_of(s)
+                        && dt == buf.dtype()
+                        && buf.len() % per as usize != 0
+                    {
+                        return Err(Diagnostic::error(format!(
+                            "`{name}` holds {} values, not a whole number of `{}` ({per} {dt} values each)",
+                            buf.len(),
+                            def.name
+                        ))
+                        .at(e.span)
+                        .help(format!("make its length a multiple of {per}, e.g. `zeros(n * {per}, {dt})`")));
+                    }
+                    dtype_of(s)
+                }
+                None => {
+                    return Err(Diagnostic::error(format!(
+                        "parameter `{param}` points to `{}`, whose members are not all of one type",
+                        def.name
+                    ))
+                    .at(e.span)
+                    .help(format!(
+                        "gridlab's buffers hold one type: pass one buffer per member, or give `{}` members of one type (e.g. all `float`)",
+                        def.name
+                    )));
+                }
+            },
             _ => None,
         };
         match want {
@@ -597,7 +627,7 @@ mod tests {
         (status, String::from_utf8(out).unwrap())
     }
 
-    const KERNELS: &str = "__global__ void h(float *a, int n) {\n    float4 v = make_float4(1.0f, 2.0f, 3.0f, 4.0f);\n    if (threadIdx.x < n) a[threadIdx.x] = v.y;\n}\n__global__ void k(float4 *v) { v[0].x = 1.0f; }\n__global__ void plain(float *a) { a[0] = 7.0f; }\n";
+    const KERNELS: &str = "__global__ void h(float *a, int n) {\n    half2 v = __floats2half2_rn(1.0f, 2.0f);\n    if (threadIdx.x < n) a[threadIdx.x] = __high2float(v);\n}\n__global__ void k(__half *v) { v[0] = v[0]; }\n__global__ void plain(float *a) { a[0] = 7.0f; }\n";
 
     /// The session's path for GPU-only code, without a GPU: the session believes it runs on
     /// one, so definitions take the GPU's path, while launches reach the simulator (the only
@@ -611,10 +641,10 @@ mod tests {
         // A script is split into one input per item: one note each.
         assert_eq!(
             out,
-            "note: `h` uses `float4`, which the simulator does not run; it runs on the GPU\n\
+            "note: `h` uses `half2`, which the simulator does not run; it runs on the GPU\n\
              defined kernel h(float *a, int n)\n\
-             note: `k` uses `float4`, which the simulator does not run; it runs on the GPU\n\
-             defined kernel k(float4 *v)\n\
+             note: `k` uses `__half`, which the simulator does not run; it runs on the GPU\n\
+             defined kernel k(__half *v)\n\
              defined kernel plain(float *a)\n"
         );
 
@@ -629,13 +659,13 @@ mod tests {
         assert!(out.contains("`h` takes 2 arguments, but 1 was given"), "{out}");
         let (status, out) = run(&mut s, "k<<<1, 1>>>(a)");
         assert_eq!(status, Status::Error);
-        assert!(out.contains("gridlab cannot pass parameter `v` of `k`: its type is `float4 *`"), "{out}");
+        assert!(out.contains("gridlab cannot pass parameter `v` of `k`: its type is `__half *`"), "{out}");
         // The simulator says it cannot, where, and what to do.
         let (status, out) = run(&mut s, "h<<<1, 4>>>(a, len(a))");
         assert_eq!(status, Status::Error);
         let out = out.replace("\n       ", " ");
         assert!(
-            out.contains("error: the simulator cannot run `h`: it uses `float4`, which runs on the GPU only"),
+            out.contains("error: the simulator cannot run `h`: it uses `half2`, which runs on the GPU only"),
             "{out}"
         );
         assert!(out.contains("--> t.gridlab:2:5"), "{out}");
@@ -653,9 +683,9 @@ mod tests {
         assert!(out.contains("the simulator cannot run `h`"), "{out}");
         assert!(s.module().gpu_only_kernel("h").is_some());
         // New code outside the subset is the simulator's error, as before.
-        let (status, out) = run(&mut s, "__global__ void v2(float2 *v) { v[0].x = 1.0f; }");
+        let (status, out) = run(&mut s, "__global__ void v2(__half *v) { v[0] = v[0]; }");
         assert_eq!(status, Status::Error);
-        assert!(out.contains("vector types run on the GPU backend only (`float2`)"), "{out}");
+        assert!(out.contains("`__half` runs on the GPU backend only"), "{out}");
         assert!(s.module().gpu_only_kernel("v2").is_none());
     }
 

@@ -143,7 +143,7 @@ mod tests {
     #[test]
     fn gpu_only_items_are_in_the_source_with_their_lines() {
         let (module, map) = session(&[
-            "struct P { float x, y; };\n\ntemplate <typename T> __device__ T sq(T x) { return x * x; }",
+            "struct P { float x, y; __device__ float s() { return x + y; } };\n\ntemplate <typename T> __device__ T sq(T x) { return x * x; }",
             "__global__ void k(float4 *v, P *p) {\n  v[0].x = sq(p[0].x);\n}\ntemplate <typename T> __global__ void t(T *a) {}",
             "__global__ void plain(float *a) { a[0] = 1.0f; }",
         ]);
@@ -155,7 +155,10 @@ mod tests {
             assert_eq!(i.template().is_some(), i.name == "sq" || i.name == "t", "{}", i.name);
         }
         let src = generate(&module, &map);
-        assert!(src.contains("#line 1 \"@0\"\nstruct P { float x, y; };\n"), "{src}");
+        assert!(
+            src.contains("#line 1 \"@0\"\nstruct P { float x, y; __device__ float s() { return x + y; } };\n"),
+            "{src}"
+        );
         assert!(src.contains("#line 3 \"@0\"\ntemplate <typename T> __device__ T sq(T x)"), "{src}");
         assert!(src.contains("#line 1 \"@1\"\nextern \"C\" __global__ void k(float4 *v, P *p) {\n  v[0].x"), "{src}");
         // A template kernel cannot have C linkage.

@@ -96,6 +96,21 @@ pub enum Op {
         addr: Reg,
         src: Reg,
     },
+    /// A vector type's `n` components moved in one instruction (`float4` is four `F32`s), as a
+    /// GPU's 64- and 128-bit loads do: one memory access of `n * size` bytes for the cost
+    /// model, aligned to that size, into registers `dst..dst + n`.
+    LoadVec {
+        ty: Scalar,
+        n: u8,
+        dst: Reg,
+        addr: Reg,
+    },
+    StoreVec {
+        ty: Scalar,
+        n: u8,
+        addr: Reg,
+        src: Reg,
+    },
     /// Zero `bytes` bytes at `addr` (re-entering a local array's declaration), and mark them
     /// `written` (the declaration has an initialiser) or not (a later read is uninitialised).
     Zero {
@@ -293,7 +308,50 @@ fn elem_size(ty: &Type) -> u32 {
 #[derive(Clone, Copy)]
 enum Place {
     Reg(Reg),
-    Mem { addr: Reg, ty: Scalar, span: Span },
+    Mem {
+        addr: Reg,
+        ty: Scalar,
+        span: Span,
+    },
+    /// A struct held in registers: one per leaf (see `Type::leaves`), from this one on.
+    Regs(Reg),
+    /// A struct in memory at `addr`.
+    MemAgg {
+        addr: Reg,
+        span: Span,
+    },
+}
+
+/// The leaves of a struct type: byte offset and register type of each.
+fn leaves(ty: &Type) -> Vec<(u64, Scalar)> {
+    let mut out = Vec::new();
+    ty.leaves(0, &mut out);
+    out
+}
+
+/// Whether `e` names storage (a variable, element or member of one), as opposed to a value.
+fn types_is_place(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Member { base, .. } => types_is_place(base),
+        k => matches!(k, ExprKind::Local(_) | ExprKind::Mem(_) | ExprKind::Deref(_) | ExprKind::Index { .. }),
+    }
+}
+
+/// Names of a struct variable's leaves for findings: `v.x`, `p.pos.y`, `s.v[2]`.
+fn leaf_names(ty: &Type, prefix: &str, out: &mut Vec<String>) {
+    match ty {
+        Type::Struct(def) => def.fields.iter().for_each(|f| leaf_names(&f.ty, &format!("{prefix}.{}", f.name), out)),
+        Type::Array { elem, len } => (0..*len).for_each(|i| leaf_names(elem, &format!("{prefix}[{i}]"), out)),
+        _ => out.push(prefix.to_string()),
+    }
+}
+
+/// The index of a struct's `field`-th member's first leaf, and the member.
+fn member_leaf(ty: &Type, field: u32) -> Option<(u32, &crate::cuda::ast::Field)> {
+    let def = ty.as_struct()?;
+    let f = def.fields.get(field as usize)?;
+    let before = def.fields[..field as usize].iter().map(|f| f.ty.leaf_count()).sum();
+    Some((before, f))
 }
 
 struct Frame {
@@ -366,7 +424,13 @@ pub fn compile(program: &Program, id: FuncId) -> Result<Kernel> {
         span: func.span,
     };
     // Parameters are the first locals, so they land in registers 12.. as the engine expects.
-    let locals: Vec<Reg> = (0..func.locals.len()).map(|_| c.temp()).collect();
+    if let Some(p) = func.params.iter().find(|p| matches!(p.ty, Type::Struct(_))) {
+        return Err(Diagnostic::error(format!("a launch cannot pass the struct parameter `{}`", p.name))
+            .at(p.span)
+            .label(format!("a `{}` by value", p.ty.c_name()))
+            .help("pass its members as separate parameters, or a pointer to a buffer of them"));
+    }
+    let locals: Vec<Reg> = func.locals.iter().map(|l| c.temps(l.ty.leaf_count())).collect();
     let unset = c.unset_locals(func, &locals);
     let arrays = c.local_arrays(func)?;
     c.frames.push(Frame { func: id, locals, unset, arrays, refs: HashMap::new(), ret: None });
@@ -407,8 +471,13 @@ impl Compiler<'_> {
     }
 
     fn temp(&mut self) -> Reg {
+        self.temps(1)
+    }
+
+    /// `n` consecutive registers (a struct value), the first returned.
+    fn temps(&mut self, n: u32) -> Reg {
         let r = self.next;
-        self.next += 1;
+        self.next = self.next.saturating_add(n.max(1));
         self.max = self.max.max(self.next);
         r
     }
@@ -475,6 +544,15 @@ impl Compiler<'_> {
                 let flag = self.temp();
                 out.insert(reg, (flag, self.vars.len() as u32));
                 self.vars.push(var.name.clone());
+            } else if matches!(var.ty, Type::Struct(_)) && !out.contains_key(&reg) {
+                // Each member is checked on its own: `float2 v; v.x = 1;` leaves `v.y` unset.
+                let mut names = Vec::new();
+                leaf_names(&var.ty, &var.name, &mut names);
+                for (i, name) in names.into_iter().enumerate() {
+                    let flag = self.temp();
+                    out.insert(reg + i as u32, (flag, self.vars.len() as u32));
+                    self.vars.push(name);
+                }
             }
         }
         out
@@ -554,7 +632,22 @@ impl Compiler<'_> {
             }
             StmtKind::Decl { local, init } => {
                 let dst = self.local(*local)?;
+                let func = &self.program.functions[self.frame().func as usize];
+                let lty = func.locals.get(*local as usize).map(|v| v.ty.clone()).unwrap_or(Type::Void);
                 match init {
+                    Some(e) if matches!(lty, Type::Struct(_)) => {
+                        let v = self.expr(e)?;
+                        self.store(Place::Regs(dst), v, &lty);
+                    }
+                    None if matches!(lty, Type::Struct(_)) => {
+                        for (i, (_, s)) in leaves(&lty).into_iter().enumerate() {
+                            let r = dst + i as u32;
+                            self.emit(Op::Imm { dst: r, val: memory::poison(s) });
+                            if let Some((flag, _)) = self.frame().unset.get(&r).copied() {
+                                self.emit(Op::Imm { dst: flag, val: 0 });
+                            }
+                        }
+                    }
                     Some(e) => {
                         let v = self.expr(e)?;
                         self.emit(Op::Mov { dst, src: v });
@@ -588,6 +681,13 @@ impl Compiler<'_> {
                         let addr = self.imm(memory::make_ptr(region, i as i64 * elem as i64));
                         self.span = e.span;
                         self.emit(Op::Store { ty: s, addr, src: v });
+                    }
+                } else if let (Some(init), Type::Struct(_)) = (init, &ty) {
+                    for (i, e) in init.iter().enumerate() {
+                        let v = self.expr(e)?;
+                        let addr = self.imm(memory::make_ptr(region, i as i64 * elem as i64));
+                        self.span = e.span;
+                        self.store(Place::MemAgg { addr, span: e.span }, v, &ty);
                     }
                 }
             }
@@ -721,7 +821,10 @@ impl Compiler<'_> {
                 if self.frame().ret.is_some() {
                     if let (Some(v), Some((dst, _))) = (v, &self.frame().ret) {
                         let dst = *dst;
-                        self.emit(Op::Mov { dst, src: v });
+                        let ret = self.program.functions[self.frame().func as usize].ret.clone();
+                        for i in 0..ret.leaf_count() {
+                            self.emit(Op::Mov { dst: dst + i, src: v + i });
+                        }
                     }
                     let j = self.emit(Op::Jump { target: 0 });
                     if let Some((_, jumps)) = &mut self.frames.last_mut().expect("frame").ret {
@@ -776,20 +879,71 @@ impl Compiler<'_> {
                 self.emit(Op::PtrAdd { dst, ptr, idx, scale: elem_size(&e.ty) });
                 Ok(dst)
             }
+            ExprKind::Member { base, field } => {
+                let (_, f) = member_leaf(&base.ty, *field).ok_or_else(|| unsupported(e.span, "bad member"))?;
+                let offset = f.offset;
+                match self.place(base)? {
+                    Place::MemAgg { addr, .. } => Ok(self.offset_addr(addr, offset)),
+                    _ => Err(unsupported(
+                        e.span,
+                        "an array inside a struct variable (keep the struct in memory, e.g. an array of one)",
+                    )),
+                }
+            }
             _ => Err(unsupported(e.span, "taking the address of this expression")),
         }
+    }
+
+    /// `addr + offset` bytes.
+    fn offset_addr(&mut self, addr: Reg, offset: u64) -> Reg {
+        if offset == 0 {
+            return addr;
+        }
+        let idx = self.imm(offset);
+        let dst = self.temp();
+        self.emit(Op::PtrAdd { dst, ptr: addr, idx, scale: 1 });
+        dst
     }
 
     fn place(&mut self, e: &Expr) -> Result<Place> {
         match &e.kind {
             ExprKind::Local(id) => match self.frame().refs.get(id) {
                 Some(&p) => Ok(p),
+                None if matches!(e.ty, Type::Struct(_)) => Ok(Place::Regs(self.local(*id)?)),
                 None => Ok(Place::Reg(self.local(*id)?)),
             },
+            ExprKind::Mem(_) | ExprKind::Deref(_) | ExprKind::Index { .. } if matches!(e.ty, Type::Struct(_)) => {
+                let addr = self.addr_of(e)?;
+                Ok(Place::MemAgg { addr, span: e.span })
+            }
             ExprKind::Mem(_) | ExprKind::Deref(_) | ExprKind::Index { .. } => {
                 let ty = self.scalar(&e.ty, e.span)?;
                 let addr = self.addr_of(e)?;
                 Ok(Place::Mem { addr, ty, span: e.span })
+            }
+            ExprKind::Member { base, field } => {
+                let (leaf, f) = member_leaf(&base.ty, *field).ok_or_else(|| unsupported(e.span, "bad member"))?;
+                let (offset, fty) = (f.offset, f.ty.clone());
+                let at_struct = matches!(fty, Type::Struct(_));
+                let bp = if types_is_place(base) {
+                    self.place(base)?
+                } else {
+                    // A member of a value (`make_float2(a, b).x`, a call's result): read-only.
+                    Place::Regs(self.expr(base)?)
+                };
+                Ok(match bp {
+                    Place::Regs(r) if at_struct => Place::Regs(r + leaf),
+                    Place::Regs(r) => Place::Reg(r + leaf),
+                    Place::MemAgg { addr, .. } => {
+                        let addr = self.offset_addr(addr, offset);
+                        if at_struct {
+                            Place::MemAgg { addr, span: e.span }
+                        } else {
+                            Place::Mem { addr, ty: self.scalar(&fty, e.span)?, span: e.span }
+                        }
+                    }
+                    _ => return Err(unsupported(e.span, "this member access")),
+                })
             }
             _ => Err(unsupported(e.span, "assigning to this expression")),
         }
@@ -797,29 +951,80 @@ impl Compiler<'_> {
 
     /// Read a place into a fresh register (never the variable's own register, so a later store
     /// to the place leaves the value read intact).
-    fn load(&mut self, p: Place) -> Reg {
-        let dst = self.temp();
+    fn load(&mut self, p: Place, ty: &Type) -> Reg {
         match p {
             Place::Reg(r) => {
+                let dst = self.temp();
                 self.check_init(r);
-                self.emit(Op::Mov { dst, src: r })
+                self.emit(Op::Mov { dst, src: r });
+                dst
             }
-            Place::Mem { addr, ty, span } => self.emit_at(span, Op::Load { ty, dst, addr }),
-        };
-        dst
+            Place::Mem { addr, ty, span } => {
+                let dst = self.temp();
+                self.emit_at(span, Op::Load { ty, dst, addr });
+                dst
+            }
+            Place::Regs(r) => {
+                let n = ty.leaf_count();
+                let dst = self.temps(n);
+                for i in 0..n {
+                    self.check_init(r + i);
+                    self.emit(Op::Mov { dst: dst + i, src: r + i });
+                }
+                dst
+            }
+            Place::MemAgg { addr, span } => {
+                let parts = leaves(ty);
+                let dst = self.temps(parts.len() as u32);
+                if let Some((s, n)) = self.vector_access(ty) {
+                    self.emit_at(span, Op::LoadVec { ty: s, n, dst, addr });
+                    return dst;
+                }
+                for (i, (off, s)) in parts.into_iter().enumerate() {
+                    let a = self.offset_addr(addr, off);
+                    self.emit_at(span, Op::Load { ty: s, dst: dst + i as u32, addr: a });
+                }
+                dst
+            }
+        }
     }
 
-    fn store(&mut self, p: Place, v: Reg) {
+    fn store(&mut self, p: Place, v: Reg, ty: &Type) {
         match p {
             Place::Reg(r) => {
-                let at = self.emit(Op::Mov { dst: r, src: v });
+                self.emit(Op::Mov { dst: r, src: v });
                 if let Some(&(flag, _)) = self.frame().unset.get(&r) {
                     self.emit(Op::Imm { dst: flag, val: 1 });
                 }
-                at
             }
-            Place::Mem { addr, ty, span } => self.emit_at(span, Op::Store { ty, addr, src: v }),
-        };
+            Place::Mem { addr, ty, span } => {
+                self.emit_at(span, Op::Store { ty, addr, src: v });
+            }
+            Place::Regs(r) => {
+                for i in 0..ty.leaf_count() {
+                    self.store(Place::Reg(r + i), v + i, &Type::Void);
+                }
+            }
+            Place::MemAgg { addr, span } => {
+                if let Some((s, n)) = self.vector_access(ty) {
+                    self.emit_at(span, Op::StoreVec { ty: s, n, addr, src: v });
+                    return;
+                }
+                for (i, (off, s)) in leaves(ty).into_iter().enumerate() {
+                    let a = self.offset_addr(addr, off);
+                    self.emit_at(span, Op::Store { ty: s, addr: a, src: v + i as u32 });
+                }
+            }
+        }
+    }
+
+    /// A vector type a GPU moves in one instruction (`float2`, `int4`, `uchar4`: 4, 8 or 16
+    /// bytes): its component type and count.
+    fn vector_access(&self, ty: &Type) -> Option<(Scalar, u8)> {
+        let def = ty.as_struct().filter(|d| d.vector)?;
+        let n = def.fields.len();
+        let s = def.fields[0].ty.scalar()?;
+        (matches!(def.size, 4 | 8 | 16) && def.size == n as u64 * s.size() as u64).then_some((s, n as u8))
     }
 
     fn emit_at(&mut self, span: Span, op: Op) -> usize {
@@ -853,16 +1058,30 @@ impl Compiler<'_> {
                 _ => self.imm(f.to_bits()),
             },
             ExprKind::Local(id) => match self.frame().refs.get(id) {
-                Some(&p) => self.load(p),
+                Some(&p) => self.load(p, &e.ty),
                 None => {
                     let r = self.local(*id)?;
-                    self.check_init(r);
+                    for i in 0..e.ty.leaf_count() {
+                        self.check_init(r + i);
+                    }
                     r
                 }
             },
-            ExprKind::Mem(_) | ExprKind::Deref(_) | ExprKind::Index { .. } => {
+            ExprKind::Mem(_) | ExprKind::Deref(_) | ExprKind::Index { .. } | ExprKind::Member { .. } => {
                 let p = self.place(e)?;
-                self.load(p)
+                self.load(p, &e.ty)
+            }
+            ExprKind::StructLit(values) => {
+                let dst = self.temps(e.ty.leaf_count());
+                let mut at = dst;
+                for v in values {
+                    let r = self.expr(v)?;
+                    for i in 0..v.ty.leaf_count() {
+                        self.emit(Op::Mov { dst: at + i, src: r + i });
+                    }
+                    at += v.ty.leaf_count();
+                }
+                dst
             }
             ExprKind::Decay(inner) | ExprKind::AddrOf(inner) => self.addr_of(inner)?,
             ExprKind::Builtin(v, axis) => {
@@ -924,12 +1143,12 @@ impl Compiler<'_> {
             ExprKind::Assign { lhs, rhs } => {
                 let p = self.place(lhs)?;
                 let v = self.expr(rhs)?;
-                self.store(p, v);
+                self.store(p, v, &lhs.ty);
                 v
             }
             ExprKind::CompoundAssign { op, lhs, rhs, op_ty } => {
                 let p = self.place(lhs)?;
-                let old = self.load(p);
+                let old = self.load(p, &lhs.ty);
                 let r = self.expr(rhs)?;
                 let new = if let Some(pointee) = lhs.ty.pointee() {
                     let idx = if *op == BinaryOp::Sub {
@@ -949,12 +1168,12 @@ impl Compiler<'_> {
                     self.emit(Op::Bin { op: *op, ty: *op_ty, dst, a, b: r });
                     self.cvt(dst, *op_ty, lty)
                 };
-                self.store(p, new);
+                self.store(p, new, &lhs.ty);
                 new
             }
             ExprKind::IncDec { lhs, increment, prefix } => {
                 let p = self.place(lhs)?;
-                let old = self.load(p);
+                let old = self.load(p, &lhs.ty);
                 let new = if let Some(pointee) = lhs.ty.pointee() {
                     let idx = self.imm(if *increment { 1 } else { -1i64 as u64 });
                     let dst = self.temp();
@@ -979,20 +1198,25 @@ impl Compiler<'_> {
                     self.emit(Op::Bin { op, ty: wty, dst, a, b });
                     self.cvt(dst, wty, lty)
                 };
-                self.store(p, new);
+                self.store(p, new, &lhs.ty);
                 if *prefix { new } else { old }
             }
             ExprKind::Cond { cond, then, else_ } => {
-                let dst = self.temp();
+                let n = e.ty.leaf_count();
+                let dst = self.temps(n);
                 let c = self.expr(cond)?;
                 let to_else = self.emit(Op::Branch { cond: c, when: false, target: 0 });
                 let t = self.expr(then)?;
-                self.emit(Op::Mov { dst, src: t });
+                for i in 0..n {
+                    self.emit(Op::Mov { dst: dst + i, src: t + i });
+                }
                 let to_end = self.emit(Op::Jump { target: 0 });
                 let here = self.here();
                 self.patch(to_else, here);
                 let f = self.expr(else_)?;
-                self.emit(Op::Mov { dst, src: f });
+                for i in 0..n {
+                    self.emit(Op::Mov { dst: dst + i, src: f + i });
+                }
                 let here = self.here();
                 self.patch(to_end, here);
                 dst
@@ -1050,31 +1274,36 @@ impl Compiler<'_> {
         let mut locals: Vec<Reg> = Vec::new();
         let mut refs = HashMap::new();
         let mut aliased = HashMap::new();
-        for i in 0..func.locals.len() {
+        for (i, var) in func.locals.iter().enumerate() {
+            let n = var.ty.leaf_count();
             match values.get(i) {
                 Some(&Bound::Alias(r)) => {
-                    // The caller's "written" flag follows the variable into the callee.
-                    if let Some(&flag) = self.frame().unset.get(&r) {
-                        aliased.insert(r, flag);
+                    // The caller's "written" flags follow the variable into the callee.
+                    for leaf in r..r + n {
+                        if let Some(&flag) = self.frame().unset.get(&leaf) {
+                            aliased.insert(leaf, flag);
+                        }
                     }
                     locals.push(r);
                 }
                 Some(&Bound::Place(p)) => {
                     refs.insert(i as u32, p);
-                    locals.push(self.temp());
+                    locals.push(self.temps(n));
                 }
                 Some(&Bound::Value(v)) => {
-                    let dst = self.temp();
-                    self.emit(Op::Mov { dst, src: v });
+                    let dst = self.temps(n);
+                    for leaf in 0..n {
+                        self.emit(Op::Mov { dst: dst + leaf, src: v + leaf });
+                    }
                     locals.push(dst);
                 }
-                None => locals.push(self.temp()),
+                None => locals.push(self.temps(n)),
             }
         }
         let mut unset = self.unset_locals(func, &locals);
         unset.extend(aliased);
         let arrays = self.local_arrays(func)?;
-        let ret = self.temp();
+        let ret = self.temps(func.ret.leaf_count());
         self.frames.push(Frame { func: id, locals, unset, arrays, refs, ret: Some((ret, Vec::new())) });
         let saved_loops = std::mem::take(&mut self.loops);
         let body = self.block(&func.body);

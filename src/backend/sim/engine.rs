@@ -688,6 +688,79 @@ impl Machine<'_, '_> {
         b.woke = true;
     }
 
+    /// One lane's load of a `ty` at `ptr`: the value, poison for an uninitialised read, 0 after
+    /// an out-of-bounds read (reported) or a fault (which stops the launch).
+    #[allow(clippy::too_many_arguments)]
+    fn load_lane(
+        &mut self,
+        local: &mut Local,
+        shared: &mut [Vec<u8>],
+        shadow: &mut [Vec<Shadow>],
+        l: usize,
+        ptr: u64,
+        ty: Scalar,
+        w: &Who,
+        pc: u32,
+        thread0: u64,
+    ) -> u64 {
+        let mut poisoned = false;
+        let v =
+            match self.mem.access(self.k, &mut self.reports, shared, shadow, local, l, ptr, ty.size(), Access::Read, w)
+            {
+                Ok(Some(bytes)) if !self.reports.poisoned => read(bytes, ty),
+                Ok(Some(_)) => {
+                    self.reports.poisoned = false;
+                    poisoned = true;
+                    poison(ty)
+                }
+                Ok(None) => 0,
+                Err(f) => {
+                    self.trap(pc, thread0 + l as u64, &f.message("read", ty.size()));
+                    0
+                }
+            };
+        if self.mem.extra {
+            self.mem.watched(ty, None, poisoned.then_some(v));
+        }
+        v
+    }
+
+    /// One lane's store of `v` as a `ty` at `ptr`.
+    #[allow(clippy::too_many_arguments)]
+    fn store_lane(
+        &mut self,
+        local: &mut Local,
+        shared: &mut [Vec<u8>],
+        shadow: &mut [Vec<Shadow>],
+        l: usize,
+        ptr: u64,
+        ty: Scalar,
+        v: u64,
+        w: &Who,
+        pc: u32,
+        thread0: u64,
+    ) {
+        match self.mem.access(self.k, &mut self.reports, shared, shadow, local, l, ptr, ty.size(), Access::Write, w) {
+            Ok(Some(bytes)) => write(bytes, v),
+            Ok(None) => {}
+            Err(f) => self.trap(pc, thread0 + l as u64, &f.message("write", ty.size())),
+        }
+        if self.mem.extra {
+            self.mem.watched(ty, Some(v), None);
+        }
+    }
+
+    /// A vector access must be aligned to its whole size (a `float4` to 16 bytes), or the GPU
+    /// faults; `false` (and the launch stopped) when it is not.
+    fn vector_aligned(&mut self, ptr: u64, ty: Scalar, n: u8, what: &str, pc: u32, thread: u64) -> bool {
+        let whole = ty.size() * n as u32;
+        if memory::saturated(ptr) || memory::offset(ptr).rem_euclid(whole as i64) == 0 {
+            return true;
+        }
+        self.trap(pc, thread, &Fault::Misaligned.message(what, whole));
+        false
+    }
+
     fn trap(&mut self, pc: u32, thread: u64, message: &str) {
         self.stop.get_or_insert(Stop::Trap { pc, thread, message: message.to_string() });
     }
@@ -716,6 +789,8 @@ impl Machine<'_, '_> {
             let mem = match *op {
                 Op::Load { ty, addr, .. } => Some((MemOp::Load, addr, ty.size())),
                 Op::Store { ty, addr, .. } => Some((MemOp::Store, addr, ty.size())),
+                Op::LoadVec { ty, n, addr, .. } => Some((MemOp::Load, addr, ty.size() * n as u32)),
+                Op::StoreVec { ty, n, addr, .. } => Some((MemOp::Store, addr, ty.size() * n as u32)),
                 Op::Atomic { ty, addr, .. } => Some((MemOp::Atomic, addr, ty.size())),
                 _ => None,
             };
@@ -774,65 +849,34 @@ impl Machine<'_, '_> {
             }
             Op::PtrDiff { dst, a, b, scale } => lanes!(mask, |l| r[at(dst, l)] =
                 ((r[at(a, l)].wrapping_sub(r[at(b, l)]) as i64) / scale.max(1) as i64) as u64),
-            Op::Load { ty, dst, addr } => {
-                lanes!(mask, |l| {
-                    let w = who(l);
-                    let mut poisoned = false;
-                    let v = match self.mem.access(
-                        k,
-                        &mut self.reports,
-                        shared,
-                        shadow,
-                        &mut warp.local,
-                        l,
-                        r[at(addr, l)],
-                        ty.size(),
-                        Access::Read,
-                        &w,
-                    ) {
-                        Ok(Some(bytes)) if !self.reports.poisoned => read(bytes, ty),
-                        Ok(Some(_)) => {
-                            self.reports.poisoned = false;
-                            poisoned = true;
-                            poison(ty)
-                        }
-                        Ok(None) => 0,
-                        Err(f) => {
-                            self.trap(pc, thread0 + l as u64, &f.message("read", ty.size()));
-                            0
-                        }
-                    };
-                    if self.mem.extra {
-                        self.mem.watched(ty, None, poisoned.then_some(v));
+            Op::Load { ty, dst, addr } => lanes!(mask, |l| {
+                let v = self.load_lane(&mut warp.local, shared, shadow, l, r[at(addr, l)], ty, &who(l), pc, thread0);
+                r[at(dst, l)] = v;
+            }),
+            Op::Store { ty, addr, src } => lanes!(mask, |l| {
+                let v = r[at(src, l)];
+                self.store_lane(&mut warp.local, shared, shadow, l, r[at(addr, l)], ty, v, &who(l), pc, thread0);
+            }),
+            Op::LoadVec { ty, n, dst, addr } => lanes!(mask, |l| {
+                let base = r[at(addr, l)];
+                if self.vector_aligned(base, ty, n, "read", pc, thread0 + l as u64) {
+                    for j in 0..n as u32 {
+                        let p = memory::moved(base, j as i64, ty.size() as i64);
+                        let v = self.load_lane(&mut warp.local, shared, shadow, l, p, ty, &who(l), pc, thread0);
+                        r[at(dst + j, l)] = v;
                     }
-                    r[at(dst, l)] = v;
-                })
-            }
-            Op::Store { ty, addr, src } => {
-                lanes!(mask, |l| {
-                    let w = who(l);
-                    let v = r[at(src, l)];
-                    match self.mem.access(
-                        k,
-                        &mut self.reports,
-                        shared,
-                        shadow,
-                        &mut warp.local,
-                        l,
-                        r[at(addr, l)],
-                        ty.size(),
-                        Access::Write,
-                        &w,
-                    ) {
-                        Ok(Some(bytes)) => write(bytes, v),
-                        Ok(None) => {}
-                        Err(f) => self.trap(pc, thread0 + l as u64, &f.message("write", ty.size())),
+                }
+            }),
+            Op::StoreVec { ty, n, addr, src } => lanes!(mask, |l| {
+                let base = r[at(addr, l)];
+                if self.vector_aligned(base, ty, n, "write", pc, thread0 + l as u64) {
+                    for j in 0..n as u32 {
+                        let p = memory::moved(base, j as i64, ty.size() as i64);
+                        let v = r[at(src + j, l)];
+                        self.store_lane(&mut warp.local, shared, shadow, l, p, ty, v, &who(l), pc, thread0);
                     }
-                    if self.mem.extra {
-                        self.mem.watched(ty, Some(v), None);
-                    }
-                })
-            }
+                }
+            }),
             Op::Zero { addr, bytes, written } => {
                 let findings = std::mem::replace(&mut self.mem.findings, false);
                 lanes!(mask, |l| {

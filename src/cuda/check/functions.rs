@@ -25,6 +25,15 @@ pub(super) struct Fx<'m> {
 
 /// An integer constant expression equal to 0: C's null pointer constant (`NULL` and `nullptr`
 /// are predefined as 0).
+/// The register variable a member access starts from (`v` in `v.a.x`), if it starts from one.
+fn member_root_local(e: &Expr) -> Option<LocalId> {
+    match &e.kind {
+        ExprKind::Member { base, .. } => member_root_local(base),
+        ExprKind::Local(id) => Some(*id),
+        _ => None,
+    }
+}
+
 fn is_null_constant(e: &Expr) -> bool {
     e.ty.scalar().is_some_and(|s| !s.is_float()) && matches!(const_eval(e), Some(Num::I(0)))
 }
@@ -371,6 +380,10 @@ impl<'m> Fx<'m> {
                                 .help(format!("write `const {} {} = ...;`", base.c_name(), d.name)));
                         }
                         None => None,
+                        Some(Init::List(items, span)) if matches!(base, Type::Struct(_)) => {
+                            let Type::Struct(def) = &base else { unreachable!("matched above") };
+                            Some(self.struct_init(&def.clone(), items, *span)?)
+                        }
                         Some(Init::List(_, span)) => {
                             return Err(err(*span, "braces initialise arrays").help(format!(
                                 "write `{} {} = value;`",
@@ -387,9 +400,12 @@ impl<'m> Fx<'m> {
                         }
                     };
                     let id = self.locals.len() as LocalId;
+                    let is_struct = matches!(base, Type::Struct(_));
                     self.locals.push(LocalVar { name: d.name.clone(), ty: base, span: d.name_span });
                     self.local_const.push(is_const);
-                    if init.is_none() {
+                    // A struct is often filled member by member (`float2 v; v.x = ...`): the
+                    // simulator checks each member's first read instead.
+                    if init.is_none() && !is_struct {
                         self.unassigned.insert(id);
                     }
                     self.declare(&d.name, d.name_span, Sym::Local(id))?;
@@ -532,6 +548,13 @@ impl<'m> Fx<'m> {
                     out[*cursor] = Some(self.convert(v, &elem, "initialise")?);
                     *cursor += 1;
                 }
+                Init::List(inner, span) if matches!(ty, Type::Array { elem, .. } if matches!(**elem, Type::Struct(_))) =>
+                {
+                    let Type::Array { elem, .. } = ty else { unreachable!("matched above") };
+                    let Type::Struct(def) = &**elem else { unreachable!("matched above") };
+                    out[*cursor] = Some(self.struct_init(&def.clone(), inner, *span)?);
+                    *cursor += 1;
+                }
                 Init::List(inner, span) => {
                     let Type::Array { elem: sub, .. } = ty else {
                         return Err(err(*span, "too many braces in this initialiser")
@@ -594,6 +617,7 @@ impl<'m> Fx<'m> {
             ExprKind::Mem(MemId::Shared(_)) => false,
             ExprKind::Mem(MemId::Global(i)) => self.m.global_const.get(*i as usize).copied().unwrap_or(false),
             ExprKind::Deref(p) | ExprKind::Index { base: p, .. } => matches!(p.ty, Type::Ptr { is_const: true, .. }),
+            ExprKind::Member { base, .. } => self.lvalue_const(base),
             _ => false,
         }
     }
@@ -635,6 +659,12 @@ impl<'m> Fx<'m> {
     fn arith(&self, e: &Expr, op: &str) -> CResult<Scalar> {
         match e.ty {
             Type::Scalar(s) => Ok(s),
+            Type::Struct(ref def) => Err(err(e.span, format!("`{op}` needs a number, but this is a `{}`", def.name))
+                .label("a struct")
+                .help(format!(
+                    "work member by member (`a.x {op} b.x`); operators on structs (`operator{op}`) run on the GPU backend"
+                ))
+                .outside_subset(format!("`{op}` on a struct"))),
             ref t => Err(err(e.span, format!("`{op}` needs a number, but this is `{}`", t.c_name())).help(match t {
                 Type::Ptr { .. } => "index the pointer to get a value: `p[i]`",
                 _ => "use a number here",
@@ -813,8 +843,7 @@ impl<'m> Fx<'m> {
             {
                 return Err(self.undeclared(n, base.span));
             }
-            return Err(err(base.span.to(field_span), "`.` works only on threadIdx, blockIdx, blockDim and gridDim")
-                .help("structs run on the GPU backend only; use separate arrays for each field"));
+            return self.struct_member(base, field, field_span);
         };
         let axis = match field {
             "x" => Axis::X,
@@ -827,6 +856,78 @@ impl<'m> Fx<'m> {
             }
         };
         Ok(Expr { kind: ExprKind::Builtin(var, axis), ty: Type::Scalar(Scalar::U32), span: base.span.to(field_span) })
+    }
+
+    /// `s.field` on a struct value, or `p->field` (parsed as `(*p).field`).
+    fn struct_member(&mut self, base: &syntax::Expr, field: &str, field_span: Span) -> CResult<Expr> {
+        let b = self.expr(base)?;
+        let span = base.span.to(field_span);
+        let Type::Struct(def) = &b.ty else {
+            let (what, help) = match &b.ty {
+                Type::Ptr { pointee, .. } if matches!(**pointee, Type::Struct(_)) => {
+                    ("a pointer".to_string(), "use `->` to reach a member through a pointer: `p->x`".to_string())
+                }
+                t => (format!("a `{}`", t.c_name()), "`.` reads a member of a struct or vector type".to_string()),
+            };
+            return Err(err(span, format!("`.{field}` needs a struct, but this is {what}")).help(help));
+        };
+        let Some((i, f)) = def.field(field) else {
+            let names: Vec<&str> = def.fields.iter().map(|f| f.name.as_str()).collect();
+            let d = err(field_span, format!("`{}` has no member `{field}`", def.name)).label("no such member");
+            return Err(match suggest::did_you_mean(field, names.iter().copied()) {
+                Some(h) => d.help(h),
+                None => d.help(format!(
+                    "its members are {}",
+                    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                )),
+            });
+        };
+        let ty = f.ty.clone();
+        Ok(Expr { kind: ExprKind::Member { base: Box::new(b), field: i as u32 }, ty, span })
+    }
+
+    /// A struct value from a braced list, `{x, y}` or `{{0, 1}, 2}`: values for the members in
+    /// order, missing ones zero, as C's aggregate initialisation says.
+    pub(super) fn struct_init(&mut self, def: &Arc<StructDef>, items: &[Init], span: Span) -> CResult<Expr> {
+        if items.len() > def.fields.len() {
+            let extra = match &items[def.fields.len()] {
+                Init::Expr(e) => e.span,
+                Init::List(_, s) => *s,
+            };
+            return Err(err(extra, "too many values in this initialiser").help(format!(
+                "`{}` has {} members",
+                def.name,
+                def.fields.len()
+            )));
+        }
+        let mut values = Vec::with_capacity(def.fields.len());
+        for (i, f) in def.fields.iter().enumerate() {
+            values.push(match (items.get(i), &f.ty) {
+                (None, ty) => self.zero_value(ty, span)?,
+                (Some(Init::Expr(e)), ty) => {
+                    let v = self.value_expr(e)?;
+                    self.convert(v, ty, "initialise")?
+                }
+                (Some(Init::List(inner, s)), Type::Struct(sub)) => self.struct_init(sub, inner, *s)?,
+                (Some(Init::List(_, s)), _) => {
+                    return Err(err(*s, format!("the member `{}` takes one value, not a list", f.name))
+                        .help("remove the inner braces"));
+                }
+            });
+        }
+        Ok(Expr { kind: ExprKind::StructLit(values), ty: Type::Struct(def.clone()), span })
+    }
+
+    /// Zero of a member's type, for initialisers that leave it out.
+    fn zero_value(&mut self, ty: &Type, span: Span) -> CResult<Expr> {
+        match ty {
+            Type::Struct(def) => self.struct_init(def, &[], span),
+            Type::Scalar(_) | Type::Ptr { .. } => {
+                Ok(cast(const_to_expr(Num::I(0), &Type::Scalar(Scalar::I32), span), ty))
+            }
+            t => Err(err(span, format!("a member of type `{}` must be initialised in the kernel", t.c_name()))
+                .help("leave out the initialiser and assign the members one by one")),
+        }
     }
 
     /// An expression that must be a modifiable lvalue (target of `=`, `+=`, `++`).
@@ -931,6 +1032,14 @@ impl<'m> Fx<'m> {
                         Err(err(span, format!("cannot take the address of the register variable `{name}`"))
                             .help(format!(
                                 "only memory has addresses: use an array element like `&a[i]`, or declare `{name}` as an array"
+                            )))
+                    }
+                    ExprKind::Member { .. } if member_root_local(&target).is_some() => {
+                        let id = member_root_local(&target).expect("checked");
+                        let name = &self.locals[id as usize].name;
+                        Err(err(span, format!("cannot take the address of a member of the register variable `{name}`"))
+                            .help(format!(
+                                "only memory has addresses: copy the member into an array, or keep `{name}` in an array of one"
                             )))
                     }
                     _ if is_lvalue(&target) => {
@@ -1091,6 +1200,12 @@ impl<'m> Fx<'m> {
         }
         if let Some(&id) = self.m.funcs.get(name) {
             return self.device_call(id, name, args, span);
+        }
+        if let Some(def) = name.strip_prefix("make_").and_then(StructDef::vector) {
+            let n = def.fields.len();
+            self.arity(name, args, n, n, span, &format!("{name}({})", ["x", "y", "z", "w"][..n].join(", ")))?;
+            let items: Vec<Init> = args.iter().cloned().map(Init::Expr).collect();
+            return self.struct_init(&def, &items, span);
         }
         if let Some(e) = self.intrinsic(name, name_span, args, span)? {
             return Ok(e);

@@ -5,16 +5,7 @@ use super::*;
 
 /// The type a [`TypeName`] plus a declarator's extra `*`s spell (arrays are added separately).
 pub(super) fn resolve_type(tn: &TypeName, extra_ptrs: &[bool]) -> Type {
-    let mut ty = match tn.base {
-        None => Type::Void,
-        Some(s) => Type::Scalar(s),
-    };
-    let mut is_const = tn.is_const;
-    for &c in tn.ptrs.iter().chain(extra_ptrs) {
-        ty = Type::Ptr { pointee: Box::new(ty), is_const };
-        is_const = c;
-    }
-    ty
+    tn.resolve(extra_ptrs)
 }
 
 /// `auto` deduces a variable's type from its initialiser; anywhere else (a parameter, a return
@@ -85,7 +76,10 @@ pub(super) fn int_const(v: u64, s: Scalar, span: Span) -> Expr {
 }
 
 pub(super) fn is_lvalue(e: &Expr) -> bool {
-    matches!(e.kind, ExprKind::Local(_) | ExprKind::Mem(_) | ExprKind::Deref(_) | ExprKind::Index { .. })
+    match &e.kind {
+        ExprKind::Member { base, .. } => is_lvalue(base),
+        k => matches!(k, ExprKind::Local(_) | ExprKind::Mem(_) | ExprKind::Deref(_) | ExprKind::Index { .. }),
+    }
 }
 
 pub(super) fn pointee_compatible(from: &Type, to: &Type) -> bool {
