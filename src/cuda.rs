@@ -602,11 +602,13 @@ impl Module {
                 .into_iter()
                 .partition(|i: &template::Instance| i.span.lo >= item.span.lo && i.span.hi <= item.span.hi);
             instances = others;
+            // A member function's text is inside its struct's, which NVRTC reads whole.
+            let is_member = matches!(&item.kind, syntax::ItemKind::Function(f) if f.method.is_some());
             items.push(ModuleItem {
                 name: item.name.clone(),
                 kind,
                 source,
-                text: slice(item.span),
+                text: if is_member { String::new() } else { slice(item.span) },
                 span: item.span,
                 syntax: Some(item),
                 define_body: lexer::Macro::default(),

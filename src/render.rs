@@ -89,14 +89,21 @@ pub fn prose(text: &str, style: &Style) -> String {
 
 /// `add_half(float *a, int n)`.
 pub fn signature(f: &Function) -> String {
+    // Overloadable functions (operators, members) are named with their parameter types,
+    // `operator+(float2, float2)`; a member function's object is its hidden `this`.
+    let (name, member) = match f.name.rfind('(') {
+        Some(i) if f.name.ends_with(')') => (&f.name[..i], f.name.contains("::")),
+        _ => (f.name.as_str(), false),
+    };
     let params: Vec<String> = f
         .params
         .iter()
+        .filter(|p| !(member && p.name == "this"))
         .map(|p| {
             let ty = p.ty.c_name();
             let amp = if p.by_ref { "&" } else { "" };
             if ty.ends_with('*') { format!("{ty}{amp}{}", p.name) } else { format!("{ty} {amp}{}", p.name) }
         })
         .collect();
-    format!("{}({})", f.name, params.join(", "))
+    format!("{name}({})", params.join(", "))
 }

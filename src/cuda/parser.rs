@@ -76,10 +76,20 @@ pub struct Parser<'a> {
     toks: &'a [Token],
     pos: usize,
     typedefs: &'a mut HashMap<String, TypeName>,
+    /// Member functions of the structs read so far, emitted after their struct's item.
+    methods: Vec<Item>,
     depth: usize,
     /// The depth of the tree being built: nesting plus the links of operator chains.
     tree: usize,
     end: Span,
+}
+
+/// An overloadable function's name with its parameters' types, `operator+(float2, float2)`:
+/// overloads are told apart by it (the simulator's other functions are not overloaded).
+/// References count as their type.
+fn overload_name(name: &str, params: &[ParamDecl]) -> String {
+    let types: Vec<String> = params.iter().map(|p| p.ty.resolve(&[]).c_name()).collect();
+    format!("{name}({})", types.join(", "))
 }
 
 /// The type name of a struct defined at `span`.
@@ -89,13 +99,14 @@ fn struct_type(def: Arc<StructDef>, span: Span) -> TypeName {
 
 /// Parse a whole snippet. `typedefs` holds the session's typedefs and receives the snippet's.
 pub fn parse(toks: &[Token], typedefs: &mut HashMap<String, TypeName>, end: Span) -> PResult<Vec<Item>> {
-    let mut p = Parser { toks, pos: 0, typedefs, depth: 0, tree: 0, end };
+    let mut p = Parser { toks, pos: 0, typedefs, methods: Vec::new(), depth: 0, tree: 0, end };
     let mut items = Vec::new();
     while p.pos < p.toks.len() {
         if p.eat(";") {
             continue;
         }
         items.extend(p.item()?);
+        items.append(&mut p.methods);
     }
     Ok(items)
 }
@@ -272,7 +283,7 @@ impl Parser<'_> {
             "namespace" | "using" => {
                 (format!("`{w}` is not supported by the simulator"), "write plain CUDA C functions", code)
             }
-            "new" | "delete" | "malloc" | "free" | "throw" | "try" | "operator" | "this" => {
+            "new" | "delete" | "malloc" | "free" | "throw" | "try" => {
                 (format!("`{w}` is not supported in kernels"), "allocate buffers in the gridlab session", code)
             }
             "long" if matches!(self.peek_at(1), Some(Tok::Ident(n)) if n == "double") => {
@@ -538,10 +549,14 @@ impl Parser<'_> {
             self.pos += 1;
         }
         let mut ty = self.type_name()?;
+        if self.is("&") && (matches!(self.peek_at(1), Some(Tok::Ident(w)) if w == "operator") || self.is_at(2, "(")) {
+            // A function returning a reference: gridlab returns the value.
+            self.pos += 1;
+        }
         if self.eat_word("__launch_bounds__") {
             self.skip_parens()?;
         }
-        let (name, name_span) = self.ident("a name")?;
+        let (name, name_span) = if self.is_word("operator") { self.operator_name()? } else { self.ident("a name")? };
         if self.is("(") {
             let qual = match (global, device, host) {
                 (true, _, _) => FuncQual::Global,
@@ -631,6 +646,7 @@ impl Parser<'_> {
             self.typedefs.insert(name.clone(), struct_type(Arc::new(placeholder), *span));
         }
         let mut fields: Vec<(String, Type, Span)> = Vec::new();
+        let mut methods: Vec<usize> = Vec::new();
         while !self.eat("}") {
             if self.peek().is_none() {
                 return Err(self.expected("`}` to close the struct"));
@@ -650,11 +666,10 @@ impl Parser<'_> {
                 .any(|t| matches!(t, Tok::Punct("(")));
             if looks_like_function || self.is_word("__device__") || self.is_word("__host__") || self.is_word("operator")
             {
-                return Err(Diagnostic::error("member functions run on the GPU backend only")
-                    .at(member_start)
-                    .label("a member function, constructor or operator")
-                    .help("write it as a `__device__` function that takes the struct as a parameter")
-                    .outside_subset("member functions"));
+                // Read once the layout is known: a member function may use the struct itself.
+                methods.push(self.pos);
+                self.skip_member_function(member_start)?;
+                continue;
             }
             let tn = self.type_name()?;
             loop {
@@ -717,7 +732,230 @@ impl Parser<'_> {
         if let Some((name, span)) = &tag {
             self.typedefs.insert(name.clone(), struct_type(def.clone(), *span));
         }
+        if !methods.is_empty() {
+            if tag.is_none() {
+                return Err(Diagnostic::error("member functions need a named struct")
+                    .at(self.span())
+                    .help("name it: `struct Complex { ... };`"));
+            }
+            let end = self.pos;
+            for at in methods {
+                self.pos = at;
+                let f = self.member_function(&def)?;
+                self.methods.push(f);
+            }
+            self.pos = end;
+        }
         Ok((tag.map(|(n, _)| n), def))
+    }
+
+    /// Past a member function's definition, without reading it: to its body's closing `}`.
+    fn skip_member_function(&mut self, start: Span) -> PResult<()> {
+        let mut depth = 0usize;
+        let mut seen_params = false;
+        loop {
+            let prev_ident = matches!(self.toks.get(self.pos.wrapping_sub(1)).map(|t| &t.tok),
+                Some(Tok::Ident(w)) if !matches!(w.as_str(), "const" | "noexcept" | "override"));
+            match self.peek() {
+                None => {
+                    return Err(Diagnostic::error("this member function has no end")
+                        .at(start)
+                        .help("close its body with `}` before the struct's `}`"));
+                }
+                Some(Tok::Punct("(")) => depth += 1,
+                Some(Tok::Punct(")")) => {
+                    depth = depth.saturating_sub(1);
+                    seen_params |= depth == 0;
+                }
+                Some(Tok::Punct(";")) if depth == 0 => {
+                    return Err(Diagnostic::error("a member function declared here is defined elsewhere")
+                        .at(start)
+                        .help("define it inside the struct, body and all: `__device__ float f() { ... }`")
+                        .outside_subset("member functions defined outside their struct"));
+                }
+                // `: x{a}` in a constructor's initialisers follows a name; the body does not.
+                Some(Tok::Punct("{")) if depth == 0 && seen_params && !prev_ident => {
+                    self.skip_braces()?;
+                    return Ok(());
+                }
+                Some(Tok::Punct("{")) if depth == 0 => {
+                    self.skip_braces()?;
+                    continue;
+                }
+                _ => {}
+            }
+            self.pos += 1;
+        }
+    }
+
+    /// Past a balanced `{ ... }` starting here.
+    fn skip_braces(&mut self) -> PResult<()> {
+        let start = self.expect("{")?;
+        let mut depth = 1;
+        while depth > 0 {
+            match self.peek() {
+                None => {
+                    return Err(Diagnostic::error("unclosed `{`")
+                        .at(start)
+                        .label("this `{` has no matching `}`")
+                        .help("add `}` at the end of the block"));
+                }
+                Some(Tok::Punct("{")) => depth += 1,
+                Some(Tok::Punct("}")) => depth -= 1,
+                _ => {}
+            }
+            self.pos += 1;
+        }
+        Ok(())
+    }
+
+    /// A member function, constructor or operator of `def`, read where
+    /// [`Parser::skip_member_function`] left it.
+    fn member_function(&mut self, def: &Arc<StructDef>) -> PResult<Item> {
+        let start = self.span();
+        let (mut device, mut host) = (false, false);
+        loop {
+            match self.peek() {
+                Some(Tok::Ident(w)) if w == "__device__" => device = true,
+                Some(Tok::Ident(w)) if w == "__host__" => host = true,
+                Some(Tok::Ident(w))
+                    if matches!(w.as_str(), "__forceinline__" | "inline" | "__inline__" | "constexpr") => {}
+                Some(Tok::Ident(w)) if matches!(w.as_str(), "static" | "virtual" | "friend" | "explicit") => {
+                    let w = w.clone();
+                    if w == "explicit" {
+                        self.pos += 1;
+                        continue;
+                    }
+                    return Err(Diagnostic::error(format!("`{w}` member functions run on the GPU backend only"))
+                        .at(self.span())
+                        .help("write it as a plain `__device__` member function, or a free function")
+                        .outside_subset(format!("`{w}` member functions")));
+                }
+                _ => break,
+            }
+            self.pos += 1;
+        }
+        let _ = host;
+        let qual = if device { FuncQual::Device } else { FuncQual::Host };
+        if self.is("~") {
+            return Err(Diagnostic::error("destructors run on the GPU backend only")
+                .at(self.span())
+                .help("a struct in device code needs no destructor: remove it")
+                .outside_subset("destructors"));
+        }
+        let is_ctor = matches!(self.peek(), Some(Tok::Ident(w)) if *w == def.name) && self.is_at(1, "(");
+        let (ret, name, name_span) = if is_ctor {
+            let (name, span) = self.ident("the constructor's name")?;
+            (struct_type(def.clone(), span), name, span)
+        } else {
+            let ret = self.type_name()?;
+            // `Complex &operator+=(...)`: the result is returned as a value.
+            self.eat("&");
+            if self.is_word("operator") {
+                let (name, span) = self.operator_name()?;
+                (ret, name, span)
+            } else {
+                let (name, span) = self.ident("a member function's name")?;
+                (ret, name, span)
+            }
+        };
+        self.expect("(")?;
+        let mut params = Vec::new();
+        if !is_ctor {
+            // The object, by reference, as the hidden first parameter.
+            params.push(ParamDecl {
+                ty: struct_type(def.clone(), name_span),
+                name: Some(("this".to_string(), name_span)),
+                array_dims: 0,
+                by_ref: true,
+                default: None,
+                span: name_span,
+            });
+        }
+        if self.is_word("void") && self.is_at(1, ")") {
+            self.pos += 1;
+        }
+        if !self.is(")") {
+            loop {
+                params.push(self.param()?);
+                if !self.eat(",") {
+                    break;
+                }
+            }
+        }
+        self.expect(")")?;
+        while self.eat_word("const") || self.eat_word("noexcept") || self.eat_word("override") {}
+        let mut inits = Vec::new();
+        if is_ctor && self.eat(":") {
+            loop {
+                let (member, span) = self.ident("a member to initialise")?;
+                let (open, close) = if self.is("{") { ("{", "}") } else { ("(", ")") };
+                self.expect(open)?;
+                let mut args = Vec::new();
+                if !self.is(close) {
+                    loop {
+                        args.push(self.assign()?);
+                        if !self.eat(",") {
+                            break;
+                        }
+                    }
+                }
+                self.expect(close)?;
+                inits.push((member, span, args));
+                if !self.eat(",") {
+                    break;
+                }
+            }
+        }
+        let body = self.block()?;
+        let StmtKind::Block(body) = body.kind else { unreachable!("block() returns a block") };
+        let span = start.to(self.prev_span());
+        let written = name.clone();
+        let key = overload_name(&format!("{}::{name}", def.name), &params[usize::from(!is_ctor)..]);
+        let method = Method { of: def.clone(), name: written, ctor: is_ctor.then_some(inits) };
+        let f = FuncDef { method: Some(method), qual, ret, name: key.clone(), name_span, params, body, span };
+        Ok(Item { name: key, kind: ItemKind::Function(f), span })
+    }
+
+    /// `(a, b)` or `{a, b}` after a struct's name.
+    fn construct_args(&mut self) -> PResult<Vec<Expr>> {
+        let close = if self.eat("{") {
+            "}"
+        } else {
+            self.expect("(")?;
+            ")"
+        };
+        let mut args = Vec::new();
+        if !self.is(close) {
+            loop {
+                args.push(self.assign()?);
+                if !self.eat(",") {
+                    break;
+                }
+            }
+        }
+        self.expect(close)?;
+        Ok(args)
+    }
+
+    /// `operator+`, `operator+=`, `operator[]`, `operator()` ... after the word `operator`.
+    fn operator_name(&mut self) -> PResult<(String, Span)> {
+        let start = self.span();
+        self.pos += 1;
+        let op = match self.peek().cloned() {
+            Some(Tok::Punct("(")) if self.is_at(1, ")") => {
+                self.pos += 1;
+                "()".to_string()
+            }
+            Some(Tok::Punct("[")) if self.is_at(1, "]") => {
+                self.pos += 1;
+                "[]".to_string()
+            }
+            Some(Tok::Punct(p)) if p != "(" => p.to_string(),
+            _ => return Err(self.expected("an operator after `operator`, e.g. `operator+`")),
+        };
+        self.pos += 1;
+        Ok((format!("operator{op}"), start.to(self.prev_span())))
     }
 
     fn skip_parens(&mut self) -> PResult<()> {
@@ -798,7 +1036,9 @@ impl Parser<'_> {
         let body = self.block()?;
         let StmtKind::Block(body) = body.kind else { unreachable!("block() returns a block") };
         let span = start.to(self.prev_span());
-        let f = FuncDef { qual, ret, name: name.clone(), name_span, params, body, span };
+        // Operators are overloaded by their operands' types: the item's name says which.
+        let name = if name.starts_with("operator") { overload_name(&name, &params) } else { name };
+        let f = FuncDef { method: None, qual, ret, name: name.clone(), name_span, params, body, span };
         Ok(Some(Item { name, kind: ItemKind::Function(f), span }))
     }
 
@@ -905,6 +1145,18 @@ impl Parser<'_> {
                     self.expect("]")?;
                     dims.push(Some(e));
                 }
+            }
+            if (self.is("(") || self.is("{")) && ty.strukt.is_some() && ptrs.is_empty() && dims.is_empty() {
+                // `Complex c(a, b);`, `Complex c{a, b};`: made by the constructor.
+                let at = self.span();
+                let args = self.construct_args()?;
+                let span = at.to(self.prev_span());
+                let e = Expr { kind: ExprKind::Construct { ty: ty.clone(), args }, span };
+                declarators.push(Declarator { name, name_span, ptrs, dims, init: Some(Init::Expr(e)) });
+                if !self.eat(",") {
+                    break;
+                }
+                continue;
             }
             if self.is("(") {
                 return Err(Diagnostic::error("constructor-style initialisation is not supported")
@@ -1390,6 +1642,24 @@ impl Parser<'_> {
                 true,
             ));
         }
+        if self.is("(")
+            && let ExprKind::Member(object, name, name_span) = &e.kind
+        {
+            let (object, name, name_span) = (object.clone(), name.clone(), *name_span);
+            self.pos += 1;
+            let mut args = Vec::new();
+            if !self.is(")") {
+                loop {
+                    args.push(self.assign()?);
+                    if !self.eat(",") {
+                        break;
+                    }
+                }
+            }
+            self.expect(")")?;
+            let span = start.to(self.prev_span());
+            return Ok((Expr { kind: ExprKind::MethodCall { object, name, name_span, args }, span }, true));
+        }
         if self.is("(") {
             let ExprKind::Name(name) = &e.kind else {
                 return Err(Diagnostic::error("only named functions can be called")
@@ -1446,6 +1716,30 @@ impl Parser<'_> {
             Tok::Ident(w) if w == "true" || w == "false" => ExprKind::Bool(w == "true"),
             Tok::Ident(w) if matches!(w.as_str(), "static_cast" | "reinterpret_cast" | "const_cast") => {
                 return self.cpp_cast(w);
+            }
+            Tok::Ident(w)
+                if (self.is_at(1, "(") || self.is_at(1, "{"))
+                    && self.typedefs.get(&w).is_some_and(|t| t.strukt.is_some() && t.ptrs.is_empty()) =>
+            {
+                // `Complex(a, b)`: a struct made in an expression.
+                let ty = self.type_name()?;
+                let args = self.construct_args()?;
+                return Ok(Expr { kind: ExprKind::Construct { ty, args }, span: start.to(self.prev_span()) });
+            }
+            // `float(i)`: C++'s functional cast, the same as `(float)i`.
+            Tok::Ident(w)
+                if self.is_at(1, "(")
+                    && (matches!(
+                        w.as_str(),
+                        "float" | "double" | "int" | "char" | "bool" | "short" | "unsigned" | "size_t"
+                    ) || fixed_width(&w).is_some()
+                        || self.typedefs.get(&w).is_some_and(|t| t.strukt.is_none())) =>
+            {
+                let ty = self.type_name()?;
+                self.expect("(")?;
+                let e = self.expr()?;
+                self.expect(")")?;
+                return Ok(Expr { kind: ExprKind::Cast(ty, Box::new(e)), span: start.to(self.prev_span()) });
             }
             Tok::Ident(w) => {
                 self.reject_unsupported_word(false)?;

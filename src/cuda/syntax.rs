@@ -140,6 +140,19 @@ pub enum ExprKind {
         args: Vec<Expr>,
     },
     Index(Box<Expr>, Box<Expr>),
+    /// `obj.name(args)` (and `p->name(args)`, with `obj` being `*p`): a member function call.
+    MethodCall {
+        object: Box<Expr>,
+        name: String,
+        name_span: Span,
+        args: Vec<Expr>,
+    },
+    /// `Complex(a, b)` or `Complex{a, b}`: a struct made by its constructor, or member by
+    /// member when it has none. Also `Complex c(a, b);` as an initialiser.
+    Construct {
+        ty: TypeName,
+        args: Vec<Expr>,
+    },
     Comma(Box<Expr>, Box<Expr>),
     SizeofType(TypeName),
     SizeofExpr(Box<Expr>),
@@ -205,6 +218,9 @@ pub struct ParamDecl {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct FuncDef {
+    /// A member function, constructor or operator of a struct: the struct, and for
+    /// constructors their member initialisers (`: r(a), i(b)`).
+    pub method: Option<Method>,
     pub qual: FuncQual,
     pub ret: TypeName,
     pub name: String,
@@ -212,6 +228,18 @@ pub struct FuncDef {
     pub params: Vec<ParamDecl>,
     pub body: Vec<Stmt>,
     pub span: Span,
+}
+
+/// What makes a function a member of a struct. A member function or operator takes the object
+/// as a first parameter named `this`, by reference; a constructor has none, and returns the
+/// object it builds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Method {
+    pub of: Arc<StructDef>,
+    /// The name as written: `magnitude2`, `operator*`, or the struct's name for a constructor.
+    pub name: String,
+    /// `Some` for a constructor: each member initialiser, its span and its arguments.
+    pub ctor: Option<Vec<(String, Span, Vec<Expr>)>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

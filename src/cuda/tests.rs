@@ -416,7 +416,7 @@ fn auto_takes_the_initialisers_type_and_constexpr_is_a_constant() {
 fn unsupported_constructs_say_what_they_are() {
     let cases = [
         ("template <typename T> struct Box { T v; };", "templates run on the GPU backend only"),
-        ("struct P { float x; __device__ float get() { return x; } };", "member functions run on the GPU backend only"),
+        ("struct P { float x; __device__ ~P() {} };", "destructors run on the GPU backend only"),
         ("#define LOG(fmt, ...) printf(fmt)", "variadic macros are not supported by the simulator"),
         ("#if N > 1\n#define M 1\n", "this `#if` has no `#endif`"),
         ("#endif", "`#endif` without an `#if` before it"),
@@ -878,3 +878,32 @@ fn struct_mistakes_say_what_to_write() {
     let e = errors("__global__ void k(float *a) { int4 v = {1, 2, 3, 4, 5}; a[0] = v.x; }");
     assert!(e.contains("too many values in this initialiser"), "{e}");
 }
+
+#[test]
+fn member_functions_constructors_and_operators_check_like_calls() {
+    let m = module(
+        "struct C { float r, i;\n\
+           __device__ C(float a, float b) : r(a), i(b) {}\n\
+           __device__ C() : r(0), i(0) {}\n\
+           __device__ float norm() const { return r * r + i * i; }\n\
+           __device__ C operator*(const C &o) const { return C(r * o.r - i * o.i, r * o.i + i * o.r); }\n\
+           __device__ C &operator+=(const C &o) { r += o.r; i += this->i; return *this; }\n\
+         };\n\
+         __device__ C operator+(C a, C b) { return C(a.r + b.r, a.i + b.i); }\n\
+         __global__ void k(float *out) { C a(1, 2); C z; a += z; out[0] = (a * a + C(1.0f, 0)).norm() + z.norm(); }",
+    );
+    let names: Vec<&str> = m.program().functions.iter().map(|f| f.name.as_str()).collect();
+    for n in ["C::C(float, float)", "C::C()", "C::norm()", "C::operator*(C)", "C::operator+=(C)", "operator+(C, C)"] {
+        assert!(names.contains(&n), "{n} in {names:?}");
+    }
+    let e = errors(&format!("{}\n__global__ void k(float *o) {{ C a(1, 2); o[0] = a.nrom(); }}", STRUCT_C));
+    assert!(e.contains("`C` has no member function `nrom`") && e.contains("did you mean `norm`?"), "{e}");
+    let e = errors(&format!("{}\n__global__ void k(float *o) {{ C a(1, 2, 3); o[0] = a.r; }}", STRUCT_C));
+    assert!(e.contains("no constructor of `C` takes (int, int, int)") && e.contains("`C::C(float, float)`"), "{e}");
+    let e = errors(&format!("{}\n__global__ void k(float *o) {{ C a(1, 2); C b = a - a; o[0] = b.r; }}", STRUCT_C));
+    assert!(e.contains("`-` needs a number, but this is a `C`"), "{e}");
+    let e = errors("struct D { float x; __device__ float f(); };");
+    assert!(e.contains("defined elsewhere"), "{e}");
+}
+
+const STRUCT_C: &str = "struct C { float r, i; __device__ C(float a, float b) : r(a), i(b) {} __device__ float norm() { return r * r + i * i; } };";

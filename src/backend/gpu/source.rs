@@ -143,11 +143,11 @@ mod tests {
     #[test]
     fn gpu_only_items_are_in_the_source_with_their_lines() {
         let (module, map) = session(&[
-            "struct P { float x, y; __device__ float s() { return x + y; } };\n\ntemplate <typename T> __device__ T sq(T x) { return x * x; }",
+            "union P { float x, y; };\n\ntemplate <typename T> __device__ T sq(T x) { return x * x; }",
             "__global__ void k(float4 *v, P *p) {\n  v[0].x = sq(p[0].x);\n}\ntemplate <typename T> __global__ void t(T *a) {}",
             "__global__ void plain(float *a) { a[0] = 1.0f; }",
         ]);
-        // The struct, and the kernel that uses it (and deduces `sq`'s argument), are GPU-only;
+        // The union, and the kernel that uses it (and deduces `sq`'s argument), are GPU-only;
         // the templates are the front end's own.
         for i in module.items() {
             let expect_gpu_only = i.name == "P" || i.name == "k";
@@ -155,17 +155,14 @@ mod tests {
             assert_eq!(i.template().is_some(), i.name == "sq" || i.name == "t", "{}", i.name);
         }
         let src = generate(&module, &map);
-        assert!(
-            src.contains("#line 1 \"@0\"\nstruct P { float x, y; __device__ float s() { return x + y; } };\n"),
-            "{src}"
-        );
+        assert!(src.contains("#line 1 \"@0\"\nunion P { float x, y; };\n"), "{src}");
         assert!(src.contains("#line 3 \"@0\"\ntemplate <typename T> __device__ T sq(T x)"), "{src}");
         assert!(src.contains("#line 1 \"@1\"\nextern \"C\" __global__ void k(float4 *v, P *p) {\n  v[0].x"), "{src}");
         // A template kernel cannot have C linkage.
         assert!(src.contains("#line 4 \"@1\"\ntemplate <typename T> __global__ void t"), "{src}");
         assert!(src.contains("#line 1 \"@2\"\nextern \"C\" __global__ void plain"), "{src}");
         // Definition order: the struct before the kernel that uses it.
-        assert!(src.find("struct P").unwrap() < src.find("void k(").unwrap());
+        assert!(src.find("union P").unwrap() < src.find("void k(").unwrap());
     }
 
     #[test]

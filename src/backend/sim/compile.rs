@@ -329,6 +329,15 @@ fn leaves(ty: &Type) -> Vec<(u64, Scalar)> {
     out
 }
 
+/// The value of a constant index (`v.e[1]`: a number, converted to `long long`).
+fn const_index(e: &Expr) -> Option<i64> {
+    match &e.kind {
+        ExprKind::IntConst(v) => Some(*v as i64),
+        ExprKind::Cast(inner) if inner.ty.scalar().is_some_and(|s| s.is_integer()) => const_index(inner),
+        _ => None,
+    }
+}
+
 /// Whether `e` names storage (a variable, element or member of one), as opposed to a value.
 fn types_is_place(e: &Expr) -> bool {
     match &e.kind {
@@ -894,6 +903,22 @@ impl Compiler<'_> {
         }
     }
 
+    /// Whether the array `decayed` (a struct member, decayed to a pointer) lives in registers:
+    /// its struct is a variable or a by-value parameter, not memory.
+    fn in_registers(&self, decayed: &Expr) -> bool {
+        let mut e = match &decayed.kind {
+            ExprKind::Decay(m) => &**m,
+            _ => return false,
+        };
+        while let ExprKind::Member { base, .. } = &e.kind {
+            e = base;
+        }
+        match &e.kind {
+            ExprKind::Local(id) => !matches!(self.frame().refs.get(id), Some(Place::MemAgg { .. } | Place::Mem { .. })),
+            _ => false,
+        }
+    }
+
     /// `addr + offset` bytes.
     fn offset_addr(&mut self, addr: Reg, offset: u64) -> Reg {
         if offset == 0 {
@@ -916,6 +941,28 @@ impl Compiler<'_> {
                 let addr = self.addr_of(e)?;
                 Ok(Place::MemAgg { addr, span: e.span })
             }
+            // `v.e[1]` of a struct variable held in registers: a constant index picks a register.
+            ExprKind::Index { base, index }
+                if matches!(&base.kind, ExprKind::Decay(m) if matches!(m.kind, ExprKind::Member { .. }) && types_is_place(m))
+                    && self.in_registers(base) =>
+            {
+                let ExprKind::Decay(array) = &base.kind else { unreachable!("matched above") };
+                let Some(i) = const_index(index) else {
+                    return Err(unsupported(
+                        e.span,
+                        "a computed index into an array inside a struct variable (index it with a constant, or keep the struct in memory, e.g. an array of one)",
+                    ));
+                };
+                let Type::Array { elem, len } = &array.ty else { return Err(unsupported(e.span, "this index")) };
+                if i < 0 || i >= *len as i64 {
+                    return Err(Diagnostic::error(format!("index {i} is past the end of `{}`", array.ty.c_name()))
+                        .at(index.span)
+                        .help(format!("the array has {len} elements, 0 to {}", len.saturating_sub(1))));
+                }
+                let Place::Regs(r) = self.place(array)? else { return Err(unsupported(e.span, "this index")) };
+                let at = r + i as u32 * elem.leaf_count();
+                Ok(if matches!(**elem, Type::Struct(_)) { Place::Regs(at) } else { Place::Reg(at) })
+            }
             ExprKind::Mem(_) | ExprKind::Deref(_) | ExprKind::Index { .. } => {
                 let ty = self.scalar(&e.ty, e.span)?;
                 let addr = self.addr_of(e)?;
@@ -924,7 +971,7 @@ impl Compiler<'_> {
             ExprKind::Member { base, field } => {
                 let (leaf, f) = member_leaf(&base.ty, *field).ok_or_else(|| unsupported(e.span, "bad member"))?;
                 let (offset, fty) = (f.offset, f.ty.clone());
-                let at_struct = matches!(fty, Type::Struct(_));
+                let at_struct = matches!(fty, Type::Struct(_) | Type::Array { .. });
                 let bp = if types_is_place(base) {
                     self.place(base)?
                 } else {
@@ -1266,8 +1313,13 @@ impl Compiler<'_> {
         let mut values = Vec::new();
         for (a, p) in args.iter().zip(&func.params) {
             values.push(match (&a.kind, p.by_ref) {
+                // A reference passed on binds to what the caller's reference names.
+                (ExprKind::Local(id), true) if self.frame().refs.contains_key(id) => {
+                    Bound::Place(self.frame().refs[id])
+                }
                 (ExprKind::Local(id), true) => Bound::Alias(self.local(*id)?),
-                (_, true) => Bound::Place(self.place(a)?),
+                (_, true) if types_is_place(a) => Bound::Place(self.place(a)?),
+                // A member function called on a temporary (`(a * b).norm()`) gets a copy.
                 _ => Bound::Value(self.expr(a)?),
             });
         }

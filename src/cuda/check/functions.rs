@@ -20,11 +20,15 @@ pub(super) struct Fx<'m> {
     switches: usize,
     /// Locals declared without a value and not yet assigned (in reading order).
     unassigned: HashSet<LocalId>,
+    /// In a member function or constructor: the object (`this`) and its struct.
+    object: Option<(LocalId, Arc<StructDef>)>,
+    /// In a constructor: `return;` returns the object.
+    ctor: bool,
     pub(super) warnings: Vec<Diagnostic>,
 }
 
-/// An integer constant expression equal to 0: C's null pointer constant (`NULL` and `nullptr`
-/// are predefined as 0).
+mod methods;
+
 /// The register variable a member access starts from (`v` in `v.a.x`), if it starts from one.
 fn member_root_local(e: &Expr) -> Option<LocalId> {
     match &e.kind {
@@ -34,6 +38,8 @@ fn member_root_local(e: &Expr) -> Option<LocalId> {
     }
 }
 
+/// An integer constant expression equal to 0: C's null pointer constant (`NULL` and `nullptr`
+/// are predefined as 0).
 fn is_null_constant(e: &Expr) -> bool {
     e.ty.scalar().is_some_and(|s| !s.is_float()) && matches!(const_eval(e), Some(Num::I(0)))
 }
@@ -59,6 +65,8 @@ impl<'m> Fx<'m> {
             loops: 0,
             switches: 0,
             unassigned: HashSet::new(),
+            object: None,
+            ctor: false,
             warnings: Vec::new(),
         }
     }
@@ -76,8 +84,15 @@ impl<'m> Fx<'m> {
         }
         self.scopes.push(HashMap::new());
         let mut body = Vec::new();
+        self.enter_method(f, &mut body)?;
         for s in &f.body {
             self.stmt_into(s, &mut body)?;
+        }
+        if self.ctor {
+            // A constructor ends by returning what it built.
+            let (id, def) = self.object.clone().expect("a constructor has its object");
+            let this = Expr { kind: ExprKind::Local(id), ty: Type::Struct(def), span: f.span };
+            body.push(Stmt { kind: StmtKind::Return(Some(this)), span: f.span });
         }
         Ok(Function {
             name: f.name.clone(),
@@ -274,6 +289,12 @@ impl<'m> Fx<'m> {
     }
 
     fn return_value(&mut self, value: Option<&syntax::Expr>, span: Span) -> CResult<Option<Expr>> {
+        if self.ctor
+            && value.is_none()
+            && let Some((id, def)) = &self.object
+        {
+            return Ok(Some(Expr { kind: ExprKind::Local(*id), ty: Type::Struct(def.clone()), span }));
+        }
         match (value, &self.ret) {
             (None, Type::Void) => Ok(None),
             (None, ret) => Err(err(span, "this function must return a value")
@@ -701,8 +722,13 @@ impl<'m> Fx<'m> {
             E::Binary(op, lhs, rhs) => {
                 let l = self.value_expr(lhs)?;
                 let r = self.value_expr(rhs)?;
+                if let Some(call) = self.operator_call(op_symbol(*op), vec![l.clone(), r.clone()], span)? {
+                    return Ok(call);
+                }
                 self.binary(*op, l, r, span)
             }
+            E::MethodCall { object, name, name_span, args } => self.method_call(object, name, *name_span, args, span),
+            E::Construct { ty, args } => self.construct(ty, args, span),
             E::Assign(op, lhs, rhs) => self.assign(*op, lhs, rhs, span),
             E::IncDec { operand, increment, prefix } => {
                 let target = self.lvalue(operand, if *increment { "++" } else { "--" })?;
@@ -816,6 +842,7 @@ impl<'m> Fx<'m> {
             }
             Some(Sym::Mem(id, ty)) => mk(ExprKind::Mem(id), ty),
             Some(Sym::Const(v)) => Ok(Expr { span, ..v }),
+            None if let Some(e) = self.implicit_member(name, span) => Ok(e),
             None if name == "warpSize" => mk(ExprKind::WarpSize, Type::Scalar(Scalar::I32)),
             None if BUILTIN_VARS.contains(&name) => Err(err(span, format!("`{name}` needs a component"))
                 .help(format!("write `{name}.x`, `{name}.y` or `{name}.z`"))),
@@ -982,6 +1009,14 @@ impl<'m> Fx<'m> {
         };
         let l = self.lvalue(lhs, op_text)?;
         let r = self.value_expr(rhs)?;
+        if matches!(l.ty, Type::Struct(_)) {
+            let sym = format!("{}=", op_symbol(op));
+            return match self.operator_call(&sym, vec![l.clone(), r], span)? {
+                Some(call) => Ok(call),
+                None => Err(err(span, format!("`{}` has no `operator{sym}`", l.ty.c_name()))
+                    .help(format!("define one, or write `a = a {} b` with the operator it has", op_symbol(op)))),
+            };
+        }
         let ty = l.ty.clone();
         let (op, op_ty, r) = match &ty {
             Type::Ptr { .. } => {
@@ -1052,6 +1087,13 @@ impl<'m> Fx<'m> {
                 }
             }
             UnOp::Deref => {
+                // `this->x` and `*this`: the object itself (gridlab's `this` is a reference).
+                if let syntax::ExprKind::Name(n) = &operand.kind
+                    && n == "this"
+                    && let Some((id, def)) = &self.object
+                {
+                    return mk(ExprKind::Local(*id), Type::Struct(def.clone()));
+                }
                 let p = self.value_expr(operand)?;
                 match p.ty.pointee().cloned() {
                     Some(Type::Void) => {
@@ -1200,6 +1242,9 @@ impl<'m> Fx<'m> {
         }
         if let Some(&id) = self.m.funcs.get(name) {
             return self.device_call(id, name, args, span);
+        }
+        if let Some(e) = self.implicit_method_call(name, name_span, args, span)? {
+            return Ok(e);
         }
         if let Some(def) = name.strip_prefix("make_").and_then(StructDef::vector) {
             let n = def.fields.len();
