@@ -369,6 +369,11 @@ impl Env for Session {
         self.options.sim.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::SeqCst))
     }
 
+    fn module_variable(&self, name: &str) -> Option<&'static str> {
+        let g = self.module.program().globals.iter().find(|g| g.var.name == name)?;
+        Some(if g.is_constant { "__constant__" } else { "__device__" })
+    }
+
     fn names(&self) -> Vec<String> {
         let scalars = self.scalars.iter().chain(&self.constants);
         self.buffers.iter().map(|(n, _)| n.clone()).chain(scalars.map(|(n, _)| n.clone())).collect()

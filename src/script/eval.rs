@@ -41,6 +41,11 @@ pub trait Env {
     fn names(&self) -> Vec<String> {
         Vec::new()
     }
+    /// `__constant__` or `__device__` when `name` is such a variable of the CUDA module: no value
+    /// here, but a name the learner may well type. Optional.
+    fn module_variable(&self, _name: &str) -> Option<&'static str> {
+        None
+    }
     /// Whether the learner asked to stop (Ctrl-C): a long statement checks now and then.
     fn cancelled(&self) -> bool {
         false
@@ -810,6 +815,14 @@ impl<'a> Cx<'a> {
     }
 
     fn unknown_name(&self, n: &str, span: Span) -> Diagnostic {
+        if let Some(kind) = self.env.module_variable(n) {
+            return Diagnostic::error(format!("`{n}` is a `{kind}` variable of the module, not a buffer"))
+                .at(span)
+                .label("kernels read it")
+                .help(format!(
+                    "a statement sets it whole, `{n} = [...]`, as cudaMemcpyToSymbol does, and cannot read it back; a kernel can copy it into a buffer"
+                ));
+        }
         let names = self.env.names();
         // `c.field`: a field of a record (`let c = cost ...`), or a method call from Python.
         if let Some((record, field)) = n.split_once('.') {

@@ -84,7 +84,7 @@ fn describe(tok: &Tok) -> String {
         Tok::Float(v) => format!("number `{v}`"),
         Tok::Ident(s) => format!("`{s}`"),
         Tok::Punct(p) => format!("`{p}`"),
-        Tok::Str(s) => format!("the string \"{s}\""),
+        Tok::Str(s) => format!("string {s:?}"),
     }
 }
 
