@@ -1648,3 +1648,36 @@ fn a_misaligned_access_traps_as_on_a_gpu_and_aligned_casts_run() {
     let r = sim.launch("halves", lin(1), lin(4), &mut [&mut h, &mut out], &[]);
     assert!(!r.aborted, "{:?}", r.findings);
 }
+
+/// Values the session set (`LaunchSpec::symbols`) go over a variable's initialiser at the start
+/// of a launch, only as far as they reach; every launch starts again from both, so a kernel's
+/// write to a `__device__` variable does not last.
+#[test]
+fn symbol_writes_go_over_initialisers_at_every_launch() {
+    let mut sim = Sim::of(
+        "__constant__ float coef[3] = {1, 2, 3};\n__device__ int count;\n\
+         __global__ void read(float *out) { out[threadIdx.x] = coef[threadIdx.x] + count; __syncthreads(); if (threadIdx.x == 0) count += 100; }",
+    );
+    let mut out = floats(&[0.0; 3]);
+    let symbols = vec![
+        crate::launch::SymbolWrite { name: "coef".into(), bytes: 0.5f32.to_le_bytes().to_vec() },
+        crate::launch::SymbolWrite { name: "count".into(), bytes: 10i32.to_le_bytes().to_vec() },
+    ];
+    for _ in 0..2 {
+        let spec = LaunchSpec {
+            kernel: "read".into(),
+            grid: lin(1),
+            block: lin(3),
+            shared_bytes: 0,
+            args: vec![Arg::Buffer(0)],
+            symbols: symbols.clone(),
+        };
+        let mut lb = LaunchBuffers { names: vec!["out".into()], buffers: vec![&mut out] };
+        let r = sim.backend.launch(&sim.module, &spec, &mut lb).expect("runs");
+        assert!(r.findings.is_empty(), "{:?}", r.findings);
+        assert_eq!(out.to_f64_vec(), vec![10.5, 12.0, 13.0]);
+    }
+    // Without them, the initialisers (and zeros where there is none).
+    sim.launch("read", lin(1), lin(3), &mut [&mut out], &[]);
+    assert_eq!(out.to_f64_vec(), vec![1.0, 2.0, 3.0]);
+}
