@@ -171,6 +171,7 @@ fn main() {
                     block: case.block,
                     shared_bytes: 0,
                     args,
+                    symbols: Vec::new(),
                 };
                 let names = (0..bufs.len()).map(|i| format!("b{i}")).collect();
                 let mut lb = LaunchBuffers { names, buffers: bufs.iter_mut().collect() };

@@ -120,6 +120,17 @@ pub struct LaunchSpec {
     /// Dynamic shared memory in bytes (`extern __shared__` arrays).
     pub shared_bytes: u32,
     pub args: Vec<Arg>,
+    /// `__constant__`/`__device__` variables the session set from statements (`coef = [...]`),
+    /// written before the launch over their initial values, as `cudaMemcpyToSymbol` does.
+    pub symbols: Vec<SymbolWrite>,
+}
+
+/// The first bytes of a module variable, set from the host: little-endian values of its element
+/// type, no more than the variable holds (the session checked).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SymbolWrite {
+    pub name: String,
+    pub bytes: Vec<u8>,
 }
 
 impl LaunchSpec {

@@ -3,7 +3,8 @@
 //! The rooms: `pipeline.rs` (an input from text to its effect), `backend.rs` (where launches
 //! run), `launch.rs` (checking and running a launch statement), `cost.rs` (the `cost` statement
 //! and the cost views), `views.rs` (`:race`, `:map`, `:why`, `:time`), `command.rs` (the `:`
-//! commands), `extension.rs` (how `lesson` adds its commands), `state.rs` (reset, save, restore).
+//! commands), `extension.rs` (how `lesson` adds its commands), `state.rs` (reset, save, restore),
+//! `symbols.rs` (`__constant__` variables set from statements).
 //!
 //! The REPL, `replay` and lessons all feed inputs through the same `eval`, so a statement means
 //! the same thing wherever it is typed. The session owns everything the learner made: the CUDA
@@ -17,6 +18,7 @@ mod extension;
 mod launch;
 mod pipeline;
 mod state;
+mod symbols;
 mod views;
 
 /// The fields of a `cost` record (`c.time_us` ...), for what documents them.
@@ -148,6 +150,9 @@ pub struct Session {
     /// The module's `#define`s that are numbers, usable in statements like scalars (a `let` of
     /// the same name wins).
     constants: Vec<(String, Value)>,
+    /// Values statements gave the module's `__constant__`/`__device__` variables (`coef = [...]`),
+    /// written before every launch (see `symbols.rs`).
+    pub(crate) symbols: Vec<crate::launch::SymbolWrite>,
     pub(crate) sim: SimBackend,
     pub(crate) gpu: Option<Gpu>,
     /// Where launches run now: `Sim` or `Gpu` (`Auto` until the GPU's start is settled).
@@ -208,6 +213,7 @@ impl Session {
             buffers: Vec::new(),
             scalars: Vec::new(),
             constants: Vec::new(),
+            symbols: Vec::new(),
             sim,
             gpu,
             active,
@@ -361,6 +367,11 @@ impl Env for Session {
 
     fn cancelled(&self) -> bool {
         self.options.sim.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
+    fn module_variable(&self, name: &str) -> Option<&'static str> {
+        let g = self.module.program().globals.iter().find(|g| g.var.name == name)?;
+        Some(if g.is_constant { "__constant__" } else { "__device__" })
     }
 
     fn names(&self) -> Vec<String> {

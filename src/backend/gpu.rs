@@ -243,6 +243,7 @@ fn launch_request(spec: &LaunchSpec, buffers: &LaunchBuffers<'_>, repeat: u32) -
             .map(|b| WireBuffer { bytes: b.bytes().to_vec(), elem_size: b.dtype().size() as u32 })
             .collect(),
         repeat,
+        symbols: spec.symbols.iter().map(|w| (w.name.clone(), w.bytes.clone())).collect(),
     })
 }
 

@@ -18,7 +18,8 @@
 //! **Memory.** A pointer is a region id and a byte offset (`memory.rs`): the launch's buffers
 //! (accessed in place, little-endian), each block's `__shared__` arrays (`extern __shared__`
 //! sized by the launch's dynamic shared bytes), each thread's local arrays, and the launch's
-//! `__constant__`/`__device__` variables (fresh from their initialisers at every launch).
+//! `__constant__`/`__device__` variables (fresh at every launch from their initialisers, and the
+//! values statements set, `LaunchSpec::symbols`).
 //! Accesses outside a region are not performed (reads give 0) and become an out-of-bounds
 //! finding, summarised per memory and access kind; indices in findings are the byte offset
 //! divided by the element size (of the buffer's dtype, or the array's element type). An access

@@ -108,7 +108,8 @@ mod tests {
     use crate::render::text::visible_width;
 
     fn summary(kernel: &str, grid: Dim3, block: Dim3, backend: &str, report: &LaunchReport, color: bool) -> String {
-        let spec = LaunchSpec { kernel: kernel.into(), grid, block, shared_bytes: 0, args: vec![] };
+        let spec =
+            LaunchSpec { kernel: kernel.into(), grid, block, shared_bytes: 0, args: vec![], symbols: Vec::new() };
         let mut out = Vec::new();
         write_summary(&mut out, &spec, backend, report, &Style { color, width: 80, big: false, ..Style::plain() })
             .unwrap();

@@ -26,6 +26,17 @@ pub enum StmtKind {
         target: Expr,
         value: Expr,
     },
+    /// `coef = [0.25, 0.5]`: a `__constant__` or `__device__` variable of the module gets its
+    /// values from the host, as `cudaMemcpyToSymbol` does. The parser cannot tell such a name
+    /// from a buffer's: the session decides, and for any other name says that `let` is needed
+    /// (`parser::needs_let`).
+    SetSymbol {
+        name: String,
+        name_span: Span,
+        /// The `=`, where the message that asks for `let` points.
+        eq_span: Span,
+        value: Expr,
+    },
     Launch(Launch),
     Inspect(Expr),
     /// `print(a, b)`: each value shown as if typed alone.
@@ -92,6 +103,10 @@ pub enum Expect {
     Clean,
     /// `expect finding race`: the last launch reported a finding of this kind.
     Finding(FindingKind, Span),
+    /// `expect printed "Hello"`: the text appears in what the last launch printed.
+    Printed { text: String, span: Span },
+    /// `expect printed lines == 8`: how many lines the last launch printed.
+    PrintedLines { op: BinOp, op_span: Span, count: Expr },
 }
 
 #[derive(Clone, Debug, PartialEq)]

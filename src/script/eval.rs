@@ -41,6 +41,11 @@ pub trait Env {
     fn names(&self) -> Vec<String> {
         Vec::new()
     }
+    /// `__constant__` or `__device__` when `name` is such a variable of the CUDA module: no value
+    /// here, but a name the learner may well type. Optional.
+    fn module_variable(&self, _name: &str) -> Option<&'static str> {
+        None
+    }
     /// Whether the learner asked to stop (Ctrl-C): a long statement checks now and then.
     fn cancelled(&self) -> bool {
         false
@@ -85,6 +90,71 @@ pub struct Assignment {
 /// Evaluate `TARGET = VALUE` for a buffer's elements; the caller stores the result.
 pub fn eval_assign(target: &Expr, value: &Expr, env: &dyn Env, src: &str) -> Result<Assignment, Diagnostic> {
     Cx::new(env, src).assign(target, value)
+}
+
+/// A `__constant__` or `__device__` variable that a statement gives values to (`coef = [...]`).
+#[derive(Clone, Copy, Debug)]
+pub struct SymbolTarget<'t> {
+    pub name: &'t str,
+    /// The element's C type, for messages: `float`.
+    pub c_type: &'t str,
+    pub dtype: DType,
+    /// Elements: 1 for a scalar variable, all of them (row after row) for an array.
+    pub len: usize,
+}
+
+/// The values `value` gives `target`, in its element type: a list (each element checked to fit,
+/// as `array([...], dtype)` checks), a buffer of exactly that dtype, or for a one-element
+/// variable a number. Fewer values than the variable holds set its first elements.
+pub fn eval_symbol(value: &Expr, env: &dyn Env, src: &str, target: SymbolTarget<'_>) -> Result<Vec<Num>, Diagnostic> {
+    let cx = Cx::new(env, src);
+    let SymbolTarget { name, c_type, dtype, len } = target;
+    let holds = format!("`{name}` holds {len} {c_type}{}", if len == 1 { "" } else { "s" });
+    let arr = match &value.kind {
+        ExprKind::List(items) => cx.list(items, value.span, dtype)?,
+        _ => match cx.eval(value)? {
+            V::Arr(a) => {
+                if a.dtype() != Some(dtype) {
+                    return Err(Diagnostic::error(format!(
+                        "`{}` is {}, but `{name}` holds {c_type} ({dtype})",
+                        cx.text(value),
+                        a.type_name()
+                    ))
+                    .at(value.span)
+                    .help(format!(
+                        "convert it as the copy would need: `{name} = array({}, {dtype})`",
+                        cx.text(value)
+                    )));
+                }
+                a
+            }
+            V::Dim3(_) => return Err(cx.dim3_misused(value)),
+            scalar if len == 1 => {
+                let n = match scalar {
+                    V::Int(i) => Num::Int(i),
+                    V::Bool(b) => Num::Int(b as i128),
+                    V::Float(f) => Num::Float(f),
+                    V::Elem(n, _) => n,
+                    V::Arr(_) | V::Dim3(_) => unreachable!("matched above"),
+                };
+                return Ok(vec![cx.fit(n, dtype, value)?]);
+            }
+            scalar => {
+                return Err(Diagnostic::error(format!("{holds}, but `{}` is {}", cx.text(value), scalar.type_name()))
+                    .at(value.span)
+                    .help(format!(
+                        "give a list of up to {len} values, `{name} = [...]`, or fill it: `{name} = full({len}, {}, {dtype})`",
+                        cx.text(value)
+                    )));
+            }
+        },
+    };
+    if arr.len() > len {
+        return Err(Diagnostic::error(format!("too many values: {holds}, and `{}` has {}", cx.text(value), arr.len()))
+            .at(value.span)
+            .help(format!("give at most {len}; fewer set only the first elements")));
+    }
+    Ok((0..arr.len()).map(|i| arr.num(i)).collect())
 }
 
 /// A value during evaluation: Python-like "weak" scalars, typed scalars and arrays.
@@ -745,6 +815,14 @@ impl<'a> Cx<'a> {
     }
 
     fn unknown_name(&self, n: &str, span: Span) -> Diagnostic {
+        if let Some(kind) = self.env.module_variable(n) {
+            return Diagnostic::error(format!("`{n}` is a `{kind}` variable of the module, not a buffer"))
+                .at(span)
+                .label("kernels read it")
+                .help(format!(
+                    "a statement sets it whole, `{n} = [...]`, as cudaMemcpyToSymbol does, and cannot read it back; a kernel can copy it into a buffer"
+                ));
+        }
         let names = self.env.names();
         // `c.field`: a field of a record (`let c = cost ...`), or a method call from Python.
         if let Some((record, field)) = n.split_once('.') {
@@ -804,13 +882,13 @@ impl<'a> Cx<'a> {
                 cols = Some(row.len());
                 rows += 1;
                 for x in row {
-                    nums.push(self.scalar_num(x, "a list element")?);
+                    nums.push(self.fit(self.scalar_num(x, "a list element")?, dtype, x)?);
                 }
             } else {
                 if cols.is_some() {
                     return Err(Diagnostic::error("mixing numbers and lists").at(item.span));
                 }
-                nums.push(self.scalar_num(item, "a list element")?);
+                nums.push(self.fit(self.scalar_num(item, "a list element")?, dtype, item)?);
             }
         }
         let shape = match cols {
@@ -819,6 +897,44 @@ impl<'a> Cx<'a> {
         };
         self.check_alloc(span, dtype, shape.len())?;
         Ok(build(dtype, shape, nums))
+    }
+
+    /// A value written for a `dtype` element (a list's, a fill value): it must be exactly what
+    /// the element holds. `array([300], u8)` and `array([1.5], i32)` are errors naming the value,
+    /// where a C cast would wrap or truncate it without a word (`array(a, u8)` of a whole buffer
+    /// is that cast, and wraps).
+    fn fit(&self, n: Num, dtype: DType, e: &Expr) -> Result<Num, Diagnostic> {
+        let text = self.text(e);
+        if dtype.is_float() {
+            let x = n.as_f64();
+            if dtype == DType::F32 && x.is_finite() && x.abs() > f32::MAX as f64 {
+                return Err(Diagnostic::error(format!("`{text}` is too large for f32"))
+                    .at(e.span)
+                    .help("f32 goes up to about 3.4e38; f64 holds more, e.g. `array([...], f64)`"));
+            }
+            return Ok(n);
+        }
+        if dtype == DType::Bool {
+            // C's conversion to `bool` is a truth test, not a narrowing: `bool b = 2;` is true.
+            return Ok(n);
+        }
+        let (lo, hi) = dtype.int_range().unwrap_or((0, u64::MAX as i128));
+        let i = match n {
+            Num::Int(i) => i,
+            Num::Float(f) if f.is_finite() && f.fract() == 0.0 => f as i128,
+            Num::Float(_) => {
+                return Err(Diagnostic::error(format!("`{text}` is not a whole number, and {dtype} holds integers"))
+                    .at(e.span)
+                    .help(format!("{dtype} holds whole numbers from {lo} to {hi}")));
+            }
+        };
+        if i < lo || i > hi {
+            let d = Diagnostic::error(format!("`{text}` is out of range for {dtype}"))
+                .at(e.span)
+                .label(format!("{dtype} holds {lo} to {hi}"));
+            return Err(if dtype.size() < 8 { d.help("a wider dtype holds more, e.g. i64") } else { d });
+        }
+        Ok(Num::Int(i))
     }
 
     fn scalar_num(&self, e: &Expr, what: &str) -> Result<Num, Diagnostic> {
@@ -1283,7 +1399,7 @@ impl<'a> Cx<'a> {
                 let v = match func {
                     "zeros" => Num::Int(0),
                     "ones" => Num::Int(1),
-                    _ => self.scalar_num(&args[1], "the fill value")?,
+                    _ => self.fit(self.scalar_num(&args[1], "the fill value")?, dtype, &args[1])?,
                 };
                 // Zeroed memory, which the system gives without writing it; or one element's
                 // bytes, copied.

@@ -1,4 +1,5 @@
 //! Tokens of the session language. `#` starts a comment that runs to the end of the line.
+//! Strings (`"Hello"`) exist for `expect printed` alone.
 //!
 //! Numbers may carry C's suffixes, as in host code pasted from a CUDA program: `2.5f`, `1.f`,
 //! `1e-3F`, `256u`, `1ull`, `10L`. They are read and dropped: a number takes the dtype of the
@@ -13,6 +14,9 @@ pub enum Tok {
     Ident(String),
     /// Operators and punctuation, longest match first (`<<<` before `<<` before `<`).
     Punct(&'static str),
+    /// `"text"`, with C's escapes `\"`, `\\`, `\n` and `\t` read. Only `expect printed` takes one;
+    /// anywhere else the parser says so.
+    Str(String),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -65,6 +69,12 @@ pub fn lex(source: SourceId, text: &str) -> Result<Vec<Token>, Diagnostic> {
             toks.push(Token { tok: Tok::Ident(text[start..i].to_string()), span: Span::new(source, start, i) });
             continue;
         }
+        if c == b'"' {
+            let (s, end) = string(source, text, i)?;
+            toks.push(Token { tok: Tok::Str(s), span: Span::new(source, start, end) });
+            i = end;
+            continue;
+        }
         if let Some(p) = PUNCTS.iter().find(|p| text[i..].starts_with(**p)) {
             i += p.len();
             toks.push(Token { tok: Tok::Punct(p), span: Span::new(source, start, i) });
@@ -75,7 +85,9 @@ pub fn lex(source: SourceId, text: &str) -> Result<Vec<Token>, Diagnostic> {
             .at(Span::new(source, i, i + ch.len_utf8()))
             .label("not part of the session language");
         d = match ch {
-            '"' | '\'' => d.help("the session language has no strings; names and numbers need no quotes"),
+            '\'' => {
+                d.help("text goes in double quotes, as in `expect printed \"Hello\"`; names and numbers need no quotes")
+            }
             '.' => d.help("there are no methods here: write `len(a)`, not `a.len()`"),
             _ => d.help(
                 "statements are `let NAME = EXPR`, launches `k<<<grid, block>>>(args)`, `expect COND` or an expression",
@@ -84,6 +96,36 @@ pub fn lex(source: SourceId, text: &str) -> Result<Vec<Token>, Diagnostic> {
         return Err(d);
     }
     Ok(toks)
+}
+
+/// A string from the `"` at `start`: its text with escapes read, and where it ends.
+fn string(source: SourceId, text: &str, start: usize) -> Result<(String, usize), Diagnostic> {
+    let mut out = String::new();
+    let mut chars = text[start + 1..].char_indices();
+    while let Some((k, ch)) = chars.next() {
+        let at = start + 1 + k;
+        match ch {
+            '"' => return Ok((out, at + 1)),
+            '\\' => match chars.next() {
+                Some((_, 'n')) => out.push('\n'),
+                Some((_, 't')) => out.push('\t'),
+                Some((_, c @ ('"' | '\\'))) => out.push(c),
+                Some((j, c)) => {
+                    let end = start + 1 + j + c.len_utf8();
+                    return Err(Diagnostic::error(format!("unknown escape `\\{c}` in a string"))
+                        .at(Span::new(source, at, end))
+                        .help("the escapes are `\\n`, `\\t`, `\\\"` and `\\\\`"));
+                }
+                None => break,
+            },
+            '\n' => break,
+            c => out.push(c),
+        }
+    }
+    let end = text[start..].find('\n').map_or(text.len(), |k| start + k);
+    Err(Diagnostic::error("this string has no closing `\"`")
+        .at(Span::new(source, start, end))
+        .help("end the text with `\"` on the same line"))
 }
 
 /// C's literal suffixes: `f`, `F`, `l`, `L` on a float; `u`, `l`, `ll` in either case and

@@ -20,6 +20,23 @@ fn dtype_suffix(d: Declared) -> String {
     }
 }
 
+/// `x = 5` for a name that is no `__constant__`/`__device__` variable: names get their values
+/// with `let`. `eq_span` is the `=` in `text`, the whole statement.
+pub fn needs_let(text: &str, name: &str, eq_span: Span) -> Diagnostic {
+    let end = text.trim_end().len();
+    let value = text.get(eq_span.hi as usize..end).unwrap_or("").trim().trim_end_matches(';').trim_end();
+    let value = if value.is_empty() { "..." } else { value };
+    // NumPy's or Numba's names in the value as well: say both at once.
+    let (value, help) = match habits::plain_value(value) {
+        Some(plain) => (plain.clone(), format!("gridlab's functions need no module: `{value}` is `{plain}` here")),
+        None => (value.to_string(), format!("to compare, use `==`; to change a buffer's elements, `{name}[i] = ...`")),
+    };
+    Diagnostic::error(format!("a name gets its value with `let`: write `let {name} = {value}`"))
+        .at(eq_span)
+        .label("assignment needs `let`")
+        .help(help)
+}
+
 /// Nesting deeper than this (parentheses, calls, unary operators, `**`) is refused rather than
 /// risking the stack.
 pub const MAX_DEPTH: usize = 200;
@@ -67,6 +84,7 @@ fn describe(tok: &Tok) -> String {
         Tok::Float(v) => format!("number `{v}`"),
         Tok::Ident(s) => format!("`{s}`"),
         Tok::Punct(p) => format!("`{p}`"),
+        Tok::Str(s) => format!("string {s:?}"),
     }
 }
 
@@ -170,6 +188,10 @@ impl Parser {
                             .help(format!("the kinds are {}", names.join(", "))));
                     };
                     Expect::Finding(kind, t.span)
+                } else if self.is_ident("printed")
+                    && matches!(self.peek_at(1), Some(Tok::Str(_)) | Some(Tok::Ident(_)) | None)
+                {
+                    self.printed()?
                 } else if self.peek().is_none() {
                     return Err(self
                         .error_here("a condition after `expect`")
@@ -195,24 +217,18 @@ impl Parser {
                 Ok(Stmt { span: launch.span, kind: StmtKind::Launch(launch) })
             }
             Tok::Ident(name) if self.peek_at(1) == Some(&Tok::Punct("=")) => {
-                let eq = self.toks[self.pos + 1].span;
-                let value =
-                    self.text.get(eq.hi as usize..self.end).unwrap_or("").trim().trim_end_matches(';').trim_end();
-                let value = if value.is_empty() { "..." } else { value };
-                // NumPy's or Numba's names in the value as well: say both at once.
-                let (value, help) = match habits::plain_value(value) {
-                    Some(plain) => {
-                        (plain.clone(), format!("gridlab's functions need no module: `{value}` is `{plain}` here"))
-                    }
-                    None => (
-                        value.to_string(),
-                        format!("to compare, use `==`; to change a buffer's elements, `{name}[i] = ...`"),
-                    ),
+                let eq_span = self.toks[self.pos + 1].span;
+                self.pos += 2;
+                // A value that does not parse is no `__constant__`'s: ask for `let`, as for any
+                // name (the session asks the same when the name is no module variable).
+                let value = match self.expr() {
+                    Ok(v) if self.peek().is_none_or(|t| t.tok == Tok::Punct(";")) => v,
+                    _ => return Err(needs_let(&self.text, name, eq_span)),
                 };
-                Err(Diagnostic::error(format!("a name gets its value with `let`: write `let {name} = {value}`"))
-                    .at(eq)
-                    .label("assignment needs `let`")
-                    .help(help))
+                Ok(Stmt {
+                    span: first.span.to(value.span),
+                    kind: StmtKind::SetSymbol { name: name.clone(), name_span: first.span, eq_span, value },
+                })
             }
             Tok::Ident(word)
                 if matches!(word.as_str(), "exit" | "quit")
@@ -267,6 +283,33 @@ impl Parser {
                 }
                 Ok(Stmt { span: e.span, kind: StmtKind::Inspect(e) })
             }
+        }
+    }
+
+    /// After `expect printed`: `"TEXT"`, or `lines OP COUNT`.
+    fn printed(&mut self) -> Result<Expect, Diagnostic> {
+        self.pos += 1;
+        let help = "write `expect printed \"Hello\"` (the text appears in what the last launch printed) or `expect printed lines == 8`";
+        match self.peek().cloned() {
+            Some(Token { tok: Tok::Str(text), span }) => {
+                self.pos += 1;
+                if text.is_empty() {
+                    return Err(Diagnostic::error("`expect printed \"\"` checks nothing")
+                        .at(span)
+                        .help("put the text the kernel prints between the quotes"));
+                }
+                Ok(Expect::Printed { text, span })
+            }
+            Some(Token { tok: Tok::Ident(w), .. }) if w == "lines" => {
+                self.pos += 1;
+                let Some(op) = self.comparison_op().filter(|op| *op != BinOp::Approx) else {
+                    return Err(self.error_here("`==`, `<`, `>`, ... after `lines`").help(help));
+                };
+                let op_span = self.bump().span;
+                let count = self.bin_level(0)?;
+                Ok(Expect::PrintedLines { op, op_span, count })
+            }
+            _ => Err(self.error_here("a string or `lines` after `expect printed`").help(help)),
         }
     }
 
@@ -854,6 +897,12 @@ impl Parser {
                 ExprKind::Tuple(items)
             }
             Tok::Punct("[") => ExprKind::List(self.comma_list("]", "a list element")?),
+            Tok::Str(_) => {
+                return Err(Diagnostic::error("a string can't be used here")
+                    .at(span)
+                    .label("text")
+                    .help("text is only for checking printf output: `expect printed \"Hello\"`; names and numbers need no quotes"));
+            }
             tok => {
                 self.pos -= 1;
                 let d = self.error_here("an expression");

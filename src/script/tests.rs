@@ -7,7 +7,7 @@ use crate::diag::Diagnostic;
 use crate::dtype::DType;
 use crate::finding::FindingKind;
 
-use super::ast::{BinOp, Declared, Expect, ExprKind, StmtKind};
+use super::ast::{BinOp, Declared, Expect, ExprKind, Stmt, StmtKind};
 use super::{Assignment, Env, eval, eval_assign, eval_expect, parse_statement};
 use crate::value::{ArrayValue, Data, Value};
 
@@ -70,6 +70,10 @@ fn expect(text: &str) -> (bool, String) {
 fn err(text: &str) -> Diagnostic {
     match parse_statement(0, text) {
         Err(d) => d,
+        // What the session says for a name that is no module variable.
+        Ok(Stmt { kind: StmtKind::SetSymbol { name, eq_span, .. }, .. }) => {
+            super::parser::needs_let(text, &name, eq_span)
+        }
         Ok(stmt) => {
             let e = match stmt.kind {
                 StmtKind::Inspect(e) | StmtKind::Let { value: e, .. } | StmtKind::Expect(Expect::Expr(e)) => e,
@@ -892,4 +896,115 @@ fn statements_reading_unwritten_elements_of_an_empty_buffer_say_so() {
     let Value::Array(e) = ev("empty((2, 3), i32)").unwrap() else { panic!() };
     let Data::Num(b) = e.data() else { panic!() };
     assert_eq!((b.dtype(), b.shape(), b.unset_count()), (DType::I32, Shape::D2(2, 3), 6));
+}
+
+/// A list literal given a dtype holds exactly what was written: a value the dtype cannot hold is
+/// an error naming it, where a C cast would wrap or truncate it. Converting a whole buffer with
+/// `array(a, u8)` is that cast, and still wraps.
+#[test]
+fn list_literals_with_a_dtype_are_checked_to_fit() {
+    assert_eq!(floats(&ev("array([0, 255], u8)").unwrap()), vec![0.0, 255.0]);
+    assert_eq!(ev("array([1, 2, 3], u8)").unwrap().type_name(), "u8[3]");
+    for (text, value, message) in [
+        ("array([1, 300], u8)", "300", "`300` is out of range for u8"),
+        ("array([-1], u32)", "-1", "`-1` is out of range for u32"),
+        ("array([1.5, 2], i32)", "1.5", "`1.5` is not a whole number, and i32 holds integers"),
+        ("array([[1, 2], [3, 40000]], i16)", "40000", "`40000` is out of range for i16"),
+        ("full(4, 256, u8)", "256", "`256` is out of range for u8"),
+        ("array([1e39], f32)", "1e39", "`1e39` is too large for f32"),
+    ] {
+        let d = err(text);
+        assert_eq!((d.message.as_str(), span_text(text, &d).as_str()), (message, value), "{text}");
+    }
+    assert_eq!(err("array([300], u8)").label.as_deref(), Some("u8 holds 0 to 255"));
+    // A whole float is a whole number; C's bool takes any number as a truth value.
+    assert_eq!(floats(&ev("array([2.0], i8)").unwrap()), vec![2.0]);
+    assert_eq!(floats(&ev("array([2, 0], bool)").unwrap()), vec![1.0, 0.0]);
+    // Converting a buffer is a cast, as `(unsigned char)x` in C.
+    assert_eq!(floats(&ev("array(array([300, -1], i32), u8)").unwrap()), vec![44.0, 255.0]);
+}
+
+/// What a kernel storing into the same type computes: same-type arithmetic wraps in the
+/// buffer's type, Python numbers take the buffer's type, and reductions do not wrap.
+#[test]
+fn unsigned_and_narrow_arithmetic_stays_in_its_type() {
+    let v = ev("arange(8, u8) * 40").unwrap();
+    assert_eq!(v.type_name(), "u8[8]");
+    assert_eq!(floats(&v), vec![0.0, 40.0, 80.0, 120.0, 160.0, 200.0, 240.0, 24.0]);
+    assert_eq!(floats(&ev("full(2, 250, u8) + 10").unwrap()), vec![4.0, 4.0]);
+    assert_eq!(floats(&ev("full(2, 3, u32) - 5").unwrap()), vec![4294967294.0; 2]);
+    assert_eq!(floats(&ev("full(1, 32767, i16) + 1").unwrap()), vec![-32768.0]);
+    assert_eq!(floats(&ev("full(1, 200, u8) + full(1, 100, u8)").unwrap()), vec![44.0]);
+    assert_eq!(ev("full(1, 200, u8) + full(1, 100, i32)").unwrap().type_name(), "i32[1]");
+    assert_eq!(ev("sum(full(256, 255, u8))").unwrap(), Value::Int(65280));
+    assert_eq!(ev("sum(full(2, 4294967295, u32))").unwrap(), Value::Int(8589934590));
+    assert!(expect("full(256, 16, u32) == full(256, 16, u32)").0);
+    assert!(expect("all(full(4, 16, u32) == 16)").0);
+}
+
+fn symbol(text: &str, dtype: DType, len: usize) -> Result<Vec<Num>, Diagnostic> {
+    let stmt = parse_statement(0, text)?;
+    let StmtKind::SetSymbol { value, .. } = stmt.kind else { panic!("not a set: {text}") };
+    let target = super::eval::SymbolTarget { name: "coef", c_type: dtype.c_name(), dtype, len };
+    super::eval::eval_symbol(&value, &env(), text, target)
+}
+
+/// `NAME = VALUE` parses as setting a module variable; the session decides whether `NAME` is
+/// one. Its values are checked against the variable's element type and length.
+#[test]
+fn module_variables_take_lists_buffers_and_numbers() {
+    let s = parse_statement(0, "coef = [0.25, 0.5];").unwrap();
+    let StmtKind::SetSymbol { name, eq_span, .. } = s.kind else { panic!() };
+    assert_eq!((name.as_str(), eq_span.lo), ("coef", 5));
+    assert_eq!(
+        symbol("coef = [0.25, 0.5, 0.5, 0.25]", DType::F32, 4).unwrap(),
+        [0.25, 0.5, 0.5, 0.25].map(Num::Float).to_vec()
+    );
+    assert_eq!(symbol("coef = [1, 2]", DType::I32, 4).unwrap(), vec![Num::Int(1), Num::Int(2)]);
+    assert_eq!(symbol("coef = c", DType::F32, 3).unwrap().len(), 3);
+    assert_eq!(symbol("coef = 7", DType::U8, 1).unwrap(), vec![Num::Int(7)]);
+    assert_eq!(symbol("coef = [[1, 2], [3, 4]]", DType::I32, 4).unwrap().len(), 4);
+    for (text, dtype, len, message) in [
+        (
+            "coef = [1, 2, 3, 4, 5]",
+            DType::F32,
+            4,
+            "too many values: `coef` holds 4 floats, and `[1, 2, 3, 4, 5]` has 5",
+        ),
+        ("coef = c", DType::F64, 3, "`c` is f32[3], but `coef` holds double (f64)"),
+        ("coef = [1.5]", DType::I32, 4, "`1.5` is not a whole number, and i32 holds integers"),
+        ("coef = 300", DType::U8, 1, "`300` is out of range for u8"),
+        ("coef = 2", DType::F32, 4, "`coef` holds 4 floats, but `2` is an int"),
+        ("coef = u", DType::F32, 4, "`u` was made with `empty(4)`"),
+    ] {
+        let d = symbol(text, dtype, len).expect_err(text);
+        assert!(d.message.starts_with(message), "{text}: {}", d.message);
+    }
+    // Any other `NAME = VALUE` that does not parse asks for `let`, as before.
+    assert!(err("x = 5 5").message.starts_with("a name gets its value with `let`"));
+}
+
+/// Strings exist for `expect printed`; elsewhere they are an error that says where they belong.
+#[test]
+fn expect_printed_takes_a_string_or_a_count_of_lines() {
+    let s = parse_statement(0, r#"expect printed "Hello \"GPU\"\n""#).unwrap();
+    let StmtKind::Expect(Expect::Printed { text, span }) = s.kind else { panic!() };
+    assert_eq!((text.as_str(), span.lo), ("Hello \"GPU\"\n", 15));
+    let s = parse_statement(0, "expect printed lines >= 2 * n").unwrap();
+    let StmtKind::Expect(Expect::PrintedLines { op: BinOp::Ge, count, .. }) = s.kind else { panic!() };
+    assert!(matches!(count.kind, ExprKind::Binary { op: BinOp::Mul, .. }));
+    for (text, message, at) in [
+        (r#"let s = "hi""#, "a string can't be used here", r#""hi""#),
+        (r#"expect printed "open"#, "this string has no closing `\"`", r#""open"#),
+        (r#"expect printed "a\qb""#, "unknown escape `\\q` in a string", r"\q"),
+        ("expect printed", "expected a string or `lines` after `expect printed`, found the end of the line", ""),
+        ("expect printed lines 3", "expected `==`, `<`, `>`, ... after `lines`, found number `3`", "3"),
+        (r#"expect printed """#, "`expect printed \"\"` checks nothing", r#""""#),
+        ("let c = 'x'", "unexpected character `'`", "'"),
+    ] {
+        let d = err(text);
+        assert_eq!((d.message.as_str(), span_text(text, &d).as_str()), (message, at), "{text}");
+    }
+    // A buffer called `printed` is still a buffer.
+    assert!(matches!(parse_statement(0, "expect printed == 3").unwrap().kind, StmtKind::Expect(Expect::Expr(_))));
 }

@@ -217,7 +217,7 @@ pub const TOPICS: &[(&str, &str)] = &[
     ),
     (
         "expect",
-        "expect EXPR checks a condition and says which elements broke it: expect a == 0.5, expect sum(a) ~= 10 (approximately), expect count(a > 0) == 3, expect all(a[0:4] < 1). expect clean checks the last launch had no findings; expect finding race (or out_of_bounds, barrier, step_limit, trap) that it had one.",
+        "expect EXPR checks a condition and says which elements broke it: expect a == 0.5, expect sum(a) ~= 10 (approximately), expect count(a > 0) == 3, expect all(a[0:4] < 1). expect clean checks the last launch had no findings; expect finding race (or out_of_bounds, barrier, step_limit, trap) that it had one; expect printed \"Hello\" that its printf output holds the text.",
     ),
     (
         "cost",

@@ -165,7 +165,8 @@ impl Session {
             };
             args.push(arg);
         }
-        let spec = LaunchSpec { kernel: kernel.name.clone(), grid, block, shared_bytes, args };
+        let spec =
+            LaunchSpec { kernel: kernel.name.clone(), grid, block, shared_bytes, args, symbols: self.symbol_writes() };
         Ok((spec, names))
     }
 
@@ -562,7 +563,7 @@ impl Session {
     }
 }
 
-fn dtype_of(s: Scalar) -> Option<DType> {
+pub(super) fn dtype_of(s: Scalar) -> Option<DType> {
     Some(match s {
         Scalar::F32 => DType::F32,
         Scalar::F64 => DType::F64,

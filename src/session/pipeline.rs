@@ -11,7 +11,7 @@ use crate::buffer::Buffer;
 use crate::cuda::{ItemKind, Module};
 use crate::diag::{Diagnostic, SourceId, Span};
 use crate::render;
-use crate::script::ast::{Expect, ExprKind, StmtKind};
+use crate::script::ast::{BinOp, Expect, ExprKind, StmtKind};
 use crate::script::eval::{self, Env};
 use crate::script::input::SplitError;
 use crate::script::{self, Input, InputKind};
@@ -303,6 +303,7 @@ impl Session {
                     };
                     writeln!(out, "{} {what} {}", self.options.style.dim(verb), self.options.style.bold(&sig))?;
                 }
+                self.forget_redeclared(&outcome.defined, out)?;
                 if self.active == BackendKind::Gpu
                     && let Some(Gpu::Ready(g)) = &self.gpu
                     && let Some(stat) = &g.last_compile
@@ -415,6 +416,9 @@ impl Session {
                 }
                 Ok(Status::Ok)
             }
+            StmtKind::SetSymbol { name, name_span, eq_span, value } => {
+                self.set_symbol(&name, name_span, eq_span, &value, &text, out)
+            }
             StmtKind::Launch(launch) => self.launch(&launch, &text, out),
             StmtKind::Print(exprs) => {
                 let mut worst = Status::Ok;
@@ -482,6 +486,7 @@ impl Session {
                 Ok(o) => (o.passed, o.message),
                 Err(diag) => return self.report(&diag, out),
             },
+            Expect::Printed { .. } | Expect::PrintedLines { .. } => return self.expect_printed(expect, text, out),
             Expect::Clean | Expect::Finding(..) => {
                 let Some(findings) = self.last_findings() else {
                     writeln!(out, "{}", style.error("error: no launch yet: `expect clean` and `expect finding` check the findings of the last launch"))?;
@@ -528,7 +533,9 @@ impl Session {
                             )
                         }
                     }
-                    Expect::Expr(_) => unreachable!("handled above"),
+                    Expect::Expr(_) | Expect::Printed { .. } | Expect::PrintedLines { .. } => {
+                        unreachable!("handled above")
+                    }
                 }
             }
         };
@@ -541,6 +548,86 @@ impl Session {
             writeln!(out, "{} {message}", style.error("expect failed:"))?;
             Ok(Status::ExpectFailed)
         }
+    }
+
+    /// `expect printed "TEXT"`: the text appears somewhere in what the last launch printed (its
+    /// lines joined by newlines, so one line's text or a run of whole lines); `expect printed
+    /// lines OP N`: how many lines it printed. A failure shows the first lines printed.
+    fn expect_printed(&mut self, expect: &Expect, text: &str, out: &mut dyn Write) -> io::Result<Status> {
+        /// Lines of output a failure shows, and the columns of each.
+        const SHOWN: usize = 5;
+        const COLUMNS: usize = 72;
+        let style = self.options.style.clone();
+        let Some(last) = self.last.as_ref() else {
+            writeln!(
+                out,
+                "{}",
+                style.error("error: no launch yet: `expect printed` checks what the last launch printed with printf")
+            )?;
+            return Ok(Status::Error);
+        };
+        let lines: Vec<&str> = last.report.output.iter().map(|l| l.text.as_str()).collect();
+        let truncated = last.report.output_truncated;
+        let count = lines.len();
+        let plural = |n: usize| if n == 1 { "line" } else { "lines" };
+        let (passed, message) = match expect {
+            Expect::Printed { text: wanted, .. } => {
+                let passed = lines.join("\n").contains(wanted.as_str());
+                let message = if count == 0 {
+                    format!("the last launch printed nothing; expected {wanted:?}")
+                } else {
+                    let cut = if truncated { " (its output was cut short)" } else { "" };
+                    format!("{wanted:?} is not in what the last launch printed ({count} {}{cut}):", plural(count))
+                };
+                (passed, message)
+            }
+            Expect::PrintedLines { op, count: want, .. } => {
+                let n = match eval::eval(want, self, text) {
+                    Ok(Value::Int(n)) => n,
+                    Ok(v) => {
+                        let d = Diagnostic::error(format!("a count of lines is an integer, not {}", v.type_name()))
+                            .at(want.span)
+                            .help("e.g. `expect printed lines == 8`");
+                        return self.report(&d, out);
+                    }
+                    Err(d) => return self.report(&d, out),
+                };
+                let have = count as i128;
+                let passed = match op {
+                    BinOp::Eq => have == n,
+                    BinOp::Ne => have != n,
+                    BinOp::Lt => have < n,
+                    BinOp::Le => have <= n,
+                    BinOp::Gt => have > n,
+                    _ => have >= n,
+                };
+                let shown = want.text(text);
+                let also = if shown == n.to_string() { String::new() } else { format!(" ({shown} = {n})") };
+                let message = format!(
+                    "the last launch printed {count} {}, expected {} {shown}{also}{}",
+                    plural(count),
+                    op.symbol(),
+                    if count > 0 { ":" } else { "" }
+                );
+                (passed, message)
+            }
+            _ => unreachable!("only printed checks come here"),
+        };
+        if passed {
+            writeln!(out, "{}", style.ok("ok"))?;
+            return Ok(Status::Ok);
+        }
+        let message = crate::diag::wrap(&message, style.width, "expect failed: ".len());
+        writeln!(out, "{} {message}", style.error("expect failed:"))?;
+        for line in lines.iter().take(SHOWN) {
+            let shown: String = line.chars().take(COLUMNS).collect();
+            let more = if line.chars().count() > COLUMNS { "..." } else { "" };
+            writeln!(out, "  | {shown}{more}")?;
+        }
+        if count > SHOWN {
+            writeln!(out, "{}", style.dim(&format!("  ... and {} more {}", count - SHOWN, plural(count - SHOWN))))?;
+        }
+        Ok(Status::ExpectFailed)
     }
 
     /// Which elements of `name` the last launch changed, when it was launched with that buffer.

@@ -19,6 +19,7 @@ pub(crate) struct Saved {
     active: BackendKind,
     color: bool,
     width: usize,
+    symbols: Vec<crate::launch::SymbolWrite>,
 }
 
 impl Session {
@@ -27,6 +28,7 @@ impl Session {
         self.module.clear();
         self.refused.clear();
         self.constants.clear();
+        self.symbols.clear();
         self.buffers.clear();
         self.scalars.clear();
         self.last = None;
@@ -41,6 +43,7 @@ impl Session {
             scalars: std::mem::take(&mut self.scalars),
             last: self.last.take(),
             history: self.history.clone(),
+            symbols: self.symbols.clone(),
             seed: self.options.sim.seed,
             schedule: self.options.sim.schedule,
             active: self.active,
@@ -55,6 +58,7 @@ impl Session {
         self.scalars = saved.scalars;
         self.last = saved.last;
         self.history = saved.history;
+        self.symbols = saved.symbols;
         self.set_seed(saved.seed);
         self.set_schedule(saved.schedule);
         self.active = saved.active;
@@ -64,6 +68,7 @@ impl Session {
 
     /// Forget buffers, scalars and the last launch, keeping kernels and settings.
     pub(crate) fn clear_data(&mut self) {
+        self.symbols.clear();
         self.buffers.clear();
         self.scalars.clear();
         self.last = None;

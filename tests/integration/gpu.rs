@@ -183,3 +183,25 @@ expect out[999] == 2998.5
     assert!(out.contains("`:backend gpu`"), "{out}");
     assert!(!out.contains("expect failed"), "{out}");
 }
+
+#[test]
+fn constant_memory_set_from_statements_and_printf_checks_run_on_the_gpu() {
+    if !gpu_enabled("constant_memory_set_from_statements_and_printf_checks_run_on_the_gpu") {
+        return;
+    }
+    for backend in ["gpu", "sim"] {
+        let run = gridlab().args(["replay", "tests/gpu/constant-memory.gridlab", "--backend", backend]).run();
+        assert_eq!(run.code, 0, "{backend}: {}{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains("note: `coef` is declared anew"), "{backend}: {}", run.stdout);
+    }
+    // A failing check shows what the GPU printed.
+    let script =
+        "__global__ void hi() { printf(\"hi from %d\\n\", threadIdx.x); }\nhi<<<1, 2>>>()\nexpect printed \"bye\"\n";
+    let run = gridlab().args(["--backend", "gpu"]).stdin(script).run();
+    assert!(
+        run.stdout.contains("expect failed: \"bye\" is not in what the last launch printed (2 lines):"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("  | hi from "), "{}", run.stdout);
+}

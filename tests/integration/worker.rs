@@ -37,6 +37,7 @@ fn launch(kernel: &str) -> Request {
         args: vec![WireArg::Buffer(0)],
         buffers: vec![WireBuffer { bytes: vec![1, 2, 3, 4], elem_size: 4 }],
         repeat: 1,
+        symbols: Vec::new(),
     })
 }
 
@@ -190,6 +191,7 @@ fn run(gpu: &mut GpuBackend, module: &Module, kernel: &str, buffer: &mut Buffer)
         block: Dim3::linear(4),
         shared_bytes: 0,
         args: vec![Arg::Buffer(0)],
+        symbols: Vec::new(),
     };
     let mut buffers = LaunchBuffers { names: vec!["a".into()], buffers: vec![buffer] };
     let report = gpu.launch(module, &spec, &mut buffers)?;

@@ -41,6 +41,8 @@ pub struct LaunchRequest {
     pub buffers: Vec<WireBuffer>,
     /// Launch this many times (for timing); results are those of the last launch.
     pub repeat: u32,
+    /// Module variables to set before each launch (`cudaMemcpyToSymbol`): name and bytes.
+    pub symbols: Vec<(String, Vec<u8>)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -200,6 +202,7 @@ mod tests {
             args: vec![WireArg::Buffer(0), WireArg::Scalar(1000i32.to_le_bytes().to_vec())],
             buffers: vec![WireBuffer { bytes: vec![0; 4000], elem_size: 4 }],
             repeat: 1,
+            symbols: vec![("coef".into(), 0.5f32.to_le_bytes().to_vec())],
         });
         let mut wire = Vec::new();
         send(&mut wire, &req).unwrap();

@@ -433,6 +433,17 @@ impl Worker {
         let b = (req.block[0], req.block[1], req.block[2]);
         let stream = std::ptr::null_mut();
         for _ in 0..req.repeat.max(1) {
+            // Before every launch, as the simulator starts each launch from them: a kernel
+            // that writes a `__device__` variable the session set sees the set values again.
+            if let Err(r) = self.set_symbols(&req.symbols) {
+                free_all(&allocations);
+                // SAFETY: events created above, not used after.
+                unsafe {
+                    let _ = result::event::destroy(start_ev);
+                    let _ = result::event::destroy(stop_ev);
+                }
+                return r;
+            }
             // SAFETY: the function, its arguments and the buffers are valid for the launch.
             let r = unsafe {
                 result::event::record(start_ev, stream).and_then(|_| {
@@ -488,6 +499,28 @@ impl Worker {
             }
             Err(e) => failed(&format!("running `{}`", req.kernel), e),
         }
+    }
+
+    /// Copy the session's values into the loaded module's `__constant__`/`__device__`
+    /// variables (`cuModuleGetGlobal`, then a host-to-device copy, as `cudaMemcpyToSymbol`
+    /// does). A variable the module does not have was left out by the compiler because no
+    /// kernel reads it: nothing can see its values, so it is skipped.
+    fn set_symbols(&self, symbols: &[(String, Vec<u8>)]) -> Result<(), Response> {
+        let Some(module) = self.module else { return Ok(()) };
+        for (name, bytes) in symbols {
+            let Ok(cname) = CString::new(name.as_str()) else { continue };
+            // SAFETY: the module is loaded; the lookup writes a pointer and a size.
+            let (ptr, size) = match unsafe { result::module::get_global(module, cname) } {
+                Ok(found) => found,
+                Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => continue,
+                Err(e) => return Err(failed(&format!("finding `{name}` in the module"), e)),
+            };
+            let n = bytes.len().min(size);
+            // SAFETY: `ptr` is the variable's device address and holds `size >= n` bytes.
+            unsafe { result::memcpy_htod_sync(ptr, &bytes[..n]) }
+                .map_err(|e| failed(&format!("setting `{name}`"), e))?;
+        }
+        Ok(())
     }
 
     /// What device printf wrote since the last launch.

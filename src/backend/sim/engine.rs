@@ -1186,6 +1186,11 @@ pub fn run(
                             write(dst, *v);
                         }
                     }
+                    // Values the session set (`coef = [...]`) go over the initialiser's.
+                    if let Some(w) = spec.symbols.iter().find(|w| w.name == g.var.name) {
+                        let n = w.bytes.len().min(bytes.len());
+                        bytes[..n].copy_from_slice(&w.bytes[..n]);
+                    }
                 }
                 let n = if findings && !constant { bytes.len() / st.elem.max(1) as usize } else { 0 };
                 global_shadow.push(vec![Shadow::default(); n]);

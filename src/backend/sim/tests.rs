@@ -118,6 +118,7 @@ fn run_ast(
         block: Dim3::linear(block),
         shared_bytes: 0,
         args,
+        symbols: Vec::new(),
     };
     engine::run(
         &k,
@@ -374,7 +375,7 @@ impl Sim {
     ) -> LaunchReport {
         let mut args: Vec<Arg> = (0..bufs.len()).map(Arg::Buffer).collect();
         args.extend(scalars.iter().map(|s| Arg::Scalar(*s)));
-        let spec = LaunchSpec { kernel: kernel.into(), grid, block, shared_bytes, args };
+        let spec = LaunchSpec { kernel: kernel.into(), grid, block, shared_bytes, args, symbols: Vec::new() };
         let names = ["a", "b", "c"].iter().take(bufs.len()).map(|s| s.to_string()).collect();
         let mut lb = LaunchBuffers { names, buffers: bufs.iter_mut().map(|b| &mut **b).collect() };
         self.backend.launch(&self.module, &spec, &mut lb).expect("launch runs")
@@ -623,6 +624,7 @@ fn findings_carry_the_kernels_own_name_for_a_buffer() {
         block: lin(4),
         shared_bytes: 0,
         args: vec![Arg::Buffer(0), Arg::Buffer(0)],
+        symbols: Vec::new(),
     };
     let mut lb = LaunchBuffers { names: vec!["a".into()], buffers: vec![&mut a] };
     let r = sim.backend.launch(&sim.module, &spec, &mut lb).unwrap();
@@ -721,6 +723,7 @@ fn zero_sized_launch_is_an_error() {
         block: lin(1),
         shared_bytes: 0,
         args: vec![Arg::Buffer(0)],
+        symbols: Vec::new(),
     };
     let mut lb = LaunchBuffers { names: vec!["a".into()], buffers: vec![&mut a] };
     assert!(sim.backend.launch(&sim.module, &spec, &mut lb).is_err());
@@ -817,7 +820,14 @@ __global__ void trapper(float *a) {
     let mut launch = |kernel: &str, block: u32, args: Vec<Arg>, a: &mut Buffer| {
         let shared_bytes = if kernel == "huge" { u32::MAX } else { 0 };
         let kernel = if kernel == "huge" { "ext" } else { kernel };
-        let spec = LaunchSpec { kernel: kernel.into(), grid: lin(1), block: lin(block), shared_bytes, args };
+        let spec = LaunchSpec {
+            kernel: kernel.into(),
+            grid: lin(1),
+            block: lin(block),
+            shared_bytes,
+            args,
+            symbols: Vec::new(),
+        };
         let mut lb = LaunchBuffers { names: vec!["a".into()], buffers: vec![a] };
         backend.launch(&module, &spec, &mut lb)
     };
@@ -859,6 +869,7 @@ fn cancel_stops_and_restores_buffers() {
         block: lin(256),
         shared_bytes: 0,
         args: vec![Arg::Buffer(0)],
+        symbols: Vec::new(),
     };
     let mut lb = LaunchBuffers { names: vec!["a".into()], buffers: vec![&mut a] };
     let r = sim.backend.launch(&sim.module, &spec, &mut lb);
@@ -956,6 +967,7 @@ __global__ void mix(int *out, float *f) {
             block: lin(4),
             shared_bytes: 0,
             args: vec![Arg::Buffer(0), Arg::Buffer(1)],
+            symbols: Vec::new(),
         };
         let mut lb = LaunchBuffers { names: vec!["out".into(), "f".into()], buffers: vec![&mut out, &mut f] };
         let r = backend.launch(&module, &spec, &mut lb).expect("runs");
@@ -1048,8 +1060,14 @@ fn exponential_inlining_is_refused_naming_the_calls() {
     text += "__global__ void k(int *a) { a[0] = f39(a[0]); }";
     let mut sim = Sim::of(&text);
     let mut a = Buffer::from_nums(DType::I32, Shape::D1(1), vec![Num::Int(0)]);
-    let spec =
-        LaunchSpec { kernel: "k".into(), grid: lin(1), block: lin(1), shared_bytes: 0, args: vec![Arg::Buffer(0)] };
+    let spec = LaunchSpec {
+        kernel: "k".into(),
+        grid: lin(1),
+        block: lin(1),
+        shared_bytes: 0,
+        args: vec![Arg::Buffer(0)],
+        symbols: Vec::new(),
+    };
     let mut lb = LaunchBuffers { names: vec!["a".into()], buffers: vec![&mut a] };
     let Err(BackendError::Unsupported(e)) = sim.backend.launch(&sim.module, &spec, &mut lb) else { panic!("too big") };
     let text = e.to_plain(&sim.sources);
@@ -1629,4 +1647,37 @@ fn a_misaligned_access_traps_as_on_a_gpu_and_aligned_casts_run() {
     let mut out = Buffer::zeros(DType::I32, Shape::D1(4));
     let r = sim.launch("halves", lin(1), lin(4), &mut [&mut h, &mut out], &[]);
     assert!(!r.aborted, "{:?}", r.findings);
+}
+
+/// Values the session set (`LaunchSpec::symbols`) go over a variable's initialiser at the start
+/// of a launch, only as far as they reach; every launch starts again from both, so a kernel's
+/// write to a `__device__` variable does not last.
+#[test]
+fn symbol_writes_go_over_initialisers_at_every_launch() {
+    let mut sim = Sim::of(
+        "__constant__ float coef[3] = {1, 2, 3};\n__device__ int count;\n\
+         __global__ void read(float *out) { out[threadIdx.x] = coef[threadIdx.x] + count; __syncthreads(); if (threadIdx.x == 0) count += 100; }",
+    );
+    let mut out = floats(&[0.0; 3]);
+    let symbols = vec![
+        crate::launch::SymbolWrite { name: "coef".into(), bytes: 0.5f32.to_le_bytes().to_vec() },
+        crate::launch::SymbolWrite { name: "count".into(), bytes: 10i32.to_le_bytes().to_vec() },
+    ];
+    for _ in 0..2 {
+        let spec = LaunchSpec {
+            kernel: "read".into(),
+            grid: lin(1),
+            block: lin(3),
+            shared_bytes: 0,
+            args: vec![Arg::Buffer(0)],
+            symbols: symbols.clone(),
+        };
+        let mut lb = LaunchBuffers { names: vec!["out".into()], buffers: vec![&mut out] };
+        let r = sim.backend.launch(&sim.module, &spec, &mut lb).expect("runs");
+        assert!(r.findings.is_empty(), "{:?}", r.findings);
+        assert_eq!(out.to_f64_vec(), vec![10.5, 12.0, 13.0]);
+    }
+    // Without them, the initialisers (and zeros where there is none).
+    sim.launch("read", lin(1), lin(3), &mut [&mut out], &[]);
+    assert_eq!(out.to_f64_vec(), vec![1.0, 2.0, 3.0]);
 }
