@@ -31,6 +31,11 @@ fn layout(g: &Global) -> Result<(crate::cuda::ast::Scalar, usize), String> {
     }
     match ty {
         Type::Scalar(s) => Ok((*s, len)),
+        // `__constant__ float4 c[8]`: set as its members' one type, members in order.
+        Type::Struct(def) => match def.uniform() {
+            Some((s, per)) => Ok((s, len.saturating_mul(per as usize))),
+            None => Err(def.name.clone()),
+        },
         other => Err(other.c_name()),
     }
 }
@@ -58,7 +63,7 @@ impl Session {
             Err(ty) => {
                 let d = Diagnostic::error(format!("`{name}` is a {kind} `{ty}`: only numbers can be set from here"))
                     .at(name_span)
-                    .help("a statement sets variables of numbers or arrays of numbers, e.g. `__constant__ float coef[4];`");
+                    .help("a statement sets variables of numbers, arrays of numbers, or of structs whose members are all one type (`float4`), e.g. `__constant__ float coef[4];`");
                 return self.report(&d, out);
             }
         };
