@@ -184,6 +184,9 @@ struct Machine<'k, 'b> {
     /// Per buffer (in region order), the kernel's name for it: the parameter it was passed to,
     /// when only one.
     param_names: Vec<Option<String>>,
+    /// Per buffer, how many of its values make one element of the struct pointer it was passed
+    /// to (1 for a pointer to numbers).
+    param_per: Vec<u64>,
     /// Threads in the launch.
     threads: u64,
 }
@@ -1110,6 +1113,14 @@ impl Machine<'_, '_> {
         });
     }
 
+    /// Buffer values per element of the kernel's pointer to it (see `param_per`).
+    fn per(&self, region: u32) -> i64 {
+        if region == 0 || region >= STATIC_REGION_BASE {
+            return 1;
+        }
+        self.param_per.get(region as usize - 1).copied().unwrap_or(1).max(1) as i64
+    }
+
     /// The kernel's own name for a buffer, where it differs from the session's.
     fn kernel_name(&self, region: u32, names: &[String]) -> Option<String> {
         if region == 0 || region >= STATIC_REGION_BASE {
@@ -1222,6 +1233,20 @@ pub fn run(
         }
         names.into_iter().zip(twice).map(|(n, t)| n.filter(|_| !t)).collect()
     };
+    // A buffer passed to a `float4 *` holds four of its values per element the kernel indexes:
+    // findings count in the kernel's elements (`v[2]`, not the buffer's `v[8]`).
+    let param_per: Vec<u64> = {
+        let kernel_params = program.function(&spec.kernel).map(|(_, f)| &f.params[..]).unwrap_or(&[]);
+        let mut per = vec![1u64; bufs.len()];
+        for (arg, p) in spec.args.iter().zip(kernel_params) {
+            if let (Arg::Buffer(i), Some(crate::cuda::ast::Type::Struct(def))) = (arg, p.ty.pointee())
+                && let (Some(slot), Some((_, n))) = (per.get_mut(*i), def.uniform())
+            {
+                *slot = n;
+            }
+        }
+        per
+    };
     let bufs_bytes: u64 = bufs.iter().map(|b| b.len() as u64).sum();
     let max_total = config.max_steps.saturating_mul(if seq { WARP as u64 } else { 1 });
     let mut m = Machine {
@@ -1262,6 +1287,7 @@ pub fn run(
         // many.
         max_warp: (max_total / 4).max(1),
         param_names,
+        param_per,
         threads: u64::try_from(spec.total_threads()).unwrap_or(u64::MAX),
         cost: config.cost.filter(|_| !seq).map(|p| {
             let data = bufs_bytes
@@ -1447,24 +1473,25 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
     }
     let mut findings = Vec::new();
     for ((region, access), s) in &m.reports.oob {
+        let per = m.per(*region);
         findings.push(Finding::OutOfBounds {
             memory: m.memory_of(*region, names),
             kernel_name: m.kernel_name(*region, names),
             threads: m.threads,
-            len: s.len,
+            len: s.len / per as u64,
             access: *access,
             count: s.count,
-            min_index: s.min,
-            max_index: s.max,
+            min_index: s.min.div_euclid(per),
+            max_index: s.max.div_euclid(per),
             first: m.site(s.first_pc, s.first_thread, *access),
-            first_index: s.first_index,
+            first_index: s.first_index.div_euclid(per),
         });
     }
     for (region, s) in &m.reports.uninit {
         findings.push(Finding::Uninit {
             memory: m.memory_of(*region, names),
             kernel_name: m.kernel_name(*region, names),
-            index: (*region < memory::VAR_REGION_BASE).then_some(s.first_index),
+            index: (*region < memory::VAR_REGION_BASE).then_some(s.first_index.div_euclid(m.per(*region))),
             count: s.count,
             elements: s.elements,
             first: m.site(s.first_pc, s.first_thread, Access::Read),

@@ -1681,3 +1681,15 @@ fn symbol_writes_go_over_initialisers_at_every_launch() {
     sim.launch("read", lin(1), lin(3), &mut [&mut out], &[]);
     assert_eq!(out.to_f64_vec(), vec![1.0, 2.0, 3.0]);
 }
+
+#[test]
+fn a_bounds_finding_through_a_struct_pointer_counts_in_structs() {
+    let mut sim = Sim::of("__global__ void shift(float4 *v) { v[threadIdx.x].w = v[threadIdx.x + 1].x; }");
+    let mut w = floats(&[0.0; 8]);
+    let r = sim.launch("shift", lin(1), lin(2), &mut [&mut w], &[]);
+    let [Finding::OutOfBounds { len, min_index, max_index, first_index, .. }] = &r.findings[..] else {
+        panic!("{:?}", r.findings)
+    };
+    // Eight floats are two float4s; thread 1 read v[2].
+    assert_eq!((*len, *min_index, *max_index, *first_index), (2, 2, 2, 2));
+}
