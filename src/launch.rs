@@ -103,11 +103,14 @@ impl ScalarArg {
 }
 
 /// One argument of a launch.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Arg {
     /// The buffer at this index of [`LaunchBuffers`].
     Buffer(usize),
     Scalar(ScalarArg),
+    /// A struct by value (`float2 c`, `uchar4 colour`) whose members are all one type: the
+    /// members in order.
+    Struct(Vec<ScalarArg>),
 }
 
 /// A launch the session has validated: the kernel exists, arguments match its parameters, and

@@ -235,6 +235,8 @@ fn launch_request(spec: &LaunchSpec, buffers: &LaunchBuffers<'_>, repeat: u32) -
             .map(|a| match a {
                 Arg::Buffer(i) => WireArg::Buffer(*i as u32),
                 Arg::Scalar(s) => WireArg::Scalar(s.to_le_bytes()),
+                // Members of one type lie one after another with no padding: the struct's bytes.
+                Arg::Struct(members) => WireArg::Scalar(members.iter().flat_map(|m| m.to_le_bytes()).collect()),
             })
             .collect(),
         buffers: buffers

@@ -286,7 +286,16 @@ impl Backend for SimBackend {
                 MAX_MEMORY_BYTES >> 20
             )));
         }
-        if kernel.params as usize != spec.args.len() {
+        // A struct argument fills one parameter register per member.
+        let registers: usize = spec
+            .args
+            .iter()
+            .map(|a| match a {
+                crate::launch::Arg::Struct(members) => members.len(),
+                _ => 1,
+            })
+            .sum();
+        if kernel.params as usize != registers {
             return Err(BackendError::Launch(format!(
                 "`{}` takes {} arguments, {} given",
                 spec.kernel,

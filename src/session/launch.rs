@@ -154,6 +154,7 @@ impl Session {
                     Arg::Buffer(idx)
                 }
                 Type::Scalar(s) => Arg::Scalar(self.scalar_arg(expr, &param.name, *s, text)?),
+                Type::Struct(def) => self.struct_arg(expr, &param.name, def, text)?,
                 other => {
                     return Err(Diagnostic::error(format!(
                         "parameter `{}` has type `{}`, which a launch cannot pass",
@@ -483,6 +484,55 @@ impl Session {
             ))
             .at(e.span)),
         }
+    }
+
+    /// A struct parameter whose members are one type (`float2 c`, `uchar4 colour`) takes a list
+    /// of its members' values, `[-0.8, 0.156]`, each checked as a scalar parameter is.
+    fn struct_arg(
+        &self,
+        e: &Expr,
+        param: &str,
+        def: &std::sync::Arc<crate::cuda::ast::StructDef>,
+        text: &str,
+    ) -> Result<Arg, Diagnostic> {
+        let example: Vec<&str> = def.fields.iter().map(|f| f.name.as_str()).collect();
+        let Some((s, n)) = def.uniform() else {
+            return Err(Diagnostic::error(format!(
+                "parameter `{param}` is a `{}` by value, whose members are not all one type",
+                def.name
+            ))
+            .at(e.span)
+            .help(format!(
+                "a launch passes structs of one member type (`float2`, `uchar4`) as a list; give the kernel `{}` as separate parameters",
+                example.join(", ")
+            )));
+        };
+        let ExprKind::List(items) = &e.kind else {
+            return Err(Diagnostic::error(format!(
+                "parameter `{param}` is a `{}`: pass its members as a list",
+                def.name
+            ))
+            .at(e.span)
+            .help(format!(
+                "write `[{}]`, one value per member ({})",
+                vec!["..."; n as usize].join(", "),
+                example.join(", ")
+            )));
+        };
+        if items.len() as u64 != n {
+            return Err(Diagnostic::error(format!(
+                "`{}` has {n} members, but the list has {} values",
+                def.name,
+                items.len()
+            ))
+            .at(e.span)
+            .help(format!("give one value per member: {}", example.join(", "))));
+        }
+        let mut members = Vec::new();
+        for (item, f) in items.iter().zip(&def.fields) {
+            members.push(self.scalar_arg(item, &format!("{param}.{}", f.name), s, text)?);
+        }
+        Ok(Arg::Struct(members))
     }
 
     /// A scalar parameter takes a number that fits its C type exactly.

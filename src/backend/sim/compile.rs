@@ -414,7 +414,6 @@ struct Compiler<'p> {
 /// Compile kernel `name` of `program`.
 pub fn compile(program: &Program, id: FuncId) -> Result<Kernel> {
     let func = program.functions.get(id as usize).ok_or_else(|| Diagnostic::error("no such kernel"))?;
-    let params = func.params.len() as u32;
     let mut c = Compiler {
         program,
         code: Vec::new(),
@@ -433,12 +432,8 @@ pub fn compile(program: &Program, id: FuncId) -> Result<Kernel> {
         span: func.span,
     };
     // Parameters are the first locals, so they land in registers 12.. as the engine expects.
-    if let Some(p) = func.params.iter().find(|p| matches!(p.ty, Type::Struct(_))) {
-        return Err(Diagnostic::error(format!("a launch cannot pass the struct parameter `{}`", p.name))
-            .at(p.span)
-            .label(format!("a `{}` by value", p.ty.c_name()))
-            .help("pass its members as separate parameters, or a pointer to a buffer of them"));
-    }
+    // A struct parameter takes one register per member (the launch passes its members).
+    let params: u32 = func.params.iter().map(|p| p.ty.leaf_count()).sum();
     let locals: Vec<Reg> = func.locals.iter().map(|l| c.temps(l.ty.leaf_count())).collect();
     let unset = c.unset_locals(func, &locals);
     let arrays = c.local_arrays(func)?;

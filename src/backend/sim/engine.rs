@@ -1212,9 +1212,11 @@ pub fn run(
     let params = spec
         .args
         .iter()
-        .map(|a| match a {
-            Arg::Buffer(i) => memory::make_ptr(*i as u32 + 1, 0),
-            Arg::Scalar(s) => s.to_bits(),
+        .flat_map(|a| match a {
+            Arg::Buffer(i) => vec![memory::make_ptr(*i as u32 + 1, 0)],
+            Arg::Scalar(s) => vec![s.to_bits()],
+            // A struct parameter fills one register per member, in order.
+            Arg::Struct(members) => members.iter().map(|s| s.to_bits()).collect(),
         })
         .collect();
     let seq = config.schedule == Schedule::Sequential;
