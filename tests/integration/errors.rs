@@ -44,4 +44,5 @@ error_transcripts!(
     habit_errors,
     finding_advice,
     extreme_errors,
+    view_errors,
 );

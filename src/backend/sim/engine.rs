@@ -1154,6 +1154,12 @@ pub fn run(
         .iter()
         .map(|a| match a {
             Arg::Buffer(i) => memory::make_ptr(*i as u32 + 1, 0),
+            // A view is the buffer's own region, further in: its accesses are the buffer's, by
+            // the buffer's indices, and bounds are the whole buffer's.
+            Arg::View { buffer, offset } => {
+                let elem = buf_elem.get(*buffer).copied().unwrap_or(1) as i64;
+                memory::make_ptr(*buffer as u32 + 1, *offset as i64 * elem)
+            }
             Arg::Scalar(s) => s.to_bits(),
         })
         .collect();
@@ -1163,11 +1169,12 @@ pub fn run(
         let mut names: Vec<Option<String>> = vec![None; bufs.len()];
         let mut twice = vec![false; bufs.len()];
         for (arg, p) in spec.args.iter().zip(kernel_params) {
-            if let Arg::Buffer(i) = arg
-                && let Some(slot) = names.get_mut(*i)
+            if let Some((i, offset)) = arg.pointer()
+                && let Some(slot) = names.get_mut(i)
             {
-                // A buffer passed to two parameters has no one name in the kernel.
-                twice[*i] |= slot.as_ref().is_some_and(|n| *n != p.name);
+                // A buffer passed to two parameters has no one name in the kernel, nor has one
+                // passed as a view: `p[0]` of `p = a + 4` is `a[4]`, and findings say `a[4]`.
+                twice[i] |= offset != 0 || slot.as_ref().is_some_and(|n| *n != p.name);
                 *slot = Some(p.name.clone());
             }
         }
