@@ -979,6 +979,8 @@ mod tests {
         let flat = out.replace("\n         ", " ");
         assert!(flat.contains("2 threads wrote past the end of `a` (length 12): indices 12..13"), "{out}");
         assert!(out.contains("block 0 thread 2 wrote a[12]"), "{out}");
+        // The advice counts in the kernel's own index, from where `p` starts.
+        assert!(flat.contains("`p` is `a + 10`: from there to the end of `a` there are 2 elements"), "{out}");
         // The elements inside were written; the launch ran on the buffer.
         let (status, out) = run(&mut s, "expect a[10:] == [9, 9]\n");
         assert_eq!(status, Status::Ok, "{out}");

@@ -184,6 +184,9 @@ struct Machine<'k, 'b> {
     /// Per buffer (in region order), the kernel's name for it: the parameter it was passed to,
     /// when only one.
     param_names: Vec<Option<String>>,
+    /// Per buffer, the parameter and offset in elements when the kernel got it as one pointer
+    /// into it (`p = a + 4`), for advice in the kernel's own indices.
+    param_views: Vec<Option<(String, u64)>>,
     /// Threads in the launch.
     threads: u64,
 }
@@ -1075,6 +1078,14 @@ impl Machine<'_, '_> {
         self.param_names.get(i)?.clone().filter(|p| names.get(i) != Some(p))
     }
 
+    /// The parameter that points into a buffer, and where (see `param_views`).
+    fn view_of(&self, region: u32) -> Option<(String, u64)> {
+        if region == 0 || region >= STATIC_REGION_BASE {
+            return None;
+        }
+        self.param_views.get(region as usize - 1)?.clone()
+    }
+
     fn memory_of(&self, region: u32, names: &[String]) -> Memory {
         if region >= memory::VAR_REGION_BASE {
             let i = (region - memory::VAR_REGION_BASE) as usize;
@@ -1164,21 +1175,26 @@ pub fn run(
         })
         .collect();
     let seq = config.schedule == Schedule::Sequential;
-    let param_names = {
+    let (param_names, param_views) = {
         let kernel_params = program.function(&spec.kernel).map(|(_, f)| &f.params[..]).unwrap_or(&[]);
         let mut names: Vec<Option<String>> = vec![None; bufs.len()];
-        let mut twice = vec![false; bufs.len()];
+        let mut views: Vec<Option<(String, u64)>> = vec![None; bufs.len()];
+        let mut passed = vec![0u32; bufs.len()];
         for (arg, p) in spec.args.iter().zip(kernel_params) {
             if let Some((i, offset)) = arg.pointer()
-                && let Some(slot) = names.get_mut(i)
+                && i < bufs.len()
             {
                 // A buffer passed to two parameters has no one name in the kernel, nor has one
                 // passed as a view: `p[0]` of `p = a + 4` is `a[4]`, and findings say `a[4]`.
-                twice[i] |= offset != 0 || slot.as_ref().is_some_and(|n| *n != p.name);
-                *slot = Some(p.name.clone());
+                passed[i] += 1;
+                names[i] = Some(p.name.clone()).filter(|_| offset == 0);
+                views[i] = (offset != 0).then(|| (p.name.clone(), offset as u64));
             }
         }
-        names.into_iter().zip(twice).map(|(n, t)| n.filter(|_| !t)).collect()
+        (
+            names.into_iter().zip(&passed).map(|(n, k)| n.filter(|_| *k == 1)).collect(),
+            views.into_iter().zip(&passed).map(|(v, k)| v.filter(|_| *k == 1)).collect(),
+        )
     };
     let bufs_bytes: u64 = bufs.iter().map(|b| b.len() as u64).sum();
     let max_total = config.max_steps.saturating_mul(if seq { WARP as u64 } else { 1 });
@@ -1220,6 +1236,7 @@ pub fn run(
         // many.
         max_warp: (max_total / 4).max(1),
         param_names,
+        param_views,
         threads: u64::try_from(spec.total_threads()).unwrap_or(u64::MAX),
         cost: config.cost.filter(|_| !seq).map(|p| {
             let data = bufs_bytes
@@ -1408,6 +1425,7 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
         findings.push(Finding::OutOfBounds {
             memory: m.memory_of(*region, names),
             kernel_name: m.kernel_name(*region, names),
+            view: m.view_of(*region),
             threads: m.threads,
             len: s.len,
             access: *access,
