@@ -446,11 +446,13 @@ impl Session {
 
     /// Why `e`, which points into no buffer, cannot go to pointer parameter `param`.
     fn not_a_pointer(&self, e: &Expr, param: &str, ty: &Type, text: &str) -> Diagnostic {
-        // `a[4]` is an element, a value; in C `&a[4]` would be the pointer.
+        // `a[4]` is an element, a value; in C `&a[4]` would be the pointer. (`a[a > 0]` is a
+        // mask, and `b + 4` of no buffer `b` a name to look up.)
         if let ExprKind::Index { target, indices } = &e.kind
             && let ExprKind::Name(b) = &target.kind
             && self.buffer(b).is_some()
             && let [Index::At(i)] = &indices[..]
+            && matches!(eval::eval(i, self, text), Ok(Value::Int(_)))
         {
             let i = src(text, i.span);
             return Diagnostic::error(format!(
@@ -460,6 +462,30 @@ impl Session {
             ))
             .at(e.span)
             .help(format!("to pass a pointer to it, as `&{b}[{i}]` does in C, write `{b} + {i}` or `{b}[{i}:]`"));
+        }
+        if let ExprKind::Index { target, .. } = &e.kind
+            && let ExprKind::Name(b) = &target.kind
+            && self.buffer(b).is_some()
+        {
+            return Diagnostic::error(format!(
+                "`{}` picks elements of `{b}` by a mask, which no pointer points to",
+                src(text, e.span)
+            ))
+            .at(e.span)
+            .help(format!(
+                "pass `{b}`, or a pointer into it: `{b} + 4`, `{b}[4:]`; the kernel can test each element itself"
+            ));
+        }
+        if let ExprKind::Binary { op: BinOp::Add | BinOp::Sub, lhs, .. } = &e.kind
+            && let ExprKind::Name(n) = &lhs.kind
+            && eval::eval(lhs, self, text).is_err()
+        {
+            let names = self.buffers.iter().map(|(n, _)| n.as_str());
+            let d = Diagnostic::error(format!("no buffer named `{n}`")).at(lhs.span);
+            return match crate::diag::suggest::closest(n, names) {
+                Some(best) => d.help(format!("did you mean `{best}`?")),
+                None => d.help(format!("create it first, e.g. `let {n} = zeros(1000)`")),
+            };
         }
         Diagnostic::error(format!("parameter `{param}` is a pointer (`{}`): pass a buffer by name", ty.c_name()))
             .at(e.span)
