@@ -124,6 +124,8 @@ pub enum Finding {
         memory: Memory,
         /// The kernel's own name for a buffer, as in `OutOfBounds`.
         kernel_name: Option<String>,
+        /// The kernel's pointer into the buffer, as in `OutOfBounds`.
+        view: Option<(String, u64)>,
         /// The element of the example pair.
         index: i64,
         /// Racing access pairs seen (for the summary's count).

@@ -81,7 +81,7 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             }
             d.help(out_of_bounds_advice(sources, first, kname, global, *threads, *len, *min_index, *max_index))
         }
-        Finding::Race { memory, kernel_name, index, count, elements, first, second } => {
+        Finding::Race { memory, kernel_name, view, index, count, elements, first, second } => {
             let lines = {
                 let (a, b) = (line(sources, first), line(sources, second));
                 if a == b { format!("line {a}") } else { format!("lines {a} and {b}") }
@@ -118,7 +118,14 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
                 let text = excerpt(sources, first.span);
                 d = d.note(format!("the other access is at {}: {text}", sources.location(first.span)));
             }
-            d.help(race_advice(sources, memory, &el, kname, *elements, first, second))
+            // Advice is code for the kernel: through `p = a + 4`, `a[4]` is `p[0]` there.
+            match view {
+                Some((param, offset)) => {
+                    let el = format!("{param}[{}]", index.saturating_sub(*offset as i64));
+                    d.help(race_advice(sources, memory, &el, param, *elements, first, second))
+                }
+                None => d.help(race_advice(sources, memory, &el, kname, *elements, first, second)),
+            }
         }
         Finding::Uninit { memory, kernel_name, index, count, elements, first } => {
             let kname = kernel_name.as_deref().unwrap_or(memory.name());
@@ -529,6 +536,7 @@ mod tests {
         let race = |first, second, elements| Finding::Race {
             memory: Memory::Shared("s".into()),
             kernel_name: None,
+            view: None,
             index: 0,
             count: 31,
             elements,
@@ -560,6 +568,7 @@ mod tests {
         let f = Finding::Race {
             memory: Memory::Global("a".into()),
             kernel_name: None,
+            view: None,
             index: 0,
             count: 1_048_575,
             elements: 2,

@@ -549,7 +549,7 @@ impl Session {
                 base.checked_sub(self.offset_amount(rhs, text)?).ok_or_else(overflow)
             }
             ExprKind::Index { indices, .. } => self.slice_offset(e, indices, name, text),
-            _ => Err(overflow()),
+            _ => Err(Diagnostic::error(format!("`{}` is not a pointer into `{name}`", src(text, e.span))).at(e.span)),
         }
     }
 
@@ -995,6 +995,8 @@ mod tests {
         assert!(out.contains("data race on `a`"), "{out}");
         assert!(out.contains(" a[4]"), "{out}");
         assert!(!out.contains("wrote p[") && !out.contains("read p[") && !out.contains("`p` in the kernel"), "{out}");
+        // Advice is code for the kernel, where the element is `p[0]`.
+        assert!(out.contains("atomicAdd(&p[0], ...)"), "{out}");
         let (_, out) = run(&mut s, ":why");
         assert!(out.contains("race on a[4]"), "{out}");
         let (status, out) = run(&mut s, ":race same<<<4, 32>>>(a + 4)");

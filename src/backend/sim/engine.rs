@@ -1450,6 +1450,7 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
         findings.push(Finding::Race {
             memory: m.memory_of(*region, names),
             kernel_name: m.kernel_name(*region, names),
+            view: m.view_of(*region),
             index: s.index,
             count: s.count,
             elements: s.elements.max(1),
