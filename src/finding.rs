@@ -101,6 +101,9 @@ pub enum Finding {
         /// The kernel's own name for a buffer (its parameter), where it differs from the
         /// session's name in `memory`: what the kernel's code calls it.
         kernel_name: Option<String>,
+        /// When the kernel got the buffer as one pointer into it (`p = a + 4`): that parameter
+        /// and its offset in elements, so that advice can speak of the kernel's own index.
+        view: Option<(String, u64)>,
         /// Threads in the launch.
         threads: u64,
         /// Elements in the memory (for the message "`a` (length 1000)").
@@ -121,6 +124,8 @@ pub enum Finding {
         memory: Memory,
         /// The kernel's own name for a buffer, as in `OutOfBounds`.
         kernel_name: Option<String>,
+        /// The kernel's pointer into the buffer, as in `OutOfBounds`.
+        view: Option<(String, u64)>,
         /// The element of the example pair.
         index: i64,
         /// Racing access pairs seen (for the summary's count).

@@ -107,10 +107,29 @@ impl ScalarArg {
 pub enum Arg {
     /// The buffer at this index of [`LaunchBuffers`].
     Buffer(usize),
+    /// A pointer `offset` elements into the buffer at index `buffer` (`a + 4`, `a[4:]`, host
+    /// code's `d_a + offset`): the kernel's accesses go to that buffer, and findings name it
+    /// with its own indices. The session checks `offset <= len`, so the pointer is inside the
+    /// buffer or just past its end; the kernel may reach before it too, as on a GPU.
+    View {
+        buffer: usize,
+        offset: usize,
+    },
     Scalar(ScalarArg),
     /// A struct by value (`float2 c`, `uchar4 colour`) whose members are all one type: the
     /// members in order.
     Struct(Vec<ScalarArg>),
+}
+
+impl Arg {
+    /// The buffer this argument points into and the element offset, for either kind of pointer.
+    pub fn pointer(&self) -> Option<(usize, usize)> {
+        match *self {
+            Arg::Buffer(i) => Some((i, 0)),
+            Arg::View { buffer, offset } => Some((buffer, offset)),
+            Arg::Scalar(_) | Arg::Struct(_) => None,
+        }
+    }
 }
 
 /// A launch the session has validated: the kernel exists, arguments match its parameters, and

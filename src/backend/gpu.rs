@@ -234,6 +234,10 @@ fn launch_request(spec: &LaunchSpec, buffers: &LaunchBuffers<'_>, repeat: u32) -
             .iter()
             .map(|a| match a {
                 Arg::Buffer(i) => WireArg::Buffer(*i as u32),
+                Arg::View { buffer, offset } => WireArg::View {
+                    buffer: *buffer as u32,
+                    byte_offset: buffers.buffers.get(*buffer).map_or(0, |b| (offset * b.dtype().size()) as u64),
+                },
                 Arg::Scalar(s) => WireArg::Scalar(s.to_le_bytes()),
                 // Members of one type lie one after another with no padding: the struct's bytes.
                 Arg::Struct(members) => WireArg::Scalar(members.iter().flat_map(|m| m.to_le_bytes()).collect()),
@@ -359,5 +363,34 @@ mod tests {
         assert_eq!(fresh.describe(), "compiled for sm_90 in 48 ms");
         let hit = CompileStat { cached: true, millis: 0.7, ..fresh };
         assert_eq!(hit.describe(), "sm_90, from the compile cache in 0.7 ms");
+    }
+
+    /// A view is the buffer's device pointer moved on by its offset in bytes of the buffer's
+    /// element type, as host code's `d_a + offset` is.
+    #[test]
+    fn a_view_goes_to_the_worker_as_a_byte_offset_into_its_buffer() {
+        use crate::buffer::{Buffer, Shape};
+        use crate::dtype::DType;
+        let mut a = Buffer::zeros(DType::F64, Shape::D1(8));
+        let mut b = Buffer::zeros(DType::I16, Shape::D1(8));
+        let lb = LaunchBuffers { names: vec!["a".into(), "b".into()], buffers: vec![&mut a, &mut b] };
+        let spec = LaunchSpec {
+            kernel: "k".into(),
+            grid: crate::backend::Dim3::ONE,
+            block: crate::backend::Dim3::ONE,
+            shared_bytes: 0,
+            args: vec![Arg::View { buffer: 0, offset: 3 }, Arg::Buffer(1), Arg::View { buffer: 1, offset: 8 }],
+            symbols: Vec::new(),
+        };
+        let Request::Launch(req) = launch_request(&spec, &lb, 1) else { panic!("a launch") };
+        assert_eq!(
+            req.args,
+            vec![
+                WireArg::View { buffer: 0, byte_offset: 24 },
+                WireArg::Buffer(1),
+                WireArg::View { buffer: 1, byte_offset: 16 }
+            ]
+        );
+        assert_eq!(req.buffers.len(), 2);
     }
 }

@@ -304,10 +304,17 @@ impl Backend for SimBackend {
             )));
         }
         for a in &spec.args {
-            if let crate::backend::Arg::Buffer(i) = a
-                && *i >= buffers.buffers.len()
-            {
-                return Err(BackendError::Launch(format!("argument refers to missing buffer {i}")));
+            if let Some((i, offset)) = a.pointer() {
+                let Some(b) = buffers.buffers.get(i) else {
+                    return Err(BackendError::Launch(format!("argument refers to missing buffer {i}")));
+                };
+                if offset > b.len() {
+                    return Err(BackendError::Launch(format!(
+                        "an argument points {offset} elements into `{}`, which has {}",
+                        buffers.names.get(i).map_or("?", String::as_str),
+                        b.len()
+                    )));
+                }
             }
         }
         // Undo on Ctrl-C, as `Err` promises.

@@ -38,6 +38,7 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
         Finding::OutOfBounds {
             memory,
             kernel_name,
+            view,
             threads,
             len,
             access,
@@ -75,9 +76,12 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
                 _ => "these writes were not performed; on a GPU they silently overwrite whatever lies there",
             });
             let global = matches!(memory, Memory::Global(_));
+            if let Some((param, offset)) = view {
+                return d.help(view_out_of_bounds_advice(kname, param, *offset, *threads, *len, *min_index, *max_index));
+            }
             d.help(out_of_bounds_advice(sources, first, kname, global, *threads, *len, *min_index, *max_index))
         }
-        Finding::Race { memory, kernel_name, index, count, elements, first, second } => {
+        Finding::Race { memory, kernel_name, view, index, count, elements, first, second } => {
             let lines = {
                 let (a, b) = (line(sources, first), line(sources, second));
                 if a == b { format!("line {a}") } else { format!("lines {a} and {b}") }
@@ -114,7 +118,14 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
                 let text = excerpt(sources, first.span);
                 d = d.note(format!("the other access is at {}: {text}", sources.location(first.span)));
             }
-            d.help(race_advice(sources, memory, &el, kname, *elements, first, second))
+            // Advice is code for the kernel: through `p = a + 4`, `a[4]` is `p[0]` there.
+            match view {
+                Some((param, offset)) => {
+                    let el = format!("{param}[{}]", index.saturating_sub(*offset as i64));
+                    d.help(race_advice(sources, memory, &el, param, *elements, first, second))
+                }
+                None => d.help(race_advice(sources, memory, &el, kname, *elements, first, second)),
+            }
         }
         Finding::Uninit { memory, kernel_name, index, count, elements, first } => {
             let kname = kernel_name.as_deref().unwrap_or(memory.name());
@@ -245,6 +256,46 @@ fn code_at(sources: &SourceMap, site: &Site) -> Option<(String, usize, String)> 
     let text = &sources.get(site.span.source)?.text;
     let access = text.get(site.span.lo as usize..site.span.hi as usize)?;
     Some((text.clone(), site.span.lo as usize, access.to_string()))
+}
+
+/// Out of bounds through a pointer into the buffer (`p = a + 4`): the kernel's own index is the
+/// buffer's less the offset, and the elements it may reach run from the pointer to the end.
+fn view_out_of_bounds_advice(
+    name: &str,
+    param: &str,
+    offset: u64,
+    threads: u64,
+    len: u64,
+    min: i64,
+    max: i64,
+) -> String {
+    let start = format!("`{param}` is `{name} + {offset}`");
+    let off = offset as i64;
+    if min < 0 {
+        // Beyond what a pointer can address (see `index_range`): no number it really reached.
+        let lowest = if min == i64::MIN {
+            "an index far below 0".to_string()
+        } else {
+            format!("`{param}[{}]`", min.saturating_sub(off))
+        };
+        return format!(
+            "{start}, so {lowest} lies before the start of `{name}`: an index may go below 0 only down to -{offset}; check how it is computed"
+        );
+    }
+    let room = len.saturating_sub(offset);
+    let room_text = format!("{} element{}", thousands(room), if room == 1 { "" } else { "s" });
+    if threads > room {
+        return format!(
+            "{start}: from there to the end of `{name}` there are {room_text}, and the launch has {} threads: guard the access, e.g. `if (i < n) {{ ... }}` with n the elements `{param}` should cover",
+            thousands(threads)
+        );
+    }
+    let reached =
+        if max == i64::MAX { "went far".to_string() } else { format!("reached {},", max.saturating_sub(off)) };
+    format!(
+        "{start}, so its last element is `{param}[{}]`: the kernel's index {reached} past it; check how the index is computed, and the offset",
+        room as i64 - 1
+    )
 }
 
 /// How to fix an out-of-bounds access, from what the launch and the kernel's code say: an
@@ -458,6 +509,7 @@ mod tests {
         let f = Finding::OutOfBounds {
             memory: Memory::Global("a".into()),
             kernel_name: None,
+            view: None,
             threads: 1024,
             len: 1000,
             access: Access::Write,
@@ -484,6 +536,7 @@ mod tests {
         let race = |first, second, elements| Finding::Race {
             memory: Memory::Shared("s".into()),
             kernel_name: None,
+            view: None,
             index: 0,
             count: 31,
             elements,
@@ -515,6 +568,7 @@ mod tests {
         let f = Finding::Race {
             memory: Memory::Global("a".into()),
             kernel_name: None,
+            view: None,
             index: 0,
             count: 1_048_575,
             elements: 2,

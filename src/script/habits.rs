@@ -217,6 +217,9 @@ pub fn host_statement(source: SourceId, text: &str) -> Option<Result<Stmt, Diagn
     };
     let no_copies =
         "a gridlab buffer is on the host and the device at once: kernels use it, and typing its name shows it";
+    if let Some(d) = address_of_in_launch(source, text) {
+        return Some(Err(d));
+    }
     if t.starts_with('@') {
         // A Numba (or Python) decorator: the kernel under it would be Python.
         let deco = t.split_whitespace().next().unwrap_or("@");
@@ -318,6 +321,39 @@ pub fn host_statement(source: SourceId, text: &str) -> Option<Result<Stmt, Diagn
         }
         _ => None,
     }
+}
+
+/// `k<<<g, b>>>(&a[4], n)`: C's pointer to an element, which a launch writes `a + 4` (the
+/// statement language has no `&`).
+fn address_of_in_launch(source: SourceId, text: &str) -> Option<Diagnostic> {
+    let args_at = text.find(">>>")? + 3;
+    // An `&` that starts an argument: `(&a[4]` or `, &a[4]`, not `n & m`.
+    let amp = text[args_at..]
+        .match_indices('&')
+        .map(|(i, _)| args_at + i)
+        .find(|&i| text[..i].trim_end().ends_with(['(', ',']) && !text[i + 1..].starts_with('&'))?;
+    let after = &text[amp + 1..];
+    let name_len = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
+    let name = &after[..name_len];
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let tail = &after[name_len..];
+    let (instead, end) = match tail.strip_prefix('[') {
+        Some(inner) => {
+            let close = inner.find(']')?;
+            let index = inner[..close].trim();
+            (format!("`{name} + {index}`"), amp + 1 + name_len + 1 + close + 1)
+        }
+        None => (format!("`{name}`"), amp + 1 + name_len),
+    };
+    Some(
+        Diagnostic::error(format!("a launch passes a pointer into a buffer as {instead}, not with `&`"))
+            .at(Span::new(source, amp, end))
+            .help(format!(
+                "`{name} + i` points to element i of `{name}`, as `&{name}[i]` does in C (`{name}[i:]` says the same); a buffer by its name is a pointer to its start"
+            )),
+    )
 }
 
 /// A value written with NumPy's or Numba's names in gridlab's words, for the message that asks
@@ -558,6 +594,17 @@ mod tests {
         assert_eq!(slices("(int i = 0; i < n; i++) { s += x[i] * y[i]; }").as_deref(), Some("let s = s + sum(x * y)"));
         assert_eq!(slices("(int i = 0; i < n; i++) { s += i; }"), None);
         assert_eq!(slices("(int i = 0; i < n; i++) { m[i * 2] = 0; }"), None);
+    }
+
+    #[test]
+    fn a_launch_with_c_address_of_says_to_add_the_offset() {
+        let d = address_of_in_launch(0, "k<<<1, 32>>>(a, &d_x[n / 2], n)").expect("refused");
+        assert_eq!(d.message, "a launch passes a pointer into a buffer as `d_x + n / 2`, not with `&`");
+        let d = address_of_in_launch(0, "k<<<1, 32>>>(&a)").expect("refused");
+        assert_eq!(d.message, "a launch passes a pointer into a buffer as `a`, not with `&`");
+        // `&` as an operator is left to the parser.
+        assert!(address_of_in_launch(0, "k<<<1, 32>>>(a, n &m)").is_none());
+        assert!(address_of_in_launch(0, "let x = a & b").is_none());
     }
 
     #[test]

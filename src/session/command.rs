@@ -209,7 +209,7 @@ pub const TOPICS: &[(&str, &str)] = &[
     ),
     (
         "launch",
-        "KERNEL<<<GRID, BLOCK>>>(ARGS) or KERNEL<<<GRID, BLOCK, SHARED_BYTES>>>(ARGS). GRID and BLOCK are numbers, (x, y), (x, y, z) or dim3(x, y, z). `/` between integers drops the remainder, as in C, so a grid rounded up is (n + 255) / 256; a float on either side divides as floats. Buffers are passed by name; scalars as names, numbers or expressions. Arguments are checked against the kernel's parameters before anything runs.",
+        "KERNEL<<<GRID, BLOCK>>>(ARGS) or KERNEL<<<GRID, BLOCK, SHARED_BYTES>>>(ARGS). GRID and BLOCK are numbers, (x, y), (x, y, z) or dim3(x, y, z). `/` between integers drops the remainder, as in C, so a grid rounded up is (n + 255) / 256; a float on either side divides as floats. Buffers are passed by name, or as a pointer into one (`a + 4`, `a[4:]`, a matrix's row `m[2]`); scalars as names, numbers or expressions. Arguments are checked against the kernel's parameters before anything runs.",
     ),
     (
         "inspect",

@@ -9,11 +9,12 @@ use std::io::{self, Write};
 
 use super::{LastLaunch, Session, Status};
 use crate::backend::{Arg, Dim3, LaunchSpec, ScalarArg};
+use crate::buffer::Shape;
 use crate::cuda::ast::{FuncKind, Function, Scalar, Type};
 use crate::diag::{Diagnostic, Span};
 use crate::dtype::DType;
 use crate::render;
-use crate::script::ast::{BinOp, Dim, Expr, ExprKind, Launch};
+use crate::script::ast::{BinOp, Dim, Expr, ExprKind, Index, Launch};
 use crate::script::eval;
 use crate::value::Value;
 
@@ -146,12 +147,12 @@ impl Session {
         for (expr, param) in launch.args.iter().zip(&kernel.params) {
             let arg = match &param.ty {
                 Type::Ptr { pointee, .. } => {
-                    let name = self.buffer_arg(expr, &param.name, &param.ty, pointee, text)?;
+                    let (name, offset) = self.buffer_arg(expr, &param.name, &param.ty, pointee, text)?;
                     let idx = names.iter().position(|n| *n == name).unwrap_or_else(|| {
                         names.push(name.clone());
                         names.len() - 1
                     });
-                    Arg::Buffer(idx)
+                    if offset == 0 { Arg::Buffer(idx) } else { Arg::View { buffer: idx, offset } }
                 }
                 Type::Scalar(s) => Arg::Scalar(self.scalar_arg(expr, &param.name, *s, text)?),
                 Type::Struct(def) => self.struct_arg(expr, &param.name, def, text)?,
@@ -180,10 +181,7 @@ impl Session {
                 let types: Vec<Option<&str>> = launch
                     .args
                     .iter()
-                    .map(|a| match &a.kind {
-                        ExprKind::Name(n) => self.buffer(n).map(|b| b.dtype().c_name()),
-                        _ => None,
-                    })
+                    .map(|a| self.pointer_base(a).and_then(|n| self.buffer(n)).map(|b| b.dtype().c_name()))
                     .collect();
                 if let Some(args) = t.deduce(&types) {
                     let at = launch.kernel_span;
@@ -294,11 +292,9 @@ impl Session {
         let mut used: Vec<String> = Vec::new();
         let mut params = Vec::new();
         for (k, e) in launch.args.iter().enumerate() {
-            let (ty, mut name) = match &e.kind {
-                ExprKind::Name(n) if self.buffer(n).is_some() => {
-                    (format!("{} *", self.buffer(n).map_or("float", |b| b.dtype().c_name())), n.clone())
-                }
-                _ => {
+            let (ty, mut name) = match self.pointer_base(e) {
+                Some(n) => (format!("{} *", self.buffer(n).map_or("float", |b| b.dtype().c_name())), n.to_string()),
+                None => {
                     let ty = match eval::eval(e, self, text) {
                         Ok(Value::Float(_)) => "float ",
                         _ => "int ",
@@ -377,39 +373,28 @@ impl Session {
         Ok(Dim3::new(v[0], v[1], v[2]))
     }
 
-    /// A pointer parameter takes a buffer, by name, of the matching element type.
-    fn buffer_arg(&self, e: &Expr, param: &str, ty: &Type, pointee: &Type, text: &str) -> Result<String, Diagnostic> {
-        let ExprKind::Name(name) = &e.kind else {
-            // `a + 4` or `a[4:]`: a pointer into a buffer, as `d_a + offset` is in host code.
-            let src = |sp: Span| text.get(sp.lo as usize..sp.hi as usize).unwrap_or("").to_string();
-            let (base, slice) = match &e.kind {
-                ExprKind::Binary { op: BinOp::Add, lhs, rhs, .. } => {
-                    (Some(lhs), format!("{}[{}:]", src(lhs.span), src(rhs.span)))
+    /// A pointer parameter takes a buffer of the matching element type: by name, or a view into
+    /// it (`a + 4`, `a[4:]`); returns the buffer's name and the view's offset in elements.
+    fn buffer_arg(
+        &self,
+        e: &Expr,
+        param: &str,
+        ty: &Type,
+        pointee: &Type,
+        text: &str,
+    ) -> Result<(String, usize), Diagnostic> {
+        let (name, offset) = match &e.kind {
+            ExprKind::Name(name) => (name.clone(), 0),
+            _ => match self.pointer_base(e) {
+                Some(base) => {
+                    let base = base.to_string();
+                    let offset = self.view_offset(e, &base, text)?;
+                    (base, offset)
                 }
-                ExprKind::Index { target, .. } => (Some(target), src(e.span)),
-                _ => (None, String::new()),
-            };
-            if let Some(ExprKind::Name(b)) = base.map(|b| &b.kind)
-                && self.buffer(b).is_some()
-            {
-                return Err(Diagnostic::error(format!(
-                    "a launch passes whole buffers: `{}` points into `{b}`, which gridlab cannot pass yet",
-                    src(e.span)
-                ))
-                .at(e.span)
-                .label("a pointer into a buffer")
-                .help(format!(
-                    "pass `{b}` and give the kernel the offset as an `int` parameter, or copy the part out and back: `let part = {slice}`, launch with `part`, then `{slice} = part`"
-                )));
-            }
-            return Err(Diagnostic::error(format!(
-                "parameter `{param}` is a pointer (`{}`): pass a buffer by name",
-                ty.c_name()
-            ))
-            .at(e.span)
-            .help("create one first, e.g. `let a = zeros(1000)`, then pass `a`"));
+                None => return Err(self.not_a_pointer(e, param, ty, text)),
+            },
         };
-        let Some(buf) = self.buffer(name) else {
+        let Some(buf) = self.buffer(&name) else {
             let is_scalar = eval::eval(e, self, text).is_ok();
             let d = if is_scalar {
                 Diagnostic::error(format!(
@@ -421,7 +406,7 @@ impl Session {
             } else {
                 let names = self.buffers.iter().map(|(n, _)| n.as_str());
                 let d = Diagnostic::error(format!("no buffer named `{name}`")).at(e.span);
-                match crate::diag::suggest::closest(name, names) {
+                match crate::diag::suggest::closest(&name, names) {
                     Some(best) => d.help(format!("did you mean `{best}`?")),
                     None => d.help(format!("create it first, e.g. `let {name} = zeros(1000)`")),
                 }
@@ -462,10 +447,15 @@ impl Session {
             },
             _ => None,
         };
+        // `a + 4` points into `a`: what it holds is `a`'s.
+        let what = match &e.kind {
+            ExprKind::Name(_) => format!("`{name}` holds"),
+            _ => format!("`{}` points into `{name}`, which holds", src(text, e.span)),
+        };
         match want {
-            Some(dt) if dt == buf.dtype() => Ok(name.clone()),
+            Some(dt) if dt == buf.dtype() => Ok((name, offset)),
             Some(dt) => Err(Diagnostic::error(format!(
-                "`{name}` holds {} ({}), but parameter `{param}` is `{}`",
+                "{what} {} ({}), but parameter `{param}` is `{}`",
                 buf.dtype(),
                 buf.dtype().c_name(),
                 ty.c_name()
@@ -535,6 +525,215 @@ impl Session {
         Ok(Arg::Struct(members))
     }
 
+    /// Why `e`, which points into no buffer, cannot go to pointer parameter `param`.
+    fn not_a_pointer(&self, e: &Expr, param: &str, ty: &Type, text: &str) -> Diagnostic {
+        // `a[4]` is an element, a value; in C `&a[4]` would be the pointer. (`a[a > 0]` is a
+        // mask, and `b + 4` of no buffer `b` a name to look up.)
+        if let ExprKind::Index { target, indices } = &e.kind
+            && let ExprKind::Name(b) = &target.kind
+            && self.buffer(b).is_some()
+            && let [Index::At(i)] = &indices[..]
+            && matches!(eval::eval(i, self, text), Ok(Value::Int(_)))
+        {
+            let i = src(text, i.span);
+            return Diagnostic::error(format!(
+                "`{}` is one element of `{b}`, a value, but parameter `{param}` is a pointer (`{}`)",
+                src(text, e.span),
+                ty.c_name()
+            ))
+            .at(e.span)
+            .help(format!("to pass a pointer to it, as `&{b}[{i}]` does in C, write `{b} + {i}` or `{b}[{i}:]`"));
+        }
+        if let ExprKind::Index { target, .. } = &e.kind
+            && let ExprKind::Name(b) = &target.kind
+            && self.buffer(b).is_some()
+        {
+            return Diagnostic::error(format!(
+                "`{}` picks elements of `{b}` by a mask, which no pointer points to",
+                src(text, e.span)
+            ))
+            .at(e.span)
+            .help(format!(
+                "pass `{b}`, or a pointer into it: `{b} + 4`, `{b}[4:]`; the kernel can test each element itself"
+            ));
+        }
+        if let ExprKind::Binary { op: BinOp::Add | BinOp::Sub, lhs, .. } = &e.kind
+            && let ExprKind::Name(n) = &lhs.kind
+            && eval::eval(lhs, self, text).is_err()
+        {
+            let names = self.buffers.iter().map(|(n, _)| n.as_str());
+            let d = Diagnostic::error(format!("no buffer named `{n}`")).at(lhs.span);
+            return match crate::diag::suggest::closest(n, names) {
+                Some(best) => d.help(format!("did you mean `{best}`?")),
+                None => d.help(format!("create it first, e.g. `let {n} = zeros(1000)`")),
+            };
+        }
+        Diagnostic::error(format!("parameter `{param}` is a pointer (`{}`): pass a buffer by name", ty.c_name()))
+            .at(e.span)
+            .help("create one first, e.g. `let a = zeros(1000)`, then pass `a`, or a pointer into it, `a + 4`")
+    }
+
+    /// The buffer that `e` points into, by its form alone: `a`, `a + 4`, `4 + a`, `a - 1`,
+    /// `a[4:]`, `a[4:8]`, a row of a matrix `m[2]`, and these combined (`a[4:] + 2`). `None` for
+    /// anything else, `a[4]` of a flat buffer included: that is an element, a value.
+    fn pointer_base<'e>(&self, e: &'e Expr) -> Option<&'e str> {
+        match &e.kind {
+            ExprKind::Name(n) => self.buffer(n).is_some().then_some(n.as_str()),
+            ExprKind::Binary { op: BinOp::Add, lhs, rhs, .. } => {
+                self.pointer_base(lhs).or_else(|| self.pointer_base(rhs))
+            }
+            ExprKind::Binary { op: BinOp::Sub, lhs, .. } => self.pointer_base(lhs),
+            ExprKind::Index { target, indices } => {
+                let ExprKind::Name(n) = &target.kind else { return None };
+                let buf = self.buffer(n)?;
+                let row = matches!(buf.shape(), Shape::D2(..)) && matches!(indices[..], [Index::At(_)]);
+                let slice = indices.iter().any(|i| matches!(i, Index::Slice { .. }));
+                (row || slice).then_some(n.as_str())
+            }
+            _ => None,
+        }
+    }
+
+    /// The offset in elements of the view `e` into buffer `name` ([`Session::pointer_base`]),
+    /// checked to lie in the buffer (its end included, as C allows a pointer just past it).
+    fn view_offset(&self, e: &Expr, name: &str, text: &str) -> Result<usize, Diagnostic> {
+        let len = self.buffer(name).map_or(0, |b| b.len());
+        let offset = self.offset_in(e, name, text)?;
+        if (0..=len as i128).contains(&offset) {
+            return Ok(offset as usize);
+        }
+        let place = if offset < 0 { "before the start" } else { "past the end" };
+        let elements = if len == 1 { "element" } else { "elements" };
+        Err(Diagnostic::error(format!(
+            "`{}` points {place} of `{name}`: its offset is {offset}, and `{name}` has {len} {elements}",
+            src(text, e.span)
+        ))
+        .at(e.span)
+        .label(format!("offset {offset}"))
+        .help(format!(
+            "a pointer argument points into its buffer: an offset from 0 to {len} (`{name} + {len}` is just past the end)"
+        )))
+    }
+
+    /// The element offset of `e` from the start of `name`, before the range check.
+    fn offset_in(&self, e: &Expr, name: &str, text: &str) -> Result<i128, Diagnostic> {
+        let overflow = || Diagnostic::error("this offset is too large for any buffer").at(e.span);
+        match &e.kind {
+            ExprKind::Name(_) => Ok(0),
+            ExprKind::Binary { op: BinOp::Add, lhs, rhs, .. } => {
+                let (p, n) = if self.pointer_base(lhs).is_some() { (lhs, rhs) } else { (rhs, lhs) };
+                let base = self.offset_in(p, name, text)?;
+                base.checked_add(self.offset_amount(n, text)?).ok_or_else(overflow)
+            }
+            ExprKind::Binary { op: BinOp::Sub, lhs, rhs, .. } => {
+                let base = self.offset_in(lhs, name, text)?;
+                base.checked_sub(self.offset_amount(rhs, text)?).ok_or_else(overflow)
+            }
+            ExprKind::Index { indices, .. } => self.slice_offset(e, indices, name, text),
+            _ => Err(Diagnostic::error(format!("`{}` is not a pointer into `{name}`", src(text, e.span))).at(e.span)),
+        }
+    }
+
+    /// How far `a + n` moves: a whole number of elements, as in C.
+    fn offset_amount(&self, e: &Expr, text: &str) -> Result<i128, Diagnostic> {
+        match eval::eval(e, self, text)? {
+            Value::Int(v) => Ok(v),
+            Value::Float(f) if f.fract() == 0.0 && f.is_finite() => Ok(f as i128),
+            other => Err(Diagnostic::error(match other {
+                Value::Float(f) => format!("a pointer moves by a whole number of elements, not by {f}"),
+                v => format!(
+                    "a pointer moves by a whole number of elements, but `{}` is {}",
+                    src(text, e.span),
+                    v.type_name()
+                ),
+            })
+            .at(e.span)
+            .help(format!(
+                "e.g. `a + n / 2`: `/` between integers drops the remainder, or `int({})`",
+                src(text, e.span)
+            ))),
+        }
+    }
+
+    /// Where `a[start:stop]` (or a matrix's rows `m[r]`, `m[r0:r1]`) starts, in elements of the
+    /// flat buffer: slices count from the end when negative, as the statement language's do,
+    /// and move one element (or row) at a time, since a pointer cannot stride.
+    fn slice_offset(&self, e: &Expr, indices: &[Index], name: &str, text: &str) -> Result<i128, Diagnostic> {
+        let Some(buf) = self.buffer(name) else { return Ok(0) };
+        let (rows, row_len, unit) = match buf.shape() {
+            Shape::D1(n) => (n, 1, "element"),
+            Shape::D2(r, c) => (r, c, "row"),
+        };
+        let whole = |x: &Expr| -> Result<i128, Diagnostic> { self.offset_amount(x, text) };
+        // Negative positions count from the end, as in `a[-256:]`.
+        let at = |v: i128| if v < 0 { v + rows as i128 } else { v };
+        let (start, stop) = match indices {
+            [Index::At(i)] if matches!(buf.shape(), Shape::D2(..)) => {
+                let r = whole(i)?;
+                if !(-(rows as i128)..rows as i128).contains(&r) {
+                    return Err(Diagnostic::error(format!(
+                        "row {r} is out of range for `{name}` ({rows} rows, valid 0..={} or -{rows}..=-1)",
+                        rows.saturating_sub(1)
+                    ))
+                    .at(i.span)
+                    .help(format!("`{name}[r]` passes a pointer to row r, `{name} + r * {row_len}`")));
+                }
+                (at(r), None)
+            }
+            [Index::Slice { start, stop, step, .. }] => {
+                if let Some(step) = step {
+                    let v = whole(step)?;
+                    if v != 1 {
+                        return Err(Diagnostic::error(format!(
+                            "`{}` takes every {}{} {unit}, but a pointer can't stride: a kernel sees the elements one after another",
+                            src(text, e.span),
+                            v,
+                            ordinal(v)
+                        ))
+                        .at(step.span)
+                        .label("a step")
+                        .help(format!(
+                            "pass `{name}[start:stop]` with no step, and let the kernel stride (`p[i * {v}]`), or copy the elements out: `let part = {}`",
+                            src(text, e.span)
+                        )));
+                    }
+                }
+                let start = start.as_ref().map(|s| whole(s)).transpose()?.map_or(0, at);
+                let stop = stop.as_ref().map(|s| whole(s)).transpose()?.map(at);
+                (start, stop)
+            }
+            _ => {
+                return Err(Diagnostic::error(format!(
+                    "`{}` is not one run of `{name}`'s elements, which is what a pointer points to",
+                    src(text, e.span)
+                ))
+                .at(e.span)
+                .help(if row_len > 1 {
+                    format!(
+                        "pass whole rows, `{name}[2]` or `{name}[2:4]`, or an offset in elements of the flat matrix, `{name} + (row * {row_len} + col)`"
+                    )
+                } else {
+                    format!("pass `{name}[start:]` or `{name}[start:stop]`, or `{name} + start`")
+                }));
+            }
+        };
+        if let Some(stop) = stop
+            && (stop < start || stop > rows as i128)
+            && (0..=rows as i128).contains(&start)
+        {
+            let why = if stop < start { format!("before it starts, at {start}") } else { "past its end".to_string() };
+            return Err(Diagnostic::error(format!(
+                "`{}` ends at {unit} {stop}, {why}: `{name}` has {rows} {unit}s",
+                src(text, e.span)
+            ))
+            .at(e.span)
+            .help(format!(
+                "a view's stop lies from its start to {rows}; leave it out to take the rest, `{name}[{start}:]`"
+            )));
+        }
+        start.checked_mul(row_len as i128).ok_or_else(|| Diagnostic::error("this offset is too large").at(e.span))
+    }
+
     /// A scalar parameter takes a number that fits its C type exactly.
     fn scalar_arg(&self, e: &Expr, param: &str, ty: Scalar, text: &str) -> Result<ScalarArg, Diagnostic> {
         if let ExprKind::Name(name) = &e.kind
@@ -548,6 +747,21 @@ impl Session {
             ))
             .at(e.span)
             .help(format!("to pass its length, write `len({name})`")));
+        }
+        // `a + 4` is a pointer here, though elsewhere in the statement language it adds 4 to
+        // every element.
+        if let Some(name) = self.pointer_base(e)
+            && let Some(buf) = self.buffer(name)
+        {
+            return Err(Diagnostic::error(format!(
+                "`{}` is a pointer into `{name}` ({}[{}]), but parameter `{param}` is `{}`",
+                src(text, e.span),
+                buf.dtype(),
+                buf.shape(),
+                ty.c_name()
+            ))
+            .at(e.span)
+            .help(format!("pass it to a pointer parameter (`{} *`), or pass a number here", buf.dtype().c_name())));
         }
         let v = eval::eval(e, self, text)?;
         let range_err = |v: String| {
@@ -610,6 +824,22 @@ impl Session {
             ))
             .at(e.span)),
         }
+    }
+}
+
+/// The text of `span` as the learner typed it.
+fn src(text: &str, span: Span) -> &str {
+    text.get(span.lo as usize..span.hi as usize).unwrap_or("")
+}
+
+/// `nd` of 2nd, `rd` of 3rd...
+fn ordinal(n: i128) -> &'static str {
+    match (n.rem_euclid(10), n.rem_euclid(100)) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
     }
 }
 
@@ -798,15 +1028,12 @@ mod tests {
         assert!(!out.contains("comparisons don't chain"), "{out}");
         assert!(out.contains("`fill` is a template kernel: give its template arguments"), "{out}");
         assert!(out.contains("no template kernel named `k2`"), "{out}");
-        // A pointer into a buffer names the buffer and says how to do without it.
-        let (status, out) = run(&mut s, "let v = zeros(8, i32)\nfill<2><<<1, 4>>>(v + 4)\n");
-        assert_eq!(status, Status::Error, "{out}");
-        let out = out.replace("\n       ", " ");
-        assert!(out.contains("`v + 4` points into `v`, which gridlab cannot pass yet"), "{out}");
-        assert!(out.contains("`let part = v[4:]`, launch with `part`"), "{out}");
-        assert!(!out.contains("create one first"), "{out}");
-        let (_, out) = run(&mut s, "fill<2><<<1, 4>>>(v[2:])\n");
-        assert!(out.contains("`v[2:]` points into `v`"), "{out}");
+        // A pointer into a buffer is a view of it: the kernel writes into the buffer.
+        let (status, out) =
+            run(&mut s, "let v = zeros(8, i32)\nfill<2><<<1, 4>>>(v + 4)\nexpect v == [0, 0, 0, 0, 2, 2, 2, 2]\n");
+        assert_eq!(status, Status::Ok, "{out}");
+        let (status, out) = run(&mut s, "fill<3><<<1, 2>>>(v[2:4])\nexpect v == [0, 0, 3, 3, 2, 2, 2, 2]\n");
+        assert_eq!(status, Status::Ok, "{out}");
         // A reference parameter runs; an rvalue reference is named, not a parse error.
         let (status, out) = run(&mut s, "__device__ void inc(float &x) { x += 1.0f; }\n");
         assert_eq!(status, Status::Ok, "{out}");
@@ -815,5 +1042,67 @@ mod tests {
         assert!(out.contains("rvalue references (`&&`) are not supported by the simulator"), "{out}");
         assert!(out.contains("note: the GPU backend runs this"), "{out}");
         assert!(!out.contains("expected `)`"), "{out}");
+    }
+
+    /// `a + 4`, `a[4:]`, `4 + a` and a matrix's rows are views: the kernel's pointer starts in
+    /// the buffer, writes land in it, accesses before the view's start are the buffer's, and
+    /// findings name the buffer with its own indices, on every path that runs a launch.
+    #[test]
+    fn views_write_into_their_buffer_and_findings_name_it() {
+        let mut s = Session::new(Options::default());
+        s.active = BackendKind::Sim;
+        let (status, out) = run(
+            &mut s,
+            "__global__ void put(float *p, int n, float v) { if (threadIdx.x < n) p[threadIdx.x] = v; }\n\
+             __global__ void back(float *p) { p[-1] = p[0]; }\n\
+             let a = zeros(12)\n\
+             put<<<1, 32>>>(a + 4, 2, 1)\n\
+             put<<<1, 32>>>(a[8:], 2, 2)\n\
+             put<<<1, 32>>>(len(a) / 2 + a, 1, 3)\n\
+             back<<<1, 1>>>(a + 9)\n\
+             expect a == [0, 0, 0, 0, 1, 1, 3, 0, 2, 2, 0, 0]\n\
+             let m = zeros((3, 4))\n\
+             put<<<1, 32>>>(m[1], 4, 5)\n\
+             put<<<1, 32>>>(m[-1:], 1, 6)\n\
+             put<<<1, 32>>>(m + 3, 1, 7)\n\
+             expect m == [[0, 0, 0, 7], [5, 5, 5, 5], [6, 0, 0, 0]]\n\
+             expect clean\n",
+        );
+        assert_eq!(status, Status::Ok, "{out}");
+
+        // A race through `p = a + 4` is on `a[4]`, not `p[0]`.
+        let racy = "__global__ void same(float *p) { p[0] += 1.0f; }\nsame<<<4, 32>>>(a + 4)\n";
+        let (_, out) = run(&mut s, racy);
+        assert!(out.contains("data race on `a`"), "{out}");
+        assert!(out.contains(" a[4]"), "{out}");
+        assert!(!out.contains("wrote p[") && !out.contains("read p[") && !out.contains("`p` in the kernel"), "{out}");
+        // Advice is code for the kernel, where the element is `p[0]`.
+        assert!(out.contains("atomicAdd(&p[0], ...)"), "{out}");
+        let (_, out) = run(&mut s, ":why");
+        assert!(out.contains("race on a[4]"), "{out}");
+        let (status, out) = run(&mut s, ":race same<<<4, 32>>>(a + 4)");
+        assert_eq!(status, Status::Ok, "{out}");
+        assert!(out.contains("a[4]"), "{out}");
+        // Out of bounds is against the whole buffer: `p[2]` of `a[10:]` is `a[12]`, past its end.
+        let (_, out) = run(&mut s, "put<<<1, 4>>>(a[10:], 4, 9)\n");
+        let flat = out.replace("\n         ", " ");
+        assert!(flat.contains("2 threads wrote past the end of `a` (length 12): indices 12..13"), "{out}");
+        assert!(out.contains("block 0 thread 2 wrote a[12]"), "{out}");
+        // The advice counts in the kernel's own index, from where `p` starts.
+        assert!(flat.contains("`p` is `a + 10`: from there to the end of `a` there are 2 elements"), "{out}");
+        // The elements inside were written; the launch ran on the buffer.
+        let (status, out) = run(&mut s, "expect a[10:] == [9, 9]\n");
+        assert_eq!(status, Status::Ok, "{out}");
+        // The measured and costed paths take views too.
+        for cmd in [
+            ":time put<<<1, 32>>>(a + 4, 2, 1)",
+            ":map put<<<1, 32>>>(a + 4, 2, 1)",
+            "cost put<<<1, 32>>>(a + 4, 2, 1)",
+        ] {
+            let (status, out) = run(&mut s, cmd);
+            assert_eq!(status, Status::Ok, "{cmd}: {out}");
+        }
+        let (_, out) = run(&mut s, ":map put<<<1, 32>>>(a + 4, 2, 1)");
+        assert!(out.contains("2 of 12 written"), "{out}");
     }
 }

@@ -45,4 +45,5 @@ error_transcripts!(
     finding_advice,
     extreme_errors,
     symbol_errors,
+    view_errors,
 );

@@ -205,3 +205,44 @@ fn constant_memory_set_from_statements_and_printf_checks_run_on_the_gpu() {
     );
     assert!(run.stdout.contains("  | hi from "), "{}", run.stdout);
 }
+
+#[test]
+fn pointers_into_buffers_launch_on_the_gpu() {
+    if !gpu_enabled("pointers_into_buffers_launch_on_the_gpu") {
+        return;
+    }
+    // The device pointer moved on by the view's bytes: writes land in the buffer, reads before
+    // the view's start see the buffer's elements, and a write past the end is seen in the guard
+    // and named by the buffer's own indices.
+    let script = "\
+__global__ void put(float *p, int n, float v) { if (threadIdx.x < n) p[threadIdx.x] = v; }
+__global__ void back(double *p) { p[threadIdx.x] = p[(int)threadIdx.x - 2] + 1.0; }
+let a = zeros(1024)
+put<<<1, 32>>>(a + 4, 2, 1)
+put<<<1, 32>>>(a[1000:], 3, 2)
+put<<<1, 32>>>(len(a) / 2 + a, 1, 3)
+expect a[4:6] == [1, 1]
+expect a[1000:1003] == [2, 2, 2]
+expect a[512] == 3
+expect sum(a) == 2 + 6 + 3
+let d = arange(8, f64)
+back<<<1, 2>>>(d + 6)
+expect d == [0, 1, 2, 3, 4, 5, 5, 6]
+let m = zeros((4, 8), i32)
+__global__ void row(int *r, int v) { r[threadIdx.x] = v; }
+row<<<1, 8>>>(m[2], 7)
+expect m[2] == full(8, 7, i32)
+expect sum(m) == 56
+:time put<<<1, 32>>>(a + 8, 1, 1)
+:race put<<<1, 32>>>(a + 8, 1, 1)
+put<<<1, 8>>>(a + 1020, 8, 9)
+expect finding out_of_bounds
+expect a[1020:] == full(4, 9)
+";
+    let run = gridlab().args(["--backend", "gpu"]).stdin(script).run();
+    let out = &run.stdout;
+    assert!(!out.contains("expect failed"), "{out}");
+    assert!(!out.contains("error:"), "{out}");
+    assert_eq!(out.matches("\nok\n").count() + usize::from(out.starts_with("ok\n")), 9, "{out}");
+    assert!(out.contains("4 elements written past the end of `a` (length 1024): indices 1024..1027"), "{out}");
+}

@@ -48,6 +48,12 @@ pub struct LaunchRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum WireArg {
     Buffer(u32),
+    /// A pointer `byte_offset` bytes into `buffers[buffer]` (`a + 4` of a launch): at most the
+    /// buffer's length, a whole number of its elements.
+    View {
+        buffer: u32,
+        byte_offset: u64,
+    },
     /// The argument's bytes as the kernel expects them (little-endian, its C size).
     Scalar(Vec<u8>),
 }
@@ -199,7 +205,11 @@ mod tests {
             grid: [4, 1, 1],
             block: [256, 1, 1],
             shared_bytes: 0,
-            args: vec![WireArg::Buffer(0), WireArg::Scalar(1000i32.to_le_bytes().to_vec())],
+            args: vec![
+                WireArg::Buffer(0),
+                WireArg::View { buffer: 0, byte_offset: 16 },
+                WireArg::Scalar(1000i32.to_le_bytes().to_vec()),
+            ],
             buffers: vec![WireBuffer { bytes: vec![0; 4000], elem_size: 4 }],
             repeat: 1,
             symbols: vec![("coef".into(), 0.5f32.to_le_bytes().to_vec())],

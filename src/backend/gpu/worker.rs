@@ -367,6 +367,19 @@ impl Worker {
             Ok(f) => f,
             Err(r) => return r,
         };
+        // A view beyond its buffer's end would point into the guard or past it: the session
+        // checks this before it asks, and the worker does not take it on trust.
+        for a in &req.args {
+            if let WireArg::View { buffer, byte_offset } = a {
+                let len = req.buffers.get(*buffer as usize).map(|b| b.bytes.len() as u64);
+                if len.is_none_or(|len| *byte_offset > len) {
+                    return Response::Failed {
+                        message: format!("an argument points {byte_offset} bytes into buffer {buffer}, outside it"),
+                        sticky: false,
+                    };
+                }
+            }
+        }
         // Allocate every buffer with guards on both sides, filled with the pattern.
         let mut allocations: Vec<(sys::CUdeviceptr, usize)> = Vec::new();
         let free_all = |allocs: &[(sys::CUdeviceptr, usize)]| {
@@ -410,6 +423,12 @@ impl Worker {
             .map(|a| match a {
                 WireArg::Buffer(i) => {
                     let ptr = allocations.get(*i as usize).map_or(0, |(p, _)| p + GUARD_BYTES as u64);
+                    ptr.to_le_bytes().to_vec()
+                }
+                // `d_a + offset` of host code: the device pointer moved on by the offset.
+                WireArg::View { buffer, byte_offset } => {
+                    let ptr =
+                        allocations.get(*buffer as usize).map_or(0, |(p, _)| p + GUARD_BYTES as u64 + byte_offset);
                     ptr.to_le_bytes().to_vec()
                 }
                 WireArg::Scalar(bytes) => bytes.clone(),

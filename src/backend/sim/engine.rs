@@ -187,6 +187,9 @@ struct Machine<'k, 'b> {
     /// Per buffer, how many of its values make one element of the struct pointer it was passed
     /// to (1 for a pointer to numbers).
     param_per: Vec<u64>,
+    /// Per buffer, the parameter and offset in elements when the kernel got it as one pointer
+    /// into it (`p = a + 4`), for advice in the kernel's own indices.
+    param_views: Vec<Option<(String, u64)>>,
     /// Threads in the launch.
     threads: u64,
 }
@@ -1130,6 +1133,14 @@ impl Machine<'_, '_> {
         self.param_names.get(i)?.clone().filter(|p| names.get(i) != Some(p))
     }
 
+    /// The parameter that points into a buffer, and where (see `param_views`).
+    fn view_of(&self, region: u32) -> Option<(String, u64)> {
+        if region == 0 || region >= STATIC_REGION_BASE {
+            return None;
+        }
+        self.param_views.get(region as usize - 1)?.clone()
+    }
+
     fn memory_of(&self, region: u32, names: &[String]) -> Memory {
         if region >= memory::VAR_REGION_BASE {
             let i = (region - memory::VAR_REGION_BASE) as usize;
@@ -1214,26 +1225,38 @@ pub fn run(
         .iter()
         .flat_map(|a| match a {
             Arg::Buffer(i) => vec![memory::make_ptr(*i as u32 + 1, 0)],
+            // A view is the buffer's own region, further in: its accesses are the buffer's, by
+            // the buffer's indices, and bounds are the whole buffer's.
+            Arg::View { buffer, offset } => {
+                let elem = buf_elem.get(*buffer).copied().unwrap_or(1) as i64;
+                vec![memory::make_ptr(*buffer as u32 + 1, *offset as i64 * elem)]
+            }
             Arg::Scalar(s) => vec![s.to_bits()],
             // A struct parameter fills one register per member, in order.
             Arg::Struct(members) => members.iter().map(|s| s.to_bits()).collect(),
         })
         .collect();
     let seq = config.schedule == Schedule::Sequential;
-    let param_names = {
+    let (param_names, param_views) = {
         let kernel_params = program.function(&spec.kernel).map(|(_, f)| &f.params[..]).unwrap_or(&[]);
         let mut names: Vec<Option<String>> = vec![None; bufs.len()];
-        let mut twice = vec![false; bufs.len()];
+        let mut views: Vec<Option<(String, u64)>> = vec![None; bufs.len()];
+        let mut passed = vec![0u32; bufs.len()];
         for (arg, p) in spec.args.iter().zip(kernel_params) {
-            if let Arg::Buffer(i) = arg
-                && let Some(slot) = names.get_mut(*i)
+            if let Some((i, offset)) = arg.pointer()
+                && i < bufs.len()
             {
-                // A buffer passed to two parameters has no one name in the kernel.
-                twice[*i] |= slot.as_ref().is_some_and(|n| *n != p.name);
-                *slot = Some(p.name.clone());
+                // A buffer passed to two parameters has no one name in the kernel, nor has one
+                // passed as a view: `p[0]` of `p = a + 4` is `a[4]`, and findings say `a[4]`.
+                passed[i] += 1;
+                names[i] = Some(p.name.clone()).filter(|_| offset == 0);
+                views[i] = (offset != 0).then(|| (p.name.clone(), offset as u64));
             }
         }
-        names.into_iter().zip(twice).map(|(n, t)| n.filter(|_| !t)).collect()
+        (
+            names.into_iter().zip(&passed).map(|(n, k)| n.filter(|_| *k == 1)).collect(),
+            views.into_iter().zip(&passed).map(|(v, k)| v.filter(|_| *k == 1)).collect(),
+        )
     };
     // A buffer passed to a `float4 *` holds four of its values per element the kernel indexes:
     // findings count in the kernel's elements (`v[2]`, not the buffer's `v[8]`).
@@ -1290,6 +1313,7 @@ pub fn run(
         max_warp: (max_total / 4).max(1),
         param_names,
         param_per,
+        param_views,
         threads: u64::try_from(spec.total_threads()).unwrap_or(u64::MAX),
         cost: config.cost.filter(|_| !seq).map(|p| {
             let data = bufs_bytes
@@ -1479,6 +1503,7 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
         findings.push(Finding::OutOfBounds {
             memory: m.memory_of(*region, names),
             kernel_name: m.kernel_name(*region, names),
+            view: m.view_of(*region),
             threads: m.threads,
             len: s.len / per as u64,
             access: *access,
@@ -1503,6 +1528,7 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
         findings.push(Finding::Race {
             memory: m.memory_of(*region, names),
             kernel_name: m.kernel_name(*region, names),
+            view: m.view_of(*region),
             index: s.index,
             count: s.count,
             elements: s.elements.max(1),
