@@ -324,6 +324,10 @@ impl Module {
                 continue;
             }
             let before = items.len();
+            // A variable declared again keeps its place: the GPU's source lists items in order,
+            // and the kernels before it that use it must still see it declared above them.
+            let kept_place =
+                (item.kind == ItemKind::Global).then(|| items.iter().position(|o| o.same_slot(item))).flatten();
             items.retain(|o| !o.same_slot(item));
             let replaced = items.len() < before && !twice;
             if let Some(d) = defined.iter_mut().find(|d: &&mut Defined| d.name == item.name && d.kind == item.kind) {
@@ -331,7 +335,10 @@ impl Module {
             } else {
                 defined.push(Defined { name: item.name.clone(), kind: item.kind.clone(), replaced });
             }
-            items.push(item.clone());
+            match kept_place {
+                Some(at) if at <= items.len() => items.insert(at, item.clone()),
+                _ => items.push(item.clone()),
+            }
         }
         if !errors.is_empty() {
             return Err(errors);
@@ -621,7 +628,8 @@ impl Module {
         Ok(items)
     }
 
-    /// Every item in definition order (a replaced item moves to the end).
+    /// Every item in definition order (a replaced item moves to the end; a variable declared again
+    /// keeps its place).
     pub fn items(&self) -> &[ModuleItem] {
         &self.items
     }
