@@ -155,8 +155,8 @@ expect out[0:2] == [5, 6]
 template <typename T> __global__ void scale(T *a, T s) { a[threadIdx.x] *= s; }
 scale<<<1, 1>>>(out, 2)
 # NVRTC's errors point at the learner's line.
-__global__ void bad(__half *v) {
-    v[0] = not_declared_anywhere;
+__global__ void bad(const float *v, float *o) {
+    o[0] = __ldg(v) + not_declared_anywhere;
 }
 # On the simulator: refused with the reason; the rest of the session keeps working.
 :backend sim
@@ -176,7 +176,7 @@ expect out[999] == 2998.5
     assert!(out.contains("scale<float><<<1, 1>>>: 1 x 1 = 1 thread on"), "{out}");
     assert!(out.contains("not_declared_anywhere"), "{out}");
     let text = format!("{script}{more}");
-    let line = text.lines().position(|l| l.contains("v[0] = not_declared_anywhere")).unwrap() + 1;
+    let line = text.lines().position(|l| l.contains("o[0] = __ldg(v) + not_declared_anywhere")).unwrap() + 1;
     assert!(out.contains(&format!("<stdin>:{line}:5")), "NVRTC's error is on the learner's line {line}:\n{out}");
     assert!(out.contains("the simulator cannot run `step`: it uses "), "{out}");
     assert!(out.contains("which runs on the GPU only"), "{out}");
