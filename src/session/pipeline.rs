@@ -275,12 +275,22 @@ impl Session {
                 }
                 self.constants = constants(&self.module);
                 // Typed input is named by the kernel it defined: `kernel add_one, line 3`.
-                let named =
-                    outcome.defined.iter().find(|d| d.kind == ItemKind::Kernel).map(|d| ("kernel", d)).or_else(|| {
-                        outcome.defined.iter().find(|d| d.kind == ItemKind::DeviceFunction).map(|d| ("function", d))
-                    });
+                // (A struct's member functions come with it: the struct names the input.)
+                let find = |kind: ItemKind| outcome.defined.iter().find(move |d| d.kind == kind);
+                let named = find(ItemKind::Kernel)
+                    .map(|d| ("kernel", d))
+                    .or_else(|| {
+                        let has_members = |t: &&crate::cuda::Defined| {
+                            outcome.defined.iter().any(|f| f.name.starts_with(&format!("{}::", t.name)))
+                        };
+                        find(ItemKind::Typedef).filter(has_members).map(|d| ("type", d))
+                    })
+                    .or_else(|| find(ItemKind::DeviceFunction).map(|d| ("function", d)));
                 if let Some((what, d)) = named {
-                    self.sources.name_item(id, format!("{what} {}", d.name));
+                    // Overloads are named with their parameter types: `operator+(float2, float2)`.
+                    let name =
+                        d.name.rfind('(').filter(|_| d.name.ends_with(')')).map_or(d.name.as_str(), |i| &d.name[..i]);
+                    self.sources.name_item(id, format!("{what} {name}"));
                 }
                 for d in &outcome.defined {
                     let what = match d.kind {
