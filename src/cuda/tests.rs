@@ -902,6 +902,8 @@ fn member_functions_constructors_and_operators_check_like_calls() {
     assert!(e.contains("no constructor of `C` takes (int, int, int)") && e.contains("`C::C(float, float)`"), "{e}");
     let e = errors(&format!("{}\n__global__ void k(float *o) {{ C a(1, 2); C b = a - a; o[0] = b.r; }}", STRUCT_C));
     assert!(e.contains("`-` needs a number, but this is a `C`"), "{e}");
+    let e = errors(&format!("{}\n__global__ void k(float *o) {{ C z; o[0] = z.r; }}", STRUCT_C));
+    assert!(e.contains("`C` has no constructor without arguments"), "{e}");
     let e = errors("struct D { float x; __device__ float f(); };");
     assert!(e.contains("defined elsewhere"), "{e}");
 }

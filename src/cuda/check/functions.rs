@@ -400,7 +400,11 @@ impl<'m> Fx<'m> {
                             return Err(err(d.name_span, format!("the constant `{}` needs a value", d.name))
                                 .help(format!("write `const {} {} = ...;`", base.c_name(), d.name)));
                         }
-                        None => None,
+                        // `Complex z;` runs the default constructor when the struct has constructors.
+                        None => match &base {
+                            Type::Struct(def) => self.default_construct(def, d.name_span)?,
+                            _ => None,
+                        },
                         Some(Init::List(items, span)) if matches!(base, Type::Struct(_)) => {
                             let Type::Struct(def) = &base else { unreachable!("matched above") };
                             Some(self.struct_init(&def.clone(), items, *span)?)

@@ -236,6 +236,23 @@ impl Fx<'_> {
         self.method_call(&object, name, name_span, args, span).map(Some)
     }
 
+    /// `Complex z;`: the value its default constructor makes, when the struct has constructors
+    /// (`None` for a plain struct, which starts uninitialised, as in C).
+    pub(super) fn default_construct(&mut self, def: &Arc<StructDef>, at: Span) -> CResult<Option<Expr>> {
+        let base = format!("{}::{}", def.name, def.name);
+        if self.overloads(&base).is_empty() {
+            return Ok(None);
+        }
+        match self.pick(&base, &[]) {
+            Some(id) => self.call_values(id, Vec::new(), at).map(Some),
+            None => Err(err(at, format!("`{}` has no constructor without arguments", def.name)).help(format!(
+                "give it its arguments, e.g. `{} z(...);`; its constructors are {}",
+                def.name,
+                self.candidates(&base)
+            ))),
+        }
+    }
+
     /// `Complex(a, b)`, `Complex{a, b}`, `Complex c(a, b);`: by a constructor when the struct has
     /// any, otherwise member by member.
     pub(super) fn construct(&mut self, ty: &TypeName, args: &[syntax::Expr], span: Span) -> CResult<Expr> {
