@@ -320,6 +320,15 @@ enum Place {
         addr: Reg,
         span: Span,
     },
+    /// `v.e[i]` with a computed `i`, of an array of `len` numbers held in registers from
+    /// `base`: the element is picked at run time (a GPU would keep such an array in local
+    /// memory). An index outside the array reads poison and writes nothing.
+    RegIndex {
+        base: Reg,
+        len: u32,
+        idx: Reg,
+        ty: Scalar,
+    },
 }
 
 /// The leaves of a struct type: byte offset and register type of each.
@@ -942,13 +951,17 @@ impl Compiler<'_> {
                     && self.in_registers(base) =>
             {
                 let ExprKind::Decay(array) = &base.kind else { unreachable!("matched above") };
-                let Some(i) = const_index(index) else {
-                    return Err(unsupported(
-                        e.span,
-                        "a computed index into an array inside a struct variable (index it with a constant, or keep the struct in memory, e.g. an array of one)",
-                    ));
-                };
                 let Type::Array { elem, len } = &array.ty else { return Err(unsupported(e.span, "this index")) };
+                let Some(i) = const_index(index) else {
+                    let (Some(ty), Place::Regs(base)) = (reg_scalar(elem), self.place(array)?) else {
+                        return Err(unsupported(
+                            e.span,
+                            "a computed index into an array of structs inside a struct variable (index it with a constant, or keep the struct in memory, e.g. an array of one)",
+                        ));
+                    };
+                    let idx = self.expr(index)?;
+                    return Ok(Place::RegIndex { base, len: *len, idx, ty });
+                };
                 if i < 0 || i >= *len as i64 {
                     return Err(Diagnostic::error(format!("index {i} is past the end of `{}`", array.ty.c_name()))
                         .at(index.span)
@@ -1006,6 +1019,14 @@ impl Compiler<'_> {
                 self.emit_at(span, Op::Load { ty, dst, addr });
                 dst
             }
+            Place::RegIndex { base, len, idx, ty } => {
+                let dst = self.imm(memory::poison(ty));
+                self.each_register(base, len, idx, |c, r| {
+                    c.check_init(r);
+                    c.emit(Op::Mov { dst, src: r });
+                });
+                dst
+            }
             Place::Regs(r) => {
                 let n = ty.leaf_count();
                 let dst = self.temps(n);
@@ -1047,6 +1068,9 @@ impl Compiler<'_> {
                     self.store(Place::Reg(r + i), v + i, &Type::Void);
                 }
             }
+            Place::RegIndex { base, len, idx, .. } => {
+                self.each_register(base, len, idx, |c, r| c.store(Place::Reg(r), v, &Type::Void));
+            }
             Place::MemAgg { addr, span } => {
                 if let Some((s, n)) = self.vector_access(ty) {
                     self.emit_at(span, Op::StoreVec { ty: s, n, addr, src: v });
@@ -1057,6 +1081,20 @@ impl Compiler<'_> {
                     self.emit_at(span, Op::Store { ty: s, addr: a, src: v + i as u32 });
                 }
             }
+        }
+    }
+
+    /// For each register `base + k` of a `len`-element array: `then(k's register)`, run only
+    /// where `idx == k`.
+    fn each_register(&mut self, base: Reg, len: u32, idx: Reg, mut then: impl FnMut(&mut Self, Reg)) {
+        for k in 0..len {
+            let kreg = self.imm(k as u64);
+            let hit = self.temp();
+            self.emit(Op::Bin { op: BinaryOp::Eq, ty: Scalar::I64, dst: hit, a: idx, b: kreg });
+            let skip = self.emit(Op::Branch { cond: hit, when: false, target: 0 });
+            then(self, base + k);
+            let here = self.here();
+            self.patch(skip, here);
         }
     }
 

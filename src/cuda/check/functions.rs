@@ -791,6 +791,14 @@ impl<'m> Fx<'m> {
             E::Index(base, index) => {
                 let mut b = self.value_expr(base)?;
                 let mut i = self.value_expr(index)?;
+                // `v[i]` on a struct: its `operator[]`.
+                if matches!(b.ty, Type::Struct(_)) {
+                    return match self.operator_call("[]", vec![b.clone(), i], span)? {
+                        Some(call) => Ok(call),
+                        None => Err(err(b.span, format!("`{}` has no `operator[]`", b.ty.c_name()))
+                            .help("index one of its members, e.g. `v.e[i]`, or define `operator[]`")),
+                    };
+                }
                 if i.ty.is_pointer() && !b.ty.is_pointer() {
                     std::mem::swap(&mut b, &mut i);
                 }
