@@ -872,18 +872,7 @@ impl Parser<'_> {
                 span: name_span,
             });
         }
-        if self.is_word("void") && self.is_at(1, ")") {
-            self.pos += 1;
-        }
-        if !self.is(")") {
-            loop {
-                params.push(self.param()?);
-                if !self.eat(",") {
-                    break;
-                }
-            }
-        }
-        self.expect(")")?;
+        params.extend(self.param_list_after_open()?);
         while self.eat_word("const") || self.eat_word("noexcept") || self.eat_word("override") {}
         let mut inits = Vec::new();
         if is_ctor && self.eat(":") {
@@ -1011,20 +1000,7 @@ impl Parser<'_> {
         name: String,
         name_span: Span,
     ) -> PResult<Option<Item>> {
-        self.expect("(")?;
-        let mut params = Vec::new();
-        if self.is_word("void") && self.is_at(1, ")") {
-            self.pos += 1;
-        }
-        if !self.is(")") {
-            loop {
-                params.push(self.param()?);
-                if !self.eat(",") {
-                    break;
-                }
-            }
-        }
-        self.expect(")")?;
+        let params = self.param_list()?;
         while self.eat_word("const") || self.eat_word("noexcept") {}
         if self.eat(";") {
             // A prototype: the module resolves calls by name in any order, so it adds nothing.
@@ -1040,6 +1016,30 @@ impl Parser<'_> {
         let name = if name.starts_with("operator") { overload_name(&name, &params) } else { name };
         let f = FuncDef { method: None, qual, ret, name: name.clone(), name_span, params, body, span };
         Ok(Some(Item { name, kind: ItemKind::Function(f), span }))
+    }
+
+    /// `(float *a, int n)`, `()` or `(void)`.
+    fn param_list(&mut self) -> PResult<Vec<ParamDecl>> {
+        self.expect("(")?;
+        self.param_list_after_open()
+    }
+
+    /// A parameter list after its `(`, through its `)`.
+    fn param_list_after_open(&mut self) -> PResult<Vec<ParamDecl>> {
+        let mut params = Vec::new();
+        if self.is_word("void") && self.is_at(1, ")") {
+            self.pos += 1;
+        }
+        if !self.is(")") {
+            loop {
+                params.push(self.param()?);
+                if !self.eat(",") {
+                    break;
+                }
+            }
+        }
+        self.expect(")")?;
+        Ok(params)
     }
 
     fn param(&mut self) -> PResult<ParamDecl> {
