@@ -275,12 +275,10 @@ impl Type {
     /// How many registers a value of this type takes (1 for scalars and pointers).
     pub fn leaf_count(&self) -> u32 {
         match self {
-            Type::Struct(_) | Type::Array { .. } => {
-                let mut v = Vec::new();
-                self.leaves(0, &mut v);
-                v.len() as u32
-            }
-            _ => 1,
+            Type::Void => 0,
+            Type::Scalar(_) | Type::Ptr { .. } => 1,
+            Type::Array { elem, len } => elem.leaf_count().saturating_mul(*len),
+            Type::Struct(def) => def.fields.iter().fold(0u32, |n, f| n.saturating_add(f.ty.leaf_count())),
         }
     }
 

@@ -21,6 +21,8 @@ pub const MAX_DEPTH: usize = 128;
 /// is as deep as it is long, and the checker and compiler walk it recursively: so chains count
 /// towards this larger limit on the tree's depth instead of towards [`MAX_DEPTH`].
 pub const MAX_TREE_DEPTH: usize = 1024;
+/// A struct larger than this is surely a mistake (each thread would hold a copy of it).
+const MAX_STRUCT_BYTES: u64 = 1 << 20;
 
 type PResult<T> = Result<T, Diagnostic>;
 
@@ -619,6 +621,7 @@ impl Parser<'_> {
     /// can use it. Member functions, constructors and operators are outside the simulator's
     /// subset and make the struct GPU-only.
     fn struct_def(&mut self) -> PResult<(Option<String>, Arc<StructDef>)> {
+        let start = self.span();
         let mut min_align = 1u64;
         if self.eat_word("__align__") || self.eat_word("__builtin_align__") {
             self.expect("(")?;
@@ -729,6 +732,14 @@ impl Parser<'_> {
         }
         let name = tag.as_ref().map_or_else(|| "(unnamed struct)".to_string(), |(n, _)| n.clone());
         let def = Arc::new(StructDef::new(&name, fields.into_iter().map(|(n, t, _)| (n, t)).collect(), min_align));
+        if def.size > MAX_STRUCT_BYTES {
+            return Err(Diagnostic::error(format!(
+                "`{name}` is {} bytes, more than gridlab's limit of 1 MiB",
+                def.size
+            ))
+            .at(start)
+            .help("hold large data in a buffer passed as a pointer, not inside a struct"));
+        }
         if let Some((name, span)) = &tag {
             self.typedefs.insert(name.clone(), struct_type(def.clone(), *span));
         }
