@@ -1330,10 +1330,13 @@ impl Parser<'_> {
             return Ok(Stmt { span: decl.span, kind: StmtKind::Decl(decl) });
         }
         if matches!(self.peek(), Some(Tok::Ident(_))) && self.is_at(1, ":") && !self.is_at(1, "::") {
-            return Err(Diagnostic::error("labels are not supported by the simulator")
-                .at(start)
-                .help("use loops with break and continue instead of goto")
-                .outside_subset("labels"));
+            // A label names the statement after it; with no `goto` (which is refused on its
+            // own) it changes nothing, as C says.
+            self.pos += 2;
+            if self.is("}") {
+                return Ok(Stmt { kind: StmtKind::Empty, span: start });
+            }
+            return self.stmt();
         }
         let e = self.expr()?;
         self.expect(";")?;

@@ -909,3 +909,11 @@ fn member_functions_constructors_and_operators_check_like_calls() {
 }
 
 const STRUCT_C: &str = "struct C { float r, i; __device__ C(float a, float b) : r(a), i(b) {} __device__ float norm() { return r * r + i * i; } };";
+
+#[test]
+fn a_label_without_goto_changes_nothing() {
+    let m = module("__global__ void k(float *a) {\n    start:\n    a[0] = 1.0f;\n    { done: }\n}");
+    assert_eq!(kernel(&m, "k").body.len(), 2);
+    let e = errors("__global__ void k(float *a) {\n    goto end;\n    end: a[0] = 1.0f;\n}");
+    assert!(e.contains("goto is not supported by the simulator"), "{e}");
+}
