@@ -891,16 +891,7 @@ impl Parser<'_> {
                 let (member, span) = self.ident("a member to initialise")?;
                 let (open, close) = if self.is("{") { ("{", "}") } else { ("(", ")") };
                 self.expect(open)?;
-                let mut args = Vec::new();
-                if !self.is(close) {
-                    loop {
-                        args.push(self.assign()?);
-                        if !self.eat(",") {
-                            break;
-                        }
-                    }
-                }
-                self.expect(close)?;
+                let args = self.expr_list(close)?;
                 inits.push((member, span, args));
                 if !self.eat(",") {
                     break;
@@ -925,6 +916,11 @@ impl Parser<'_> {
             self.expect("(")?;
             ")"
         };
+        self.expr_list(close)
+    }
+
+    /// Comma-separated expressions after an opening bracket, through `close`.
+    fn expr_list(&mut self, close: &str) -> PResult<Vec<Expr>> {
         let mut args = Vec::new();
         if !self.is(close) {
             loop {
@@ -1661,16 +1657,7 @@ impl Parser<'_> {
         {
             let (object, name, name_span) = (object.clone(), name.clone(), *name_span);
             self.pos += 1;
-            let mut args = Vec::new();
-            if !self.is(")") {
-                loop {
-                    args.push(self.assign()?);
-                    if !self.eat(",") {
-                        break;
-                    }
-                }
-            }
-            self.expect(")")?;
+            let args = self.expr_list(")")?;
             let span = start.to(self.prev_span());
             return Ok((Expr { kind: ExprKind::MethodCall { object, name, name_span, args }, span }, true));
         }
@@ -1682,16 +1669,7 @@ impl Parser<'_> {
             };
             let name = name.clone();
             self.pos += 1;
-            let mut args = Vec::new();
-            if !self.is(")") {
-                loop {
-                    args.push(self.assign()?);
-                    if !self.eat(",") {
-                        break;
-                    }
-                }
-            }
-            self.expect(")")?;
+            let args = self.expr_list(")")?;
             let span = start.to(self.prev_span());
             return Ok((Expr { kind: ExprKind::Call { name, name_span: start, args }, span }, true));
         }
