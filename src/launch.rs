@@ -123,6 +123,14 @@ pub enum Arg {
 
 impl Arg {
     /// The buffer this argument points into and the element offset, for either kind of pointer.
+    /// How many values the argument is in the kernel's parameter list (a struct: one per member).
+    pub fn width(&self) -> usize {
+        match self {
+            Arg::Struct(members) => members.len(),
+            _ => 1,
+        }
+    }
+
     pub fn pointer(&self) -> Option<(usize, usize)> {
         match *self {
             Arg::Buffer(i) => Some((i, 0)),

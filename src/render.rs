@@ -91,10 +91,8 @@ pub fn prose(text: &str, style: &Style) -> String {
 pub fn signature(f: &Function) -> String {
     // Overloadable functions (operators, members) are named with their parameter types,
     // `operator+(float2, float2)`; a member function's object is its hidden `this`.
-    let (name, member) = match f.name.rfind('(') {
-        Some(i) if f.name.ends_with(')') => (&f.name[..i], f.name.contains("::")),
-        _ => (f.name.as_str(), false),
-    };
+    let name = crate::cuda::ast::display_name(&f.name);
+    let member = name != f.name && name.contains("::");
     let params: Vec<String> = f
         .params
         .iter()

@@ -287,14 +287,7 @@ impl Backend for SimBackend {
             )));
         }
         // A struct argument fills one parameter register per member.
-        let registers: usize = spec
-            .args
-            .iter()
-            .map(|a| match a {
-                crate::launch::Arg::Struct(members) => members.len(),
-                _ => 1,
-            })
-            .sum();
+        let registers: usize = spec.args.iter().map(crate::launch::Arg::width).sum();
         if kernel.params as usize != registers {
             return Err(BackendError::Launch(format!(
                 "`{}` takes {} arguments, {} given",

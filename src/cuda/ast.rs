@@ -195,7 +195,7 @@ impl StructDef {
     /// `struct { float re, im; }`): such a struct's buffer is a buffer of that scalar.
     pub fn uniform(&self) -> Option<(Scalar, u64)> {
         let mut leaves = Vec::new();
-        Type::Struct(Arc::new(self.clone())).leaves(0, &mut leaves);
+        self.fields.iter().for_each(|f| f.ty.leaves(f.offset, &mut leaves));
         let (_, s) = *leaves.first()?;
         let packed = leaves.iter().enumerate().all(|(i, &(off, t))| t == s && off == i as u64 * s.size() as u64);
         (packed && leaves.len() as u64 * s.size() as u64 == self.size).then_some((s, leaves.len() as u64))
@@ -313,6 +313,16 @@ impl Type {
             }
             Type::Struct(def) => def.name.clone(),
         }
+    }
+}
+
+/// The name a function is shown by: overloadable functions (operators, constructors, member
+/// functions) are named with their parameter types to tell overloads apart,
+/// `operator+(float2, float2)`; this is `operator+`.
+pub fn display_name(name: &str) -> &str {
+    match name.rfind('(') {
+        Some(i) if name.ends_with(')') => &name[..i],
+        _ => name,
     }
 }
 

@@ -288,8 +288,7 @@ impl Session {
                     .or_else(|| find(ItemKind::DeviceFunction).map(|d| ("function", d)));
                 if let Some((what, d)) = named {
                     // Overloads are named with their parameter types: `operator+(float2, float2)`.
-                    let name =
-                        d.name.rfind('(').filter(|_| d.name.ends_with(')')).map_or(d.name.as_str(), |i| &d.name[..i]);
+                    let name = crate::cuda::ast::display_name(&d.name);
                     self.sources.name_item(id, format!("{what} {name}"));
                 }
                 for d in &outcome.defined {

@@ -907,22 +907,6 @@ impl Compiler<'_> {
         }
     }
 
-    /// Whether the array `decayed` (a struct member, decayed to a pointer) lives in registers:
-    /// its struct is a variable or a by-value parameter, not memory.
-    fn in_registers(&self, decayed: &Expr) -> bool {
-        let mut e = match &decayed.kind {
-            ExprKind::Decay(m) => &**m,
-            _ => return false,
-        };
-        while let ExprKind::Member { base, .. } = &e.kind {
-            e = base;
-        }
-        match &e.kind {
-            ExprKind::Local(id) => !matches!(self.frame().refs.get(id), Some(Place::MemAgg { .. } | Place::Mem { .. })),
-            _ => false,
-        }
-    }
-
     /// `addr + offset` bytes.
     fn offset_addr(&mut self, addr: Reg, offset: u64) -> Reg {
         if offset == 0 {
@@ -945,31 +929,45 @@ impl Compiler<'_> {
                 let addr = self.addr_of(e)?;
                 Ok(Place::MemAgg { addr, span: e.span })
             }
-            // `v.e[1]` of a struct variable held in registers: a constant index picks a register.
-            ExprKind::Index { base, index }
-                if matches!(&base.kind, ExprKind::Decay(m) if matches!(m.kind, ExprKind::Member { .. }) && types_is_place(m))
-                    && self.in_registers(base) =>
+            // `v.e[i]`, an array member. Of a struct in memory: the element's address. Of a struct
+            // variable in registers: a register, picked here for a constant index and at run time
+            // for a computed one.
+            ExprKind::Index { base, index } if matches!(&base.kind, ExprKind::Decay(m) if matches!(m.kind, ExprKind::Member { .. }) && types_is_place(m)) =>
             {
                 let ExprKind::Decay(array) = &base.kind else { unreachable!("matched above") };
                 let Type::Array { elem, len } = &array.ty else { return Err(unsupported(e.span, "this index")) };
+                let aggregate = matches!(**elem, Type::Struct(_) | Type::Array { .. });
+                let r = match self.place(array)? {
+                    Place::MemAgg { addr, .. } => {
+                        let idx = self.expr(index)?;
+                        let dst = self.temp();
+                        self.emit(Op::PtrAdd { dst, ptr: addr, idx, scale: elem_size(elem) });
+                        return Ok(if aggregate {
+                            Place::MemAgg { addr: dst, span: e.span }
+                        } else {
+                            Place::Mem { addr: dst, ty: self.scalar(elem, e.span)?, span: e.span }
+                        });
+                    }
+                    Place::Regs(r) => r,
+                    _ => return Err(unsupported(e.span, "this index")),
+                };
                 let Some(i) = const_index(index) else {
-                    let (Some(ty), Place::Regs(base)) = (reg_scalar(elem), self.place(array)?) else {
+                    let Some(ty) = reg_scalar(elem) else {
                         return Err(unsupported(
                             e.span,
                             "a computed index into an array of structs inside a struct variable (index it with a constant, or keep the struct in memory, e.g. an array of one)",
                         ));
                     };
                     let idx = self.expr(index)?;
-                    return Ok(Place::RegIndex { base, len: *len, idx, ty });
+                    return Ok(Place::RegIndex { base: r, len: *len, idx, ty });
                 };
                 if i < 0 || i >= *len as i64 {
                     return Err(Diagnostic::error(format!("index {i} is past the end of `{}`", array.ty.c_name()))
                         .at(index.span)
                         .help(format!("the array has {len} elements, 0 to {}", len.saturating_sub(1))));
                 }
-                let Place::Regs(r) = self.place(array)? else { return Err(unsupported(e.span, "this index")) };
                 let at = r + i as u32 * elem.leaf_count();
-                Ok(if matches!(**elem, Type::Struct(_)) { Place::Regs(at) } else { Place::Reg(at) })
+                Ok(if aggregate { Place::Regs(at) } else { Place::Reg(at) })
             }
             ExprKind::Mem(_) | ExprKind::Deref(_) | ExprKind::Index { .. } => {
                 let ty = self.scalar(&e.ty, e.span)?;

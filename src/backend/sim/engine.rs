@@ -1237,15 +1237,23 @@ pub fn run(
         })
         .collect();
     let seq = config.schedule == Schedule::Sequential;
-    let (param_names, param_views) = {
+    let (param_names, param_views, param_per) = {
         let kernel_params = program.function(&spec.kernel).map(|(_, f)| &f.params[..]).unwrap_or(&[]);
         let mut names: Vec<Option<String>> = vec![None; bufs.len()];
         let mut views: Vec<Option<(String, u64)>> = vec![None; bufs.len()];
         let mut passed = vec![0u32; bufs.len()];
+        // A buffer passed whole to a `float4 *` holds four of its values per element the kernel
+        // indexes: findings count in the kernel's elements (`v[2]`, not the buffer's `v[8]`).
+        let mut per = vec![1u64; bufs.len()];
         for (arg, p) in spec.args.iter().zip(kernel_params) {
             if let Some((i, offset)) = arg.pointer()
                 && i < bufs.len()
             {
+                if let (0, Some(crate::cuda::ast::Type::Struct(def))) = (offset, p.ty.pointee())
+                    && let Some((_, n)) = def.uniform()
+                {
+                    per[i] = n;
+                }
                 // A buffer passed to two parameters has no one name in the kernel, nor has one
                 // passed as a view: `p[0]` of `p = a + 4` is `a[4]`, and findings say `a[4]`.
                 passed[i] += 1;
@@ -1256,21 +1264,8 @@ pub fn run(
         (
             names.into_iter().zip(&passed).map(|(n, k)| n.filter(|_| *k == 1)).collect(),
             views.into_iter().zip(&passed).map(|(v, k)| v.filter(|_| *k == 1)).collect(),
+            per,
         )
-    };
-    // A buffer passed to a `float4 *` holds four of its values per element the kernel indexes:
-    // findings count in the kernel's elements (`v[2]`, not the buffer's `v[8]`).
-    let param_per: Vec<u64> = {
-        let kernel_params = program.function(&spec.kernel).map(|(_, f)| &f.params[..]).unwrap_or(&[]);
-        let mut per = vec![1u64; bufs.len()];
-        for (arg, p) in spec.args.iter().zip(kernel_params) {
-            if let (Arg::Buffer(i), Some(crate::cuda::ast::Type::Struct(def))) = (arg, p.ty.pointee())
-                && let (Some(slot), Some((_, n))) = (per.get_mut(*i), def.uniform())
-            {
-                *slot = n;
-            }
-        }
-        per
     };
     let bufs_bytes: u64 = bufs.iter().map(|b| b.len() as u64).sum();
     let max_total = config.max_steps.saturating_mul(if seq { WARP as u64 } else { 1 });

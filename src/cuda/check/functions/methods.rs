@@ -226,12 +226,11 @@ impl Fx<'_> {
         args: &[syntax::Expr],
         span: Span,
     ) -> CResult<Option<Expr>> {
-        let Some((id, def)) = self.object.clone() else { return Ok(None) };
+        let Some((_, def)) = self.object.clone() else { return Ok(None) };
         if self.overloads(&format!("{}::{name}", def.name)).is_empty() {
             return Ok(None);
         }
         let this = syntax::Expr { kind: syntax::ExprKind::Name("this".into()), span: name_span };
-        let _ = id;
         let object = syntax::Expr { kind: syntax::ExprKind::Unary(UnOp::Deref, Box::new(this)), span: name_span };
         self.method_call(&object, name, name_span, args, span).map(Some)
     }
