@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &[&str])] = &[
     ("diagnostics", &["diag"]),
     ("data", &["dtype", "buffer", "value", "finding", "cost", "launch"]),
-    ("CUDA front end", &["cuda"]),
+    ("CUDA front end", &["cuda", "python"]),
     ("views", &["render"]),
     ("engines", &["backend", "script"]),
     ("session", &["session"]),

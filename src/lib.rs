@@ -29,6 +29,7 @@ pub mod dtype;
 pub mod finding;
 pub mod launch;
 pub mod lesson;
+pub mod python;
 pub mod render;
 pub mod repl;
 pub mod replay;

@@ -17,6 +17,7 @@ mod cost;
 mod extension;
 mod launch;
 mod pipeline;
+mod python;
 mod state;
 mod symbols;
 mod views;
@@ -179,6 +180,8 @@ pub struct Session {
     pub(crate) loading: Vec<std::path::PathBuf>,
     /// `exit`, `quit`, `:q` and `:quit` leave: see [`Session::allow_quit`].
     pub(crate) leave: Leave,
+    /// `@cuda.jit` kernels and device functions, and the CUDA C each was lowered to.
+    pub(crate) python: python::PythonKernels,
 }
 
 /// Whether leaving was asked for, and whether it may be: only input typed (or piped) into the
@@ -228,6 +231,7 @@ impl Session {
             refused: Vec::new(),
             loading: Vec::new(),
             leave: Leave::default(),
+            python: python::PythonKernels::default(),
         }
     }
 

@@ -253,9 +253,10 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
 /// The kernel's source around a site: its whole text, the site's offset in it and the text of
 /// the access itself (`x[i + 1]`).
 fn code_at(sources: &SourceMap, site: &Site) -> Option<(String, usize, String)> {
-    let text = &sources.get(site.span.source)?.text;
-    let access = text.get(site.span.lo as usize..site.span.hi as usize)?;
-    Some((text.clone(), site.span.lo as usize, access.to_string()))
+    let span = sources.resolve(site.span);
+    let text = &sources.get(span.source)?.text;
+    let access = text.get(span.lo as usize..span.hi as usize)?;
+    Some((text.clone(), span.lo as usize, access.to_string()))
 }
 
 /// Out of bounds through a pointer into the buffer (`p = a + 4`): the kernel's own index is the

@@ -70,6 +70,8 @@ pub enum InputKind {
     Cuda,
     Command,
     Statement,
+    /// Python: `@cuda.jit` functions and imports (see `crate::python`).
+    Python,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,6 +136,9 @@ pub fn classify(first_line: &str) -> Option<InputKind> {
     }
     if t.starts_with(':') {
         return Some(InputKind::Command);
+    }
+    if crate::python::starts_python(t) {
+        return Some(InputKind::Python);
     }
     let word: String = t.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
     Some(if CUDA_WORDS.contains(&word.as_str()) { InputKind::Cuda } else { InputKind::Statement })
@@ -303,6 +308,11 @@ pub struct Pending {
     statement: Scan,
     /// A line of CUDA that is not a preprocessor line was seen: an item's body started.
     body_started: bool,
+    /// Python: an indented line (a function's body) was seen, and the last line was blank.
+    py_body: bool,
+    py_blank: bool,
+    /// Python whose first line is an `import`.
+    py_import: bool,
     bytes: usize,
     lines: usize,
 }
@@ -315,9 +325,15 @@ impl Pending {
         let kind = classify(line);
         if self.first.is_none() {
             self.first = kind;
+            let t = line.trim_start();
+            self.py_import = kind == Some(InputKind::Python) && (t.starts_with("import ") || t.starts_with("from "));
         }
         if kind == Some(InputKind::Cuda) && !is_preprocessor(line) {
             self.body_started = true;
+        }
+        if self.first == Some(InputKind::Python) && self.lines > 0 {
+            self.py_blank = line.trim().is_empty();
+            self.py_body |= line.starts_with([' ', '\t']) && !line.trim().is_empty();
         }
         self.c.line(line, base);
         self.statement.statement_line(line, base);
@@ -335,6 +351,9 @@ impl Pending {
                 self.c.complete() || (!self.body_started && !self.c.ends_with('\\'))
             }
             Some(InputKind::Statement) => self.statement.open.is_empty(),
+            // As in Python's REPL: an import is one line; a function ends at a blank line.
+            Some(InputKind::Python) if self.py_import => self.statement.open.is_empty(),
+            Some(InputKind::Python) => self.py_body && self.py_blank && self.statement.open.is_empty(),
         }
     }
 
@@ -414,6 +433,45 @@ pub fn split_inputs(text: &str) -> Result<Vec<Input>, Box<SplitError>> {
                     i += 1;
                 }
                 push(&mut inputs, InputKind::Statement, start, i);
+                i += 1;
+            }
+            Some(InputKind::Python) => {
+                pending = None;
+                let start = i;
+                let t = line.trim_start();
+                if t.starts_with("import ") || t.starts_with("from ") {
+                    // One line, or more while a bracket is open: `from numba import (cuda,\n float32)`.
+                    let mut s = Scan::default();
+                    loop {
+                        s.statement_line(&text[lines[i].0..lines[i].1], lines[i].0);
+                        if s.open.is_empty() || i + 1 == lines.len() {
+                            break;
+                        }
+                        i += 1;
+                    }
+                } else {
+                    // Decorators, the `def` line, then every line that is indented, blank or a
+                    // comment, up to the last indented one.
+                    let mut last = i;
+                    let mut j = i + 1;
+                    while j < lines.len() {
+                        let l = &text[lines[j].0..lines[j].1];
+                        let t = l.trim_start();
+                        if t.is_empty() || t.starts_with('#') {
+                            j += 1;
+                            continue;
+                        }
+                        let header = text[lines[last].0..lines[last].1].trim_start().starts_with('@');
+                        if l.starts_with([' ', '\t']) || (header && (t.starts_with('@') || t.starts_with("def "))) {
+                            last = j;
+                            j += 1;
+                            continue;
+                        }
+                        break;
+                    }
+                    i = last;
+                }
+                push(&mut inputs, InputKind::Python, start, i);
                 i += 1;
             }
             Some(InputKind::Cuda) => {
@@ -496,7 +554,7 @@ pub struct SplitError {
 /// Lines that can only begin a new input, never continue a statement.
 fn starts_new_input(line: &str) -> bool {
     let t = line.trim_start();
-    matches!(classify(line), Some(InputKind::Command | InputKind::Cuda))
+    matches!(classify(line), Some(InputKind::Command | InputKind::Cuda | InputKind::Python))
         || ["let ", "expect "].iter().any(|k| t.starts_with(k))
 }
 

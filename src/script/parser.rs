@@ -262,24 +262,10 @@ impl Parser {
                     && let ExprKind::Index { target, indices } = &e.kind
                     && let ExprKind::Name(kernel) = &target.kind
                 {
-                    // Numba's launch, `kernel[blocks, threads](args)`.
-                    let config: Vec<&str> = indices
-                        .iter()
-                        .map(|i| match i {
-                            Index::At(x) => x.text(&self.text),
-                            Index::Slice { span, .. } => {
-                                self.text.get(span.lo as usize..span.hi as usize).unwrap_or("?")
-                            }
-                        })
-                        .collect();
-                    let args = self.text.get(self.here().lo as usize..self.end).unwrap_or("(...)");
-                    return Err(Diagnostic::error(format!(
-                        "a launch is written `{kernel}<<<{}>>>{args}` here",
-                        config.join(", ")
-                    ))
-                    .at(e.span)
-                    .label("Numba's launch syntax")
-                    .help("gridlab's launches are CUDA's: `kernel<<<blocks, threads>>>(args)`"));
+                    // Numba's launch, `kernel[blocks, threads](args)` or
+                    // `kernel[blocks, threads, stream, shared_bytes](args)`.
+                    let launch = self.numba_launch(kernel.clone(), target.span, indices, e.span)?;
+                    return Ok(Stmt { span: launch.span, kind: StmtKind::Launch(launch) });
                 }
                 Ok(Stmt { span: e.span, kind: StmtKind::Inspect(e) })
             }
@@ -585,6 +571,58 @@ impl Parser {
         let args = self.comma_list(")", "an argument or `)`")?;
         let span = kernel_span.to(self.prev_span());
         Ok(Launch { kernel, kernel_span, template_args, grid, block, shared, args, span })
+    }
+
+    /// After `kernel[...]`, at its `(`: the configuration in the brackets and the arguments.
+    fn numba_launch(
+        &mut self,
+        kernel: String,
+        kernel_span: Span,
+        indices: &[Index],
+        config: Span,
+    ) -> Result<Launch, Diagnostic> {
+        let help = "a Numba launch is `kernel[blocks, threads](args)` or `kernel[blocks, threads, stream, shared_bytes](args)`";
+        let mut exprs = Vec::new();
+        for i in indices {
+            match i {
+                Index::At(e) => exprs.push(e.clone()),
+                Index::Slice { span, .. } => {
+                    return Err(Diagnostic::error("a launch's configuration has no slices").at(*span).help(help));
+                }
+            }
+        }
+        if !(2..=4).contains(&exprs.len()) {
+            return Err(Diagnostic::error(format!(
+                "a launch gives blocks and threads (and optionally a stream and shared bytes), not {} value{}",
+                exprs.len(),
+                if exprs.len() == 1 { "" } else { "s" }
+            ))
+            .at(config)
+            .help(help));
+        }
+        let dim = |e: Expr| -> Result<Dim, Diagnostic> {
+            let span = e.span;
+            let exprs = match e.kind {
+                ExprKind::Tuple(items) | ExprKind::List(items) => items,
+                kind => vec![Expr { kind, span }],
+            };
+            if exprs.is_empty() || exprs.len() > 3 {
+                return Err(Diagnostic::error(format!("a grid or block has 1 to 3 dimensions, not {}", exprs.len()))
+                    .at(span)
+                    .help("write `n`, `(x, y)` or `(x, y, z)`"));
+            }
+            Ok(Dim { exprs, span })
+        };
+        let mut it = exprs.into_iter();
+        let grid = dim(it.next().expect("two or more"))?;
+        let block = dim(it.next().expect("two or more"))?;
+        // The stream orders launches on a GPU; gridlab runs them in order anyway.
+        let _stream = it.next();
+        let shared = it.next();
+        self.expect_punct("(", "`(` and the kernel's arguments", help)?;
+        let args = self.comma_list(")", "an argument or `)`")?;
+        let span = kernel_span.to(self.prev_span());
+        Ok(Launch { kernel, kernel_span, template_args: None, grid, block, shared, args, span })
     }
 
     fn dim(&mut self) -> Result<Dim, Diagnostic> {

@@ -833,8 +833,12 @@ fn host_code_and_numpy_say_what_to_write_instead() {
         "no `for` at the prompt: write `a[:] = 2 * b + arange(len(a))`"
     );
     assert_eq!(no("while (n > 0) n--;").message, "no `while` at the prompt: loops run in kernels");
-    let d = no("add[4, 256](a, n)");
-    assert_eq!(d.message, "a launch is written `add<<<4, 256>>>(a, n)` here");
+    // Numba's launch is a launch, with the stream and shared bytes when given.
+    let StmtKind::Launch(l) = parse_statement(0, "add[4, 256](a, n)").unwrap().kind else { panic!() };
+    assert_eq!((l.kernel.as_str(), l.args.len(), l.shared.is_none()), ("add", 2, true));
+    let StmtKind::Launch(l) = parse_statement(0, "k[(2, 2), (16, 16), 0, 1024](a)").unwrap().kind else { panic!() };
+    assert_eq!((l.grid.exprs.len(), l.block.exprs.len(), l.shared.is_some()), (2, 2, true));
+    assert!(no("k[4](a)").message.contains("blocks and threads"));
 }
 
 /// Slices and single elements of a buffer cost what they select, not the buffer's length, so

@@ -47,8 +47,15 @@ pub const COMMANDS: &[CommandSpec] = &[
         name: "kernels",
         args: "",
         summary: "list kernels and device functions",
-        help: "Lists the kernels and __device__ functions defined so far, with their parameters and where they were defined.",
+        help: "Lists the kernels and __device__ functions defined so far, with their parameters and where they were defined; Python kernels (`@cuda.jit`) too.",
         run: kernels,
+    },
+    CommandSpec {
+        name: "cuda",
+        args: "NAME",
+        summary: "show the CUDA C a Python kernel means",
+        help: "`:cuda NAME` prints the CUDA C that the Python kernel NAME (`@cuda.jit`) is lowered to: the C its last launch ran, typed from that launch's arguments, or before any launch, the C for the types its code suggests. gridlab runs that C on the simulator and the GPU; every finding points back at the Python line.",
+        run: cuda_of,
     },
     CommandSpec {
         name: "device",
@@ -438,13 +445,19 @@ fn kernels(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<St
         .filter(|i| matches!(i.kind, ItemKind::Kernel | ItemKind::DeviceFunction))
         .filter_map(|i| Some((i, i.gpu_only()?)))
         .collect();
-    if program.functions.is_empty() && gpu_only.is_empty() {
-        writeln!(out, "no kernels yet; type one, starting with `__global__ void`")?;
+    let python = session.python_rows();
+    // Python kernels are listed as Python; their lowered C is not listed again.
+    let lowered = |name: &str| session.python.get(name).is_some();
+    if program.functions.iter().all(|f| lowered(&f.name)) && gpu_only.is_empty() && python.is_empty() {
+        writeln!(out, "no kernels yet; type one, starting with `__global__ void` (or `@cuda.jit` in Python)")?;
         return Ok(Status::Ok);
     }
     let mut t = table(session.style().width);
     t.set_header(["kind", "signature", "defined at"]);
-    for f in &program.functions {
+    for row in python {
+        t.add_row(row);
+    }
+    for f in program.functions.iter().filter(|f| !lowered(&f.name)) {
         let kind = match f.kind {
             crate::cuda::ast::FuncKind::Kernel => "__global__",
             crate::cuda::ast::FuncKind::Device => "__device__",
@@ -464,6 +477,10 @@ fn kernels(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<St
     }
     writeln!(out, "{t}")?;
     Ok(Status::Ok)
+}
+
+fn cuda_of(session: &mut Session, arg: &str, out: &mut dyn Write) -> io::Result<Status> {
+    session.show_cuda(arg, out)
 }
 
 fn reset(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {

@@ -26,6 +26,29 @@ pub const MAX_SHARED_BYTES: u64 = 48 * 1024;
 
 impl Session {
     pub(super) fn launch(&mut self, launch: &Launch, text: &str, out: &mut dyn Write) -> io::Result<Status> {
+        // A Python kernel becomes CUDA C for these arguments' types first.
+        let lowered;
+        let launch = if self.is_python_kernel(&launch.kernel) {
+            match self.python_launch(launch, text) {
+                Ok(l) => {
+                    lowered = l;
+                    return self.launch_c(&lowered, text, out);
+                }
+                Err(diags) => {
+                    for d in &diags {
+                        self.report(d, out)?;
+                    }
+                    return Ok(Status::Error);
+                }
+            }
+        } else {
+            launch
+        };
+        self.launch_c(launch, text, out)
+    }
+
+    /// A launch of a CUDA C kernel (typed, or lowered from Python).
+    fn launch_c(&mut self, launch: &Launch, text: &str, out: &mut dyn Write) -> io::Result<Status> {
         let instance;
         let launch = match self.template_instance(launch, text) {
             Ok(Some(name)) => {

@@ -218,6 +218,7 @@ impl Session {
             InputKind::Cuda => self.define(id, out)?,
             InputKind::Command => command::run(self, &input.text, out)?,
             InputKind::Statement => self.statement(id, out)?,
+            InputKind::Python => self.define_python(id, out)?,
         };
         if status != Status::Error && input.kind != InputKind::Command {
             self.history.push(input.text.clone());

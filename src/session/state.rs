@@ -26,6 +26,7 @@ impl Session {
     /// Forget kernels, buffers, scalars and findings; keep the settings.
     pub fn reset(&mut self) {
         self.module.clear();
+        self.python.clear();
         self.refused.clear();
         self.constants.clear();
         self.symbols.clear();

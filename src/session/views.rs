@@ -79,6 +79,19 @@ impl Session {
             )?;
             return Ok(None);
         };
+        let launch = if self.is_python_kernel(&launch.kernel) {
+            match self.python_launch(&launch, text) {
+                Ok(l) => l,
+                Err(diags) => {
+                    for d in &diags {
+                        self.report(d, out)?;
+                    }
+                    return Ok(None);
+                }
+            }
+        } else {
+            launch
+        };
         match self.prepare(&launch, text) {
             Ok((spec, names)) => Ok(Some(Prepared { text: text.trim().to_string(), spec, names })),
             Err(diag) => {

@@ -1,0 +1,2669 @@
+//! Lowering a Python kernel, for one set of argument types, to CUDA C.
+//!
+//! Numba specialises a kernel for the types of each launch's arguments; so does this: given
+//! the types, every variable gets Numba's type (a fixpoint of its assignments, unified as
+//! Numba unifies), and the kernel is written out as CUDA C with the learner's names, one
+//! statement per line. The C goes through the CUDA front end like any typed kernel, so the
+//! simulator, the cost model, the findings and NVRTC all see one language. A map from each
+//! piece of C back to the Python that produced it lets every message point at the learner's
+//! Python line.
+//!
+//! Where C's rules differ from Numba's, the C spells Numba's out: a cast where C's usual
+//! arithmetic conversions would pick another type, helper functions for Python's `//`, `%`,
+//! integer `**` and `round`, and negative indices counted from the end.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
+
+use rustpython_parser::ast::{self, Ranged};
+
+use super::parse::{Imports, PyFunction, dotted, span};
+use super::types::{self, Space, Ty, arith, c_promote, c_usual, float_arith, numba_name, true_div, unify};
+use crate::diag::{Diagnostic, Span};
+use crate::dtype::DType;
+
+/// The type of one launch argument, as the kernel sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgType {
+    Array { dtype: DType, ndim: usize },
+    Scalar(DType),
+}
+
+/// A module-level name a kernel reads: Numba freezes such globals into the kernel as constants.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Global {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Dtype(DType),
+}
+
+/// Where the kernels and globals of a lowering come from.
+pub struct Env<'a> {
+    pub functions: &'a dyn Fn(&str) -> Option<PyFunction>,
+    pub globals: &'a dyn Fn(&str) -> Option<Global>,
+    pub imports: &'a Imports,
+}
+
+/// One C parameter of a lowered kernel, and the Python argument it comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CParam {
+    /// The data pointer of array argument `arg`.
+    Pointer { arg: usize },
+    /// Extent `dim` of array argument `arg` (its `shape[dim]`), a `long long`.
+    Extent { arg: usize, dim: usize },
+    /// Scalar argument `arg`, as `dtype`.
+    Scalar { arg: usize, dtype: DType },
+}
+
+/// A kernel lowered for one set of argument types.
+#[derive(Clone, Debug)]
+pub struct Instance {
+    /// The C kernel's name (the Python name).
+    pub kernel: String,
+    /// CUDA C for the kernel, the device functions it calls and the helpers they use.
+    pub text: String,
+    /// `(lo, hi, span)`: C bytes `lo..hi` came from the Python at `span`.
+    pub map: Vec<(u32, u32, Span)>,
+    pub params: Vec<CParam>,
+    /// The argument types it was lowered for.
+    pub args: Vec<ArgType>,
+    /// Things the learner should know (a variable unified from int and float, say).
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Lower kernel `f` for arguments of types `args`.
+pub fn lower(env: &Env, f: &PyFunction, args: &[ArgType]) -> Result<Instance, Vec<Diagnostic>> {
+    if f.device {
+        return Err(vec![
+            Diagnostic::error(format!("`{}` is a device function: kernels call it, it is not launched", f.name))
+                .at(f.span)
+                .help("launch a function marked `@cuda.jit` without `device=True`"),
+        ]);
+    }
+    if args.len() != f.params.len() {
+        return Err(vec![
+            Diagnostic::error(format!(
+                "`{}` takes {} argument{}, the launch gives {}",
+                f.name,
+                f.params.len(),
+                if f.params.len() == 1 { "" } else { "s" },
+                args.len()
+            ))
+            .at(f.span),
+        ]);
+    }
+    let mut module = ModuleOut::default();
+    let tys: Vec<Ty> = args.iter().map(arg_ty).collect();
+    let mut params = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        match a {
+            ArgType::Array { ndim, .. } => {
+                params.push(CParam::Pointer { arg: i });
+                for d in 0..*ndim {
+                    params.push(CParam::Extent { arg: i, dim: d });
+                }
+            }
+            ArgType::Scalar(d) => params.push(CParam::Scalar { arg: i, dtype: *d }),
+        }
+    }
+    let mut stack = vec![f.name.clone()];
+    let func = lower_function(env, f, &tys, &mut module, &mut stack, true).map_err(|d| vec![d])?;
+    let mut out = Out::default();
+    for helper in &module.helpers {
+        out.text.push_str(helper_text(helper));
+    }
+    for dev in &module.device_fns {
+        out.append(&dev.text, &dev.map);
+    }
+    out.append(&func.text, &func.map);
+    Ok(Instance {
+        kernel: func.c_name,
+        text: out.text,
+        map: out.map,
+        params,
+        args: args.to_vec(),
+        warnings: module.warnings,
+    })
+}
+
+fn arg_ty(a: &ArgType) -> Ty {
+    match a {
+        ArgType::Array { dtype, ndim } => {
+            Ty::Array { dtype: *dtype, ndim: *ndim, space: Space::Global, dims: Vec::new() }
+        }
+        ArgType::Scalar(d) => Ty::Num(*d),
+    }
+}
+
+/// Text with its map back to Python.
+#[derive(Clone, Debug, Default)]
+struct Out {
+    text: String,
+    map: Vec<(u32, u32, Span)>,
+}
+
+impl Out {
+    fn append(&mut self, text: &str, map: &[(u32, u32, Span)]) {
+        let base = self.text.len() as u32;
+        self.text.push_str(text);
+        self.map.extend(map.iter().map(|(lo, hi, s)| (lo + base, hi + base, *s)));
+    }
+}
+
+#[derive(Default)]
+struct ModuleOut {
+    helpers: BTreeSet<Helper>,
+    device_fns: Vec<FnOut>,
+    /// Device function instances made so far: (Python name, argument types) → C name, return type.
+    instances: Vec<(String, Vec<Ty>, String, Ty)>,
+    warnings: Vec<Diagnostic>,
+}
+
+struct FnOut {
+    c_name: String,
+    ret: Ty,
+    text: String,
+    map: Vec<(u32, u32, Span)>,
+}
+
+/// The C helper functions Python's semantics need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Helper {
+    FloorDiv,
+    Mod,
+    Fmod,
+    IPow,
+    Round,
+    LaneId,
+}
+
+fn helper_name(h: Helper) -> &'static str {
+    match h {
+        Helper::FloorDiv => "py_floordiv",
+        Helper::Mod => "py_mod",
+        Helper::Fmod => "py_fmod",
+        Helper::IPow => "py_ipow",
+        Helper::Round => "py_round",
+        Helper::LaneId => "py_laneid",
+    }
+}
+
+fn helper_text(h: &Helper) -> &'static str {
+    match h {
+        Helper::FloorDiv => {
+            "// Python's // rounds down, C's / rounds towards zero.\n__device__ long long py_floordiv(long long a, long long b) {\n    long long q = a / b;\n    if ((a % b != 0) && ((a < 0) != (b < 0))) q = q - 1;\n    return q;\n}\n"
+        }
+        Helper::Mod => {
+            "// Python's % takes the sign of the divisor, C's that of the dividend.\n__device__ long long py_mod(long long a, long long b) {\n    long long r = a % b;\n    if (r != 0 && ((r < 0) != (b < 0))) r = r + b;\n    return r;\n}\n"
+        }
+        Helper::Fmod => {
+            "// Python's % on floats takes the sign of the divisor.\n__device__ double py_fmod(double a, double b) {\n    double r = fmod(a, b);\n    if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r = r + b;\n    return r;\n}\n"
+        }
+        Helper::IPow => {
+            "// Integer ** integer, by repeated squaring.\n__device__ long long py_ipow(long long base, long long exp) {\n    long long result = 1;\n    while (exp > 0) {\n        if (exp % 2 == 1) result = result * base;\n        base = base * base;\n        exp = exp / 2;\n    }\n    return result;\n}\n"
+        }
+        Helper::Round => {
+            "// Python's round() rounds halves to even.\n__device__ long long py_round(double x) {\n    double r = floor(x + 0.5);\n    if (r - x == 0.5 && fmod(r, 2.0) != 0.0) r = r - 1.0;\n    return (long long)r;\n}\n"
+        }
+        Helper::LaneId => {
+            "// cuda.laneid: the thread's lane in its warp.\n__device__ int py_laneid() {\n    return ((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) % 32;\n}\n"
+        }
+    }
+}
+
+/// A C expression with its Numba type, the type C gives its text, and its map.
+#[derive(Clone, Debug)]
+struct CExpr {
+    text: String,
+    /// Numba's type of the value.
+    ty: Ty,
+    /// The type C gives the text (differs from `ty` for `threadIdx.x`, say: `unsigned int`
+    /// in C, `int32` in Numba).
+    cty: DType,
+    /// C precedence of the outermost operator (higher binds tighter); 100 for atoms.
+    prec: u8,
+    map: Vec<(u32, u32, Span)>,
+    /// A non-negative integer literal: fits any integer type, needs no cast.
+    small_literal: bool,
+    /// The value can be negative (for index wrap-around).
+    maybe_negative: bool,
+}
+
+impl CExpr {
+    fn atom(text: impl Into<String>, ty: Ty, cty: DType, at: Span) -> CExpr {
+        let text = text.into();
+        let len = text.len() as u32;
+        CExpr { text, ty, cty, prec: 100, map: vec![(0, len, at)], small_literal: false, maybe_negative: true }
+    }
+
+    fn num(&self) -> DType {
+        self.ty.num().unwrap_or(DType::I64)
+    }
+
+    /// The text, in parentheses when binding looser than `prec`.
+    fn at_prec(mut self, prec: u8) -> CExpr {
+        if self.prec < prec {
+            self.text = format!("({})", self.text);
+            shift(&mut self.map, 1);
+            self.prec = 100;
+        }
+        self
+    }
+
+    /// Cast to C type `to` (keeping the Numba type).
+    fn cast(self, to: DType) -> CExpr {
+        if self.cty == to {
+            return self;
+        }
+        let this = self.at_prec(14);
+        let prefix = format!("({})", to.c_name());
+        let mut map = this.map;
+        shift(&mut map, prefix.len() as u32);
+        CExpr { text: format!("{prefix}{}", this.text), cty: to, prec: 14, map, ..this }
+    }
+
+    /// Cast to `to` as a value: both the Numba and C types become `to`.
+    fn convert(self, to: DType) -> CExpr {
+        let mut e = self.cast(to);
+        e.ty = Ty::Num(to);
+        e
+    }
+}
+
+fn shift(map: &mut [(u32, u32, Span)], by: u32) {
+    for m in map {
+        m.0 += by;
+        m.1 += by;
+    }
+}
+
+fn join(parts: Vec<(String, Option<CExpr>)>, ty: Ty, cty: DType, prec: u8, at: Span) -> CExpr {
+    let mut text = String::new();
+    let mut map = Vec::new();
+    for (lit, e) in parts {
+        text.push_str(&lit);
+        if let Some(e) = e {
+            let base = text.len() as u32;
+            map.extend(e.map.iter().map(|(lo, hi, s)| (lo + base, hi + base, *s)));
+            text.push_str(&e.text);
+        }
+    }
+    map.push((0, text.len() as u32, at));
+    CExpr { text, ty, cty, prec, map, small_literal: false, maybe_negative: true }
+}
+
+type R<T> = Result<T, Diagnostic>;
+
+/// An array a kernel makes: where, its element type, its shape, and for a constant array the
+/// array it copies.
+type ArrayDecl = (Space, DType, Vec<i64>, Option<String>);
+
+/// A variable of the function being lowered.
+#[derive(Clone, Debug)]
+struct Var {
+    ty: Ty,
+    /// The C name (the Python name unless it is a C keyword).
+    c_name: String,
+    /// Array variables refer to another array (a parameter, a shared array).
+    alias: Option<String>,
+    /// Where it was first assigned, for messages.
+    first: Span,
+    /// Declared at its first assignment rather than at the top of the function.
+    inline: bool,
+    declared: bool,
+    /// Assigned an integer somewhere and a float elsewhere (Numba unifies to float).
+    mixed_warned: bool,
+    /// Its values are never negative (from `cuda.grid`, thread indices, `range` from 0 up).
+    nonneg: bool,
+}
+
+struct Lowerer<'a, 'e> {
+    env: &'a Env<'e>,
+    f: &'a PyFunction,
+    module: &'a mut ModuleOut,
+    stack: &'a mut Vec<String>,
+    vars: HashMap<String, Var>,
+    order: Vec<String>,
+    /// Whether this pass writes text (the last) or only infers types.
+    emit: bool,
+    changed: bool,
+    out: Out,
+    indent: usize,
+    ret: Option<Ty>,
+    is_kernel: bool,
+    /// Statement starts (byte offsets) whose target is declared there.
+    inline_decls: BTreeSet<u32>,
+    temp: usize,
+    loop_depth: usize,
+}
+
+const C_RESERVED: &[&str] = &[
+    "auto",
+    "break",
+    "case",
+    "char",
+    "const",
+    "continue",
+    "default",
+    "do",
+    "double",
+    "else",
+    "enum",
+    "extern",
+    "float",
+    "for",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "register",
+    "restrict",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "struct",
+    "switch",
+    "typedef",
+    "union",
+    "unsigned",
+    "void",
+    "volatile",
+    "while",
+    "bool",
+    "true",
+    "false",
+    "class",
+    "new",
+    "delete",
+    "this",
+    "template",
+    "namespace",
+    "operator",
+    "threadIdx",
+    "blockIdx",
+    "blockDim",
+    "gridDim",
+    "warpSize",
+    "min",
+    "max",
+    "printf",
+    "atomicAdd",
+    "signed",
+    "private",
+    "public",
+    "virtual",
+    "friend",
+    "using",
+];
+
+fn c_ident(name: &str) -> String {
+    if C_RESERVED.contains(&name) || name.starts_with("py_") { format!("{name}_") } else { name.to_string() }
+}
+
+fn lower_function(
+    env: &Env,
+    f: &PyFunction,
+    params: &[Ty],
+    module: &mut ModuleOut,
+    stack: &mut Vec<String>,
+    is_kernel: bool,
+) -> R<FnOut> {
+    let mut lf = Lowerer {
+        env,
+        f,
+        module,
+        stack,
+        vars: HashMap::new(),
+        order: Vec::new(),
+        emit: false,
+        changed: false,
+        out: Out::default(),
+        indent: 1,
+        ret: None,
+        is_kernel,
+        inline_decls: BTreeSet::new(),
+        temp: 0,
+        loop_depth: 0,
+    };
+    for ((name, at), ty) in f.params.iter().zip(params) {
+        lf.vars.insert(
+            name.clone(),
+            Var {
+                ty: ty.clone(),
+                c_name: c_ident(name),
+                alias: None,
+                first: *at,
+                inline: false,
+                declared: true,
+                mixed_warned: false,
+                nonneg: false,
+            },
+        );
+    }
+    // Infer: run over the body until no variable's type changes (Numba's fixpoint).
+    for round in 0.. {
+        lf.changed = false;
+        lf.block(&f.body)?;
+        if !lf.changed {
+            break;
+        }
+        if round > 20 {
+            return Err(Diagnostic::error("the types of this function's variables do not settle").at(f.span));
+        }
+    }
+    lf.plan_declarations();
+    lf.emit = true;
+    lf.block(&f.body)?;
+    let ret = if is_kernel { Ty::None } else { lf.ret.clone().unwrap_or(Ty::None) };
+    let c_name = if is_kernel {
+        c_ident(&f.name)
+    } else {
+        let same = lf.module.instances.iter().filter(|(n, ..)| n == &f.name).count();
+        if same == 0 { c_ident(&f.name) } else { format!("{}_{}", c_ident(&f.name), same + 1) }
+    };
+    // The signature and the declarations of variables not declared where first assigned.
+    let mut head = Out::default();
+    let qualifier = if is_kernel { "__global__ void" } else { "__device__" };
+    let ret_c = match &ret {
+        Ty::Num(d) => d.c_name(),
+        Ty::None => "void",
+        _ => {
+            return Err(
+                Diagnostic::error("a device function can return a number only, not an array or tuple").at(f.span)
+            );
+        }
+    };
+    let mut sig = if is_kernel { format!("{qualifier} {c_name}(") } else { format!("{qualifier} {ret_c} {c_name}(") };
+    let mut first = true;
+    for ((name, at), ty) in f.params.iter().zip(params) {
+        let var = &lf.vars[name];
+        let mut piece = |s: String| {
+            if !first {
+                sig.push_str(", ");
+            }
+            first = false;
+            let lo = sig.len() as u32;
+            sig.push_str(&s);
+            head.map.push((lo, sig.len() as u32, *at));
+        };
+        match ty {
+            Ty::Num(d) => piece(format!("{} {}", d.c_name(), var.c_name)),
+            Ty::Array { dtype, ndim, .. } => {
+                piece(format!("{} *{}", dtype.c_name(), var.c_name));
+                for d in 0..*ndim {
+                    piece(format!("long long {}", extent_name(&var.c_name, *ndim, d)));
+                }
+            }
+            _ => return Err(Diagnostic::error("a function's parameter must be a number or an array").at(*at)),
+        }
+    }
+    sig.push_str(") {\n");
+    head.text = sig;
+    let line_of_def = f.span;
+    head.map.push((0, head.text.len() as u32 - 1, line_of_def));
+    for name in &lf.order {
+        let var = &lf.vars[name];
+        if var.inline || var.alias.is_some() || f.params.iter().any(|(p, _)| p == name) {
+            continue;
+        }
+        if let Ty::Num(d) = var.ty {
+            let lo = head.text.len() as u32;
+            let _ = writeln!(head.text, "    {} {};", d.c_name(), var.c_name);
+            head.map.push((lo, head.text.len() as u32 - 1, var.first));
+        }
+    }
+    let mut out = head;
+    let body = std::mem::take(&mut lf.out);
+    out.append(&body.text, &body.map);
+    out.text.push_str("}\n");
+    let instance_types = params.to_vec();
+    lf.module.instances.push((f.name.clone(), instance_types, c_name.clone(), ret.clone()));
+    Ok(FnOut { c_name, ret, text: out.text, map: out.map })
+}
+
+/// The C name of extent `d` of an `ndim`-dimensional array parameter.
+fn extent_name(array: &str, ndim: usize, d: usize) -> String {
+    match (ndim, d) {
+        (1, _) => format!("{array}_size"),
+        (2, 0) => format!("{array}_rows"),
+        (2, _) => format!("{array}_cols"),
+        _ => format!("{array}_shape{d}"),
+    }
+}
+
+fn is_range_call<'x>(e: &'x ast::Expr, imports: &Imports) -> Option<&'x ast::ExprCall> {
+    match e {
+        ast::Expr::Call(c)
+            if matches!(dotted(&c.func, imports).as_deref(), Some("range" | "numba.prange" | "prange")) =>
+        {
+            Some(c)
+        }
+        _ => None,
+    }
+}
+
+impl Lowerer<'_, '_> {
+    fn at(&self, range: rustpython_parser::text_size::TextRange) -> Span {
+        span(self.f.source, range)
+    }
+
+    fn err(&self, range: rustpython_parser::text_size::TextRange, msg: impl Into<String>) -> Diagnostic {
+        Diagnostic::error(msg).at(self.at(range))
+    }
+
+    /// Which top-level assignments declare their variable: the first mention of the name,
+    /// at the function's top level. Others are declared at the top of the function.
+    fn plan_declarations(&mut self) {
+        let mut seen = BTreeSet::new();
+        for stmt in &self.f.body {
+            // `x, y = cuda.grid(2)`: each name declared there, where first mentioned.
+            if let ast::Stmt::Assign(a) = stmt
+                && a.targets.len() == 1
+                && let ast::Expr::Tuple(t) = &a.targets[0]
+            {
+                let read = names_in_expr(&a.value);
+                for e in &t.elts {
+                    if let ast::Expr::Name(n) = e
+                        && !seen.contains(n.id.as_str())
+                        && !read.contains(n.id.as_str())
+                        && self.vars.get(n.id.as_str()).is_some_and(|v| matches!(v.ty, Ty::Num(_)) && v.alias.is_none())
+                        && !self.f.params.iter().any(|(p, _)| p == n.id.as_str())
+                    {
+                        self.inline_decls.insert(a.range.start().to_u32());
+                        if let Some(v) = self.vars.get_mut(n.id.as_str()) {
+                            v.inline = true;
+                        }
+                    }
+                }
+            }
+            if let ast::Stmt::Assign(a) = stmt
+                && a.targets.len() == 1
+                && let ast::Expr::Name(n) = &a.targets[0]
+                && !seen.contains(n.id.as_str())
+                && !names_in_expr(&a.value).contains(n.id.as_str())
+                && self.vars.get(n.id.as_str()).is_some_and(|v| matches!(v.ty, Ty::Num(_)) && v.alias.is_none())
+                && !self.f.params.iter().any(|(p, _)| p == n.id.as_str())
+            {
+                self.inline_decls.insert(a.range.start().to_u32());
+                if let Some(v) = self.vars.get_mut(n.id.as_str()) {
+                    v.inline = true;
+                }
+            }
+            seen.extend(names_in_stmt(stmt));
+        }
+    }
+
+    fn line(&mut self, text: &str, at: Span) {
+        if !self.emit {
+            return;
+        }
+        let pad = "    ".repeat(self.indent);
+        let lo = self.out.text.len() as u32;
+        self.out.text.push_str(&pad);
+        self.out.text.push_str(text);
+        self.out.map.push((lo, self.out.text.len() as u32, at));
+        self.out.text.push('\n');
+    }
+
+    /// A statement line made of an expression and literal text around it.
+    fn line_with(&mut self, before: &str, e: &CExpr, after: &str, at: Span) {
+        if !self.emit {
+            return;
+        }
+        let pad = "    ".repeat(self.indent);
+        let lo = self.out.text.len() as u32;
+        self.out.text.push_str(&pad);
+        self.out.text.push_str(before);
+        let base = self.out.text.len() as u32;
+        self.out.map.extend(e.map.iter().map(|(a, b, s)| (a + base, b + base, *s)));
+        self.out.text.push_str(&e.text);
+        self.out.text.push_str(after);
+        self.out.map.push((lo, self.out.text.len() as u32, at));
+        self.out.text.push('\n');
+    }
+
+    fn block(&mut self, body: &[ast::Stmt]) -> R<()> {
+        for s in body {
+            self.stmt(s)?;
+        }
+        Ok(())
+    }
+
+    fn stmt(&mut self, s: &ast::Stmt) -> R<()> {
+        let at = self.at(s.range());
+        match s {
+            ast::Stmt::Expr(e) => {
+                if let ast::Expr::Constant(_) = &*e.value {
+                    return Ok(()); // a docstring
+                }
+                let c = self.expr(&e.value)?;
+                if matches!(c.ty, Ty::None) && c.text.is_empty() {
+                    return Ok(());
+                }
+                self.line_with("", &c, ";", at);
+            }
+            ast::Stmt::Pass(_) => {}
+            ast::Stmt::Break(_) => {
+                if self.loop_depth == 0 {
+                    return Err(self.err(s.range(), "`break` outside a loop"));
+                }
+                self.line("break;", at)
+            }
+            ast::Stmt::Continue(_) => {
+                if self.loop_depth == 0 {
+                    return Err(self.err(s.range(), "`continue` outside a loop"));
+                }
+                self.line("continue;", at)
+            }
+            ast::Stmt::Return(r) => {
+                match (&r.value, self.is_kernel) {
+                    (None, _) => self.line("return;", at),
+                    (Some(v), true) if matches!(&**v, ast::Expr::Constant(c) if matches!(c.value, ast::Constant::None)) => {
+                        self.line("return;", at)
+                    }
+                    (Some(_), true) => {
+                        return Err(self
+                            .err(s.range(), "a kernel cannot return a value")
+                            .help("Numba kernels return nothing (`void`): write the result into an array argument"));
+                    }
+                    (Some(v), false) => {
+                        let c = self.expr(v)?;
+                        let ty = match (&self.ret, &c.ty) {
+                            (Some(Ty::Num(a)), Ty::Num(b)) => Ty::Num(unify(*a, *b)),
+                            (None, t @ Ty::Num(_)) => t.clone(),
+                            (_, other) => {
+                                return Err(self.err(v.range(), format!("a device function here returns {}: gridlab's device functions return one number", other.numba_name())));
+                            }
+                        };
+                        if self.ret.as_ref() != Some(&ty) {
+                            self.ret = Some(ty);
+                            self.changed = true;
+                        }
+                        self.line_with("return ", &c, ";", at);
+                    }
+                }
+            }
+            ast::Stmt::Assign(a) => {
+                if a.targets.len() > 1 {
+                    for t in &a.targets {
+                        self.assign(t, &a.value, at, s.range().start().to_u32())?;
+                    }
+                } else {
+                    self.assign(&a.targets[0], &a.value, at, s.range().start().to_u32())?;
+                }
+            }
+            ast::Stmt::AnnAssign(a) => {
+                if let Some(v) = &a.value {
+                    self.assign(&a.target, v, at, u32::MAX)?;
+                }
+            }
+            ast::Stmt::AugAssign(a) => self.aug_assign(a, at)?,
+            ast::Stmt::If(i) => {
+                let test = self.truth(&i.test)?;
+                self.line_with("if (", &test, ") {", self.at(i.test.range()));
+                self.indent += 1;
+                self.block(&i.body)?;
+                self.indent -= 1;
+                let mut orelse = &i.orelse;
+                loop {
+                    if orelse.is_empty() {
+                        self.line("}", at);
+                        break;
+                    }
+                    if let [ast::Stmt::If(elif)] = orelse.as_slice() {
+                        let test = self.truth(&elif.test)?;
+                        self.line_with("} else if (", &test, ") {", self.at(elif.test.range()));
+                        self.indent += 1;
+                        self.block(&elif.body)?;
+                        self.indent -= 1;
+                        orelse = &elif.orelse;
+                    } else {
+                        self.line("} else {", at);
+                        self.indent += 1;
+                        self.block(orelse)?;
+                        self.indent -= 1;
+                        self.line("}", at);
+                        break;
+                    }
+                }
+            }
+            ast::Stmt::While(w) => {
+                if !w.orelse.is_empty() {
+                    return Err(self
+                        .err(s.range(), "`while ... else` is outside Numba's kernel subset in gridlab")
+                        .help("set a flag before `break` and test it after the loop"));
+                }
+                let test = self.truth(&w.test)?;
+                self.line_with("while (", &test, ") {", self.at(w.test.range()));
+                self.loop_depth += 1;
+                self.indent += 1;
+                self.block(&w.body)?;
+                self.indent -= 1;
+                self.loop_depth -= 1;
+                self.line("}", at);
+            }
+            ast::Stmt::For(f) => self.for_loop(f, at)?,
+            ast::Stmt::FunctionDef(_) | ast::Stmt::AsyncFunctionDef(_) => {
+                return Err(self
+                    .err(s.range(), "a function defined inside a kernel is outside Numba's CUDA subset")
+                    .help("define it at the top level under `@cuda.jit(device=True)` and call it"));
+            }
+            ast::Stmt::ClassDef(_) => {
+                return Err(self
+                    .err(s.range(), "classes are outside Numba's CUDA kernel subset")
+                    .help("a kernel works on arrays and numbers; pass each field as its own array"));
+            }
+            ast::Stmt::Assert(_) => {
+                // Numba compiles `assert` out of kernels unless `debug=True, opt=False`.
+                self.line("// assert: Numba leaves it out of kernels compiled without debug=True", at);
+            }
+            ast::Stmt::With(_) | ast::Stmt::AsyncWith(_) => {
+                return Err(self.err(s.range(), "`with` is outside Numba's CUDA kernel subset"));
+            }
+            ast::Stmt::Try(_) | ast::Stmt::TryStar(_) | ast::Stmt::Raise(_) => {
+                return Err(self
+                    .err(s.range(), "exceptions (`try`, `raise`) are outside what gridlab runs in a kernel")
+                    .help("check the condition with `if` and return early, or write an error flag into an array"));
+            }
+            ast::Stmt::Import(_) | ast::Stmt::ImportFrom(_) => {
+                return Err(self.err(s.range(), "imports go at the top of the file, outside the kernel"));
+            }
+            ast::Stmt::Global(_) | ast::Stmt::Nonlocal(_) | ast::Stmt::Delete(_) => {
+                return Err(
+                    self.err(s.range(), "`global`, `nonlocal` and `del` are outside Numba's CUDA kernel subset")
+                );
+            }
+            _ => return Err(self.err(s.range(), "this statement is outside Numba's CUDA kernel subset")),
+        }
+        Ok(())
+    }
+
+    fn for_loop(&mut self, f: &ast::StmtFor, at: Span) -> R<()> {
+        if !f.orelse.is_empty() {
+            return Err(self
+                .err(f.range, "`for ... else` is outside Numba's kernel subset in gridlab")
+                .help("set a flag before `break` and test it after the loop"));
+        }
+        let Some(call) = is_range_call(&f.iter, self.env.imports) else {
+            return Err(self.err(f.iter.range(), "a kernel's `for` loops over `range(...)` only")
+                .help("loop over indices: `for i in range(len(a)):` and read `a[i]`; lists and iterators are outside Numba's CUDA subset"));
+        };
+        let ast::Expr::Name(target) = &*f.target else {
+            return Err(self.err(f.target.range(), "the loop variable must be one name"));
+        };
+        if call.args.is_empty() || call.args.len() > 3 || !call.keywords.is_empty() {
+            return Err(self.err(
+                call.range,
+                "`range` takes one to three arguments: `range(stop)`, `range(start, stop)`, `range(start, stop, step)`",
+            ));
+        }
+        let mut parts = Vec::new();
+        for a in &call.args {
+            let c = self.expr(a)?;
+            if !matches!(c.ty, Ty::Num(d) if !d.is_float()) {
+                return Err(self.err(a.range(), format!("`range` takes integers, this is {}", c.ty.numba_name())));
+            }
+            parts.push(c);
+        }
+        let (start, stop, step) = match parts.len() {
+            1 => (None, parts.remove(0), None),
+            2 => {
+                let stop = parts.remove(1);
+                (Some(parts.remove(0)), stop, None)
+            }
+            _ => {
+                let step = parts.remove(2);
+                let stop = parts.remove(1);
+                (Some(parts.remove(0)), stop, Some(step))
+            }
+        };
+        let unsigned = [Some(&stop), start.as_ref(), step.as_ref()].iter().flatten().all(|e| e.num() == DType::U64);
+        let ty = if unsigned { DType::U64 } else { DType::I64 };
+        let nonneg = start.as_ref().is_none_or(|s| s.small_literal) && step.as_ref().is_none_or(|s| s.small_literal);
+        let name = target.id.to_string();
+        self.set_var(&name, Ty::Num(ty), self.at(target.range), nonneg)?;
+        let var = self.vars[&name].c_name.clone();
+        // A stop (or step) that is not a plain name or literal is evaluated once, as Python's
+        // range does, into a variable of its own.
+        let loop_at = self.at(f.range);
+        let bound = |this: &mut Self, e: CExpr, what: &str| -> CExpr {
+            if e.prec == 100 && e.text.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                return e;
+            }
+            this.temp += 1;
+            let tmp = format!("{var}_{what}");
+            this.line_with(&format!("{} {tmp} = ", ty.c_name()), &e, ";", loop_at);
+            CExpr::atom(tmp, Ty::Num(ty), ty, loop_at)
+        };
+        let stop = bound(self, stop, "stop");
+        let step_neg = step.as_ref().is_some_and(|s| s.text.starts_with('-'));
+        let step = step.map(|s| bound(self, s, "step"));
+        let init = start.map_or_else(|| "0".to_string(), |s| s.text);
+        let cmp = match &step {
+            None => format!("{var} < {}", stop.text),
+            Some(_) if step_neg => format!("{var} > {}", stop.text),
+            Some(s) if s.small_literal => format!("{var} < {}", stop.text),
+            Some(s) => format!("({} > 0 ? {var} < {} : {var} > {})", s.text, stop.text, stop.text),
+        };
+        let inc = match &step {
+            None => format!("{var}++"),
+            Some(s) => format!("{var} += {}", s.text),
+        };
+        self.line(&format!("for ({var} = {init}; {cmp}; {inc}) {{"), loop_at);
+        self.loop_depth += 1;
+        self.indent += 1;
+        self.block(&f.body)?;
+        self.indent -= 1;
+        self.loop_depth -= 1;
+        self.line("}", at);
+        Ok(())
+    }
+
+    /// Record that variable `name` is assigned a value of type `ty`.
+    fn set_var(&mut self, name: &str, ty: Ty, at: Span, nonneg: bool) -> R<()> {
+        if self.f.params.iter().any(|(p, _)| p == name) && matches!(self.vars[name].ty, Ty::Array { .. }) {
+            return Err(Diagnostic::error(format!("`{name}` is an array argument: it cannot be assigned"))
+                .at(at)
+                .help(format!("write its elements instead: `{name}[i] = ...`")));
+        }
+        match self.vars.get_mut(name) {
+            None => {
+                self.vars.insert(
+                    name.to_string(),
+                    Var {
+                        ty,
+                        c_name: c_ident(name),
+                        alias: None,
+                        first: at,
+                        inline: false,
+                        declared: false,
+                        mixed_warned: false,
+                        nonneg,
+                    },
+                );
+                self.order.push(name.to_string());
+                self.changed = true;
+            }
+            Some(var) => {
+                if !nonneg && var.nonneg && !self.emit {
+                    var.nonneg = false;
+                    self.changed = true;
+                }
+                match (&var.ty, &ty) {
+                    (Ty::Num(a), Ty::Num(b)) => {
+                        let u = unify(*a, *b);
+                        if a.is_float() != b.is_float() && !var.mixed_warned && *a != DType::Bool && *b != DType::Bool {
+                            var.mixed_warned = true;
+                            self.module.warnings.push(
+                                Diagnostic::warning(format!(
+                                    "`{name}` is {} in one place and {} in another: Numba makes it {} everywhere",
+                                    numba_name(*a),
+                                    numba_name(*b),
+                                    numba_name(u)
+                                ))
+                                .at(at)
+                                .help("give it one type from the start (`x = 0.0` for a float) so the kernel does what it says"),
+                            );
+                        }
+                        if u != *a {
+                            var.ty = Ty::Num(u);
+                            self.changed = true;
+                        }
+                    }
+                    (a, b) if a == b => {}
+                    (a, b) => {
+                        return Err(Diagnostic::error(format!(
+                            "Cannot unify {} and {} for '{name}': it is one kind of value in one place and another elsewhere",
+                            a.numba_name(),
+                            b.numba_name()
+                        ))
+                        .at(at)
+                        .help("use a new name for the second value"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn assign(&mut self, target: &ast::Expr, value: &ast::Expr, at: Span, stmt_start: u32) -> R<()> {
+        match target {
+            ast::Expr::Name(n) => {
+                let name = n.id.as_str();
+                // Arrays made in the kernel: shared, local and constant arrays.
+                if let Some(decl) = self.array_decl(value, name)? {
+                    return self.declare_array(name, decl, at);
+                }
+                let c = self.expr(value)?;
+                if let Ty::Array { .. } = &c.ty {
+                    // Another name for an array.
+                    if let Some(v) = self.vars.get(name)
+                        && v.alias.is_none()
+                        && v.ty != c.ty
+                    {
+                        return Err(self.err(value.range(), format!("`{name}` already holds {}", v.ty.numba_name())));
+                    }
+                    let alias = c.text.clone();
+                    self.vars.entry(name.to_string()).or_insert(Var {
+                        ty: c.ty.clone(),
+                        c_name: alias.clone(),
+                        alias: Some(alias),
+                        first: at,
+                        inline: false,
+                        declared: true,
+                        mixed_warned: false,
+                        nonneg: false,
+                    });
+                    return Ok(());
+                }
+                if let Ty::Tuple(_) = &c.ty {
+                    return Err(self
+                        .err(value.range(), "a tuple in one name is outside what gridlab lowers")
+                        .help(format!("unpack it: `x, y = {}`", expr_text(value))));
+                }
+                if matches!(c.ty, Ty::None) {
+                    return Err(self.err(value.range(), "this returns nothing, so there is no value to assign"));
+                }
+                let nonneg = !c.maybe_negative;
+                self.set_var(name, c.ty.clone(), at, nonneg)?;
+                let var = self.vars[name].clone();
+                if self.emit && self.inline_decls.contains(&stmt_start) && !var.declared {
+                    if let Some(v) = self.vars.get_mut(name) {
+                        v.declared = true;
+                    }
+                    self.line_with(&format!("{} {} = ", var.ty.c_name(), var.c_name), &c, ";", at);
+                } else {
+                    self.line_with(&format!("{} = ", var.c_name), &c, ";", at);
+                }
+                Ok(())
+            }
+            ast::Expr::Subscript(sub) => {
+                let place = self.subscript(sub)?;
+                let c = self.expr(value)?;
+                if !matches!(c.ty, Ty::Num(_)) {
+                    return Err(
+                        self.err(value.range(), format!("an element takes a number, this is {}", c.ty.numba_name()))
+                    );
+                }
+                let lhs = place.text.clone();
+                let mut line = CExpr { text: String::new(), ..c.clone() };
+                line.text = format!("{lhs} = ");
+                line.map = place.map.clone();
+                let base = line.text.len() as u32;
+                line.map.extend(c.map.iter().map(|(a, b, s)| (a + base, b + base, *s)));
+                line.text.push_str(&c.text);
+                self.line_with("", &line, ";", at);
+                Ok(())
+            }
+            ast::Expr::Tuple(t) => {
+                let values: Vec<CExpr> = match value {
+                    ast::Expr::Tuple(v) if v.elts.len() == t.elts.len() => {
+                        v.elts.iter().map(|e| self.expr(e)).collect::<R<_>>()?
+                    }
+                    other => {
+                        let c = self.expr(other)?;
+                        match c.ty {
+                            Ty::Tuple(items) if items.len() == t.elts.len() => self.tuple_parts(other, items.len())?,
+                            _ => {
+                                return Err(self.err(
+                                    value.range(),
+                                    format!("{} names on the left need as many values on the right", t.elts.len()),
+                                ));
+                            }
+                        }
+                    }
+                };
+                if values.len() != t.elts.len() {
+                    return Err(self.err(
+                        value.range(),
+                        format!("{} names on the left, {} values on the right", t.elts.len(), values.len()),
+                    ));
+                }
+                // `a, b = b, a`: every value is computed before any name changes, as in Python.
+                let read = names_in_expr(value);
+                let swap = t.elts.len() > 1
+                    && t.elts.iter().any(|e| matches!(e, ast::Expr::Name(n) if read.contains(n.id.as_str())));
+                let mut temps = Vec::new();
+                for (i, v) in values.into_iter().enumerate() {
+                    if swap {
+                        self.temp += 1;
+                        let tmp = format!("tmp{}", self.temp);
+                        self.line_with(&format!("{} {tmp} = ", v.ty.c_name()), &v, ";", at);
+                        temps.push(CExpr { text: tmp, ..v });
+                    } else {
+                        temps.push(v);
+                    }
+                    let _ = i;
+                }
+                for (target, v) in t.elts.iter().zip(temps) {
+                    match target {
+                        ast::Expr::Name(n) => {
+                            self.set_var(n.id.as_str(), v.ty.clone(), self.at(n.range), !v.maybe_negative)?;
+                            let var = self.vars[n.id.as_str()].clone();
+                            if self.emit && var.inline && !var.declared && self.inline_decls.contains(&stmt_start) {
+                                if let Some(x) = self.vars.get_mut(n.id.as_str()) {
+                                    x.declared = true;
+                                }
+                                self.line_with(&format!("{} {} = ", var.ty.c_name(), var.c_name), &v, ";", at);
+                            } else {
+                                self.line_with(&format!("{} = ", var.c_name), &v, ";", at);
+                            }
+                        }
+                        ast::Expr::Subscript(sub) => {
+                            let place = self.subscript(sub)?;
+                            self.line_with(&format!("{} = ", place.text), &v, ";", at);
+                        }
+                        other => return Err(self.err(other.range(), "only names and elements can be assigned")),
+                    }
+                }
+                Ok(())
+            }
+            ast::Expr::Attribute(_) => Err(self.err(target.range(), "attributes cannot be assigned in a kernel")),
+            other => Err(self.err(other.range(), "only names, elements and tuples of them can be assigned")),
+        }
+    }
+
+    /// The parts of a tuple-valued call (`cuda.grid(2)`), one expression each.
+    fn tuple_parts(&mut self, e: &ast::Expr, n: usize) -> R<Vec<CExpr>> {
+        let at = self.at(e.range());
+        if let ast::Expr::Call(c) = e {
+            let path = dotted(&c.func, self.env.imports).unwrap_or_default();
+            if path == "cuda.grid" || path == "cuda.gridsize" {
+                let axes = ["x", "y", "z"];
+                return Ok((0..n).map(|k| self.grid_axis(&path, axes[k], at)).collect());
+            }
+        }
+        if let ast::Expr::Attribute(a) = e
+            && a.attr.as_str() == "shape"
+        {
+            let arr = self.expr(&a.value)?;
+            return (0..n).map(|k| self.extent(&arr, k, at)).collect();
+        }
+        Err(self.err(e.range(), "gridlab unpacks tuples from `cuda.grid`, `cuda.gridsize` and `a.shape` only"))
+    }
+
+    fn grid_axis(&mut self, path: &str, axis: &str, at: Span) -> CExpr {
+        let text = if path == "cuda.grid" {
+            format!("blockIdx.{axis} * blockDim.{axis} + threadIdx.{axis}")
+        } else {
+            format!("blockDim.{axis} * gridDim.{axis}")
+        };
+        let mut e = CExpr::atom(text, Ty::I64, DType::U32, at);
+        e.prec = 12;
+        e.maybe_negative = false;
+        e
+    }
+
+    fn aug_assign(&mut self, a: &ast::StmtAugAssign, at: Span) -> R<()> {
+        let (place, place_ty) = match &*a.target {
+            ast::Expr::Name(n) => {
+                let Some(var) = self.vars.get(n.id.as_str()).cloned() else {
+                    return Err(self.err(n.range, format!("`{}` is used before it has a value", n.id)));
+                };
+                (
+                    CExpr::atom(
+                        var.c_name.clone(),
+                        var.ty.clone(),
+                        var.ty.num().unwrap_or(DType::I64),
+                        self.at(n.range),
+                    ),
+                    var.ty.clone(),
+                )
+            }
+            ast::Expr::Subscript(s) => {
+                let p = self.subscript(s)?;
+                let t = p.ty.clone();
+                (p, t)
+            }
+            other => return Err(self.err(other.range(), "only names and elements can be updated")),
+        };
+        let value = self.expr(&a.value)?;
+        let Ty::Num(pt) = place_ty else {
+            return Err(self.err(a.target.range(), "only numbers can be updated"));
+        };
+        let combined = self.binary(a.op, place.clone(), value.clone(), self.at(a.range))?;
+        if let ast::Expr::Name(n) = &*a.target {
+            self.set_var(n.id.as_str(), combined.ty.clone(), self.at(n.range), false)?;
+        }
+        // C's compound assignment computes in the promoted type and converts back on store,
+        // as Numba does, for the operators whose C meaning is Python's.
+        let same_meaning = match a.op {
+            ast::Operator::Add | ast::Operator::Sub | ast::Operator::Mult => {
+                combined.num().is_float() || !value.num().is_float()
+            }
+            ast::Operator::BitAnd
+            | ast::Operator::BitOr
+            | ast::Operator::BitXor
+            | ast::Operator::LShift
+            | ast::Operator::RShift => true,
+            ast::Operator::Div => pt.is_float() || value.num().is_float(),
+            _ => false,
+        };
+        let op = match a.op {
+            ast::Operator::Add => "+=",
+            ast::Operator::Sub => "-=",
+            ast::Operator::Mult => "*=",
+            ast::Operator::Div => "/=",
+            ast::Operator::BitAnd => "&=",
+            ast::Operator::BitOr => "|=",
+            ast::Operator::BitXor => "^=",
+            ast::Operator::LShift => "<<=",
+            ast::Operator::RShift => ">>=",
+            _ => "",
+        };
+        if same_meaning && !op.is_empty() {
+            let mut line = place.clone();
+            line.text = format!("{} {op} ", place.text);
+            let base = line.text.len() as u32;
+            line.map.extend(value.map.iter().map(|(x, y, s)| (x + base, y + base, *s)));
+            line.text.push_str(&value.text);
+            self.line_with("", &line, ";", at);
+        } else {
+            let mut line = place.clone();
+            line.text = format!("{} = ", place.text);
+            let base = line.text.len() as u32;
+            line.map.extend(combined.map.iter().map(|(x, y, s)| (x + base, y + base, *s)));
+            line.text.push_str(&combined.text);
+            self.line_with("", &line, ";", at);
+        }
+        Ok(())
+    }
+
+    /// `s = cuda.shared.array(shape, dtype)` and friends: the array's type and storage.
+    fn array_decl(&mut self, value: &ast::Expr, _name: &str) -> R<Option<ArrayDecl>> {
+        let ast::Expr::Call(c) = value else { return Ok(None) };
+        let path = dotted(&c.func, self.env.imports).unwrap_or_default();
+        let space = match path.as_str() {
+            "cuda.shared.array" => Space::Shared,
+            "cuda.local.array" => Space::Local,
+            "cuda.const.array_like" => {
+                let Some(arg) = c.args.first() else {
+                    return Err(self.err(c.range, "`cuda.const.array_like` takes the array to copy"));
+                };
+                let a = self.expr(arg)?;
+                let Ty::Array { dtype, ndim, .. } = a.ty else {
+                    return Err(self.err(arg.range(), "`cuda.const.array_like` takes an array"));
+                };
+                return Ok(Some((Space::Const, dtype, vec![ndim as i64], Some(a.text))));
+            }
+            "np.empty" | "np.zeros" | "np.array" | "np.ones" => {
+                return Err(self.err(c.range, format!("`{path}` makes a host array: it cannot run in a kernel"))
+                    .help("a kernel makes arrays with `cuda.local.array(shape, dtype)` (per thread) or `cuda.shared.array(shape, dtype)` (per block)"));
+            }
+            _ => return Ok(None),
+        };
+        let mut shape = c.args.first();
+        let mut dtype = c.args.get(1);
+        for kw in &c.keywords {
+            match kw.arg.as_ref().map(|a| a.as_str()) {
+                Some("shape") => shape = Some(&kw.value),
+                Some("dtype") => dtype = Some(&kw.value),
+                _ => return Err(self.err(kw.range, format!("`{path}` takes `shape` and `dtype`"))),
+            }
+        }
+        let (Some(shape), Some(dtype)) = (shape, dtype) else {
+            return Err(self.err(c.range, format!("`{path}` takes a shape and a dtype: `{path}(256, float32)`")));
+        };
+        let Some(dt) = self.dtype_of(dtype) else {
+            return Err(self.err(dtype.range(), "the dtype must be a Numba type such as `float32` or `np.int32`"));
+        };
+        let dims = match shape {
+            ast::Expr::Tuple(t) => t.elts.iter().map(|e| self.const_int(e)).collect::<R<Vec<_>>>()?,
+            e => vec![self.const_int(e)?],
+        };
+        if dims.iter().any(|d| *d < 0) || dims.is_empty() || dims.len() > 3 {
+            return Err(self.err(shape.range(), "a shape is one to three sizes, none negative"));
+        }
+        if dims.contains(&0) && (space != Space::Shared || dims.len() != 1) {
+            return Err(self.err(
+                shape.range(),
+                "only `cuda.shared.array(0, dtype)` (the launch's dynamic shared memory) may have size 0",
+            ));
+        }
+        Ok(Some((space, dt, dims, None)))
+    }
+
+    fn declare_array(&mut self, name: &str, (space, dtype, dims, alias): ArrayDecl, at: Span) -> R<()> {
+        let ndim = if space == Space::Const { dims[0] as usize } else { dims.len() };
+        let ty = Ty::Array { dtype, ndim, space, dims: if space == Space::Const { Vec::new() } else { dims.clone() } };
+        if let Some(v) = self.vars.get(name)
+            && v.ty != ty
+        {
+            return Err(Diagnostic::error(format!("`{name}` already holds {}", v.ty.numba_name())).at(at));
+        }
+        let c_name = alias.clone().unwrap_or_else(|| c_ident(name));
+        let first = !self.vars.contains_key(name);
+        self.vars.entry(name.to_string()).or_insert(Var {
+            ty: ty.clone(),
+            c_name: c_name.clone(),
+            alias: alias.clone(),
+            first: at,
+            inline: true,
+            declared: true,
+            mixed_warned: false,
+            nonneg: false,
+        });
+        if first {
+            self.changed = true;
+        }
+        if alias.is_some() {
+            return Ok(());
+        }
+        let sizes: String = dims.iter().map(|d| format!("[{d}]")).collect();
+        let text = match space {
+            Space::Shared if dims == [0] => format!("extern __shared__ {} {c_name}[];", dtype.c_name()),
+            Space::Shared => format!("__shared__ {} {c_name}{sizes};", dtype.c_name()),
+            _ => format!("{} {c_name}{sizes};", dtype.c_name()),
+        };
+        self.line(&text, at);
+        Ok(())
+    }
+
+    fn dtype_of(&self, e: &ast::Expr) -> Option<DType> {
+        if let ast::Expr::Constant(c) = e
+            && let ast::Constant::Str(s) = &c.value
+        {
+            return types::from_name(s);
+        }
+        let path = dotted(e, self.env.imports)?;
+        if let Some(Global::Dtype(d)) = (self.env.globals)(&path) {
+            return Some(d);
+        }
+        let known =
+            path.starts_with("np.") || path.starts_with("numba.") || path.starts_with("cuda.") || !path.contains('.');
+        if !known || (!path.contains('.') && self.vars.contains_key(&path)) {
+            return None;
+        }
+        types::from_name(&path)
+    }
+
+    /// An integer known when the kernel is compiled: a literal, a global constant, or
+    /// arithmetic on them.
+    fn const_int(&self, e: &ast::Expr) -> R<i64> {
+        let bad = || {
+            self.err(e.range(), "a shared or local array's size must be known when the kernel is compiled")
+                .help("use a number or a global constant (`TPB = 16` at the top of the file), as Numba requires")
+        };
+        match e {
+            ast::Expr::Constant(c) => match &c.value {
+                ast::Constant::Int(i) => i64::try_from(i).map_err(|_| bad()),
+                _ => Err(bad()),
+            },
+            ast::Expr::Name(n) => match (self.env.globals)(n.id.as_str()) {
+                Some(Global::Int(i)) => Ok(i),
+                _ => Err(bad()),
+            },
+            ast::Expr::BinOp(b) => {
+                let (l, r) = (self.const_int(&b.left)?, self.const_int(&b.right)?);
+                match b.op {
+                    ast::Operator::Add => l.checked_add(r),
+                    ast::Operator::Sub => l.checked_sub(r),
+                    ast::Operator::Mult => l.checked_mul(r),
+                    ast::Operator::FloorDiv if r != 0 => Some(l.div_euclid(r)),
+                    ast::Operator::Pow if (0..63).contains(&r) => l.checked_pow(r as u32),
+                    _ => None,
+                }
+                .ok_or_else(bad)
+            }
+            _ => Err(bad()),
+        }
+    }
+
+    /// A condition, as C's truth.
+    fn truth(&mut self, e: &ast::Expr) -> R<CExpr> {
+        let c = self.expr(e)?;
+        match &c.ty {
+            Ty::Num(_) => Ok(c),
+            other => Err(self.err(e.range(), format!("{} has no truth value in a kernel", other.numba_name()))),
+        }
+    }
+
+    fn expr(&mut self, e: &ast::Expr) -> R<CExpr> {
+        let at = self.at(e.range());
+        match e {
+            ast::Expr::Constant(c) => self.constant(&c.value, at, e),
+            ast::Expr::Name(n) => self.name(n.id.as_str(), at),
+            ast::Expr::Attribute(a) => self.attribute(a, at),
+            ast::Expr::Subscript(s) => self.subscript(s),
+            ast::Expr::BinOp(b) => {
+                let l = self.expr(&b.left)?;
+                let r = self.expr(&b.right)?;
+                self.binary(b.op, l, r, at)
+            }
+            ast::Expr::UnaryOp(u) => {
+                let operand = self.expr(&u.operand)?;
+                let Ty::Num(d) = operand.ty else {
+                    return Err(self.err(u.operand.range(), format!("{} is not a number", operand.ty.numba_name())));
+                };
+                match u.op {
+                    ast::UnaryOp::Not => {
+                        Ok(join(vec![("!".into(), Some(operand.at_prec(14)))], Ty::BOOL, DType::Bool, 14, at))
+                    }
+                    ast::UnaryOp::USub | ast::UnaryOp::UAdd | ast::UnaryOp::Invert => {
+                        // Numba: unary ops on small integers widen to int64, like binary ones.
+                        let ty = if d.is_float() { d } else { types::int_arith(d, d) };
+                        if u.op == ast::UnaryOp::Invert && d.is_float() {
+                            return Err(self.err(e.range(), "`~` takes an integer"));
+                        }
+                        let sym = match u.op {
+                            ast::UnaryOp::USub => "-",
+                            ast::UnaryOp::UAdd => "+",
+                            _ => "~",
+                        };
+                        let o = if c_promote(operand.cty) != c_promote(ty) || operand.cty != ty && !d.is_float() {
+                            operand.cast(ty)
+                        } else {
+                            operand
+                        };
+                        let small = o.small_literal;
+                        let mut r = join(vec![(sym.into(), Some(o.at_prec(14)))], Ty::Num(ty), c_promote(ty), 14, at);
+                        r.maybe_negative = !(u.op == ast::UnaryOp::UAdd && small);
+                        Ok(r)
+                    }
+                }
+            }
+            ast::Expr::BoolOp(b) => {
+                let op = if b.op == ast::BoolOp::And { " && " } else { " || " };
+                let prec = if b.op == ast::BoolOp::And { 5 } else { 4 };
+                let mut parts = Vec::new();
+                for (i, v) in b.values.iter().enumerate() {
+                    let c = self.truth(v)?;
+                    parts.push((if i == 0 { String::new() } else { op.to_string() }, Some(c.at_prec(prec + 1))));
+                }
+                Ok(join(parts, Ty::BOOL, DType::Bool, prec, at))
+            }
+            ast::Expr::Compare(c) => {
+                let mut left = self.expr(&c.left)?;
+                let mut pieces = Vec::new();
+                for (op, right) in c.ops.iter().zip(&c.comparators) {
+                    let r = self.expr(right)?;
+                    pieces.push(self.compare(*op, left, r.clone(), at)?);
+                    left = r;
+                }
+                if pieces.len() == 1 {
+                    return Ok(pieces.remove(0));
+                }
+                let parts = pieces
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, p)| (if i == 0 { String::new() } else { " && ".into() }, Some(p.at_prec(6))))
+                    .collect();
+                Ok(join(parts, Ty::BOOL, DType::Bool, 5, at))
+            }
+            ast::Expr::IfExp(i) => {
+                let test = self.truth(&i.test)?;
+                let a = self.expr(&i.body)?;
+                let b = self.expr(&i.orelse)?;
+                let (Ty::Num(x), Ty::Num(y)) = (&a.ty, &b.ty) else {
+                    return Err(self.err(e.range(), "both sides of `a if c else b` must be numbers"));
+                };
+                let u = unify(*x, *y);
+                let a = if a.cty != u { a.convert(u) } else { a };
+                let b = if b.cty != u { b.convert(u) } else { b };
+                Ok(join(
+                    vec![
+                        (String::new(), Some(test.at_prec(4))),
+                        (" ? ".into(), Some(a.at_prec(4))),
+                        (" : ".into(), Some(b.at_prec(3))),
+                    ],
+                    Ty::Num(u),
+                    u,
+                    3,
+                    at,
+                ))
+            }
+            ast::Expr::Call(c) => self.call(c, at),
+            ast::Expr::Tuple(_) => Err(self
+                .err(e.range(), "a tuple here is outside what gridlab lowers")
+                .help("tuples work in `x, y = ...`, in shapes and in `a[i, j]`")),
+            ast::Expr::List(_) | ast::Expr::ListComp(_) => Err(self
+                .err(e.range(), "lists are outside Numba's CUDA kernel subset")
+                .help("use `cuda.local.array(n, dtype)` for per-thread storage")),
+            ast::Expr::Dict(_) | ast::Expr::DictComp(_) | ast::Expr::Set(_) | ast::Expr::SetComp(_) => {
+                Err(self.err(e.range(), "dicts and sets are outside Numba's CUDA kernel subset"))
+            }
+            ast::Expr::Lambda(_) => Err(self
+                .err(e.range(), "lambdas are outside what gridlab lowers in a kernel")
+                .help("write a `@cuda.jit(device=True)` function")),
+            ast::Expr::GeneratorExp(_) | ast::Expr::Yield(_) | ast::Expr::YieldFrom(_) => {
+                Err(self.err(e.range(), "generators are outside Numba's CUDA kernel subset"))
+            }
+            ast::Expr::JoinedStr(_) => Err(self
+                .err(e.range(), "f-strings are outside Numba's CUDA kernel subset")
+                .help("pass the values to `print`: `print(\"i =\", i)`")),
+            _ => Err(self.err(e.range(), "this expression is outside Numba's CUDA kernel subset")),
+        }
+    }
+
+    fn constant(&mut self, c: &ast::Constant, at: Span, e: &ast::Expr) -> R<CExpr> {
+        Ok(match c {
+            ast::Constant::Bool(b) => {
+                let mut x = CExpr::atom(if *b { "true" } else { "false" }, Ty::BOOL, DType::Bool, at);
+                x.small_literal = true;
+                x.maybe_negative = false;
+                x
+            }
+            ast::Constant::Int(i) => {
+                let Ok(v) = i64::try_from(i) else {
+                    return Err(self.err(e.range(), "this integer does not fit in 64 bits"));
+                };
+                let text = if i32::try_from(v).is_ok() { v.to_string() } else { format!("{v}LL") };
+                let cty = if i32::try_from(v).is_ok() { DType::I32 } else { DType::I64 };
+                let mut x = CExpr::atom(text, Ty::I64, cty, at);
+                x.small_literal = v >= 0;
+                x.maybe_negative = v < 0;
+                x
+            }
+            ast::Constant::Float(f) => CExpr::atom(float_literal(*f, false), Ty::F64, DType::F64, at),
+            ast::Constant::Str(_) => {
+                return Err(self.err(e.range(), "strings appear in a kernel only inside `print(...)`"));
+            }
+            ast::Constant::None => CExpr {
+                text: String::new(),
+                ty: Ty::None,
+                cty: DType::I32,
+                prec: 100,
+                map: Vec::new(),
+                small_literal: false,
+                maybe_negative: false,
+            },
+            _ => return Err(self.err(e.range(), "this constant is outside Numba's CUDA kernel subset")),
+        })
+    }
+
+    fn name(&mut self, name: &str, at: Span) -> R<CExpr> {
+        if let Some(v) = self.vars.get(name) {
+            let cty = v.ty.num().unwrap_or(DType::I64);
+            let mut e = CExpr::atom(v.c_name.clone(), v.ty.clone(), cty, at);
+            e.maybe_negative = !v.nonneg;
+            return Ok(e);
+        }
+        match (self.env.globals)(name) {
+            Some(Global::Int(i)) => {
+                let mut e = CExpr::atom(
+                    if i32::try_from(i).is_ok() { i.to_string() } else { format!("{i}LL") },
+                    Ty::I64,
+                    if i32::try_from(i).is_ok() { DType::I32 } else { DType::I64 },
+                    at,
+                );
+                e.small_literal = i >= 0;
+                e.maybe_negative = i < 0;
+                return Ok(e);
+            }
+            Some(Global::Float(f)) => return Ok(CExpr::atom(float_literal(f, false), Ty::F64, DType::F64, at)),
+            Some(Global::Bool(b)) => {
+                return Ok(CExpr::atom(if b { "true" } else { "false" }, Ty::BOOL, DType::Bool, at));
+            }
+            Some(Global::Dtype(_)) | None => {}
+        }
+        if self.emit || !self.assigned_later(name) {
+            let mut d = Diagnostic::error(format!("NameError: name '{name}' is not defined")).at(at);
+            if self.env.imports.resolve(name).is_some() {
+                d = d.help(format!("`{name}` is a module; use one of its functions or attributes"));
+            } else {
+                d = d
+                    .help("give it a value before this line, or define it as a global constant at the top of the file");
+            }
+            return Err(d);
+        }
+        // Used before the inference has reached its assignment: a placeholder for now.
+        Ok(CExpr::atom(name.to_string(), Ty::I64, DType::I64, at))
+    }
+
+    fn assigned_later(&self, name: &str) -> bool {
+        fn in_stmts(body: &[ast::Stmt], name: &str) -> bool {
+            body.iter().any(|s| names_assigned(s).iter().any(|n| n == name))
+        }
+        in_stmts(&self.f.body, name)
+    }
+
+    fn attribute(&mut self, a: &ast::ExprAttribute, at: Span) -> R<CExpr> {
+        let attr = a.attr.as_str();
+        // `a.size`, `a.shape`, `a.ndim` on arrays.
+        if let ast::Expr::Name(n) = &*a.value
+            && let Some(v) = self.vars.get(n.id.as_str()).cloned()
+        {
+            let Ty::Array { ndim, .. } = v.ty else {
+                return Err(self.err(a.range, format!("{} has no attribute `{attr}`", v.ty.numba_name())));
+            };
+            let arr = self.name(n.id.as_str(), self.at(n.range))?;
+            return match attr {
+                "size" => {
+                    let mut parts = Vec::new();
+                    for d in 0..ndim {
+                        parts
+                            .push((if d == 0 { String::new() } else { " * ".into() }, Some(self.extent(&arr, d, at)?)));
+                    }
+                    let mut e = join(parts, Ty::I64, DType::I64, if ndim == 1 { 100 } else { 13 }, at);
+                    e.maybe_negative = false;
+                    Ok(e)
+                }
+                "ndim" => Ok(CExpr::atom(ndim.to_string(), Ty::I64, DType::I32, at)),
+                "shape" => Ok(CExpr {
+                    text: String::new(),
+                    ty: Ty::Tuple(vec![Ty::I64; ndim]),
+                    cty: DType::I64,
+                    prec: 100,
+                    map: Vec::new(),
+                    small_literal: false,
+                    maybe_negative: false,
+                }),
+                _ => Err(self.err(
+                    a.range,
+                    format!("gridlab's kernels read `size`, `shape` and `ndim` of an array, not `{attr}`"),
+                )),
+            };
+        }
+        let Some(path) = dotted(&ast::Expr::Attribute(a.clone()), self.env.imports) else {
+            return Err(self.err(a.range, "this attribute is outside what gridlab lowers"));
+        };
+        let dim = |base: &str, axis: &str| -> Option<String> {
+            let c = match base {
+                "cuda.threadIdx" => "threadIdx",
+                "cuda.blockIdx" => "blockIdx",
+                "cuda.blockDim" => "blockDim",
+                "cuda.gridDim" => "gridDim",
+                _ => return None,
+            };
+            matches!(axis, "x" | "y" | "z").then(|| format!("{c}.{axis}"))
+        };
+        if let Some((base, axis)) = path.rsplit_once('.')
+            && let Some(c) = dim(base, axis)
+        {
+            let mut e = CExpr::atom(c, Ty::Num(DType::I32), DType::U32, at);
+            e.maybe_negative = false;
+            return Ok(e);
+        }
+        let float = |v: &str| CExpr::atom(v, Ty::F64, DType::F64, at);
+        Ok(match path.as_str() {
+            "cuda.warpsize" => {
+                let mut e = CExpr::atom("warpSize", Ty::Num(DType::I32), DType::I32, at);
+                e.maybe_negative = false;
+                e
+            }
+            "cuda.laneid" => {
+                self.module.helpers.insert(Helper::LaneId);
+                let mut e = CExpr::atom("py_laneid()", Ty::Num(DType::I32), DType::I32, at);
+                e.maybe_negative = false;
+                e
+            }
+            "math.pi" | "np.pi" => float("3.141592653589793"),
+            "math.e" | "np.e" => float("2.718281828459045"),
+            "math.tau" => float("6.283185307179586"),
+            "math.inf" | "np.inf" => float("INFINITY"),
+            "math.nan" | "np.nan" => float("NAN"),
+            "cuda.threadIdx" | "cuda.blockIdx" | "cuda.blockDim" | "cuda.gridDim" => {
+                return Err(self.err(a.range, format!("`{path}` has three parts: use `{path}.x` (or `.y`, `.z`)")));
+            }
+            _ => {
+                return Err(self.err(a.range, format!("gridlab does not know `{path}` in a kernel"))
+                    .help("kernels use `cuda.*` (threadIdx, grid, shared.array, syncthreads, atomic, shfl_sync...), `math.*` and numpy's scalar functions; docs/python.md lists them"));
+            }
+        })
+    }
+
+    /// Extent `d` of array `arr`.
+    fn extent(&mut self, arr: &CExpr, d: usize, at: Span) -> R<CExpr> {
+        let Ty::Array { ndim, space, dims, .. } = &arr.ty else {
+            return Err(Diagnostic::error("not an array").at(at));
+        };
+        if d >= *ndim {
+            return Err(Diagnostic::error(format!(
+                "the array has {ndim} dimension{}, so no shape[{d}]",
+                if *ndim == 1 { "" } else { "s" }
+            ))
+            .at(at));
+        }
+        let mut e = match space {
+            Space::Global | Space::Const => CExpr::atom(extent_name(&arr.text, *ndim, d), Ty::I64, DType::I64, at),
+            Space::Shared | Space::Local => {
+                if dims == &[0] {
+                    return Err(Diagnostic::error("the size of dynamic shared memory is not known in the kernel")
+                        .at(at)
+                        .help("pass the size as an argument"));
+                }
+                CExpr::atom(dims[d].to_string(), Ty::I64, DType::I32, at)
+            }
+        };
+        e.maybe_negative = false;
+        e.small_literal = matches!(space, Space::Shared | Space::Local);
+        Ok(e)
+    }
+
+    fn subscript(&mut self, s: &ast::ExprSubscript) -> R<CExpr> {
+        let at = self.at(s.range);
+        // `a.shape[k]`
+        if let ast::Expr::Attribute(a) = &*s.value
+            && a.attr.as_str() == "shape"
+        {
+            let arr = self.expr(&a.value)?;
+            let k = self.const_int(&s.slice).map_err(|_| self.err(s.slice.range(), "`shape[k]` takes a number"))?;
+            let Ty::Array { ndim, .. } = arr.ty else {
+                return Err(self.err(a.value.range(), "`shape` belongs to arrays"));
+            };
+            let k = if k < 0 { k + ndim as i64 } else { k };
+            return self.extent(&arr, k.max(0) as usize, at);
+        }
+        // `cuda.grid(2)[0]`
+        let target = self.expr(&s.value)?;
+        if let Ty::Tuple(items) = &target.ty {
+            let k =
+                self.const_int(&s.slice).map_err(|_| self.err(s.slice.range(), "a tuple's index must be a number"))?;
+            let parts = self.tuple_parts(&s.value, items.len())?;
+            let k = if k < 0 { k + items.len() as i64 } else { k };
+            return parts
+                .into_iter()
+                .nth(k.max(0) as usize)
+                .ok_or_else(|| self.err(s.slice.range(), "this index is past the tuple's end"));
+        }
+        let Ty::Array { dtype, ndim, space, dims } = target.ty.clone() else {
+            return Err(self.err(s.value.range(), format!("{} cannot be indexed", target.ty.numba_name())));
+        };
+        let indices: Vec<&ast::Expr> = match &*s.slice {
+            ast::Expr::Tuple(t) => t.elts.iter().collect(),
+            other => vec![other],
+        };
+        if indices.iter().any(|i| matches!(i, ast::Expr::Slice(_))) {
+            return Err(self
+                .err(s.slice.range(), "array slices in a kernel are outside what gridlab lowers")
+                .help("index one element at a time: `a[i]`, `a[i, j]`"));
+        }
+        if indices.len() != ndim {
+            return Err(self
+                .err(
+                    s.slice.range(),
+                    format!(
+                        "the array has {ndim} dimension{}, this index gives {}",
+                        if ndim == 1 { "" } else { "s" },
+                        indices.len()
+                    ),
+                )
+                .help(if ndim == 2 { "index a 2-D array with `a[i, j]`" } else { "give one index per dimension" }));
+        }
+        let mut idx = Vec::new();
+        for (d, i) in indices.iter().enumerate() {
+            let c = self.expr(i)?;
+            match c.ty {
+                Ty::Num(t) if !t.is_float() => {}
+                _ => {
+                    return Err(self
+                        .err(i.range(), format!("an index must be an integer, this is {}", c.ty.numba_name()))
+                        .help("convert it: `int(x)`"));
+                }
+            }
+            idx.push(self.wrap_index(c, &target, d, at)?);
+        }
+        let text_of = |e: &CExpr| e.clone();
+        let el = Ty::Num(dtype);
+        match space {
+            Space::Global | Space::Const => {
+                // Row-major, as numpy lays arrays out: a[i, j] is a[i * cols + j].
+                let mut flat = text_of(&idx[0]);
+                for (d, i) in idx.iter().enumerate().skip(1) {
+                    let ext = self.extent(&target, d, at)?;
+                    let prod = join(
+                        vec![(String::new(), Some(flat.at_prec(13))), (" * ".into(), Some(ext))],
+                        Ty::I64,
+                        DType::I64,
+                        13,
+                        at,
+                    );
+                    flat = join(
+                        vec![(String::new(), Some(prod)), (" + ".into(), Some(i.clone().at_prec(13)))],
+                        Ty::I64,
+                        DType::I64,
+                        12,
+                        at,
+                    );
+                }
+                Ok(join(
+                    vec![(String::new(), Some(target.clone())), ("[".into(), Some(flat)), ("]".into(), None)],
+                    el,
+                    dtype,
+                    100,
+                    at,
+                ))
+            }
+            Space::Shared | Space::Local => {
+                let _ = dims;
+                let mut parts = vec![(String::new(), Some(target.clone()))];
+                for i in idx {
+                    parts.push(("[".into(), Some(i)));
+                    parts.push(("]".into(), None));
+                }
+                Ok(join(parts, el, dtype, 100, at))
+            }
+        }
+    }
+
+    /// A negative index counts from the end, as in Numba (which wraps negative indices).
+    fn wrap_index(&mut self, c: CExpr, arr: &CExpr, d: usize, at: Span) -> R<CExpr> {
+        let Ty::Array { space, dims, .. } = &arr.ty else { return Ok(c) };
+        if !c.maybe_negative || (matches!(space, Space::Shared) && dims == &[0]) {
+            return Ok(c);
+        }
+        let ext = self.extent(arr, d, at)?;
+        if let Some(lit) = c.text.strip_prefix('-')
+            && lit.chars().all(|ch| ch.is_ascii_digit())
+        {
+            return Ok(join(
+                vec![(String::new(), Some(ext)), (format!(" - {lit}"), None)],
+                Ty::I64,
+                DType::I64,
+                12,
+                at,
+            ));
+        }
+        // Only an index that can be negative pays for the test.
+        let c2 = c.clone();
+        Ok(join(
+            vec![
+                (String::new(), Some(c.at_prec(7))),
+                (" < 0 ? ".into(), Some(c2.clone().at_prec(12))),
+                (" + ".into(), Some(ext)),
+                (" : ".into(), Some(c2.at_prec(3))),
+            ],
+            Ty::I64,
+            DType::I64,
+            3,
+            at,
+        ))
+    }
+
+    fn compare(&mut self, op: ast::CmpOp, l: CExpr, r: CExpr, at: Span) -> R<CExpr> {
+        let sym = match op {
+            ast::CmpOp::Lt => "<",
+            ast::CmpOp::LtE => "<=",
+            ast::CmpOp::Gt => ">",
+            ast::CmpOp::GtE => ">=",
+            ast::CmpOp::Eq | ast::CmpOp::Is => "==",
+            ast::CmpOp::NotEq | ast::CmpOp::IsNot => "!=",
+            ast::CmpOp::In | ast::CmpOp::NotIn => {
+                return Err(Diagnostic::error("`in` is outside Numba's CUDA kernel subset").at(at));
+            }
+        };
+        let (Ty::Num(a), Ty::Num(b)) = (&l.ty, &r.ty) else {
+            return Err(Diagnostic::error("only numbers can be compared in a kernel").at(at));
+        };
+        let want = if a.is_float() || b.is_float() { float_arith(*a, *b) } else { types::int_arith(*a, *b) };
+        let (l, r) = self.operands(l, r, want);
+        let prec = if matches!(sym, "==" | "!=") { 8 } else { 9 };
+        Ok(join(
+            vec![(String::new(), Some(l.at_prec(prec + 1))), (format!(" {sym} "), Some(r.at_prec(prec + 1)))],
+            Ty::BOOL,
+            DType::Bool,
+            prec,
+            at,
+        ))
+    }
+
+    /// Cast operands so C computes in `want`, as Numba does; a non-negative literal, or a
+    /// value that is never negative, needs no cast where only signedness differs.
+    fn operands(&self, l: CExpr, r: CExpr, want: DType) -> (CExpr, CExpr) {
+        let c = c_usual(l.cty, r.cty);
+        if c == want {
+            return (l, r);
+        }
+        let harmless = |x: &CExpr, y: &CExpr| {
+            !want.is_float()
+                && !c.is_float()
+                && (y.small_literal || !y.maybe_negative)
+                && !x.maybe_negative
+                && x.cty.size() <= want.size()
+        };
+        if harmless(&l, &r) && harmless(&r, &l) {
+            return (l, r);
+        }
+        if c_usual(want, r.cty) == want {
+            (l.cast(want), r)
+        } else if c_usual(l.cty, want) == want {
+            (l, r.cast(want))
+        } else {
+            (l.cast(want), r.cast(want))
+        }
+    }
+
+    fn binary(&mut self, op: ast::Operator, l: CExpr, r: CExpr, at: Span) -> R<CExpr> {
+        let (Ty::Num(a), Ty::Num(b)) = (&l.ty, &r.ty) else {
+            let what = if matches!(l.ty, Ty::Num(_)) { &r.ty } else { &l.ty };
+            return Err(Diagnostic::error(format!(
+                "arithmetic on {} is outside Numba's CUDA kernel subset",
+                what.numba_name()
+            ))
+            .at(at)
+            .help("index the array: `a[i] + b[i]`"));
+        };
+        let (a, b) = (*a, *b);
+        let floats = a.is_float() || b.is_float();
+        let nonneg = !l.maybe_negative && !r.maybe_negative;
+        let simple = |this: &Self, sym: &str, prec: u8, want: DType, l: CExpr, r: CExpr| -> CExpr {
+            let (l, r) = this.operands(l, r, want);
+            let mut e = join(
+                vec![(String::new(), Some(l.at_prec(prec))), (format!(" {sym} "), Some(r.at_prec(prec + 1)))],
+                Ty::Num(want),
+                want,
+                prec,
+                at,
+            );
+            e.maybe_negative = !(nonneg && matches!(sym, "+" | "*" | "/" | "%" | "&" | ">>" | "<<"));
+            e
+        };
+        let call = |this: &mut Self, h: Helper, want: DType, l: CExpr, r: CExpr| -> CExpr {
+            this.module.helpers.insert(h);
+            join(
+                vec![(format!("{}(", helper_name(h)), Some(l)), (", ".into(), Some(r)), (")".into(), None)],
+                Ty::Num(want),
+                want,
+                100,
+                at,
+            )
+        };
+        Ok(match op {
+            ast::Operator::Add => simple(self, "+", 12, arith(a, b), l, r),
+            ast::Operator::Sub => simple(self, "-", 12, arith(a, b), l, r),
+            ast::Operator::Mult => simple(self, "*", 13, arith(a, b), l, r),
+            ast::Operator::Div => simple(self, "/", 13, true_div(a, b), l, r),
+            ast::Operator::FloorDiv if floats => {
+                let want = float_arith(a, b);
+                let q = simple(self, "/", 13, want, l, r);
+                let f = if want == DType::F32 { "floorf(" } else { "floor(" };
+                join(vec![(f.into(), Some(q)), (")".into(), None)], Ty::Num(want), want, 100, at)
+            }
+            ast::Operator::FloorDiv => {
+                let want = types::int_arith(a, b);
+                if want == DType::U64 || nonneg {
+                    simple(self, "/", 13, want, l, r)
+                } else {
+                    call(self, Helper::FloorDiv, want, l, r)
+                }
+            }
+            ast::Operator::Mod if floats => {
+                let want = float_arith(a, b);
+                let e = call(self, Helper::Fmod, DType::F64, l, r);
+                if want == DType::F32 { e.convert(DType::F32) } else { e }
+            }
+            ast::Operator::Mod => {
+                let want = types::int_arith(a, b);
+                if want == DType::U64 || nonneg {
+                    simple(self, "%", 13, want, l, r)
+                } else {
+                    call(self, Helper::Mod, want, l, r)
+                }
+            }
+            ast::Operator::Pow if floats => {
+                let want = float_arith(a, b);
+                let (l, r) = (l.convert(want), r.convert(want));
+                let f = if want == DType::F32 { "powf(" } else { "pow(" };
+                join(
+                    vec![(f.into(), Some(l)), (", ".into(), Some(r)), (")".into(), None)],
+                    Ty::Num(want),
+                    want,
+                    100,
+                    at,
+                )
+            }
+            ast::Operator::Pow => {
+                let want = types::int_arith(a, b);
+                call(self, Helper::IPow, want, l, r)
+            }
+            ast::Operator::LShift
+            | ast::Operator::RShift
+            | ast::Operator::BitAnd
+            | ast::Operator::BitOr
+            | ast::Operator::BitXor => {
+                if floats {
+                    return Err(Diagnostic::error("bitwise operators take integers").at(at));
+                }
+                let (sym, prec) = match op {
+                    ast::Operator::LShift => ("<<", 11),
+                    ast::Operator::RShift => (">>", 11),
+                    ast::Operator::BitAnd => ("&", 7),
+                    ast::Operator::BitOr => ("|", 5),
+                    _ => ("^", 6),
+                };
+                let want = if a == DType::Bool && b == DType::Bool { DType::Bool } else { types::int_arith(a, b) };
+                if matches!(sym, "<<" | ">>") {
+                    let l = if c_promote(l.cty) != want { l.cast(want) } else { l };
+                    let mut e = join(
+                        vec![(String::new(), Some(l.at_prec(prec))), (format!(" {sym} "), Some(r.at_prec(prec + 1)))],
+                        Ty::Num(want),
+                        want,
+                        prec,
+                        at,
+                    );
+                    e.maybe_negative = !nonneg;
+                    e
+                } else {
+                    simple(self, sym, prec, want, l, r)
+                }
+            }
+            ast::Operator::MatMult => {
+                return Err(Diagnostic::error("`@` (matrix multiply) is outside Numba's CUDA kernel subset")
+                    .at(at)
+                    .help("write the loop: each thread computes one element of the product"));
+            }
+        })
+    }
+
+    fn call(&mut self, c: &ast::ExprCall, at: Span) -> R<CExpr> {
+        let Some(path) = dotted(&c.func, self.env.imports) else {
+            return Err(self.err(c.func.range(), "gridlab calls functions by name in a kernel"));
+        };
+        let args = |this: &mut Self| -> R<Vec<CExpr>> { c.args.iter().map(|a| this.expr(a)).collect() };
+        let nargs = |n: std::ops::RangeInclusive<usize>| -> R<()> {
+            if n.contains(&c.args.len()) {
+                Ok(())
+            } else {
+                let (lo, hi) = (n.start(), n.end());
+                let want = if lo == hi { format!("{lo}") } else { format!("{lo} to {hi}") };
+                Err(Diagnostic::error(format!(
+                    "`{path}` takes {want} argument{}, not {}",
+                    if *hi == 1 { "" } else { "s" },
+                    c.args.len()
+                ))
+                .at(at))
+            }
+        };
+        let none = || CExpr {
+            text: String::new(),
+            ty: Ty::None,
+            cty: DType::I32,
+            prec: 100,
+            map: Vec::new(),
+            small_literal: false,
+            maybe_negative: false,
+        };
+        let stmt = |text: String| {
+            let len = text.len() as u32;
+            CExpr {
+                text,
+                ty: Ty::None,
+                cty: DType::I32,
+                prec: 100,
+                map: vec![(0, len, at)],
+                small_literal: false,
+                maybe_negative: false,
+            }
+        };
+        match path.as_str() {
+            "cuda.grid" | "cuda.gridsize" => {
+                nargs(1..=1)?;
+                let n = self
+                    .const_int(&c.args[0])
+                    .map_err(|_| self.err(c.args[0].range(), format!("`{path}` takes 1, 2 or 3")))?;
+                return match n {
+                    1 => Ok(self.grid_axis(&path, "x", at)),
+                    2 | 3 => Ok(CExpr {
+                        text: String::new(),
+                        ty: Ty::Tuple(vec![Ty::I64; n as usize]),
+                        cty: DType::I64,
+                        prec: 100,
+                        map: Vec::new(),
+                        small_literal: false,
+                        maybe_negative: false,
+                    }),
+                    _ => {
+                        Err(self.err(c.args[0].range(), format!("`{path}` takes 1, 2 or 3 (the number of dimensions)")))
+                    }
+                };
+            }
+            "cuda.syncthreads" => {
+                nargs(0..=0)?;
+                return Ok(stmt("__syncthreads()".into()));
+            }
+            "cuda.syncthreads_count" | "cuda.syncthreads_and" | "cuda.syncthreads_or" => {
+                return Err(self
+                    .err(c.range, format!("`{path}` is not in gridlab's simulator yet"))
+                    .help("use `cuda.syncthreads()` and count with `cuda.atomic.add` into a shared array"));
+            }
+            "cuda.syncwarp" => {
+                nargs(0..=1)?;
+                let mask = if c.args.is_empty() { "0xffffffff".to_string() } else { self.expr(&c.args[0])?.text };
+                return Ok(stmt(format!("__syncwarp({mask})")));
+            }
+            "cuda.threadfence" => return Ok(stmt("__threadfence()".into())),
+            "cuda.threadfence_block" => return Ok(stmt("__threadfence_block()".into())),
+            "cuda.threadfence_system" => return Ok(stmt("__threadfence_system()".into())),
+            "cuda.activemask" => {
+                return Err(self
+                    .err(c.range, "`cuda.activemask()` is not in gridlab's simulator yet")
+                    .help("pass the full mask `0xffffffff` when the whole warp takes part"));
+            }
+            "print" => return self.print(c, at),
+            _ => {}
+        }
+        if let Some(op) = path.strip_prefix("cuda.atomic.") {
+            return self.atomic(op, c, at);
+        }
+        if let Some(shfl) = path.strip_prefix("cuda.") {
+            let (cname, n) = match shfl {
+                "shfl_sync" => ("__shfl_sync", 3),
+                "shfl_up_sync" => ("__shfl_up_sync", 3),
+                "shfl_down_sync" => ("__shfl_down_sync", 3),
+                "shfl_xor_sync" => ("__shfl_xor_sync", 3),
+                "all_sync" => ("__all_sync", 2),
+                "any_sync" => ("__any_sync", 2),
+                "ballot_sync" => ("__ballot_sync", 2),
+                "popc" => ("__popc", 1),
+                "clz" => ("__clz", 1),
+                "ffs" => ("__ffs", 1),
+                "brev" => ("__brev", 1),
+                _ => ("", 0),
+            };
+            if !cname.is_empty() {
+                nargs(n..=n)?;
+                let mut a = args(self)?;
+                let ty = match cname {
+                    "__all_sync" | "__any_sync" => Ty::Num(DType::I32),
+                    "__ballot_sync" => Ty::Num(DType::U32),
+                    "__popc" | "__clz" | "__ffs" => Ty::Num(DType::I32),
+                    "__brev" => Ty::Num(DType::U32),
+                    _ => a[1].ty.clone(),
+                };
+                if n == 3 {
+                    a[0] = a[0].clone().cast(DType::U32);
+                    a[2] = a[2].clone().cast(DType::I32);
+                } else if n == 2 {
+                    a[0] = a[0].clone().cast(DType::U32);
+                }
+                let cty = ty.num().unwrap_or(DType::I32);
+                let mut parts = Vec::new();
+                for (i, x) in a.into_iter().enumerate() {
+                    parts.push((if i == 0 { format!("{cname}(") } else { ", ".into() }, Some(x)));
+                }
+                parts.push((")".into(), None));
+                return Ok(join(parts, ty, cty, 100, at));
+            }
+        }
+        // dtype constructors: float32(x), np.int32(x), int(x), float(x), bool(x).
+        let ctor = match path.as_str() {
+            "int" => Some(DType::I64),
+            "float" => Some(DType::F64),
+            "bool" => Some(DType::Bool),
+            p if (p.starts_with("np.") || p.starts_with("numba.") || !p.contains('.'))
+                && !self.vars.contains_key(p)
+                && (self.env.functions)(p).is_none() =>
+            {
+                types::from_name(p)
+            }
+            _ => None,
+        };
+        if let Some(d) = ctor {
+            nargs(1..=1)?;
+            let x = self.expr(&c.args[0])?;
+            if !matches!(x.ty, Ty::Num(_)) {
+                return Err(
+                    self.err(c.args[0].range(), format!("`{path}` converts a number, this is {}", x.ty.numba_name()))
+                );
+            }
+            // float32(0.5) is the float literal 0.5f.
+            if d == DType::F32
+                && let ast::Expr::Constant(k) = &c.args[0]
+                && let ast::Constant::Float(f) = k.value
+            {
+                return Ok(CExpr::atom(float_literal(f, true), Ty::Num(DType::F32), DType::F32, at));
+            }
+            let x = if d == DType::Bool {
+                let zero = if x.num().is_float() { "0.0" } else { "0" };
+                join(
+                    vec![(String::new(), Some(x.at_prec(9))), (format!(" != {zero}"), None)],
+                    Ty::BOOL,
+                    DType::Bool,
+                    8,
+                    at,
+                )
+            } else {
+                x.convert(d)
+            };
+            return Ok(x);
+        }
+        if let Some(e) = self.math(&path, c, at)? {
+            return Ok(e);
+        }
+        if let Some(f) = (self.env.functions)(&path) {
+            return self.call_device(&f, c, at);
+        }
+        let _ = none;
+        Err(self.err(c.func.range(), format!("gridlab does not know `{path}` in a kernel"))
+            .help("a kernel can call `@cuda.jit(device=True)` functions, `cuda.*`, `math.*` and numpy's scalar math; docs/python.md lists them"))
+    }
+
+    fn print(&mut self, c: &ast::ExprCall, at: Span) -> R<CExpr> {
+        let mut fmt = String::new();
+        let mut values = Vec::new();
+        for (i, a) in c.args.iter().enumerate() {
+            if i > 0 {
+                fmt.push(' ');
+            }
+            if let ast::Expr::Constant(k) = a
+                && let ast::Constant::Str(s) = &k.value
+            {
+                fmt.push_str(&s.replace('\\', "\\\\").replace('%', "%%").replace('"', "\\\"").replace('\n', "\\n"));
+                continue;
+            }
+            let v = self.expr(a)?;
+            match v.ty {
+                Ty::Num(d) if d.is_float() => {
+                    fmt.push_str("%f");
+                    values.push(v.cast(DType::F64));
+                }
+                Ty::Num(d) if !d.is_signed() && d != DType::Bool => {
+                    fmt.push_str("%llu");
+                    values.push(v.cast(DType::U64));
+                }
+                Ty::Num(_) => {
+                    fmt.push_str("%lld");
+                    values.push(v.cast(DType::I64));
+                }
+                _ => {
+                    return Err(self
+                        .err(a.range(), "`print` in a kernel takes strings and numbers")
+                        .help("print one element: `print(a[i])`"));
+                }
+            }
+        }
+        if !c.keywords.is_empty() {
+            return Err(self.err(c.range, "`print` in a kernel takes no `sep=` or `end=`"));
+        }
+        fmt.push_str("\\n");
+        let mut parts = vec![(format!("printf(\"{fmt}\""), None)];
+        for v in values {
+            parts.push((", ".into(), Some(v)));
+        }
+        parts.push((")".into(), None));
+        Ok(join(parts, Ty::None, DType::I32, 100, at))
+    }
+
+    fn atomic(&mut self, op: &str, c: &ast::ExprCall, at: Span) -> R<CExpr> {
+        let usage = format!("`cuda.atomic.{op}(array, index, value)`");
+        let (cname, n) = match op {
+            "add" => ("atomicAdd", 3),
+            "sub" => ("atomicSub", 3),
+            "max" => ("atomicMax", 3),
+            "min" => ("atomicMin", 3),
+            "inc" => ("atomicInc", 3),
+            "dec" => ("atomicDec", 3),
+            "exch" => ("atomicExch", 3),
+            "and_" => ("atomicAnd", 3),
+            "or_" => ("atomicOr", 3),
+            "xor" => ("atomicXor", 3),
+            "cas" => ("atomicCAS", 4),
+            "compare_and_swap" => ("atomicCAS", 3),
+            _ => {
+                return Err(self
+                    .err(c.func.range(), format!("`cuda.atomic.{op}` is not an atomic gridlab knows"))
+                    .help("add, sub, max, min, inc, dec, exch, and_, or_, xor, cas, compare_and_swap"));
+            }
+        };
+        if c.args.len() != n {
+            return Err(self.err(c.range, format!("`cuda.atomic.{op}` takes {n} arguments")).help(usage));
+        }
+        let arr = self.expr(&c.args[0])?;
+        let Ty::Array { dtype, ndim, .. } = arr.ty.clone() else {
+            return Err(self.err(c.args[0].range(), "the first argument of an atomic is the array"));
+        };
+        // `compare_and_swap(arr, old, new)` works on arr[0].
+        let (place, rest) = if op == "compare_and_swap" {
+            let zero = ast::Expr::Constant(ast::ExprConstant {
+                range: c.args[0].range(),
+                value: ast::Constant::Int(0.into()),
+                kind: None,
+            });
+            let sub = ast::ExprSubscript {
+                range: c.args[0].range(),
+                value: Box::new(c.args[0].clone()),
+                slice: Box::new(zero),
+                ctx: ast::ExprContext::Load,
+            };
+            let _ = ndim;
+            (self.subscript(&sub)?, &c.args[1..])
+        } else {
+            let sub = ast::ExprSubscript {
+                range: c.range,
+                value: Box::new(c.args[0].clone()),
+                slice: Box::new(c.args[1].clone()),
+                ctx: ast::ExprContext::Load,
+            };
+            (self.subscript(&sub)?, &c.args[2..])
+        };
+        let mut vals = Vec::new();
+        for v in rest {
+            let x = self.expr(v)?;
+            if !matches!(x.ty, Ty::Num(_)) {
+                return Err(self.err(v.range(), "an atomic's value must be a number"));
+            }
+            vals.push(x);
+        }
+        if dtype.is_float() && matches!(op, "sub" | "inc" | "dec" | "and_" | "or_" | "xor" | "cas" | "compare_and_swap")
+        {
+            return Err(self
+                .err(c.range, format!("`cuda.atomic.{op}` on {} is not in gridlab yet", numba_name(dtype)))
+                .help("use an integer array, or `cuda.atomic.add` with a negative value"));
+        }
+        // CUDA's atomics on 64-bit integers take `unsigned long long`; same bits.
+        let (ptr_cast, val_ty) = if dtype == DType::I64 && !matches!(op, "max" | "min") {
+            ("(unsigned long long *)", DType::U64)
+        } else {
+            ("", dtype)
+        };
+        let mut parts = vec![(format!("{cname}({ptr_cast}&"), Some(place))];
+        for v in vals {
+            parts.push((", ".into(), Some(v.cast(val_ty))));
+        }
+        parts.push((")".into(), None));
+        let mut e = join(parts, Ty::Num(dtype), val_ty, 100, at);
+        if val_ty != dtype {
+            e = e.convert(dtype);
+        }
+        Ok(e)
+    }
+
+    fn math(&mut self, path: &str, c: &ast::ExprCall, at: Span) -> R<Option<CExpr>> {
+        let Some(name) = path.strip_prefix("math.").or_else(|| path.strip_prefix("np.")).or(match path {
+            "abs" | "min" | "max" | "round" => Some(path),
+            _ => None,
+        }) else {
+            return Ok(None);
+        };
+        let args: Vec<CExpr> = c.args.iter().map(|a| self.expr(a)).collect::<R<_>>()?;
+        for (a, x) in c.args.iter().zip(&args) {
+            if !matches!(x.ty, Ty::Num(_)) {
+                return Err(self.err(a.range(), format!("`{path}` takes numbers, this is {}", x.ty.numba_name())));
+            }
+        }
+        let want_args = |n: usize| -> R<()> {
+            if args.len() == n {
+                Ok(())
+            } else {
+                Err(Diagnostic::error(format!("`{path}` takes {n} argument{}", if n == 1 { "" } else { "s" })).at(at))
+            }
+        };
+        // The float type a math function computes in: float32 stays float32 (Numba has float32
+        // versions), integers become float64.
+        let fty =
+            |xs: &[CExpr]| -> DType { if xs.iter().all(|x| x.num() == DType::F32) { DType::F32 } else { DType::F64 } };
+        let call = |name: &str, xs: Vec<CExpr>, ty: DType| -> CExpr {
+            let mut parts = Vec::new();
+            for (i, x) in xs.into_iter().enumerate() {
+                parts.push((if i == 0 { format!("{name}(") } else { ", ".into() }, Some(x)));
+            }
+            parts.push((")".into(), None));
+            join(parts, Ty::Num(ty), ty, 100, at)
+        };
+        let unary = [
+            ("sqrt", "sqrt"),
+            ("exp", "exp"),
+            ("log", "log"),
+            ("log2", "log2"),
+            ("log10", "log10"),
+            ("log1p", "log1p"),
+            ("expm1", "expm1"),
+            ("sin", "sin"),
+            ("cos", "cos"),
+            ("tan", "tan"),
+            ("asin", "asin"),
+            ("acos", "acos"),
+            ("atan", "atan"),
+            ("sinh", "sinh"),
+            ("cosh", "cosh"),
+            ("tanh", "tanh"),
+            ("fabs", "fabs"),
+            ("cbrt", "cbrt"),
+            ("exp2", "exp2"),
+            ("arcsin", "asin"),
+            ("arccos", "acos"),
+            ("arctan", "atan"),
+        ];
+        if let Some((_, cn)) = unary.iter().find(|(p, _)| *p == name) {
+            want_args(1)?;
+            let t = fty(&args);
+            let x = args.into_iter().next().expect("one argument").convert(t);
+            let f = if t == DType::F32 { format!("{cn}f") } else { cn.to_string() };
+            let f = if self.f.fastmath
+                && t == DType::F32
+                && matches!(*cn, "exp" | "log" | "sin" | "cos" | "tan" | "log2" | "log10")
+            {
+                format!("__{cn}f")
+            } else {
+                f
+            };
+            return Ok(Some(call(&f, vec![x], t)));
+        }
+        let binary = [
+            ("pow", "pow"),
+            ("atan2", "atan2"),
+            ("arctan2", "atan2"),
+            ("hypot", "hypot"),
+            ("fmod", "fmod"),
+            ("power", "pow"),
+        ];
+        if let Some((_, cn)) = binary.iter().find(|(p, _)| *p == name) {
+            want_args(2)?;
+            let t = fty(&args);
+            let xs: Vec<CExpr> = args.into_iter().map(|x| x.convert(t)).collect();
+            let f = if t == DType::F32 { format!("{cn}f") } else { cn.to_string() };
+            return Ok(Some(call(&f, xs, t)));
+        }
+        Ok(Some(match name {
+            "floor" | "ceil" | "trunc" => {
+                want_args(1)?;
+                let t = fty(&args);
+                let x = args.into_iter().next().expect("one argument");
+                if !x.num().is_float() {
+                    return Ok(Some(x));
+                }
+                let f = if t == DType::F32 { format!("{name}f") } else { name.to_string() };
+                let e = call(&f, vec![x.convert(t)], t);
+                // math.floor returns an int in Python (and Numba); np.floor keeps the float.
+                if path.starts_with("math.") { e.convert(DType::I64) } else { e }
+            }
+            "isnan" => {
+                want_args(1)?;
+                let x = args.into_iter().next().expect("one argument");
+                join(
+                    vec![(String::new(), Some(x.clone().at_prec(9))), (" != ".into(), Some(x.at_prec(9)))],
+                    Ty::BOOL,
+                    DType::Bool,
+                    8,
+                    at,
+                )
+            }
+            "isinf" | "isfinite" => {
+                want_args(1)?;
+                let x = args.into_iter().next().expect("one argument");
+                if !x.num().is_float() {
+                    return Ok(Some(CExpr::atom(
+                        if name == "isinf" { "false" } else { "true" },
+                        Ty::BOOL,
+                        DType::Bool,
+                        at,
+                    )));
+                }
+                let t = x.num();
+                let abs = call(if t == DType::F32 { "fabsf" } else { "fabs" }, vec![x.clone()], t);
+                if name == "isinf" {
+                    join(vec![(String::new(), Some(abs)), (" == INFINITY".into(), None)], Ty::BOOL, DType::Bool, 8, at)
+                } else {
+                    join(vec![(String::new(), Some(abs)), (" < INFINITY".into(), None)], Ty::BOOL, DType::Bool, 9, at)
+                }
+            }
+            "abs" | "absolute" => {
+                want_args(1)?;
+                let x = args.into_iter().next().expect("one argument");
+                let t = x.num();
+                if t.is_float() {
+                    call(if t == DType::F32 { "fabsf" } else { "fabs" }, vec![x], t)
+                } else {
+                    let w = types::int_arith(t, t);
+                    call("llabs", vec![x.convert(w)], w)
+                }
+            }
+            "min" | "max" | "minimum" | "maximum" | "fmin" | "fmax" => {
+                if args.len() < 2 {
+                    return Err(Diagnostic::error(format!("`{path}` takes two or more numbers in a kernel")).at(at));
+                }
+                let cn = if name.contains("min") { "min" } else { "max" };
+                let mut it = args.into_iter();
+                let mut acc = it.next().expect("two arguments");
+                for x in it {
+                    let (a, b) = (acc.num(), x.num());
+                    let t = if a.is_float() || b.is_float() { float_arith(a, b) } else { unify(a, b).max_int() };
+                    acc = call(cn, vec![acc.convert(t), x.convert(t)], t);
+                }
+                acc
+            }
+            "round" | "rint" => {
+                if args.len() != 1 {
+                    return Err(Diagnostic::error(
+                        "`round` with a number of digits is outside what gridlab lowers; `round(x)` works",
+                    )
+                    .at(at));
+                }
+                let x = args.into_iter().next().expect("one argument");
+                if !x.num().is_float() {
+                    return Ok(Some(x));
+                }
+                self.module.helpers.insert(Helper::Round);
+                let e = call("py_round", vec![x.convert(DType::F64)], DType::I64);
+                if path == "round" { e } else { e.convert(DType::F64) }
+            }
+            "copysign" | "erf" | "erfc" | "gamma" | "lgamma" | "degrees" | "radians" | "sign" => {
+                return Err(self
+                    .err(c.range, format!("`{path}` is not in gridlab's kernels yet"))
+                    .help("write it from the functions that are: docs/python.md lists them"));
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    fn call_device(&mut self, f: &PyFunction, c: &ast::ExprCall, at: Span) -> R<CExpr> {
+        if !f.device {
+            return Err(self
+                .err(c.func.range(), format!("`{}` is a kernel: a kernel cannot call another kernel", f.name))
+                .help("mark it `@cuda.jit(device=True)` to call it from kernels"));
+        }
+        if self.stack.contains(&f.name) {
+            return Err(self
+                .err(c.range, format!("`{}` calls itself: recursion is outside what gridlab runs on the GPU", f.name))
+                .help("write it as a loop"));
+        }
+        if c.args.len() != f.params.len() || !c.keywords.is_empty() {
+            return Err(self.err(
+                c.range,
+                format!("`{}` takes {} argument{}", f.name, f.params.len(), if f.params.len() == 1 { "" } else { "s" }),
+            ));
+        }
+        let args: Vec<CExpr> = c.args.iter().map(|a| self.expr(a)).collect::<R<_>>()?;
+        let tys: Vec<Ty> = args.iter().map(|a| a.ty.clone()).collect();
+        let existing = self
+            .module
+            .instances
+            .iter()
+            .find(|(n, t, ..)| n == &f.name && t == &tys)
+            .map(|(_, _, c, r)| (c.clone(), r.clone()));
+        let (c_name, ret) = match existing {
+            Some(found) => found,
+            None => {
+                self.stack.push(f.name.clone());
+                let lowered = lower_function(self.env, f, &tys, self.module, self.stack, false);
+                self.stack.pop();
+                let out = lowered?;
+                let r = (out.c_name.clone(), out.ret.clone());
+                self.module.device_fns.push(out);
+                r
+            }
+        };
+        let mut parts = Vec::new();
+        let mut first = true;
+        for a in args {
+            let sep = if first { format!("{c_name}(") } else { ", ".into() };
+            first = false;
+            match &a.ty {
+                Ty::Array { ndim, space, dims, .. } => {
+                    let exts: Vec<String> = (0..*ndim)
+                        .map(|d| match space {
+                            Space::Global | Space::Const => extent_name(&a.text, *ndim, d),
+                            _ => dims.get(d).copied().unwrap_or(0).to_string(),
+                        })
+                        .collect();
+                    parts.push((sep, Some(a.clone())));
+                    for e in exts {
+                        parts.push((format!(", {e}"), None));
+                    }
+                }
+                _ => parts.push((sep, Some(a))),
+            }
+        }
+        if first {
+            parts.push((format!("{c_name}("), None));
+        }
+        parts.push((")".into(), None));
+        let cty = ret.num().unwrap_or(DType::I32);
+        Ok(join(parts, ret, cty, 100, at))
+    }
+}
+
+trait MaxInt {
+    fn max_int(self) -> DType;
+}
+
+impl MaxInt for DType {
+    /// Numba's `min`/`max` of integers is an `int64` (or `uint64`).
+    fn max_int(self) -> DType {
+        types::int_arith(self, self)
+    }
+}
+
+/// A float as C writes it; `f32` adds the `f` suffix.
+fn float_literal(f: f64, f32: bool) -> String {
+    if f.is_infinite() {
+        return if f > 0.0 { "INFINITY".into() } else { "-INFINITY".into() };
+    }
+    if f.is_nan() {
+        return "NAN".into();
+    }
+    let mut s = format!("{f:?}");
+    if !s.contains('.') && !s.contains('e') && !s.contains("inf") {
+        s.push_str(".0");
+    }
+    if f32 {
+        s.push('f');
+    }
+    s
+}
+
+/// The Python text of an expression, for messages (a best effort: names and calls).
+fn expr_text(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Name(n) => n.id.to_string(),
+        ast::Expr::Attribute(a) => format!("{}.{}", expr_text(&a.value), a.attr),
+        ast::Expr::Call(c) => format!("{}(...)", expr_text(&c.func)),
+        _ => "...".to_string(),
+    }
+}
+
+/// Every name an expression reads.
+fn names_in_expr(e: &ast::Expr) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    walk_expr(e, &mut |x| {
+        if let ast::Expr::Name(n) = x {
+            out.insert(n.id.to_string());
+        }
+    });
+    out
+}
+
+fn walk_expr(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
+    f(e);
+    match e {
+        ast::Expr::BinOp(b) => {
+            walk_expr(&b.left, f);
+            walk_expr(&b.right, f);
+        }
+        ast::Expr::UnaryOp(u) => walk_expr(&u.operand, f),
+        ast::Expr::BoolOp(b) => b.values.iter().for_each(|v| walk_expr(v, f)),
+        ast::Expr::Compare(c) => {
+            walk_expr(&c.left, f);
+            c.comparators.iter().for_each(|v| walk_expr(v, f));
+        }
+        ast::Expr::IfExp(i) => {
+            walk_expr(&i.test, f);
+            walk_expr(&i.body, f);
+            walk_expr(&i.orelse, f);
+        }
+        ast::Expr::Call(c) => {
+            walk_expr(&c.func, f);
+            c.args.iter().for_each(|v| walk_expr(v, f));
+            c.keywords.iter().for_each(|k| walk_expr(&k.value, f));
+        }
+        ast::Expr::Attribute(a) => walk_expr(&a.value, f),
+        ast::Expr::Subscript(s) => {
+            walk_expr(&s.value, f);
+            walk_expr(&s.slice, f);
+        }
+        ast::Expr::Tuple(t) => t.elts.iter().for_each(|v| walk_expr(v, f)),
+        _ => {}
+    }
+}
+
+/// Every name a statement mentions, nested statements included.
+fn names_in_stmt(s: &ast::Stmt) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    walk_stmt(s, &mut |e| {
+        if let ast::Expr::Name(n) = e {
+            out.insert(n.id.to_string());
+        }
+    });
+    out
+}
+
+/// The names a statement (or the statements nested in it) assigns.
+fn names_assigned(s: &ast::Stmt) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut add = |t: &ast::Expr| {
+        walk_expr(t, &mut |e| {
+            if let ast::Expr::Name(n) = e {
+                out.push(n.id.to_string());
+            }
+        })
+    };
+    match s {
+        ast::Stmt::Assign(a) => a.targets.iter().for_each(&mut add),
+        ast::Stmt::AugAssign(a) => add(&a.target),
+        ast::Stmt::AnnAssign(a) => add(&a.target),
+        ast::Stmt::For(f) => {
+            add(&f.target);
+            out.extend(f.body.iter().flat_map(names_assigned));
+        }
+        ast::Stmt::While(w) => out.extend(w.body.iter().flat_map(names_assigned)),
+        ast::Stmt::If(i) => {
+            out.extend(i.body.iter().flat_map(names_assigned));
+            out.extend(i.orelse.iter().flat_map(names_assigned));
+        }
+        _ => {}
+    }
+    out
+}
+
+fn walk_stmt(s: &ast::Stmt, f: &mut dyn FnMut(&ast::Expr)) {
+    match s {
+        ast::Stmt::Expr(e) => walk_expr(&e.value, f),
+        ast::Stmt::Assign(a) => {
+            a.targets.iter().for_each(|t| walk_expr(t, f));
+            walk_expr(&a.value, f);
+        }
+        ast::Stmt::AugAssign(a) => {
+            walk_expr(&a.target, f);
+            walk_expr(&a.value, f);
+        }
+        ast::Stmt::AnnAssign(a) => {
+            walk_expr(&a.target, f);
+            if let Some(v) = &a.value {
+                walk_expr(v, f);
+            }
+        }
+        ast::Stmt::Return(r) => {
+            if let Some(v) = &r.value {
+                walk_expr(v, f);
+            }
+        }
+        ast::Stmt::If(i) => {
+            walk_expr(&i.test, f);
+            i.body.iter().chain(&i.orelse).for_each(|s| walk_stmt(s, f));
+        }
+        ast::Stmt::While(w) => {
+            walk_expr(&w.test, f);
+            w.body.iter().for_each(|s| walk_stmt(s, f));
+        }
+        ast::Stmt::For(l) => {
+            walk_expr(&l.target, f);
+            walk_expr(&l.iter, f);
+            l.body.iter().for_each(|s| walk_stmt(s, f));
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,245 @@
+//! Reading Python text: which functions are Numba kernels or device functions, and what the
+//! imports call `cuda`, `numpy` and `math`.
+//!
+//! RustPython's parser gives the syntax tree; this module keeps the parts a kernel needs and
+//! turns parse errors into diagnostics at the learner's line.
+
+use rustpython_parser::ast::{self, Ranged};
+use rustpython_parser::{Parse, text_size::TextRange};
+
+use crate::diag::{Diagnostic, SourceId, Span};
+
+/// A function under `@cuda.jit`, as written.
+#[derive(Clone, Debug)]
+pub struct PyFunction {
+    pub name: String,
+    pub name_span: Span,
+    pub params: Vec<(String, Span)>,
+    pub body: Vec<ast::Stmt>,
+    /// `@cuda.jit(device=True)`: called from kernels, not launched.
+    pub device: bool,
+    /// `fastmath=True`: math functions may use the fast intrinsics.
+    pub fastmath: bool,
+    /// The source the spans index into.
+    pub source: SourceId,
+    /// The span of the whole definition, decorators included.
+    pub span: Span,
+}
+
+/// What the imports of a piece of Python call the modules a kernel uses. Names are resolved
+/// to canonical dotted paths: `nb.cuda.grid` and `cuda.grid` are both `cuda.grid`.
+#[derive(Clone, Debug)]
+pub struct Imports {
+    aliases: Vec<(String, String)>,
+}
+
+impl Default for Imports {
+    fn default() -> Imports {
+        // What tutorials import, under the names they use, so a kernel typed at the prompt
+        // without its imports still reads as the learner means.
+        let base = [("cuda", "cuda"), ("numba", "numba"), ("np", "np"), ("numpy", "np"), ("math", "math")];
+        Imports { aliases: base.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect() }
+    }
+}
+
+impl Imports {
+    /// Record the names an `import` statement binds.
+    pub fn add(&mut self, stmt: &ast::Stmt) {
+        match stmt {
+            ast::Stmt::Import(i) => {
+                for alias in &i.names {
+                    let path = canonical_module(alias.name.as_str());
+                    match &alias.asname {
+                        Some(asname) => self.bind(asname.as_str(), &path),
+                        None => {
+                            let root = alias.name.as_str().split('.').next().unwrap_or_default();
+                            self.bind(root, &canonical_module(root));
+                        }
+                    }
+                }
+            }
+            ast::Stmt::ImportFrom(i) => {
+                let module = i.module.as_ref().map(|m| canonical_module(m.as_str())).unwrap_or_default();
+                for alias in &i.names {
+                    let full = if module.is_empty() {
+                        alias.name.to_string()
+                    } else {
+                        format!("{module}.{}", alias.name.as_str())
+                    };
+                    let local = alias.asname.as_ref().unwrap_or(&alias.name);
+                    self.bind(local.as_str(), &canonical_module(&full));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Take the names another piece of Python's imports bound (later ones win).
+    pub fn merge(&mut self, other: &Imports) {
+        for (local, path) in &other.aliases {
+            self.bind(local, path);
+        }
+    }
+
+    fn bind(&mut self, local: &str, path: &str) {
+        self.aliases.retain(|(a, _)| a != local);
+        self.aliases.push((local.to_string(), path.to_string()));
+    }
+
+    /// The canonical dotted path a name refers to, if an import bound it.
+    pub fn resolve(&self, name: &str) -> Option<&str> {
+        self.aliases.iter().rev().find(|(a, _)| a == name).map(|(_, p)| p.as_str())
+    }
+}
+
+/// `numba.cuda.x` → `cuda.x`, `numpy.x` → `np.x`; other paths unchanged.
+pub fn canonical_module(path: &str) -> String {
+    for (long, short) in [("numba.cuda", "cuda"), ("numpy", "np")] {
+        if path == long {
+            return short.to_string();
+        }
+        if let Some(rest) = path.strip_prefix(long).and_then(|r| r.strip_prefix('.')) {
+            return format!("{short}.{rest}");
+        }
+    }
+    path.to_string()
+}
+
+/// Whether typed text starts a piece of Python gridlab reads as Python: a decorator, a `def`,
+/// or an import.
+pub fn starts_python(first_line: &str) -> bool {
+    let t = first_line.trim_start();
+    t.starts_with('@')
+        || t.starts_with("def ")
+        || t.starts_with("import ")
+        || (t.starts_with("from ") && t.contains(" import "))
+}
+
+/// A span in `source` from a RustPython range.
+pub fn span(source: SourceId, range: TextRange) -> Span {
+    Span::new(source, range.start().to_usize(), range.end().to_usize())
+}
+
+/// The kernels, device functions and imports of a piece of Python text.
+#[derive(Clone, Debug, Default)]
+pub struct Snippet {
+    pub functions: Vec<PyFunction>,
+    pub imports: Imports,
+}
+
+/// Parse `text` (registered as `source`) and keep its `@cuda.jit` functions and imports.
+/// Anything else at the top level is refused with a message: host code belongs to the
+/// statement language at the prompt, or to a `.py` file.
+pub fn read_snippet(source: SourceId, text: &str) -> Result<Snippet, Vec<Diagnostic>> {
+    let suite = ast::Suite::parse(text, "<input>").map_err(|e| {
+        let at = (e.offset.to_usize()).min(text.len());
+        let end = text[at..].chars().next().map_or(at, |c| at + c.len_utf8());
+        vec![
+            Diagnostic::error(format!("this Python does not parse: {}", e.error))
+                .at(Span::new(source, at, end))
+                .help("check the indentation and the brackets; Python's own syntax applies in kernels"),
+        ]
+    })?;
+    let mut snippet = Snippet::default();
+    let mut errors = Vec::new();
+    for stmt in &suite {
+        match stmt {
+            ast::Stmt::Import(_) | ast::Stmt::ImportFrom(_) => snippet.imports.add(stmt),
+            ast::Stmt::FunctionDef(f) => match jit_options(f, &snippet.imports) {
+                Some(Ok(options)) => snippet.functions.push(function(source, f, options)),
+                Some(Err(d)) => errors.push(d.at(span(source, f.range))),
+                None => errors.push(
+                    Diagnostic::error(format!("`{}` is a plain Python function", f.name))
+                        .at(span(source, f.range))
+                        .label("no `@cuda.jit` above it")
+                        .help("gridlab runs kernels: put `@cuda.jit` above a kernel, `@cuda.jit(device=True)` above a function kernels call; host code goes in a .py file (`gridlab run file.py`)"),
+                ),
+            },
+            ast::Stmt::Expr(e) if matches!(&*e.value, ast::Expr::Constant(_)) => {}
+            other => errors.push(
+                Diagnostic::error("host Python is not run at the prompt")
+                    .at(span(source, other.range()))
+                    .help("at the prompt, give arrays with `a = np.zeros(1024, np.float32)` on a line of its own and launch with `kernel[blocks, threads](a)`; a whole program goes in a .py file (`gridlab run file.py`)"),
+            ),
+        }
+    }
+    if errors.is_empty() { Ok(snippet) } else { Err(errors) }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct JitOptions {
+    device: bool,
+    fastmath: bool,
+}
+
+/// The `@cuda.jit` options of a function, `None` when it has no such decorator.
+fn jit_options(f: &ast::StmtFunctionDef, imports: &Imports) -> Option<Result<JitOptions, Diagnostic>> {
+    for dec in &f.decorator_list {
+        let (target, call) = match dec {
+            ast::Expr::Call(c) => (&*c.func, Some(c)),
+            other => (other, None),
+        };
+        let Some(path) = dotted(target, imports) else { continue };
+        if !matches!(path.as_str(), "cuda.jit" | "numba.jit" | "jit" | "numba.njit" | "njit") {
+            continue;
+        }
+        if path.ends_with("njit") || path == "numba.jit" {
+            return Some(Err(Diagnostic::error(format!("`@{path}` compiles for the CPU"))
+                .help("a GPU kernel is marked `@cuda.jit` (with `from numba import cuda`)")));
+        }
+        let mut options = JitOptions::default();
+        if let Some(call) = call {
+            for kw in &call.keywords {
+                let value = matches!(&kw.value, ast::Expr::Constant(c) if matches!(c.value, ast::Constant::Bool(true)));
+                match kw.arg.as_ref().map(|a| a.as_str()) {
+                    Some("device") => options.device = value,
+                    Some("fastmath") => options.fastmath = value,
+                    // Compilation switches that change nothing in what a kernel computes.
+                    Some("debug" | "opt" | "lineinfo" | "cache" | "inline" | "link" | "max_registers") => {}
+                    Some(other) => {
+                        return Some(Err(Diagnostic::error(format!(
+                            "`@cuda.jit` has no option `{other}` gridlab knows"
+                        ))
+                        .help("gridlab reads `device=True`, `fastmath=True` and a signature string")));
+                    }
+                    None => {}
+                }
+            }
+            // A signature (`"void(float32[:])"`) fixes types Numba would infer; gridlab infers
+            // them from each launch's arguments, as Numba does without one.
+        }
+        return Some(Ok(options));
+    }
+    None
+}
+
+fn function(source: SourceId, f: &ast::StmtFunctionDef, options: JitOptions) -> PyFunction {
+    let params = f
+        .args
+        .args
+        .iter()
+        .chain(&f.args.posonlyargs)
+        .map(|a| (a.def.arg.to_string(), span(source, a.def.range)))
+        .collect();
+    // The name's span: the text after `def `.
+    let def_span = span(source, f.range);
+    PyFunction {
+        name: f.name.to_string(),
+        name_span: def_span,
+        params,
+        body: f.body.clone(),
+        device: options.device,
+        fastmath: options.fastmath,
+        source,
+        span: def_span,
+    }
+}
+
+/// `a.b.c` as a canonical dotted path, resolving the first name through the imports.
+pub fn dotted(e: &ast::Expr, imports: &Imports) -> Option<String> {
+    match e {
+        ast::Expr::Name(n) => Some(imports.resolve(n.id.as_str()).map_or_else(|| n.id.to_string(), str::to_string)),
+        ast::Expr::Attribute(a) => Some(format!("{}.{}", dotted(&a.value, imports)?, a.attr.as_str())),
+        _ => None,
+    }
+}

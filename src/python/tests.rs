@@ -1,0 +1,155 @@
+//! Lowering Python kernels: the C they become, Numba's typing, and the errors at the Python line.
+
+use super::*;
+use crate::cuda::Module;
+use crate::diag::SourceMap;
+use crate::dtype::DType;
+
+/// Lower the first kernel in `src` for `args`, with no globals.
+fn lower_src(src: &str, args: &[ArgType]) -> Result<Instance, Vec<crate::diag::Diagnostic>> {
+    lower_with(src, args, &|_| None)
+}
+
+fn lower_with(
+    src: &str,
+    args: &[ArgType],
+    globals: &dyn Fn(&str) -> Option<Global>,
+) -> Result<Instance, Vec<crate::diag::Diagnostic>> {
+    let snippet = read_snippet(0, src)?;
+    let funcs = snippet.functions.clone();
+    let find = move |n: &str| funcs.iter().find(|f| f.name == n).cloned();
+    let env = Env { functions: &find, globals, imports: &snippet.imports };
+    let kernel = snippet.functions.iter().find(|f| !f.device).expect("a kernel");
+    lower(&env, kernel, args)
+}
+
+fn f32_1d() -> ArgType {
+    ArgType::Array { dtype: DType::F32, ndim: 1 }
+}
+
+/// The C must pass gridlab's own CUDA front end.
+fn compiles(c: &str) {
+    let mut sources = SourceMap::new();
+    let id = sources.add("<gen>", c, 1);
+    let mut m = Module::new();
+    if let Err(e) = m.add(id, c) {
+        panic!("generated C does not compile:\n{c}\n{e:?}");
+    }
+}
+
+#[test]
+fn the_first_tutorial_kernel_lowers_to_readable_c() {
+    let src = "from numba import cuda\n\n@cuda.jit\ndef add_half(array):\n    i = cuda.grid(1)\n    if i < array.size:\n        array[i] += 0.5\n";
+    let inst = lower_src(src, &[f32_1d()]).unwrap();
+    assert!(inst.text.contains("__global__ void add_half(float *array, long long array_size) {"), "{}", inst.text);
+    assert!(inst.text.contains("long long i = blockIdx.x * blockDim.x + threadIdx.x;"), "{}", inst.text);
+    assert!(inst.text.contains("if (i < array_size) {"), "{}", inst.text);
+    assert!(inst.text.contains("array[i] += 0.5;"), "{}", inst.text);
+    assert_eq!(inst.params, vec![CParam::Pointer { arg: 0 }, CParam::Extent { arg: 0, dim: 0 }]);
+    compiles(&inst.text);
+}
+
+#[test]
+fn every_piece_of_c_maps_back_to_the_python_line_it_came_from() {
+    let src = "@cuda.jit\ndef k(a):\n    i = cuda.grid(1)\n    a[i] = 2 * i\n";
+    let inst = lower_src(src, &[f32_1d()]).unwrap();
+    let at = inst.text.find("a[i] = ").unwrap() as u32;
+    let best = inst.map.iter().filter(|(lo, hi, _)| *lo <= at && at < *hi).min_by_key(|(lo, hi, _)| hi - lo).unwrap();
+    let line_no = src[..best.2.lo as usize].matches('\n').count() + 1;
+    assert_eq!(line_no, 4, "{best:?}");
+    let rhs = inst.text.find("2 * i").unwrap() as u32 + 2;
+    let best = inst.map.iter().filter(|(lo, hi, _)| *lo <= rhs && rhs < *hi).min_by_key(|(lo, hi, _)| hi - lo).unwrap();
+    assert_eq!(&src[best.2.lo as usize..best.2.hi as usize], "2 * i");
+}
+
+#[test]
+fn float32_times_an_int_is_float64_as_in_numba() {
+    let src = "@cuda.jit\ndef k(a, out):\n    i = cuda.grid(1)\n    x = a[i] * 2\n    out[i] = x\n";
+    let inst = lower_src(src, &[f32_1d(), f32_1d()]).unwrap();
+    assert!(inst.text.contains("double x = (double)a[i] * 2;"), "{}", inst.text);
+    compiles(&inst.text);
+}
+
+#[test]
+fn python_floor_division_and_modulo_keep_their_signs() {
+    let src = "@cuda.jit\ndef k(a, n):\n    i = cuda.grid(1)\n    a[i] = (i - n) // 3 + (i - n) % 3\n";
+    let inst = lower_src(src, &[ArgType::Array { dtype: DType::I64, ndim: 1 }, ArgType::Scalar(DType::I64)]).unwrap();
+    assert!(inst.text.contains("py_floordiv(i - n, 3)"), "{}", inst.text);
+    assert!(inst.text.contains("py_mod(i - n, 3)"), "{}", inst.text);
+    compiles(&inst.text);
+}
+
+#[test]
+fn two_d_arrays_index_row_major_and_shared_arrays_keep_their_shape() {
+    let src = "TPB = 16\n@cuda.jit\ndef mm(A, B, C):\n    sA = cuda.shared.array((TPB, TPB), dtype=float32)\n    x, y = cuda.grid(2)\n    tx = cuda.threadIdx.x\n    ty = cuda.threadIdx.y\n    acc = 0.0\n    for k in range(A.shape[1]):\n        acc += A[x, k] * B[k, y]\n    sA[ty, tx] = acc\n    cuda.syncthreads()\n    if x < C.shape[0] and y < C.shape[1]:\n        C[x, y] = sA[ty, tx]\n";
+    let globals = |n: &str| (n == "TPB").then_some(Global::Int(16));
+    let a2 = ArgType::Array { dtype: DType::F32, ndim: 2 };
+    let snippet_err = read_snippet(0, src);
+    assert!(snippet_err.is_err(), "a top-level assignment is host code at the prompt");
+    let src = src.replacen("TPB = 16\n", "", 1);
+    let inst = lower_with(&src, &[a2.clone(), a2.clone(), a2], &globals).unwrap();
+    assert!(inst.text.contains("__shared__ float sA[16][16];"), "{}", inst.text);
+    assert!(inst.text.contains("A[x * A_cols + k] * B[k * B_cols + y]"), "{}", inst.text);
+    assert!(inst.text.contains("sA[ty][tx] = acc;"), "{}", inst.text);
+    assert!(inst.text.contains("__syncthreads();"), "{}", inst.text);
+    compiles(&inst.text);
+}
+
+#[test]
+fn device_functions_atomics_and_math_lower() {
+    let src = "import math\n@cuda.jit(device=True)\ndef sq(x):\n    return x * x\n\n@cuda.jit\ndef k(a, hist):\n    i = cuda.grid(1)\n    if i < a.size:\n        v = math.sqrt(sq(a[i]))\n        cuda.atomic.add(hist, int(v) % 4, 1)\n";
+    let inst = lower_src(src, &[f32_1d(), ArgType::Array { dtype: DType::I32, ndim: 1 }]).unwrap();
+    assert!(inst.text.contains("__device__ float sq(float x) {"), "{}", inst.text);
+    assert!(inst.text.contains("sqrtf(sq(a[i]))"), "{}", inst.text);
+    assert!(inst.text.contains("atomicAdd(&hist["), "{}", inst.text);
+    compiles(&inst.text);
+}
+
+#[test]
+fn outside_the_subset_is_one_error_at_the_python_line() {
+    for (src, want) in [
+        ("@cuda.jit\ndef k(a):\n    xs = [1, 2]\n", "lists"),
+        ("@cuda.jit\ndef k(a):\n    class P:\n        pass\n", "classes"),
+        ("@cuda.jit\ndef k(a):\n    return 1\n", "cannot return a value"),
+        (
+            "@cuda.jit(device=True)\ndef f(x):\n    return f(x - 1)\n@cuda.jit\ndef k(a):\n    a[0] = f(1)\n",
+            "recursion",
+        ),
+        ("@cuda.jit\ndef k(a):\n    a[0] = undefined_name\n", "not defined"),
+        ("@cuda.jit\ndef k(a):\n    g = (x for x in range(3))\n", "generators"),
+    ] {
+        let err = lower_src(src, &[f32_1d()]).unwrap_err();
+        assert_eq!(err.len(), 1, "{src}");
+        assert!(
+            err[0].message.contains(want) || err[0].help.as_deref().unwrap_or("").contains(want),
+            "{src}: {:?}",
+            err[0]
+        );
+        assert!(err[0].span.is_some(), "{src}");
+    }
+}
+
+#[test]
+fn an_int_and_a_float_in_one_variable_become_float64_with_a_warning() {
+    let src = "@cuda.jit\ndef k(a):\n    x = 0\n    if a[0] > 1:\n        x = 1.5\n    a[0] = x\n";
+    let inst = lower_src(src, &[f32_1d()]).unwrap();
+    assert!(inst.text.contains("double x = 0;"), "{}", inst.text);
+    assert_eq!(inst.warnings.len(), 1);
+    assert!(inst.warnings[0].message.contains("float64"));
+}
+
+#[test]
+fn numba_typing_rules() {
+    use types::*;
+    assert_eq!(int_arith(DType::I32, DType::I32), DType::I64);
+    assert_eq!(int_arith(DType::U32, DType::U32), DType::U64);
+    assert_eq!(int_arith(DType::U64, DType::I64), DType::F64);
+    assert_eq!(arith(DType::F32, DType::I64), DType::F64);
+    assert_eq!(arith(DType::F32, DType::I16), DType::F32);
+    assert_eq!(arith(DType::F32, DType::F32), DType::F32);
+    assert_eq!(true_div(DType::I64, DType::I64), DType::F64);
+    assert_eq!(unify(DType::I64, DType::F64), DType::F64);
+    assert_eq!(unify(DType::I32, DType::I64), DType::I64);
+    assert_eq!(c_usual(DType::U32, DType::I32), DType::U32);
+    assert_eq!(c_usual(DType::U32, DType::I64), DType::I64);
+}

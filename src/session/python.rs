@@ -1,0 +1,387 @@
+//! Python kernels in a session: `@cuda.jit` definitions, their CUDA C instances, and Numba's
+//! launches.
+//!
+//! A Python kernel is kept as Python until it is launched; then, as Numba does, it is typed
+//! from the launch's arguments and lowered (`crate::python::lower`) to CUDA C, which joins the
+//! module like a kernel the learner typed and runs through the ordinary launch path. The C is
+//! registered in the source map with its map back to the Python, so findings, errors and
+//! views point at the learner's Python lines.
+
+use std::io::{self, Write};
+
+use super::backend::active_backend;
+use super::{Session, Status};
+use crate::backend::BackendError;
+use crate::buffer::Shape;
+use crate::diag::{Diagnostic, SourceId, Span};
+use crate::dtype::DType;
+use crate::python::{self, ArgType, CParam, Env, Global, Imports, Instance, PyFunction};
+use crate::script::ast::{Expr, ExprKind, Launch};
+use crate::script::eval;
+use crate::value::Value;
+
+/// The Python kernels of a session.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PythonKernels {
+    functions: Vec<PyFunction>,
+    imports: Imports,
+    /// The instance each kernel has in the module now, and the generated source's id.
+    instances: Vec<(Instance, SourceId)>,
+}
+
+impl PythonKernels {
+    pub(crate) fn get(&self, name: &str) -> Option<&PyFunction> {
+        self.functions.iter().find(|f| f.name == name)
+    }
+
+    pub(crate) fn functions(&self) -> &[PyFunction] {
+        &self.functions
+    }
+
+    /// The CUDA C a kernel was last lowered to.
+    pub(crate) fn instance(&self, name: &str) -> Option<&Instance> {
+        self.instances.iter().find(|(i, _)| i.kernel == name).map(|(i, _)| i)
+    }
+
+    pub(crate) fn clear(&mut self) {
+        *self = PythonKernels::default();
+    }
+}
+
+impl Session {
+    /// Python text: keep its `@cuda.jit` functions and imports; report what it cannot be.
+    pub(super) fn define_python(&mut self, id: SourceId, out: &mut dyn Write) -> io::Result<Status> {
+        let text = self.text(id);
+        let snippet = match python::read_snippet(id, &text) {
+            Ok(s) => s,
+            Err(diags) => {
+                for d in &diags {
+                    self.report(d, out)?;
+                }
+                return Ok(Status::Error);
+            }
+        };
+        self.python.imports.merge(&snippet.imports);
+        let mut status = Status::Ok;
+        for f in snippet.functions {
+            let replaced = self.python.functions.iter().any(|g| g.name == f.name);
+            self.python.functions.retain(|g| g.name != f.name);
+            self.python.instances.retain(|(i, _)| i.kernel != f.name);
+            let what = if f.device { "device function" } else { "kernel" };
+            self.sources.name_item(id, format!("{what} {}", f.name));
+            let params: Vec<&str> = f.params.iter().map(|(p, _)| p.as_str()).collect();
+            let verb = if replaced { "redefined" } else { "defined" };
+            let sig = format!("{}({})", f.name, params.join(", "));
+            self.python.functions.push(f.clone());
+            writeln!(out, "{} Python {what} {}", self.options.style.dim(verb), self.options.style.bold(&sig))?;
+            if f.device {
+                continue;
+            }
+            // Numba compiles at the first launch; gridlab reads the kernel now, for the types a
+            // launch would most likely give it, so a mistake shows before any launch.
+            let guess = guess_types(&f);
+            match self.lower(&f, &guess) {
+                Ok(inst) => {
+                    for w in &inst.warnings {
+                        self.report(w, out)?;
+                    }
+                    let hint = format!("  (typed at each launch, as Numba does; `:cuda {}` shows its CUDA C)", f.name);
+                    writeln!(out, "{}", self.options.style.dim(&hint))?;
+                }
+                Err(diags) => {
+                    for d in &diags {
+                        self.report(d, out)?;
+                    }
+                    status = Status::Error;
+                }
+            }
+        }
+        Ok(status)
+    }
+
+    fn lower(&self, f: &PyFunction, args: &[ArgType]) -> Result<Instance, Vec<Diagnostic>> {
+        let functions = |name: &str| self.python.get(name).cloned();
+        let globals = |name: &str| self.python_global(name);
+        let env = Env { functions: &functions, globals: &globals, imports: &self.python.imports };
+        python::lower(&env, f, args)
+    }
+
+    /// A module-level name a kernel reads: a session scalar or `#define`, or a dtype.
+    fn python_global(&self, name: &str) -> Option<Global> {
+        let value = self.scalars.iter().chain(&self.constants).rev().find(|(n, _)| n == name).map(|(_, v)| v);
+        match value {
+            Some(Value::Int(i)) => i64::try_from(*i).ok().map(Global::Int),
+            Some(Value::Float(f)) => Some(Global::Float(*f)),
+            Some(Value::Bool(b)) => Some(Global::Bool(*b)),
+            _ => None,
+        }
+    }
+
+    /// Whether `name` is a Python kernel.
+    pub(super) fn is_python_kernel(&self, name: &str) -> bool {
+        self.python.get(name).is_some()
+    }
+
+    /// A launch of a Python kernel: lower it for the arguments' types, put the C in the
+    /// module, and launch that with each array's shape passed after it.
+    pub(super) fn python_launch(&mut self, launch: &Launch, text: &str) -> Result<Launch, Vec<Diagnostic>> {
+        let Some(f) = self.python.get(&launch.kernel).cloned() else {
+            return Err(vec![
+                Diagnostic::error(format!("`{}` is not a Python kernel", launch.kernel)).at(launch.kernel_span),
+            ]);
+        };
+        let mut types = Vec::new();
+        let mut shapes = Vec::new();
+        for arg in &launch.args {
+            let (ty, shape) = self.python_arg(arg, text).map_err(|d| vec![d])?;
+            types.push(ty);
+            shapes.push(shape);
+        }
+        let current = self.python.instances.iter().find(|(i, _)| i.kernel == f.name && i.args == types).cloned();
+        let instance = match current {
+            Some((inst, _)) => inst,
+            None => {
+                let inst = self.lower(&f, &types)?;
+                let name = format!("{} (CUDA C from Python)", f.name);
+                let id = self.sources.add_generated(name, inst.text.clone(), inst.map.clone());
+                self.add_generated(id, &inst.text)?;
+                self.python.instances.retain(|(i, _)| i.kernel != f.name);
+                self.python.instances.push((inst.clone(), id));
+                inst
+            }
+        };
+        let mut args = Vec::new();
+        for p in &instance.params {
+            match p {
+                CParam::Pointer { arg } | CParam::Scalar { arg, .. } => args.push(launch.args[*arg].clone()),
+                CParam::Extent { arg, dim } => {
+                    let extent = shapes[*arg].get(*dim).copied().unwrap_or(0);
+                    args.push(Expr { kind: ExprKind::Int(extent as i128), span: launch.args[*arg].span });
+                }
+            }
+        }
+        Ok(Launch { kernel: instance.kernel.clone(), args, ..launch.clone() })
+    }
+
+    /// Put generated C in the module and load it, as typed C is.
+    fn add_generated(&mut self, id: SourceId, text: &str) -> Result<(), Vec<Diagnostic>> {
+        let previous = self.module.clone();
+        self.module.add(id, text)?;
+        self.ensure_resolved();
+        let backend = active_backend(&mut self.sim, &mut self.gpu, self.active);
+        if let Err(e) = backend.load(&self.module, &self.sources) {
+            self.module = previous;
+            return Err(match e {
+                BackendError::Compile(diags) => diags,
+                other => vec![Diagnostic::error(other.to_string())],
+            });
+        }
+        Ok(())
+    }
+
+    /// The type a launch argument gives a Python kernel, and an array's shape.
+    fn python_arg(&self, arg: &Expr, text: &str) -> Result<(ArgType, Vec<usize>), Diagnostic> {
+        if let ExprKind::Name(name) = &arg.kind
+            && let Some((_, buf)) = self.buffers.iter().find(|(n, _)| n == name)
+        {
+            let shape = match buf.shape() {
+                Shape::D1(n) => vec![n],
+                Shape::D2(r, c) => vec![r, c],
+            };
+            return Ok((ArgType::Array { dtype: buf.dtype(), ndim: shape.len() }, shape));
+        }
+        // Numba types a Python int as int64, a float as float64.
+        match eval::eval(arg, self, text)? {
+            Value::Int(_) => Ok((ArgType::Scalar(DType::I64), Vec::new())),
+            Value::Float(_) => Ok((ArgType::Scalar(DType::F64), Vec::new())),
+            Value::Bool(_) => Ok((ArgType::Scalar(DType::Bool), Vec::new())),
+            Value::Array(_) => Err(Diagnostic::error("a Python kernel takes whole arrays by name")
+                .at(arg.span)
+                .help("give the array a name first: `b = a[4:]` is not a view in gridlab; pass `a` and the offset as a number")),
+            Value::Dim3(_) => Err(Diagnostic::error("a `dim3` is a launch size, not a kernel argument").at(arg.span)),
+        }
+    }
+
+    /// `:cuda NAME`: the CUDA C a Python kernel means.
+    pub(super) fn show_cuda(&mut self, name: &str, out: &mut dyn Write) -> io::Result<Status> {
+        let name = name.trim();
+        if name.is_empty() {
+            let names: Vec<&str> =
+                self.python.functions().iter().filter(|f| !f.device).map(|f| f.name.as_str()).collect();
+            if names.is_empty() {
+                writeln!(out, "no Python kernels yet; define one with `@cuda.jit` above a `def`")?;
+            } else {
+                writeln!(out, "Python kernels: {}; `:cuda NAME` shows one in CUDA C", names.join(", "))?;
+            }
+            return Ok(Status::Ok);
+        }
+        let Some(f) = self.python.get(name).cloned() else {
+            let d = Diagnostic::error(format!("no Python kernel named `{name}`"));
+            let names: Vec<&str> = self.python.functions().iter().map(|f| f.name.as_str()).collect();
+            let d = match crate::diag::suggest::closest(name, names.iter().copied()) {
+                Some(s) => d.help(format!("did you mean `{s}`?")),
+                None => d.help("define one with `@cuda.jit` above a `def`; `:kernels` lists what there is"),
+            };
+            return self.report(&d, out);
+        };
+        let (inst, note) = match self.python.instance(name).cloned() {
+            Some(i) => {
+                let types: Vec<String> = i.args.iter().map(arg_name).collect();
+                (i, format!("// {} as launched last, for ({})", f.name, types.join(", ")))
+            }
+            None => match self.lower(&f, &guess_types(&f)) {
+                Ok(i) => {
+                    let types: Vec<String> = i.args.iter().map(arg_name).collect();
+                    (i, format!("// {} for ({}): a launch types it from its own arguments", f.name, types.join(", ")))
+                }
+                Err(diags) => {
+                    for d in &diags {
+                        self.report(d, out)?;
+                    }
+                    return Ok(Status::Error);
+                }
+            },
+        };
+        writeln!(out, "{}", self.options.style.dim(&note))?;
+        write!(out, "{}", inst.text)?;
+        Ok(Status::Ok)
+    }
+
+    /// One row per Python function for `:kernels`: kind, signature, where defined.
+    pub(super) fn python_rows(&self) -> Vec<[String; 3]> {
+        self.python
+            .functions()
+            .iter()
+            .map(|f| {
+                let kind = if f.device { "@cuda.jit(device=True)" } else { "@cuda.jit" };
+                let params: Vec<&str> = f.params.iter().map(|(p, _)| p.as_str()).collect();
+                [kind.to_string(), format!("{}({})", f.name, params.join(", ")), self.sources.location(f.span)]
+            })
+            .collect()
+    }
+}
+
+fn arg_name(a: &ArgType) -> String {
+    match a {
+        ArgType::Array { dtype, ndim } => {
+            format!("{}[{}]", python::types::numba_name(*dtype), vec![":"; *ndim].join(", "))
+        }
+        ArgType::Scalar(d) => python::types::numba_name(*d).to_string(),
+    }
+}
+
+/// The argument types a kernel most likely gets, read from how it uses each parameter: a
+/// parameter indexed with k indices (or asked its `size` or `shape`) is a float32 array of k
+/// dimensions, anything else an int64.
+pub(crate) fn guess_types(f: &PyFunction) -> Vec<ArgType> {
+    use rustpython_parser::ast;
+    let mut dims: Vec<Option<usize>> = vec![None; f.params.len()];
+    fn walk(e: &ast::Expr, params: &[(String, Span)], dims: &mut [Option<usize>]) {
+        let index_of = |e: &ast::Expr| match e {
+            ast::Expr::Name(n) => params.iter().position(|(p, _)| p == n.id.as_str()),
+            _ => None,
+        };
+        match e {
+            ast::Expr::Subscript(s) => {
+                if let Some(i) = index_of(&s.value) {
+                    let k = match &*s.slice {
+                        ast::Expr::Tuple(t) => t.elts.len(),
+                        _ => 1,
+                    };
+                    dims[i] = Some(dims[i].map_or(k, |d| d.max(k)));
+                }
+                walk(&s.value, params, dims);
+                walk(&s.slice, params, dims);
+            }
+            ast::Expr::Attribute(a) => {
+                if let Some(i) = index_of(&a.value)
+                    && matches!(a.attr.as_str(), "size" | "shape" | "ndim")
+                {
+                    dims[i].get_or_insert(1);
+                }
+                walk(&a.value, params, dims);
+            }
+            ast::Expr::Call(c) => {
+                // cuda.atomic.add(arr, i, v): the first argument is an array.
+                if let ast::Expr::Attribute(a) = &*c.func
+                    && let ast::Expr::Attribute(m) = &*a.value
+                    && m.attr.as_str() == "atomic"
+                    && let Some(i) = c.args.first().and_then(index_of)
+                {
+                    let k = match c.args.get(1) {
+                        Some(ast::Expr::Tuple(t)) => t.elts.len(),
+                        _ => 1,
+                    };
+                    dims[i].get_or_insert(k);
+                }
+                if let ast::Expr::Name(n) = &*c.func
+                    && n.id.as_str() == "len"
+                    && let Some(i) = c.args.first().and_then(index_of)
+                {
+                    dims[i].get_or_insert(1);
+                }
+                walk(&c.func, params, dims);
+                c.args.iter().for_each(|a| walk(a, params, dims));
+                c.keywords.iter().for_each(|k| walk(&k.value, params, dims));
+            }
+            ast::Expr::BinOp(b) => {
+                walk(&b.left, params, dims);
+                walk(&b.right, params, dims);
+            }
+            ast::Expr::UnaryOp(u) => walk(&u.operand, params, dims),
+            ast::Expr::BoolOp(b) => b.values.iter().for_each(|v| walk(v, params, dims)),
+            ast::Expr::Compare(c) => {
+                walk(&c.left, params, dims);
+                c.comparators.iter().for_each(|v| walk(v, params, dims));
+            }
+            ast::Expr::IfExp(i) => {
+                walk(&i.test, params, dims);
+                walk(&i.body, params, dims);
+                walk(&i.orelse, params, dims);
+            }
+            ast::Expr::Tuple(t) => t.elts.iter().for_each(|v| walk(v, params, dims)),
+            _ => {}
+        }
+    }
+    fn stmts(body: &[ast::Stmt], params: &[(String, Span)], dims: &mut [Option<usize>]) {
+        for s in body {
+            match s {
+                ast::Stmt::Expr(e) => walk(&e.value, params, dims),
+                ast::Stmt::Assign(a) => {
+                    a.targets.iter().for_each(|t| walk(t, params, dims));
+                    walk(&a.value, params, dims);
+                }
+                ast::Stmt::AugAssign(a) => {
+                    walk(&a.target, params, dims);
+                    walk(&a.value, params, dims);
+                }
+                ast::Stmt::Return(r) => {
+                    if let Some(v) = &r.value {
+                        walk(v, params, dims);
+                    }
+                }
+                ast::Stmt::If(i) => {
+                    walk(&i.test, params, dims);
+                    stmts(&i.body, params, dims);
+                    stmts(&i.orelse, params, dims);
+                }
+                ast::Stmt::While(w) => {
+                    walk(&w.test, params, dims);
+                    stmts(&w.body, params, dims);
+                }
+                ast::Stmt::For(l) => {
+                    walk(&l.iter, params, dims);
+                    stmts(&l.body, params, dims);
+                }
+                _ => {}
+            }
+        }
+    }
+    stmts(&f.body, &f.params, &mut dims);
+    dims.into_iter()
+        .map(|d| match d {
+            Some(k) => ArgType::Array { dtype: DType::F32, ndim: k.clamp(1, 3) },
+            None => ArgType::Scalar(DType::I64),
+        })
+        .collect()
+}
