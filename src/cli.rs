@@ -108,11 +108,12 @@ pub enum ColorChoice {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run .gridlab scripts non-interactively, echoing each input and its output.
+    /// Run .gridlab scripts and Python (Numba) programs non-interactively, echoing each input and its output.
     ///
     /// Exit status: 0 when every statement ran and every expect held, 1 when an expect failed, a
     /// statement errored or a lesson has problems (it cannot be read, two share a number), 2 for
     /// usage errors (no such file, no scripts or lessons found).
+    #[command(visible_alias = "run")]
     Replay(ReplayArgs),
 
     /// Open a lesson of the course (by number, id or slug).

@@ -7,6 +7,7 @@
 
 pub mod compare;
 pub mod lesson;
+pub mod python;
 pub mod runner;
 
 use std::io::{self, Write};
@@ -122,7 +123,7 @@ pub enum UsageError {
 }
 
 /// Expand files and folders into the scripts to run, folders searched recursively for
-/// `*.gridlab` scripts and `NN-slug.md` lessons, in sorted order so runs are reproducible.
+/// `*.gridlab` scripts, `*.py` programs and `NN-slug.md` lessons, in sorted order so runs are reproducible.
 pub fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, UsageError> {
     let mut scripts = Vec::new();
     for path in paths {
@@ -147,7 +148,9 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> io::Result<()> {
     for p in entries {
         if p.is_dir() {
             walk(&p, found)?;
-        } else if p.extension().is_some_and(|e| e == "gridlab") || crate::lesson::course::is_lesson_file(&p) {
+        } else if p.extension().is_some_and(|e| e == "gridlab" || e == "py")
+            || crate::lesson::course::is_lesson_file(&p)
+        {
             found.push(p);
         }
     }
@@ -178,6 +181,11 @@ pub fn run_script(
     let style = options.style.clone();
     if !quiet {
         writeln!(out, "{}", style.bold(&format!("== {name}"))).map_err(UsageError::Output)?;
+    }
+    if python::is_python(path) {
+        let mut result = python::run_file(path, &text, &mut session, quiet, out)?;
+        result.elapsed = start.elapsed();
+        return Ok(result);
     }
     let mut runner = Runner::new(&mut session, ScriptResult::new(path.to_path_buf()), quiet, out);
     runner.run_text(&name, &text, Expect::Ok, None).map_err(UsageError::Output)?;

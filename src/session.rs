@@ -25,6 +25,7 @@ mod views;
 /// The fields of a `cost` record (`c.time_us` ...), for what documents them.
 pub use cost::FIELDS as COST_FIELDS;
 pub use extension::Extension;
+pub use python::HostGlobal;
 
 pub(crate) use backend::{Gpu, active_backend};
 

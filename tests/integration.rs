@@ -9,6 +9,7 @@ mod integration {
     pub mod gpu;
     pub mod harness;
     pub mod lessons;
+    pub mod python;
     pub mod repl;
     pub mod replay;
     pub mod robust;

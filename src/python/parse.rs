@@ -81,7 +81,8 @@ impl Imports {
         }
     }
 
-    fn bind(&mut self, local: &str, path: &str) {
+    /// Bind `local` to the module or function at canonical `path`.
+    pub fn bind(&mut self, local: &str, path: &str) {
         self.aliases.retain(|(a, _)| a != local);
         self.aliases.push((local.to_string(), path.to_string()));
     }
@@ -237,9 +238,13 @@ fn function(source: SourceId, f: &ast::StmtFunctionDef, options: JitOptions) -> 
 
 /// `a.b.c` as a canonical dotted path, resolving the first name through the imports.
 pub fn dotted(e: &ast::Expr, imports: &Imports) -> Option<String> {
+    raw_dotted(e, imports).map(|p| canonical_module(&p))
+}
+
+fn raw_dotted(e: &ast::Expr, imports: &Imports) -> Option<String> {
     match e {
         ast::Expr::Name(n) => Some(imports.resolve(n.id.as_str()).map_or_else(|| n.id.to_string(), str::to_string)),
-        ast::Expr::Attribute(a) => Some(format!("{}.{}", dotted(&a.value, imports)?, a.attr.as_str())),
+        ast::Expr::Attribute(a) => Some(format!("{}.{}", raw_dotted(&a.value, imports)?, a.attr.as_str())),
         _ => None,
     }
 }

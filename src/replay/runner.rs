@@ -171,10 +171,18 @@ impl<'a> Runner<'a> {
             _ => format!("findings ({})", names.join(", ")),
         };
         let expects: Vec<String> = names.iter().map(|n| format!("`expect finding {n}`")).collect();
-        let msg = format!(
-            "{file}:{line}: `{text}` had {what} that nothing acknowledged: fix the kernel, or, if the finding is the point, add {} after the launch",
-            expects.join(" and ")
-        );
+        let msg = if file.ends_with(".py") {
+            // A Python program acknowledges with a comment on the launch's line.
+            format!(
+                "{file}:{line}: `{text}` had {what} that nothing acknowledged: fix the kernel, or, if the finding is the point, end the launch's line with `# expect: {}`",
+                names.join(", ")
+            )
+        } else {
+            format!(
+                "{file}:{line}: `{text}` had {what} that nothing acknowledged: fix the kernel, or, if the finding is the point, add {} after the launch",
+                expects.join(" and ")
+            )
+        };
         let mut own = Vec::new();
         let buf = buf.unwrap_or(&mut own);
         writeln!(buf, "{} {msg}", self.style.error("error:"))?;

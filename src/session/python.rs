@@ -12,7 +12,7 @@ use std::io::{self, Write};
 use super::backend::active_backend;
 use super::{Session, Status};
 use crate::backend::BackendError;
-use crate::buffer::Shape;
+use crate::buffer::{Buffer, Shape};
 use crate::diag::{Diagnostic, SourceId, Span};
 use crate::dtype::DType;
 use crate::python::{self, ArgType, CParam, Env, Global, Imports, Instance, PyFunction};
@@ -27,6 +27,23 @@ pub(crate) struct PythonKernels {
     imports: Imports,
     /// The instance each kernel has in the module now, and the generated source's id.
     instances: Vec<(Instance, SourceId)>,
+    /// Module globals a host program's kernels read (Numba freezes them into the kernel).
+    globals: Vec<(String, Global)>,
+    /// Shapes of arrays a host program passed, where a buffer's own shape cannot say them
+    /// (three dimensions).
+    host_shapes: Vec<(String, Vec<usize>)>,
+    /// The argument types the next launch's scalars have (a host program's `np.float32(2)`),
+    /// where its statement text cannot say them.
+    next_types: Option<Vec<Option<ArgType>>>,
+}
+
+/// A module-level name a host program's kernel reads.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostGlobal {
+    /// A module or function, by its dotted path: `numpy`, `math.sqrt`, `numba.cuda`.
+    Path(String),
+    /// A number or dtype, frozen into the kernel.
+    Value(Global),
 }
 
 impl PythonKernels {
@@ -49,6 +66,75 @@ impl PythonKernels {
 }
 
 impl Session {
+    /// The names a host program's kernels read from its module (imports, constants, dtypes).
+    pub fn python_globals(&mut self, globals: Vec<(String, HostGlobal)>) {
+        for (name, g) in globals {
+            match g {
+                HostGlobal::Path(path) => self.python.imports.bind(&name, &python::parse::canonical_module(&path)),
+                HostGlobal::Value(v) => {
+                    self.python.globals.retain(|(n, _)| n != &name);
+                    self.python.globals.push((name, v));
+                }
+            }
+        }
+    }
+
+    /// Give buffer `name` a host program's array: its bytes, or, for a `device_array` never
+    /// written, no values at all (reading one is then reported, as on a real GPU's memory).
+    /// A buffer that already holds exactly these bytes is kept, with what it knows of which
+    /// elements were written.
+    pub fn set_host_array(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        shape: &[usize],
+        bytes: &[u8],
+        fresh: bool,
+    ) -> Result<(), String> {
+        let len: usize = shape.iter().product();
+        if len.checked_mul(dtype.size()) != Some(bytes.len()) {
+            return Err(format!("array `{name}`: {} bytes for {len} elements of {dtype}", bytes.len()));
+        }
+        let buf_shape = match shape {
+            [r, c] => Shape::D2(*r, *c),
+            _ => Shape::D1(len),
+        };
+        let same =
+            self.buffer(name).is_some_and(|b| b.dtype() == dtype && b.shape() == buf_shape && b.bytes() == bytes);
+        self.python.host_shapes.retain(|(n, _)| n != name);
+        if shape.len() == 3 || shape.is_empty() {
+            self.python.host_shapes.push((name.to_string(), shape.to_vec()));
+        }
+        if same {
+            return Ok(());
+        }
+        let buf = if fresh {
+            Buffer::empty(dtype, buf_shape)
+        } else {
+            let mut b = Buffer::zeros(dtype, buf_shape);
+            b.bytes_mut().copy_from_slice(bytes);
+            b
+        };
+        match self.buffers.iter_mut().find(|(n, _)| n == name) {
+            Some((_, b)) => *b = buf,
+            None => self.buffers.push((name.to_string(), buf)),
+        }
+        Ok(())
+    }
+
+    /// The types of the next launch's arguments where its text cannot say them (`None` for
+    /// those it can).
+    pub fn python_next_types(&mut self, types: Vec<Option<ArgType>>) {
+        self.python.next_types = Some(types);
+    }
+
+    /// The last launch's kernel time in milliseconds: measured on the GPU, the cost model's
+    /// estimate on the simulator.
+    pub fn last_kernel_ms(&self) -> Option<f64> {
+        let report = &self.last.as_ref()?.report;
+        report.kernel_ms.map(f64::from).or_else(|| report.cost.as_ref().map(|c| c.estimate.time_us / 1000.0))
+    }
+
     /// Python text: keep its `@cuda.jit` functions and imports; report what it cannot be.
     pub(super) fn define_python(&mut self, id: SourceId, out: &mut dyn Write) -> io::Result<Status> {
         let text = self.text(id);
@@ -108,6 +194,9 @@ impl Session {
 
     /// A module-level name a kernel reads: a session scalar or `#define`, or a dtype.
     fn python_global(&self, name: &str) -> Option<Global> {
+        if let Some((_, g)) = self.python.globals.iter().rev().find(|(n, _)| n == name) {
+            return Some(g.clone());
+        }
         let value = self.scalars.iter().chain(&self.constants).rev().find(|(n, _)| n == name).map(|(_, v)| v);
         match value {
             Some(Value::Int(i)) => i64::try_from(*i).ok().map(Global::Int),
@@ -132,8 +221,13 @@ impl Session {
         };
         let mut types = Vec::new();
         let mut shapes = Vec::new();
-        for arg in &launch.args {
+        let given = self.python.next_types.take().unwrap_or_default();
+        for (i, arg) in launch.args.iter().enumerate() {
             let (ty, shape) = self.python_arg(arg, text).map_err(|d| vec![d])?;
+            let ty = match (given.get(i), &ty) {
+                (Some(Some(t @ ArgType::Scalar(_))), ArgType::Scalar(_)) => t.clone(),
+                _ => ty,
+            };
             types.push(ty);
             shapes.push(shape);
         }
@@ -184,9 +278,12 @@ impl Session {
         if let ExprKind::Name(name) = &arg.kind
             && let Some((_, buf)) = self.buffers.iter().find(|(n, _)| n == name)
         {
-            let shape = match buf.shape() {
-                Shape::D1(n) => vec![n],
-                Shape::D2(r, c) => vec![r, c],
+            let host =
+                self.python.host_shapes.iter().find(|(n, s)| n == name && s.iter().product::<usize>() == buf.len());
+            let shape = match (host, buf.shape()) {
+                (Some((_, s)), _) if !s.is_empty() => s.clone(),
+                (_, Shape::D1(n)) => vec![n],
+                (_, Shape::D2(r, c)) => vec![r, c],
             };
             return Ok((ArgType::Array { dtype: buf.dtype(), ndim: shape.len() }, shape));
         }

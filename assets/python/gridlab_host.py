@@ -1,0 +1,76 @@
+"""Runs a Python program for gridlab: `python3 gridlab_host.py PROGRAM.py`.
+
+The folder holding this file is first on `sys.path`, so the program's `import numba` and
+`from numba import cuda` find gridlab's stand-in (`numba/`), whose `@cuda.jit` hands each
+kernel to gridlab and whose launches run there, on the simulator or the GPU.
+"""
+
+import os
+import runpy
+import sys
+import traceback
+
+import _gridlab
+
+
+def user_frame(tb, path):
+    """The innermost traceback entry in the program's own file."""
+    best = None
+    for entry in traceback.extract_tb(tb):
+        if os.path.abspath(entry.filename) == path:
+            best = entry
+    return best
+
+
+def main():
+    path = os.path.abspath(sys.argv[1])
+    _gridlab.connect(os.fdopen(os.dup(1), "wb"), os.fdopen(os.dup(0), "rb"))
+    # The program's own reads of stdin get nothing: gridlab speaks on it.
+    sys.stdin = open(os.devnull)
+    sys.stdout = _gridlab.Output("stdout")
+    sys.stderr = _gridlab.Output("stderr")
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        _gridlab.send({"op": "missing", "what": "numpy"})
+        return
+    sys.argv = sys.argv[1:]
+    sys.path.insert(0, os.path.dirname(path))
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except _gridlab.KernelError:
+        pass  # gridlab has already shown the error at its line
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            _gridlab.send({"op": "exit", "code": e.code if isinstance(e.code, int) else 1})
+    except AssertionError as e:
+        at = user_frame(e.__traceback__, path)
+        _gridlab.send({
+            "op": "assert",
+            "line": at.lineno if at else 0,
+            "source": (at.line or "") if at else "",
+            "message": str(e),
+        })
+    except SyntaxError as e:
+        _gridlab.send({
+            "op": "exception",
+            "line": e.lineno or 0,
+            "kind": "SyntaxError",
+            "message": e.msg or "invalid syntax",
+            "traceback": "",
+        })
+    except BaseException as e:  # noqa: BLE001 - every failure is reported at its line
+        at = user_frame(e.__traceback__, path)
+        text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+        _gridlab.send({
+            "op": "exception",
+            "line": at.lineno if at else 0,
+            "kind": type(e).__name__,
+            "message": str(e),
+            "traceback": text,
+        })
+    _gridlab.send({"op": "done"})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,411 @@
+//! Running a Python program (`gridlab replay program.py`, `gridlab run program.py`): a Numba
+//! tutorial as written, its host code in Python, its kernels in gridlab.
+//!
+//! The host code is ordinary Python and numpy, so a real interpreter runs it: gridlab starts
+//! `python3` (or `$GRIDLAB_PYTHON`) on a small host script with gridlab's stand-in for
+//! `numba` first on its path (`assets/python/`). `@cuda.jit` there hands each kernel's source
+//! to this runner, which defines it in the session as if it were typed; a launch sends the
+//! arrays' bytes, runs as the statement `kernel[blocks, threads](a, b)` at the program's line
+//! (so it is echoed, checked and reported like any launch), and sends the arrays back. The
+//! program's prints travel the same pipe, so its output and gridlab's reports keep their order.
+//!
+//! A failing `assert` is a failed expectation at its line; an exception is an error; a finding
+//! no `# expect: KIND` comment on the launch's line acknowledges fails the program, as an
+//! unacknowledged finding fails a `.gridlab` script.
+
+use std::io::{self, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{Value as Json, json};
+
+use super::runner::{Expect, Runner};
+use super::{ScriptResult, UsageError};
+use crate::dtype::DType;
+use crate::python::{ArgType, Global, types};
+use crate::session::{HostGlobal, Session, Status};
+
+/// The stand-in `numba` package and the host script, written to a temporary folder per run.
+const FILES: &[(&str, &str)] = &[
+    ("_gridlab.py", include_str!("../../assets/python/_gridlab.py")),
+    ("gridlab_host.py", include_str!("../../assets/python/gridlab_host.py")),
+    ("numba/__init__.py", include_str!("../../assets/python/numba/__init__.py")),
+    ("numba/types.py", include_str!("../../assets/python/numba/types.py")),
+    ("numba/cuda/__init__.py", include_str!("../../assets/python/numba/cuda/__init__.py")),
+];
+
+/// The largest message a program may send (its arrays' bytes included).
+const MAX_MESSAGE: u64 = 1 << 32;
+
+/// Whether `path` is a Python program.
+pub fn is_python(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "py")
+}
+
+/// Run the Python program at `path` in `session`, through `runner`'s transcript and tally.
+pub fn run_program(path: &Path, text: &str, runner: &mut Runner) -> Result<(), UsageError> {
+    let name = path.display().to_string();
+    let dir = HostDir::create().map_err(UsageError::Output)?;
+    let python = std::env::var("GRIDLAB_PYTHON").unwrap_or_else(|_| "python3".to_string());
+    let child = Command::new(&python)
+        .arg("-u")
+        .arg(dir.path.join("gridlab_host.py"))
+        .arg(path)
+        .env("PYTHONPATH", &dir.path)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONIOENCODING", "utf-8")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            let msg = format!(
+                "{name} is a Python program: gridlab runs its host code with Python 3 and numpy, and could not start `{python}` ({e}); install Python 3 and `pip install numpy` (or set GRIDLAB_PYTHON to the interpreter)"
+            );
+            report_error(runner, &msg);
+            return Ok(());
+        }
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let result = converse(&mut child, &name, &lines, runner);
+    let _ = child.kill();
+    let status = child.wait();
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    match result {
+        Ok(true) => {}
+        Ok(false) => {
+            // The interpreter ended without saying it was done: it crashed or was killed.
+            let code =
+                status.ok().and_then(|s| s.code()).map_or("a signal".to_string(), |c| format!("exit status {c}"));
+            let mut msg = format!("{name}: Python stopped before the program finished ({code})");
+            if !stderr.trim().is_empty() {
+                msg.push_str(&format!(":\n{}", stderr.trim_end()));
+            }
+            report_error(runner, &msg);
+        }
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe || e.kind() == io::ErrorKind::UnexpectedEof => {
+            let mut msg = format!("{name}: the Python interpreter stopped talking to gridlab");
+            if !stderr.trim().is_empty() {
+                msg.push_str(&format!(":\n{}", stderr.trim_end()));
+            }
+            report_error(runner, &msg);
+        }
+        Err(e) => return Err(UsageError::Output(e)),
+    }
+    Ok(())
+}
+
+fn report_error(runner: &mut Runner, msg: &str) {
+    let styled = runner.style.error(&format!("error: {msg}"));
+    let _ = writeln!(runner.out(), "{styled}");
+    runner.fail(None, false, msg.to_string());
+}
+
+/// Answer the program's messages until it is done. `Ok(false)` when it ended without `done`.
+fn converse(child: &mut Child, name: &str, lines: &[&str], runner: &mut Runner) -> io::Result<bool> {
+    let mut to = child.stdin.take().ok_or_else(|| io::Error::other("no pipe to Python"))?;
+    let mut from = BufReader::new(child.stdout.take().ok_or_else(|| io::Error::other("no pipe from Python"))?);
+    loop {
+        let Some((header, payload)) = receive(&mut from)? else { return Ok(false) };
+        let op = header["op"].as_str().unwrap_or("");
+        match op {
+            "out" => {
+                // In a quiet replay only failures are shown, the program's prints included.
+                if !runner.quiet() {
+                    let text = header["text"].as_str().unwrap_or("");
+                    runner.out().write_all(text.as_bytes())?;
+                }
+            }
+            "define" => define(&header, name, runner, &mut to)?,
+            "launch" => launch(&header, &payload, name, lines, runner, &mut to)?,
+            "assert" => {
+                let line = header["line"].as_u64().unwrap_or(0);
+                let source = header["source"].as_str().unwrap_or("").trim();
+                let message = header["message"].as_str().unwrap_or("");
+                let mut msg = format!("{name}:{line}: assertion failed: `{source}`");
+                if !message.is_empty() {
+                    msg.push_str(&format!(" ({message})"));
+                }
+                let styled = runner.style.error(&format!("expect failed: {msg}"));
+                writeln!(runner.out(), "{styled}")?;
+                runner.fail(None, true, msg);
+            }
+            "exception" => {
+                let line = header["line"].as_u64().unwrap_or(0);
+                let kind = header["kind"].as_str().unwrap_or("Exception");
+                let message = header["message"].as_str().unwrap_or("");
+                let tb = header["traceback"].as_str().unwrap_or("");
+                if !tb.is_empty() {
+                    write!(runner.out(), "{tb}")?;
+                }
+                report_error(runner, &format!("{name}:{line}: {kind}: {message}"));
+            }
+            "missing" => {
+                let what = header["what"].as_str().unwrap_or("numpy");
+                report_error(
+                    runner,
+                    &format!(
+                        "{name} needs {what}, which this Python does not have: `python3 -m pip install {what}` (gridlab's own `numba` stands in for Numba)"
+                    ),
+                );
+            }
+            "exit" => {
+                let code = header["code"].as_i64().unwrap_or(1);
+                report_error(runner, &format!("{name}: the program exited with status {code}"));
+            }
+            "done" => return Ok(true),
+            other => {
+                report_error(
+                    runner,
+                    &format!("{name}: gridlab's Python side sent a message it does not know (`{other}`)"),
+                );
+                return Ok(true);
+            }
+        }
+    }
+}
+
+fn define(header: &Json, name: &str, runner: &mut Runner, to: &mut ChildStdin) -> io::Result<()> {
+    let source = header["source"].as_str().unwrap_or("");
+    let line = header["line"].as_u64().unwrap_or(1) as u32;
+    let file = header["file"].as_str().map_or(name.to_string(), |f| display_path(f, name));
+    let mut globals = Vec::new();
+    if let Some(map) = header["globals"].as_object() {
+        for (k, v) in map {
+            let g = match v["kind"].as_str() {
+                Some("module" | "path") => v["path"].as_str().map(|p| HostGlobal::Path(p.to_string())),
+                Some("int") => v["value"].as_i64().map(|i| HostGlobal::Value(Global::Int(i))),
+                Some("float") => v["value"].as_f64().map(|f| HostGlobal::Value(Global::Float(f))),
+                Some("bool") => v["value"].as_bool().map(|b| HostGlobal::Value(Global::Bool(b))),
+                Some("dtype") => {
+                    v["name"].as_str().and_then(types::from_name).map(|d| HostGlobal::Value(Global::Dtype(d)))
+                }
+                _ => None,
+            };
+            if let Some(g) = g {
+                globals.push((k.clone(), g));
+            }
+        }
+    }
+    let (session, _) = runner.parts();
+    session.python_globals(globals);
+    let mut buf = Vec::new();
+    let input = crate::script::Input {
+        kind: crate::script::InputKind::Python,
+        text: source.trim_end().to_string(),
+        line,
+        end_line: line + source.trim_end().lines().count().saturating_sub(1) as u32,
+    };
+    let status = session.eval_input(&file, &input, false, &mut buf)?;
+    if status == Status::Error {
+        runner.out().write_all(&buf)?;
+        runner.fail(None, false, crate::render::text::strip_ansi(&buf));
+        return send(to, &json!({"ok": false, "error": "gridlab refused the kernel (see above)"}), &[]);
+    }
+    // Warnings (a variable unified from int and float) are worth seeing; the "defined" lines
+    // are not, in a program's output.
+    let text = String::from_utf8_lossy(&buf);
+    if text.contains("warning") {
+        runner.out().write_all(&buf)?;
+    }
+    send(to, &json!({"ok": true}), &[])
+}
+
+/// The path as the learner named it when the program is theirs.
+fn display_path(file: &str, name: &str) -> String {
+    let same = std::fs::canonicalize(file).ok().zip(std::fs::canonicalize(name).ok()).is_some_and(|(a, b)| a == b);
+    if same { name.to_string() } else { file.to_string() }
+}
+
+fn launch(
+    header: &Json,
+    payload: &[u8],
+    name: &str,
+    lines: &[&str],
+    runner: &mut Runner,
+    to: &mut ChildStdin,
+) -> io::Result<()> {
+    let kernel = header["kernel"].as_str().unwrap_or("");
+    let line = header["line"].as_u64().unwrap_or(1) as u32;
+    let file = header["file"].as_str().map_or(name.to_string(), |f| display_path(f, name));
+    let dims = |v: &Json| -> String {
+        let parts: Vec<String> =
+            v.as_array().map(|a| a.iter().map(|x| x.as_u64().unwrap_or(0).to_string()).collect()).unwrap_or_default();
+        if parts.len() == 1 { parts[0].clone() } else { format!("({})", parts.join(", ")) }
+    };
+    let mut config = format!("{}, {}", dims(&header["grid"]), dims(&header["block"]));
+    let shared = header["shared"].as_u64().unwrap_or(0);
+    if shared > 0 {
+        config.push_str(&format!(", 0, {shared}"));
+    }
+    let mut args = Vec::new();
+    let mut arrays = Vec::new();
+    let mut types = Vec::new();
+    let mut at = 0usize;
+    let (session, _) = runner.parts();
+    for a in header["args"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+        let arg_name = a["name"].as_str().unwrap_or("arg");
+        let dtype = a["dtype"].as_str().and_then(types::from_name);
+        match (a["kind"].as_str(), dtype) {
+            (Some("array"), Some(dtype)) => {
+                let shape: Vec<usize> = a["shape"]
+                    .as_array()
+                    .map(|s| s.iter().map(|x| x.as_u64().unwrap_or(0) as usize).collect())
+                    .unwrap_or_default();
+                let n = shape.iter().product::<usize>() * dtype.size();
+                let Some(bytes) = payload.get(at..at + n) else {
+                    return refuse(to, runner, &format!("{file}:{line}: array `{arg_name}` arrived short"));
+                };
+                at += n;
+                let fresh = a["fresh"].as_bool().unwrap_or(false);
+                if let Err(e) = session.set_host_array(arg_name, dtype, &shape, bytes, fresh) {
+                    return refuse(to, runner, &format!("{file}:{line}: {e}"));
+                }
+                args.push(arg_name.to_string());
+                arrays.push(arg_name.to_string());
+                types.push(None);
+            }
+            (Some("scalar"), Some(dtype)) => {
+                let v = &a["value"];
+                let text = if dtype == DType::Bool {
+                    if v.as_bool().unwrap_or(false) { "true".to_string() } else { "false".to_string() }
+                } else if dtype.is_float() {
+                    let f = v.as_f64().unwrap_or(0.0);
+                    if !f.is_finite() {
+                        return refuse(
+                            to,
+                            runner,
+                            &format!("{file}:{line}: `{arg_name}` is {f}: gridlab passes finite numbers to kernels"),
+                        );
+                    }
+                    format!("{f:?}")
+                } else {
+                    v.to_string()
+                };
+                args.push(text);
+                types.push(Some(ArgType::Scalar(dtype)));
+            }
+            _ => {
+                return refuse(
+                    to,
+                    runner,
+                    &format!("{file}:{line}: argument `{arg_name}` is neither an array nor a number gridlab knows"),
+                );
+            }
+        }
+    }
+    session.python_next_types(types);
+    let stmt = format!("{kernel}[{config}]({})", args.join(", "));
+    let status = runner.run_text_at(&file, &stmt, line, Expect::Ok, None)?;
+    // The finding the program is about: `kernel[...](a)  # expect: race`.
+    let comment =
+        lines.get(line.saturating_sub(1) as usize).and_then(|l| l.split_once("# expect:")).map(|(_, k)| k.to_string());
+    if let Some(kinds) = comment {
+        for kind in kinds.split([',', ' ']).map(str::trim).filter(|k| !k.is_empty()) {
+            runner.run_text_at(&file, &format!("expect finding {kind}"), line, Expect::Ok, None)?;
+        }
+    }
+    let (session, _) = runner.parts();
+    if status == Status::Error
+        || session.buffer(arrays.first().map_or("", String::as_str)).is_none() && !arrays.is_empty()
+    {
+        return send(to, &json!({"ok": false, "error": "the launch did not run (see above)"}), &[]);
+    }
+    let mut back = Vec::new();
+    for a in &arrays {
+        if let Some(b) = session.buffer(a) {
+            back.extend_from_slice(b.bytes());
+        }
+    }
+    let ms = session.last_kernel_ms().unwrap_or(0.0);
+    send(to, &json!({"ok": true, "time_ms": ms}), &back)
+}
+
+fn refuse(to: &mut ChildStdin, runner: &mut Runner, msg: &str) -> io::Result<()> {
+    report_error(runner, msg);
+    send(to, &json!({"ok": false, "error": msg}), &[])
+}
+
+fn receive(from: &mut BufReader<ChildStdout>) -> io::Result<Option<(Json, Vec<u8>)>> {
+    let mut len = [0u8; 8];
+    match from.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let n = u64::from_le_bytes(len);
+    if n > MAX_MESSAGE {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "a message from Python larger than gridlab takes"));
+    }
+    let mut head = vec![0u8; n as usize];
+    from.read_exact(&mut head)?;
+    let header: Json = serde_json::from_slice(&head).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    let size = header["payload"].as_u64().unwrap_or(0);
+    if size > MAX_MESSAGE {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "arrays larger than gridlab takes from Python"));
+    }
+    let mut payload = vec![0u8; size as usize];
+    from.read_exact(&mut payload)?;
+    Ok(Some((header, payload)))
+}
+
+fn send(to: &mut ChildStdin, header: &Json, payload: &[u8]) -> io::Result<()> {
+    let mut header = header.clone();
+    header["payload"] = json!(payload.len());
+    let head = serde_json::to_vec(&header).map_err(io::Error::other)?;
+    to.write_all(&(head.len() as u64).to_le_bytes())?;
+    to.write_all(&head)?;
+    to.write_all(payload)?;
+    to.flush()
+}
+
+/// A temporary folder holding the stand-in `numba` and the host script, removed when dropped.
+struct HostDir {
+    path: PathBuf,
+}
+
+impl HostDir {
+    fn create() -> io::Result<HostDir> {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("gridlab-python-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        for (file, text) in FILES {
+            let p = path.join(file);
+            if let Some(parent) = p.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(p, text)?;
+        }
+        Ok(HostDir { path })
+    }
+}
+
+impl Drop for HostDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Run a Python program in a fresh session (what `replay` does with a `.py`).
+pub fn run_file(
+    path: &Path,
+    text: &str,
+    session: &mut Session,
+    quiet: bool,
+    out: &mut dyn Write,
+) -> Result<ScriptResult, UsageError> {
+    let name = path.display().to_string();
+    let mut runner = Runner::new(session, ScriptResult::new(path.to_path_buf()), quiet, out);
+    run_program(path, text, &mut runner)?;
+    runner.settle(None).map_err(UsageError::Output)?;
+    let n = runner.result.inputs;
+    let detail = format!("{n} input{} run", if n == 1 { "" } else { "s" });
+    runner.finish(&name, detail, "expect(s)").map_err(UsageError::Output)
+}

@@ -1,0 +1,122 @@
+//! Python programs as Numba's tutorials write them, run by `gridlab replay program.py`: the
+//! host code in Python with gridlab's stand-in for `numba`, the kernels lowered to CUDA C and
+//! run on the simulator. Skipped, with a message, where no `python3` with numpy is installed
+//! (`.ci/run` installs numpy, so CI always runs them).
+
+use super::harness::gridlab;
+
+fn have_numpy() -> bool {
+    let ok =
+        std::process::Command::new("python3").args(["-c", "import numpy"]).output().is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: these tests need python3 with numpy (`python3 -m pip install numpy`)");
+    }
+    ok
+}
+
+fn replay(path: &str) -> super::harness::Run {
+    gridlab().args(["replay", path, "--backend", "sim"]).run()
+}
+
+#[test]
+fn the_first_tutorial_prints_what_it_prints_with_numba() {
+    if !have_numpy() {
+        return;
+    }
+    let run = replay("tests/python/10-seed-first-kernels.py");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    for line in [
+        "Initial array: [0. 1.]",
+        "Kernel launch: cudakernel0[1, 1](array)",
+        "Updated array: [0.5 1.5]",
+        "Initial array: [0. 0. 0. ... 0. 0. 0.]",
+        "Updated array: [0.5 0.5 0.5 ... 0.5 0.5 0.5]",
+        "The result is correct: True",
+    ] {
+        assert!(run.stdout.contains(line), "missing {line:?} in\n{}", run.stdout);
+    }
+    let run = replay("tests/python/11-seed-add-arrays.py");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains("[ 0.  3.  6.  9. 12. 15. 18. 21. 24. 27.]"), "{}", run.stdout);
+}
+
+#[test]
+fn the_racy_tutorial_launch_reports_the_race_at_its_python_line() {
+    if !have_numpy() {
+        return;
+    }
+    let run = replay("tests/python/12-seed-race.py");
+    assert_eq!(run.code, 0, "acknowledged by `# expect: race`:\n{}", run.stdout);
+    assert!(run.stdout.contains("finding: data race on `array`"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("tests/python/12-seed-race.py:9:9"),
+        "the Python line of `array[i] += 0.5`:\n{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("        array[i] += 0.5"), "{}", run.stdout);
+}
+
+#[test]
+fn an_unacknowledged_finding_a_failed_assert_and_an_exception_fail_the_program_at_their_lines() {
+    if !have_numpy() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("broken.py");
+    std::fs::write(
+        &path,
+        "from numba import cuda\nimport numpy as np\n\n@cuda.jit\ndef k(a):\n    for i in range(a.size):\n        a[i] += 1\n\na = np.zeros(4, np.float32)\nk[2, 32](a)\nassert a[0] == 1, 'one add'\n",
+    )
+    .unwrap();
+    let run = replay(path.to_str().unwrap());
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("end the launch's line with `# expect: race`"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("broken.py:11: assertion failed: `assert a[0] == 1, 'one add'` (one add)"),
+        "{}",
+        run.stdout
+    );
+
+    std::fs::write(&path, "import numpy as np\nx = np.zeros(3)\nprint(x[7])\n").unwrap();
+    let run = replay(path.to_str().unwrap());
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("broken.py:3: IndexError"), "{}", run.stdout);
+}
+
+#[test]
+fn kernel_python_outside_numbas_subset_is_refused_at_its_line_and_the_program_stops() {
+    if !have_numpy() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lists.py");
+    std::fs::write(
+        &path,
+        "from numba import cuda\nimport numpy as np\n\n@cuda.jit\ndef k(a):\n    xs = [1, 2, 3]\n    a[0] = xs[0]\n\na = np.zeros(4, np.float32)\nk[1, 1](a)\nprint('not reached')\n",
+    )
+    .unwrap();
+    let run = replay(path.to_str().unwrap());
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("lists are outside Numba's CUDA kernel subset"), "{}", run.stdout);
+    assert!(run.stdout.contains("lists.py:6:10"), "{}", run.stdout);
+    assert!(!run.stdout.contains("not reached"), "{}", run.stdout);
+}
+
+#[test]
+fn without_python_the_program_gets_one_message_saying_what_to_install() {
+    let run = gridlab()
+        .args(["replay", "tests/python/01-vector-add.py", "--backend", "sim"])
+        .env("GRIDLAB_PYTHON", "/nonexistent/python3")
+        .run();
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("install Python 3 and `pip install numpy`"), "{}", run.stdout);
+}
+
+#[test]
+fn the_corpus_of_numba_programs_replays_on_the_simulator() {
+    if !have_numpy() {
+        return;
+    }
+    let run = gridlab().args(["replay", "tests/python", "--backend", "sim", "--quiet"]).run();
+    assert_eq!(run.code, 0, "{}", run.stdout);
+}
