@@ -93,6 +93,24 @@ pub fn write_value<W: Write + ?Sized>(out: &mut W, label: &str, v: &Value, opts:
     }
 }
 
+/// A value after a `print` label, as Python prints it: `Updated array: [0.5 1.5]`,
+/// `total: 2.0`.
+pub fn write_labelled<W: Write + ?Sized>(out: &mut W, label: &str, v: &Value, opts: &ArrayStyle) -> io::Result<()> {
+    let mut buf = Vec::new();
+    let type_name = match v {
+        Value::Array(a) => Some(a.type_name()),
+        _ => None,
+    };
+    write_value(&mut buf, "", v, opts)?;
+    let text = String::from_utf8_lossy(&buf);
+    // `write_value` starts with the label it was given (none) and the type or ` = `.
+    let bare = match &type_name {
+        Some(t) => text.strip_prefix(&format!(": {t}")).map(str::trim_start),
+        None => text.strip_prefix(" = "),
+    };
+    write!(out, "{label} {}", bare.unwrap_or(&text))
+}
+
 /// A float scalar, Python-style (`2.0`, `0.5`). A value that is exactly an `f32` (an element of
 /// an `f32` array, most likely) and needs more digits than an `f32` holds prints with `f32`'s
 /// shortest digits: `0.1`, not `0.10000000149011612`. One that is exact in a few digits keeps

@@ -121,6 +121,8 @@ pub enum ExprKind {
     Int(i128),
     Float(f64),
     Bool(bool),
+    /// Text: a label in `print("label:", a)`, and nowhere else.
+    Str(String),
     /// A buffer, scalar or dtype name (dtype names are only meaningful as constructor arguments).
     Name(String),
     /// `[1, 2, 3]`

@@ -713,6 +713,9 @@ impl<'a> Cx<'a> {
                 let arr = self.list(items, e.span, DType::F32)?;
                 Ok(V::Arr(arr))
             }
+            ExprKind::Str(_) => Err(Diagnostic::error("text can't be used here")
+                .at(e.span)
+                .help("text labels a `print`: `print(\"sum:\", sum(a))`")),
             ExprKind::Tuple(_) => Err(Diagnostic::error("a tuple is only a shape here")
                 .at(e.span)
                 .help("tuples give 2-D shapes to constructors, e.g. `zeros((3, 4))`, or grid sizes in launches; to keep a launch size, `let block = dim3(16, 16)`")),

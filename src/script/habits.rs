@@ -312,6 +312,18 @@ pub fn host_statement(source: SourceId, text: &str) -> Option<Result<Stmt, Diagn
         }
         "print" if after.contains(['"', '\'']) => {
             let args = args.unwrap_or_default();
+            // Plain labels print, as in Python (`print('sum:', s)`); formatted text does not.
+            let plain = |a: &str| {
+                let a = a.trim();
+                a.starts_with(['"', '\'']) && a.ends_with(a.chars().next().unwrap_or('"')) && a.len() >= 2
+            };
+            let formatted = |a: &str| {
+                let a = a.trim();
+                a.trim_start_matches(['f', 'r']).starts_with(['"', '\'']) && !plain(a)
+            };
+            if !args.iter().any(|a| formatted(a)) {
+                return None;
+            }
             let is_string = |a: &str| a.trim_start_matches(['f', 'r']).starts_with(['"', '\'']);
             let values: Vec<String> =
                 args.iter().map(|a| a.trim()).filter(|a| !is_string(a)).map(str::to_string).collect();

@@ -69,7 +69,7 @@ pub fn lex(source: SourceId, text: &str) -> Result<Vec<Token>, Diagnostic> {
             toks.push(Token { tok: Tok::Ident(text[start..i].to_string()), span: Span::new(source, start, i) });
             continue;
         }
-        if c == b'"' {
+        if c == b'"' || c == b'\'' {
             let (s, end) = string(source, text, i)?;
             toks.push(Token { tok: Tok::Str(s), span: Span::new(source, start, end) });
             i = end;
@@ -101,15 +101,17 @@ pub fn lex(source: SourceId, text: &str) -> Result<Vec<Token>, Diagnostic> {
 /// A string from the `"` at `start`: its text with escapes read, and where it ends.
 fn string(source: SourceId, text: &str, start: usize) -> Result<(String, usize), Diagnostic> {
     let mut out = String::new();
+    // Python's single quotes close only their own kind, as double quotes do.
+    let quote = text[start..].chars().next().unwrap_or('"');
     let mut chars = text[start + 1..].char_indices();
     while let Some((k, ch)) = chars.next() {
         let at = start + 1 + k;
         match ch {
-            '"' => return Ok((out, at + 1)),
+            c if c == quote => return Ok((out, at + 1)),
             '\\' => match chars.next() {
                 Some((_, 'n')) => out.push('\n'),
                 Some((_, 't')) => out.push('\t'),
-                Some((_, c @ ('"' | '\\'))) => out.push(c),
+                Some((_, c @ ('"' | '\'' | '\\'))) => out.push(c),
                 Some((j, c)) => {
                     let end = start + 1 + j + c.len_utf8();
                     return Err(Diagnostic::error(format!("unknown escape `\\{c}` in a string"))

@@ -242,7 +242,26 @@ impl Parser {
             }
             Tok::Ident(word) if word == "print" && self.peek_at(1) == Some(&Tok::Punct("(")) => {
                 self.pos += 2;
-                let args = self.comma_list(")", "a value to show")?;
+                let mut args = Vec::new();
+                // Labels as Python prints them: `print('Updated array:', a)`.
+                loop {
+                    if self.eat(")") {
+                        break;
+                    }
+                    match self.peek().cloned() {
+                        Some(Token { tok: Tok::Str(s), span })
+                            if matches!(self.peek_at(1), Some(Tok::Punct(",")) | Some(Tok::Punct(")"))) =>
+                        {
+                            self.pos += 1;
+                            args.push(Expr { kind: ExprKind::Str(s), span });
+                        }
+                        _ => args.push(self.expr()?),
+                    }
+                    if !self.eat(",") {
+                        self.expect_punct(")", "`,` or `)`", "a value to show was expected here")?;
+                        break;
+                    }
+                }
                 if args.is_empty() {
                     return Err(Diagnostic::error("`print()` with nothing to show")
                         .at(first.span.to(self.prev_span()))
@@ -888,9 +907,21 @@ impl Parser {
         };
         self.pos += 1;
         let span = t.span;
-        let kind = match t.tok {
+        // numpy's functions and dtypes that gridlab has are gridlab's: `np.zeros(4, np.float32)`
+        // is `zeros(4, float32)`; others keep their dot, for the message that says what to write.
+        let numpy_name = |name: &str| -> Option<String> {
+            let (module, rest) = name.split_once('.')?;
+            let known = super::builtins::find(rest).is_some() || crate::dtype::DType::parse(rest).is_some();
+            (matches!(module, "np" | "numpy") && known).then(|| rest.to_string())
+        };
+        let tok = match t.tok {
+            Tok::Ident(name) => Tok::Ident(numpy_name(&name).unwrap_or(name)),
+            tok => tok,
+        };
+        let kind = match tok {
             Tok::Int(v) => ExprKind::Int(v),
             Tok::Float(v) => ExprKind::Float(v),
+            // numpy's names are gridlab's: `np.zeros(4, np.float32)` is `zeros(4, float32)`.
             Tok::Ident(name) => match name.as_str() {
                 "true" | "True" => ExprKind::Bool(true),
                 "false" | "False" => ExprKind::Bool(false),

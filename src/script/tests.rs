@@ -811,13 +811,15 @@ fn host_code_and_numpy_say_what_to_write_instead() {
     );
     assert_eq!(no("printf(\"done\\n\");").message, "no `printf` at the prompt: type a name to see its value");
     assert_eq!(no("std::cout << y[0] << std::endl;").message, "no `std::cout` at the prompt: type `y[0]` to see it");
-    assert_eq!(no("print(\"y =\", y)").message, "the prompt has no strings: type `y` to see it");
+    assert!(matches!(parse_statement(0, "print(\"y =\", y)").unwrap().kind, StmtKind::Print(_)));
+    assert_eq!(no("print(f\"y = {y}\", y)").message, "the prompt has no strings: type `y` to see it");
     for t in ["cudaDeviceSynchronize();", "cudaFree(d_x);", "cudaGetLastError();", "cuda.synchronize()", "return 0;"] {
         let StmtKind::Nothing { note } = parse_statement(0, t).unwrap().kind else { panic!("{t}") };
         assert!(note.starts_with("nothing to "), "{t}: {note}");
     }
-    assert_eq!(err("np.zeros(10)").message, "no `np.zeros` in gridlab: write `zeros(10)`");
-    assert_eq!(err("np.arange(8, dtype=i32)").message, "no `np.arange` in gridlab: write `arange(8, dtype=i32)`");
+    // numpy's names are gridlab's, as a Numba learner writes them.
+    assert!(matches!(parse_statement(0, "np.zeros(10)").unwrap().kind, StmtKind::Inspect(_)));
+    assert!(matches!(parse_statement(0, "np.arange(8, dtype=np.int32)").unwrap().kind, StmtKind::Inspect(_)));
     assert_eq!(err("numpy.zeros_like(a)").message, "no `numpy.zeros_like` in gridlab: write `zeros(len(a))`");
     assert_eq!(
         err("np.frobnicate(a)").message,
@@ -1004,7 +1006,7 @@ fn expect_printed_takes_a_string_or_a_count_of_lines() {
         ("expect printed", "expected a string or `lines` after `expect printed`, found the end of the line", ""),
         ("expect printed lines 3", "expected `==`, `<`, `>`, ... after `lines`, found number `3`", "3"),
         (r#"expect printed """#, "`expect printed \"\"` checks nothing", r#""""#),
-        ("let c = 'x'", "unexpected character `'`", "'"),
+        ("let c = 'x'", "a string can't be used here", "'x'"),
     ] {
         let d = err(text);
         assert_eq!((d.message.as_str(), span_text(text, &d).as_str()), (message, at), "{text}");

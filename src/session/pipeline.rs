@@ -382,10 +382,23 @@ impl Session {
 
     pub(super) fn statement(&mut self, id: SourceId, out: &mut dyn Write) -> io::Result<Status> {
         let text = self.text(id);
-        let stmt = match script::parse_statement(id, &text) {
+        let mut stmt = match script::parse_statement(id, &text) {
             Ok(stmt) => stmt,
             Err(diag) => return self.report(&diag, out),
         };
+        // `a = np.zeros(10, np.float32)`, as Python writes it: a new name is a `let`. Only the
+        // module's variables (and mistaken function names) are set as symbols.
+        if let StmtKind::SetSymbol { name, name_span, value, .. } = &stmt.kind
+            && !self.module.program().globals.iter().any(|g| g.var.name == *name)
+            && self.module.program().function(name).is_none()
+            && !self.module.kernel_names().contains(&name.as_str())
+            && !self.is_python_kernel(name)
+            && crate::diag::suggest::closest(name, self.module.program().globals.iter().map(|g| g.var.name.as_str()))
+                .is_none()
+        {
+            stmt.kind =
+                StmtKind::Let { name: name.clone(), name_span: *name_span, value: value.clone(), declared: None };
+        }
         match stmt.kind {
             StmtKind::Let { name, name_span, value, declared } => {
                 let known = |n: &String| *n == name;
@@ -432,8 +445,26 @@ impl Session {
             StmtKind::Launch(launch) => self.launch(&launch, &text, out),
             StmtKind::Print(exprs) => {
                 let mut worst = Status::Ok;
+                // Labels print on the line of the value after them, as Python's print does.
+                let mut labels = Vec::new();
                 for e in exprs {
+                    if let ExprKind::Str(s) = &e.kind {
+                        labels.push(s.clone());
+                        continue;
+                    }
+                    if !labels.is_empty() {
+                        let label = labels.join(" ");
+                        labels.clear();
+                        match eval::eval(&e, self, &text) {
+                            Ok(v) => render::array::write_labelled(out, &label, &v, &self.options.style.array(None))?,
+                            Err(d) => worst = worse(worst, self.report(&d, out)?),
+                        }
+                        continue;
+                    }
                     worst = worse(worst, self.inspect(e, &text, out)?);
+                }
+                if !labels.is_empty() {
+                    writeln!(out, "{}", labels.join(" "))?;
                 }
                 Ok(worst)
             }
