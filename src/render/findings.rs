@@ -32,8 +32,53 @@ fn line(sources: &SourceMap, site: &Site) -> u32 {
     sources.line_of(site.span)
 }
 
-/// The diagnostic a finding is drawn as.
+/// The diagnostic a finding is drawn as; for a kernel written in Python, its advice in
+/// Python's words (`cuda.grid(1)`, `cuda.atomic.add(a, i, ...)`, `cuda.syncthreads()`).
 pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
+    let d = finding_diagnostic(f, sources);
+    let python = d.span.and_then(|s| sources.get(s.source)).is_some_and(|file| file.origin.is_some());
+    if !python {
+        return d;
+    }
+    Diagnostic {
+        message: in_python(&d.message),
+        help: d.help.as_deref().map(in_python),
+        notes: d.notes.iter().map(|n| in_python(n)).collect(),
+        ..d
+    }
+}
+
+/// CUDA C in advice, said as Numba's Python says it.
+fn in_python(text: &str) -> String {
+    let mut s = text
+        .replace("blockIdx.x * blockDim.x + threadIdx.x", "cuda.grid(1)")
+        .replace("__syncthreads()", "cuda.syncthreads()");
+    // `atomicAdd(&a[0], ...)` is `cuda.atomic.add(a, 0, ...)`.
+    while let Some(at) = s.find("atomicAdd(&") {
+        let rest = &s[at + "atomicAdd(&".len()..];
+        let Some(open) = rest.find('[') else { break };
+        let Some(close) = rest.find(']') else { break };
+        if close < open {
+            break;
+        }
+        let (name, index) = (&rest[..open], &rest[open + 1..close]);
+        let tail = rest[close + 1..].to_string();
+        s = format!("{}cuda.atomic.add({name}, {index}{tail}", &s[..at]);
+    }
+    for axis in ["x", "y", "z"] {
+        for v in ["threadIdx", "blockIdx", "blockDim", "gridDim"] {
+            let c = format!("{v}.{axis}");
+            let marker = format!("\u{1}{v}.{axis}");
+            s = s
+                .replace(&format!("cuda.{c}"), &marker)
+                .replace(&c, &format!("cuda.{c}"))
+                .replace(&marker, &format!("cuda.{c}"));
+        }
+    }
+    s.replace("] = 0;`", "] = 0`")
+}
+
+fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
     match f {
         Finding::OutOfBounds {
             memory,
@@ -485,6 +530,15 @@ mod tests {
     use super::*;
     use crate::diag::Span;
     use crate::finding::ThreadRef;
+
+    #[test]
+    fn advice_for_a_python_kernel_is_in_python() {
+        let c = "make the updates atomic, e.g. `atomicAdd(&a[0], ...)`, index with blockIdx.x * blockDim.x + threadIdx.x, then __syncthreads(); `s[threadIdx.x] = 0;`";
+        assert_eq!(
+            in_python(c),
+            "make the updates atomic, e.g. `cuda.atomic.add(a, 0, ...)`, index with cuda.grid(1), then cuda.syncthreads(); `s[cuda.threadIdx.x] = 0`"
+        );
+    }
 
     fn site(map: &mut SourceMap, access: Access, block: u32, thread: u32) -> (Site, crate::diag::SourceId) {
         let id = map.add(
