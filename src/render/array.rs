@@ -102,7 +102,8 @@ pub fn write_labelled<W: Write + ?Sized>(out: &mut W, label: &str, v: &Value, op
         _ => None,
     };
     write_value(&mut buf, "", v, opts)?;
-    let text = String::from_utf8_lossy(&buf);
+    // Plain text, as Python's print writes it (and so the prefix below is found in colour too).
+    let text = super::text::strip_ansi(&buf);
     // `write_value` starts with the label it was given (none) and the type or ` = `.
     let bare = match &type_name {
         Some(t) => text.strip_prefix(&format!(": {t}")).map(str::trim_start),
