@@ -260,10 +260,14 @@ impl Buffer {
 
     /// Put `bytes` (of the same size) in place of this buffer's bytes, and return the buffer as
     /// it was, with its old bytes: how the GPU backend takes a launch's results without copying
-    /// them, keeping the old bytes as the launch's "before".
+    /// them, keeping the old bytes as the launch's "before". Old shared bytes go to the spare
+    /// regions once that is dropped, for a later launch's results.
     pub fn replace_shared(&mut self, bytes: SharedBytes) -> Buffer {
         assert_eq!(bytes.len(), self.bytes.len(), "the same size");
-        let old = std::mem::replace(&mut self.bytes, Storage::Shared(bytes));
+        let mut old = std::mem::replace(&mut self.bytes, Storage::Shared(bytes));
+        if let Storage::Shared(s) = &mut old {
+            s.recycle_when_dropped();
+        }
         let before = Buffer { bytes: old, unset: self.unset.clone(), ..*self };
         self.changed = true;
         before
@@ -460,5 +464,9 @@ mod tests {
         assert_eq!((before.get(0), b.get(0)), (Num::Int(5), Num::Int(6)));
         assert_eq!(b.shared().map(|s| s.id()), Some(id));
         assert_eq!((before.stamp(), b.stamp()), (Some(3), None));
+        // The old bytes wait among the spare regions once the "before" is dropped.
+        let old = before.shared().map(|s| s.liveness()).unwrap();
+        drop(before);
+        assert!(old.upgrade().is_some());
     }
 }

@@ -267,6 +267,11 @@ impl GpuBackend {
             }
             live
         });
+        // Regions new to this worker are mostly fresh memory: make their pages now, on several
+        // threads, rather than one fault at a time as the worker pins them.
+        for r in &new {
+            r.populate();
+        }
         let mut given = Ok(());
         let worker = self.worker()?;
         for r in &new {
