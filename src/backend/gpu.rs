@@ -4,11 +4,11 @@
 //! loaded module. Each launch hands the worker the launched buffers (large ones as shared memory
 //! both processes map, small ones inline), runs the kernel with guard regions around every
 //! buffer, and brings the buffers back; a large buffer's results land in a fresh region that is
-//! swapped in, and its device copy stays on the GPU until the host changes it. After `CUDA_ERROR_ILLEGAL_ADDRESS` and the
-//! other sticky errors nothing inside a process can recover the device, and a kernel in an
-//! endless loop cannot be stopped from inside, so on a fault, a timeout or Ctrl-C the worker is
-//! killed and a new one started and given the module again. The host copies are untouched, so
-//! nothing the learner made is lost.
+//! swapped in, and its device copy stays on the GPU until the host changes it. After
+//! `CUDA_ERROR_ILLEGAL_ADDRESS` and the other sticky errors nothing inside a process can recover
+//! the device, and a kernel in an endless loop cannot be stopped from inside, so on a fault, a
+//! timeout or Ctrl-C the worker is killed and a new one started and given the module again. The
+//! host copies are untouched, so nothing the learner made is lost.
 //!
 //! - `cache.rs` keeps compiled modules on disk, so the same source is compiled once;
 //! - `libs.rs` finds the driver and NVRTC before any cudarc call;
