@@ -3,9 +3,17 @@
 //! The bytes are the single source of truth. The simulator reads and writes them in place with
 //! the C type of the kernel parameter; the GPU backend copies them to and from the device. The
 //! shape only matters for display (a `(rows, cols)` buffer prints as a matrix).
+//!
+//! Large buffers keep their bytes in shared memory (`shared.rs`) that the GPU worker maps too,
+//! and carry a stamp: a version the GPU backend gives the bytes when the device holds the same,
+//! forgotten by any change on the host, so an unchanged buffer is not uploaded again.
+
+pub mod shared;
 
 use std::fmt;
+use std::ops::{Deref, DerefMut};
 
+use self::shared::{SHARED_MIN_BYTES, SharedBytes};
 use crate::dtype::DType;
 
 /// How a buffer is shown: a flat array or a matrix. Kernels always see a flat array.
@@ -53,15 +61,76 @@ impl Num {
     }
 }
 
+/// Where a buffer's bytes live: the heap, or shared memory for large buffers.
+enum Storage {
+    Heap(Vec<u8>),
+    Shared(SharedBytes),
+}
+
+impl Storage {
+    /// `len` zero bytes: shared from [`SHARED_MIN_BYTES`] on, on the heap below that or when
+    /// no memory file can be made (too many open files, say), which only costs speed.
+    fn zeroed(len: usize) -> Storage {
+        if len >= SHARED_MIN_BYTES
+            && let Ok(s) = SharedBytes::zeroed(len)
+        {
+            return Storage::Shared(s);
+        }
+        Storage::Heap(vec![0; len])
+    }
+}
+
+impl Deref for Storage {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Storage::Heap(v) => v,
+            Storage::Shared(s) => s,
+        }
+    }
+}
+
+impl DerefMut for Storage {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            Storage::Heap(v) => v,
+            Storage::Shared(s) => s,
+        }
+    }
+}
+
+impl Clone for Storage {
+    fn clone(&self) -> Storage {
+        let mut copy = Storage::zeroed(self.len());
+        copy.copy_from_slice(self);
+        copy
+    }
+}
+
 /// A named array's contents. Names live in the session, not here.
-#[derive(Clone, PartialEq)]
+#[derive(Clone)]
 pub struct Buffer {
     dtype: DType,
     shape: Shape,
-    bytes: Vec<u8>,
+    bytes: Storage,
     /// For a buffer made with `empty`: a flag per element that nothing has written yet
     /// (`None` once every element is written, and for every other buffer).
     unset: Option<Vec<bool>>,
+    /// The last stamp given by [`Buffer::set_stamp`] (0: none), and whether the bytes changed
+    /// since. A copy keeps both: its bytes are the same.
+    stamp: u64,
+    changed: bool,
+}
+
+impl PartialEq for Buffer {
+    /// The same elements, shape and unwritten flags; where the bytes live and their stamp do not
+    /// matter.
+    fn eq(&self, other: &Buffer) -> bool {
+        self.dtype == other.dtype
+            && self.shape == other.shape
+            && *self.bytes == *other.bytes
+            && self.unset == other.unset
+    }
 }
 
 impl fmt::Debug for Buffer {
@@ -73,7 +142,14 @@ impl fmt::Debug for Buffer {
 impl Buffer {
     /// A zero-filled buffer. The caller checks the allocation limit first (see `Session`).
     pub fn zeros(dtype: DType, shape: Shape) -> Buffer {
-        Buffer { dtype, shape, bytes: vec![0; shape.len() * dtype.size()], unset: None }
+        Buffer {
+            dtype,
+            shape,
+            bytes: Storage::zeroed(shape.len() * dtype.size()),
+            unset: None,
+            stamp: 0,
+            changed: true,
+        }
     }
 
     /// A buffer with no values yet, like memory from `cudaMalloc`: every element is unwritten
@@ -170,7 +246,47 @@ impl Buffer {
     }
 
     pub fn bytes_mut(&mut self) -> &mut [u8] {
+        self.changed = true;
         &mut self.bytes
+    }
+
+    /// The shared memory holding the bytes, for a large buffer.
+    pub fn shared(&self) -> Option<&SharedBytes> {
+        match &self.bytes {
+            Storage::Shared(s) => Some(s),
+            Storage::Heap(_) => None,
+        }
+    }
+
+    /// Put `bytes` (of the same size) in place of this buffer's bytes, and return the buffer as
+    /// it was, with its old bytes: how the GPU backend takes a launch's results without copying
+    /// them, keeping the old bytes as the launch's "before". Old shared bytes go to the spare
+    /// regions once that is dropped, for a later launch's results.
+    pub fn replace_shared(&mut self, bytes: SharedBytes) -> Buffer {
+        assert_eq!(bytes.len(), self.bytes.len(), "the same size");
+        let mut old = std::mem::replace(&mut self.bytes, Storage::Shared(bytes));
+        if let Storage::Shared(s) = &mut old {
+            s.recycle_when_dropped();
+        }
+        let before = Buffer { bytes: old, unset: self.unset.clone(), ..*self };
+        self.changed = true;
+        before
+    }
+
+    /// The stamp the bytes were given by [`Buffer::set_stamp`], while they have not changed.
+    pub fn stamp(&self) -> Option<u64> {
+        (!self.changed && self.stamp != 0).then_some(self.stamp)
+    }
+
+    /// The last stamp given, changed since or not (0: never stamped).
+    pub fn last_stamp(&self) -> u64 {
+        self.stamp
+    }
+
+    /// Name the current bytes `stamp` (not 0): [`Buffer::stamp`] says it until they change.
+    pub fn set_stamp(&mut self, stamp: u64) {
+        self.stamp = stamp;
+        self.changed = false;
     }
 
     /// Element `i`. Panics when out of range: callers index with checked positions.
@@ -195,6 +311,7 @@ impl Buffer {
     /// Store `v` at `i`, converted like a C cast to the element type.
     pub fn set(&mut self, i: usize, v: Num) {
         self.written(i);
+        self.changed = true;
         let s = self.dtype.size();
         let dst = &mut self.bytes[i * s..i * s + s];
         let as_int = |v: Num| -> i128 {
@@ -238,6 +355,7 @@ impl Buffer {
     #[inline]
     pub fn set_f64(&mut self, i: usize, x: f64) {
         self.written(i);
+        self.changed = true;
         match self.dtype {
             DType::F32 => self.bytes[i * 4..i * 4 + 4].copy_from_slice(&(x as f32).to_le_bytes()),
             DType::F64 => self.bytes[i * 8..i * 8 + 8].copy_from_slice(&x.to_le_bytes()),
@@ -250,6 +368,7 @@ impl Buffer {
     #[inline]
     pub fn set_int(&mut self, i: usize, x: i128) {
         self.written(i);
+        self.changed = true;
         match self.dtype {
             DType::I32 | DType::U32 => self.bytes[i * 4..i * 4 + 4].copy_from_slice(&(x as u32).to_le_bytes()),
             DType::I64 | DType::U64 => self.bytes[i * 8..i * 8 + 8].copy_from_slice(&(x as u64).to_le_bytes()),
@@ -298,5 +417,56 @@ mod tests {
         let mut b = Buffer::empty(DType::F32, Shape::D1(3));
         b.fill(Num::Int(0));
         assert_eq!(b.unset_count(), 0);
+    }
+
+    #[test]
+    fn large_buffers_live_in_shared_memory_and_compare_by_their_elements() {
+        let mut big = Buffer::zeros(DType::F32, Shape::D1(SHARED_MIN_BYTES / 4));
+        let small = Buffer::zeros(DType::F32, Shape::D1(16));
+        assert!(big.shared().is_some() && small.shared().is_none());
+        big.set(3, Num::Float(1.5));
+        let copy = big.clone();
+        assert!(copy.shared().is_some());
+        assert_ne!(copy.shared().map(|s| s.id()), big.shared().map(|s| s.id()));
+        assert_eq!(copy, big);
+        assert_eq!(copy.get(3), Num::Float(1.5));
+    }
+
+    #[test]
+    fn a_stamp_holds_until_the_bytes_change() {
+        let mut b = Buffer::zeros(DType::I32, Shape::D1(4));
+        assert_eq!(b.stamp(), None);
+        b.set_stamp(9);
+        assert_eq!(b.stamp(), Some(9));
+        assert_eq!(b.clone().stamp(), Some(9), "a copy has the same bytes");
+        b.mark_all_written();
+        assert_eq!(b.stamp(), Some(9), "flags are not bytes");
+        b.set(0, Num::Int(1));
+        assert_eq!((b.stamp(), b.last_stamp()), (None, 9));
+        let changes: [fn(&mut Buffer); 4] =
+            [|b| b.fill(Num::Int(2)), |b| b.set_f64(1, 2.0), |b| b.set_int(1, 2), |b| b.bytes_mut()[0] = 1];
+        for change in changes {
+            b.set_stamp(10);
+            change(&mut b);
+            assert_eq!(b.stamp(), None);
+        }
+    }
+
+    #[test]
+    fn replacing_shared_bytes_returns_the_buffer_as_it_was() {
+        let mut b = Buffer::zeros(DType::U8, Shape::D1(SHARED_MIN_BYTES));
+        b.set(0, Num::Int(5));
+        b.set_stamp(3);
+        let mut fresh = SharedBytes::zeroed(SHARED_MIN_BYTES).unwrap();
+        fresh[0] = 6;
+        let id = fresh.id();
+        let before = b.replace_shared(fresh);
+        assert_eq!((before.get(0), b.get(0)), (Num::Int(5), Num::Int(6)));
+        assert_eq!(b.shared().map(|s| s.id()), Some(id));
+        assert_eq!((before.stamp(), b.stamp()), (Some(3), None));
+        // The old bytes wait among the spare regions once the "before" is dropped.
+        let old = before.shared().map(|s| s.liveness()).unwrap();
+        drop(before);
+        assert!(old.upgrade().is_some());
     }
 }

@@ -208,6 +208,10 @@ pub struct LaunchReport {
     pub watched: Option<Vec<WatchedAccess>>,
     /// What the launch would cost on the reference GPU, from the simulator's cost model.
     pub cost: Option<crate::cost::CostReport>,
+    /// The launched buffers as they were before the launch, in [`LaunchBuffers`] order, when the
+    /// backend kept them anyway (the GPU's swapped-out regions), so the session need not copy
+    /// them first; `None` on the simulator.
+    pub before: Option<Vec<crate::buffer::Buffer>>,
 }
 
 /// Who wrote one buffer during a launch. Threads are global linear ids:

@@ -1,16 +1,19 @@
 //! The GPU backend: NVRTC and the CUDA driver (through cudarc) in a supervised worker process.
 //!
 //! The session keeps every buffer as a host copy; the worker owns the CUDA context and the
-//! loaded module. Each launch sends the launched buffers, runs the kernel with guard regions
-//! around every buffer, and brings the buffers back. After `CUDA_ERROR_ILLEGAL_ADDRESS` and the
-//! other sticky errors nothing inside a process can recover the device, and a kernel in an
-//! endless loop cannot be stopped from inside, so on a fault, a timeout or Ctrl-C the worker is
-//! killed and a new one started and given the module again. The host copies are untouched, so
-//! nothing the learner made is lost.
+//! loaded module. Each launch hands the worker the launched buffers (large ones as shared memory
+//! both processes map, small ones inline), runs the kernel with guard regions around every
+//! buffer, and brings the buffers back; a large buffer's results land in a fresh region that is
+//! swapped in, and its device copy stays on the GPU until the host changes it. After
+//! `CUDA_ERROR_ILLEGAL_ADDRESS` and the other sticky errors nothing inside a process can recover
+//! the device, and a kernel in an endless loop cannot be stopped from inside, so on a fault, a
+//! timeout or Ctrl-C the worker is killed and a new one started and given the module again. The
+//! host copies are untouched, so nothing the learner made is lost.
 //!
 //! - `cache.rs` keeps compiled modules on disk, so the same source is compiled once;
 //! - `libs.rs` finds the driver and NVRTC before any cudarc call;
 //! - `protocol.rs` is the typed request/response protocol on the worker's pipes;
+//! - `transport.rs` passes shared buffer regions' descriptors to the worker;
 //! - `client.rs` spawns the worker and waits for answers with a deadline;
 //! - `worker.rs` is the worker process itself (`gridlab worker`);
 //! - `fake.rs` is a worker without CUDA that crashes, hangs or writes garbage on request, for
@@ -27,14 +30,21 @@ pub mod libs;
 pub mod protocol;
 pub mod ptx;
 pub mod source;
+pub mod transport;
 pub mod worker;
 
+use std::collections::HashMap;
+use std::sync::Weak;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use self::client::{Worker, WorkerCommand, WorkerError};
 use self::libs::Libraries;
-use self::protocol::{DeviceInfo, KernelInfo, LaunchRequest, Request, Response, WireArg, WireBuffer};
+use self::protocol::{
+    DeviceInfo, KernelInfo, LaunchRequest, LaunchResult, Request, Response, SharedBuffer, WireArg, WireBuffer, WireData,
+};
 use super::{Arg, Backend, BackendError, BackendKind, LaunchBuffers, LaunchReport, LaunchSpec, PrintLine};
+use crate::buffer::shared::SharedBytes;
 use crate::cuda::Module;
 use crate::diag::SourceMap;
 use crate::finding::{Finding, Memory};
@@ -59,6 +69,22 @@ pub struct GpuBackend {
     pub last_compile: Option<CompileStat>,
     /// Set by Ctrl-C: the running launch is stopped (and the worker restarted).
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// The shared regions the current worker was given, each with its liveness: a region that
+    /// died since is named in the next request, so the worker lets it go.
+    sent: HashMap<u64, Weak<()>>,
+    /// Bytes the worker copied to the device in the last launch (for tests and measurements).
+    pub last_uploaded_bytes: u64,
+}
+
+/// Stamps name buffer contents that a device copy holds (`Buffer::stamp`): one counter for the
+/// process, so no two contents ever share one.
+static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
+
+/// A launch's request, and for each buffer the region its results go into and the stamp they
+/// will have (shared buffers written back), or nothing (inline buffers, `:time`).
+struct Prepared {
+    request: Request,
+    results: Vec<Option<(SharedBytes, u64)>>,
 }
 
 /// How one module was compiled, for the line under a definition.
@@ -107,6 +133,8 @@ impl GpuBackend {
             names: Vec::new(),
             last_compile: None,
             cancel: None,
+            sent: HashMap::new(),
+            last_uploaded_bytes: 0,
         })
     }
 
@@ -121,6 +149,8 @@ impl GpuBackend {
     /// A fresh worker, given the current module again.
     fn restart(&mut self) -> Result<(), String> {
         self.worker = None;
+        // A new worker has mapped no region yet.
+        self.sent.clear();
         let (mut worker, info) = hello(&self.command)?;
         self.info = info;
         if let Some(source) = &self.source {
@@ -159,10 +189,11 @@ impl GpuBackend {
         buffers: &LaunchBuffers<'_>,
         repeat: u32,
     ) -> Result<(Vec<f32>, Vec<f64>), BackendError> {
-        let req = launch_request(spec, buffers, repeat);
+        let what = format!("timing `{}`", spec.kernel);
+        let prepared = self.prepare(spec, buffers, repeat, false, &what)?;
         // The per-launch timeout applies to each of the launches.
         let timeout = self.timeout.saturating_mul(repeat.max(1));
-        match self.call(&req, timeout, &format!("timing `{}`", spec.kernel))? {
+        match self.call(&prepared.request, timeout, &what)? {
             Response::Launched(r) => Ok((r.kernel_ms, r.launch_us)),
             other => Err(unexpected(other)),
         }
@@ -184,6 +215,89 @@ impl GpuBackend {
             Response::Ptx(p) => Ok(p),
             other => Err(unexpected(other)),
         }
+    }
+
+    /// The request for `repeat` launches of `spec` over `buffers`, written back when
+    /// `write_back`. Large buffers go as shared regions: each region the worker has not been
+    /// given yet (the buffer's, and a scratch region for its results) is sent to it first, and
+    /// regions freed since the last request are named for it to let go.
+    fn prepare(
+        &mut self,
+        spec: &LaunchSpec,
+        buffers: &LaunchBuffers<'_>,
+        repeat: u32,
+        write_back: bool,
+        what: &str,
+    ) -> Result<Prepared, BackendError> {
+        let mut wire = Vec::new();
+        let mut results = Vec::new();
+        for b in &buffers.buffers {
+            let elem_size = b.dtype().size() as u32;
+            // A scratch region can fail to appear (too many open files): then the buffer goes
+            // inline, slower but the same.
+            let shared = b.shared().and_then(|s| match write_back {
+                true => SharedBytes::scratch(s.len()).ok().map(|t| (s, Some(t))),
+                false => Some((s, None)),
+            });
+            let Some((source, target)) = shared else {
+                wire.push(WireBuffer { data: WireData::Inline(b.bytes().to_vec()), elem_size });
+                results.push(None);
+                continue;
+            };
+            let result = target.map(|t| (t, NEXT_STAMP.fetch_add(1, Ordering::Relaxed)));
+            wire.push(WireBuffer {
+                data: WireData::Shared(SharedBuffer {
+                    region: source.id(),
+                    len: b.size_bytes() as u64,
+                    stamp: b.last_stamp(),
+                    fresh: b.stamp().is_some(),
+                    result: result.as_ref().map(|(t, stamp)| (t.id(), *stamp)),
+                }),
+                elem_size,
+            });
+            results.push(result);
+        }
+        let regions = buffers.buffers.iter().filter_map(|b| b.shared()).chain(results.iter().flatten().map(|(t, _)| t));
+        let new: Vec<&SharedBytes> = regions.filter(|r| !self.sent.contains_key(&r.id())).collect();
+        let mut released = Vec::new();
+        self.sent.retain(|id, alive| {
+            let live = alive.strong_count() > 0;
+            if !live {
+                released.push(*id);
+            }
+            live
+        });
+        // Regions new to this worker are mostly fresh memory: make their pages now, on several
+        // threads, rather than one fault at a time as the worker pins them.
+        for r in &new {
+            r.populate();
+        }
+        let mut given = Ok(());
+        let worker = self.worker()?;
+        for r in &new {
+            given = worker.send_region(r.id(), r.fd());
+            if given.is_err() {
+                break;
+            }
+        }
+        if let Err(e) = given {
+            return Err(self.recover(format!("{what} took the GPU worker down ({e})")));
+        }
+        for r in new {
+            self.sent.insert(r.id(), r.liveness());
+        }
+        let request = Request::Launch(LaunchRequest {
+            kernel: spec.kernel.clone(),
+            grid: spec.grid.as_array(),
+            block: spec.block.as_array(),
+            shared_bytes: spec.shared_bytes,
+            args: wire_args(spec, buffers),
+            buffers: wire,
+            repeat,
+            symbols: spec.symbols.iter().map(|w| (w.name.clone(), w.bytes.clone())).collect(),
+            released,
+        });
+        Ok(Prepared { request, results })
     }
 
     /// Send a request and turn every failure into a `BackendError`. A sticky CUDA error, a
@@ -222,35 +336,51 @@ fn hello(command: &WorkerCommand) -> Result<(Worker, DeviceInfo), String> {
     }
 }
 
-/// The request for `repeat` launches of `spec` over `buffers`.
-fn launch_request(spec: &LaunchSpec, buffers: &LaunchBuffers<'_>, repeat: u32) -> Request {
-    Request::Launch(LaunchRequest {
-        kernel: spec.kernel.clone(),
-        grid: spec.grid.as_array(),
-        block: spec.block.as_array(),
-        shared_bytes: spec.shared_bytes,
-        args: spec
-            .args
-            .iter()
-            .map(|a| match a {
-                Arg::Buffer(i) => WireArg::Buffer(*i as u32),
-                Arg::View { buffer, offset } => WireArg::View {
-                    buffer: *buffer as u32,
-                    byte_offset: buffers.buffers.get(*buffer).map_or(0, |b| (offset * b.dtype().size()) as u64),
-                },
-                Arg::Scalar(s) => WireArg::Scalar(s.to_le_bytes()),
-                // Members of one type lie one after another with no padding: the struct's bytes.
-                Arg::Struct(members) => WireArg::Scalar(members.iter().flat_map(|m| m.to_le_bytes()).collect()),
-            })
-            .collect(),
-        buffers: buffers
-            .buffers
-            .iter()
-            .map(|b| WireBuffer { bytes: b.bytes().to_vec(), elem_size: b.dtype().size() as u32 })
-            .collect(),
-        repeat,
-        symbols: spec.symbols.iter().map(|w| (w.name.clone(), w.bytes.clone())).collect(),
-    })
+/// A launch's arguments as the worker takes them.
+fn wire_args(spec: &LaunchSpec, buffers: &LaunchBuffers<'_>) -> Vec<WireArg> {
+    spec.args
+        .iter()
+        .map(|a| match a {
+            Arg::Buffer(i) => WireArg::Buffer(*i as u32),
+            Arg::View { buffer, offset } => WireArg::View {
+                buffer: *buffer as u32,
+                byte_offset: buffers.buffers.get(*buffer).map_or(0, |b| (offset * b.dtype().size()) as u64),
+            },
+            Arg::Scalar(s) => WireArg::Scalar(s.to_le_bytes()),
+            // Members of one type lie one after another with no padding: the struct's bytes.
+            Arg::Struct(members) => WireArg::Scalar(members.iter().flat_map(|m| m.to_le_bytes()).collect()),
+        })
+        .collect()
+}
+
+/// Take a launch's results into `buffers` and return the buffers as they were before it: a
+/// shared buffer swaps in the region its results were written into (its old region becomes
+/// the "before"), an inline one is copied. Every element counts as written, since the GPU does
+/// not say which a kernel wrote (compute-sanitizer's initcheck would).
+fn take_results(
+    buffers: &mut LaunchBuffers<'_>,
+    results: Vec<Option<(SharedBytes, u64)>>,
+    answer: &LaunchResult,
+) -> Vec<crate::buffer::Buffer> {
+    let mut before = Vec::new();
+    for (i, (b, result)) in buffers.buffers.iter_mut().zip(results).enumerate() {
+        match result {
+            Some((region, stamp)) => {
+                before.push(b.replace_shared(region));
+                b.set_stamp(stamp);
+            }
+            None => {
+                before.push((**b).clone());
+                if let Some(bytes) = answer.buffers.get(i)
+                    && bytes.len() == b.size_bytes()
+                {
+                    b.bytes_mut().copy_from_slice(bytes);
+                }
+            }
+        }
+        b.mark_all_written();
+    }
+    before
 }
 
 /// `NVIDIA H100 80GB HBM3` -> `H100`: short enough for a prompt.
@@ -300,19 +430,14 @@ impl Backend for GpuBackend {
         buffers: &mut LaunchBuffers<'_>,
     ) -> Result<LaunchReport, BackendError> {
         let start = Instant::now();
-        let req = launch_request(spec, buffers, 1);
-        let result = match self.call(&req, self.timeout, &format!("`{}`", spec.kernel))? {
-            Response::Launched(r) => r,
+        let what = format!("`{}`", spec.kernel);
+        let prepared = self.prepare(spec, buffers, 1, true, &what)?;
+        let result = match self.call(&prepared.request, self.timeout, &what)? {
+            Response::Launched(r) if r.buffers.len() == buffers.buffers.len() => r,
             other => return Err(unexpected(other)),
         };
-        for (b, bytes) in buffers.buffers.iter_mut().zip(&result.buffers) {
-            if bytes.len() == b.size_bytes() {
-                b.bytes_mut().copy_from_slice(bytes);
-                // The GPU does not say which elements a kernel wrote (compute-sanitizer's
-                // initcheck would): from here on the buffer holds whatever the GPU left.
-                b.mark_all_written();
-            }
-        }
+        self.last_uploaded_bytes = result.uploaded_bytes;
+        let before = take_results(buffers, prepared.results, &result);
         let findings = result
             .guard_hits
             .iter()
@@ -341,6 +466,7 @@ impl Backend for GpuBackend {
             watched: None,
             // The cost model runs in the simulator; `cost` on the GPU asks it separately.
             cost: None,
+            before: Some(before),
         })
     }
 }
@@ -382,15 +508,13 @@ mod tests {
             args: vec![Arg::View { buffer: 0, offset: 3 }, Arg::Buffer(1), Arg::View { buffer: 1, offset: 8 }],
             symbols: Vec::new(),
         };
-        let Request::Launch(req) = launch_request(&spec, &lb, 1) else { panic!("a launch") };
         assert_eq!(
-            req.args,
+            wire_args(&spec, &lb),
             vec![
                 WireArg::View { buffer: 0, byte_offset: 24 },
                 WireArg::Buffer(1),
                 WireArg::View { buffer: 1, byte_offset: 16 }
             ]
         );
-        assert_eq!(req.buffers.len(), 2);
     }
 }

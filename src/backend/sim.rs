@@ -354,6 +354,7 @@ impl Backend for SimBackend {
             writes: out.writes,
             watched: out.watched,
             cost: out.cost,
+            before: None,
         })
     }
 }

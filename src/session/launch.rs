@@ -68,10 +68,18 @@ impl Session {
             Err(diag) => return self.report(&diag, out),
         };
         // Keep the launched buffers as they were: to put them back if the launch is stopped
-        // part-way, and to show which elements it changed.
-        let before = self.inputs(&names);
-        let result = self.run_launch(&spec, &names);
+        // part-way, and to show which elements it changed. The GPU backend hands back the
+        // regions it swapped out, so on the GPU nothing is copied for this (a failed launch
+        // there leaves the buffers as they were, so they are the "before" then).
+        let copied = (!self.on_gpu()).then(|| self.inputs(&names));
+        let mut result = self.run_launch(&spec, &names);
         let style = self.options.style.clone();
+        let kept = result.as_mut().ok().and_then(|r| r.before.take()).filter(|k| k.len() == names.len());
+        let before = match (copied, kept) {
+            (Some(before), _) => before,
+            (None, Some(kept)) => names.iter().cloned().zip(kept).collect(),
+            (None, None) => self.inputs(&names),
+        };
         match result {
             Ok(report) => {
                 if report.aborted {

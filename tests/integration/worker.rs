@@ -1,6 +1,8 @@
 //! The GPU worker's lifecycle without a GPU: the client and the backend's restarts, driven by the
 //! fake worker (`gridlab worker --fake`, `src/backend/gpu/fake.rs`), which crashes, hangs or
-//! writes garbage when asked to launch a kernel named for it.
+//! writes garbage when asked to launch a kernel named for it, and the data path for large
+//! buffers (shared regions, device copies kept under stamps), which the fake takes as the real
+//! worker does.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -12,9 +14,10 @@ use gridlab::backend::gpu::GpuBackend;
 use gridlab::backend::gpu::client::{CLOSE_GRACE, Worker, WorkerCommand, WorkerError};
 use gridlab::backend::gpu::fake::CRASH_STATUS;
 use gridlab::backend::gpu::libs::Libraries;
-use gridlab::backend::gpu::protocol::{LaunchRequest, Request, Response, WireArg, WireBuffer};
+use gridlab::backend::gpu::protocol::{LaunchRequest, Request, Response, SharedBuffer, WireArg, WireBuffer, WireData};
 use gridlab::backend::{Arg, Backend, BackendError, Dim3, LaunchBuffers, LaunchSpec};
-use gridlab::buffer::{Buffer, Shape};
+use gridlab::buffer::shared::{SHARED_MIN_BYTES, SharedBytes};
+use gridlab::buffer::{Buffer, Num, Shape};
 use gridlab::cuda::Module;
 use gridlab::diag::SourceMap;
 use gridlab::dtype::DType;
@@ -35,9 +38,10 @@ fn launch(kernel: &str) -> Request {
         block: [1, 1, 1],
         shared_bytes: 0,
         args: vec![WireArg::Buffer(0)],
-        buffers: vec![WireBuffer { bytes: vec![1, 2, 3, 4], elem_size: 4 }],
+        buffers: vec![WireBuffer { data: WireData::Inline(vec![1, 2, 3, 4]), elem_size: 4 }],
         repeat: 1,
         symbols: Vec::new(),
+        released: Vec::new(),
     })
 }
 
@@ -60,7 +64,8 @@ fn the_fake_worker_answers_like_a_worker() {
     assert!(matches!(w.request(&compile(), ANSWER, None).unwrap(), Response::Compiled { .. }));
     match w.request(&launch("add"), ANSWER, None).unwrap() {
         Response::Launched(r) => {
-            assert_eq!(r.buffers, vec![vec![1, 2, 3, 4]]);
+            assert_eq!(r.buffers.len(), 1);
+            assert_eq!(r.buffers[0].as_ref(), [1, 2, 3, 4]);
             assert_eq!(r.printf, "fake worker ran add\n");
         }
         other => panic!("{other:?}"),
@@ -230,4 +235,141 @@ fn the_backend_survives_garbage_from_its_worker() {
     let err = run(&mut gpu, &module, "fake_garbage", &mut a).unwrap_err();
     assert!(matches!(&err, BackendError::Aborted(m) if m.contains("gridlab restarted the GPU worker")), "{err:?}");
     assert_eq!(run(&mut gpu, &module, "add", &mut a).unwrap(), "fake worker ran add");
+}
+
+/// A launch of `kernel` over one shared buffer in `region`, its results going to `result`.
+fn shared_launch(kernel: &str, region: &SharedBytes, stamp: u64, fresh: bool, result: Option<(u64, u64)>) -> Request {
+    Request::Launch(LaunchRequest {
+        kernel: kernel.into(),
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        shared_bytes: 0,
+        args: vec![WireArg::Buffer(0)],
+        buffers: vec![WireBuffer {
+            data: WireData::Shared(SharedBuffer {
+                region: region.id(),
+                len: region.len() as u64,
+                stamp,
+                fresh,
+                result,
+            }),
+            elem_size: 1,
+        }],
+        repeat: 1,
+        symbols: Vec::new(),
+        released: Vec::new(),
+    })
+}
+
+fn launched(answer: Response) -> gridlab::backend::gpu::protocol::LaunchResult {
+    match answer {
+        Response::Launched(r) => *r,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn shared_regions_reach_the_worker_and_unchanged_bytes_are_not_uploaded_again() {
+    let mut w = fake();
+    w.request(&compile(), ANSWER, None).unwrap();
+    let mut a = SharedBytes::zeroed(SHARED_MIN_BYTES).unwrap();
+    a[7] = 40;
+    let (b, c) = (SharedBytes::zeroed(a.len()).unwrap(), SharedBytes::zeroed(a.len()).unwrap());
+    for r in [&a, &b, &c] {
+        w.send_region(r.id(), r.fd()).unwrap();
+    }
+    // First launch: the device has nothing, so the whole buffer goes up; results land in `b`.
+    let r = launched(w.request(&shared_launch("fake_bump", &a, 0, false, Some((b.id(), 11))), ANSWER, None).unwrap());
+    assert_eq!(r.uploaded_bytes, a.len() as u64);
+    assert!(r.buffers[0].is_empty(), "a shared buffer's bytes do not come back in the message");
+    assert_eq!((b[7], b[0]), (41, 1));
+    assert_eq!(a[7], 40, "the buffer's own region is never written");
+    // The same bytes (stamp 11, unchanged): the device copy is used, nothing goes up.
+    let r = launched(w.request(&shared_launch("fake_bump", &b, 11, true, Some((c.id(), 12))), ANSWER, None).unwrap());
+    assert_eq!(r.uploaded_bytes, 0);
+    assert_eq!(c[7], 42);
+    // Changed on the host since stamp 12: uploaded again, and computed from the new bytes.
+    let mut c = c;
+    c[7] = 0;
+    let r = launched(w.request(&shared_launch("fake_bump", &c, 12, false, Some((b.id(), 13))), ANSWER, None).unwrap());
+    assert_eq!(r.uploaded_bytes, c.len() as u64);
+    assert_eq!(b[7], 1);
+    // A region that was never sent is a failure, not a wait.
+    let unsent = SharedBytes::zeroed(a.len()).unwrap();
+    let answer = w.request(&shared_launch("fake_bump", &unsent, 0, false, Some((b.id(), 14))), ANSWER, None).unwrap();
+    assert!(
+        matches!(&answer, Response::Failed { message, sticky: false } if message.contains("never reached")),
+        "{answer:?}"
+    );
+}
+
+/// `kernel` over one large `u8` buffer on `gpu`, returning the buffer as it was before.
+fn run_large(gpu: &mut GpuBackend, module: &Module, kernel: &str, buffer: &mut Buffer) -> Result<Buffer, BackendError> {
+    let spec = LaunchSpec {
+        kernel: kernel.into(),
+        grid: Dim3::linear(1),
+        block: Dim3::linear(4),
+        shared_bytes: 0,
+        args: vec![Arg::Buffer(0)],
+        symbols: Vec::new(),
+    };
+    let mut buffers = LaunchBuffers { names: vec!["a".into()], buffers: vec![buffer] };
+    let report = gpu.launch(module, &spec, &mut buffers)?;
+    Ok(report.before.expect("the GPU keeps the buffers as they were").remove(0))
+}
+
+#[test]
+fn a_large_buffer_stays_on_the_device_until_the_host_changes_it() {
+    let (mut gpu, module) = backend(ANSWER);
+    let len = 2 * SHARED_MIN_BYTES;
+    let mut a = Buffer::zeros(DType::U8, Shape::D1(len));
+    assert!(a.shared().is_some());
+    let before = run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, len as u64);
+    assert_eq!((before.get(0), a.get(0), a.get(len - 1)), (Num::Int(0), Num::Int(1), Num::Int(1)));
+    for round in 2..=4 {
+        let before = run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+        assert_eq!(gpu.last_uploaded_bytes, 0, "round {round}: unchanged on the host, so not uploaded");
+        assert_eq!((before.get(5), a.get(5)), (Num::Int(round - 1), Num::Int(round)));
+    }
+    // A change on the host is uploaded, and the kernel sees it.
+    a.set(5, Num::Int(100));
+    run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, len as u64);
+    assert_eq!((a.get(5), a.get(6)), (Num::Int(101), Num::Int(5)));
+    // A copy has the same bytes; launched, it gets results of its own.
+    let mut b = a.clone();
+    run_large(&mut gpu, &module, "fake_bump", &mut b).unwrap();
+    assert_eq!((a.get(5), b.get(5)), (Num::Int(101), Num::Int(102)));
+}
+
+#[test]
+fn a_crash_leaves_a_large_buffer_as_it_was_and_the_new_worker_uploads_it_again() {
+    let (mut gpu, module) = backend(ANSWER);
+    let len = SHARED_MIN_BYTES;
+    let mut a = Buffer::zeros(DType::U8, Shape::D1(len));
+    run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    for kernel in ["fake_crash", "fake_crash_mid_copy"] {
+        let err = run_large(&mut gpu, &module, kernel, &mut a).unwrap_err();
+        assert!(matches!(&err, BackendError::Aborted(m) if m.contains("gridlab restarted the GPU worker")), "{err:?}");
+        assert!(a.iter().all(|x| x == Num::Int(2)), "{kernel}: the buffer is as it was before the launch");
+        // The device copy died with the worker: the new one is given the buffer again.
+        run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+        assert_eq!(gpu.last_uploaded_bytes, len as u64);
+        assert!(a.iter().all(|x| x == Num::Int(3)), "{kernel}");
+        a.fill(Num::Int(2));
+    }
+}
+
+#[test]
+fn a_hang_leaves_a_large_buffer_as_it_was() {
+    let (mut gpu, module) = backend(Duration::from_millis(300));
+    let mut a = Buffer::zeros(DType::U8, Shape::D1(SHARED_MIN_BYTES));
+    run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    let err = run_large(&mut gpu, &module, "fake_hang", &mut a).unwrap_err();
+    assert!(matches!(&err, BackendError::Aborted(m) if m.contains("ran longer than 0.3 s")), "{err:?}");
+    assert!(a.iter().all(|x| x == Num::Int(1)));
+    run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    assert!(a.iter().all(|x| x == Num::Int(2)));
 }

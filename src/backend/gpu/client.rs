@@ -13,6 +13,8 @@
 
 use std::ffi::OsString;
 use std::io::{self, BufReader, Read};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use super::libs::Libraries;
 use super::protocol::{self, Request, Response};
+use super::transport;
 
 /// How long a worker whose stdin was closed may take to exit before it is killed.
 pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
@@ -85,6 +88,8 @@ pub struct Worker {
     child: Child,
     /// `None` once closed: dropping the pipe is how the worker learns that the session is done.
     stdin: Option<ChildStdin>,
+    /// The session's end of the socket that carries shared regions' descriptors (`transport.rs`).
+    socket: OwnedFd,
     responses: Receiver<Option<Response>>,
     stderr: Arc<Mutex<String>>,
     /// Finishes when the worker's stderr closes, that is when the worker has gone: waited for
@@ -95,13 +100,31 @@ pub struct Worker {
 impl Worker {
     /// Start a worker with its stdin, stdout and stderr on pipes.
     pub fn spawn(how: &WorkerCommand) -> Result<Worker, WorkerError> {
-        let mut child = how
-            .command()?
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| WorkerError::Spawn(e.to_string()))?;
+        let (socket, theirs) =
+            transport::pair().map_err(|e| WorkerError::Spawn(format!("no socket for buffers: {e}")))?;
+        let their_fd = theirs.as_raw_fd();
+        let mut command = how.command()?;
+        command.env(transport::SOCKET_ENV, transport::SOCKET_FD.to_string());
+        // SAFETY: between fork and exec only `dup2` and `fcntl`, which are async-signal-safe:
+        // they put the worker's end of the socket where the worker looks for it, without
+        // close-on-exec (which `dup2` onto itself would keep, hence `fcntl` then).
+        unsafe {
+            command.pre_exec(move || {
+                let r = if their_fd == transport::SOCKET_FD {
+                    libc::fcntl(their_fd, libc::F_SETFD, 0)
+                } else {
+                    libc::dup2(their_fd, transport::SOCKET_FD)
+                };
+                if r < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let spawned = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+        // The worker has its copy; this process keeps only its own end.
+        drop(theirs);
+        let mut child = spawned.map_err(|e| WorkerError::Spawn(e.to_string()))?;
         let readers = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
             (Some(stdin), Some(stdout), Some(err_pipe)) => read_responses(stdout)
                 .and_then(|responses| Ok((stdin, responses, read_stderr(err_pipe)?)))
@@ -110,7 +133,7 @@ impl Worker {
         };
         match readers {
             Ok((stdin, responses, (stderr, stderr_reader))) => {
-                Ok(Worker { child, stdin: Some(stdin), responses, stderr, stderr_reader: Some(stderr_reader) })
+                Ok(Worker { child, stdin: Some(stdin), socket, responses, stderr, stderr_reader: Some(stderr_reader) })
             }
             Err(e) => {
                 // A worker nobody listens to is of no use: do not leave it running.
@@ -118,6 +141,15 @@ impl Worker {
                 let _ = child.wait();
                 Err(WorkerError::Spawn(e))
             }
+        }
+    }
+
+    /// Give the worker shared region `id` (its descriptor `fd`), before the first request that
+    /// names it. A worker that cannot take it has died.
+    pub fn send_region(&mut self, id: u64, fd: BorrowedFd<'_>) -> Result<(), WorkerError> {
+        match transport::send_region(self.socket.as_fd(), id, fd) {
+            Ok(()) => Ok(()),
+            Err(_) => Err(self.died()),
         }
     }
 

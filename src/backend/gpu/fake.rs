@@ -4,10 +4,19 @@
 //!
 //! It answers every request plausibly: a made-up device, a "compiled" module, launches that send
 //! the buffers back unchanged and print one line. A launch before any compile fails as the real
-//! worker's does, so a test sees whether a restarted worker was given the module again. The
-//! misbehaviour is asked for per request, by launching a kernel with one of these names:
+//! worker's does, so a test sees whether a restarted worker was given the module again.
+//!
+//! Shared buffers take the real data path: their regions arrive on the socket (`transport.rs`),
+//! and the fake keeps a "device copy" of each written-back buffer under its stamp, uploading
+//! (copying out of the region) only what the real worker would, and saying how much in
+//! `uploaded_bytes`. So a session that skipped an upload it needed computes from stale bytes, and
+//! a test sees it. A kernel named `fake_bump` adds 1 to every byte of every buffer, on the
+//! device copy, so results must travel back too. The misbehaviour is asked for per request, by
+//! launching a kernel with one of these names:
 //!
 //! - `fake_crash`: write a line to stderr and exit with status 70, mid-request;
+//! - `fake_crash_mid_copy`: run like `fake_bump`, write half of the first shared result region,
+//!   then exit with status 70 (a worker killed while copying results out);
 //! - `fake_hang`: never answer (a kernel in an endless loop);
 //! - `fake_garbage`: answer with a well-framed message that is not a response, then go on;
 //! - `fake_linger`: answer, but from then on ignore the closing of stdin and stay (a worker stuck
@@ -20,7 +29,10 @@ use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::protocol::{self, DeviceInfo, KernelInfo, LaunchResult, Request, Response};
+use serde_bytes::ByteBuf;
+
+use super::protocol::{self, DeviceInfo, KernelInfo, LaunchRequest, LaunchResult, Request, Response, WireData};
+use super::transport::Regions;
 
 /// Exit status of a `fake_crash` (`EX_SOFTWARE`).
 pub const CRASH_STATUS: u8 = 70;
@@ -32,6 +44,7 @@ pub fn main() -> ExitCode {
     let mut out = BufWriter::new(io::stdout().lock());
     let mut compiled = false;
     let mut linger = false;
+    let mut gpu = Device { regions: Regions::from_env(), resident: Vec::new() };
     loop {
         let request = match protocol::recv::<Request>(&mut input) {
             Ok(Some(r)) => r,
@@ -66,14 +79,13 @@ pub fn main() -> ExitCode {
                 }
                 kernel => {
                     linger |= kernel == "fake_linger";
-                    let repeat = launch.repeat.max(1) as usize;
-                    Response::Launched(LaunchResult {
-                        buffers: launch.buffers.into_iter().map(|b| b.bytes).collect(),
-                        printf: format!("fake worker ran {kernel}\n"),
-                        guard_hits: Vec::new(),
-                        kernel_ms: vec![0.0; repeat],
-                        launch_us: vec![0.0; repeat],
-                    })
+                    match gpu.launch(&launch) {
+                        Ok(r) => r,
+                        Err(Crash) => {
+                            eprintln!("gridlab worker (fake): crashed on purpose while copying results out");
+                            return ExitCode::from(CRASH_STATUS);
+                        }
+                    }
                 }
             },
             Request::Ptx if compiled => Response::Ptx("// the fake worker compiles nothing\n".into()),
@@ -92,6 +104,91 @@ pub fn main() -> ExitCode {
             return ExitCode::from(3);
         }
     }
+}
+
+/// The fake's GPU: the regions it was given and its "device copies" of shared buffers, by stamp.
+struct Device {
+    regions: Regions,
+    resident: Vec<(u64, Vec<u8>)>,
+}
+
+/// `fake_crash_mid_copy` asked the fake to die.
+struct Crash;
+
+impl Device {
+    /// What the real worker does with the buffers, on host memory: upload where the device copy
+    /// is missing or stale, run (`fake_bump` adds 1 to every byte), write results back.
+    fn launch(&mut self, req: &LaunchRequest) -> Result<Response, Crash> {
+        for id in &req.released {
+            self.regions.release(*id);
+        }
+        let mut uploaded = 0u64;
+        let mut copies = Vec::new();
+        for b in &req.buffers {
+            let copy = match &b.data {
+                WireData::Inline(bytes) => {
+                    uploaded += bytes.len() as u64;
+                    bytes.clone()
+                }
+                WireData::Shared(s) => {
+                    let kept = self.resident.iter().position(|(stamp, c)| *stamp == s.stamp && c.len() as u64 == s.len);
+                    match kept {
+                        Some(i) if s.fresh && s.stamp != 0 => self.resident.swap_remove(i).1,
+                        _ => {
+                            if !s.fresh {
+                                self.resident.retain(|(stamp, _)| *stamp != s.stamp);
+                            }
+                            uploaded += s.len;
+                            match self.regions.get(s.region) {
+                                Ok(Some(map)) => map[..s.len as usize].to_vec(),
+                                _ => return Ok(missing(s.region)),
+                            }
+                        }
+                    }
+                }
+            };
+            copies.push(copy);
+        }
+        let bump = matches!(req.kernel.as_str(), "fake_bump" | "fake_crash_mid_copy");
+        if bump {
+            for byte in copies.iter_mut().flatten() {
+                *byte = byte.wrapping_add(req.repeat.max(1) as u8);
+            }
+        }
+        let mut buffers = Vec::new();
+        for (b, copy) in req.buffers.iter().zip(copies) {
+            match &b.data {
+                WireData::Inline(_) => buffers.push(ByteBuf::from(copy)),
+                WireData::Shared(s) => {
+                    if let Some((target, stamp)) = s.result {
+                        let Ok(Some(map)) = self.regions.get(target) else { return Ok(missing(target)) };
+                        if req.kernel == "fake_crash_mid_copy" {
+                            let half = copy.len() / 2;
+                            map[..half].copy_from_slice(&copy[..half]);
+                            return Err(Crash);
+                        }
+                        map[..copy.len()].copy_from_slice(&copy);
+                        self.resident.push((stamp, copy));
+                    }
+                    buffers.push(ByteBuf::new());
+                }
+            }
+        }
+        let repeat = req.repeat.max(1) as usize;
+        Ok(Response::Launched(Box::new(LaunchResult {
+            buffers,
+            uploaded_bytes: uploaded,
+            printf: format!("fake worker ran {}\n", req.kernel),
+            guard_hits: Vec::new(),
+            kernel_ms: vec![0.0; repeat],
+            launch_us: vec![0.0; repeat],
+        })))
+    }
+}
+
+/// A launch naming a region that never arrived: the real worker's answer.
+fn missing(region: u64) -> Response {
+    Response::Failed { message: format!("shared buffer region {region} never reached the GPU worker"), sticky: false }
 }
 
 /// A device that is plainly not a real one.

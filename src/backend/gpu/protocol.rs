@@ -4,6 +4,10 @@
 //!
 //! The worker's own stdout is not the channel: device `printf` writes there, so the worker moves
 //! its stdout aside at start and speaks the protocol on a duplicate of the original descriptor.
+//!
+//! Large buffers do not travel in messages: they live in shared memory that both processes map
+//! (`buffer::shared`, descriptors passed once by `transport.rs`), and a message names them by
+//! region id, with the stamp that says whether the device already holds their bytes.
 
 use std::io::{self, Read, Write};
 
@@ -43,6 +47,9 @@ pub struct LaunchRequest {
     pub repeat: u32,
     /// Module variables to set before each launch (`cudaMemcpyToSymbol`): name and bytes.
     pub symbols: Vec<(String, Vec<u8>)>,
+    /// Shared regions the session has freed since the last request: the worker lets its
+    /// mappings (and any device copy it keeps for them) go.
+    pub released: Vec<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -60,9 +67,49 @@ pub enum WireArg {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WireBuffer {
-    pub bytes: Vec<u8>,
+    pub data: WireData,
     /// For guard reports in elements.
     pub elem_size: u32,
+}
+
+impl WireBuffer {
+    /// The buffer's size in bytes.
+    pub fn len(&self) -> u64 {
+        match &self.data {
+            WireData::Inline(bytes) => bytes.len() as u64,
+            WireData::Shared(s) => s.len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Where a launched buffer's bytes are.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum WireData {
+    /// A small buffer: its bytes, in the message (and back in [`LaunchResult::buffers`]).
+    Inline(#[serde(with = "serde_bytes")] Vec<u8>),
+    /// A large buffer in shared memory.
+    Shared(SharedBuffer),
+}
+
+/// A buffer in a shared region, and what to do with it around the launch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedBuffer {
+    /// The region holding the buffer's bytes (its descriptor was sent before this message).
+    pub region: u64,
+    pub len: u64,
+    /// The stamp these bytes were last given (0: none) and whether they are still those bytes.
+    /// When they are and the worker still holds a device copy under that stamp, nothing is
+    /// uploaded; when they are not, a device copy under the old stamp is stale and let go.
+    pub stamp: u64,
+    pub fresh: bool,
+    /// After a successful launch: the region to write the buffer's new bytes into (never the
+    /// one above, so the session's bytes are never half-written) and the stamp they get.
+    /// `None` for `:time`, whose launches are not written back.
+    pub result: Option<(u64, u64)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -106,7 +153,8 @@ pub enum Response {
     CompileFailed {
         log: String,
     },
-    Launched(LaunchResult),
+    /// Boxed: the other answers are small, and this one is the largest by far.
+    Launched(Box<LaunchResult>),
     Ptx(String),
     /// A request failed with a CUDA error; `sticky` errors leave the context unusable.
     Failed {
@@ -155,7 +203,12 @@ impl KernelInfo {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LaunchResult {
-    pub buffers: Vec<Vec<u8>>,
+    /// Final contents of the inline buffers, in request order; empty for a shared buffer, whose
+    /// bytes were written into its result region.
+    pub buffers: Vec<serde_bytes::ByteBuf>,
+    /// Bytes copied from the host to the device for this request (buffers whose device copy
+    /// was missing or stale).
+    pub uploaded_bytes: u64,
     /// What the kernel printed, as the device wrote it.
     pub printf: String,
     pub guard_hits: Vec<GuardHit>,
@@ -210,9 +263,22 @@ mod tests {
                 WireArg::View { buffer: 0, byte_offset: 16 },
                 WireArg::Scalar(1000i32.to_le_bytes().to_vec()),
             ],
-            buffers: vec![WireBuffer { bytes: vec![0; 4000], elem_size: 4 }],
+            buffers: vec![
+                WireBuffer { data: WireData::Inline(vec![0; 4000]), elem_size: 4 },
+                WireBuffer {
+                    data: WireData::Shared(SharedBuffer {
+                        region: 7,
+                        len: 1 << 20,
+                        stamp: 3,
+                        fresh: true,
+                        result: Some((8, 4)),
+                    }),
+                    elem_size: 4,
+                },
+            ],
             repeat: 1,
             symbols: vec![("coef".into(), 0.5f32.to_le_bytes().to_vec())],
+            released: vec![2],
         });
         let mut wire = Vec::new();
         send(&mut wire, &req).unwrap();

@@ -5,6 +5,13 @@
 //!
 //! Device `printf` writes to file descriptor 1, so at start the worker moves its stdout to an
 //! in-memory file and speaks the protocol on a duplicate of the original descriptor.
+//!
+//! Large buffers arrive as shared regions (`transport.rs`), mapped here and pinned for the
+//! driver, and are copied between them and the device with `cuMemcpy` directly. After a launch
+//! the worker keeps each such buffer's device copy under the stamp of its new bytes, so the next
+//! launch of the unchanged buffer uploads nothing; the results still go back to the host after
+//! every launch, so that a later fault, which ends this process and every device copy with it,
+//! loses nothing.
 
 use std::ffi::{CString, c_void};
 use std::fs::File;
@@ -15,10 +22,14 @@ use std::time::Instant;
 
 use cudarc::driver::{result, sys};
 use cudarc::nvrtc;
+use serde_bytes::ByteBuf;
 
 use super::cache;
 use super::guard::{self, GUARD_BYTES, PATTERN};
-use super::protocol::{self, DeviceInfo, KernelInfo, LaunchRequest, LaunchResult, Request, Response, WireArg};
+use super::protocol::{
+    self, DeviceInfo, KernelInfo, LaunchRequest, LaunchResult, Request, Response, SharedBuffer, WireArg, WireData,
+};
+use super::transport::Regions;
 
 /// Device printf buffer: large enough for a lesson's worth of output per launch.
 const PRINTF_FIFO_BYTES: usize = 16 << 20;
@@ -32,6 +43,42 @@ struct Worker {
     lowered: std::collections::HashMap<String, String>,
     printf: File,
     printf_read: u64,
+    /// The shared regions the session gave this worker, and those of them pinned.
+    regions: Regions,
+    pinned: std::collections::HashSet<u64>,
+    /// Device copies of shared buffers kept between launches, by the stamp of their bytes.
+    resident: Vec<Resident>,
+    /// At most this many bytes of device copies are kept (half the device's memory).
+    budget: usize,
+    /// Counts launches, for the least recently used device copy.
+    tick: u64,
+}
+
+/// A device allocation: a guard region, `len` bytes of buffer, another guard region.
+struct DeviceBuffer {
+    ptr: sys::CUdeviceptr,
+    len: usize,
+}
+
+impl DeviceBuffer {
+    /// Where the buffer's bytes start, past the first guard.
+    fn data(&self) -> sys::CUdeviceptr {
+        self.ptr + GUARD_BYTES as u64
+    }
+
+    fn free(self) {
+        // SAFETY: allocated by `Worker::alloc`, freed once (this consumes it).
+        unsafe {
+            let _ = result::free_sync(self.ptr);
+        }
+    }
+}
+
+/// A shared buffer's device copy, holding the bytes stamped `stamp`.
+struct Resident {
+    stamp: u64,
+    buf: DeviceBuffer,
+    used: u64,
 }
 
 /// Run the worker loop until the session closes the pipe.
@@ -54,6 +101,11 @@ pub fn main(ordinal: usize) -> ExitCode {
         lowered: Default::default(),
         printf,
         printf_read: 0,
+        regions: Regions::from_env(),
+        pinned: Default::default(),
+        resident: Vec::new(),
+        budget: 0,
+        tick: 0,
     };
     loop {
         let request = match protocol::recv::<Request>(&mut input) {
@@ -143,6 +195,9 @@ impl Worker {
             "enlarging the printf buffer",
             result::ctx::set_limit(sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE, PRINTF_FIFO_BYTES),
         )?;
+        // SAFETY: a valid device.
+        self.budget =
+            unsafe { result::device::total_mem(dev) }.map_err(|e| failed("reading the device's memory", e))? / 2;
         self.ctx = Some(ctx);
         Ok(())
     }
@@ -361,7 +416,85 @@ impl Worker {
         }
     }
 
+    /// Let a region the session freed go: unpinned, unmapped.
+    fn release_region(&mut self, id: u64) {
+        if let Some(mut map) = self.regions.release(id)
+            && self.pinned.remove(&id)
+        {
+            // SAFETY: pinned by `region` at this address and length, unpinned once, before the
+            // mapping goes.
+            unsafe {
+                let _ = sys::cuMemHostUnregister(map.as_mut_ptr() as *mut c_void);
+            }
+        }
+    }
+
+    /// Make sure region `id` is mapped, and pinned where the driver allows it, so that copies to
+    /// and from it run at the bus's speed; a region that cannot be pinned is still copied, only
+    /// more slowly. Its length comes back.
+    fn region(&mut self, id: u64) -> Result<usize, Response> {
+        let first = !self.regions.contains(id);
+        let map = match self.regions.get(id) {
+            Ok(Some(map)) => map,
+            Ok(None) => {
+                return Err(Response::Failed {
+                    message: format!("shared buffer region {id} never reached the GPU worker"),
+                    sticky: false,
+                });
+            }
+            Err(e) => {
+                return Err(Response::Failed {
+                    message: format!("the GPU worker could not map a shared buffer: {e}"),
+                    sticky: false,
+                });
+            }
+        };
+        if first {
+            // SAFETY: the mapping stays until `release_region` unpins it.
+            let r = unsafe { sys::cuMemHostRegister_v2(map.as_mut_ptr() as *mut c_void, map.len(), 0) };
+            if r == sys::CUresult::CUDA_SUCCESS {
+                self.pinned.insert(id);
+            }
+        }
+        Ok(map.len())
+    }
+
+    /// A device allocation of `len` bytes with guards on both sides. Device copies kept between
+    /// launches stay within [`Worker::budget`], the least recently used going first, and all of
+    /// them go before an allocation is refused for want of memory.
+    fn alloc(&mut self, len: usize) -> Result<DeviceBuffer, result::DriverError> {
+        let total = len + 2 * GUARD_BYTES;
+        while !self.resident.is_empty()
+            && self.resident.iter().map(|r| r.buf.len + 2 * GUARD_BYTES).sum::<usize>() + total > self.budget
+        {
+            let oldest = (0..self.resident.len()).min_by_key(|&i| self.resident[i].used).unwrap_or(0);
+            self.resident.swap_remove(oldest).buf.free();
+        }
+        // SAFETY: a plain allocation.
+        let ptr = match unsafe { result::malloc_sync(total) } {
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY && !self.resident.is_empty() => {
+                for r in self.resident.drain(..) {
+                    r.buf.free();
+                }
+                // SAFETY: as above.
+                unsafe { result::malloc_sync(total) }?
+            }
+            r => r?,
+        };
+        Ok(DeviceBuffer { ptr, len })
+    }
+
+    /// Forget the device copy of the bytes stamped `stamp`: the host changed them since.
+    fn drop_resident(&mut self, stamp: u64) {
+        while let Some(i) = self.resident.iter().position(|r| r.stamp == stamp) {
+            self.resident.swap_remove(i).buf.free();
+        }
+    }
+
     fn launch(&mut self, req: LaunchRequest) -> Response {
+        for id in &req.released {
+            self.release_region(*id);
+        }
         // A template instance is found by its mangled name, as `:info` finds it.
         let func = match self.function(&req.kernel) {
             Ok(f) => f,
@@ -371,7 +504,7 @@ impl Worker {
         // checks this before it asks, and the worker does not take it on trust.
         for a in &req.args {
             if let WireArg::View { buffer, byte_offset } = a {
-                let len = req.buffers.get(*buffer as usize).map(|b| b.bytes.len() as u64);
+                let len = req.buffers.get(*buffer as usize).map(|b| b.len());
                 if len.is_none_or(|len| *byte_offset > len) {
                     return Response::Failed {
                         message: format!("an argument points {byte_offset} bytes into buffer {buffer}, outside it"),
@@ -380,40 +513,102 @@ impl Worker {
                 }
             }
         }
-        // Allocate every buffer with guards on both sides, filled with the pattern.
-        let mut allocations: Vec<(sys::CUdeviceptr, usize)> = Vec::new();
-        let free_all = |allocs: &[(sys::CUdeviceptr, usize)]| {
-            for (p, _) in allocs {
-                // SAFETY: allocated below, freed once.
-                unsafe {
-                    let _ = result::free_sync(*p);
+        // Every region the request names arrived on the socket before it.
+        for b in &req.buffers {
+            let WireData::Shared(s) = &b.data else { continue };
+            for id in std::iter::once(s.region).chain(s.result.map(|(target, _)| target)) {
+                match self.region(id) {
+                    Ok(len) if len as u64 >= s.len => {}
+                    Ok(len) => {
+                        return Response::Failed {
+                            message: format!("shared region {id} holds {len} bytes, not the buffer's {}", s.len),
+                            sticky: false,
+                        };
+                    }
+                    Err(r) => return r,
                 }
             }
-        };
+        }
+        self.tick += 1;
+        let n = req.buffers.len();
+        let mut allocs: Vec<Option<DeviceBuffer>> = (0..n).map(|_| None).collect();
+        // A device copy that still holds what the host holds: nothing to upload.
+        for (i, b) in req.buffers.iter().enumerate() {
+            if let WireData::Shared(s) = &b.data
+                && s.fresh
+                && s.stamp != 0
+                && let Some(at) = self.resident.iter().position(|r| r.stamp == s.stamp && r.buf.len as u64 == s.len)
+            {
+                allocs[i] = Some(self.resident.swap_remove(at).buf);
+            }
+        }
+        // A device copy of bytes the host has changed since is of no use again.
         for b in &req.buffers {
-            let total = b.bytes.len() + 2 * GUARD_BYTES;
-            // SAFETY: plain allocation and copies into it.
+            if let WireData::Shared(s) = &b.data
+                && !s.fresh
+                && s.stamp != 0
+            {
+                self.drop_resident(s.stamp);
+            }
+        }
+        let free_all = |allocs: &mut Vec<Option<DeviceBuffer>>| {
+            for d in allocs.drain(..).flatten() {
+                d.free();
+            }
+        };
+        let mut uploaded = 0u64;
+        for i in 0..n {
+            let b = &req.buffers[i];
+            let len = b.len() as usize;
+            if allocs[i].is_none() {
+                let d = match self.alloc(len) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        free_all(&mut allocs);
+                        if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                            return Response::Failed {
+                                message: format!("the GPU has no room for a buffer of {len} bytes (and its guards)"),
+                                sticky: false,
+                            };
+                        }
+                        return failed("allocating buffers", e);
+                    }
+                };
+                let data = d.data();
+                allocs[i] = Some(d);
+                let copied = match &b.data {
+                    // SAFETY: `data` has room for `len` bytes.
+                    WireData::Inline(bytes) => unsafe { result::memcpy_htod_sync(data, bytes) },
+                    WireData::Shared(s) => match self.regions.get(s.region) {
+                        // SAFETY: as above; the region holds at least `len` bytes (checked).
+                        Ok(Some(map)) => unsafe { result::memcpy_htod_sync(data, &map[..len]) },
+                        _ => Err(result::DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE)),
+                    },
+                };
+                if let Err(e) = copied {
+                    free_all(&mut allocs);
+                    return failed("copying buffers to the GPU", e);
+                }
+                uploaded += len as u64;
+            }
+        }
+        let bufs: Vec<DeviceBuffer> = allocs.into_iter().flatten().collect();
+        let free_bufs = |bufs: Vec<DeviceBuffer>| {
+            for d in bufs {
+                d.free();
+            }
+        };
+        // Fill the guards with the pattern, before and after every buffer, at every launch.
+        for d in &bufs {
+            // SAFETY: both ranges lie inside the allocation.
             let r = unsafe {
-                result::malloc_sync(total).and_then(|p| {
-                    allocations.push((p, b.bytes.len()));
-                    sys::cuMemsetD8_v2(p, PATTERN, total).result()?;
-                    result::memcpy_htod_sync(p + GUARD_BYTES as u64, &b.bytes)?;
-                    Ok(())
-                })
+                sys::cuMemsetD8_v2(d.ptr, PATTERN, GUARD_BYTES)
+                    .result()
+                    .and_then(|_| sys::cuMemsetD8_v2(d.data() + d.len as u64, PATTERN, GUARD_BYTES).result())
             };
             if let Err(e) = r {
-                free_all(&allocations);
-                let sticky = matches!(e.0 as u32, 700 | 702 | 710 | 714..=719);
-                if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-                    return Response::Failed {
-                        message: format!(
-                            "the GPU has no room for a buffer of {} bytes (and its guards)",
-                            b.bytes.len()
-                        ),
-                        sticky,
-                    };
-                }
-                return failed("allocating buffers", e);
+                free_bufs(bufs);
+                return failed("filling the guard regions", e);
             }
         }
         // Argument storage must outlive the launch; params point into it.
@@ -421,15 +616,10 @@ impl Worker {
             .args
             .iter()
             .map(|a| match a {
-                WireArg::Buffer(i) => {
-                    let ptr = allocations.get(*i as usize).map_or(0, |(p, _)| p + GUARD_BYTES as u64);
-                    ptr.to_le_bytes().to_vec()
-                }
+                WireArg::Buffer(i) => bufs.get(*i as usize).map_or(0, |d| d.data()).to_le_bytes().to_vec(),
                 // `d_a + offset` of host code: the device pointer moved on by the offset.
                 WireArg::View { buffer, byte_offset } => {
-                    let ptr =
-                        allocations.get(*buffer as usize).map_or(0, |(p, _)| p + GUARD_BYTES as u64 + byte_offset);
-                    ptr.to_le_bytes().to_vec()
+                    bufs.get(*buffer as usize).map_or(0, |d| d.data() + byte_offset).to_le_bytes().to_vec()
                 }
                 WireArg::Scalar(bytes) => bytes.clone(),
             })
@@ -444,8 +634,15 @@ impl Worker {
         let (start_ev, stop_ev) = match events {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) | (_, Err(e)) => {
-                free_all(&allocations);
+                free_bufs(bufs);
                 return failed("creating timing events", e);
+            }
+        };
+        let destroy_events = || {
+            // SAFETY: events created above, not used after.
+            unsafe {
+                let _ = result::event::destroy(start_ev);
+                let _ = result::event::destroy(stop_ev);
             }
         };
         let g = (req.grid[0], req.grid[1], req.grid[2]);
@@ -455,12 +652,8 @@ impl Worker {
             // Before every launch, as the simulator starts each launch from them: a kernel
             // that writes a `__device__` variable the session set sees the set values again.
             if let Err(r) = self.set_symbols(&req.symbols) {
-                free_all(&allocations);
-                // SAFETY: events created above, not used after.
-                unsafe {
-                    let _ = result::event::destroy(start_ev);
-                    let _ = result::event::destroy(stop_ev);
-                }
+                free_bufs(bufs);
+                destroy_events();
                 return r;
             }
             // SAFETY: the function, its arguments and the buffers are valid for the launch.
@@ -479,45 +672,78 @@ impl Worker {
             if let Err(e) = r {
                 let response = failed(&format!("running `{}`", req.kernel), e);
                 if !matches!(response, Response::Failed { sticky: true, .. }) {
-                    free_all(&allocations);
+                    free_bufs(bufs);
+                    destroy_events();
                 }
                 return response;
             }
         }
-        // SAFETY: plain synchronisation and copies out of our own allocations.
-        let copied = unsafe {
-            result::ctx::synchronize().and_then(|_| {
-                let mut out = Vec::new();
-                let mut hits = Vec::new();
-                for (i, (p, len)) in allocations.iter().enumerate() {
-                    let mut host = vec![0u8; *len];
-                    result::memcpy_dtoh_sync(&mut host, p + GUARD_BYTES as u64)?;
-                    let mut before = vec![0u8; GUARD_BYTES];
-                    let mut after = vec![0u8; GUARD_BYTES];
-                    result::memcpy_dtoh_sync(&mut before, *p)?;
-                    result::memcpy_dtoh_sync(&mut after, p + (GUARD_BYTES + len) as u64)?;
-                    let elem = req.buffers[i].elem_size as usize;
-                    if let Some(hit) = guard::check(i as u32, &before, &after, *len, elem) {
-                        hits.push(hit);
-                    }
-                    out.push(host);
+        destroy_events();
+        // The kernel finished: check the guards and copy the results out, the inline buffers
+        // into the answer and the shared ones into their result regions (never the regions the
+        // session's buffers are in, so a worker killed part-way leaves those whole).
+        let mut out = Vec::new();
+        let mut guard_hits = Vec::new();
+        let mut copy_out = || -> Result<(), result::DriverError> {
+            result::ctx::synchronize()?;
+            for (i, d) in bufs.iter().enumerate() {
+                let mut before = vec![0u8; GUARD_BYTES];
+                let mut after = vec![0u8; GUARD_BYTES];
+                // SAFETY: both guards lie inside the allocation.
+                unsafe {
+                    result::memcpy_dtoh_sync(&mut before, d.ptr)?;
+                    result::memcpy_dtoh_sync(&mut after, d.data() + d.len as u64)?;
                 }
-                Ok((out, hits))
-            })
-        };
-        // SAFETY: events created above.
-        unsafe {
-            let _ = result::event::destroy(start_ev);
-            let _ = result::event::destroy(stop_ev);
-        }
-        let printf = self.take_printf();
-        match copied {
-            Ok((buffers, guard_hits)) => {
-                free_all(&allocations);
-                Response::Launched(LaunchResult { buffers, printf, guard_hits, kernel_ms, launch_us })
+                if let Some(hit) = guard::check(i as u32, &before, &after, d.len, req.buffers[i].elem_size as usize) {
+                    guard_hits.push(hit);
+                }
+                match &req.buffers[i].data {
+                    WireData::Inline(_) => {
+                        let mut host = vec![0u8; d.len];
+                        // SAFETY: the allocation holds `d.len` bytes at `data()`.
+                        unsafe { result::memcpy_dtoh_sync(&mut host, d.data()) }?;
+                        out.push(ByteBuf::from(host));
+                    }
+                    WireData::Shared(s) => {
+                        if let Some((target, _)) = s.result
+                            && let Ok(Some(map)) = self.regions.get(target)
+                        {
+                            // SAFETY: as above; the region holds at least `d.len` bytes (checked).
+                            unsafe { result::memcpy_dtoh_sync(&mut map[..d.len], d.data()) }?;
+                        }
+                        out.push(ByteBuf::new());
+                    }
+                }
             }
-            Err(e) => failed(&format!("running `{}`", req.kernel), e),
+            Ok(())
+        };
+        let copied = copy_out();
+        let printf = self.take_printf();
+        if let Err(e) = copied {
+            let response = failed(&format!("running `{}`", req.kernel), e);
+            if !matches!(response, Response::Failed { sticky: true, .. }) {
+                free_bufs(bufs);
+            }
+            return response;
         }
+        // Keep the device copy of each shared buffer written back, under the stamp its new bytes
+        // have; the others are done with.
+        for (d, b) in bufs.into_iter().zip(&req.buffers) {
+            match &b.data {
+                WireData::Shared(SharedBuffer { result: Some((_, stamp)), .. }) => {
+                    self.resident.push(Resident { stamp: *stamp, buf: d, used: self.tick });
+                }
+                _ => d.free(),
+            }
+        }
+        Response::Launched(Box::new(LaunchResult {
+            buffers: out,
+            uploaded_bytes: uploaded,
+            printf,
+            guard_hits,
+            kernel_ms,
+            launch_us,
+        }))
     }
 
     /// Copy the session's values into the loaded module's `__constant__`/`__device__`
