@@ -55,8 +55,27 @@ __global__ void window_sum(const float *in, float *out, int n) {
 }
 "#;
 
+/// The same kernels in Numba's Python: lowered to CUDA C by gridlab's Python front end, so they
+/// should run at the speed of their C twins (the table says how close).
+const PY_KERNELS: &str = r#"
+from numba import cuda
+
+@cuda.jit
+def add_half_py(a):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] += 0.5
+
+@cuda.jit
+def add_half_everywhere_py(a):
+    for i in range(a.size):
+        a[i] += 0.5
+"#;
+
 struct Case {
     name: &'static str,
+    /// A Python kernel: its one array's length is passed as a `long long` extent.
+    python: bool,
     kernel: &'static str,
     grid: Dim3,
     block: Dim3,
@@ -78,6 +97,7 @@ fn cases() -> Vec<Case> {
             buffers: vec![(n20, 0.0)],
             n: n20 as i32,
             runs: 5,
+            python: false,
         },
         Case {
             name: "add_half 16384, <<<64, 256>>> (as Numba's anchor)",
@@ -87,6 +107,7 @@ fn cases() -> Vec<Case> {
             buffers: vec![(16384, 0.0)],
             n: 16384,
             runs: 9,
+            python: false,
         },
         Case {
             name: "racy loop on 2 elements, <<<1024, 1024>>>",
@@ -96,6 +117,7 @@ fn cases() -> Vec<Case> {
             buffers: vec![(2, 0.0)],
             n: 2,
             runs: 3,
+            python: false,
         },
         Case {
             name: "racy loop on 2 elements, <<<16, 256>>> (as Numba's anchor)",
@@ -105,6 +127,7 @@ fn cases() -> Vec<Case> {
             buffers: vec![(2, 0.0)],
             n: 2,
             runs: 9,
+            python: false,
         },
         Case {
             name: "shared-memory block sum of 2^20, <<<4096, 256>>>",
@@ -114,6 +137,7 @@ fn cases() -> Vec<Case> {
             buffers: vec![(n20, 1.0), (1, 0.0)],
             n: n20 as i32,
             runs: 3,
+            python: false,
         },
         Case {
             name: "naive matmul 256x256, <<<(16, 16), (16, 16)>>>",
@@ -123,6 +147,7 @@ fn cases() -> Vec<Case> {
             buffers: vec![(65536, 1.0), (65536, 2.0), (65536, 0.0)],
             n: 256,
             runs: 1,
+            python: false,
         },
         Case {
             name: "local-array window sum of 2^18, <<<1024, 256>>>",
@@ -132,8 +157,50 @@ fn cases() -> Vec<Case> {
             buffers: vec![(1 << 18, 1.0), (1 << 18, 0.0)],
             n: 1 << 18,
             runs: 3,
+            python: false,
+        },
+        Case {
+            name: "add_half 16384 in Python, [64, 256] (C twin: as Numba's anchor)",
+            kernel: "add_half_py",
+            grid: Dim3::linear(64),
+            block: Dim3::linear(256),
+            buffers: vec![(16384, 0.0)],
+            n: 16384,
+            runs: 9,
+            python: true,
+        },
+        Case {
+            name: "add_half 2^20 in Python, [4096, 256] (C twin: <<<4096, 256>>>)",
+            kernel: "add_half_py",
+            grid: Dim3::linear(4096),
+            block: Dim3::linear(256),
+            buffers: vec![(n20, 0.0)],
+            n: n20 as i32,
+            runs: 5,
+            python: true,
+        },
+        Case {
+            name: "racy loop on 2 elements in Python, [1024, 1024]",
+            kernel: "add_half_everywhere_py",
+            grid: Dim3::linear(1024),
+            block: Dim3::linear(1024),
+            buffers: vec![(2, 0.0)],
+            n: 2,
+            runs: 3,
+            python: true,
         },
     ]
+}
+
+/// The Python kernels as CUDA C, lowered for one float32 array each.
+fn python_kernels() -> String {
+    use gridlab::python::{ArgType, Env, lower, read_snippet};
+    let snippet = read_snippet(0, PY_KERNELS).expect("the Python kernels parse");
+    let functions = |_: &str| None;
+    let globals = |_: &str| None;
+    let env = Env { functions: &functions, globals: &globals, imports: &snippet.imports };
+    let arg = [ArgType::Array { dtype: DType::F32, ndim: 1 }];
+    snippet.functions.iter().map(|f| lower(&env, f, &arg).expect("the Python kernels lower").text).collect()
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -146,6 +213,9 @@ fn main() {
     let id = sources.add("bench.cu", KERNELS, 1);
     let mut module = Module::new();
     module.add(id, KERNELS).expect("the benchmark kernels check");
+    let py = python_kernels();
+    let py_id = sources.add("bench.py (as C)", py.as_str(), 1);
+    module.add(py_id, &py).expect("the lowered Python kernels check");
     eprintln!("{:<58} {:>9} {:>14} {:>9} {:>9}", "case", "findings", "threads/s", "no find.", "model");
     for case in cases() {
         let mut row = Vec::new();
@@ -164,7 +234,11 @@ fn main() {
                     })
                     .collect();
                 let mut args: Vec<Arg> = (0..bufs.len()).map(Arg::Buffer).collect();
-                args.push(Arg::Scalar(ScalarArg::I32(case.n)));
+                if case.python {
+                    args.push(Arg::Scalar(ScalarArg::I64(case.buffers[0].0 as i64)));
+                } else {
+                    args.push(Arg::Scalar(ScalarArg::I32(case.n)));
+                }
                 let spec = LaunchSpec {
                     kernel: case.kernel.into(),
                     grid: case.grid,

@@ -5,6 +5,7 @@ The folder holding this file is first on `sys.path`, so the program's `import nu
 kernel to gridlab and whose launches run there, on the simulator or the GPU.
 """
 
+import importlib.util
 import os
 import runpy
 import sys
@@ -22,6 +23,26 @@ def user_frame(tb, path):
     return best
 
 
+def load_stand_in():
+    """Put gridlab's `numba` in sys.modules before the program runs, so that an installed
+    Numba (or numba-cuda, whose import hooks redirect `numba.cuda`) never answers for it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+
+    def load(name, path, package=None):
+        spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=package)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    numba_dir = os.path.join(here, "numba")
+    types = load("numba.types", os.path.join(numba_dir, "types.py"))
+    cuda = load("numba.cuda", os.path.join(numba_dir, "cuda", "__init__.py"), [os.path.join(numba_dir, "cuda")])
+    numba = load("numba", os.path.join(numba_dir, "__init__.py"), [numba_dir])
+    numba.cuda = cuda
+    numba.types = types
+
+
 def main():
     path = os.path.abspath(sys.argv[1])
     _gridlab.connect(os.fdopen(os.dup(1), "wb"), os.fdopen(os.dup(0), "rb"))
@@ -34,6 +55,7 @@ def main():
     except ImportError:
         _gridlab.send({"op": "missing", "what": "numpy"})
         return
+    load_stand_in()
     sys.argv = sys.argv[1:]
     sys.path.insert(0, os.path.dirname(path))
     try:
