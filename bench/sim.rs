@@ -44,6 +44,17 @@ __global__ void matmul(const float *A, const float *B, float *C, int N) {
         C[row * N + col] = acc;
     }
 }
+// The Python kernels' meaning in C, written by hand: Numba's `0.5` is a double and its
+// indices are 64-bit, so these, not the float kernels above, are their twins.
+__global__ void add_half_numba(float *a, long long n) {
+    long long i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] += 0.5;
+}
+__global__ void add_half_everywhere_numba(float *a, long long n) {
+    for (long long i = 0; i < n; i++) {
+        a[i] += 0.5;
+    }
+}
 __global__ void window_sum(const float *in, float *out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -74,7 +85,7 @@ def add_half_everywhere_py(a):
 
 struct Case {
     name: &'static str,
-    /// A Python kernel: its one array's length is passed as a `long long` extent.
+    /// A Python kernel (or its C twin): its one array's length is passed as a `long long`.
     python: bool,
     kernel: &'static str,
     grid: Dim3,
@@ -160,7 +171,7 @@ fn cases() -> Vec<Case> {
             python: false,
         },
         Case {
-            name: "add_half 16384 in Python, [64, 256] (C twin: as Numba's anchor)",
+            name: "add_half 16384 in Python, [64, 256]",
             kernel: "add_half_py",
             grid: Dim3::linear(64),
             block: Dim3::linear(256),
@@ -170,7 +181,7 @@ fn cases() -> Vec<Case> {
             python: true,
         },
         Case {
-            name: "add_half 2^20 in Python, [4096, 256] (C twin: <<<4096, 256>>>)",
+            name: "add_half 2^20 in Python, [4096, 256]",
             kernel: "add_half_py",
             grid: Dim3::linear(4096),
             block: Dim3::linear(256),
@@ -182,6 +193,36 @@ fn cases() -> Vec<Case> {
         Case {
             name: "racy loop on 2 elements in Python, [1024, 1024]",
             kernel: "add_half_everywhere_py",
+            grid: Dim3::linear(1024),
+            block: Dim3::linear(1024),
+            buffers: vec![(2, 0.0)],
+            n: 2,
+            runs: 3,
+            python: true,
+        },
+        Case {
+            name: "add_half 16384 in C as Numba means it, <<<64, 256>>>",
+            kernel: "add_half_numba",
+            grid: Dim3::linear(64),
+            block: Dim3::linear(256),
+            buffers: vec![(16384, 0.0)],
+            n: 16384,
+            runs: 9,
+            python: true,
+        },
+        Case {
+            name: "add_half 2^20 in C as Numba means it, <<<4096, 256>>>",
+            kernel: "add_half_numba",
+            grid: Dim3::linear(4096),
+            block: Dim3::linear(256),
+            buffers: vec![(n20, 0.0)],
+            n: n20 as i32,
+            runs: 5,
+            python: true,
+        },
+        Case {
+            name: "racy loop on 2 elements in C as Numba means it, <<<1024, 1024>>>",
+            kernel: "add_half_everywhere_numba",
             grid: Dim3::linear(1024),
             block: Dim3::linear(1024),
             buffers: vec![(2, 0.0)],
