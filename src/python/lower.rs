@@ -935,7 +935,7 @@ impl Lowerer<'_, '_> {
             ast::Expr::Name(n) => {
                 let name = n.id.as_str();
                 // Arrays made in the kernel: shared, local and constant arrays.
-                if let Some(decl) = self.array_decl(value, name)? {
+                if let Some(decl) = self.array_decl(value)? {
                     return self.declare_array(name, decl, at);
                 }
                 let c = self.expr(value)?;
@@ -1028,7 +1028,7 @@ impl Lowerer<'_, '_> {
                 let swap = t.elts.len() > 1
                     && t.elts.iter().any(|e| matches!(e, ast::Expr::Name(n) if read.contains(n.id.as_str())));
                 let mut temps = Vec::new();
-                for (i, v) in values.into_iter().enumerate() {
+                for v in values {
                     if swap {
                         self.temp += 1;
                         let tmp = format!("tmp{}", self.temp);
@@ -1037,7 +1037,6 @@ impl Lowerer<'_, '_> {
                     } else {
                         temps.push(v);
                     }
-                    let _ = i;
                 }
                 for (target, v) in t.elts.iter().zip(temps) {
                     match target {
@@ -1174,7 +1173,7 @@ impl Lowerer<'_, '_> {
     }
 
     /// `s = cuda.shared.array(shape, dtype)` and friends: the array's type and storage.
-    fn array_decl(&mut self, value: &ast::Expr, _name: &str) -> R<Option<ArrayDecl>> {
+    fn array_decl(&mut self, value: &ast::Expr) -> R<Option<ArrayDecl>> {
         let ast::Expr::Call(c) = value else { return Ok(None) };
         let path = dotted(&c.func, self.env.imports).unwrap_or_default();
         let space = match path.as_str() {
@@ -1660,7 +1659,7 @@ impl Lowerer<'_, '_> {
                 .nth(k.max(0) as usize)
                 .ok_or_else(|| self.err(s.slice.range(), "this index is past the tuple's end"));
         }
-        let Ty::Array { dtype, ndim, space, dims } = target.ty.clone() else {
+        let Ty::Array { dtype, ndim, space, .. } = target.ty.clone() else {
             return Err(self.err(s.value.range(), format!("{} cannot be indexed", target.ty.numba_name())));
         };
         let indices: Vec<&ast::Expr> = match &*s.slice {
@@ -1729,7 +1728,6 @@ impl Lowerer<'_, '_> {
                 ))
             }
             Space::Shared | Space::Local => {
-                let _ = dims;
                 let mut parts = vec![(String::new(), Some(target.clone()))];
                 for i in idx {
                     parts.push(("[".into(), Some(i)));
@@ -1968,15 +1966,6 @@ impl Lowerer<'_, '_> {
                 .at(at))
             }
         };
-        let none = || CExpr {
-            text: String::new(),
-            ty: Ty::None,
-            cty: DType::I32,
-            prec: 100,
-            map: Vec::new(),
-            small_literal: false,
-            maybe_negative: false,
-        };
         let stmt = |text: String| {
             let len = text.len() as u32;
             CExpr {
@@ -2127,7 +2116,6 @@ impl Lowerer<'_, '_> {
         if let Some(f) = (self.env.functions)(&path) {
             return self.call_device(&f, c, at);
         }
-        let _ = none;
         Err(self.err(c.func.range(), format!("gridlab does not know `{path}` in a kernel"))
             .help("a kernel can call `@cuda.jit(device=True)` functions, `cuda.*`, `math.*` and numpy's scalar math; docs/python.md lists them"))
     }
@@ -2203,7 +2191,7 @@ impl Lowerer<'_, '_> {
             return Err(self.err(c.range, format!("`cuda.atomic.{op}` takes {n} arguments")).help(usage));
         }
         let arr = self.expr(&c.args[0])?;
-        let Ty::Array { dtype, ndim, .. } = arr.ty.clone() else {
+        let Ty::Array { dtype, .. } = arr.ty.clone() else {
             return Err(self.err(c.args[0].range(), "the first argument of an atomic is the array"));
         };
         // `compare_and_swap(arr, old, new)` works on arr[0].
@@ -2219,7 +2207,6 @@ impl Lowerer<'_, '_> {
                 slice: Box::new(zero),
                 ctx: ast::ExprContext::Load,
             };
-            let _ = ndim;
             (self.subscript(&sub)?, &c.args[1..])
         } else {
             let sub = ast::ExprSubscript {
