@@ -464,13 +464,28 @@ pub enum MathFn {
     Hypot,
 }
 
+/// How `__syncthreads_count`/`_and`/`_or` combine their predicate over the block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BarrierReduce {
+    /// How many threads passed a non-zero predicate.
+    Count,
+    /// 1 when every thread did.
+    And,
+    /// 1 when any thread did.
+    Or,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Intrinsic {
     /// `__syncthreads()`.
     SyncThreads,
-    /// `__syncwarp(mask)`.
+    /// `__syncthreads_count(p)`, `_and(p)`, `_or(p)`: a barrier that also combines an `int`
+    /// predicate over the block. Result `int`.
+    SyncThreadsReduce(BarrierReduce),
+    /// `__syncwarp(mask)`: arg is the mask of lanes that synchronise.
     SyncWarp,
-    /// `__threadfence()`, `__threadfence_block()`: no ordering effect in the simulator's findings.
+    /// `__threadfence()`, `__threadfence_block()`, `__threadfence_system()`: orders the thread's
+    /// accesses before it ahead of its atomics after it (a release, for the race check).
     ThreadFence,
     /// Args: pointer, value (and for `Cas`: compare, value). Result: the old value, type `ty`.
     Atomic {

@@ -126,7 +126,7 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             }
             d.help(out_of_bounds_advice(sources, first, kname, global, *threads, *len, *min_index, *max_index))
         }
-        Finding::Race { memory, kernel_name, view, index, count, elements, first, second } => {
+        Finding::Race { memory, kernel_name, view, index, count, elements, first, second, same_warp } => {
             let lines = {
                 let (a, b) = (line(sources, first), line(sources, second));
                 if a == b { format!("line {a}") } else { format!("lines {a} and {b}") }
@@ -153,7 +153,9 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
                         access_word(first.access, &el),
                         second.thread.describe(),
                         access_word(second.access, &el),
-                        if same_block {
+                        if *same_warp {
+                            " (no __syncwarp() or __syncthreads() between them)"
+                        } else if same_block {
                             " (no __syncthreads() between them)"
                         } else {
                             " (they are in different blocks)"
@@ -167,9 +169,9 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             match view {
                 Some((param, offset)) => {
                     let el = format!("{param}[{}]", index.saturating_sub(*offset as i64));
-                    d.help(race_advice(sources, memory, &el, param, *elements, first, second))
+                    d.help(race_advice(sources, memory, &el, param, *elements, first, second, *same_warp))
                 }
-                None => d.help(race_advice(sources, memory, &el, kname, *elements, first, second)),
+                None => d.help(race_advice(sources, memory, &el, kname, *elements, first, second, *same_warp)),
             }
         }
         Finding::Uninit { memory, kernel_name, index, count, elements, first } => {
@@ -415,6 +417,7 @@ fn out_of_bounds_advice(
 /// How to fix a race: a barrier for shared memory, an atomic for one element many threads
 /// update, the whole grid's stride for a grid-stride loop that steps by one block, or elements
 /// of their own for threads that share them.
+#[allow(clippy::too_many_arguments)]
 fn race_advice(
     sources: &SourceMap,
     memory: &Memory,
@@ -423,13 +426,19 @@ fn race_advice(
     elements: u64,
     first: &Site,
     second: &Site,
+    same_warp: bool,
 ) -> String {
     let same_line = first.span.source == second.span.source && line(sources, first) == line(sources, second);
+    let barrier = if same_warp {
+        "__syncwarp() (the threads are lanes of one warp) or __syncthreads()"
+    } else {
+        "__syncthreads()"
+    };
     match memory {
         Memory::Shared(_) if elements == 1 && same_line => format!(
             "the threads of a block all update {el}: make the update atomic, `atomicAdd(&{el}, ...)`, or give each thread an element of its own and add them up after a __syncthreads()"
         ),
-        Memory::Shared(_) => "put __syncthreads() between the write and the read by another thread".to_string(),
+        Memory::Shared(_) => format!("put {barrier} between the write and the read by another thread"),
         _ => {
             let (text, pos, access) = code_at(sources, second).unwrap_or_default();
             let names = advice::identifiers(advice::index_text(&access));
@@ -597,6 +606,7 @@ mod tests {
             elements,
             first,
             second,
+            same_warp: false,
         };
         // Every thread adds into s[0]: a barrier cannot help, an atomic can.
         let sum = race(at("s[0]", Access::Read, 1), at("s[0]", Access::Write, 2), 1);
@@ -629,6 +639,7 @@ mod tests {
             elements: 2,
             first,
             second,
+            same_warp: false,
         };
         insta::assert_snapshot!(to_diagnostic(&f, &map).to_plain(&map));
     }

@@ -1365,6 +1365,16 @@ impl<'m> Fx<'m> {
                 self.arity(name, args, 0, 0, span, "__syncthreads()")?;
                 intr(Intrinsic::SyncThreads, vec![], Type::Void)
             }
+            "__syncthreads_count" | "__syncthreads_and" | "__syncthreads_or" => {
+                self.arity(name, args, 1, 1, span, &format!("{name}(threadIdx.x < 10)"))?;
+                let reduce = match name {
+                    "__syncthreads_count" => BarrierReduce::Count,
+                    "__syncthreads_and" => BarrierReduce::And,
+                    _ => BarrierReduce::Or,
+                };
+                let pred = self.number_arg(&args[0], Scalar::I32, name)?;
+                intr(Intrinsic::SyncThreadsReduce(reduce), vec![pred], Type::Scalar(Scalar::I32))
+            }
             "__syncwarp" => {
                 self.arity(name, args, 0, 1, span, "__syncwarp(0xffffffff)")?;
                 let mask = match args.first() {
