@@ -429,6 +429,27 @@ fn race_advice(
     same_warp: bool,
 ) -> String {
     let same_line = first.span.source == second.span.source && line(sources, first) == line(sources, second);
+    // One side is atomic already: the plain access is the one to change.
+    let plain = match (first.access, second.access) {
+        (Access::Atomic, Access::Read | Access::Write) => Some(second),
+        (Access::Read | Access::Write, Access::Atomic) => Some(first),
+        _ => None,
+    };
+    if let Some(p) = plain {
+        let (what, how) = match p.access {
+            Access::Read => ("read", format!("read it atomically too (`atomicAdd(&{el}, 0)`)")),
+            _ => ("write", format!("write it atomically too (`atomicExch(&{el}, value)`)")),
+        };
+        let after = if first.thread.block == second.thread.block {
+            "after a __syncthreads() that follows the atomic updates"
+        } else {
+            "to a later launch, once every block's atomic updates are done"
+        };
+        return format!(
+            "the other access is atomic already; the plain {what} of {el} on line {} is the one to fix: {how}, or move it {after}",
+            line(sources, p)
+        );
+    }
     let barrier = if same_warp {
         "__syncwarp() (the threads are lanes of one warp) or __syncthreads()"
     } else {

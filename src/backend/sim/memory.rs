@@ -278,10 +278,10 @@ pub fn check(s: &mut Shadow, who: &Who, access: Access, releases: &Releases) -> 
         note(w, if w_atomic { Access::Atomic } else { Access::Write });
     }
     if access != Access::Read {
-        if !atomic {
-            note(s[1], Access::Read);
-            note(s[2], Access::Read);
-        }
+        // Reads are recorded plain: a plain read races with an atomic update as much as with a
+        // plain write, whichever of the two came first.
+        note(s[1], Access::Read);
+        note(s[2], Access::Read);
         s[0] = who.acc(atomic);
         if !atomic {
             s[1] = 0;
@@ -498,6 +498,18 @@ mod tests {
         assert!(check(&mut s, &who(0, 1, 1), Access::Atomic).is_none());
         assert!(check(&mut s, &who(9, 1, 1), Access::Atomic).is_none());
         assert!(check(&mut s, &who(3, 1, 1), Access::Read).is_some());
+    }
+
+    #[test]
+    fn a_plain_read_races_with_an_atomic_in_either_order() {
+        let mut s = Shadow::default();
+        assert!(check(&mut s, &who(3, 1, 1), Access::Read).is_none());
+        let c = check(&mut s, &who(9, 1, 1), Access::Atomic).expect("the atomic after the read races");
+        assert_eq!((c.first_thread, c.first_access), (3, Access::Read));
+        let mut s = Shadow::default();
+        assert!(check(&mut s, &who(9, 1, 1), Access::Atomic).is_none());
+        let c = check(&mut s, &who(3, 1, 1), Access::Read).expect("the read after the atomic races");
+        assert_eq!((c.first_thread, c.first_access), (9, Access::Atomic));
     }
 
     #[test]

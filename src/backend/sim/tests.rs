@@ -1783,6 +1783,15 @@ __global__ void last_block_sum(const float *in, float *partial, float *out, int 
     }
 }
 
+__global__ void read_then_atomic(int *a) {
+    if (threadIdx.x == 0) a[1] = a[0];
+    else atomicAdd(&a[0], 1);
+}
+
+__global__ void atomic_then_read(int *a) {
+    if (threadIdx.x != 0) atomicAdd(&a[0], 1);
+    else a[1] = a[0];
+}
 "#;
 
 #[test]
@@ -1856,5 +1865,27 @@ fn a_fence_then_an_atomic_orders_the_last_block_after_the_others() {
             "{schedule}: {:?}",
             r.findings
         );
+    }
+}
+
+#[test]
+fn a_plain_read_races_with_an_atomic_whichever_runs_first() {
+    for schedule in Schedule::ALL {
+        for seed in 0..4 {
+            for kernel in ["read_then_atomic", "atomic_then_read"] {
+                let mut sim = Sim::of(SYNC_KERNELS).config(with(schedule, seed));
+                let mut a = Buffer::zeros(DType::I32, Shape::D1(2));
+                let r = sim.launch(kernel, lin(1), lin(32), &mut [&mut a], &[]);
+                let races: Vec<_> = r.findings.iter().filter(|f| matches!(f, Finding::Race { .. })).collect();
+                let [Finding::Race { first, second, .. }] = &races[..] else {
+                    panic!("{kernel} {schedule} {seed}: {:?}", r.findings)
+                };
+                let accesses = [first.access, second.access];
+                assert!(
+                    accesses.contains(&Access::Read) && accesses.contains(&Access::Atomic),
+                    "{kernel} {schedule} {seed}: {accesses:?}"
+                );
+            }
+        }
     }
 }
