@@ -200,6 +200,19 @@ impl StructDef {
         let packed = leaves.iter().enumerate().all(|(i, &(off, t))| t == s && off == i as u64 * s.size() as u64);
         (packed && leaves.len() as u64 * s.size() as u64 == self.size).then_some((s, leaves.len() as u64))
     }
+
+    /// How a buffer of this struct is laid out in one scalar type: the type every member has,
+    /// and how many values of it one struct takes, padding included (`struct __align__(64) {
+    /// unsigned a, b; }` is 16 `u32` values, 14 of them padding), as `cudaMalloc` memory holds
+    /// whatever it is cast to. `None` when the members are of different types.
+    pub fn buffer_layout(&self) -> Option<(Scalar, u64)> {
+        let mut leaves = Vec::new();
+        self.fields.iter().for_each(|f| f.ty.leaves(f.offset, &mut leaves));
+        let (_, s) = *leaves.first()?;
+        let size = s.size() as u64;
+        let one_type = leaves.iter().all(|&(off, t)| t == s && off % size == 0);
+        (one_type && self.size % size == 0).then_some((s, self.size / size))
+    }
 }
 
 /// The CUDA vector type names, for the parser's list of type words.
@@ -763,11 +776,14 @@ pub struct Function {
     pub calls: Vec<FuncId>,
 }
 
-/// A `__constant__` or `__device__` variable at file scope.
+/// A `__constant__`, `__device__` or `__shared__` variable at file scope.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Global {
     pub var: MemVar,
     pub is_constant: bool,
+    /// `__shared__` (or `extern __shared__`, `var.is_extern`): one copy per block, shared by
+    /// every function of a kernel, starting unwritten; not a symbol statements can set.
+    pub is_shared: bool,
     /// Initial values in element order as bit patterns of the element type; missing ones are 0.
     pub init: Vec<u64>,
 }

@@ -448,14 +448,17 @@ impl Session {
             Type::Scalar(s) => dtype_of(*s),
             // A buffer of structs is a buffer of their one member type (`float4 *` takes f32
             // values, four to an element), as `cudaMalloc` memory holds whatever it is cast to.
-            Type::Struct(def) => match def.uniform() {
+            Type::Struct(def) => match def.buffer_layout() {
                 Some((s, per)) => {
                     if let Some(dt) = dtype_of(s)
                         && dt == buf.dtype()
                         && buf.len() % per as usize != 0
                     {
+                        let members = Type::Struct(def.clone()).leaf_count() as u64;
+                        let padding =
+                            if members < per { format!(", {} of them padding", per - members) } else { String::new() };
                         return Err(Diagnostic::error(format!(
-                            "`{name}` holds {} values, not a whole number of `{}` ({per} {dt} values each)",
+                            "`{name}` holds {} values, not a whole number of `{}` ({per} {dt} values each{padding})",
                             buf.len(),
                             def.name
                         ))

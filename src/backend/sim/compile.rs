@@ -629,13 +629,22 @@ impl Compiler<'_> {
                         .globals
                         .get(i as usize)
                         .ok_or_else(|| unsupported(self.span, "bad global variable"))?;
+                    // A file-scope `__shared__` is each block's, as one in the kernel is.
+                    let kind = if g.is_shared {
+                        StaticKind::Shared
+                    } else {
+                        StaticKind::Global { index: i, constant: g.is_constant }
+                    };
                     let s = self.add_static(StaticMem {
                         name: g.var.name.clone(),
-                        kind: StaticKind::Global { index: i, constant: g.is_constant },
+                        kind,
                         bytes: g.var.ty.size(),
-                        is_extern: false,
+                        is_extern: g.var.is_extern,
                         elem: elem_size(g.var.ty.innermost()),
                     });
+                    if g.is_shared {
+                        self.shared.push(s);
+                    }
                     self.global_map.insert(i, s);
                     s
                 }

@@ -1408,7 +1408,7 @@ pub fn run(
                 && i < bufs.len()
             {
                 if let (0, Some(crate::cuda::ast::Type::Struct(def))) = (offset, p.ty.pointee())
-                    && let Some((_, n)) = def.uniform()
+                    && let Some((_, n)) = def.buffer_layout()
                 {
                     per[i] = n;
                 }

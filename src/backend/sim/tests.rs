@@ -1889,3 +1889,71 @@ fn a_plain_read_races_with_an_atomic_whichever_runs_first() {
         }
     }
 }
+
+/// Valid CUDA that real code writes: shared memory at file scope, the address of a local,
+/// attributes, C linkage.
+const REAL_CODE: &str = r#"
+__shared__ float tile[64];
+extern __shared__ int dyn[];
+
+__device__ __attribute__((always_inline)) float neighbour(int t) { return tile[(t + 1) % 64]; }
+
+__device__ void bump(int *p, int by) { *p += by; }
+
+extern "C" {
+__global__ void rotate(const float *in, float *out) {
+    int i = blockIdx.x * 64 + threadIdx.x;
+    tile[threadIdx.x] = in[i];
+    __syncthreads();
+    out[i] = neighbour(threadIdx.x);
+}
+
+__global__ void rotate_unsynced(const float *in, float *out) {
+    tile[threadIdx.x] = in[threadIdx.x];
+    out[threadIdx.x] = neighbour(threadIdx.x);
+}
+}
+
+extern "C" __global__ void __attribute__((noinline)) addresses(int *a) {
+    int x = a[threadIdx.x];
+    int *p = &x;
+    bump(p, 10);
+    bump(&x, 100);
+    int y;
+    bump(&y, 1);
+    dyn[threadIdx.x] = x;
+    a[threadIdx.x] = dyn[threadIdx.x];
+}
+"#;
+
+#[test]
+fn file_scope_shared_memory_is_each_blocks_and_checked_for_races() {
+    // Two blocks, each with its own `tile`.
+    let input: Vec<f64> = (0..128).map(|i| i as f64).collect();
+    let expected: Vec<f64> = (0..128).map(|i| (i / 64 * 64 + (i + 1) % 64) as f64).collect();
+    for schedule in Schedule::ALL {
+        let mut sim = Sim::of(REAL_CODE).config(with(schedule, 3));
+        let mut a = floats(&input);
+        let mut out = floats(&[0.0; 128]);
+        let r = sim.launch("rotate", lin(2), lin(64), &mut [&mut a, &mut out], &[]);
+        assert!(r.findings.is_empty(), "{schedule}: {:?}", r.findings);
+        assert_eq!(out.to_f64_vec(), expected, "{schedule}");
+        let r = sim.launch("rotate_unsynced", lin(1), lin(64), &mut [&mut a, &mut out], &[]);
+        assert!(
+            r.findings.iter().any(|f| matches!(f, Finding::Race { memory: Memory::Shared(n), .. } if n == "tile")),
+            "{schedule}: {:?}",
+            r.findings
+        );
+    }
+}
+
+#[test]
+fn a_local_whose_address_is_taken_lives_in_memory() {
+    let mut sim = Sim::of(REAL_CODE);
+    let mut a = Buffer::from_nums(DType::I32, Shape::D1(4), (0..4).map(Num::Int));
+    let r = sim.launch_shared("addresses", lin(1), lin(4), 16, &mut [&mut a], &[]);
+    assert_eq!(a.to_f64_vec(), vec![110.0, 111.0, 112.0, 113.0]);
+    // `int y;` read through `bump(&y, 1)` before anything wrote it.
+    let [Finding::Uninit { memory: Memory::Local(n), .. }] = &r.findings[..] else { panic!("{:?}", r.findings) };
+    assert_eq!(n, "y");
+}

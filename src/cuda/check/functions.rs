@@ -20,6 +20,11 @@ pub(super) struct Fx<'m> {
     switches: usize,
     /// Locals declared without a value and not yet assigned (in reading order).
     unassigned: HashSet<LocalId>,
+    /// Names the function takes the address of (`&x`): its locals of those names live in
+    /// memory, as a one-element local array does, so that they have an address.
+    addressed: Vec<String>,
+    /// How many of `locals` are the function's parameters (the first ones).
+    params: usize,
     /// In a member function or constructor: the object (`this`) and its struct.
     object: Option<(LocalId, Arc<StructDef>)>,
     /// In a constructor: `return;` returns the object.
@@ -65,6 +70,8 @@ impl<'m> Fx<'m> {
             loops: 0,
             switches: 0,
             unassigned: HashSet::new(),
+            addressed: Vec::new(),
+            params: 0,
             object: None,
             ctor: false,
             warnings: Vec::new(),
@@ -75,6 +82,8 @@ impl<'m> Fx<'m> {
         let sig = &self.m.sigs[self.this.unwrap_or(0) as usize];
         self.kind = sig.kind;
         self.ret = sig.ret.clone();
+        self.addressed = f.addressed.clone();
+        self.params = sig.params.len();
         for (p, syn) in sig.params.iter().zip(&f.params) {
             let id = self.locals.len() as LocalId;
             self.locals.push(LocalVar { name: p.name.clone(), ty: p.ty.clone(), span: p.span });
@@ -392,6 +401,44 @@ impl<'m> Fx<'m> {
                     });
                     self.local_array_const.push(is_const);
                     self.declare(&d.name, d.name_span, Sym::Mem(MemId::Local(id), ty))?;
+                    out.push(Stmt { kind: StmtKind::ArrayDecl { array: id, init }, span: decl.span });
+                }
+                // `int *p = &x;`: `x` lives in the thread's local memory, where it has an address.
+                _ if self.addressed.contains(&d.name)
+                    && (base.scalar().is_some()
+                        || base.is_pointer()
+                        || (matches!(base, Type::Struct(_)) && matches!(d.init, Some(Init::Expr(_))))) =>
+                {
+                    let init = match &d.init {
+                        None if is_const => {
+                            return Err(err(d.name_span, format!("the constant `{}` needs a value", d.name))
+                                .help(format!("write `const {} {} = ...;`", base.c_name(), d.name)));
+                        }
+                        None => None,
+                        Some(Init::List(_, span)) => {
+                            return Err(err(*span, "braces initialise arrays").help(format!(
+                                "write `{} {} = value;`",
+                                base.c_name(),
+                                d.name
+                            )));
+                        }
+                        Some(Init::Expr(e)) => {
+                            let v = match auto_init {
+                                Some(v) => v,
+                                None => self.value_expr(e)?,
+                            };
+                            Some(vec![self.convert(v, &base, "initialise")?])
+                        }
+                    };
+                    let id = self.local_arrays.len() as u32;
+                    self.local_arrays.push(MemVar {
+                        name: d.name.clone(),
+                        ty: base.clone(),
+                        is_extern: false,
+                        span: d.name_span,
+                    });
+                    self.local_array_const.push(is_const);
+                    self.declare(&d.name, d.name_span, Sym::Mem(MemId::Local(id), base))?;
                     out.push(Stmt { kind: StmtKind::ArrayDecl { array: id, init }, span: decl.span });
                 }
                 _ => {
@@ -1073,6 +1120,16 @@ impl<'m> Fx<'m> {
                             .help(format!(
                                 "`{name}` already holds the address of `{name}[0]`: write `{name}` itself, or `&{name}[i]` for element i"
                             )))
+                    }
+                    // Locals whose address is taken live in memory (`addressed`); parameters
+                    // arrive in registers.
+                    ExprKind::Local(id) if (*id as usize) < self.params => {
+                        let var = &self.locals[*id as usize];
+                        let name = &var.name;
+                        Err(err(span, format!("cannot take the address of the parameter `{name}`")).help(format!(
+                            "copy it into a local variable and take that one's address: `{} v = {name}; ... &v`",
+                            var.ty.c_name()
+                        )))
                     }
                     ExprKind::Local(id) => {
                         let name = &self.locals[*id as usize].name;
