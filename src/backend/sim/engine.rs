@@ -739,6 +739,10 @@ impl Machine<'_, '_> {
         b.base = top.wrapping_add(1).max(b.base);
         let arrived = b.arrived;
         let count = std::mem::take(&mut b.bar_count);
+        let reduces = |at: Option<(u32, u32)>| {
+            at.is_some_and(|(pc, _)| matches!(self.k.code.get(pc as usize), Some(Op::SyncThreadsReduce { .. })))
+        };
+        let reduce = reduces(b.bar_first) || reduces(b.bar_other);
         for warp in &mut b.warps {
             warp.clock = [b.base; WARP];
             warp.known = None;
@@ -748,7 +752,7 @@ impl Machine<'_, '_> {
                 }
             }
             // `__syncthreads_count/_and/_or`: the combined predicate lands in each waiting lane.
-            lanes!(warp.bar, |l| if let Some(Op::SyncThreadsReduce { kind, dst, .. }) =
+            lanes!(if reduce { warp.bar } else { 0 }, |l| if let Some(Op::SyncThreadsReduce { kind, dst, .. }) =
                 warp.pc[l].checked_sub(1).and_then(|p| self.k.code.get(p as usize))
             {
                 warp.regs[*dst as usize * WARP + l] = match kind {
@@ -866,6 +870,7 @@ impl Machine<'_, '_> {
         let block_threads = self.block_threads;
         let site = k.sites[pc as usize];
         let base = blk.base;
+        let block_first = (blk.linear * block_threads as u64) as u32;
         // Who a lane is, for the race check (a macro: the borrows of the warp's fields it takes
         // last one access, so the instruction may update them afterwards).
         macro_rules! who {
@@ -876,6 +881,8 @@ impl Machine<'_, '_> {
                     clock: warp.clock[l],
                     base,
                     block_threads,
+                    block_first,
+                    warp_first: thread0 as u32,
                     pc: site,
                     warp: warp.known.as_deref().map(|k| &k[l]),
                     acquired: [warp.acquired.get(l).map_or(&[][..], |a| &a[..]), &blk.acquired[..]],

@@ -101,6 +101,7 @@ pub type Shadow = [u64; 3];
 
 /// Whether an access made at clock `k` (modulo 2^15) comes before `bound`, a clock value of
 /// the same thread: within 2^14 below it.
+#[inline]
 fn before(k: u32, bound: u32) -> bool {
     let d = bound.wrapping_sub(k) & CLOCK_MASK;
     d != 0 && d < 0x4000
@@ -188,8 +189,11 @@ pub struct Who<'a> {
     pub clock: u32,
     /// The block's clock at its last barrier: every access of the block below it is ordered.
     pub base: u32,
-    /// Threads per block (to tell whether a recorded access came from the same block).
+    /// Threads per block, and the ids of the first thread of this one's block and warp (to tell
+    /// whether a recorded access came from the same block or warp).
     pub block_threads: u32,
+    pub block_first: u32,
+    pub warp_first: u32,
     pub pc: u32,
     /// What this lane knows of the clocks of its warp's lanes through warp-level syncs since the
     /// block's last barrier (0: nothing); `None` when the warp has not synchronised.
@@ -226,6 +230,7 @@ pub fn pc_key(pc: u32) -> u32 {
 
 impl Who<'_> {
     /// Whether the recorded access `prev` is ordered before this one (see the module's doc).
+    #[inline(always)]
     fn ordered(&self, prev: Acc, releases: &Releases) -> bool {
         if prev as u32 == 0 {
             return true;
@@ -234,23 +239,34 @@ impl Who<'_> {
         if t == self.thread {
             return true;
         }
-        let bt = self.block_threads.max(1);
         let k = clock_of(prev);
-        if t / bt == self.thread / bt {
+        // Same block, same warp: offsets from their first threads (no division on the way).
+        if t.wrapping_sub(self.block_first) < self.block_threads {
             if before(k, self.base) {
                 return true;
             }
-            let (lane, mine) = (t % bt, self.thread % bt);
-            if let Some(row) = self.warp
-                && lane / 32 == mine / 32
+            let lane = t.wrapping_sub(self.warp_first);
+            if lane < 32
+                && let Some(row) = self.warp
             {
-                let known = row[(lane % 32) as usize];
+                let known = row[lane as usize];
                 if known != 0 && before(k, known) {
                     return true;
                 }
             }
         }
-        self.acquired.iter().copied().flatten().any(|&(key, n)| published(releases, key, n, t, (t / bt) as u64, k, 0))
+        // Most kernels acquire nothing: then threads of other blocks are never ordered.
+        if self.acquired[0].is_empty() && self.acquired[1].is_empty() {
+            return false;
+        }
+        self.acquired_orders(t, k, releases)
+    }
+
+    /// Whether what this thread acquired publishes thread `t`'s access at clock `k`.
+    #[cold]
+    fn acquired_orders(&self, t: u32, k: u32, releases: &Releases) -> bool {
+        let block = (t / self.block_threads.max(1)) as u64;
+        self.acquired.iter().copied().flatten().any(|&(key, n)| published(releases, key, n, t, block, k, 0))
     }
 
     fn acc(&self, atomic: bool) -> Acc {
@@ -482,7 +498,8 @@ mod tests {
     }
 
     fn who(thread: u32, clock: u32, base: u32) -> Who<'static> {
-        Who { thread, clock, base, block_threads: 64, pc: 7, warp: None, acquired: [&[], &[]] }
+        let (block_first, warp_first) = (thread / 64 * 64, thread / 32 * 32);
+        Who { thread, clock, base, block_threads: 64, block_first, warp_first, pc: 7, warp: None, acquired: [&[], &[]] }
     }
 
     #[test]
