@@ -793,6 +793,10 @@ pub struct Global {
 pub struct Program {
     pub functions: Vec<Function>,
     pub globals: Vec<Global>,
+    /// File-scope named constants (`const int N = imin(32, M / 4);`) in definition order, each
+    /// folded to an `IntConst` or `FloatConst` of its declared type, macros expanded: the
+    /// session reads them as numbers at the prompt.
+    pub constants: Vec<(String, Expr)>,
 }
 
 impl Program {

@@ -585,8 +585,9 @@ struct Cond {
 /// Take out what decorates code without changing what it computes: GNU attributes
 /// (`__attribute__((always_inline))`, `__attribute__((noinline, unused))`), C++11 attributes
 /// (`[[nodiscard]]`, `[[likely]]`) and C linkage (`extern "C" { ... }`, `extern "C" __global__
-/// ...`, which only changes the name the linker sees; gridlab finds kernels by their C name).
-/// The GPU backend compiles the text as written, so nothing is lost there.
+/// ...`, which only changes the name the linker sees; gridlab finds kernels by their C name);
+/// and spells `__restrict` (nvcc's other spelling) `__restrict__`. The GPU backend compiles the
+/// text as written, so nothing is lost there.
 pub fn strip_decorations(tokens: Vec<Token>) -> Vec<Token> {
     let is = |t: Option<&Token>, p: &str| matches!(t.map(|t| &t.tok), Some(Tok::Punct(q)) if *q == p);
     // The index past the bracket that closes the one at `open`.
@@ -634,6 +635,11 @@ pub fn strip_decorations(tokens: Vec<Token>) -> Vec<Token> {
                     i += 2;
                     continue;
                 }
+            }
+            Tok::Ident(w) if w == "__restrict" => {
+                out.push(Token { tok: Tok::Ident("__restrict__".into()), span: t.span });
+                i += 1;
+                continue;
             }
             Tok::Punct("[") if is(tokens.get(i + 1), "[") => {
                 if let Some(end) = closing(i, "[", "]")

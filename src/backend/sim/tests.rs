@@ -110,7 +110,7 @@ fn run_ast(
     args: Vec<Arg>,
     config: &SimConfig,
 ) -> engine::Outcome {
-    let program = Program { functions: vec![f], globals: Vec::new() };
+    let program = Program { functions: vec![f], globals: Vec::new(), constants: Vec::new() };
     let k = compile::compile(&program, 0).expect("compiles");
     let spec = LaunchSpec {
         kernel: program.functions[0].name.clone(),

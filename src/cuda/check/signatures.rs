@@ -111,6 +111,7 @@ pub(super) fn global(m: &mut Module, decl: &Decl) -> CResult<()> {
                 return Err(not_constant(e.span));
             };
             let value = const_to_expr(n, &base, d.name_span);
+            m.constants.push((d.name.clone(), value.clone()));
             m.globals.insert(d.name.clone(), Sym::Const(value));
             return Ok(());
         }
