@@ -754,6 +754,10 @@ pub struct Param {
     /// parameter names the caller's variable. (A `const` reference is passed by value: nothing
     /// can write through it.)
     pub by_ref: bool,
+    /// A kernel parameter's default (`int *partial = NULL`, `int n = 4`), folded to an
+    /// `IntConst` or `FloatConst` of the parameter's type (0 for a null pointer): a launch that
+    /// leaves the parameter out passes it. `None` for other functions, whose calls check theirs.
+    pub default: Option<Expr>,
     pub span: Span,
 }
 

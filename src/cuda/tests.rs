@@ -446,7 +446,11 @@ fn unsupported_constructs_say_what_they_are() {
         ),
         ("union U { int x; float f; };", "unions run on the GPU backend only"),
         ("__global__ void k(float &a) {}", "the kernel parameter `a` has a reference"),
-        ("__global__ void k(float *a, int n = 4) {}", "the kernel parameter `n` has a default argument"),
+        ("__global__ void k(float *a = 1) {}", "the kernel parameter `a` can default only to NULL"),
+        (
+            "__global__ void k(int *a, long long n = clock()) {}",
+            "the default of the kernel parameter `n` is not a constant",
+        ),
         ("__device__ void f(int a = 1, int b) {}", "the parameter `b` needs a default value"),
         ("__device__ void f(int &x) {}\n__global__ void k(int *a) { f(a[0] + 1); }", "takes `x` by reference"),
         ("__device__ void f(int &x) {}\n__global__ void k(float *a) { f(a[0]); }", "but this is a `float`"),

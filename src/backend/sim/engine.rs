@@ -1397,6 +1397,7 @@ pub fn run(
                 vec![memory::make_ptr(*buffer as u32 + 1, *offset as i64 * elem)]
             }
             Arg::Scalar(s) => vec![s.to_bits()],
+            Arg::Null => vec![0],
             // A struct parameter fills one register per member, in order.
             Arg::Struct(members) => members.iter().map(|s| s.to_bits()).collect(),
         })

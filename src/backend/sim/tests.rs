@@ -75,7 +75,7 @@ fn kernel(name: &str, params: Vec<(&str, Type)>, locals: Vec<LocalVar>, body: Ve
         ret: Type::Void,
         params: params
             .into_iter()
-            .map(|(n, t)| Param { name: n.into(), ty: t, restrict: false, by_ref: false, span: sp(0) })
+            .map(|(n, t)| Param { name: n.into(), ty: t, restrict: false, by_ref: false, default: None, span: sp(0) })
             .collect(),
         locals: all,
         local_arrays: Vec::new(),

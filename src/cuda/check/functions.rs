@@ -84,6 +84,14 @@ impl<'m> Fx<'m> {
         self.ret = sig.ret.clone();
         self.addressed = f.addressed.clone();
         self.params = sig.params.len();
+        let mut params = sig.params.clone();
+        if sig.kind == FuncKind::Kernel {
+            for (p, d) in params.iter_mut().zip(&sig.defaults) {
+                if let Some(d) = d {
+                    p.default = Some(self.kernel_default(d, &p.ty, &p.name)?);
+                }
+            }
+        }
         for (p, syn) in sig.params.iter().zip(&f.params) {
             let id = self.locals.len() as LocalId;
             self.locals.push(LocalVar { name: p.name.clone(), ty: p.ty.clone(), span: p.span });
@@ -107,7 +115,7 @@ impl<'m> Fx<'m> {
             name: f.name.clone(),
             kind: sig.kind,
             ret: sig.ret.clone(),
-            params: sig.params.clone(),
+            params,
             locals: std::mem::take(&mut self.locals),
             local_arrays: std::mem::take(&mut self.local_arrays),
             shared: std::mem::take(&mut self.shared),
@@ -319,6 +327,25 @@ impl<'m> Fx<'m> {
                 let e = self.value_expr(v)?;
                 Ok(Some(self.convert(e, &ret, "return")?))
             }
+        }
+    }
+
+    /// A kernel parameter's default, which a launch passes from the host: a constant of the
+    /// parameter's type, or for a pointer the null pointer (`NULL`, `nullptr`, `0`).
+    fn kernel_default(&mut self, d: &syntax::Expr, ty: &Type, name: &str) -> CResult<Expr> {
+        let v = self.value_expr(d)?;
+        if ty.is_pointer() {
+            if !is_null_constant(&v) {
+                return Err(err(d.span, format!("the kernel parameter `{name}` can default only to NULL"))
+                    .help("a launch passes buffers by name: write `= NULL`, or remove the default"));
+            }
+            return Ok(Expr { kind: ExprKind::IntConst(0), ty: ty.clone(), span: d.span });
+        }
+        let v = self.convert(v, ty, "initialise")?;
+        match const_eval(&v) {
+            Some(n) => Ok(const_to_expr(n, ty, d.span)),
+            None => Err(err(d.span, format!("the default of the kernel parameter `{name}` is not a constant"))
+                .help("a launch passes it from the host: use a number, a #define'd name or a const value")),
         }
     }
 

@@ -58,16 +58,11 @@ pub(super) fn signature(f: &syntax::FuncDef) -> CResult<Sig> {
                 "buffers reach a kernel as flat pointers, a 2-D buffer row after row: declare `{elem} *{name}` and index it as `{name}[row * width + col]`"
             )));
         }
-        if kind == FuncKind::Kernel && (p.by_ref || p.default.is_some()) {
-            let what = if p.by_ref { "a reference" } else { "a default argument" };
-            return Err(Diagnostic::error(format!("the kernel parameter `{name}` has {what}"))
+        if kind == FuncKind::Kernel && p.by_ref {
+            return Err(Diagnostic::error(format!("the kernel parameter `{name}` has a reference"))
                 .at(p.span)
                 .label("a launch copies every argument from the host")
-                .help(if p.by_ref {
-                    format!("take `{name}` by value, or as a pointer into a buffer (`{} *{name}`)", ty.c_name())
-                } else {
-                    "remove the default and pass the value in the launch".to_string()
-                }));
+                .help(format!("take `{name}` by value, or as a pointer into a buffer (`{} *{name}`)", ty.c_name())));
         }
         if p.default.is_none() && defaults.iter().any(Option::is_some) {
             return Err(Diagnostic::error(format!("the parameter `{name}` needs a default value"))
@@ -77,7 +72,7 @@ pub(super) fn signature(f: &syntax::FuncDef) -> CResult<Sig> {
         }
         // A `const` reference cannot be written through, so passing it by value is the same.
         let by_ref = p.by_ref && !(p.ty.is_const && p.ty.ptrs.is_empty());
-        params.push(Param { name: name.clone(), ty, restrict: p.ty.restrict, by_ref, span: *span });
+        params.push(Param { name: name.clone(), ty, restrict: p.ty.restrict, by_ref, default: None, span: *span });
         defaults.push(p.default.clone());
     }
     Ok(Sig { kind, ret, params, defaults, name_span: f.name_span })
