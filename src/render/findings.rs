@@ -647,6 +647,45 @@ mod tests {
     }
 
     #[test]
+    fn a_race_with_an_atomic_names_the_plain_access_and_lanes_of_a_warp_get_syncwarp() {
+        let mut map = SourceMap::new();
+        let text = "__global__ void k(int *c, int *seen) {\n    if (threadIdx.x == 0) seen[0] = c[0];\n    atomicAdd(&c[0], 1);\n}";
+        let id = map.add("<input 1>", text, 1);
+        let at = |pat: &str, access, thread| Site {
+            thread: ThreadRef { block: [0; 3], thread: [thread, 0, 0] },
+            access,
+            span: Span::new(id, text.find(pat).unwrap(), text.find(pat).unwrap() + pat.len()),
+        };
+        let race = |memory, first, second, elements| Finding::Race {
+            memory,
+            kernel_name: None,
+            view: None,
+            index: 0,
+            count: 31,
+            elements,
+            first,
+            second,
+            same_warp: true,
+        };
+        let text_of = |f: &Finding| to_diagnostic(f, &map).to_plain(&map).replace("\n         ", "");
+        // Read first or atomic first: the plain read on line 2 is the one to fix either way.
+        for (first, second) in [
+            (at("c[0];", Access::Read, 0), at("atomicAdd", Access::Atomic, 1)),
+            (at("atomicAdd", Access::Atomic, 1), at("c[0];", Access::Read, 0)),
+        ] {
+            let t = text_of(&race(Memory::Global("c".into()), first, second, 1));
+            assert!(t.contains("the plain read of c[0] on line 2 is the one to fix"), "{t}");
+            assert!(!t.contains("make the update atomic"), "{t}");
+        }
+        // Two lanes of one warp in shared memory: a warp-level sync is offered.
+        let shared =
+            race(Memory::Shared("s".into()), at("seen[0] =", Access::Write, 0), at("c[0];", Access::Read, 1), 8);
+        let t = text_of(&shared);
+        assert!(t.contains("no __syncwarp() or __syncthreads() between them"), "{t}");
+        assert!(t.contains("put __syncwarp() (the threads are lanes of one warp) or __syncthreads()"), "{t}");
+    }
+
+    #[test]
     fn race_summary_gives_an_example_pair() {
         let mut map = SourceMap::new();
         let (first, _) = site(&mut map, Access::Write, 0, 0);
