@@ -52,18 +52,21 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
 fn in_python(text: &str) -> String {
     let mut s = text
         .replace("blockIdx.x * blockDim.x + threadIdx.x", "cuda.grid(1)")
-        .replace("__syncthreads()", "cuda.syncthreads()");
-    // `atomicAdd(&a[0], ...)` is `cuda.atomic.add(a, 0, ...)`.
-    while let Some(at) = s.find("atomicAdd(&") {
-        let rest = &s[at + "atomicAdd(&".len()..];
-        let Some(open) = rest.find('[') else { break };
-        let Some(close) = rest.find(']') else { break };
-        if close < open {
-            break;
+        .replace("__syncthreads()", "cuda.syncthreads()")
+        .replace("__syncwarp()", "cuda.syncwarp()");
+    // `atomicAdd(&a[0], ...)` is `cuda.atomic.add(a, 0, ...)`, `atomicExch` `cuda.atomic.exch`.
+    for (c, py) in [("atomicAdd(&", "cuda.atomic.add("), ("atomicExch(&", "cuda.atomic.exch(")] {
+        while let Some(at) = s.find(c) {
+            let rest = &s[at + c.len()..];
+            let Some(open) = rest.find('[') else { break };
+            let Some(close) = rest.find(']') else { break };
+            if close < open {
+                break;
+            }
+            let (name, index) = (&rest[..open], &rest[open + 1..close]);
+            let tail = rest[close + 1..].to_string();
+            s = format!("{}{py}{name}, {index}{tail}", &s[..at]);
         }
-        let (name, index) = (&rest[..open], &rest[open + 1..close]);
-        let tail = rest[close + 1..].to_string();
-        s = format!("{}cuda.atomic.add({name}, {index}{tail}", &s[..at]);
     }
     for axis in ["x", "y", "z"] {
         for v in ["threadIdx", "blockIdx", "blockDim", "gridDim"] {
