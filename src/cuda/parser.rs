@@ -53,9 +53,6 @@ const TYPE_WORDS: &[&str] = &[
     "uint16_t",
     "int16_t",
     "clock_t",
-    "ptrdiff_t",
-    "intptr_t",
-    "uintptr_t",
 ];
 
 /// The fixed-width integer names of `<stdint.h>`, which CUDA code uses without a typedef of its
@@ -70,9 +67,9 @@ fn fixed_width(name: &str) -> Option<Scalar> {
         "uint32_t" => Scalar::U32,
         "int64_t" => Scalar::I64,
         "uint64_t" => Scalar::U64,
-        // `clock()` returns a `clock_t`, a `long` on the 64-bit platforms CUDA runs on.
-        "clock_t" | "ptrdiff_t" | "intptr_t" => Scalar::I64,
-        "uintptr_t" => Scalar::U64,
+        // `clock()` returns a `clock_t`, a `long` on the 64-bit platforms CUDA runs on (NVRTC
+        // knows it without a header, as it knows `clock`).
+        "clock_t" => Scalar::I64,
         _ => return None,
     })
 }
