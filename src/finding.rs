@@ -135,6 +135,8 @@ pub enum Finding {
         /// The example pair: the earlier access, then the later one that conflicted with it.
         first: Site,
         second: Site,
+        /// The two threads of the example are lanes of one warp (a `__syncwarp()` orders them).
+        same_warp: bool,
     },
     /// Reads of memory nothing had written yet: a `__shared__` array, a local variable or array
     /// declared without a value, or a buffer made with `empty`. The simulator gave those reads

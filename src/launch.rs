@@ -119,6 +119,9 @@ pub enum Arg {
     /// A struct by value (`float2 c`, `uchar4 colour`) whose members are all one type: the
     /// members in order.
     Struct(Vec<ScalarArg>),
+    /// The null pointer (`NULL`, `nullptr`, `0`, or a parameter's `= NULL` default) for a
+    /// pointer parameter: the kernel may test it; an access through it faults.
+    Null,
 }
 
 impl Arg {
@@ -135,7 +138,7 @@ impl Arg {
         match *self {
             Arg::Buffer(i) => Some((i, 0)),
             Arg::View { buffer, offset } => Some((buffer, offset)),
-            Arg::Scalar(_) | Arg::Struct(_) => None,
+            Arg::Scalar(_) | Arg::Struct(_) | Arg::Null => None,
         }
     }
 }

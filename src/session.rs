@@ -375,7 +375,8 @@ impl Env for Session {
     }
 
     fn module_variable(&self, name: &str) -> Option<&'static str> {
-        let g = self.module.program().globals.iter().find(|g| g.var.name == name)?;
+        // A file-scope `__shared__` is each block's own: no statement reaches it.
+        let g = self.module.program().globals.iter().find(|g| g.var.name == name && !g.is_shared)?;
         Some(if g.is_constant { "__constant__" } else { "__device__" })
     }
 

@@ -347,6 +347,7 @@ fn wire_args(spec: &LaunchSpec, buffers: &LaunchBuffers<'_>) -> Vec<WireArg> {
                 byte_offset: buffers.buffers.get(*buffer).map_or(0, |b| (offset * b.dtype().size()) as u64),
             },
             Arg::Scalar(s) => WireArg::Scalar(s.to_le_bytes()),
+            Arg::Null => WireArg::Scalar(0u64.to_le_bytes().to_vec()),
             // Members of one type lie one after another with no padding: the struct's bytes.
             Arg::Struct(members) => WireArg::Scalar(members.iter().flat_map(|m| m.to_le_bytes()).collect()),
         })

@@ -33,16 +33,18 @@
 //! (`__shfl*`, `__ballot`, `__any`, `__all`, `__syncwarp`) in `Sequential` run each lane up to
 //! the collective, then do it for the whole warp at once, so shuffle reductions agree.
 //!
-//! **Barriers.** At `__syncthreads()` a lane waits until every thread of its block is waiting or
-//! has exited; then all are released and the block's barrier epoch goes up. Threads waiting at
-//! different `__syncthreads()` calls, or waiting while others exited, give a barrier-divergence
-//! finding (and are released anyway).
+//! **Barriers.** At `__syncthreads()` (or a counting `__syncthreads_count/_and/_or`) a lane
+//! waits until every thread of its block is waiting or has exited; then all are released.
+//! Threads waiting at different barriers, or waiting while others exited, give a
+//! barrier-divergence finding (and are released anyway).
 //!
 //! **Races.** With findings on, each element of global and shared memory remembers its last
-//! write and two reads (thread, barrier epoch, instruction). Two accesses of different threads
-//! race when one writes, not both are atomic, and no barrier of their block orders them (threads
-//! of different blocks are never ordered). Races are summarised per memory and pair of source
-//! locations. Costs O(1) per access and a few words per element.
+//! write and two reads (thread, the thread's synchronisation clock, instruction). Two accesses
+//! of different threads race when one writes, not both are atomic, and nothing orders them:
+//! a barrier of their block, a `__syncwarp`/tile sync of the lanes, or a fence-then-atomic
+//! release that the later thread (or its block, after a barrier) acquired (`memory.rs`). Races
+//! are summarised per memory and pair of source locations. Costs O(1) per access and a few
+//! words per element.
 //!
 //! **Uninitialised reads.** With findings on, a read of a shared element whose race shadow has
 //! no write yet (each block's shadow starts empty), or of a local variable declared without a

@@ -200,6 +200,19 @@ impl StructDef {
         let packed = leaves.iter().enumerate().all(|(i, &(off, t))| t == s && off == i as u64 * s.size() as u64);
         (packed && leaves.len() as u64 * s.size() as u64 == self.size).then_some((s, leaves.len() as u64))
     }
+
+    /// How a buffer of this struct is laid out in one scalar type: the type every member has,
+    /// and how many values of it one struct takes, padding included (`struct __align__(64) {
+    /// unsigned a, b; }` is 16 `u32` values, 14 of them padding), as `cudaMalloc` memory holds
+    /// whatever it is cast to. `None` when the members are of different types.
+    pub fn buffer_layout(&self) -> Option<(Scalar, u64)> {
+        let mut leaves = Vec::new();
+        self.fields.iter().for_each(|f| f.ty.leaves(f.offset, &mut leaves));
+        let (_, s) = *leaves.first()?;
+        let size = s.size() as u64;
+        let one_type = leaves.iter().all(|&(off, t)| t == s && off % size == 0);
+        (one_type && self.size % size == 0).then_some((s, self.size / size))
+    }
 }
 
 /// The CUDA vector type names, for the parser's list of type words.
@@ -464,13 +477,28 @@ pub enum MathFn {
     Hypot,
 }
 
+/// How `__syncthreads_count`/`_and`/`_or` combine their predicate over the block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BarrierReduce {
+    /// How many threads passed a non-zero predicate.
+    Count,
+    /// 1 when every thread did.
+    And,
+    /// 1 when any thread did.
+    Or,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Intrinsic {
     /// `__syncthreads()`.
     SyncThreads,
-    /// `__syncwarp(mask)`.
+    /// `__syncthreads_count(p)`, `_and(p)`, `_or(p)`: a barrier that also combines an `int`
+    /// predicate over the block. Result `int`.
+    SyncThreadsReduce(BarrierReduce),
+    /// `__syncwarp(mask)`: arg is the mask of lanes that synchronise.
     SyncWarp,
-    /// `__threadfence()`, `__threadfence_block()`: no ordering effect in the simulator's findings.
+    /// `__threadfence()`, `__threadfence_block()`, `__threadfence_system()`: orders the thread's
+    /// accesses before it ahead of its atomics after it (a release, for the race check).
     ThreadFence,
     /// Args: pointer, value (and for `Cas`: compare, value). Result: the old value, type `ty`.
     Atomic {
@@ -726,6 +754,10 @@ pub struct Param {
     /// parameter names the caller's variable. (A `const` reference is passed by value: nothing
     /// can write through it.)
     pub by_ref: bool,
+    /// A kernel parameter's default (`int *partial = NULL`, `int n = 4`), folded to an
+    /// `IntConst` or `FloatConst` of the parameter's type (0 for a null pointer): a launch that
+    /// leaves the parameter out passes it. `None` for other functions, whose calls check theirs.
+    pub default: Option<Expr>,
     pub span: Span,
 }
 
@@ -748,11 +780,14 @@ pub struct Function {
     pub calls: Vec<FuncId>,
 }
 
-/// A `__constant__` or `__device__` variable at file scope.
+/// A `__constant__`, `__device__` or `__shared__` variable at file scope.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Global {
     pub var: MemVar,
     pub is_constant: bool,
+    /// `__shared__` (or `extern __shared__`, `var.is_extern`): one copy per block, shared by
+    /// every function of a kernel, starting unwritten; not a symbol statements can set.
+    pub is_shared: bool,
     /// Initial values in element order as bit patterns of the element type; missing ones are 0.
     pub init: Vec<u64>,
 }
@@ -762,6 +797,10 @@ pub struct Global {
 pub struct Program {
     pub functions: Vec<Function>,
     pub globals: Vec<Global>,
+    /// File-scope named constants (`const int N = imin(32, M / 4);`) in definition order, each
+    /// folded to an `IntConst` or `FloatConst` of its declared type, macros expanded: the
+    /// session reads them as numbers at the prompt.
+    pub constants: Vec<(String, Expr)>,
 }
 
 impl Program {

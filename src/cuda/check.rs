@@ -65,6 +65,7 @@ struct Module<'a> {
     globals: HashMap<String, Sym>,
     global_vars: Vec<Global>,
     global_const: Vec<bool>,
+    constants: Vec<(String, Expr)>,
 }
 
 /// Check every function and global of the module, in definition order.
@@ -77,6 +78,7 @@ pub fn check(items: &[&syntax::Item]) -> Result<Checked, Vec<Diagnostic>> {
         globals: HashMap::new(),
         global_vars: Vec::new(),
         global_const: Vec::new(),
+        constants: Vec::new(),
     };
     let funcs: Vec<&syntax::FuncDef> = items
         .iter()
@@ -140,7 +142,7 @@ pub fn check(items: &[&syntax::Item]) -> Result<Checked, Vec<Diagnostic>> {
     if !errors.is_empty() {
         return Err(errors);
     }
-    Ok(Checked { program: Program { functions, globals: m.global_vars }, warnings })
+    Ok(Checked { program: Program { functions, globals: m.global_vars, constants: m.constants }, warnings })
 }
 
 /// The first cycle in the call graph, reported at the function where it starts.

@@ -3,7 +3,8 @@
 //! `cg::thread_block` is the block and `cg::thread_block_tile<N>` a fixed slice of N threads of
 //! a warp; neither carries state the simulator needs beyond its kind and size, which are known
 //! where the handle is declared. So handles are dropped from the code and every use becomes what
-//! CUDA defines it as: `cta.sync()` and `cg::sync(cta)` are `__syncthreads()`,
+//! CUDA defines it as: `cta.sync()` and `cg::sync(cta)` are `__syncthreads()`, a tile's
+//! `sync()` is `__syncwarp` of the tile's own lanes (so the race check orders those only),
 //! `tile.shfl_down(v, 1)` is `__shfl_down_sync(0xffffffff, v, 1, N)`, `thread_rank()` is the
 //! linear thread index (modulo N for a tile). A handle parameter of a `__device__` function
 //! becomes an unused `int` (its kind and size are in its type), and a handle passed as an
@@ -275,6 +276,22 @@ fn declarations(tokens: Vec<Token>) -> Result<(Vec<Token>, HashMap<String, Handl
     Ok((out, handles))
 }
 
+/// A group's `sync`: the block's barrier, or a warp-level sync of the tile's own lanes (a
+/// tile of 8 syncs its 8 lanes, not the other tiles of its warp, which the race check tells
+/// apart).
+fn sync_tokens(h: Handle, span: Span) -> Vec<Token> {
+    match h {
+        Handle::Block => code("__syncthreads()", span),
+        Handle::Tile(n) if n >= 32 => code("__syncwarp()", span),
+        Handle::Tile(n) => {
+            let mut out = code(&format!("__syncwarp(0x{:x} << (", (1u64 << n) - 1), span);
+            out.extend(rank_tokens(span));
+            out.extend(code(&format!("% 32 / {n} * {n}))"), span));
+            out
+        }
+    }
+}
+
 /// The linear thread index within the block, as tokens.
 fn rank_tokens(span: Span) -> Vec<Token> {
     code("(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))", span)
@@ -316,6 +333,10 @@ fn code(text: &str, span: Span) -> Vec<Token> {
                 b'%' => "%",
                 b'/' => "/",
                 b'-' => "-",
+                b'<' if b.get(i + 1) == Some(&b'<') => {
+                    i += 1;
+                    "<<"
+                }
                 _ => ",",
             };
             out.push(Token { tok: Tok::Punct(p), span });
@@ -377,7 +398,7 @@ fn uses(tokens: Vec<Token>, handles: &HashMap<String, Handle>) -> Result<Vec<Tok
                 _ => None,
             };
             let Some(h) = h else { return Err(outside(t.span, "`cg::sync` of this group")) };
-            out.extend(code(if h == Handle::Block { "__syncthreads()" } else { "__syncwarp()" }, t.span));
+            out.extend(sync_tokens(h, t.span));
             i = end;
             continue;
         }
@@ -437,13 +458,9 @@ fn method_call(h: Handle, method: &str, args: Vec<Vec<Token>>, span: Span) -> Re
     };
     let mut out = Vec::new();
     match (h, method) {
-        (Handle::Block, "sync") => {
+        (_, "sync") => {
             arity(0)?;
-            out = code("__syncthreads()", span);
-        }
-        (Handle::Tile(_), "sync") => {
-            arity(0)?;
-            out = code("__syncwarp()", span);
+            out = sync_tokens(h, span);
         }
         (Handle::Block, "thread_rank") => {
             arity(0)?;

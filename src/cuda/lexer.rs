@@ -582,6 +582,81 @@ struct Cond {
     span: Span,
 }
 
+/// Take out what decorates code without changing what it computes: GNU attributes
+/// (`__attribute__((always_inline))`, `__attribute__((noinline, unused))`), C++11 attributes
+/// (`[[nodiscard]]`, `[[likely]]`) and C linkage (`extern "C" { ... }`, `extern "C" __global__
+/// ...`, which only changes the name the linker sees; gridlab finds kernels by their C name);
+/// and spells `__restrict` (nvcc's other spelling) `__restrict__`. The GPU backend compiles the
+/// text as written, so nothing is lost there.
+pub fn strip_decorations(tokens: Vec<Token>) -> Vec<Token> {
+    let is = |t: Option<&Token>, p: &str| matches!(t.map(|t| &t.tok), Some(Tok::Punct(q)) if *q == p);
+    // The index past the bracket that closes the one at `open`.
+    let closing = |open: usize, o: &str, c: &str| {
+        let mut depth = 0usize;
+        for (j, t) in tokens.iter().enumerate().skip(open) {
+            match &t.tok {
+                Tok::Punct(p) if *p == o => depth += 1,
+                Tok::Punct(p) if *p == c => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(j + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    };
+    let mut out = Vec::with_capacity(tokens.len());
+    // Indices of `}` that close an `extern "C" {`: dropped when reached.
+    let mut drop_close = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = &tokens[i];
+        if drop_close.contains(&i) {
+            i += 1;
+            continue;
+        }
+        match &t.tok {
+            Tok::Ident(w) if w == "__attribute__" && is(tokens.get(i + 1), "(") => {
+                if let Some(end) = closing(i + 1, "(", ")") {
+                    i = end;
+                    continue;
+                }
+            }
+            Tok::Ident(w) if w == "extern" && matches!(tokens.get(i + 1).map(|t| &t.tok), Some(Tok::Str(_))) => {
+                if is(tokens.get(i + 2), "{") {
+                    if let Some(end) = closing(i + 2, "{", "}") {
+                        drop_close.push(end - 1);
+                        i += 3;
+                        continue;
+                    }
+                } else {
+                    i += 2;
+                    continue;
+                }
+            }
+            Tok::Ident(w) if w == "__restrict" => {
+                out.push(Token { tok: Tok::Ident("__restrict__".into()), span: t.span });
+                i += 1;
+                continue;
+            }
+            Tok::Punct("[") if is(tokens.get(i + 1), "[") => {
+                if let Some(end) = closing(i, "[", "]")
+                    && is(tokens.get(end - 2), "]")
+                {
+                    i = end;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        out.push(t.clone());
+        i += 1;
+    }
+    out
+}
+
 /// Expand macros in `tokens` and apply the conditional lines. `defines` starts with the
 /// session's macros; each `#define` and `#undef` in the snippet updates it from that point on
 /// (defines are returned in order, so the module can remember them). Expanded tokens carry the

@@ -52,6 +52,7 @@ const TYPE_WORDS: &[&str] = &[
     "int8_t",
     "uint16_t",
     "int16_t",
+    "clock_t",
 ];
 
 /// The fixed-width integer names of `<stdint.h>`, which CUDA code uses without a typedef of its
@@ -66,6 +67,9 @@ fn fixed_width(name: &str) -> Option<Scalar> {
         "uint32_t" => Scalar::U32,
         "int64_t" => Scalar::I64,
         "uint64_t" => Scalar::U64,
+        // `clock()` returns a `clock_t`, a `long` on the 64-bit platforms CUDA runs on (NVRTC
+        // knows it without a header, as it knows `clock`).
+        "clock_t" => Scalar::I64,
         _ => return None,
     })
 }
@@ -84,6 +88,8 @@ pub struct Parser<'a> {
     /// The depth of the tree being built: nesting plus the links of operator chains.
     tree: usize,
     end: Span,
+    /// Names taken the address of (`&x`) in the function being read.
+    addressed: Vec<String>,
 }
 
 /// An overloadable function's name with its parameters' types, `operator+(float2, float2)`:
@@ -101,7 +107,7 @@ fn struct_type(def: Arc<StructDef>, span: Span) -> TypeName {
 
 /// Parse a whole snippet. `typedefs` holds the session's typedefs and receives the snippet's.
 pub fn parse(toks: &[Token], typedefs: &mut HashMap<String, TypeName>, end: Span) -> PResult<Vec<Item>> {
-    let mut p = Parser { toks, pos: 0, typedefs, methods: Vec::new(), depth: 0, tree: 0, end };
+    let mut p = Parser { toks, pos: 0, typedefs, methods: Vec::new(), depth: 0, tree: 0, end, addressed: Vec::new() };
     let mut items = Vec::new();
     while p.pos < p.toks.len() {
         if p.eat(";") {
@@ -516,6 +522,7 @@ impl Parser<'_> {
         let mut storage = Storage::Auto;
         let (mut global, mut device, mut host) = (false, false, false);
         let mut constexpr = false;
+        let mut extern_ = false;
         loop {
             self.reject_unsupported_word(true)?;
             let Some(Tok::Ident(w)) = self.peek() else { break };
@@ -527,20 +534,11 @@ impl Parser<'_> {
                 // On a variable, `constexpr` is a `const` whose value is known (the checker
                 // requires that of a file-scope constant anyway); on a function it adds nothing.
                 "constexpr" => constexpr = true,
-                "extern" => {
-                    if matches!(self.peek_at(1), Some(Tok::Str(_))) {
-                        return Err(Diagnostic::error("`extern \"C\"` is not needed")
-                            .at(self.span())
-                            .help("remove `extern \"C\"`; gridlab finds kernels by name"));
-                    }
-                    storage = Storage::ExternShared;
-                }
+                // (`extern "C"` was taken out with the other decorations: `lexer::strip_decorations`.)
+                "extern" => extern_ = true,
                 "__constant__" => storage = Storage::Constant,
-                "__shared__" => {
-                    return Err(Diagnostic::error("`__shared__` variables belong inside a kernel")
-                        .at(self.span())
-                        .help("move the declaration into the kernel's body"));
-                }
+                // File-scope shared memory: one copy per block, seen by every function.
+                "__shared__" => storage = Storage::Shared,
                 "__launch_bounds__" => {
                     self.pos += 1;
                     self.skip_parens()?;
@@ -574,7 +572,9 @@ impl Parser<'_> {
         }
         ty.is_const |= constexpr;
         let storage = match storage {
-            Storage::ExternShared => {
+            Storage::Shared if extern_ => Storage::ExternShared,
+            Storage::Shared => Storage::Shared,
+            _ if extern_ => {
                 return Err(Diagnostic::error("`extern` variables are not supported at file scope")
                     .at(start)
                     .help("define the variable here with `__device__` or `__constant__`"));
@@ -898,13 +898,16 @@ impl Parser<'_> {
                 }
             }
         }
-        let body = self.block()?;
-        let StmtKind::Block(body) = body.kind else { unreachable!("block() returns a block") };
+        let saved = std::mem::take(&mut self.addressed);
+        let body = self.block();
+        let addressed = std::mem::replace(&mut self.addressed, saved);
+        let StmtKind::Block(body) = body?.kind else { unreachable!("block() returns a block") };
         let span = start.to(self.prev_span());
         let written = name.clone();
         let key = overload_name(&format!("{}::{name}", def.name), &params[usize::from(!is_ctor)..]);
         let method = Method { of: def.clone(), name: written, ctor: is_ctor.then_some(inits) };
-        let f = FuncDef { method: Some(method), qual, ret, name: key.clone(), name_span, params, body, span };
+        let f =
+            FuncDef { method: Some(method), qual, ret, name: key.clone(), name_span, params, body, span, addressed };
         Ok(Item { name: key, kind: ItemKind::Function(f), span })
     }
 
@@ -1016,12 +1019,14 @@ impl Parser<'_> {
         if !self.is("{") {
             return Err(self.expected("`{` to start the function body"));
         }
-        let body = self.block()?;
-        let StmtKind::Block(body) = body.kind else { unreachable!("block() returns a block") };
+        let saved = std::mem::take(&mut self.addressed);
+        let body = self.block();
+        let addressed = std::mem::replace(&mut self.addressed, saved);
+        let StmtKind::Block(body) = body?.kind else { unreachable!("block() returns a block") };
         let span = start.to(self.prev_span());
         // Operators are overloaded by their operands' types: the item's name says which.
         let name = if name.starts_with("operator") { overload_name(&name, &params) } else { name };
-        let f = FuncDef { method: None, qual, ret, name: name.clone(), name_span, params, body, span };
+        let f = FuncDef { method: None, qual, ret, name: name.clone(), name_span, params, body, span, addressed };
         Ok(Some(Item { name, kind: ItemKind::Function(f), span }))
     }
 
@@ -1570,6 +1575,11 @@ impl Parser<'_> {
         if let Some(op) = op {
             self.pos += 1;
             let e = self.unary()?;
+            if let (UnOp::AddrOf, ExprKind::Name(n)) = (op, &e.kind)
+                && !self.addressed.contains(n)
+            {
+                self.addressed.push(n.clone());
+            }
             let span = start.to(e.span);
             return Ok(Expr { kind: ExprKind::Unary(op, Box::new(e)), span });
         }

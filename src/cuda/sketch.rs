@@ -80,6 +80,7 @@ impl KernelSig {
                     ty: ty.clone(),
                     restrict: p.restrict,
                     by_ref: false,
+                    default: None,
                     span: Span::new(source, p.lo, p.hi),
                 }),
                 None => Err(p),

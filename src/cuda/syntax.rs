@@ -228,6 +228,8 @@ pub struct FuncDef {
     pub params: Vec<ParamDecl>,
     pub body: Vec<Stmt>,
     pub span: Span,
+    /// Names the body takes the address of (`&x`): a local of that name lives in memory.
+    pub addressed: Vec<String>,
 }
 
 /// What makes a function a member of a struct. A member function or operator takes the object

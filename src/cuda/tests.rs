@@ -433,7 +433,7 @@ fn unsupported_constructs_say_what_they_are() {
         ("__global__ void k(float *a) { half2 v; }", "`half2` runs on the GPU backend only"),
         ("__global__ void k(float *a) { dim3 b; }", "`dim3` variables are not supported"),
         ("__global__ int k(float *a) { return 1; }", "kernels must return void"),
-        ("__global__ void k(float *a) { float x = 1; float *p = &x; }", "cannot take the address of the register"),
+        ("__global__ void k(float x) { float *p = &x; }", "cannot take the address of the parameter `x`"),
         ("__global__ void k(const float *a) { a[0] = 1; }", "cannot assign here"),
         ("__global__ void k(float *a) { 1 = a[0]; }", "cannot apply `=`"),
         ("__global__ void k(float *a) { atomicAdd(a[0], 1.0f); }", "pass the address: atomicAdd(&a[i], v)"),
@@ -446,7 +446,11 @@ fn unsupported_constructs_say_what_they_are() {
         ),
         ("union U { int x; float f; };", "unions run on the GPU backend only"),
         ("__global__ void k(float &a) {}", "the kernel parameter `a` has a reference"),
-        ("__global__ void k(float *a, int n = 4) {}", "the kernel parameter `n` has a default argument"),
+        ("__global__ void k(float *a = 1) {}", "the kernel parameter `a` can default only to NULL"),
+        (
+            "__global__ void k(int *a, long long n = clock()) {}",
+            "the default of the kernel parameter `n` is not a constant",
+        ),
         ("__device__ void f(int a = 1, int b) {}", "the parameter `b` needs a default value"),
         ("__device__ void f(int &x) {}\n__global__ void k(int *a) { f(a[0] + 1); }", "takes `x` by reference"),
         ("__device__ void f(int &x) {}\n__global__ void k(float *a) { f(a[0]); }", "but this is a `float`"),
@@ -861,6 +865,38 @@ fn structs_are_padded_as_c_pads_them() {
     let wide = StructDef::new("Wide", vec![("x".into(), Type::Scalar(Scalar::F32))], 16);
     assert_eq!((wide.size, wide.align), (16, 16));
     assert_eq!(wide.uniform(), None, "padding is no element");
+    // ... but a buffer of it is a buffer of its one member type, padding included.
+    assert_eq!(wide.buffer_layout(), Some((Scalar::F32, 4)));
+    assert_eq!(mixed.buffer_layout(), None);
+    let counters = StructDef::new(
+        "Counters",
+        vec![("a".into(), Type::Scalar(Scalar::U32)), ("b".into(), Type::Scalar(Scalar::U32))],
+        64,
+    );
+    assert_eq!(counters.buffer_layout(), Some((Scalar::U32, 16)));
+}
+
+#[test]
+fn attributes_and_c_linkage_change_nothing() {
+    let m = module(
+        "extern \"C\" {\n\
+         __device__ __attribute__((always_inline)) int twice(int x) { return 2 * x; }\n\
+         __global__ void k(int *a) { a[0] = twice(a[0]); }\n\
+         }\n\
+         extern \"C\" __global__ void __attribute__((noinline, used)) j([[maybe_unused]] int *a) {}\n\
+         __shared__ float s[32];\n\
+         extern __shared__ float d[];\n\
+         __global__ void uses(float *a) { s[threadIdx.x] = d[0]; int x = 1; int *p = &x; a[0] = *p + s[0]; }",
+    );
+    for name in ["k", "j", "twice", "uses"] {
+        assert!(m.program().functions.iter().any(|f| f.name == name), "{name}");
+    }
+    let shared: Vec<_> = m.program().globals.iter().filter(|g| g.is_shared).map(|g| g.var.name.as_str()).collect();
+    assert_eq!(shared, ["s", "d"]);
+    let e = errors("__shared__ float s[4] = {1, 2, 3, 4};");
+    assert!(e.contains("`__shared__` variables cannot have an initialiser"), "{e}");
+    let e = errors("extern __shared__ float d[4];");
+    assert!(e.contains("`extern __shared__` declares an unsized array"), "{e}");
 }
 
 #[test]

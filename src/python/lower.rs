@@ -2004,11 +2004,6 @@ impl Lowerer<'_, '_> {
                 nargs(0..=0)?;
                 return Ok(stmt("__syncthreads()".into()));
             }
-            "cuda.syncthreads_count" | "cuda.syncthreads_and" | "cuda.syncthreads_or" => {
-                return Err(self
-                    .err(c.range, format!("`{path}` is not in gridlab's simulator yet"))
-                    .help("use `cuda.syncthreads()` and count with `cuda.atomic.add` into a shared array"));
-            }
             "cuda.syncwarp" => {
                 nargs(0..=1)?;
                 let mask = if c.args.is_empty() { "0xffffffff".to_string() } else { self.expr(&c.args[0])?.text };
@@ -2041,6 +2036,10 @@ impl Lowerer<'_, '_> {
                 "clz" => ("__clz", 1),
                 "ffs" => ("__ffs", 1),
                 "brev" => ("__brev", 1),
+                // A barrier that also counts (or ands, ors) a predicate over the block.
+                "syncthreads_count" => ("__syncthreads_count", 1),
+                "syncthreads_and" => ("__syncthreads_and", 1),
+                "syncthreads_or" => ("__syncthreads_or", 1),
                 _ => ("", 0),
             };
             if !cname.is_empty() {
@@ -2050,6 +2049,7 @@ impl Lowerer<'_, '_> {
                     "__all_sync" | "__any_sync" => Ty::Num(DType::I32),
                     "__ballot_sync" => Ty::Num(DType::U32),
                     "__popc" | "__clz" | "__ffs" => Ty::Num(DType::I32),
+                    "__syncthreads_count" | "__syncthreads_and" | "__syncthreads_or" => Ty::Num(DType::I32),
                     "__brev" => Ty::Num(DType::U32),
                     _ => a[1].ty.clone(),
                 };

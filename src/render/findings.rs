@@ -52,18 +52,21 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
 fn in_python(text: &str) -> String {
     let mut s = text
         .replace("blockIdx.x * blockDim.x + threadIdx.x", "cuda.grid(1)")
-        .replace("__syncthreads()", "cuda.syncthreads()");
-    // `atomicAdd(&a[0], ...)` is `cuda.atomic.add(a, 0, ...)`.
-    while let Some(at) = s.find("atomicAdd(&") {
-        let rest = &s[at + "atomicAdd(&".len()..];
-        let Some(open) = rest.find('[') else { break };
-        let Some(close) = rest.find(']') else { break };
-        if close < open {
-            break;
+        .replace("__syncthreads()", "cuda.syncthreads()")
+        .replace("__syncwarp()", "cuda.syncwarp()");
+    // `atomicAdd(&a[0], ...)` is `cuda.atomic.add(a, 0, ...)`, `atomicExch` `cuda.atomic.exch`.
+    for (c, py) in [("atomicAdd(&", "cuda.atomic.add("), ("atomicExch(&", "cuda.atomic.exch(")] {
+        while let Some(at) = s.find(c) {
+            let rest = &s[at + c.len()..];
+            let Some(open) = rest.find('[') else { break };
+            let Some(close) = rest.find(']') else { break };
+            if close < open {
+                break;
+            }
+            let (name, index) = (&rest[..open], &rest[open + 1..close]);
+            let tail = rest[close + 1..].to_string();
+            s = format!("{}{py}{name}, {index}{tail}", &s[..at]);
         }
-        let (name, index) = (&rest[..open], &rest[open + 1..close]);
-        let tail = rest[close + 1..].to_string();
-        s = format!("{}cuda.atomic.add({name}, {index}{tail}", &s[..at]);
     }
     for axis in ["x", "y", "z"] {
         for v in ["threadIdx", "blockIdx", "blockDim", "gridDim"] {
@@ -126,7 +129,7 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             }
             d.help(out_of_bounds_advice(sources, first, kname, global, *threads, *len, *min_index, *max_index))
         }
-        Finding::Race { memory, kernel_name, view, index, count, elements, first, second } => {
+        Finding::Race { memory, kernel_name, view, index, count, elements, first, second, same_warp } => {
             let lines = {
                 let (a, b) = (line(sources, first), line(sources, second));
                 if a == b { format!("line {a}") } else { format!("lines {a} and {b}") }
@@ -153,7 +156,9 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
                         access_word(first.access, &el),
                         second.thread.describe(),
                         access_word(second.access, &el),
-                        if same_block {
+                        if *same_warp {
+                            " (no __syncwarp() or __syncthreads() between them)"
+                        } else if same_block {
                             " (no __syncthreads() between them)"
                         } else {
                             " (they are in different blocks)"
@@ -167,9 +172,9 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             match view {
                 Some((param, offset)) => {
                     let el = format!("{param}[{}]", index.saturating_sub(*offset as i64));
-                    d.help(race_advice(sources, memory, &el, param, *elements, first, second))
+                    d.help(race_advice(sources, memory, &el, param, *elements, first, second, *same_warp))
                 }
-                None => d.help(race_advice(sources, memory, &el, kname, *elements, first, second)),
+                None => d.help(race_advice(sources, memory, &el, kname, *elements, first, second, *same_warp)),
             }
         }
         Finding::Uninit { memory, kernel_name, index, count, elements, first } => {
@@ -415,6 +420,7 @@ fn out_of_bounds_advice(
 /// How to fix a race: a barrier for shared memory, an atomic for one element many threads
 /// update, the whole grid's stride for a grid-stride loop that steps by one block, or elements
 /// of their own for threads that share them.
+#[allow(clippy::too_many_arguments)]
 fn race_advice(
     sources: &SourceMap,
     memory: &Memory,
@@ -423,13 +429,40 @@ fn race_advice(
     elements: u64,
     first: &Site,
     second: &Site,
+    same_warp: bool,
 ) -> String {
     let same_line = first.span.source == second.span.source && line(sources, first) == line(sources, second);
+    // One side is atomic already: the plain access is the one to change.
+    let plain = match (first.access, second.access) {
+        (Access::Atomic, Access::Read | Access::Write) => Some(second),
+        (Access::Read | Access::Write, Access::Atomic) => Some(first),
+        _ => None,
+    };
+    if let Some(p) = plain {
+        let (what, how) = match p.access {
+            Access::Read => ("read", format!("read it atomically too (`atomicAdd(&{el}, 0)`)")),
+            _ => ("write", format!("write it atomically too (`atomicExch(&{el}, value)`)")),
+        };
+        let after = if first.thread.block == second.thread.block {
+            "after a __syncthreads() that follows the atomic updates"
+        } else {
+            "to a later launch, once every block's atomic updates are done"
+        };
+        return format!(
+            "the other access is atomic already; the plain {what} of {el} on line {} is the one to fix: {how}, or move it {after}",
+            line(sources, p)
+        );
+    }
+    let barrier = if same_warp {
+        "__syncwarp() (the threads are lanes of one warp) or __syncthreads()"
+    } else {
+        "__syncthreads()"
+    };
     match memory {
         Memory::Shared(_) if elements == 1 && same_line => format!(
             "the threads of a block all update {el}: make the update atomic, `atomicAdd(&{el}, ...)`, or give each thread an element of its own and add them up after a __syncthreads()"
         ),
-        Memory::Shared(_) => "put __syncthreads() between the write and the read by another thread".to_string(),
+        Memory::Shared(_) => format!("put {barrier} between the write and the read by another thread"),
         _ => {
             let (text, pos, access) = code_at(sources, second).unwrap_or_default();
             let names = advice::identifiers(advice::index_text(&access));
@@ -597,6 +630,7 @@ mod tests {
             elements,
             first,
             second,
+            same_warp: false,
         };
         // Every thread adds into s[0]: a barrier cannot help, an atomic can.
         let sum = race(at("s[0]", Access::Read, 1), at("s[0]", Access::Write, 2), 1);
@@ -616,6 +650,45 @@ mod tests {
     }
 
     #[test]
+    fn a_race_with_an_atomic_names_the_plain_access_and_lanes_of_a_warp_get_syncwarp() {
+        let mut map = SourceMap::new();
+        let text = "__global__ void k(int *c, int *seen) {\n    if (threadIdx.x == 0) seen[0] = c[0];\n    atomicAdd(&c[0], 1);\n}";
+        let id = map.add("<input 1>", text, 1);
+        let at = |pat: &str, access, thread| Site {
+            thread: ThreadRef { block: [0; 3], thread: [thread, 0, 0] },
+            access,
+            span: Span::new(id, text.find(pat).unwrap(), text.find(pat).unwrap() + pat.len()),
+        };
+        let race = |memory, first, second, elements| Finding::Race {
+            memory,
+            kernel_name: None,
+            view: None,
+            index: 0,
+            count: 31,
+            elements,
+            first,
+            second,
+            same_warp: true,
+        };
+        let text_of = |f: &Finding| to_diagnostic(f, &map).to_plain(&map).replace("\n         ", "");
+        // Read first or atomic first: the plain read on line 2 is the one to fix either way.
+        for (first, second) in [
+            (at("c[0];", Access::Read, 0), at("atomicAdd", Access::Atomic, 1)),
+            (at("atomicAdd", Access::Atomic, 1), at("c[0];", Access::Read, 0)),
+        ] {
+            let t = text_of(&race(Memory::Global("c".into()), first, second, 1));
+            assert!(t.contains("the plain read of c[0] on line 2 is the one to fix"), "{t}");
+            assert!(!t.contains("make the update atomic"), "{t}");
+        }
+        // Two lanes of one warp in shared memory: a warp-level sync is offered.
+        let shared =
+            race(Memory::Shared("s".into()), at("seen[0] =", Access::Write, 0), at("c[0];", Access::Read, 1), 8);
+        let t = text_of(&shared);
+        assert!(t.contains("no __syncwarp() or __syncthreads() between them"), "{t}");
+        assert!(t.contains("put __syncwarp() (the threads are lanes of one warp) or __syncthreads()"), "{t}");
+    }
+
+    #[test]
     fn race_summary_gives_an_example_pair() {
         let mut map = SourceMap::new();
         let (first, _) = site(&mut map, Access::Write, 0, 0);
@@ -629,6 +702,7 @@ mod tests {
             elements: 2,
             first,
             second,
+            same_warp: false,
         };
         insta::assert_snapshot!(to_diagnostic(&f, &map).to_plain(&map));
     }

@@ -161,11 +161,17 @@ impl Session {
             .at(at)
             .help("use smaller shared arrays, or a smaller third launch parameter"));
         }
-        if launch.args.len() != kernel.params.len() {
+        // Parameters with defaults (`int *partial = NULL`) may be left out, from the end.
+        let required = kernel.params.iter().take_while(|p| p.default.is_none()).count();
+        if launch.args.len() < required || launch.args.len() > kernel.params.len() {
+            let takes = if required == kernel.params.len() {
+                kernel.params.len().to_string()
+            } else {
+                format!("{required} to {}", kernel.params.len())
+            };
             return Err(Diagnostic::error(format!(
-                "`{}` takes {} argument{}, but {} {} given",
+                "`{}` takes {takes} argument{}, but {} {} given",
                 kernel.name,
-                kernel.params.len(),
                 if kernel.params.len() == 1 { "" } else { "s" },
                 launch.args.len(),
                 if launch.args.len() == 1 { "was" } else { "were" },
@@ -177,6 +183,8 @@ impl Session {
         let mut args = Vec::with_capacity(launch.args.len());
         for (expr, param) in launch.args.iter().zip(&kernel.params) {
             let arg = match &param.ty {
+                // `NULL`, `nullptr` or `0` for a pointer: the null pointer, as in host code.
+                Type::Ptr { .. } if is_null(expr) => Arg::Null,
                 Type::Ptr { pointee, .. } => {
                     let (name, offset) = self.buffer_arg(expr, &param.name, &param.ty, pointee, text)?;
                     let idx = names.iter().position(|n| *n == name).unwrap_or_else(|| {
@@ -198,6 +206,7 @@ impl Session {
             };
             args.push(arg);
         }
+        args.extend(kernel.params[launch.args.len()..].iter().filter_map(default_arg));
         let spec =
             LaunchSpec { kernel: kernel.name.clone(), grid, block, shared_bytes, args, symbols: self.symbol_writes() };
         Ok((spec, names))
@@ -448,14 +457,17 @@ impl Session {
             Type::Scalar(s) => dtype_of(*s),
             // A buffer of structs is a buffer of their one member type (`float4 *` takes f32
             // values, four to an element), as `cudaMalloc` memory holds whatever it is cast to.
-            Type::Struct(def) => match def.uniform() {
+            Type::Struct(def) => match def.buffer_layout() {
                 Some((s, per)) => {
                     if let Some(dt) = dtype_of(s)
                         && dt == buf.dtype()
                         && buf.len() % per as usize != 0
                     {
+                        let members = Type::Struct(def.clone()).leaf_count() as u64;
+                        let padding =
+                            if members < per { format!(", {} of them padding", per - members) } else { String::new() };
                         return Err(Diagnostic::error(format!(
-                            "`{name}` holds {} values, not a whole number of `{}` ({per} {dt} values each)",
+                            "`{name}` holds {} values, not a whole number of `{}` ({per} {dt} values each{padding})",
                             buf.len(),
                             def.name
                         ))
@@ -926,6 +938,39 @@ fn check_limits(grid: Dim3, block: Dim3, launch: &Launch) -> Result<(), Diagnost
         }
     }
     Ok(())
+}
+
+/// `NULL`, `nullptr` or `0` in a launch's argument list.
+fn is_null(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::Int(0)) || matches!(&e.kind, ExprKind::Name(n) if n == "NULL" || n == "nullptr")
+}
+
+/// What a launch passes for a kernel parameter it leaves out: its default (the checker folded
+/// it to a constant of the parameter's type).
+fn default_arg(p: &crate::cuda::ast::Param) -> Option<Arg> {
+    use crate::cuda::ast::ExprKind as C;
+    let d = p.default.as_ref()?;
+    Some(match (&p.ty, &d.kind) {
+        (Type::Ptr { .. }, _) => Arg::Null,
+        (Type::Scalar(s), C::FloatConst(f)) => match s {
+            Scalar::F32 => Arg::Scalar(ScalarArg::F32(*f as f32)),
+            _ => Arg::Scalar(ScalarArg::F64(*f)),
+        },
+        (Type::Scalar(s), C::IntConst(b)) => Arg::Scalar(match s {
+            Scalar::Bool => ScalarArg::Bool(*b != 0),
+            Scalar::I8 => ScalarArg::I8(*b as i8),
+            Scalar::U8 => ScalarArg::U8(*b as u8),
+            Scalar::I16 => ScalarArg::I16(*b as i16),
+            Scalar::U16 => ScalarArg::U16(*b as u16),
+            Scalar::I32 => ScalarArg::I32(*b as i32),
+            Scalar::U32 => ScalarArg::U32(*b as u32),
+            Scalar::I64 => ScalarArg::I64(*b as i64),
+            Scalar::U64 => ScalarArg::U64(*b),
+            Scalar::F32 => ScalarArg::F32(*b as i64 as f32),
+            Scalar::F64 => ScalarArg::F64(*b as i64 as f64),
+        }),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::io::{self, Write};
 
 use crate::backend::{BackendError, BackendKind};
 use crate::buffer::Buffer;
+use crate::cuda::ast::{ExprKind as CExpr, Scalar, Type};
 use crate::cuda::{ItemKind, Module};
 use crate::diag::{Diagnostic, SourceId, Span};
 use crate::render;
@@ -22,8 +23,8 @@ use super::{Session, Status, command, worse};
 
 /// The module's `#define`s whose bodies are numbers (`16`, `1.5f`, `(1 << 10)`), as values, so
 /// that a launch can say `<<<n / TILE, TILE>>>` after `#define TILE 16`; then its file-scope
-/// `const` numbers (`const int N = 1 << 20;`, CUDA source since it starts with `const`), read
-/// as the same declaration typed at the prompt would be.
+/// `const` numbers (`const int N = 1 << 20;`, CUDA source since it starts with `const`), with
+/// the values the checker gave them.
 fn constants(module: &Module) -> Vec<(String, Value)> {
     /// The constants so far: a body may use the macros defined before it (`#define N (TILE * 4)`).
     struct Earlier(Vec<(String, Value)>);
@@ -57,26 +58,21 @@ fn constants(module: &Module) -> Vec<(String, Value)> {
             out.0.push((name.to_string(), v));
         }
     }
-    for item in module.items().iter().filter(|i| i.kind == ItemKind::Global) {
-        let code: Vec<&str> = item.text.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
-        let code = code.join("\n");
-        let mut text = code.trim_start();
-        let mut qualified = false;
-        while let Some(rest) = ["const ", "constexpr ", "static "].iter().find_map(|q| text.strip_prefix(q)) {
-            text = rest.trim_start();
-            qualified = true;
-        }
-        if !qualified {
-            continue;
-        }
-        let Ok(stmt) = script::parse_statement(0, text) else { continue };
-        if let StmtKind::Let { name, value, declared: Some(declared), .. } = stmt.kind
-            && let Ok(v) = eval::eval(&value, &out, text)
-            && let Ok(v @ (Value::Int(_) | Value::Float(_) | Value::Bool(_))) =
-                script::habits::convert_declared(v, declared, &name, &value, text)
-        {
-            out.0.push((name, v));
-        }
+    // File-scope constants as the checker folded them (macros expanded, converted to their
+    // declared type): `const int blocks = imin(32, (N + 255) / 256);` is a number here too.
+    for (name, e) in &module.program().constants {
+        let v = match (&e.kind, &e.ty) {
+            (CExpr::FloatConst(f), _) => Value::Float(*f),
+            (CExpr::IntConst(bits), Type::Scalar(Scalar::Bool)) => Value::Bool(*bits != 0),
+            (CExpr::IntConst(bits), Type::Scalar(s)) if s.is_signed() => Value::Int(*bits as i64 as i128),
+            (CExpr::IntConst(bits), Type::Scalar(s)) => {
+                let width = s.size() * 8;
+                let bits = if width >= 64 { *bits } else { *bits & ((1u64 << width) - 1) };
+                Value::Int(bits as i128)
+            }
+            _ => continue,
+        };
+        out.0.push((name.clone(), v));
     }
     out.0
 }

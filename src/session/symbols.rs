@@ -53,7 +53,7 @@ impl Session {
         out: &mut dyn Write,
     ) -> io::Result<Status> {
         let globals = &self.module.program().globals;
-        let Some(global) = globals.iter().find(|g| g.var.name == name) else {
+        let Some(global) = globals.iter().find(|g| g.var.name == name && !g.is_shared) else {
             let d = self.not_a_symbol(name, name_span, eq_span, text);
             return self.report(&d, out);
         };
@@ -99,7 +99,7 @@ impl Session {
                 );
         }
         let is_session_name = self.buffer(name).is_some() || self.scalars.iter().any(|(n, _)| n == name);
-        let variables = self.module.program().globals.iter().map(|g| g.var.name.as_str());
+        let variables = self.module.program().globals.iter().filter(|g| !g.is_shared).map(|g| g.var.name.as_str());
         if !is_session_name && let Some(near) = crate::diag::suggest::closest(name, variables) {
             return Diagnostic::error(format!("`{name}` is not a variable of the module"))
                 .at(name_span)
@@ -112,7 +112,7 @@ impl Session {
     /// The values set from statements, for a launch: those whose variable the module still has.
     pub(super) fn symbol_writes(&self) -> Vec<SymbolWrite> {
         let globals = &self.module.program().globals;
-        self.symbols.iter().filter(|w| globals.iter().any(|g| g.var.name == w.name)).cloned().collect()
+        self.symbols.iter().filter(|w| globals.iter().any(|g| g.var.name == w.name && !g.is_shared)).cloned().collect()
     }
 
     /// A snippet declared variables anew: their set values are gone, as a recompiled program's

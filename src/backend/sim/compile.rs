@@ -10,8 +10,8 @@
 use std::collections::HashMap;
 
 use crate::cuda::ast::{
-    AtomicOp, Axis, BinaryOp, BuiltinVar, Expr, ExprKind, FuncId, Function, Intrinsic, MathFn, MemId, Program, Scalar,
-    ShflKind, Stmt, StmtKind, Type, UnaryOp,
+    AtomicOp, Axis, BarrierReduce, BinaryOp, BuiltinVar, Expr, ExprKind, FuncId, Function, Intrinsic, MathFn, MemId,
+    Program, Scalar, ShflKind, Stmt, StmtKind, Type, UnaryOp,
 };
 use crate::diag::{Diagnostic, Span};
 
@@ -137,7 +137,19 @@ pub enum Op {
     },
     Exit,
     SyncThreads,
-    SyncWarp,
+    /// `__syncthreads_count/_and/_or(pred)`: a barrier whose result, the predicate combined over
+    /// the block, lands in `dst` when the block is released.
+    SyncThreadsReduce {
+        kind: BarrierReduce,
+        dst: Reg,
+        pred: Reg,
+    },
+    /// `__syncwarp(mask)` (and a tile's `sync`, with the tile's lanes as the mask).
+    SyncWarp {
+        mask: Reg,
+    },
+    /// `__threadfence*()`: for the race check, the thread's next atomics release what it did.
+    Fence,
     Shfl {
         kind: ShflKind,
         dst: Reg,
@@ -198,7 +210,7 @@ pub enum Op {
 impl Op {
     /// Instructions that need the whole warp together (run lane by lane in `Sequential` up to them).
     pub fn is_collective(&self) -> bool {
-        matches!(self, Op::Shfl { .. } | Op::Vote { .. } | Op::SyncWarp)
+        matches!(self, Op::Shfl { .. } | Op::Vote { .. } | Op::SyncWarp { .. })
     }
 }
 
@@ -617,13 +629,22 @@ impl Compiler<'_> {
                         .globals
                         .get(i as usize)
                         .ok_or_else(|| unsupported(self.span, "bad global variable"))?;
+                    // A file-scope `__shared__` is each block's, as one in the kernel is.
+                    let kind = if g.is_shared {
+                        StaticKind::Shared
+                    } else {
+                        StaticKind::Global { index: i, constant: g.is_constant }
+                    };
                     let s = self.add_static(StaticMem {
                         name: g.var.name.clone(),
-                        kind: StaticKind::Global { index: i, constant: g.is_constant },
+                        kind,
                         bytes: g.var.ty.size(),
-                        is_extern: false,
+                        is_extern: g.var.is_extern,
                         elem: elem_size(g.var.ty.innermost()),
                     });
+                    if g.is_shared {
+                        self.shared.push(s);
+                    }
                     self.global_map.insert(i, s);
                     s
                 }
@@ -1430,10 +1451,17 @@ impl Compiler<'_> {
             Intrinsic::SyncThreads => {
                 self.emit(Op::SyncThreads);
             }
-            Intrinsic::SyncWarp => {
-                self.emit(Op::SyncWarp);
+            Intrinsic::SyncThreadsReduce(kind) => {
+                let pred = arg(0)?;
+                self.emit(Op::SyncThreadsReduce { kind, dst, pred });
             }
-            Intrinsic::ThreadFence => {}
+            Intrinsic::SyncWarp => {
+                let mask = arg(0)?;
+                self.emit(Op::SyncWarp { mask });
+            }
+            Intrinsic::ThreadFence => {
+                self.emit(Op::Fence);
+            }
             Intrinsic::Atomic { op, ty } => {
                 let (addr, a) = (arg(0)?, arg(1)?);
                 let b = if op == AtomicOp::Cas { arg(2)? } else { a };

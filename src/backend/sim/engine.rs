@@ -15,7 +15,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::backend::{Arg, Dim3, LaunchSpec, PrintLine, WatchedAccess, WriteTrace};
 use crate::buffer::Num;
-use crate::cuda::ast::{BinaryOp, Program, Scalar, ShflKind};
+use crate::cuda::ast::{BarrierReduce, BinaryOp, Program, Scalar, ShflKind};
 use crate::finding::{Access, Finding, Memory, Site, ThreadRef};
 
 use super::alu;
@@ -52,6 +52,16 @@ struct Warp {
     steps: u64,
     local: Local,
     queued: bool,
+    /// Per lane, its synchronisation clock for the race check (see `memory.rs`).
+    clock: [u32; WARP],
+    /// Per lane, what it knows of the other lanes' clocks through warp-level syncs since the
+    /// block's last barrier; `None` until the warp's first such sync.
+    known: Option<Box<[[u32; WARP]; WARP]>>,
+    /// Per lane, its clock at its last fence (0: none): its atomics after it release.
+    fence: [u32; WARP],
+    /// Per lane, what it acquired through atomics since the block's last barrier (empty unless
+    /// the kernel fences).
+    acquired: Vec<memory::Acquired>,
 }
 
 /// The lanes' local arrays: `local_bytes` bytes per lane, and with findings on a flag per byte
@@ -69,7 +79,12 @@ struct Block {
     warps: Vec<Warp>,
     shared: Vec<Vec<u8>>,
     shadow: Vec<Vec<Shadow>>,
-    epoch: u32,
+    /// The block's clock at its last barrier: every lane's clock is at least this after it.
+    base: u32,
+    /// What the block's threads acquired before its last barrier: all of them know it now.
+    acquired: memory::Acquired,
+    /// `__syncthreads_count`: threads arrived at this round's barrier with a non-zero predicate.
+    bar_count: u32,
     arrived: u32,
     exited: u32,
     /// First barrier reached in this round (pc, thread in block) and how many wait there.
@@ -83,7 +98,8 @@ struct Block {
 
 enum Event {
     None,
-    Barrier(u32),
+    /// Lanes arriving at a barrier, and how many of them with a non-zero predicate.
+    Barrier(u32, u32),
     Exit(u32),
 }
 
@@ -100,6 +116,13 @@ enum Stop {
     /// The launch's wall time ran out (`SimConfig::time_limit`).
     TimeLimit(Duration),
     Cancelled,
+}
+
+/// What the running warp's block contributes to the race check.
+struct BlockSync<'a> {
+    base: u32,
+    acquired: &'a memory::Acquired,
+    linear: u64,
 }
 
 /// What a launch produced.
@@ -159,6 +182,8 @@ struct Mem<'b> {
     watch: Option<WatchState>,
     /// The launch's step counter, kept here for watched accesses.
     clock: u64,
+    /// What fenced atomics released, per address (see `memory.rs`).
+    releases: memory::Releases,
 }
 
 struct Machine<'k, 'b> {
@@ -192,6 +217,8 @@ struct Machine<'k, 'b> {
     param_views: Vec<Option<(String, u64)>>,
     /// Threads in the launch.
     threads: u64,
+    /// Whether the kernel fences: only then do atomics release and acquire.
+    fences: bool,
 }
 
 fn coords(linear: u64, d: Dim3) -> [u32; 3] {
@@ -387,7 +414,7 @@ impl Mem<'_> {
                     reports.uninit(region, index, who.thread as u64, who.pc);
                     reports.poisoned = true;
                 }
-                if let Some(c) = memory::check(s, who, access) {
+                if let Some(c) = memory::check(s, who, access, &self.releases) {
                     reports.race(region, index, (len / elem) as u64, c, who, access);
                 }
             }
@@ -415,6 +442,22 @@ impl Mem<'_> {
             }
         }
     }
+}
+
+/// A warp-level sync of the lanes in `group` (a warp's `known` and `clock`, see `Warp`): each
+/// one's clock goes up, and each learns what the others knew and where they are now.
+#[allow(clippy::type_complexity)]
+fn sync_lanes(known: &mut Option<Box<[[u32; WARP]; WARP]>>, clock: &mut [u32; WARP], group: u32) {
+    let known = known.get_or_insert_with(|| Box::new([[0; WARP]; WARP]));
+    let mut row = [0u32; WARP];
+    lanes!(group, |l| for (m, v) in row.iter_mut().enumerate() {
+        *v = (*v).max(known[l][m]);
+    });
+    lanes!(group, |l| {
+        clock[l] += 1;
+        row[l] = clock[l];
+    });
+    lanes!(group, |l| known[l] = row);
 }
 
 impl Warp {
@@ -501,7 +544,9 @@ impl Machine<'_, '_> {
         let k = self.k;
         b.linear = linear;
         b.coords = coords(linear, self.grid_dim);
-        b.epoch = 0;
+        b.base = 1;
+        b.acquired.clear();
+        b.bar_count = 0;
         b.arrived = 0;
         b.exited = 0;
         b.bar_first = None;
@@ -541,6 +586,10 @@ impl Machine<'_, '_> {
                 steps: 0,
                 local: Local::default(),
                 queued: false,
+                clock: [1; WARP],
+                known: None,
+                fence: [0; WARP],
+                acquired: Vec::new(),
             });
         }
         let [bx, by, bz] = b.coords;
@@ -587,6 +636,10 @@ impl Machine<'_, '_> {
             warp.local.set.clear();
             warp.local.set.resize(if self.mem.findings { local_bytes } else { 0 }, 0);
             warp.queued = false;
+            warp.clock = [1; WARP];
+            warp.known = None;
+            warp.fence = [0; WARP];
+            warp.acquired.clear();
         }
     }
 
@@ -606,8 +659,8 @@ impl Machine<'_, '_> {
             }
             let thread0 = b.linear * self.block_threads as u64 + (w * WARP) as u64;
             let event = {
-                let Block { warps, shared, shadow, epoch, .. } = b;
-                self.exec(&mut warps[w], shared, shadow, *epoch, thread0)
+                let Block { warps, shared, shadow, base, acquired, linear, .. } = b;
+                self.exec(&mut warps[w], shared, shadow, BlockSync { base: *base, acquired, linear: *linear }, thread0)
             };
             let warp = &mut b.warps[w];
             warp.steps += 1;
@@ -618,7 +671,8 @@ impl Machine<'_, '_> {
             }
             match event {
                 Event::None => {}
-                Event::Barrier(mask) => {
+                Event::Barrier(mask, count) => {
+                    b.bar_count += count;
                     let pc = warp.gpc;
                     lanes!(mask, |l| warp.pc[l] = pc + 1);
                     warp.bar |= mask;
@@ -679,7 +733,35 @@ impl Machine<'_, '_> {
                 });
             }
         }
-        b.epoch = b.epoch.wrapping_add(1);
+        // Every lane's clock goes above every clock of the block: all it did before is ordered
+        // before all it does after; what some threads acquired, all of them know now.
+        let top = b.warps.iter().flat_map(|w| w.clock).max().unwrap_or(b.base);
+        b.base = top.wrapping_add(1).max(b.base);
+        let arrived = b.arrived;
+        let count = std::mem::take(&mut b.bar_count);
+        let reduces = |at: Option<(u32, u32)>| {
+            at.is_some_and(|(pc, _)| matches!(self.k.code.get(pc as usize), Some(Op::SyncThreadsReduce { .. })))
+        };
+        let reduce = reduces(b.bar_first) || reduces(b.bar_other);
+        for warp in &mut b.warps {
+            warp.clock = [b.base; WARP];
+            warp.known = None;
+            for acq in warp.acquired.iter_mut() {
+                for (key, n) in acq.drain(..) {
+                    memory::acquire(&mut b.acquired, key, n);
+                }
+            }
+            // `__syncthreads_count/_and/_or`: the combined predicate lands in each waiting lane.
+            lanes!(if reduce { warp.bar } else { 0 }, |l| if let Some(Op::SyncThreadsReduce { kind, dst, .. }) =
+                warp.pc[l].checked_sub(1).and_then(|p| self.k.code.get(p as usize))
+            {
+                warp.regs[*dst as usize * WARP + l] = match kind {
+                    BarrierReduce::Count => count as u64,
+                    BarrierReduce::And => (count == arrived) as u64,
+                    BarrierReduce::Or => (count > 0) as u64,
+                };
+            });
+        }
         b.arrived = 0;
         b.bar_first = None;
         b.bar_other = None;
@@ -777,7 +859,7 @@ impl Machine<'_, '_> {
         warp: &mut Warp,
         shared: &mut [Vec<u8>],
         shadow: &mut [Vec<Shadow>],
-        epoch: u32,
+        blk: BlockSync,
         thread0: u64,
     ) -> Event {
         let k = self.k;
@@ -787,11 +869,30 @@ impl Machine<'_, '_> {
         let at = |reg: u32, l: usize| reg as usize * WARP + l;
         let block_threads = self.block_threads;
         let site = k.sites[pc as usize];
-        let who = move |l: usize| Who { thread: (thread0 + l as u64) as u32, epoch, block_threads, pc: site };
+        let base = blk.base;
+        let block_first = (blk.linear * block_threads as u64) as u32;
+        // Who a lane is, for the race check (a macro: the borrows of the warp's fields it takes
+        // last one access, so the instruction may update them afterwards).
+        macro_rules! who {
+            ($l:expr) => {{
+                let l: usize = $l;
+                Who {
+                    thread: (thread0 + l as u64) as u32,
+                    clock: warp.clock[l],
+                    base,
+                    block_threads,
+                    block_first,
+                    warp_first: thread0 as u32,
+                    pc: site,
+                    warp: warp.known.as_deref().map(|k| &k[l]),
+                    acquired: [warp.acquired.get(l).map_or(&[][..], |a| &a[..]), &blk.acquired[..]],
+                }
+            }};
+        }
         let mut next = pc + 1;
         if let Some(c) = self.cost.as_deref_mut() {
             let op = &k.code[pc as usize];
-            c.issue(pc, mask, matches!(op, Op::SyncThreads));
+            c.issue(pc, mask, matches!(op, Op::SyncThreads | Op::SyncThreadsReduce { .. }));
             let mem = match *op {
                 Op::Load { ty, addr, .. } => Some((MemOp::Load, addr, ty.size())),
                 Op::Store { ty, addr, .. } => Some((MemOp::Store, addr, ty.size())),
@@ -856,19 +957,19 @@ impl Machine<'_, '_> {
             Op::PtrDiff { dst, a, b, scale } => lanes!(mask, |l| r[at(dst, l)] =
                 ((r[at(a, l)].wrapping_sub(r[at(b, l)]) as i64) / scale.max(1) as i64) as u64),
             Op::Load { ty, dst, addr } => lanes!(mask, |l| {
-                let v = self.load_lane(&mut warp.local, shared, shadow, l, r[at(addr, l)], ty, &who(l), pc, thread0);
+                let v = self.load_lane(&mut warp.local, shared, shadow, l, r[at(addr, l)], ty, &who!(l), pc, thread0);
                 r[at(dst, l)] = v;
             }),
             Op::Store { ty, addr, src } => lanes!(mask, |l| {
                 let v = r[at(src, l)];
-                self.store_lane(&mut warp.local, shared, shadow, l, r[at(addr, l)], ty, v, &who(l), pc, thread0);
+                self.store_lane(&mut warp.local, shared, shadow, l, r[at(addr, l)], ty, v, &who!(l), pc, thread0);
             }),
             Op::LoadVec { ty, n, dst, addr } => lanes!(mask, |l| {
                 let base = r[at(addr, l)];
                 if self.vector_aligned(base, ty, n, "read", pc, thread0 + l as u64) {
                     for j in 0..n as u32 {
                         let p = memory::moved(base, j as i64, ty.size() as i64);
-                        let v = self.load_lane(&mut warp.local, shared, shadow, l, p, ty, &who(l), pc, thread0);
+                        let v = self.load_lane(&mut warp.local, shared, shadow, l, p, ty, &who!(l), pc, thread0);
                         r[at(dst + j, l)] = v;
                     }
                 }
@@ -879,14 +980,14 @@ impl Machine<'_, '_> {
                     for j in 0..n as u32 {
                         let p = memory::moved(base, j as i64, ty.size() as i64);
                         let v = r[at(src + j, l)];
-                        self.store_lane(&mut warp.local, shared, shadow, l, p, ty, v, &who(l), pc, thread0);
+                        self.store_lane(&mut warp.local, shared, shadow, l, p, ty, v, &who!(l), pc, thread0);
                     }
                 }
             }),
             Op::Zero { addr, bytes, written } => {
                 let findings = std::mem::replace(&mut self.mem.findings, false);
                 lanes!(mask, |l| {
-                    let w = who(l);
+                    let w = who!(l);
                     let p = r[at(addr, l)];
                     let m = &mut self.mem;
                     if let Ok(Some(b)) =
@@ -912,7 +1013,7 @@ impl Machine<'_, '_> {
             }
             Op::Atomic { op, ty, dst, addr, a, b } => {
                 lanes!(mask, |l| {
-                    let w = who(l);
+                    let w = who!(l);
                     let (va, vb) = (r[at(a, l)], r[at(b, l)]);
                     let old = match self.mem.access(
                         k,
@@ -943,6 +1044,10 @@ impl Machine<'_, '_> {
                         }
                     };
                     r[at(dst, l)] = old;
+                    if self.fences && self.mem.findings {
+                        let p = r[at(addr, l)];
+                        self.release_acquire(&mut warp.acquired, &warp.fence, l, p, &blk, thread0);
+                    }
                 })
             }
             Op::CheckInit { flag, var } => {
@@ -973,8 +1078,32 @@ impl Machine<'_, '_> {
                 self.flush_exited(mask, thread0);
                 return Event::Exit(mask);
             }
-            Op::SyncThreads => return Event::Barrier(mask),
-            Op::SyncWarp => {}
+            Op::SyncThreads => return Event::Barrier(mask, 0),
+            Op::SyncThreadsReduce { pred, .. } => {
+                let mut count = 0;
+                lanes!(mask, |l| count += (r[at(pred, l)] != 0) as u32);
+                return Event::Barrier(mask, count);
+            }
+            Op::SyncWarp { mask: named } => {
+                if self.mem.findings {
+                    // Lanes that name the same lanes synchronise with each other (a tile's
+                    // `sync` names its tile); only those running together here take part.
+                    let mut done = 0u32;
+                    lanes!(mask, |l| if done & (1 << l) == 0 {
+                        let group = (r[at(named, l)] as u32 | 1 << l) & mask & !done;
+                        sync_lanes(&mut warp.known, &mut warp.clock, group);
+                        done |= group;
+                    });
+                }
+            }
+            Op::Fence => {
+                if self.mem.findings {
+                    lanes!(mask, |l| {
+                        warp.clock[l] += 1;
+                        warp.fence[l] = warp.clock[l];
+                    });
+                }
+            }
             Op::Shfl { kind, dst, val, lane, width } => {
                 let mut out = [0u64; WARP];
                 lanes!(mask, |l| {
@@ -1047,7 +1176,7 @@ impl Machine<'_, '_> {
                     let text = {
                         let mut read_str = |p: u64| {
                             let mut s = Vec::new();
-                            let w = who(l);
+                            let w = who!(l);
                             while s.len() < 1024 {
                                 let ptr = p.wrapping_add(s.len() as u64);
                                 let findings = std::mem::replace(&mut self.mem.findings, false);
@@ -1087,6 +1216,42 @@ impl Machine<'_, '_> {
             warp.reselect = true;
         }
         Event::None
+    }
+
+    /// An atomic of lane `l` at `ptr` in a kernel that fences: it acquires what was released to
+    /// the address so far, and after a fence releases what the lane did before it (see
+    /// `memory.rs`).
+    #[allow(clippy::too_many_arguments)]
+    fn release_acquire(
+        &mut self,
+        acquired: &mut Vec<memory::Acquired>,
+        fence: &[u32; WARP],
+        l: usize,
+        ptr: u64,
+        blk: &BlockSync,
+        thread0: u64,
+    ) {
+        let region = memory::region(ptr);
+        let shared = region >= STATIC_REGION_BASE
+            && matches!(
+                self.k.statics.get((region - STATIC_REGION_BASE) as usize).map(|s| s.kind),
+                Some(StaticKind::Shared)
+            );
+        let key = (ptr, if shared { blk.linear } else { u64::MAX });
+        if acquired.is_empty() {
+            acquired.resize_with(WARP, Vec::new);
+        }
+        let releases = &mut self.mem.releases;
+        if let Some(r) = releases.get(&key) {
+            memory::acquire(&mut acquired[l], key, r.version);
+        }
+        if fence[l] != 0 {
+            let thread = (thread0 + l as u64) as u32;
+            let released = releases.entry(key).or_default();
+            released.release(key, thread, fence[l], blk.linear, blk.base, &[&acquired[l], blk.acquired]);
+            let v = released.version;
+            memory::acquire(&mut acquired[l], key, v);
+        }
     }
 
     fn print(&mut self, thread: u64, text: &str) {
@@ -1232,6 +1397,7 @@ pub fn run(
                 vec![memory::make_ptr(*buffer as u32 + 1, *offset as i64 * elem)]
             }
             Arg::Scalar(s) => vec![s.to_bits()],
+            Arg::Null => vec![0],
             // A struct parameter fills one register per member, in order.
             Arg::Struct(members) => members.iter().map(|s| s.to_bits()).collect(),
         })
@@ -1250,7 +1416,7 @@ pub fn run(
                 && i < bufs.len()
             {
                 if let (0, Some(crate::cuda::ast::Type::Struct(def))) = (offset, p.ty.pointee())
-                    && let Some((_, n)) = def.uniform()
+                    && let Some((_, n)) = def.buffer_layout()
                 {
                     per[i] = n;
                 }
@@ -1278,6 +1444,7 @@ pub fn run(
             watch: config.watch.map(|watch| WatchState { watch, events: Vec::new(), pending: false }),
             extra: config.trace_writes || config.watch.is_some(),
             clock: 0,
+            releases: memory::Releases::new(),
             bufs,
             buf_elem,
             buf_shadow,
@@ -1310,6 +1477,7 @@ pub fn run(
         param_per,
         param_views,
         threads: u64::try_from(spec.total_threads()).unwrap_or(u64::MAX),
+        fences: kernel.code.iter().any(|op| matches!(op, Op::Fence)),
         cost: config.cost.filter(|_| !seq).map(|p| {
             let data = bufs_bytes
                 + kernel
@@ -1361,7 +1529,9 @@ fn schedule(m: &mut Machine, blocks: u64, config: &SimConfig) -> Option<(u32, u6
             warps: Vec::new(),
             shared: Vec::new(),
             shadow: Vec::new(),
-            epoch: 0,
+            base: 1,
+            acquired: Vec::new(),
+            bar_count: 0,
             arrived: 0,
             exited: 0,
             bar_first: None,
@@ -1529,6 +1699,11 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
             elements: s.elements.max(1),
             first: m.site(*pc1, s.first_thread, s.first_access),
             second: m.site(*pc2, s.second_thread, s.second_access),
+            same_warp: {
+                let bt = m.block_threads.max(1) as u64;
+                let warp = |t: u64| (t / bt, t % bt / WARP as u64);
+                warp(s.first_thread) == warp(s.second_thread)
+            },
         });
     }
     findings.append(&mut m.barrier_findings);

@@ -7,11 +7,28 @@
 //! thread's block or lane. Region 0 is the null pointer.
 //!
 //! Race detection keeps, for every element of global and shared memory, the last write and up to
-//! two reads (thread, barrier epoch of its block, instruction), 24 bytes in all. An access conflicts with a
-//! recorded one by another thread when at least one writes, they are not both atomic, and they
-//! are not ordered: threads of one block are ordered when the earlier access happened before a
-//! barrier that the later thread has passed (a smaller epoch); threads of different blocks never
-//! are. That is O(1) per access and allocates nothing per access.
+//! two reads (thread, the thread's synchronisation clock, instruction), 24 bytes in all. An
+//! access conflicts with a recorded one by another thread when at least one writes, they are
+//! not both atomic, and nothing orders them. Every thread has a clock that goes up at each
+//! synchronisation it takes part in; an access is ordered before a later thread's when that
+//! thread has synchronised with the first one since (the recorded clock is below what it knows
+//! of that thread's clock):
+//!
+//! - a block barrier (`__syncthreads()` and its `_count`/`_and`/`_or` forms, a block group's
+//!   `sync`) lifts every thread of the block to one clock, the block's *base*: whatever any of
+//!   them did before is ordered before what all of them do after;
+//! - a warp-level sync (`__syncwarp(mask)`, a tile's `sync`) makes the lanes it names know each
+//!   other's clocks (a vector clock per lane of the warp, [`Who::warp`], joined at each sync,
+//!   so knowledge passes on through chains of syncs);
+//! - a fence followed by an atomic releases what the thread knows (its own accesses before the
+//!   fence, its block's up to its last barrier, what it acquired) to that address, and any
+//!   later atomic on the address acquires it ([`Knowledge`]); a barrier hands what the block's
+//!   threads acquired to all of them. This orders the "last block" pattern across blocks.
+//!
+//! Threads of different blocks are ordered only through such a release and acquire. Clocks
+//! are kept modulo 2^15 in the shadow: an access more than 2^14 synchronisations old may be
+//! misjudged, the price of 24-byte shadows. It is O(1) per access (a hash lookup only in
+//! kernels that acquired something) and allocates nothing per access.
 
 use std::collections::HashMap;
 
@@ -74,22 +91,116 @@ pub fn offset(p: u64) -> i64 {
 }
 
 /// One recorded access packed in 64 bits: thread + 1 (bits 0..32, 0 = none), instruction
-/// (32..48), the block's barrier epoch modulo 2^15 (48..63), atomic (63).
+/// (32..48), the thread's clock modulo 2^15 (48..63), atomic (63).
 type Acc = u64;
 const ATOMIC: u64 = 1 << 63;
+const CLOCK_MASK: u32 = 0x7fff;
 
 /// Shadow of one element: the last write and two reads (24 bytes).
 pub type Shadow = [u64; 3];
 
+/// Whether an access made at clock `k` (modulo 2^15) comes before `bound`, a clock value of
+/// the same thread: within 2^14 below it.
+#[inline]
+fn before(k: u32, bound: u32) -> bool {
+    let d = bound.wrapping_sub(k) & CLOCK_MASK;
+    d != 0 && d < 0x4000
+}
+
+/// An address atomics synchronise through: a pointer, and for shared memory the block (each
+/// block has its own).
+pub type SyncKey = (u64, u64);
+
+/// What a thread acquired: per address, how many releases to it it has seen (a prefix of
+/// [`Released`]'s history, so that later releases do not count).
+pub type Acquired = Vec<(SyncKey, u32)>;
+
+/// Add `(key, version)` to `acq`, keeping the larger version per address.
+pub fn acquire(acq: &mut Acquired, key: SyncKey, version: u32) {
+    match acq.iter_mut().find(|(k, _)| *k == key) {
+        Some(e) => e.1 = e.1.max(version),
+        None => acq.push((key, version)),
+    }
+}
+
+/// Key of a block in [`Released::bounds`] (threads are keyed by their id).
+fn block_entity(block: u64) -> u64 {
+    (1 << 40) | block
+}
+
+/// What fenced atomics released to one address, in the order of the releases: per thread, the
+/// clock below which its accesses are published; per block, the base below which all of its
+/// threads' accesses are; and what the releasing threads had acquired themselves (so order
+/// passes on along chains of releases).
+#[derive(Debug, Default)]
+pub struct Released {
+    /// Releases so far.
+    pub version: u32,
+    /// Per thread or block: (release number, bound), release numbers increasing.
+    bounds: HashMap<u64, Vec<(u32, u32)>>,
+    /// (release number, an address the releaser had acquired from, how much of it).
+    refs: Vec<(u32, SyncKey, u32)>,
+}
+
+impl Released {
+    /// One release: `thread`'s accesses below `clock`, its block's below `base`, and what it
+    /// acquired (`acquired`, other addresses than `me`).
+    pub fn release(&mut self, me: SyncKey, thread: u32, clock: u32, block: u64, base: u32, acquired: &[&Acquired]) {
+        self.version += 1;
+        let v = self.version;
+        for (entity, bound) in [(thread as u64, clock), (block_entity(block), base)] {
+            let list = self.bounds.entry(entity).or_default();
+            match list.last_mut() {
+                Some(last) if last.1 == bound => {}
+                _ => list.push((v, bound)),
+            }
+        }
+        for &(key, n) in acquired.iter().copied().flatten() {
+            if key != me && !self.refs.iter().any(|&(_, k, m)| k == key && m >= n) {
+                self.refs.push((v, key, n));
+            }
+        }
+    }
+}
+
+/// Every address released to in a launch.
+pub type Releases = HashMap<SyncKey, Released>;
+
+/// Whether an access at clock `k` by `thread` (of `block`) was published by the first
+/// `version` releases to `key`, directly or through what those releasers acquired.
+fn published(all: &Releases, key: SyncKey, version: u32, thread: u32, block: u64, k: u32, depth: u32) -> bool {
+    let Some(r) = all.get(&key) else { return false };
+    let bound = |entity: u64| {
+        r.bounds.get(&entity).and_then(|list| list.iter().rev().find(|(v, _)| *v <= version)).map(|&(_, b)| b)
+    };
+    if bound(thread as u64).is_some_and(|b| before(k, b)) || bound(block_entity(block)).is_some_and(|b| before(k, b)) {
+        return true;
+    }
+    depth < 4
+        && r.refs.iter().any(|&(v, other, n)| v <= version && published(all, other, n, thread, block, k, depth + 1))
+}
+
 /// Who is accessing, for the race check.
 #[derive(Clone, Copy, Debug)]
-pub struct Who {
+pub struct Who<'a> {
     /// Global linear thread id.
     pub thread: u32,
-    pub epoch: u32,
-    /// Threads per block (to tell whether a recorded access came from the same block).
+    /// The thread's synchronisation clock.
+    pub clock: u32,
+    /// The block's clock at its last barrier: every access of the block below it is ordered.
+    pub base: u32,
+    /// Threads per block, and the ids of the first thread of this one's block and warp (to tell
+    /// whether a recorded access came from the same block or warp).
     pub block_threads: u32,
+    pub block_first: u32,
+    pub warp_first: u32,
     pub pc: u32,
+    /// What this lane knows of the clocks of its warp's lanes through warp-level syncs since the
+    /// block's last barrier (0: nothing); `None` when the warp has not synchronised.
+    pub warp: Option<&'a [u32; 32]>,
+    /// What this thread acquired, and what its block's threads acquired before a barrier
+    /// (empty in most kernels).
+    pub acquired: [&'a [(SyncKey, u32)]; 2],
 }
 
 /// An access pair that raced: the earlier one (thread, pc, atomic) and the later one.
@@ -108,8 +219,8 @@ fn pc_of(a: Acc) -> u32 {
     ((a >> 32) & 0xffff) as u32
 }
 
-fn epoch_of(a: Acc) -> u32 {
-    ((a >> 48) & 0x7fff) as u32
+fn clock_of(a: Acc) -> u32 {
+    ((a >> 48) as u32) & CLOCK_MASK
 }
 
 /// Instructions beyond 65535 share the last number (only a finding's location suffers).
@@ -117,29 +228,62 @@ pub fn pc_key(pc: u32) -> u32 {
     pc.min(0xffff)
 }
 
-impl Who {
-    /// Epochs only grow, so within a block a different one means a barrier came in between
-    /// (modulo 2^15 barriers, which is the price of 24-byte shadows).
-    fn ordered(&self, prev: Acc) -> bool {
+impl Who<'_> {
+    /// Whether the recorded access `prev` is ordered before this one (see the module's doc).
+    #[inline(always)]
+    fn ordered(&self, prev: Acc, releases: &Releases) -> bool {
+        if prev as u32 == 0 {
+            return true;
+        }
         let t = thread_of(prev);
-        let bt = self.block_threads.max(1);
-        prev as u32 == 0 || t == self.thread || (t / bt == self.thread / bt && epoch_of(prev) != self.epoch & 0x7fff)
+        if t == self.thread {
+            return true;
+        }
+        let k = clock_of(prev);
+        // Same block, same warp: offsets from their first threads (no division on the way).
+        if t.wrapping_sub(self.block_first) < self.block_threads {
+            if before(k, self.base) {
+                return true;
+            }
+            let lane = t.wrapping_sub(self.warp_first);
+            if lane < 32
+                && let Some(row) = self.warp
+            {
+                let known = row[lane as usize];
+                if known != 0 && before(k, known) {
+                    return true;
+                }
+            }
+        }
+        // Most kernels acquire nothing: then threads of other blocks are never ordered.
+        if self.acquired[0].is_empty() && self.acquired[1].is_empty() {
+            return false;
+        }
+        self.acquired_orders(t, k, releases)
+    }
+
+    /// Whether what this thread acquired publishes thread `t`'s access at clock `k`.
+    #[cold]
+    fn acquired_orders(&self, t: u32, k: u32, releases: &Releases) -> bool {
+        let block = (t / self.block_threads.max(1)) as u64;
+        self.acquired.iter().copied().flatten().any(|&(key, n)| published(releases, key, n, t, block, k, 0))
     }
 
     fn acc(&self, atomic: bool) -> Acc {
         self.thread.wrapping_add(1) as u64
             | (pc_key(self.pc) as u64) << 32
-            | ((self.epoch & 0x7fff) as u64) << 48
+            | ((self.clock & CLOCK_MASK) as u64) << 48
             | if atomic { ATOMIC } else { 0 }
     }
 }
 
-/// Check and record an access to the element with shadow `s`; returns the conflict, if any.
-pub fn check(s: &mut Shadow, who: &Who, access: Access) -> Option<Conflict> {
+/// Check and record an access to the element with shadow `s`, given what fenced atomics
+/// released in the launch; returns the conflict, if any.
+pub fn check(s: &mut Shadow, who: &Who, access: Access, releases: &Releases) -> Option<Conflict> {
     let atomic = access == Access::Atomic;
     let mut conflict = None;
     let mut note = |prev: Acc, prev_access: Access| {
-        if conflict.is_none() && !who.ordered(prev) {
+        if conflict.is_none() && !who.ordered(prev, releases) {
             conflict =
                 Some(Conflict { first_thread: thread_of(prev), first_pc: pc_of(prev), first_access: prev_access });
         }
@@ -150,10 +294,10 @@ pub fn check(s: &mut Shadow, who: &Who, access: Access) -> Option<Conflict> {
         note(w, if w_atomic { Access::Atomic } else { Access::Write });
     }
     if access != Access::Read {
-        if !atomic {
-            note(s[1], Access::Read);
-            note(s[2], Access::Read);
-        }
+        // Reads are recorded plain: a plain read races with an atomic update as much as with a
+        // plain write, whichever of the two came first.
+        note(s[1], Access::Read);
+        note(s[2], Access::Read);
         s[0] = who.acc(atomic);
         if !atomic {
             s[1] = 0;
@@ -161,7 +305,7 @@ pub fn check(s: &mut Shadow, who: &Who, access: Access) -> Option<Conflict> {
         }
     } else {
         let r1 = s[1];
-        let slot = if r1 as u32 == 0 || thread_of(r1) == who.thread || who.ordered(r1) { 1 } else { 2 };
+        let slot = if r1 as u32 == 0 || thread_of(r1) == who.thread || who.ordered(r1, releases) { 1 } else { 2 };
         s[slot] = who.acc(false);
     }
     conflict
@@ -348,18 +492,99 @@ mod tests {
         assert_eq!(region(0), 0);
     }
 
+    /// The check in a launch that released nothing.
+    fn check(s: &mut Shadow, who: &Who, access: Access) -> Option<Conflict> {
+        super::check(s, who, access, &Releases::new())
+    }
+
+    fn who(thread: u32, clock: u32, base: u32) -> Who<'static> {
+        let (block_first, warp_first) = (thread / 64 * 64, thread / 32 * 32);
+        Who { thread, clock, base, block_threads: 64, block_first, warp_first, pc: 7, warp: None, acquired: [&[], &[]] }
+    }
+
     #[test]
-    fn barrier_epochs_order_threads_of_one_block_only() {
+    fn barriers_order_threads_of_one_block_only() {
         let mut s = Shadow::default();
         assert_eq!(std::mem::size_of::<Shadow>(), 24);
-        let w = |thread, epoch| Who { thread, epoch, block_threads: 4, pc: 7 };
-        assert!(check(&mut s, &w(0, 0), Access::Write).is_none());
-        assert!(check(&mut s, &w(1, 0), Access::Read).is_some());
-        assert!(check(&mut s, &w(2, 1), Access::Write).is_none());
-        assert!(check(&mut s, &w(5, 9), Access::Read).is_some());
+        assert!(check(&mut s, &who(0, 1, 1), Access::Write).is_none());
+        assert!(check(&mut s, &who(1, 1, 1), Access::Read).is_some());
+        // After a barrier the block's base is above every clock before it.
+        assert!(check(&mut s, &who(2, 2, 2), Access::Write).is_none());
+        assert!(check(&mut s, &who(65, 9, 9), Access::Read).is_some());
         let mut s = Shadow::default();
-        assert!(check(&mut s, &w(0, 0), Access::Atomic).is_none());
-        assert!(check(&mut s, &w(9, 0), Access::Atomic).is_none());
-        assert!(check(&mut s, &w(3, 0), Access::Read).is_some());
+        assert!(check(&mut s, &who(0, 1, 1), Access::Atomic).is_none());
+        assert!(check(&mut s, &who(9, 1, 1), Access::Atomic).is_none());
+        assert!(check(&mut s, &who(3, 1, 1), Access::Read).is_some());
+    }
+
+    #[test]
+    fn a_plain_read_races_with_an_atomic_in_either_order() {
+        let mut s = Shadow::default();
+        assert!(check(&mut s, &who(3, 1, 1), Access::Read).is_none());
+        let c = check(&mut s, &who(9, 1, 1), Access::Atomic).expect("the atomic after the read races");
+        assert_eq!((c.first_thread, c.first_access), (3, Access::Read));
+        let mut s = Shadow::default();
+        assert!(check(&mut s, &who(9, 1, 1), Access::Atomic).is_none());
+        let c = check(&mut s, &who(3, 1, 1), Access::Read).expect("the read after the atomic races");
+        assert_eq!((c.first_thread, c.first_access), (9, Access::Atomic));
+    }
+
+    #[test]
+    fn a_warp_sync_orders_only_the_lanes_that_know_each_other() {
+        let mut s = Shadow::default();
+        assert!(check(&mut s, &who(1, 1, 1), Access::Write).is_none());
+        // Lane 0 synchronised with lane 1 after lane 1's write at clock 1 (lane 1 is now at 2).
+        let mut row = [0u32; 32];
+        row[1] = 2;
+        let synced = Who { warp: Some(&row), ..who(0, 2, 1) };
+        assert!(check(&mut s.clone(), &synced, Access::Read).is_none());
+        // Lane 33 is in another warp: the same knowledge does not apply to it.
+        let other_warp = Who { warp: Some(&row), ..who(33, 2, 1) };
+        assert!(check(&mut s.clone(), &other_warp, Access::Read).is_some());
+        // Knowing lane 1 only up to clock 1 (before its write) orders nothing.
+        row[1] = 1;
+        let stale = Who { warp: Some(&row), ..who(0, 2, 1) };
+        assert!(check(&mut s, &stale, Access::Read).is_some());
+    }
+
+    #[test]
+    fn a_fenced_release_orders_threads_of_other_blocks_that_acquire_it() {
+        let mut s = Shadow::default();
+        // Thread 70 (block 1) writes at clock 3.
+        assert!(check(&mut s, &who(70, 3, 1), Access::Write).is_none());
+        assert!(check(&mut s.clone(), &who(5, 1, 1), Access::Read).is_some());
+        let flag: SyncKey = (99, u64::MAX);
+        let mut all = Releases::new();
+        // It fences (clock 4) and releases to `flag`.
+        all.entry(flag).or_default().release(flag, 70, 4, 1, 1, &[]);
+        let seen: Acquired = vec![(flag, 1)];
+        let acquired = Who { acquired: [&seen, &[]], ..who(5, 1, 1) };
+        assert!(super::check(&mut s.clone(), &acquired, Access::Read, &all).is_none());
+        // Through the block's knowledge after a barrier, too.
+        let via_block = Who { acquired: [&[], &seen], ..who(6, 1, 1) };
+        assert!(super::check(&mut s.clone(), &via_block, Access::Read, &all).is_none());
+        // Having seen none of the releases orders nothing; nor does a release from before the write.
+        let none: Acquired = vec![(flag, 0)];
+        assert!(
+            super::check(&mut s.clone(), &Who { acquired: [&none, &[]], ..who(5, 1, 1) }, Access::Read, &all).is_some()
+        );
+        let mut early = Releases::new();
+        early.entry(flag).or_default().release(flag, 70, 3, 1, 1, &[]);
+        assert!(
+            super::check(&mut s.clone(), &Who { acquired: [&seen, &[]], ..who(5, 1, 1) }, Access::Read, &early)
+                .is_some()
+        );
+        // A chain: thread 140 acquired `flag` and released to `other`; acquiring `other` orders 70's write.
+        let other: SyncKey = (100, u64::MAX);
+        all.entry(other).or_default().release(other, 140, 2, 2, 1, &[&seen]);
+        let chained: Acquired = vec![(other, 1)];
+        assert!(super::check(&mut s, &Who { acquired: [&chained, &[]], ..who(5, 1, 1) }, Access::Read, &all).is_none());
+    }
+
+    #[test]
+    fn clocks_compare_across_the_wrap() {
+        assert!(before(0x7ffe, 0x8001));
+        assert!(!before(0x8001 & CLOCK_MASK, 0x8001));
+        assert!(!before(2, 1));
     }
 }

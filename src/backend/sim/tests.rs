@@ -75,7 +75,7 @@ fn kernel(name: &str, params: Vec<(&str, Type)>, locals: Vec<LocalVar>, body: Ve
         ret: Type::Void,
         params: params
             .into_iter()
-            .map(|(n, t)| Param { name: n.into(), ty: t, restrict: false, by_ref: false, span: sp(0) })
+            .map(|(n, t)| Param { name: n.into(), ty: t, restrict: false, by_ref: false, default: None, span: sp(0) })
             .collect(),
         locals: all,
         local_arrays: Vec::new(),
@@ -110,7 +110,7 @@ fn run_ast(
     args: Vec<Arg>,
     config: &SimConfig,
 ) -> engine::Outcome {
-    let program = Program { functions: vec![f], globals: Vec::new() };
+    let program = Program { functions: vec![f], globals: Vec::new(), constants: Vec::new() };
     let k = compile::compile(&program, 0).expect("compiles");
     let spec = LaunchSpec {
         kernel: program.functions[0].name.clone(),
@@ -1692,4 +1692,268 @@ fn a_bounds_finding_through_a_struct_pointer_counts_in_structs() {
     };
     // Eight floats are two float4s; thread 1 read v[2].
     assert_eq!((*len, *min_index, *max_index, *first_index), (2, 2, 2, 2));
+}
+
+/// Kernels that synchronise in every way the memory model has, with their unsynchronised twins.
+const SYNC_KERNELS: &str = r#"
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+
+__global__ void warp_sum(const float *in, float *out) {
+    __shared__ float s[32];
+    unsigned t = threadIdx.x;
+    s[t] = in[t];
+    __syncwarp();
+    for (int k = 16; k > 0; k >>= 1) {
+        float v = 0.0f;
+        if (t < k) v = s[t] + s[t + k];
+        __syncwarp();
+        if (t < k) s[t] = v;
+        __syncwarp();
+    }
+    if (t == 0) out[0] = s[0];
+}
+
+__global__ void warp_sum_unsynced(const float *in, float *out) {
+    __shared__ float s[32];
+    unsigned t = threadIdx.x;
+    s[t] = in[t];
+    for (int k = 16; k > 0; k >>= 1) {
+        float v = 0.0f;
+        if (t < k) v = s[t] + s[t + k];
+        if (t < k) s[t] = v;
+    }
+    if (t == 0) out[0] = s[0];
+}
+
+__global__ void tile_sum(const float *in, float *out, int across) {
+    cg::thread_block cta = cg::this_thread_block();
+    cg::thread_block_tile<8> tile = cg::tiled_partition<8>(cta);
+    __shared__ float s[64];
+    unsigned t = threadIdx.x;
+    s[t] = in[t];
+    tile.sync();
+    // Each tile's first lane adds its own tile's 8 values, or (across) the next tile's too.
+    if (tile.thread_rank() == 0) {
+        float v = 0.0f;
+        for (int j = 0; j < 8 * (1 + across); j++) v += s[(t + j) % 64];
+        out[t / 8] = v;
+    }
+    cg::sync(tile);
+}
+
+__global__ void block_votes(const int *in, int *out) {
+    __shared__ int s[64];
+    s[threadIdx.x] = in[threadIdx.x];
+    int n = __syncthreads_count(in[threadIdx.x] > 0);
+    int all = __syncthreads_and(in[threadIdx.x] > 0);
+    int any = __syncthreads_or(in[threadIdx.x] > 1);
+    if (threadIdx.x == 0) {
+        out[0] = n;
+        out[1] = all;
+        out[2] = any;
+        out[3] = s[63];
+    }
+}
+
+__device__ unsigned int retired = 0;
+
+__global__ void last_block_sum(const float *in, float *partial, float *out, int fence) {
+    __shared__ float s[64];
+    __shared__ bool last;
+    unsigned t = threadIdx.x;
+    s[t] = in[blockIdx.x * 64 + t];
+    __syncthreads();
+    if (t == 0) {
+        float v = 0.0f;
+        for (int j = 0; j < 64; j++) v += s[j];
+        partial[blockIdx.x] = v;
+    }
+    if (fence) __threadfence();
+    if (t == 0) {
+        unsigned ticket = atomicInc(&retired, gridDim.x);
+        last = (ticket == gridDim.x - 1);
+    }
+    __syncthreads();
+    if (last && t == 0) {
+        float v = 0.0f;
+        for (int b = 0; b < gridDim.x; b++) v += partial[b];
+        out[0] = v;
+        retired = 0;
+    }
+}
+
+__global__ void read_then_atomic(int *a) {
+    if (threadIdx.x == 0) a[1] = a[0];
+    else atomicAdd(&a[0], 1);
+}
+
+__global__ void atomic_then_read(int *a) {
+    if (threadIdx.x != 0) atomicAdd(&a[0], 1);
+    else a[1] = a[0];
+}
+"#;
+
+#[test]
+fn a_one_warp_reduction_with_syncwarp_has_no_race_and_without_it_races_in_the_warp() {
+    let input: Vec<f64> = (0..32).map(|i| i as f64).collect();
+    for schedule in Schedule::ALL {
+        let mut sim = Sim::of(SYNC_KERNELS).config(with(schedule, 4));
+        let mut a = floats(&input);
+        let mut out = floats(&[0.0]);
+        let r = sim.launch("warp_sum", lin(1), lin(32), &mut [&mut a, &mut out], &[]);
+        assert!(r.findings.is_empty(), "{schedule}: {:?}", r.findings);
+        assert_eq!(out.to_f64_vec(), vec![496.0], "{schedule}");
+        let r = sim.launch("warp_sum_unsynced", lin(1), lin(32), &mut [&mut a, &mut out], &[]);
+        let race = r.findings.iter().find(|f| matches!(f, Finding::Race { .. }));
+        assert!(
+            matches!(race, Some(Finding::Race { memory: Memory::Shared(_), same_warp: true, .. })),
+            "{schedule}: {:?}",
+            r.findings
+        );
+    }
+}
+
+#[test]
+fn a_tile_sync_orders_its_own_tile_only() {
+    let input: Vec<f64> = (0..64).map(|i| i as f64).collect();
+    for schedule in Schedule::ALL {
+        let mut sim = Sim::of(SYNC_KERNELS).config(with(schedule, 2));
+        let mut a = floats(&input);
+        let mut out = floats(&[0.0; 8]);
+        let r = sim.launch("tile_sum", lin(1), lin(64), &mut [&mut a, &mut out], &[ScalarArg::I32(0)]);
+        assert!(r.findings.is_empty(), "{schedule}: {:?}", r.findings);
+        assert_eq!(out.to_f64_vec()[0], 28.0, "{schedule}");
+        // Reading the next tile's values: its lanes wrote them, and a tile's sync does not order
+        // another tile's lanes.
+        let r = sim.launch("tile_sum", lin(1), lin(64), &mut [&mut a, &mut out], &[ScalarArg::I32(1)]);
+        assert!(r.findings.iter().any(|f| matches!(f, Finding::Race { .. })), "{schedule}: {:?}", r.findings);
+    }
+}
+
+#[test]
+fn syncthreads_count_and_or_are_barriers_that_combine_a_predicate() {
+    for schedule in Schedule::ALL {
+        let mut sim = Sim::of(SYNC_KERNELS).config(with(schedule, 1));
+        let values: Vec<Num> = (0..64).map(|i| Num::Int(if i % 4 == 0 { 0 } else { 1 + (i == 9) as i128 })).collect();
+        let mut a = Buffer::from_nums(DType::I32, Shape::D1(64), values);
+        let mut out = Buffer::zeros(DType::I32, Shape::D1(4));
+        let r = sim.launch("block_votes", lin(1), lin(64), &mut [&mut a, &mut out], &[]);
+        assert!(r.findings.is_empty(), "{schedule}: {:?}", r.findings);
+        assert_eq!(out.to_f64_vec(), vec![48.0, 0.0, 1.0, 1.0], "{schedule}");
+    }
+}
+
+#[test]
+fn a_fence_then_an_atomic_orders_the_last_block_after_the_others() {
+    let input: Vec<f64> = (0..512).map(|i| (i % 5) as f64).collect();
+    let total: f64 = input.iter().sum();
+    for schedule in Schedule::ALL {
+        let mut sim = Sim::of(SYNC_KERNELS).config(with(schedule, 7));
+        let mut a = floats(&input);
+        let mut partial = floats(&[0.0; 8]);
+        let mut out = floats(&[0.0]);
+        let r =
+            sim.launch("last_block_sum", lin(8), lin(64), &mut [&mut a, &mut partial, &mut out], &[ScalarArg::I32(1)]);
+        assert!(r.findings.is_empty(), "{schedule}: {:?}", r.findings);
+        assert_eq!(out.to_f64_vec(), vec![total], "{schedule}");
+        // Without the fence the atomic publishes nothing: the last block's reads race.
+        let r =
+            sim.launch("last_block_sum", lin(8), lin(64), &mut [&mut a, &mut partial, &mut out], &[ScalarArg::I32(0)]);
+        assert!(
+            r.findings.iter().any(|f| matches!(f, Finding::Race { kernel_name: Some(n), .. } if n == "partial")),
+            "{schedule}: {:?}",
+            r.findings
+        );
+    }
+}
+
+#[test]
+fn a_plain_read_races_with_an_atomic_whichever_runs_first() {
+    for schedule in Schedule::ALL {
+        for seed in 0..4 {
+            for kernel in ["read_then_atomic", "atomic_then_read"] {
+                let mut sim = Sim::of(SYNC_KERNELS).config(with(schedule, seed));
+                let mut a = Buffer::zeros(DType::I32, Shape::D1(2));
+                let r = sim.launch(kernel, lin(1), lin(32), &mut [&mut a], &[]);
+                let races: Vec<_> = r.findings.iter().filter(|f| matches!(f, Finding::Race { .. })).collect();
+                let [Finding::Race { first, second, .. }] = &races[..] else {
+                    panic!("{kernel} {schedule} {seed}: {:?}", r.findings)
+                };
+                let accesses = [first.access, second.access];
+                assert!(
+                    accesses.contains(&Access::Read) && accesses.contains(&Access::Atomic),
+                    "{kernel} {schedule} {seed}: {accesses:?}"
+                );
+            }
+        }
+    }
+}
+
+/// Valid CUDA that real code writes: shared memory at file scope, the address of a local,
+/// attributes, C linkage.
+const REAL_CODE: &str = r#"
+__shared__ float tile[64];
+extern __shared__ int dyn[];
+
+__device__ __attribute__((always_inline)) float neighbour(int t) { return tile[(t + 1) % 64]; }
+
+__device__ void bump(int *p, int by) { *p += by; }
+
+extern "C" {
+__global__ void rotate(const float *in, float *out) {
+    int i = blockIdx.x * 64 + threadIdx.x;
+    tile[threadIdx.x] = in[i];
+    __syncthreads();
+    out[i] = neighbour(threadIdx.x);
+}
+
+__global__ void rotate_unsynced(const float *in, float *out) {
+    tile[threadIdx.x] = in[threadIdx.x];
+    out[threadIdx.x] = neighbour(threadIdx.x);
+}
+}
+
+extern "C" __global__ void __attribute__((noinline)) addresses(int *a) {
+    int x = a[threadIdx.x];
+    int *p = &x;
+    bump(p, 10);
+    bump(&x, 100);
+    int y;
+    bump(&y, 1);
+    dyn[threadIdx.x] = x;
+    a[threadIdx.x] = dyn[threadIdx.x];
+}
+"#;
+
+#[test]
+fn file_scope_shared_memory_is_each_blocks_and_checked_for_races() {
+    // Two blocks, each with its own `tile`.
+    let input: Vec<f64> = (0..128).map(|i| i as f64).collect();
+    let expected: Vec<f64> = (0..128).map(|i| (i / 64 * 64 + (i + 1) % 64) as f64).collect();
+    for schedule in Schedule::ALL {
+        let mut sim = Sim::of(REAL_CODE).config(with(schedule, 3));
+        let mut a = floats(&input);
+        let mut out = floats(&[0.0; 128]);
+        let r = sim.launch("rotate", lin(2), lin(64), &mut [&mut a, &mut out], &[]);
+        assert!(r.findings.is_empty(), "{schedule}: {:?}", r.findings);
+        assert_eq!(out.to_f64_vec(), expected, "{schedule}");
+        let r = sim.launch("rotate_unsynced", lin(1), lin(64), &mut [&mut a, &mut out], &[]);
+        assert!(
+            r.findings.iter().any(|f| matches!(f, Finding::Race { memory: Memory::Shared(n), .. } if n == "tile")),
+            "{schedule}: {:?}",
+            r.findings
+        );
+    }
+}
+
+#[test]
+fn a_local_whose_address_is_taken_lives_in_memory() {
+    let mut sim = Sim::of(REAL_CODE);
+    let mut a = Buffer::from_nums(DType::I32, Shape::D1(4), (0..4).map(Num::Int));
+    let r = sim.launch_shared("addresses", lin(1), lin(4), 16, &mut [&mut a], &[]);
+    assert_eq!(a.to_f64_vec(), vec![110.0, 111.0, 112.0, 113.0]);
+    // `int y;` read through `bump(&y, 1)` before anything wrote it.
+    let [Finding::Uninit { memory: Memory::Local(n), .. }] = &r.findings[..] else { panic!("{:?}", r.findings) };
+    assert_eq!(n, "y");
 }

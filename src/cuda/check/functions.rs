@@ -20,6 +20,11 @@ pub(super) struct Fx<'m> {
     switches: usize,
     /// Locals declared without a value and not yet assigned (in reading order).
     unassigned: HashSet<LocalId>,
+    /// Names the function takes the address of (`&x`): its locals of those names live in
+    /// memory, as a one-element local array does, so that they have an address.
+    addressed: Vec<String>,
+    /// How many of `locals` are the function's parameters (the first ones).
+    params: usize,
     /// In a member function or constructor: the object (`this`) and its struct.
     object: Option<(LocalId, Arc<StructDef>)>,
     /// In a constructor: `return;` returns the object.
@@ -65,6 +70,8 @@ impl<'m> Fx<'m> {
             loops: 0,
             switches: 0,
             unassigned: HashSet::new(),
+            addressed: Vec::new(),
+            params: 0,
             object: None,
             ctor: false,
             warnings: Vec::new(),
@@ -75,6 +82,16 @@ impl<'m> Fx<'m> {
         let sig = &self.m.sigs[self.this.unwrap_or(0) as usize];
         self.kind = sig.kind;
         self.ret = sig.ret.clone();
+        self.addressed = f.addressed.clone();
+        self.params = sig.params.len();
+        let mut params = sig.params.clone();
+        if sig.kind == FuncKind::Kernel {
+            for (p, d) in params.iter_mut().zip(&sig.defaults) {
+                if let Some(d) = d {
+                    p.default = Some(self.kernel_default(d, &p.ty, &p.name)?);
+                }
+            }
+        }
         for (p, syn) in sig.params.iter().zip(&f.params) {
             let id = self.locals.len() as LocalId;
             self.locals.push(LocalVar { name: p.name.clone(), ty: p.ty.clone(), span: p.span });
@@ -98,7 +115,7 @@ impl<'m> Fx<'m> {
             name: f.name.clone(),
             kind: sig.kind,
             ret: sig.ret.clone(),
-            params: sig.params.clone(),
+            params,
             locals: std::mem::take(&mut self.locals),
             local_arrays: std::mem::take(&mut self.local_arrays),
             shared: std::mem::take(&mut self.shared),
@@ -313,6 +330,25 @@ impl<'m> Fx<'m> {
         }
     }
 
+    /// A kernel parameter's default, which a launch passes from the host: a constant of the
+    /// parameter's type, or for a pointer the null pointer (`NULL`, `nullptr`, `0`).
+    fn kernel_default(&mut self, d: &syntax::Expr, ty: &Type, name: &str) -> CResult<Expr> {
+        let v = self.value_expr(d)?;
+        if ty.is_pointer() {
+            if !is_null_constant(&v) {
+                return Err(err(d.span, format!("the kernel parameter `{name}` can default only to NULL"))
+                    .help("a launch passes buffers by name: write `= NULL`, or remove the default"));
+            }
+            return Ok(Expr { kind: ExprKind::IntConst(0), ty: ty.clone(), span: d.span });
+        }
+        let v = self.convert(v, ty, "initialise")?;
+        match const_eval(&v) {
+            Some(n) => Ok(const_to_expr(n, ty, d.span)),
+            None => Err(err(d.span, format!("the default of the kernel parameter `{name}` is not a constant"))
+                .help("a launch passes it from the host: use a number, a #define'd name or a const value")),
+        }
+    }
+
     fn local_decl(&mut self, decl: &Decl, out: &mut Vec<Stmt>) -> CResult<()> {
         for d in &decl.declarators {
             // `auto x = e`: the type of `e`, checked once here.
@@ -392,6 +428,44 @@ impl<'m> Fx<'m> {
                     });
                     self.local_array_const.push(is_const);
                     self.declare(&d.name, d.name_span, Sym::Mem(MemId::Local(id), ty))?;
+                    out.push(Stmt { kind: StmtKind::ArrayDecl { array: id, init }, span: decl.span });
+                }
+                // `int *p = &x;`: `x` lives in the thread's local memory, where it has an address.
+                _ if self.addressed.contains(&d.name)
+                    && (base.scalar().is_some()
+                        || base.is_pointer()
+                        || (matches!(base, Type::Struct(_)) && matches!(d.init, Some(Init::Expr(_))))) =>
+                {
+                    let init = match &d.init {
+                        None if is_const => {
+                            return Err(err(d.name_span, format!("the constant `{}` needs a value", d.name))
+                                .help(format!("write `const {} {} = ...;`", base.c_name(), d.name)));
+                        }
+                        None => None,
+                        Some(Init::List(_, span)) => {
+                            return Err(err(*span, "braces initialise arrays").help(format!(
+                                "write `{} {} = value;`",
+                                base.c_name(),
+                                d.name
+                            )));
+                        }
+                        Some(Init::Expr(e)) => {
+                            let v = match auto_init {
+                                Some(v) => v,
+                                None => self.value_expr(e)?,
+                            };
+                            Some(vec![self.convert(v, &base, "initialise")?])
+                        }
+                    };
+                    let id = self.local_arrays.len() as u32;
+                    self.local_arrays.push(MemVar {
+                        name: d.name.clone(),
+                        ty: base.clone(),
+                        is_extern: false,
+                        span: d.name_span,
+                    });
+                    self.local_array_const.push(is_const);
+                    self.declare(&d.name, d.name_span, Sym::Mem(MemId::Local(id), base))?;
                     out.push(Stmt { kind: StmtKind::ArrayDecl { array: id, init }, span: decl.span });
                 }
                 _ => {
@@ -1074,6 +1148,16 @@ impl<'m> Fx<'m> {
                                 "`{name}` already holds the address of `{name}[0]`: write `{name}` itself, or `&{name}[i]` for element i"
                             )))
                     }
+                    // Locals whose address is taken live in memory (`addressed`); parameters
+                    // arrive in registers.
+                    ExprKind::Local(id) if (*id as usize) < self.params => {
+                        let var = &self.locals[*id as usize];
+                        let name = &var.name;
+                        Err(err(span, format!("cannot take the address of the parameter `{name}`")).help(format!(
+                            "copy it into a local variable and take that one's address: `{} v = {name}; ... &v`",
+                            var.ty.c_name()
+                        )))
+                    }
                     ExprKind::Local(id) => {
                         let name = &self.locals[*id as usize].name;
                         Err(err(span, format!("cannot take the address of the register variable `{name}`"))
@@ -1364,6 +1448,16 @@ impl<'m> Fx<'m> {
             "__syncthreads" => {
                 self.arity(name, args, 0, 0, span, "__syncthreads()")?;
                 intr(Intrinsic::SyncThreads, vec![], Type::Void)
+            }
+            "__syncthreads_count" | "__syncthreads_and" | "__syncthreads_or" => {
+                self.arity(name, args, 1, 1, span, &format!("{name}(threadIdx.x < 10)"))?;
+                let reduce = match name {
+                    "__syncthreads_count" => BarrierReduce::Count,
+                    "__syncthreads_and" => BarrierReduce::And,
+                    _ => BarrierReduce::Or,
+                };
+                let pred = self.number_arg(&args[0], Scalar::I32, name)?;
+                intr(Intrinsic::SyncThreadsReduce(reduce), vec![pred], Type::Scalar(Scalar::I32))
             }
             "__syncwarp" => {
                 self.arity(name, args, 0, 1, span, "__syncwarp(0xffffffff)")?;

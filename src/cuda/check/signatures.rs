@@ -58,16 +58,11 @@ pub(super) fn signature(f: &syntax::FuncDef) -> CResult<Sig> {
                 "buffers reach a kernel as flat pointers, a 2-D buffer row after row: declare `{elem} *{name}` and index it as `{name}[row * width + col]`"
             )));
         }
-        if kind == FuncKind::Kernel && (p.by_ref || p.default.is_some()) {
-            let what = if p.by_ref { "a reference" } else { "a default argument" };
-            return Err(Diagnostic::error(format!("the kernel parameter `{name}` has {what}"))
+        if kind == FuncKind::Kernel && p.by_ref {
+            return Err(Diagnostic::error(format!("the kernel parameter `{name}` has a reference"))
                 .at(p.span)
                 .label("a launch copies every argument from the host")
-                .help(if p.by_ref {
-                    format!("take `{name}` by value, or as a pointer into a buffer (`{} *{name}`)", ty.c_name())
-                } else {
-                    "remove the default and pass the value in the launch".to_string()
-                }));
+                .help(format!("take `{name}` by value, or as a pointer into a buffer (`{} *{name}`)", ty.c_name())));
         }
         if p.default.is_none() && defaults.iter().any(Option::is_some) {
             return Err(Diagnostic::error(format!("the parameter `{name}` needs a default value"))
@@ -77,7 +72,7 @@ pub(super) fn signature(f: &syntax::FuncDef) -> CResult<Sig> {
         }
         // A `const` reference cannot be written through, so passing it by value is the same.
         let by_ref = p.by_ref && !(p.ty.is_const && p.ty.ptrs.is_empty());
-        params.push(Param { name: name.clone(), ty, restrict: p.ty.restrict, by_ref, span: *span });
+        params.push(Param { name: name.clone(), ty, restrict: p.ty.restrict, by_ref, default: None, span: *span });
         defaults.push(p.default.clone());
     }
     Ok(Sig { kind, ret, params, defaults, name_span: f.name_span })
@@ -98,6 +93,7 @@ pub(super) fn global(m: &mut Module, decl: &Decl) -> CResult<()> {
     let is_const = object_const(&decl.ty, &d.ptrs);
     match decl.storage {
         Storage::Constant | Storage::Device => {}
+        Storage::Shared | Storage::ExternShared => return shared_global(m, decl, base),
         Storage::Auto | Storage::Static if is_const && d.dims.is_empty() && base.scalar().is_some() => {
             let Some(Init::Expr(init)) = &d.init else {
                 return Err(Diagnostic::error(format!("the constant `{}` needs a value", d.name))
@@ -110,6 +106,7 @@ pub(super) fn global(m: &mut Module, decl: &Decl) -> CResult<()> {
                 return Err(not_constant(e.span));
             };
             let value = const_to_expr(n, &base, d.name_span);
+            m.constants.push((d.name.clone(), value.clone()));
             m.globals.insert(d.name.clone(), Sym::Const(value));
             return Ok(());
         }
@@ -149,8 +146,50 @@ pub(super) fn global(m: &mut Module, decl: &Decl) -> CResult<()> {
     let id = m.global_vars.len() as u32;
     let is_constant = decl.storage == Storage::Constant;
     let var = MemVar { name: d.name.clone(), ty: ty.clone(), is_extern: false, span: d.name_span };
-    m.global_vars.push(Global { var, is_constant, init });
+    m.global_vars.push(Global { var, is_constant, is_shared: false, init });
     m.global_const.push(is_constant || is_const);
+    m.globals.insert(d.name.clone(), Sym::Mem(MemId::Global(id), ty));
+    Ok(())
+}
+
+/// A file-scope `__shared__` array or variable (or `extern __shared__ T name[];`, sized at
+/// launch): the same rules as one declared in a kernel.
+fn shared_global(m: &mut Module, decl: &Decl, base: Type) -> CResult<()> {
+    let d = &decl.declarators[0];
+    let is_extern = decl.storage == Storage::ExternShared;
+    if let Some(init) = &d.init {
+        let span = match init {
+            Init::Expr(e) => e.span,
+            Init::List(_, s) => *s,
+        };
+        return Err(Diagnostic::error("`__shared__` variables cannot have an initialiser")
+            .at(span)
+            .help("assign it in the kernel (e.g. from thread 0), then call __syncthreads()"));
+    }
+    if base.is_pointer() || base == Type::Void {
+        return Err(Diagnostic::error(format!("`{}` shared variables are not supported", base.c_name()))
+            .at(d.name_span)
+            .help("declare an array of numbers or structs"));
+    }
+    let ty = if is_extern {
+        if d.dims.len() != 1 || d.dims[0].is_some() {
+            return Err(Diagnostic::error("`extern __shared__` declares an unsized array")
+                .at(d.name_span)
+                .help(format!("write `extern __shared__ {} {}[];`", base.c_name(), d.name)));
+        }
+        Type::Array { elem: Box::new(base), len: 0 }
+    } else {
+        if d.dims.first().is_some_and(Option::is_none) {
+            return Err(Diagnostic::error("a `__shared__` array needs a size")
+                .at(d.name_span)
+                .help("give the size, or write `extern __shared__` to size it at launch"));
+        }
+        Fx::new(m, None).array_type(base, &d.dims, None, d.name_span)?
+    };
+    let id = m.global_vars.len() as u32;
+    let var = MemVar { name: d.name.clone(), ty: ty.clone(), is_extern, span: d.name_span };
+    m.global_vars.push(Global { var, is_constant: false, is_shared: true, init: Vec::new() });
+    m.global_const.push(false);
     m.globals.insert(d.name.clone(), Sym::Mem(MemId::Global(id), ty));
     Ok(())
 }
