@@ -36,7 +36,16 @@ pub enum Global {
     Float(f64),
     Bool(bool),
     Dtype(DType),
+    /// A small array (`WEIGHTS = np.array([...])`): its element type, shape and values.
+    Array {
+        dtype: DType,
+        shape: Vec<i64>,
+        values: Vec<f64>,
+    },
 }
+
+/// The most bytes of frozen global arrays a kernel may hold: CUDA's constant memory.
+const CONSTANT_BYTES: usize = 64 * 1024;
 
 /// Where the kernels and globals of a lowering come from.
 pub struct Env<'a> {
@@ -110,6 +119,9 @@ pub fn lower(env: &Env, f: &PyFunction, args: &[ArgType]) -> Result<Instance, Ve
     let mut stack = vec![f.name.clone()];
     let func = lower_function(env, f, &tys, &mut module, &mut stack, true).map_err(|d| vec![d])?;
     let mut out = Out::default();
+    for (_, decl) in &module.constants {
+        out.text.push_str(decl);
+    }
     for helper in &module.helpers {
         out.text.push_str(helper_text(helper));
     }
@@ -154,6 +166,10 @@ impl Out {
 #[derive(Default)]
 struct ModuleOut {
     helpers: BTreeSet<Helper>,
+    /// Global arrays frozen into the kernel: name and `__constant__` declaration.
+    constants: Vec<(String, String)>,
+    /// Their bytes together.
+    constant_bytes: usize,
     device_fns: Vec<FnOut>,
     /// Device function instances made so far: (Python name, argument types) → C name, return type.
     instances: Vec<(String, Vec<Ty>, String, Ty)>,
@@ -1497,6 +1513,7 @@ impl Lowerer<'_, '_> {
             Some(Global::Bool(b)) => {
                 return Ok(CExpr::atom(if b { "true" } else { "false" }, Ty::BOOL, DType::Bool, at));
             }
+            Some(Global::Array { dtype, shape, values }) => return self.frozen(name, dtype, &shape, &values, at),
             Some(Global::Dtype(_)) | None => {}
         }
         if self.emit || !self.assigned_later(name) {
@@ -1511,6 +1528,40 @@ impl Lowerer<'_, '_> {
         }
         // Used before the inference has reached its assignment: a placeholder for now.
         Ok(CExpr::atom(name.to_string(), Ty::I64, DType::I64, at))
+    }
+
+    /// A module-level array, frozen into the kernel as a `__constant__` array.
+    fn frozen(&mut self, name: &str, dtype: DType, shape: &[i64], values: &[f64], at: Span) -> R<CExpr> {
+        let c_name = c_ident(name);
+        if !self.module.constants.iter().any(|(n, _)| n == &c_name) {
+            let bytes = values.len() * dtype.size();
+            if shape.is_empty() || shape.len() > 3 || self.module.constant_bytes + bytes > CONSTANT_BYTES {
+                return Err(Diagnostic::error(format!(
+                    "`{name}` is a global array of {bytes} bytes: Numba freezes it into the kernel, and constant memory holds {CONSTANT_BYTES}"
+                ))
+                .at(at)
+                .help("pass it to the kernel as an argument instead"));
+            }
+            let items: Vec<String> = values
+                .iter()
+                .map(|v| match dtype {
+                    DType::F32 => float_literal(*v, true),
+                    DType::F64 => float_literal(*v, false),
+                    DType::Bool => (if *v != 0.0 { "true" } else { "false" }).to_string(),
+                    _ => format!("{}", *v as i64),
+                })
+                .collect();
+            let sizes: String = shape.iter().map(|d| format!("[{d}]")).collect();
+            let decl = format!(
+                "// `{name}`, a global array, frozen into the kernel as Numba freezes globals.\n__constant__ {} {c_name}{sizes} = {{{}}};\n",
+                dtype.c_name(),
+                items.join(", ")
+            );
+            self.module.constants.push((c_name.clone(), decl));
+            self.module.constant_bytes += bytes;
+        }
+        let ty = Ty::Array { dtype, ndim: shape.len(), space: Space::Frozen, dims: shape.to_vec() };
+        Ok(CExpr::atom(c_name, ty, dtype, at))
     }
 
     fn assigned_later(&self, name: &str) -> bool {
@@ -1619,7 +1670,7 @@ impl Lowerer<'_, '_> {
         }
         let mut e = match space {
             Space::Global | Space::Const => CExpr::atom(extent_name(&arr.text, *ndim, d), Ty::I64, DType::I64, at),
-            Space::Shared | Space::Local => {
+            Space::Shared | Space::Local | Space::Frozen => {
                 if dims == &[0] {
                     return Err(Diagnostic::error("the size of dynamic shared memory is not known in the kernel")
                         .at(at)
@@ -1629,7 +1680,7 @@ impl Lowerer<'_, '_> {
             }
         };
         e.maybe_negative = false;
-        e.small_literal = matches!(space, Space::Shared | Space::Local);
+        e.small_literal = matches!(space, Space::Shared | Space::Local | Space::Frozen);
         Ok(e)
     }
 
@@ -1727,7 +1778,7 @@ impl Lowerer<'_, '_> {
                     at,
                 ))
             }
-            Space::Shared | Space::Local => {
+            Space::Shared | Space::Local | Space::Frozen => {
                 let mut parts = vec![(String::new(), Some(target.clone()))];
                 for i in idx {
                     parts.push(("[".into(), Some(i)));

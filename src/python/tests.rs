@@ -153,3 +153,19 @@ fn numba_typing_rules() {
     assert_eq!(c_usual(DType::U32, DType::I32), DType::U32);
     assert_eq!(c_usual(DType::U32, DType::I64), DType::I64);
 }
+
+#[test]
+fn a_global_array_is_frozen_into_the_kernel_as_constant_memory() {
+    let src = "@cuda.jit\ndef k(a):\n    i = cuda.grid(1)\n    a[i] = W[i % 3] + W[2]\n";
+    let globals =
+        |n: &str| (n == "W").then(|| Global::Array { dtype: DType::F32, shape: vec![3], values: vec![1.0, 2.5, -3.0] });
+    let inst = lower_with(src, &[f32_1d()], &globals).unwrap();
+    assert!(inst.text.contains("__constant__ float W[3] = {1.0f, 2.5f, -3.0f};"), "{}", inst.text);
+    assert!(inst.text.contains("a[i] = W[i % 3] + W[2];"), "{}", inst.text);
+    compiles(&inst.text);
+    let big = |n: &str| {
+        (n == "W").then(|| Global::Array { dtype: DType::F64, shape: vec![10_000], values: vec![0.0; 10_000] })
+    };
+    let err = lower_with(src, &[f32_1d()], &big).unwrap_err();
+    assert!(err[0].message.contains("constant memory"), "{:?}", err[0]);
+}

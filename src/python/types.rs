@@ -18,6 +18,9 @@ pub enum Space {
     Local,
     /// `cuda.const.array_like`: a `__constant__` copy of a host array.
     Const,
+    /// A module-level array the kernel reads, frozen into it as Numba freezes globals: a
+    /// `__constant__` array with the values it had when the kernel was compiled.
+    Frozen,
 }
 
 /// The type of a value in a kernel.

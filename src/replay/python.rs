@@ -185,6 +185,19 @@ fn define(header: &Json, name: &str, runner: &mut Runner, to: &mut ChildStdin) -
                 Some("dtype") => {
                     v["name"].as_str().and_then(types::from_name).map(|d| HostGlobal::Value(Global::Dtype(d)))
                 }
+                Some("array") => {
+                    let dtype = v["dtype"].as_str().and_then(types::from_name);
+                    let shape: Option<Vec<i64>> =
+                        v["shape"].as_array().map(|s| s.iter().filter_map(Json::as_i64).collect());
+                    let values: Option<Vec<f64>> =
+                        v["values"].as_array().map(|s| s.iter().filter_map(Json::as_f64).collect());
+                    match (dtype, shape, values) {
+                        (Some(dtype), Some(shape), Some(values)) => {
+                            Some(HostGlobal::Value(Global::Array { dtype, shape, values }))
+                        }
+                        _ => None,
+                    }
+                }
                 _ => None,
             };
             if let Some(g) = g {

@@ -280,6 +280,12 @@ def _global_value(v):
     if isinstance(v, type) and issubclass(v, np.generic) or isinstance(v, np.dtype):
         name = np.dtype(v).name
         return {"kind": "dtype", "name": name} if name in _DTYPES else None
+    if isinstance(v, np.ndarray):
+        # Numba freezes a global array into the kernel as a constant; small ones travel.
+        if v.dtype.name in _DTYPES and 0 < v.ndim <= 3 and v.nbytes <= 65536:
+            return {"kind": "array", "dtype": v.dtype.name, "shape": list(v.shape),
+                    "values": [float(x) for x in v.ravel()]}
+        return None
     if isinstance(v, np.ufunc):
         return {"kind": "path", "path": "numpy." + v.__name__}
     module = getattr(v, "__module__", None)
