@@ -21,6 +21,25 @@ pub fn write_summary(
     report: &LaunchReport,
     style: &Style,
 ) -> io::Result<()> {
+    write_summary_as(out, spec, backend, report, style, Syntax::Cuda)
+}
+
+/// How a launch is written: CUDA's `k<<<grid, block>>>` or Numba's `k[grid, block]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Syntax {
+    Cuda,
+    Numba,
+}
+
+/// [`write_summary`], naming the launch as the learner's language writes it.
+pub fn write_summary_as(
+    out: &mut dyn Write,
+    spec: &LaunchSpec,
+    backend: &str,
+    report: &LaunchReport,
+    style: &Style,
+    syntax: Syntax,
+) -> io::Result<()> {
     let cost = match (report.steps, report.kernel_ms) {
         (Some(steps), _) => format!("{} warp step{}", thousands(steps), if steps == 1 { "" } else { "s" }),
         (None, Some(ms)) => format!("kernel {}", format_duration(std::time::Duration::from_secs_f64(ms as f64 / 1e3))),
@@ -39,7 +58,10 @@ pub fn write_summary(
         thousands(spec.total_threads()),
         if spec.total_threads() == 1 { "" } else { "s" },
     );
-    let launch = format!("<<<{}, {}>>>", spec.grid, spec.block);
+    let launch = match syntax {
+        Syntax::Cuda => format!("<<<{}, {}>>>", spec.grid, spec.block),
+        Syntax::Numba => format!("[{}, {}]", spec.grid, spec.block),
+    };
     let width = style.width;
     // Widths are counted on the plain text: colour codes take no columns.
     let cols = |s: &str| s.chars().count();

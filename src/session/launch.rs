@@ -32,7 +32,7 @@ impl Session {
             match self.python_launch(launch, text) {
                 Ok(l) => {
                     lowered = l;
-                    return self.launch_c(&lowered, text, out);
+                    return self.launch_c(&lowered, text, render::launch::Syntax::Numba, out);
                 }
                 Err(diags) => {
                     for d in &diags {
@@ -44,11 +44,17 @@ impl Session {
         } else {
             launch
         };
-        self.launch_c(launch, text, out)
+        self.launch_c(launch, text, render::launch::Syntax::Cuda, out)
     }
 
     /// A launch of a CUDA C kernel (typed, or lowered from Python).
-    fn launch_c(&mut self, launch: &Launch, text: &str, out: &mut dyn Write) -> io::Result<Status> {
+    fn launch_c(
+        &mut self,
+        launch: &Launch,
+        text: &str,
+        syntax: render::launch::Syntax,
+        out: &mut dyn Write,
+    ) -> io::Result<Status> {
         let instance;
         let launch = match self.template_instance(launch, text) {
             Ok(Some(name)) => {
@@ -89,7 +95,7 @@ impl Session {
                         }
                     }
                 }
-                render::launch::write_summary(out, &spec, &self.backend_label(), &report, &style)?;
+                render::launch::write_summary_as(out, &spec, &self.backend_label(), &report, &style, syntax)?;
                 render::launch::write_output(out, &report, &style)?;
                 for f in &report.findings {
                     render::findings::write_finding(out, f, &self.sources, &style)?;
