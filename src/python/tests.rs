@@ -169,3 +169,12 @@ fn a_global_array_is_frozen_into_the_kernel_as_constant_memory() {
     let err = lower_with(src, &[f32_1d()], &big).unwrap_err();
     assert!(err[0].message.contains("constant memory"), "{:?}", err[0]);
 }
+
+#[test]
+fn numba_names_in_a_cuda_c_kernel_get_the_c_spelling() {
+    let c = "__global__ void k(float *a) {\n    int i = cuda.grid(1);\n    a[i] = 1.0f;\n}\n";
+    let mut sources = SourceMap::new();
+    let id = sources.add("<c>", c, 1);
+    let err = Module::new().add(id, c).unwrap_err();
+    assert!(err[0].help.as_deref().unwrap_or("").contains("`blockIdx.x * blockDim.x + threadIdx.x`"), "{:?}", err[0]);
+}

@@ -153,6 +153,20 @@ impl<'m> Fx<'m> {
 
     fn undeclared(&self, name: &str, span: Span) -> Diagnostic {
         let d = err(span, format!("use of undeclared identifier `{name}`")).label("not declared").unknown_name(name);
+        // Numba's Python inside a CUDA C kernel: say what C writes instead.
+        match name {
+            "cuda" | "numba" => {
+                return d.label("Numba's (Python), not CUDA C").help(
+                    "in CUDA C, `cuda.grid(1)` is `blockIdx.x * blockDim.x + threadIdx.x`, `cuda.threadIdx.x` is `threadIdx.x`, `cuda.syncthreads()` is `__syncthreads()`, `cuda.atomic.add(a, i, v)` is `atomicAdd(&a[i], v)`; or write the kernel in Python under `@cuda.jit`",
+                );
+            }
+            "np" | "numpy" | "math" => {
+                return d.label("a Python module, not CUDA C").help(
+                    "CUDA C's math functions need no module: `sqrtf(x)`, `expf(x)`, `fabsf(x)` for floats (`sqrt`, `exp` for doubles)",
+                );
+            }
+            _ => {}
+        }
         match suggest::did_you_mean(name, self.names_in_scope()) {
             Some(h) => d.help(h),
             None => d.help(format!("declare it first, e.g. `int {name} = 0;`")),
