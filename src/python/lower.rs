@@ -2276,12 +2276,29 @@ impl Lowerer<'_, '_> {
             }
             vals.push(x);
         }
-        if dtype.is_float() && matches!(op, "sub" | "inc" | "dec" | "and_" | "or_" | "xor" | "cas" | "compare_and_swap")
-        {
+        if dtype.is_float() && matches!(op, "inc" | "dec" | "and_" | "or_" | "xor" | "cas" | "compare_and_swap") {
+            return Err(self
+                .err(c.range, format!("`cuda.atomic.{op}` takes an integer array, not {}", numba_name(dtype)))
+                .help("use an integer array (`np.int32`, `np.uint32`, `np.int64`)"));
+        }
+        if dtype.is_float() && matches!(op, "max" | "min") {
             return Err(self
                 .err(c.range, format!("`cuda.atomic.{op}` on {} is not in gridlab yet", numba_name(dtype)))
-                .help("use an integer array, or `cuda.atomic.add` with a negative value"));
+                .help("reduce in shared memory and let one thread write the result, or keep the values as integers"));
         }
+        // Float subtraction is an atomic add of the negated value, as Numba lowers it.
+        let (cname, vals) = if dtype.is_float() && op == "sub" {
+            let negated: Vec<CExpr> = vals
+                .into_iter()
+                .map(|v| {
+                    let t = v.num();
+                    join(vec![("-".into(), Some(v.at_prec(14)))], Ty::Num(t), c_promote(t), 14, at)
+                })
+                .collect();
+            ("atomicAdd", negated)
+        } else {
+            (cname, vals)
+        };
         // CUDA's atomics on 64-bit integers take `unsigned long long`; same bits.
         let (ptr_cast, val_ty) = if dtype == DType::I64 && !matches!(op, "max" | "min") {
             ("(unsigned long long *)", DType::U64)

@@ -178,3 +178,16 @@ fn numba_names_in_a_cuda_c_kernel_get_the_c_spelling() {
     let err = Module::new().add(id, c).unwrap_err();
     assert!(err[0].help.as_deref().unwrap_or("").contains("`blockIdx.x * blockDim.x + threadIdx.x`"), "{:?}", err[0]);
 }
+
+#[test]
+fn float_atomic_sub_is_an_add_of_the_negation_and_float_max_says_it_is_not_there_yet() {
+    let src = "@cuda.jit\ndef k(a, v):\n    cuda.atomic.sub(a, 0, v[0])\n";
+    let inst = lower_src(src, &[f32_1d(), f32_1d()]).unwrap();
+    assert!(inst.text.contains("atomicAdd(&a[0], -v[0])"), "{}", inst.text);
+    compiles(&inst.text);
+    let src = "@cuda.jit\ndef k(a, v):\n    cuda.atomic.max(a, 0, v[0])\n";
+    let err = lower_src(src, &[f32_1d(), f32_1d()]).unwrap_err();
+    assert!(err[0].message.contains("`cuda.atomic.max` on float32 is not in gridlab yet"), "{:?}", err[0]);
+    let ints = ArgType::Array { dtype: DType::I32, ndim: 1 };
+    assert!(lower_src(src, &[ints.clone(), ints]).is_ok());
+}

@@ -166,7 +166,17 @@ impl Session {
             // Numba compiles at the first launch; gridlab reads the kernel now, for the types a
             // launch would most likely give it, so a mistake shows before any launch.
             let guess = guess_types(&f);
-            match self.lower(&f, &guess) {
+            // A mistake only if the kernel fails for integer arrays too: a kernel meant for
+            // integers (`a[i] & 1`) is no mistake for having failed the float guess.
+            let as_integers: Vec<ArgType> = guess
+                .iter()
+                .map(|a| match a {
+                    ArgType::Array { ndim, .. } => ArgType::Array { dtype: DType::I64, ndim: *ndim },
+                    other => other.clone(),
+                })
+                .collect();
+            let lowered = self.lower(&f, &guess).or_else(|e| self.lower(&f, &as_integers).map_err(|_| e));
+            match lowered {
                 Ok(inst) => {
                     for w in &inst.warnings {
                         self.report(w, out)?;
