@@ -38,6 +38,7 @@ def load_stand_in():
     numba_dir = os.path.join(here, "numba")
     types = load("numba.types", os.path.join(numba_dir, "types.py"))
     cuda = load("numba.cuda", os.path.join(numba_dir, "cuda", "__init__.py"), [os.path.join(numba_dir, "cuda")])
+    cuda.random = load("numba.cuda.random", os.path.join(numba_dir, "cuda", "random.py"))
     numba = load("numba", os.path.join(numba_dir, "__init__.py"), [numba_dir])
     numba.cuda = cuda
     numba.types = types

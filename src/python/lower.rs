@@ -192,6 +192,12 @@ enum Helper {
     IPow,
     Round,
     LaneId,
+    // numba.cuda.random, in dependency order (the set writes them in this order).
+    XoroNext,
+    XoroUniformF32,
+    XoroUniformF64,
+    XoroNormalF32,
+    XoroNormalF64,
 }
 
 fn helper_name(h: Helper) -> &'static str {
@@ -202,6 +208,11 @@ fn helper_name(h: Helper) -> &'static str {
         Helper::IPow => "py_ipow",
         Helper::Round => "py_round",
         Helper::LaneId => "py_laneid",
+        Helper::XoroNext => "py_xoroshiro128p_next",
+        Helper::XoroUniformF32 => "py_xoroshiro128p_uniform_float32",
+        Helper::XoroUniformF64 => "py_xoroshiro128p_uniform_float64",
+        Helper::XoroNormalF32 => "py_xoroshiro128p_normal_float32",
+        Helper::XoroNormalF64 => "py_xoroshiro128p_normal_float64",
     }
 }
 
@@ -221,6 +232,21 @@ fn helper_text(h: &Helper) -> &'static str {
         }
         Helper::Round => {
             "// Python's round() rounds halves to even.\n__device__ long long py_round(double x) {\n    double r = floor(x + 0.5);\n    if (r - x == 0.5 && fmod(r, 2.0) != 0.0) r = r - 1.0;\n    return (long long)r;\n}\n"
+        }
+        Helper::XoroNext => {
+            "// numba.cuda.random's xoroshiro128+: thread i's state is states[i][0..2].\n__device__ unsigned long long py_xoroshiro128p_next(unsigned long long *states, long long i) {\n    unsigned long long s0 = states[i * 2];\n    unsigned long long s1 = states[i * 2 + 1];\n    unsigned long long result = s0 + s1;\n    s1 = s1 ^ s0;\n    states[i * 2] = ((s0 << 55) | (s0 >> 9)) ^ s1 ^ (s1 << 14);\n    states[i * 2 + 1] = (s1 << 36) | (s1 >> 28);\n    return result;\n}\n"
+        }
+        Helper::XoroUniformF32 => {
+            "__device__ float py_xoroshiro128p_uniform_float32(unsigned long long *states, long long i) {\n    return (float)((double)(py_xoroshiro128p_next(states, i) >> 11) * (1.0 / 9007199254740992.0));\n}\n"
+        }
+        Helper::XoroUniformF64 => {
+            "__device__ double py_xoroshiro128p_uniform_float64(unsigned long long *states, long long i) {\n    return (double)(py_xoroshiro128p_next(states, i) >> 11) * (1.0 / 9007199254740992.0);\n}\n"
+        }
+        Helper::XoroNormalF32 => {
+            "__device__ float py_xoroshiro128p_normal_float32(unsigned long long *states, long long i) {\n    float u1 = py_xoroshiro128p_uniform_float32(states, i);\n    float u2 = py_xoroshiro128p_uniform_float32(states, i);\n    return sqrtf(-2.0f * logf(u1)) * cosf(6.2831855f * u2);\n}\n"
+        }
+        Helper::XoroNormalF64 => {
+            "__device__ double py_xoroshiro128p_normal_float64(unsigned long long *states, long long i) {\n    double u1 = py_xoroshiro128p_uniform_float64(states, i);\n    double u2 = py_xoroshiro128p_uniform_float64(states, i);\n    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);\n}\n"
         }
         Helper::LaneId => {
             "// cuda.laneid: the thread's lane in its warp.\n__device__ int py_laneid() {\n    return ((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) % 32;\n}\n"
@@ -2071,6 +2097,9 @@ impl Lowerer<'_, '_> {
             "print" => return self.print(c, at),
             _ => {}
         }
+        if let Some(which) = path.strip_prefix("cuda.random.") {
+            return self.random(which, c, at);
+        }
         if let Some(op) = path.strip_prefix("cuda.atomic.") {
             return self.atomic(op, c, at);
         }
@@ -2169,6 +2198,52 @@ impl Lowerer<'_, '_> {
         }
         Err(self.err(c.func.range(), format!("gridlab does not know `{path}` in a kernel"))
             .help("a kernel can call `@cuda.jit(device=True)` functions, `cuda.*`, `math.*` and numpy's scalar math; docs/python.md lists them"))
+    }
+
+    /// `xoroshiro128p_uniform_float32(states, i)` and its siblings from `numba.cuda.random`.
+    fn random(&mut self, which: &str, c: &ast::ExprCall, at: Span) -> R<CExpr> {
+        let (helpers, ty): (&[Helper], DType) = match which {
+            "xoroshiro128p_next" => (&[Helper::XoroNext], DType::U64),
+            "xoroshiro128p_uniform_float32" => (&[Helper::XoroNext, Helper::XoroUniformF32], DType::F32),
+            "xoroshiro128p_uniform_float64" => (&[Helper::XoroNext, Helper::XoroUniformF64], DType::F64),
+            "xoroshiro128p_normal_float32" => {
+                (&[Helper::XoroNext, Helper::XoroUniformF32, Helper::XoroNormalF32], DType::F32)
+            }
+            "xoroshiro128p_normal_float64" => {
+                (&[Helper::XoroNext, Helper::XoroUniformF64, Helper::XoroNormalF64], DType::F64)
+            }
+            _ => {
+                return Err(self.err(c.func.range(), format!("`numba.cuda.random.{which}` is not in gridlab's kernels"))
+                    .help("kernels draw numbers with xoroshiro128p_uniform_float32/64 and xoroshiro128p_normal_float32/64"));
+            }
+        };
+        if c.args.len() != 2 {
+            return Err(self
+                .err(c.range, format!("`{which}` takes the states and the thread's index: `{which}(rng_states, i)`")));
+        }
+        let states = self.expr(&c.args[0])?;
+        if !matches!(states.ty, Ty::Array { dtype: DType::U64, ndim: 2, space: Space::Global, .. }) {
+            return Err(self.err(
+                c.args[0].range(),
+                "the first argument is the states from `create_xoroshiro128p_states(n, seed)`",
+            ));
+        }
+        let index = self.expr(&c.args[1])?;
+        if !matches!(index.ty, Ty::Num(d) if !d.is_float()) {
+            return Err(self.err(c.args[1].range(), "the thread's index must be an integer"));
+        }
+        let last = helpers[helpers.len() - 1];
+        for h in helpers {
+            self.module.helpers.insert(*h);
+        }
+        let name = helper_name(last);
+        Ok(join(
+            vec![(format!("{name}("), Some(states)), (", ".into(), Some(index)), (")".into(), None)],
+            Ty::Num(ty),
+            ty,
+            100,
+            at,
+        ))
     }
 
     fn print(&mut self, c: &ast::ExprCall, at: Span) -> R<CExpr> {

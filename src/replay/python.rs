@@ -32,6 +32,7 @@ const FILES: &[(&str, &str)] = &[
     ("numba/__init__.py", include_str!("../../assets/python/numba/__init__.py")),
     ("numba/types.py", include_str!("../../assets/python/numba/types.py")),
     ("numba/cuda/__init__.py", include_str!("../../assets/python/numba/cuda/__init__.py")),
+    ("numba/cuda/random.py", include_str!("../../assets/python/numba/cuda/random.py")),
 ];
 
 /// The largest message a program may send (its arrays' bytes included).

@@ -409,6 +409,18 @@ pub(crate) fn guess_types(f: &PyFunction) -> Vec<ArgType> {
                 walk(&a.value, params, dims);
             }
             ast::Expr::Call(c) => {
+                // xoroshiro128p_uniform_float32(states, i): the states are numba.cuda.random's,
+                // an (n, 2) uint64 array; marked with 0 dimensions here, made so below.
+                let callee = match &*c.func {
+                    ast::Expr::Name(n) => n.id.as_str(),
+                    ast::Expr::Attribute(a) => a.attr.as_str(),
+                    _ => "",
+                };
+                if callee.starts_with("xoroshiro128p_")
+                    && let Some(i) = c.args.first().and_then(index_of)
+                {
+                    dims[i] = Some(0);
+                }
                 // cuda.atomic.add(arr, i, v): the first argument is an array.
                 if let ast::Expr::Attribute(a) = &*c.func
                     && let ast::Expr::Attribute(m) = &*a.value
@@ -487,6 +499,7 @@ pub(crate) fn guess_types(f: &PyFunction) -> Vec<ArgType> {
     stmts(&f.body, &f.params, &mut dims);
     dims.into_iter()
         .map(|d| match d {
+            Some(0) => ArgType::Array { dtype: DType::U64, ndim: 2 },
             Some(k) => ArgType::Array { dtype: DType::F32, ndim: k.clamp(1, 3) },
             None => ArgType::Scalar(DType::I64),
         })
