@@ -14,5 +14,5 @@ pub mod types;
 #[cfg(test)]
 mod tests;
 
-pub use lower::{ArgType, CParam, Env, Global, Instance, lower};
+pub use lower::{ArgType, CParam, Env, Global, Instance, guess_types, lower};
 pub use parse::{Imports, PyFunction, Snippet, read_snippet, starts_python};

@@ -279,6 +279,37 @@ impl CExpr {
         CExpr { text, ty, cty, prec: 100, map: vec![(0, len, at)], small_literal: false, maybe_negative: true }
     }
 
+    /// A value with no C text of its own: nothing (`None`), or a tuple (`cuda.grid(2)`,
+    /// `a.shape`) that only unpacking and indexing read.
+    fn valueless(ty: Ty) -> CExpr {
+        CExpr {
+            text: String::new(),
+            ty,
+            cty: DType::I64,
+            prec: 100,
+            map: Vec::new(),
+            small_literal: false,
+            maybe_negative: false,
+        }
+    }
+
+    /// An `int64` literal (a Python int, or a global frozen into the kernel).
+    fn int_literal(v: i64, at: Span) -> CExpr {
+        let (text, cty) =
+            if i32::try_from(v).is_ok() { (v.to_string(), DType::I32) } else { (format!("{v}LL"), DType::I64) };
+        let mut x = CExpr::atom(text, Ty::I64, cty, at);
+        x.small_literal = v >= 0;
+        x.maybe_negative = v < 0;
+        x
+    }
+
+    fn bool_literal(b: bool, at: Span) -> CExpr {
+        let mut x = CExpr::atom(if b { "true" } else { "false" }, Ty::BOOL, DType::Bool, at);
+        x.small_literal = true;
+        x.maybe_negative = false;
+        x
+    }
+
     fn num(&self) -> DType {
         self.ty.num().unwrap_or(DType::I64)
     }
@@ -1482,36 +1513,18 @@ impl Lowerer<'_, '_> {
 
     fn constant(&mut self, c: &ast::Constant, at: Span, e: &ast::Expr) -> R<CExpr> {
         Ok(match c {
-            ast::Constant::Bool(b) => {
-                let mut x = CExpr::atom(if *b { "true" } else { "false" }, Ty::BOOL, DType::Bool, at);
-                x.small_literal = true;
-                x.maybe_negative = false;
-                x
-            }
+            ast::Constant::Bool(b) => CExpr::bool_literal(*b, at),
             ast::Constant::Int(i) => {
                 let Ok(v) = i64::try_from(i) else {
                     return Err(self.err(e.range(), "this integer does not fit in 64 bits"));
                 };
-                let text = if i32::try_from(v).is_ok() { v.to_string() } else { format!("{v}LL") };
-                let cty = if i32::try_from(v).is_ok() { DType::I32 } else { DType::I64 };
-                let mut x = CExpr::atom(text, Ty::I64, cty, at);
-                x.small_literal = v >= 0;
-                x.maybe_negative = v < 0;
-                x
+                CExpr::int_literal(v, at)
             }
             ast::Constant::Float(f) => CExpr::atom(float_literal(*f, false), Ty::F64, DType::F64, at),
             ast::Constant::Str(_) => {
                 return Err(self.err(e.range(), "strings appear in a kernel only inside `print(...)`"));
             }
-            ast::Constant::None => CExpr {
-                text: String::new(),
-                ty: Ty::None,
-                cty: DType::I32,
-                prec: 100,
-                map: Vec::new(),
-                small_literal: false,
-                maybe_negative: false,
-            },
+            ast::Constant::None => CExpr::valueless(Ty::None),
             _ => return Err(self.err(e.range(), "this constant is outside Numba's CUDA kernel subset")),
         })
     }
@@ -1524,21 +1537,9 @@ impl Lowerer<'_, '_> {
             return Ok(e);
         }
         match (self.env.globals)(name) {
-            Some(Global::Int(i)) => {
-                let mut e = CExpr::atom(
-                    if i32::try_from(i).is_ok() { i.to_string() } else { format!("{i}LL") },
-                    Ty::I64,
-                    if i32::try_from(i).is_ok() { DType::I32 } else { DType::I64 },
-                    at,
-                );
-                e.small_literal = i >= 0;
-                e.maybe_negative = i < 0;
-                return Ok(e);
-            }
+            Some(Global::Int(i)) => return Ok(CExpr::int_literal(i, at)),
             Some(Global::Float(f)) => return Ok(CExpr::atom(float_literal(f, false), Ty::F64, DType::F64, at)),
-            Some(Global::Bool(b)) => {
-                return Ok(CExpr::atom(if b { "true" } else { "false" }, Ty::BOOL, DType::Bool, at));
-            }
+            Some(Global::Bool(b)) => return Ok(CExpr::bool_literal(b, at)),
             Some(Global::Array { dtype, shape, values }) => return self.frozen(name, dtype, &shape, &values, at),
             Some(Global::Dtype(_)) | None => {}
         }
@@ -1619,15 +1620,7 @@ impl Lowerer<'_, '_> {
                     Ok(e)
                 }
                 "ndim" => Ok(CExpr::atom(ndim.to_string(), Ty::I64, DType::I32, at)),
-                "shape" => Ok(CExpr {
-                    text: String::new(),
-                    ty: Ty::Tuple(vec![Ty::I64; ndim]),
-                    cty: DType::I64,
-                    prec: 100,
-                    map: Vec::new(),
-                    small_literal: false,
-                    maybe_negative: false,
-                }),
+                "shape" => Ok(CExpr::valueless(Ty::Tuple(vec![Ty::I64; ndim]))),
                 _ => Err(self.err(
                     a.range,
                     format!("gridlab's kernels read `size`, `shape` and `ndim` of an array, not `{attr}`"),
@@ -2063,15 +2056,7 @@ impl Lowerer<'_, '_> {
                     .map_err(|_| self.err(c.args[0].range(), format!("`{path}` takes 1, 2 or 3")))?;
                 return match n {
                     1 => Ok(self.grid_axis(&path, "x", at)),
-                    2 | 3 => Ok(CExpr {
-                        text: String::new(),
-                        ty: Ty::Tuple(vec![Ty::I64; n as usize]),
-                        cty: DType::I64,
-                        prec: 100,
-                        map: Vec::new(),
-                        small_literal: false,
-                        maybe_negative: false,
-                    }),
+                    2 | 3 => Ok(CExpr::valueless(Ty::Tuple(vec![Ty::I64; n as usize]))),
                     _ => {
                         Err(self.err(c.args[0].range(), format!("`{path}` takes 1, 2 or 3 (the number of dimensions)")))
                     }
@@ -2674,6 +2659,64 @@ fn expr_text(e: &ast::Expr) -> String {
         ast::Expr::Call(c) => format!("{}(...)", expr_text(&c.func)),
         _ => "...".to_string(),
     }
+}
+
+/// The argument types a kernel most likely gets, read from how it uses each parameter, for
+/// checking a kernel before any launch has typed it: a parameter indexed with k indices (or
+/// asked its `size`, `shape` or `len`, or given to an atomic) is a float32 array of k
+/// dimensions; one given to `xoroshiro128p_*` holds `numba.cuda.random`'s states (uint64, 2-D);
+/// anything else is an int64.
+pub fn guess_types(f: &PyFunction) -> Vec<ArgType> {
+    // Dimensions per parameter; `Some(0)` marks random states.
+    let mut dims: Vec<Option<usize>> = vec![None; f.params.len()];
+    let param = |e: &ast::Expr| match e {
+        ast::Expr::Name(n) => f.params.iter().position(|(p, _)| p == n.id.as_str()),
+        _ => None,
+    };
+    let indices = |e: Option<&ast::Expr>| match e {
+        Some(ast::Expr::Tuple(t)) => t.elts.len(),
+        _ => 1,
+    };
+    for s in &f.body {
+        walk_stmt(s, &mut |e| match e {
+            ast::Expr::Subscript(s) => {
+                if let Some(i) = param(&s.value) {
+                    let k = indices(Some(&s.slice));
+                    dims[i] = Some(dims[i].map_or(k, |d| d.max(k)));
+                }
+            }
+            ast::Expr::Attribute(a) if matches!(a.attr.as_str(), "size" | "shape" | "ndim") => {
+                if let Some(i) = param(&a.value) {
+                    dims[i].get_or_insert(1);
+                }
+            }
+            ast::Expr::Call(c) => {
+                let callee = match &*c.func {
+                    ast::Expr::Name(n) => n.id.as_str(),
+                    ast::Expr::Attribute(a) => a.attr.as_str(),
+                    _ => "",
+                };
+                let atomic = matches!(&*c.func, ast::Expr::Attribute(a) if matches!(&*a.value, ast::Expr::Attribute(m) if m.attr.as_str() == "atomic"));
+                if let Some(i) = c.args.first().and_then(param) {
+                    if callee.starts_with("xoroshiro128p_") {
+                        dims[i] = Some(0);
+                    } else if atomic {
+                        dims[i].get_or_insert(indices(c.args.get(1)));
+                    } else if callee == "len" {
+                        dims[i].get_or_insert(1);
+                    }
+                }
+            }
+            _ => {}
+        });
+    }
+    dims.into_iter()
+        .map(|d| match d {
+            Some(0) => ArgType::Array { dtype: DType::U64, ndim: 2 },
+            Some(k) => ArgType::Array { dtype: DType::F32, ndim: k.clamp(1, 3) },
+            None => ArgType::Scalar(DType::I64),
+        })
+        .collect()
 }
 
 /// Every name an expression reads.

@@ -191,3 +191,14 @@ fn float_atomic_sub_is_an_add_of_the_negation_and_float_max_says_it_is_not_there
     let ints = ArgType::Array { dtype: DType::I32, ndim: 1 };
     assert!(lower_src(src, &[ints.clone(), ints]).is_ok());
 }
+
+#[test]
+fn a_kernels_likely_argument_types_are_read_from_how_it_uses_them() {
+    let src = "@cuda.jit\ndef k(m, v, n, states, hist):\n    x = xoroshiro128p_uniform_float32(states, 0)\n    cuda.atomic.add(hist, 0, 1)\n    if n < v.size:\n        m[0, n] = x\n";
+    let snippet = read_snippet(0, src).unwrap();
+    let a = |dtype, ndim| ArgType::Array { dtype, ndim };
+    assert_eq!(
+        guess_types(&snippet.functions[0]),
+        vec![a(DType::F32, 2), a(DType::F32, 1), ArgType::Scalar(DType::I64), a(DType::U64, 2), a(DType::F32, 1)]
+    );
+}

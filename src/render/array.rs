@@ -47,7 +47,8 @@ impl Default for ArrayStyle {
 /// Elements of a buffer made with `empty` that nothing wrote show as `?`, with a line saying so.
 pub fn write_array<W: Write + ?Sized>(out: &mut W, name: &str, buf: &Buffer, opts: &ArrayStyle) -> io::Result<()> {
     let get = |i: usize| (!buf.is_unset(i)).then(|| buf.get(i));
-    write_elems(out, name, &type_name(Some(buf.dtype()), buf.shape()), buf.shape(), &get, Some(buf.dtype()), opts)?;
+    let head = Head::Named { label: name, type_name: &type_name(Some(buf.dtype()), buf.shape()) };
+    write_elems(out, &head, buf.shape(), &get, Some(buf.dtype()), opts)?;
     write_unset_note(out, name, buf)
 }
 
@@ -75,7 +76,7 @@ pub fn write_array_value<W: Write + ?Sized>(
         crate::value::Data::Bool(_) => None,
     };
     let get = |i: usize| (!unset.is_some_and(|b| b.is_unset(i))).then(|| a.num(i));
-    write_elems(out, label, &a.type_name(), a.shape(), &get, a.dtype(), opts)?;
+    write_elems(out, &Head::Named { label, type_name: &a.type_name() }, a.shape(), &get, a.dtype(), opts)?;
     match unset {
         Some(b) => write_unset_note(out, label, b),
         None => Ok(()),
@@ -96,20 +97,28 @@ pub fn write_value<W: Write + ?Sized>(out: &mut W, label: &str, v: &Value, opts:
 /// A value after a `print` label, as Python prints it: `Updated array: [0.5 1.5]`,
 /// `total: 2.0`.
 pub fn write_labelled<W: Write + ?Sized>(out: &mut W, label: &str, v: &Value, opts: &ArrayStyle) -> io::Result<()> {
-    let mut buf = Vec::new();
-    let type_name = match v {
-        Value::Array(a) => Some(a.type_name()),
-        _ => None,
-    };
-    write_value(&mut buf, "", v, opts)?;
-    // Plain text, as Python's print writes it (and so the prefix below is found in colour too).
-    let text = super::text::strip_ansi(&buf);
-    // `write_value` starts with the label it was given (none) and the type or ` = `.
-    let bare = match &type_name {
-        Some(t) => text.strip_prefix(&format!(": {t}")).map(str::trim_start),
-        None => text.strip_prefix(" = "),
-    };
-    write!(out, "{label} {}", bare.unwrap_or(&text))
+    match v {
+        Value::Array(a) => {
+            let unset = match a.data() {
+                crate::value::Data::Num(b) => Some(&**b),
+                crate::value::Data::Bool(_) => None,
+            };
+            let get = |i: usize| (!unset.is_some_and(|b| b.is_unset(i))).then(|| a.num(i));
+            write_elems(out, &Head::Print(label), a.shape(), &get, a.dtype(), opts)
+        }
+        Value::Int(i) => writeln!(out, "{label} {i}"),
+        Value::Bool(b) => writeln!(out, "{label} {}", if *b { "True" } else { "False" }),
+        Value::Float(f) => writeln!(out, "{label} {}", scalar_float(*f)),
+        Value::Dim3(d) => writeln!(out, "{label} {}", crate::value::format_dim3(*d)),
+    }
+}
+
+/// What stands before an array's elements.
+enum Head<'a> {
+    /// A value shown by name: `a: f32[4]  [...]`.
+    Named { label: &'a str, type_name: &'a str },
+    /// A value after a `print` label: `Updated array: [...]`, as Python prints it.
+    Print(&'a str),
 }
 
 /// A float scalar, Python-style (`2.0`, `0.5`). A value that is exactly an `f32` (an element of
@@ -157,8 +166,7 @@ fn shown(len: usize) -> Vec<Option<usize>> {
 
 fn write_elems<W: Write + ?Sized>(
     out: &mut W,
-    label: &str,
-    type_name: &str,
+    head: &Head,
     shape: Shape,
     get: &dyn Fn(usize) -> Option<Num>,
     dtype: Option<DType>,
@@ -196,15 +204,21 @@ fn write_elems<W: Write + ?Sized>(
             })
             .collect()
     };
-    let header = if opts.color { format!("{}: {type_name}", label.bold()) } else { format!("{label}: {type_name}") };
-    let header_w = label.len() + 2 + type_name.len();
+    let (header, header_w, gap) = match head {
+        Head::Named { label, type_name } => {
+            let header =
+                if opts.color { format!("{}: {type_name}", label.bold()) } else { format!("{label}: {type_name}") };
+            (header, label.len() + 2 + type_name.len(), "  ")
+        }
+        Head::Print(label) => (label.to_string(), label.chars().count(), " "),
+    };
 
     if !matrix {
         let items = row_items(0);
         let body_w = items.iter().map(|(_, w)| w + 1).sum::<usize>() + 1;
         let body: Vec<&str> = items.iter().map(|(s, _)| s.as_str()).collect();
-        if header_w + 2 + body_w <= opts.width || items.is_empty() {
-            return writeln!(out, "{header}  [{}]", body.join(" "));
+        if header_w + gap.len() + body_w <= opts.width || items.is_empty() {
+            return writeln!(out, "{header}{gap}[{}]", body.join(" "));
         }
         writeln!(out, "{header}")?;
         // numpy-style wrapping: continuation lines indented by one to sit under the first element.

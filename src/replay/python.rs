@@ -325,15 +325,15 @@ fn launch(
         }
     }
     let (session, _) = runner.parts();
-    if status == Status::Error
-        || session.buffer(arrays.first().map_or("", String::as_str)).is_none() && !arrays.is_empty()
-    {
+    if status == Status::Error {
         return send(to, &json!({"ok": false, "error": "the launch did not run (see above)"}), &[]);
     }
+    // Every array comes back, in the order it was sent: the buffers were made from them above.
     let mut back = Vec::new();
     for a in &arrays {
-        if let Some(b) = session.buffer(a) {
-            back.extend_from_slice(b.bytes());
+        match session.buffer(a) {
+            Some(b) => back.extend_from_slice(b.bytes()),
+            None => return refuse(to, runner, &format!("{file}:{line}: array `{a}` is gone after the launch")),
         }
     }
     let ms = session.last_kernel_ms().unwrap_or(0.0);

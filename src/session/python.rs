@@ -13,7 +13,7 @@ use super::backend::active_backend;
 use super::{Session, Status};
 use crate::backend::BackendError;
 use crate::buffer::{Buffer, Shape};
-use crate::diag::{Diagnostic, SourceId, Span};
+use crate::diag::{Diagnostic, SourceId};
 use crate::dtype::DType;
 use crate::python::{self, ArgType, CParam, Env, Global, Imports, Instance, PyFunction};
 use crate::script::ast::{Expr, ExprKind, Launch};
@@ -165,7 +165,7 @@ impl Session {
             }
             // Numba compiles at the first launch; gridlab reads the kernel now, for the types a
             // launch would most likely give it, so a mistake shows before any launch.
-            let guess = guess_types(&f);
+            let guess = python::guess_types(&f);
             // A mistake only if the kernel fails for integer arrays too: a kernel meant for
             // integers (`a[i] & 1`) is no mistake for having failed the float guess.
             let as_integers: Vec<ArgType> = guess
@@ -336,7 +336,7 @@ impl Session {
                 let types: Vec<String> = i.args.iter().map(arg_name).collect();
                 (i, format!("// {} as launched last, for ({})", f.name, types.join(", ")))
             }
-            None => match self.lower(&f, &guess_types(&f)) {
+            None => match self.lower(&f, &python::guess_types(&f)) {
                 Ok(i) => {
                     let types: Vec<String> = i.args.iter().map(arg_name).collect();
                     (i, format!("// {} for ({}): a launch types it from its own arguments", f.name, types.join(", ")))
@@ -375,133 +375,4 @@ fn arg_name(a: &ArgType) -> String {
         }
         ArgType::Scalar(d) => python::types::numba_name(*d).to_string(),
     }
-}
-
-/// The argument types a kernel most likely gets, read from how it uses each parameter: a
-/// parameter indexed with k indices (or asked its `size` or `shape`) is a float32 array of k
-/// dimensions, anything else an int64.
-pub(crate) fn guess_types(f: &PyFunction) -> Vec<ArgType> {
-    use rustpython_parser::ast;
-    let mut dims: Vec<Option<usize>> = vec![None; f.params.len()];
-    fn walk(e: &ast::Expr, params: &[(String, Span)], dims: &mut [Option<usize>]) {
-        let index_of = |e: &ast::Expr| match e {
-            ast::Expr::Name(n) => params.iter().position(|(p, _)| p == n.id.as_str()),
-            _ => None,
-        };
-        match e {
-            ast::Expr::Subscript(s) => {
-                if let Some(i) = index_of(&s.value) {
-                    let k = match &*s.slice {
-                        ast::Expr::Tuple(t) => t.elts.len(),
-                        _ => 1,
-                    };
-                    dims[i] = Some(dims[i].map_or(k, |d| d.max(k)));
-                }
-                walk(&s.value, params, dims);
-                walk(&s.slice, params, dims);
-            }
-            ast::Expr::Attribute(a) => {
-                if let Some(i) = index_of(&a.value)
-                    && matches!(a.attr.as_str(), "size" | "shape" | "ndim")
-                {
-                    dims[i].get_or_insert(1);
-                }
-                walk(&a.value, params, dims);
-            }
-            ast::Expr::Call(c) => {
-                // xoroshiro128p_uniform_float32(states, i): the states are numba.cuda.random's,
-                // an (n, 2) uint64 array; marked with 0 dimensions here, made so below.
-                let callee = match &*c.func {
-                    ast::Expr::Name(n) => n.id.as_str(),
-                    ast::Expr::Attribute(a) => a.attr.as_str(),
-                    _ => "",
-                };
-                if callee.starts_with("xoroshiro128p_")
-                    && let Some(i) = c.args.first().and_then(index_of)
-                {
-                    dims[i] = Some(0);
-                }
-                // cuda.atomic.add(arr, i, v): the first argument is an array.
-                if let ast::Expr::Attribute(a) = &*c.func
-                    && let ast::Expr::Attribute(m) = &*a.value
-                    && m.attr.as_str() == "atomic"
-                    && let Some(i) = c.args.first().and_then(index_of)
-                {
-                    let k = match c.args.get(1) {
-                        Some(ast::Expr::Tuple(t)) => t.elts.len(),
-                        _ => 1,
-                    };
-                    dims[i].get_or_insert(k);
-                }
-                if let ast::Expr::Name(n) = &*c.func
-                    && n.id.as_str() == "len"
-                    && let Some(i) = c.args.first().and_then(index_of)
-                {
-                    dims[i].get_or_insert(1);
-                }
-                walk(&c.func, params, dims);
-                c.args.iter().for_each(|a| walk(a, params, dims));
-                c.keywords.iter().for_each(|k| walk(&k.value, params, dims));
-            }
-            ast::Expr::BinOp(b) => {
-                walk(&b.left, params, dims);
-                walk(&b.right, params, dims);
-            }
-            ast::Expr::UnaryOp(u) => walk(&u.operand, params, dims),
-            ast::Expr::BoolOp(b) => b.values.iter().for_each(|v| walk(v, params, dims)),
-            ast::Expr::Compare(c) => {
-                walk(&c.left, params, dims);
-                c.comparators.iter().for_each(|v| walk(v, params, dims));
-            }
-            ast::Expr::IfExp(i) => {
-                walk(&i.test, params, dims);
-                walk(&i.body, params, dims);
-                walk(&i.orelse, params, dims);
-            }
-            ast::Expr::Tuple(t) => t.elts.iter().for_each(|v| walk(v, params, dims)),
-            _ => {}
-        }
-    }
-    fn stmts(body: &[ast::Stmt], params: &[(String, Span)], dims: &mut [Option<usize>]) {
-        for s in body {
-            match s {
-                ast::Stmt::Expr(e) => walk(&e.value, params, dims),
-                ast::Stmt::Assign(a) => {
-                    a.targets.iter().for_each(|t| walk(t, params, dims));
-                    walk(&a.value, params, dims);
-                }
-                ast::Stmt::AugAssign(a) => {
-                    walk(&a.target, params, dims);
-                    walk(&a.value, params, dims);
-                }
-                ast::Stmt::Return(r) => {
-                    if let Some(v) = &r.value {
-                        walk(v, params, dims);
-                    }
-                }
-                ast::Stmt::If(i) => {
-                    walk(&i.test, params, dims);
-                    stmts(&i.body, params, dims);
-                    stmts(&i.orelse, params, dims);
-                }
-                ast::Stmt::While(w) => {
-                    walk(&w.test, params, dims);
-                    stmts(&w.body, params, dims);
-                }
-                ast::Stmt::For(l) => {
-                    walk(&l.iter, params, dims);
-                    stmts(&l.body, params, dims);
-                }
-                _ => {}
-            }
-        }
-    }
-    stmts(&f.body, &f.params, &mut dims);
-    dims.into_iter()
-        .map(|d| match d {
-            Some(0) => ArgType::Array { dtype: DType::U64, ndim: 2 },
-            Some(k) => ArgType::Array { dtype: DType::F32, ndim: k.clamp(1, 3) },
-            None => ArgType::Scalar(DType::I64),
-        })
-        .collect()
 }
