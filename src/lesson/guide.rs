@@ -171,6 +171,27 @@ impl Guide {
         Ok(self.step)
     }
 
+    /// After `:lang` switched: define the kernels of the steps before this one in the new
+    /// language, quietly, so the statements of this step find them as the lesson writes them.
+    /// Buffers and the learner's own kernels are left as they are. Returns how many were defined.
+    pub fn define_earlier_kernels(&self, session: &mut Session) -> io::Result<usize> {
+        let lesson = self.current().clone();
+        let mut sink = Vec::new();
+        let mut defined = 0;
+        for step in lesson.steps.iter().take(self.step) {
+            for part in &step.parts {
+                if let Part::Cuda(code) | Part::Python(code) = part
+                    && !code.refused
+                {
+                    session.eval_text(&lesson.path, &code.padded(), false, &mut sink)?;
+                    sink.clear();
+                    defined += 1;
+                }
+            }
+        }
+        Ok(defined)
+    }
+
     pub fn current(&self) -> &Lesson {
         &self.course.lessons[self.lesson]
     }
@@ -956,7 +977,13 @@ pub fn cmd_lang(session: &mut Session, args: &str, out: &mut dyn Write) -> io::R
             return Ok(Status::Ok);
         }
         g.set_lang(lang, out, style)?;
-        writeln!(out, "{}", style.dim(&format!("Now in {}: the step again, in it.", lang.title())))?;
+        let defined = g.define_earlier_kernels(session)?;
+        let kernels = match defined {
+            0 => String::new(),
+            1 => " (the kernel of the steps before is defined in it too)".to_string(),
+            _ => " (the kernels of the steps before are defined in it too)".to_string(),
+        };
+        writeln!(out, "{}", style.dim(&format!("Now in {}{kernels}: the step again, in it.", lang.title())))?;
         g.show(out, style)?;
         Ok(Status::Ok)
     })

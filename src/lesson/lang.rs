@@ -206,3 +206,73 @@ mod tests {
         assert_eq!(numba_launches("x >> 2"), "x >> 2");
     }
 }
+
+#[cfg(test)]
+mod course_tests {
+    use super::*;
+    use crate::lesson::parse;
+
+    #[test]
+    fn every_built_in_lesson_is_in_both_languages() {
+        let course = Course::builtin().expect("the built-in course parses");
+        for lesson in &course.lessons {
+            if let Err((line, why)) = lesson.fully_in_python() {
+                panic!("{}:{line}: {why}", lesson.path);
+            }
+        }
+    }
+
+    #[test]
+    fn in_python_a_lesson_shows_the_python_twins_with_the_c_beside() {
+        let course = Course::builtin().unwrap();
+        let lesson = course.lessons.iter().find(|l| l.number == 3).unwrap();
+        let py = lesson.in_lang(Lang::Python);
+        let parts: Vec<&Part> = py.steps.iter().flat_map(|s| &s.parts).collect();
+        assert!(!parts.iter().any(|p| matches!(p, Part::Cuda(_))), "no CUDA C kernel is left to define");
+        let python = parts.iter().filter(|p| matches!(p, Part::Python(_))).count();
+        assert_eq!(python, 2);
+        assert!(parts.iter().any(
+            |p| matches!(p, Part::Prose(md) if md.contains("**In CUDA C**") && md.contains("__global__ void who_am_i"))
+        ));
+        // Launches are written in Numba's brackets.
+        let gridlab: Vec<&str> =
+            parts.iter().filter_map(|p| if let Part::Gridlab(c) = p { Some(c.text.as_str()) } else { None }).collect();
+        assert!(gridlab.iter().any(|t| t.contains("who_am_i[3, 4](blk, thr, idx, grd)")), "{gridlab:?}");
+        assert!(!gridlab.iter().any(|t| t.contains("<<<")));
+        let (_, ex) = py.exercises().next().unwrap();
+        assert!(ex.starter.as_ref().unwrap().text.starts_with("@cuda.jit"));
+        assert!(ex.solution.text.contains("cuda.grid(1)"));
+        assert_eq!(ex.check.kernels, vec![("add_vectors".into(), "@cuda.jit def add_vectors(x, y, out):".into())]);
+        assert!(ex.task.contains("add_vectors(x, y, out)"));
+        // And in CUDA C, nothing of the Python is left.
+        let c = lesson.in_lang(Lang::Cuda);
+        assert!(!c.steps.iter().flat_map(|s| &s.parts).any(|p| matches!(p, Part::Python(_))));
+        let (_, ex) = c.exercises().next().unwrap();
+        assert!(ex.solution.text.starts_with("__global__"));
+        assert!(ex.python.is_none());
+    }
+
+    fn lesson(body: &str) -> Result<Lesson, crate::lesson::LessonError> {
+        parse("01-t.md", &format!("+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n\n## Step\n\n{body}"))
+    }
+
+    #[test]
+    fn python_twins_are_refused_where_they_have_nothing_to_pair_with() {
+        let e = lesson("```numba\n@cuda.jit\ndef k(a):\n    pass\n```\n").unwrap_err();
+        assert!(e.message.contains("Python twin of the `cuda` block before it"), "{e}");
+        assert_eq!(e.line, 8);
+        let e = lesson("```gridlab numba\nk[1, 1](a)\n```\n").unwrap_err();
+        assert!(e.message.contains("`gridlab numba`"), "{e}");
+        let e = lesson("```cuda numba\n__global__ void k() {}\n```\n").unwrap_err();
+        assert!(e.message.contains("at most `error`"), "{e}");
+        // An exercise with Python blocks needs a Python solution.
+        let ex = "```exercise\nDo it.\n```\n\n```check\nk<<<1, 1>>>()\n```\n\n```solution\n__global__ void k() {}\n```\n\n```starter numba\n@cuda.jit\ndef k():\n    pass\n```\n";
+        let e = lesson(ex).unwrap_err();
+        assert!(e.message.contains("no `solution numba`"), "{e}");
+        let ok = format!("{ex}\n```solution numba\n@cuda.jit\ndef k():\n    return\n```\n");
+        let l = lesson(&ok).unwrap();
+        assert!(l.has_python());
+        let e = lesson(&format!("{ok}\n```solution numba\n@cuda.jit\ndef k():\n    return\n```\n")).unwrap_err();
+        assert!(e.message.contains("already has a `solution numba`"), "{e}");
+    }
+}
