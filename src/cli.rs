@@ -82,7 +82,8 @@ pub struct GlobalArgs {
     pub course: Option<PathBuf>,
 
     /// The language lessons are shown and checked in: cuda (CUDA C) or python (Numba). Saved
-    /// with your progress; `:lang` switches in a lesson. Replay and dev check take both without it.
+    /// with your progress; `:lang` switches in a lesson (or set GRIDLAB_LANG). Replay and dev
+    /// check take both without it.
     #[arg(long, value_enum, global = true)]
     pub lang: Option<crate::session::Lang>,
 }

@@ -246,7 +246,7 @@ fn editor(
         editor
     };
     editor
-        .with_validator(Box::new(validator::InputValidator))
+        .with_validator(Box::new(validator::InputValidator { prefill: prefill.clone() }))
         .with_highlighter(Box::new(highlighter::InputHighlighter::new(names.clone(), style.clone())))
         .with_completer(Box::new(completer::InputCompleter::new(names.clone())))
         .with_quick_completions(true)
