@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use crate::backend::sim::{Schedule, SimConfig};
 use crate::cli::{Cli, ColorChoice, Command, DevCommand, GlobalArgs, ReplayArgs, ScheduleArg, ThemeArg};
-use crate::lesson::{self, Course};
+use crate::lesson::{self, Course, Lesson};
 use crate::render::Style;
 use crate::render::style::Theme;
 use crate::repl;
@@ -90,6 +90,8 @@ fn options(g: &GlobalArgs) -> Options {
         files: session::FileAccess::Anywhere,
         gpu_profile: g.gpu_profile.unwrap_or_else(crate::cost::profiles::default_profile),
         gpu_profile_chosen: g.gpu_profile.is_some(),
+        // `GRIDLAB_LANG` for a classroom's machines or a CI job, as `--lang`.
+        lang: g.lang.or_else(|| std::env::var("GRIDLAB_LANG").ok().as_deref().and_then(session::Lang::parse)),
     }
 }
 
@@ -196,7 +198,22 @@ fn replay_lesson(
         ..options.clone()
     };
     match parsed {
-        Ok(l) => replay::lesson::run_lesson(&l, options, replay::lesson::Mode::Replay, quiet, out),
+        Ok(l) => {
+            // Each language the lesson is written in, one after the other, as one result.
+            let mut all: Option<replay::ScriptResult> = None;
+            for lang in replay::lesson::languages(&l, options) {
+                let options = &Options { lang: Some(lang), ..options.clone() };
+                let r = replay::lesson::run_lesson(&l, options, replay::lesson::Mode::Replay, quiet, out)?;
+                all = Some(match all {
+                    None => r,
+                    Some(mut a) => {
+                        a.absorb(r);
+                        a
+                    }
+                });
+            }
+            Ok(all.expect("a lesson runs in at least one language"))
+        }
         Err(e) => {
             writeln!(out, "{} {e}", options.style.error("error:"))?;
             writeln!(out, "{} {shown}", options.style.error("FAIL"))?;
@@ -304,8 +321,15 @@ fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, how: DevCheck) 
     } else {
         std::thread::available_parallelism().map_or(1, |n| n.get()).min(course.lessons.len()).max(1)
     };
-    let reports = replay::parallel(&course.lessons, workers, "dev-check", |l| {
+    // Each lesson in each language it is written in.
+    let jobs: Vec<(&Lesson, crate::session::Lang)> = course
+        .lessons
+        .iter()
+        .flat_map(|l| replay::lesson::languages(l, options).into_iter().map(move |lang| (l, lang)))
+        .collect();
+    let reports = replay::parallel(&jobs, workers, "dev-check", |(l, lang)| {
         let mut buf = Vec::new();
+        let options = &Options { lang: Some(*lang), ..options.clone() };
         let r = replay::lesson::run_lesson(l, options, mode, quiet, &mut buf);
         (buf, r)
     })?;
@@ -321,9 +345,17 @@ fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, how: DevCheck) 
     let mut failed = 0;
     let mut skipped = 0;
     let exercises: usize = course.lessons.iter().map(|l| l.exercises().count()).sum();
-    for (buf, r) in reports {
+    // A lesson's languages ran as separate jobs, next to each other: one result each lesson.
+    let mut merged: Vec<replay::ScriptResult> = Vec::new();
+    for ((l, _), (buf, r)) in jobs.iter().zip(reports) {
         out.write_all(&buf)?;
         let r = r?;
+        match merged.last_mut() {
+            Some(last) if last.path.as_path() == std::path::Path::new(&l.path) => last.absorb(r),
+            _ => merged.push(r),
+        }
+    }
+    for r in merged {
         if r.skipped() {
             skipped += 1;
         } else if !r.passed() {

@@ -80,6 +80,12 @@ pub struct GlobalArgs {
     /// A course folder to use instead of the built-in lessons (or set GRIDLAB_COURSE).
     #[arg(long, value_name = "DIR", global = true)]
     pub course: Option<PathBuf>,
+
+    /// The language lessons are shown and checked in: cuda (CUDA C) or python (Numba). Saved
+    /// with your progress; `:lang` switches in a lesson (or set GRIDLAB_LANG). Replay and dev
+    /// check take both without it.
+    #[arg(long, value_enum, global = true)]
+    pub lang: Option<crate::session::Lang>,
 }
 
 fn parse_gpu_profile(name: &str) -> Result<&'static crate::cost::GpuProfile, String> {

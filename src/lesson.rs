@@ -8,6 +8,7 @@
 //! - [`course`] finds the lessons of a course (the built-in one, or a folder) and resolves ids;
 //! - [`check`] runs an exercise's check over its configurations, seeds and schedules (for
 //!   `:check`, and for `replay/lesson.rs`, which walks a lesson without a learner);
+//! - [`lang`] shows a lesson in the learner's language: its Python twins or its CUDA C;
 //! - [`progress`] remembers where the learner is, written atomically;
 //! - [`prose`] renders Markdown for the terminal;
 //! - [`guide`] is the guided mode's state behind `:lesson`, `:next`, `:hint`, `:check` ..., added
@@ -17,6 +18,7 @@ pub mod check;
 pub mod course;
 pub mod guide;
 pub mod handout;
+pub mod lang;
 pub mod mutants;
 pub mod parse;
 pub mod progress;
@@ -24,6 +26,7 @@ pub mod prose;
 
 use std::fmt;
 
+pub use crate::session::Lang;
 pub use course::Course;
 pub use guide::{Lessons, guide_of};
 pub use parse::parse;
@@ -94,6 +97,9 @@ pub enum Part {
     Prose(String),
     /// A ` ```cuda ` block: kernel source the step defines.
     Cuda(Code),
+    /// A ` ```numba ` block: a Python kernel the step defines, the twin of the `cuda` block
+    /// before it (its `lang` is `Some(Lang::Python)`; the twin's is `Some(Lang::Cuda)`).
+    Python(Code),
     /// A ` ```gridlab ` block: statements and commands to run.
     Gridlab(Code),
     Exercise(Box<Exercise>),
@@ -107,6 +113,9 @@ pub struct Code {
     /// A ` ```gridlab error ` (or ` ```cuda error `) block: every input in it is one gridlab
     /// refuses, shown on purpose (a launch beyond the limits, a kernel that does not compile).
     pub refused: bool,
+    /// The one language it is shown in, when it has a twin in the other (a `cuda` block and the
+    /// `numba` block after it, a `gridlab` block and its `gridlab numba` twin); `None`: both.
+    pub lang: Option<Lang>,
 }
 
 impl Code {
@@ -126,6 +135,19 @@ pub struct Exercise {
     pub check: Check,
     pub solution: Code,
     /// Markdown, revealed one at a time.
+    pub hints: Vec<String>,
+    /// The exercise for learners who write Python: its `starter numba`, `solution numba` ...
+    pub python: Option<Box<PythonExercise>>,
+}
+
+/// The Python side of an exercise, from its blocks tagged `numba` (` ```solution numba `).
+/// What is not given is the exercise's own: the task, the check and the hints.
+#[derive(Clone, Debug)]
+pub struct PythonExercise {
+    pub task: Option<String>,
+    pub starter: Option<Code>,
+    pub solution: Code,
+    pub check: Option<Check>,
     pub hints: Vec<String>,
 }
 

@@ -130,7 +130,7 @@ fn open_guide(options: &Options, start: &Start, out: &mut dyn Write) -> io::Resu
         }
     };
     let store = Store::for_course(&course.name);
-    let (guide, note) = match id {
+    let (mut guide, note) = match id {
         None => Guide::resume(course, store),
         Some(id) => match course.find(id) {
             Ok(i) => Guide::open(course, store, i, demo),
@@ -142,6 +142,9 @@ fn open_guide(options: &Options, start: &Start, out: &mut dyn Write) -> io::Resu
     };
     if let Some(note) = note {
         writeln!(out, "{}", style.warn(&format!("note: {note}")))?;
+    }
+    if let Some(lang) = options.lang {
+        guide.set_lang(lang, out, style)?;
     }
     Ok(Ok(Some(guide)))
 }
@@ -243,7 +246,7 @@ fn editor(
         editor
     };
     editor
-        .with_validator(Box::new(validator::InputValidator))
+        .with_validator(Box::new(validator::InputValidator { prefill: prefill.clone() }))
         .with_highlighter(Box::new(highlighter::InputHighlighter::new(names.clone(), style.clone())))
         .with_completer(Box::new(completer::InputCompleter::new(names.clone())))
         .with_quick_completions(true)
@@ -273,10 +276,15 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
     signals::watch(&[&stop, &cancel]);
     options.style.width = terminal_width();
     options.style.rows = terminal_rows();
-    let guide = match open_guide(&options, start, &mut io::stdout().lock())? {
+    let mut guide = match open_guide(&options, start, &mut io::stdout().lock())? {
         Ok(g) => g,
         Err(code) => return Ok(code),
     };
+    if let Some(g) = guide.as_mut().filter(|g| g.lang_unchosen()) {
+        let lang = ask_lang(&options.style)?;
+        g.set_lang(lang, &mut io::stdout().lock(), &options.style)?;
+        options.lang = Some(lang);
+    }
     let mut session = crate::lesson::session(options.clone(), None);
     session.allow_quit();
     {
@@ -417,6 +425,29 @@ fn show_progress(p: crate::backend::sim::Progress) {
         )
     };
     let _ = err.flush();
+}
+
+/// The course's first start: which language the learner writes kernels in. Asked before the
+/// editor starts, on the terminal's own line discipline; anything unclear is CUDA C, the
+/// default, and `:lang` changes it at any time.
+fn ask_lang(style: &crate::render::Style) -> io::Result<crate::session::Lang> {
+    use crate::session::Lang;
+    let mut out = io::stdout().lock();
+    writeln!(out, "{}", style.bold("Which language do you want to write kernels in?"))?;
+    writeln!(out, "  1  CUDA C           __global__ void add(float *a) {{ ... }}   add<<<blocks, threads>>>(a)")?;
+    writeln!(out, "  2  Python (Numba)   @cuda.jit  def add(a): ...            add[blocks, threads](a)")?;
+    write!(out, "{}", style.dim("1 or 2 (Enter: CUDA C; `:lang` switches any time): "))?;
+    out.flush()?;
+    let mut answer = String::new();
+    if io::stdin().read_line(&mut answer)? == 0 {
+        return Ok(Lang::Cuda);
+    }
+    let lang = match answer.trim() {
+        "2" => Lang::Python,
+        other => Lang::parse(other).unwrap_or(Lang::Cuda),
+    };
+    writeln!(out, "{}", style.dim(&format!("Lessons will be in {}.", lang.title())))?;
+    Ok(lang)
 }
 
 /// Ask a yes/no question in the editor; anything but `y`/`yes` is no.

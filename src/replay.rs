@@ -86,6 +86,17 @@ impl Case {
 }
 
 impl ScriptResult {
+    /// Add `other`'s inputs, failures and cases to this one: the same lesson run again in its
+    /// other language is one result.
+    pub fn absorb(&mut self, other: ScriptResult) {
+        self.inputs += other.inputs;
+        self.expects_failed += other.expects_failed;
+        self.errors += other.errors;
+        self.failures.extend(other.failures);
+        self.elapsed += other.elapsed;
+        self.cases.extend(other.cases);
+    }
+
     pub fn new(path: PathBuf) -> ScriptResult {
         ScriptResult {
             path,

@@ -73,6 +73,59 @@ pub struct Options {
     /// The learner named the reference GPU (`--gpu-profile`, `:reference NAME`); otherwise a
     /// GPU the session runs on is its own reference when the model knows it.
     pub gpu_profile_chosen: bool,
+    /// The language lessons are shown in (`--lang`); `None`: the one saved with the learner's
+    /// progress, asked for on the course's first start.
+    pub lang: Option<Lang>,
+}
+
+/// The language a learner writes kernels in. Both always work at the prompt; this picks which
+/// one lessons show, put in the editor and check.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Lang {
+    /// CUDA C: `__global__ void k(float *a)`, launched `k<<<blocks, threads>>>(a)`.
+    #[default]
+    #[value(alias = "c", alias = "cu", alias = "cpp")]
+    Cuda,
+    /// Numba's Python: `@cuda.jit def k(a):`, launched `k[blocks, threads](a)`.
+    #[value(alias = "numba", alias = "py")]
+    Python,
+}
+
+impl Lang {
+    pub const ALL: [Lang; 2] = [Lang::Cuda, Lang::Python];
+
+    /// The word `:lang` and `--lang` take, and progress files keep.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lang::Cuda => "cuda",
+            Lang::Python => "python",
+        }
+    }
+
+    /// How the learner would name it.
+    pub fn title(self) -> &'static str {
+        match self {
+            Lang::Cuda => "CUDA C",
+            Lang::Python => "Python (Numba)",
+        }
+    }
+
+    /// `cuda`, `c`, `python`, `numba`, `py`, any case.
+    pub fn parse(word: &str) -> Option<Lang> {
+        match word.trim().to_ascii_lowercase().as_str() {
+            "cuda" | "c" | "cu" | "cpp" | "cuda-c" | "cuda c" => Some(Lang::Cuda),
+            "python" | "py" | "numba" => Some(Lang::Python),
+            _ => None,
+        }
+    }
+
+    /// How a launch is written in it.
+    pub fn syntax(self) -> crate::render::launch::Syntax {
+        match self {
+            Lang::Cuda => crate::render::launch::Syntax::Cuda,
+            Lang::Python => crate::render::launch::Syntax::Numba,
+        }
+    }
 }
 
 impl Default for Options {
@@ -88,6 +141,7 @@ impl Default for Options {
             files: FileAccess::Anywhere,
             gpu_profile: crate::cost::profiles::default_profile(),
             gpu_profile_chosen: false,
+            lang: None,
         }
     }
 }

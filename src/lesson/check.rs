@@ -246,15 +246,21 @@ fn refused_kernel(session: &Session, path: &str, planned: &[Planned]) -> Option<
 /// signature, before running anything (every run would fail the same way).
 fn missing_kernel(session: &Session, path: &str, check: &Check, planned: &[Planned]) -> Option<Failure> {
     let module = session.module();
+    let python = session.python_kernel_names();
     let defined = |name: &str| {
-        module.kernel(name).is_some() || module.gpu_only_kernel(name).is_some() || module.template(name).is_some()
+        module.kernel(name).is_some()
+            || module.gpu_only_kernel(name).is_some()
+            || module.template(name).is_some()
+            || python.contains(&name)
     };
     let (p, name) = planned.iter().find_map(|p| Some((p, p.kernel.as_deref().filter(|k| !defined(k))?)))?;
     let wanted = match check.kernels.iter().find(|(k, _)| k == name) {
+        Some((_, sig)) if sig.starts_with('@') => format!("the exercise asks for `{sig} ...`"),
         Some((_, sig)) => format!("the exercise asks for `{sig} {{ ... }}`"),
         None => format!("the exercise asks for a kernel `{name}`"),
     };
-    let kernels = module.kernel_names();
+    let mut kernels = module.kernel_names();
+    kernels.extend(python.iter().copied());
     let yours = match crate::diag::suggest::closest(name, kernels.iter().copied()) {
         Some(close) => format!(" (you defined `{close}`: the check launches `{name}`)"),
         None => String::new(),

@@ -21,7 +21,7 @@ use std::io::{self, Write};
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
 use super::progress::{Progress, Store};
-use super::{Course, Lesson, Part, check, prose};
+use super::{Course, Lang, Lesson, Part, check, prose};
 use crate::render::{self, Style};
 use crate::script;
 use crate::session::command::CommandSpec;
@@ -55,7 +55,11 @@ impl Offer {
 }
 
 pub struct Guide {
+    /// The course in the learner's language ([`Guide::lang`]).
     pub course: Course,
+    /// The course as written, both languages.
+    source: Course,
+    lang: Lang,
     pub lesson: usize,
     pub step: usize,
     /// A live presentation: shown a piece at a time, progress left alone.
@@ -109,9 +113,12 @@ impl Guide {
         (Guide::new(course, store, progress, lesson, 0, demo), note)
     }
 
-    fn new(course: Course, store: Store, progress: Progress, lesson: usize, step: usize, demo: bool) -> Guide {
+    fn new(source: Course, store: Store, progress: Progress, lesson: usize, step: usize, demo: bool) -> Guide {
+        let lang = progress.lang.as_deref().and_then(Lang::parse).unwrap_or_default();
         Guide {
-            course,
+            course: source.in_lang(lang),
+            source,
+            lang,
             lesson,
             step,
             demo,
@@ -144,8 +151,8 @@ impl Guide {
                 let code = match part {
                     Part::Prose(_) => continue,
                     // What was refused on purpose changed nothing.
-                    Part::Cuda(code) | Part::Gridlab(code) if code.refused => continue,
-                    Part::Cuda(code) | Part::Gridlab(code) => code.clone(),
+                    Part::Cuda(code) | Part::Python(code) | Part::Gridlab(code) if code.refused => continue,
+                    Part::Cuda(code) | Part::Python(code) | Part::Gridlab(code) => code.clone(),
                     Part::Exercise(ex) if self.solved(i) => ex.solution.clone(),
                     Part::Exercise(_) => continue,
                 };
@@ -164,8 +171,57 @@ impl Guide {
         Ok(self.step)
     }
 
+    /// After `:lang` switched: define the kernels of the steps before this one in the new
+    /// language, quietly, so the statements of this step find them as the lesson writes them.
+    /// Buffers and the learner's own kernels are left as they are. Returns how many were defined.
+    pub fn define_earlier_kernels(&self, session: &mut Session) -> io::Result<usize> {
+        let lesson = self.current().clone();
+        let mut sink = Vec::new();
+        let mut defined = 0;
+        for step in lesson.steps.iter().take(self.step) {
+            for part in &step.parts {
+                if let Part::Cuda(code) | Part::Python(code) = part
+                    && !code.refused
+                {
+                    session.eval_text(&lesson.path, &code.padded(), false, &mut sink)?;
+                    sink.clear();
+                    defined += 1;
+                }
+            }
+        }
+        Ok(defined)
+    }
+
     pub fn current(&self) -> &Lesson {
         &self.course.lessons[self.lesson]
+    }
+
+    /// The language lessons are shown in.
+    pub fn lang(&self) -> Lang {
+        self.lang
+    }
+
+    /// Whether the learner has not chosen a language yet (the course's first start asks).
+    pub fn lang_unchosen(&self) -> bool {
+        !self.demo && self.progress.lang.is_none()
+    }
+
+    /// Show the course in `lang` from now on, and remember the choice with the progress. The
+    /// step is not shown again; `:lang` does that.
+    pub fn set_lang(&mut self, lang: Lang, out: &mut dyn Write, style: &Style) -> io::Result<()> {
+        if lang != self.lang {
+            self.lang = lang;
+            self.course = self.source.in_lang(lang);
+            self.queue.clear();
+            self.offered = None;
+            self.suggestion = None;
+            self.pending_parts.clear();
+        }
+        if self.progress.lang.as_deref() != Some(lang.name()) {
+            self.progress.lang = Some(lang.name().to_string());
+            self.save(out, style)?;
+        }
+        Ok(())
     }
 
     /// For the prompt: `lesson 3.2`.
@@ -371,9 +427,10 @@ impl Guide {
                 writeln!(out)?;
             }
             // In a demo the code appears in the editor, typed out, rather than twice.
-            Part::Cuda(code) => {
+            Part::Cuda(code) | Part::Python(code) => {
                 if !self.demo {
-                    prose::write_markdown(out, &format!("```cuda\n{}```", code.text), style)?;
+                    let fence = if matches!(part, Part::Python(_)) { "python" } else { "cuda" };
+                    prose::write_markdown(out, &format!("```{fence}\n{}```", code.text), style)?;
                     writeln!(out)?;
                 }
                 self.queue.push_back(Offer::new(code.text.trim_end().to_string(), code.refused));
@@ -495,7 +552,10 @@ impl Guide {
 
     /// The learner's answer to the exercise of `step`, kept when its check passed.
     fn answer(&self, step: usize) -> Option<&str> {
-        self.progress.lesson(&self.current().id)?.answer(step)
+        // An answer in the other language (solved before `:lang` switched) is not put back.
+        let answer = self.progress.lesson(&self.current().id)?.answer(step)?;
+        let python = answer.lines().find(|l| !l.trim().is_empty()).is_some_and(crate::python::parse::starts_python);
+        (python == (self.lang == Lang::Python)).then_some(answer)
     }
 
     pub fn next(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
@@ -567,7 +627,9 @@ impl Guide {
             return Ok(Status::Ok);
         }
         writeln!(out, "{}", style.bold("A solution (it is in your editor: Enter defines it, then :check):"))?;
-        prose::write_markdown(out, &format!("```cuda\n{}```", ex.solution.text), style)?;
+        let fence =
+            if self.lang == Lang::Python && ex.solution.text.trim_start().starts_with('@') { "python" } else { "cuda" };
+        prose::write_markdown(out, &format!("```{fence}\n{}```", ex.solution.text), style)?;
         self.offered = Some((ex.solution.text.trim_end().to_string(), false));
         self.suggestion = self.offered.as_ref().map(|(text, _)| text.clone());
         Ok(Status::Ok)
@@ -719,6 +781,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         run: cmd_step,
     },
     CommandSpec {
+        name: "lang",
+        args: "[cuda|python]",
+        summary: "the language lessons are in: CUDA C or Python (Numba)",
+        help: "`:lang python` shows the lessons in Numba's Python (`@cuda.jit`, `kernel[blocks, threads](a)`), with each kernel's CUDA C beside it; `:lang cuda` in CUDA C. Exercises put their starter in that language and check your kernel in it. The choice is saved with your progress (`--lang` on the command line). At the prompt both languages always work.",
+        run: cmd_lang,
+    },
+    CommandSpec {
         name: "hint",
         args: "",
         summary: "the exercise's next hint",
@@ -830,9 +899,12 @@ fn load_guide(session: &mut Session, out: &mut dyn Write) -> io::Result<Result<(
     match Course::chosen(session.options.course.as_deref()) {
         Ok(course) => {
             let store = store_for(session, &course.name);
-            let (guide, note) = Guide::resume(course, store);
+            let (mut guide, note) = Guide::resume(course, store);
             if let Some(note) = note {
                 writeln!(out, "{}", style.warn(&format!("note: {note}")))?;
+            }
+            if let Some(lang) = session.options.lang {
+                guide.set_lang(lang, out, &style)?;
             }
             match session.extension_mut::<Lessons>() {
                 Some(lessons) => {
@@ -852,6 +924,69 @@ fn load_guide(session: &mut Session, out: &mut dyn Write) -> io::Result<Result<(
             Ok(Err(Status::Error))
         }
     }
+}
+
+/// `:lang [cuda|python]`: say which language lessons are in, or switch and show the step again.
+pub fn cmd_lang(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+    let style = session.style().clone();
+    let word = args.trim();
+    let lang = match word {
+        "" => None,
+        w => match Lang::parse(w) {
+            Some(l) => Some(l),
+            None => {
+                writeln!(
+                    out,
+                    "{} `{w}` is not a language gridlab teaches: `:lang cuda` (CUDA C) or `:lang python` (Numba)",
+                    style.error("error:")
+                )?;
+                return Ok(Status::Error);
+            }
+        },
+    };
+    if !has_guide(session) {
+        // No lesson open: the choice waits for the next one.
+        match lang {
+            Some(l) => {
+                session.options.lang = Some(l);
+                writeln!(out, "Lessons will be shown in {}. (At the prompt both languages always work.)", l.title())?;
+            }
+            None => {
+                let l = session.options.lang.unwrap_or_default();
+                writeln!(out, "Lessons are shown in {}; `:lang cuda` or `:lang python` switches.", l.title())?;
+            }
+        }
+        return Ok(Status::Ok);
+    }
+    with_guide(session, out, |g, session, out, style| {
+        let Some(lang) = lang else {
+            let other = if g.lang() == Lang::Cuda { Lang::Python } else { Lang::Cuda };
+            writeln!(
+                out,
+                "Lessons are shown in {}; `:lang {}` switches to {}.",
+                g.lang().title(),
+                other.name(),
+                other.title()
+            )?;
+            return Ok(Status::Ok);
+        };
+        session.options.lang = Some(lang);
+        if lang == g.lang() {
+            writeln!(out, "Lessons are already shown in {}.", lang.title())?;
+            g.set_lang(lang, out, style)?;
+            return Ok(Status::Ok);
+        }
+        g.set_lang(lang, out, style)?;
+        let defined = g.define_earlier_kernels(session)?;
+        let kernels = match defined {
+            0 => String::new(),
+            1 => " (the kernel of the steps before is defined in it too)".to_string(),
+            _ => " (the kernels of the steps before are defined in it too)".to_string(),
+        };
+        writeln!(out, "{}", style.dim(&format!("Now in {}{kernels}: the step again, in it.", lang.title())))?;
+        g.show(out, style)?;
+        Ok(Status::Ok)
+    })
 }
 
 pub fn cmd_next(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {

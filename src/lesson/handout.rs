@@ -19,7 +19,7 @@ fn inputs_of(part: &Part) -> Vec<String> {
     let norm = |s: &str| s.trim().to_string();
     match part {
         Part::Prose(_) => Vec::new(),
-        Part::Cuda(code) => vec![norm(&code.text)],
+        Part::Cuda(code) | Part::Python(code) => vec![norm(&code.text)],
         Part::Gridlab(code) => crate::script::split_inputs(&code.text)
             .map(|inputs| inputs.iter().map(|i| norm(&i.text)).collect())
             .unwrap_or_default(),
@@ -73,7 +73,7 @@ pub fn document(lesson: &Lesson, upto: usize, transcript: &[Ran]) -> Document {
                     doc.blocks.push(Block::Prose(ex.task.clone()));
                 }
                 // Code is shown as it ran, below; code that never ran is shown as it is.
-                Part::Cuda(_) | Part::Gridlab(_) => {}
+                Part::Cuda(_) | Part::Python(_) | Part::Gridlab(_) => {}
             }
             *shown += 1;
         }
@@ -139,6 +139,7 @@ fn unran(doc: &mut Document, part: &Part, ran: bool) {
     }
     match part {
         Part::Cuda(code) => doc.blocks.push(Block::Code { lang: "cuda".into(), text: code.text.clone() }),
+        Part::Python(code) => doc.blocks.push(Block::Code { lang: "python".into(), text: code.text.clone() }),
         Part::Gridlab(code) => doc.blocks.push(Block::Code { lang: "gridlab".into(), text: code.text.clone() }),
         Part::Prose(_) | Part::Exercise(_) => {}
     }

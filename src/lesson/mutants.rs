@@ -719,7 +719,7 @@ mod tests {
                 .iter()
                 .map(|b| Config { line: 1, bindings: b.iter().map(|(n, e)| (n.to_string(), e.to_string())).collect() })
                 .collect(),
-            body: Code { text: body.into(), line: 1, refused: false },
+            body: Code { text: body.into(), line: 1, refused: false, lang: None },
             kernels: vec![(kernel.into(), String::new())],
         }
     }

@@ -1,6 +1,7 @@
 //! One lesson file into a [`Lesson`]: the `+++` TOML front matter, then Markdown whose `##`
-//! headings are steps and whose fenced blocks tagged `cuda`, `gridlab`, `exercise`, `starter`,
-//! `check`, `solution` and `hint` are the runnable parts.
+//! headings are steps and whose fenced blocks tagged `cuda`, `numba`, `gridlab`, `exercise`,
+//! `starter`, `check`, `solution` and `hint` are the runnable parts. A block with the word
+//! `numba` after its tag (` ```solution numba `) is the Python twin of the one before it.
 //!
 //! The Markdown is read with pulldown-cmark (so a fence inside a list, a quote or an indented
 //! block is understood as the author's Markdown viewer understands it); prose is kept as the
@@ -10,11 +11,13 @@
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use serde::Deserialize;
 
-use super::{Check, Code, Config, Exercise, Lesson, LessonError, Meta, Part, Shown, Step};
+use super::{Check, Code, Config, Exercise, Lang, Lesson, LessonError, Meta, Part, PythonExercise, Shown, Step};
 use crate::script::{self, InputKind};
 
 /// The fenced-block tags gridlab gives a meaning to.
-const TAGS: [&str; 7] = ["cuda", "gridlab", "exercise", "starter", "check", "solution", "hint"];
+const TAGS: [&str; 8] = ["cuda", "numba", "gridlab", "exercise", "starter", "check", "solution", "hint"];
+/// The word after a tag that makes a block the Python twin of the one before it.
+const PYTHON: &str = "numba";
 /// A block shown as prose is, and compared with what the block before it prints.
 const OUTPUT: &str = "output";
 
@@ -142,6 +145,19 @@ struct PendingExercise {
     check: Option<Check>,
     solution: Option<Code>,
     hints: Vec<String>,
+    /// The `numba` blocks: the exercise for learners who write Python.
+    python: PythonBlocks,
+}
+
+#[derive(Default)]
+struct PythonBlocks {
+    task: Option<String>,
+    starter: Option<Code>,
+    check: Option<Check>,
+    solution: Option<Code>,
+    hints: Vec<String>,
+    /// The first of them, for a message when the solution is missing.
+    line: Option<u32>,
 }
 
 struct Builder<'a> {
@@ -247,23 +263,32 @@ impl Builder<'_> {
                             ),
                         ));
                     }
-                    let refused = match modifiers.as_slice() {
-                        [] => false,
-                        [m] if m == "error" && matches!(tag.as_str(), "cuda" | "gridlab") => true,
-                        _ => {
-                            return Err(self.err(
-                                fence_line,
-                                format!(
-                                    "`{tag} {}`: the only word a block takes after its tag is `error`, on `cuda` and \
-                                     `gridlab` blocks whose inputs gridlab refuses on purpose",
-                                    modifiers.join(" ")
-                                ),
-                            ));
+                    let mut refused = false;
+                    let mut python = tag == PYTHON;
+                    for m in &modifiers {
+                        match m.as_str() {
+                            "error" if matches!(tag.as_str(), "cuda" | "numba" | "gridlab") && !refused => {
+                                refused = true
+                            }
+                            PYTHON if tag != PYTHON && tag != "cuda" && !python => python = true,
+                            _ => {
+                                return Err(self.err(
+                                    fence_line,
+                                    format!(
+                                        "`{tag} {}`: a block takes at most `error` after its tag (on `cuda`, `numba` and \
+                                         `gridlab` blocks whose inputs gridlab refuses on purpose) and `numba` (on \
+                                         `gridlab`, `exercise`, `starter`, `check`, `solution` and `hint` blocks: the \
+                                         Python twin of the block before it)",
+                                        modifiers.join(" ")
+                                    ),
+                                ));
+                            }
                         }
-                    };
+                    }
                     self.prose(&text[cursor..range.start]);
                     cursor = range.end;
-                    self.block(&tag, Code { text: code, line: fence_line + 1, refused }, fence_line)?;
+                    let code = Code { text: code, line: fence_line + 1, refused, lang: None };
+                    self.block(&tag, python, code, fence_line)?;
                 }
                 _ => {}
             }
@@ -282,7 +307,7 @@ impl Builder<'_> {
         }
         let last_code = self.steps.last().and_then(|step| {
             step.parts.iter().rev().find_map(|p| match p {
-                Part::Cuda(c) | Part::Gridlab(c) => Some(c.line),
+                Part::Cuda(c) | Part::Python(c) | Part::Gridlab(c) => Some(c.line),
                 _ => None,
             })
         });
@@ -316,7 +341,7 @@ impl Builder<'_> {
         }
     }
 
-    fn block(&mut self, tag: &str, code: Code, fence_line: u32) -> Result<(), LessonError> {
+    fn block(&mut self, tag: &str, python: bool, mut code: Code, fence_line: u32) -> Result<(), LessonError> {
         let Some(step) = self.steps.last_mut() else {
             return Err(self.err(
                 fence_line,
@@ -327,10 +352,34 @@ impl Builder<'_> {
             refuse_file_commands(self.path, &code)?;
         }
         let slot = step.parts.len();
-        match tag {
-            "cuda" => step.parts.push(Part::Cuda(code)),
-            "gridlab" => step.parts.push(Part::Gridlab(code)),
-            "exercise" => {
+        match (tag, python) {
+            ("cuda", _) => step.parts.push(Part::Cuda(code)),
+            ("gridlab", false) => step.parts.push(Part::Gridlab(code)),
+            ("numba", _) | ("gridlab", true) => {
+                // The twin of the last block of the other language not yet paired, in this step.
+                let twin = step.parts.iter_mut().rev().find_map(|p| match (p, tag) {
+                    (Part::Cuda(c), "numba") | (Part::Gridlab(c), "gridlab") if c.lang.is_none() => Some(c),
+                    _ => None,
+                });
+                let Some(twin) = twin else {
+                    let (what, other) = if tag == "numba" { ("numba", "cuda") } else { ("gridlab numba", "gridlab") };
+                    return Err(self.err(
+                        fence_line,
+                        format!(
+                            "a `{what}` block is the Python twin of the `{other}` block before it: put the `{other}` \
+                             block first, in this step (each has at most one twin)"
+                        ),
+                    ));
+                };
+                twin.lang = Some(Lang::Cuda);
+                code.lang = Some(Lang::Python);
+                if tag == "numba" {
+                    step.parts.push(Part::Python(code));
+                } else {
+                    step.parts.push(Part::Gridlab(code));
+                }
+            }
+            ("exercise", false) => {
                 if self.exercise.is_some() || step.exercise().is_some() {
                     return Err(
                         self.err(fence_line, "a step holds at most one exercise: start a new `##` step for this one")
@@ -347,10 +396,12 @@ impl Builder<'_> {
                     check: None,
                     solution: None,
                     hints: Vec::new(),
+                    python: PythonBlocks::default(),
                 });
             }
             _ => {
                 let Some(ex) = self.exercise.as_mut() else {
+                    let tag = if python { format!("{tag} numba") } else { tag.to_string() };
                     return Err(self.err(
                         fence_line,
                         format!(
@@ -358,21 +409,33 @@ impl Builder<'_> {
                         ),
                     ));
                 };
-                let duplicate = match tag {
-                    "starter" => ex.starter.replace(code).is_some(),
-                    "solution" => ex.solution.replace(code).is_some(),
-                    "hint" => {
+                if python {
+                    ex.python.line.get_or_insert(fence_line);
+                }
+                let py = &mut ex.python;
+                let duplicate = match (tag, python) {
+                    ("exercise", true) => py.task.replace(code.text.trim_end().to_string()).is_some(),
+                    ("starter", false) => ex.starter.replace(code).is_some(),
+                    ("starter", true) => py.starter.replace(code).is_some(),
+                    ("solution", false) => ex.solution.replace(code).is_some(),
+                    ("solution", true) => py.solution.replace(code).is_some(),
+                    ("hint", false) => {
                         ex.hints.push(code.text.trim_end().to_string());
                         false
                     }
-                    "check" => {
+                    ("hint", true) => {
+                        py.hints.push(code.text.trim_end().to_string());
+                        false
+                    }
+                    ("check", _) => {
                         let check = check(self.path, code)?;
                         let Some(ex) = self.exercise.as_mut() else { unreachable!("checked above") };
-                        ex.check.replace(check).is_some()
+                        if python { ex.python.check.replace(check) } else { ex.check.replace(check) }.is_some()
                     }
                     _ => unreachable!("TAGS holds every tag"),
                 };
                 if duplicate {
+                    let tag = if python { format!("{tag} numba") } else { tag.to_string() };
                     return Err(self.err(fence_line, format!("the exercise already has a `{tag}` block: keep one")));
                 }
             }
@@ -389,7 +452,25 @@ impl Builder<'_> {
         let mut check = ex.check.ok_or_else(|| missing("check"))?;
         let solution = ex.solution.ok_or_else(|| missing("solution"))?;
         check.kernels = kernel_signatures(&solution.text);
-        let exercise = Exercise { task: ex.task, line: ex.line, starter: ex.starter, check, solution, hints: ex.hints };
+        let py = ex.python;
+        let python = match py.solution {
+            Some(solution) => {
+                let mut check = py.check;
+                if let Some(check) = check.as_mut() {
+                    check.kernels = python_signatures(&solution.text);
+                }
+                Some(Box::new(PythonExercise { task: py.task, starter: py.starter, solution, check, hints: py.hints }))
+            }
+            None if py.line.is_some() => {
+                return Err(self.err(
+                    py.line.unwrap_or(ex.line),
+                    "the exercise has `numba` blocks but no `solution numba`: add the Python solution, in the same step",
+                ));
+            }
+            None => None,
+        };
+        let exercise =
+            Exercise { task: ex.task, line: ex.line, starter: ex.starter, check, solution, hints: ex.hints, python };
         let step = self.steps.last_mut().expect("an exercise is only started inside a step");
         step.parts.insert(ex.slot.min(step.parts.len()), Part::Exercise(Box::new(exercise)));
         Ok(())
@@ -459,7 +540,7 @@ fn check(path: &str, code: Code) -> Result<Check, LessonError> {
             "a check block cannot define CUDA: it runs the learner's kernels (put helpers in a `cuda` block of the step)".into(),
         ));
     }
-    Ok(Check { configs, body: Code { text: body, line: code.line, refused: false }, kernels: Vec::new() })
+    Ok(Check { configs, body: Code { text: body, line: code.line, refused: false, lang: None }, kernels: Vec::new() })
 }
 
 /// The kernels `cuda` defines, with their signatures (none when it does not compile: `dev check`
@@ -473,6 +554,23 @@ fn kernel_signatures(cuda: &str) -> Vec<(String, String)> {
         .program()
         .kernels()
         .map(|f| (f.name.clone(), format!("__global__ void {}", crate::render::signature(f))))
+        .collect()
+}
+
+/// The kernels a Python solution defines, with their first lines (`@cuda.jit` and the `def`):
+/// what a learner who has not defined one yet is asked to write.
+pub fn python_signatures(python: &str) -> Vec<(String, String)> {
+    let Ok(snippet) = crate::python::parse::read_snippet(0, python) else {
+        return Vec::new();
+    };
+    snippet
+        .functions
+        .iter()
+        .filter(|f| !f.device)
+        .map(|f| {
+            let params: Vec<&str> = f.params.iter().map(|(p, _)| p.as_str()).collect();
+            (f.name.clone(), format!("@cuda.jit def {}({}):", f.name, params.join(", ")))
+        })
         .collect()
 }
 
@@ -721,8 +819,8 @@ __global__ void add_half(float *a, int n) {
         let l = parse("lessons/01-x.md", &lesson("gridlab")).unwrap();
         assert!(matches!(&l.steps[0].parts[0], Part::Gridlab(c) if !c.refused));
         let e = error_of(&lesson("gridlab eror"));
-        assert!(e.starts_with("lessons/01-x.md:6: `gridlab eror`: the only word"), "{e}");
-        assert!(error_of(&lesson("solution error")).contains("the only word"));
+        assert!(e.starts_with("lessons/01-x.md:6: `gridlab eror`: a block takes at most `error`"), "{e}");
+        assert!(error_of(&lesson("solution error")).contains("at most `error`"));
     }
 
     #[test]

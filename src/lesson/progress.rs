@@ -22,6 +22,9 @@ pub struct Progress {
     /// The step (0-based) of `current`.
     #[serde(default)]
     pub step: usize,
+    /// The language lessons are shown in (`cuda` or `python`); asked on the first start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lang: Option<String>,
     #[serde(default)]
     pub lessons: BTreeMap<String, LessonProgress>,
 }

@@ -44,7 +44,7 @@ impl Prefill {
     }
 
     /// Whether `line` is the pre-filled text, as it was put there.
-    fn is(&self, line: &str) -> bool {
+    pub fn is(&self, line: &str) -> bool {
         self.0.lock().is_ok_and(|s| s.text.as_deref() == Some(line))
     }
 }

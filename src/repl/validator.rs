@@ -5,11 +5,20 @@ use reedline::{ValidationResult, Validator};
 
 use crate::script;
 
-pub struct InputValidator;
+/// Complete inputs run on Enter; open ones keep reading. A lesson's pre-filled input, as it was
+/// put there, is complete: a Python kernel would otherwise wait for the blank line that ends a
+/// block typed at Python's prompt, and "Enter runs it" would be untrue.
+pub struct InputValidator {
+    pub prefill: super::prefill::Prefill,
+}
 
 impl Validator for InputValidator {
     fn validate(&self, line: &str) -> ValidationResult {
-        if script::is_complete(line) { ValidationResult::Complete } else { ValidationResult::Incomplete }
+        if script::is_complete(line) || self.prefill.is(line) {
+            ValidationResult::Complete
+        } else {
+            ValidationResult::Incomplete
+        }
     }
 }
 
@@ -18,7 +27,18 @@ mod tests {
     use super::*;
 
     fn complete(text: &str) -> bool {
-        matches!(InputValidator.validate(text), ValidationResult::Complete)
+        matches!(InputValidator { prefill: Default::default() }.validate(text), ValidationResult::Complete)
+    }
+
+    #[test]
+    fn a_prefilled_python_kernel_runs_on_enter_and_a_typed_one_waits_for_a_blank_line() {
+        let kernel = "@cuda.jit\ndef k(a):\n    a[0] = 1";
+        assert!(!complete(kernel));
+        let prefill = crate::repl::prefill::Prefill::default();
+        prefill.set(Some(kernel.to_string()));
+        let v = InputValidator { prefill };
+        assert!(matches!(v.validate(kernel), ValidationResult::Complete));
+        assert!(matches!(v.validate("@cuda.jit\ndef k(a):\n    a[0] = 2"), ValidationResult::Incomplete));
     }
 
     #[test]

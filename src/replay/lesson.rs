@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::runner::{Expect, Runner};
 use super::{Case, ScriptResult};
 use crate::finding::FindingKind;
-use crate::lesson::{Code, Exercise, Lesson, Part, Shown, check, mutants};
+use crate::lesson::{Code, Exercise, Lang, Lesson, Part, Shown, check, mutants};
 use crate::render::text::strip_ansi;
 use crate::session::{Options, Status};
 
@@ -26,7 +26,18 @@ pub enum Mode {
     Mutants,
 }
 
-/// Run `lesson` in a fresh session, writing a transcript (or, when `quiet`, only failures).
+/// The languages to run `lesson` in: the one `options.lang` names, else CUDA C and, when the
+/// lesson has Python twins, Python too.
+pub fn languages(lesson: &Lesson, options: &Options) -> Vec<Lang> {
+    match options.lang {
+        Some(lang) => vec![lang],
+        None if lesson.has_python() => vec![Lang::Cuda, Lang::Python],
+        None => vec![Lang::Cuda],
+    }
+}
+
+/// Run `lesson` in a fresh session, in the language `options.lang` (CUDA C when none), writing
+/// a transcript (or, when `quiet`, only failures).
 pub fn run_lesson(
     lesson: &Lesson,
     options: &Options,
@@ -36,13 +47,19 @@ pub fn run_lesson(
 ) -> io::Result<ScriptResult> {
     let start = Instant::now();
     let style = options.style.clone();
+    let lang = options.lang.unwrap_or_default();
+    let shown_in = lesson.in_lang(lang);
+    let lesson = &shown_in;
+    // Mutants are made with the CUDA C lexer: a Python solution gets the plain dev check.
+    let mode = if lang == Lang::Python && mode == Mode::Mutants { Mode::DevCheck } else { mode };
     // A lesson is someone else's input, like a script: its file commands are refused when it is
     // parsed, and confining the session also keeps its `:lesson` away from saved progress.
     let folder = std::path::Path::new(&lesson.path).parent().unwrap_or(std::path::Path::new(".")).to_path_buf();
     let options = Options { files: crate::session::FileAccess::Within(folder), ..options.clone() };
     let mut session = crate::lesson::session(options, None);
     if !quiet {
-        writeln!(out, "{}", style.bold(&format!("== {}: {}", lesson.path, lesson.title())))?;
+        let suffix = if lang == Lang::Cuda { String::new() } else { " (in Python)".to_string() };
+        writeln!(out, "{}", style.bold(&format!("== {}: {}{suffix}", lesson.path, lesson.title())))?;
     }
     let mut result = ScriptResult::new(lesson.path.clone().into());
     if lesson.meta.needs_gpu && !session.on_gpu() {
@@ -52,7 +69,7 @@ pub fn run_lesson(
             .steps
             .iter()
             .enumerate()
-            .map(|(i, s)| Case { skipped: Some(why.clone()), ..Case::new(step_name(lesson, i, &s.title)) })
+            .map(|(i, s)| Case { skipped: Some(why.clone()), ..Case::new(step_name_in(lesson, lang, i, &s.title)) })
             .collect();
         result.elapsed = start.elapsed();
         return Ok(result);
@@ -60,14 +77,14 @@ pub fn run_lesson(
     let mut runner = Runner::new(&mut session, result, quiet, out);
     for (i, step) in lesson.steps.iter().enumerate() {
         let step_start = Instant::now();
-        let mut case = Case::new(step_name(lesson, i, &step.title));
+        let mut case = Case::new(step_name_in(lesson, lang, i, &step.title));
         if !quiet {
             writeln!(runner.out(), "{}", style.accent(&format!("-- {}. {}", i + 1, step.title)))?;
         }
         for part in &step.parts {
             match part {
                 Part::Prose(_) => {}
-                Part::Cuda(code) | Part::Gridlab(code) => {
+                Part::Cuda(code) | Part::Python(code) | Part::Gridlab(code) => {
                     let shown: Vec<&Shown> = step.outputs.iter().filter(|o| o.after == code.line).collect();
                     if shown.is_empty() {
                         run_code(&mut runner, lesson, code, &mut case)?;
@@ -93,6 +110,14 @@ pub fn run_lesson(
 
 fn step_name(lesson: &Lesson, i: usize, title: &str) -> String {
     format!("{} step {}: {title}", lesson.id, i + 1)
+}
+
+/// `step_name` in the language the lesson runs in, when it is not CUDA C.
+fn step_name_in(lesson: &Lesson, lang: Lang, i: usize, title: &str) -> String {
+    match lang {
+        Lang::Cuda => step_name(lesson, i, title),
+        other => format!("{} [{}] step {}: {title}", lesson.id, other.name(), i + 1),
+    }
 }
 
 /// A `cuda` or `gridlab` block, input by input, with the file's own line numbers.

@@ -549,6 +549,16 @@ impl Parser {
             self.pos = close;
             return self.launch(name.clone(), first.span, Some(args)).map(Some);
         }
+        if self.peek_at(1) == Some(&Tok::Punct("[")) {
+            // Numba's launch, `cost kernel[blocks, threads](args)`.
+            let e = self.expr()?;
+            if self.is_punct("(")
+                && let ExprKind::Index { target, indices } = &e.kind
+                && let ExprKind::Name(kernel) = &target.kind
+            {
+                return self.numba_launch(kernel.clone(), target.span, indices, e.span).map(Some);
+            }
+        }
         Err(Diagnostic::error("`cost` measures a launch").at(first.span).label("expected a launch here").help(format!(
             "write `cost {name}<<<grid, block>>>(args)`, e.g. `let c = cost {name}<<<4, 256>>>(a, len(a))`"
         )))

@@ -841,6 +841,11 @@ fn host_code_and_numpy_say_what_to_write_instead() {
     let StmtKind::Launch(l) = parse_statement(0, "k[(2, 2), (16, 16), 0, 1024](a)").unwrap().kind else { panic!() };
     assert_eq!((l.grid.exprs.len(), l.block.exprs.len(), l.shared.is_some()), (2, 2, true));
     assert!(no("k[4](a)").message.contains("blocks and threads"));
+    // And `cost` measures one.
+    let StmtKind::Cost { launch, .. } = parse_statement(0, "let c = cost k[32, 256](x, t, n)").unwrap().kind else {
+        panic!()
+    };
+    assert_eq!((launch.kernel.as_str(), launch.args.len()), ("k", 3));
 }
 
 /// Slices and single elements of a buffer cost what they select, not the buffer's length, so

@@ -46,6 +46,13 @@ pub enum HostGlobal {
     Value(Global),
 }
 
+impl super::Session {
+    /// The Python kernels defined (not device functions), by name.
+    pub fn python_kernel_names(&self) -> Vec<&str> {
+        self.python.functions().iter().filter(|f| !f.device).map(|f| f.name.as_str()).collect()
+    }
+}
+
 impl PythonKernels {
     pub(crate) fn get(&self, name: &str) -> Option<&PyFunction> {
         self.functions.iter().find(|f| f.name == name)

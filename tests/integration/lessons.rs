@@ -438,3 +438,64 @@ fn a_handout_takes_what_ran_in_its_own_lesson_only() {
     assert!(text.contains("> let x = ones(64)"), "{text}");
     assert!(!text.contains("fill<<<1, 1>>>") && !text.contains("let a = zeros(4)"), "{text}");
 }
+
+/// The fixture lesson with Numba twins of its kernel and exercise.
+const BILINGUAL: &str = "tests/fixtures/bilingual";
+const WRONG_TWICE_PY: &str = "@cuda.jit\ndef twice(a, n):\n    i = cuda.threadIdx.x\n    a[i] *= 2\n\n";
+const RIGHT_TWICE_PY: &str = "@cuda.jit\ndef twice(a, n):\n    i = cuda.grid(1)\n    if i < n:\n        a[i] *= 2\n\n";
+
+#[test]
+fn a_lesson_with_python_twins_replays_and_checks_in_both_languages() {
+    let run = gridlab().args(["replay", BILINGUAL, "--backend", "sim"]).run();
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let out = &run.stdout;
+    assert!(out.contains("== tests/fixtures/bilingual/01-fill.md: Fill an array\n"), "{out}");
+    assert!(out.contains("== tests/fixtures/bilingual/01-fill.md: Fill an array (in Python)"), "{out}");
+    assert!(out.contains(">>> fill[1, 1](a, len(a))"), "launches are in Numba's brackets:\n{out}");
+    assert!(out.contains("exercise: Write `twice(a, n)`"), "{out}");
+    let run = gridlab().args(["dev", "check", BILINGUAL, "--backend", "sim"]).run();
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.stdout.matches("the starter fails its check").count(), 2, "{}", run.stdout);
+    // `--lang` picks one.
+    let run = gridlab().args(["replay", BILINGUAL, "--backend", "sim", "--lang", "python"]).run();
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(!run.stdout.contains("__global__"), "{}", run.stdout);
+
+    // A Python starter that passes its check is a problem of the course.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root().join(BILINGUAL).join("01-fill.md")).unwrap();
+    let broken = text
+        .replace("    i = cuda.threadIdx.x\n    a[i] *= 2", "    i = cuda.grid(1)\n    if i < n:\n        a[i] *= 2");
+    std::fs::write(dir.path().join("01-fill.md"), broken).unwrap();
+    let run = gridlab().args(["dev", "check", dir.path().to_str().unwrap(), "--backend", "sim"]).run();
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("(in Python)"), "{}", run.stdout);
+}
+
+#[test]
+fn a_learner_picks_python_and_the_exercise_is_checked_in_it() {
+    let data = tempfile::tempdir().unwrap();
+    let in_bilingual = |args: &[&str], stdin: &str| {
+        let mut all = vec!["--course", BILINGUAL, "--backend", "sim"];
+        all.extend_from_slice(args);
+        gridlab().env("XDG_DATA_HOME", data.path().to_str().unwrap()).args(all).stdin(stdin).run()
+    };
+    let run = in_bilingual(&["--lang", "python", "learn", "1"], &format!(":next\n{WRONG_TWICE_PY}:check\n"));
+    let out = &run.stdout;
+    assert_eq!(run.code, 1, "{out}");
+    assert!(out.contains("@cuda.jit\n    def fill(a, n):"), "the step shows the Python kernel:\n{out}");
+    assert!(out.contains("In CUDA C"), "with its CUDA C beside it:\n{out}");
+    assert!(out.contains("✗ not yet"), "{out}");
+    let run = in_bilingual(&["learn", "1"], &format!(":next\n{RIGHT_TWICE_PY}:check\n:lang\n"));
+    assert_eq!(run.code, 0, "the language was remembered:\n{}", run.stdout);
+    assert!(run.stdout.contains("✓ passed"), "{}", run.stdout);
+    assert!(run.stdout.contains("Lessons are shown in Python (Numba)"), "{}", run.stdout);
+    let file = std::fs::read_dir(data.path().join("gridlab/progress")).unwrap().next().unwrap().unwrap().path();
+    assert!(std::fs::read_to_string(file).unwrap().contains("lang = \"python\""));
+
+    // `:lang cuda` switches back: the step again, in CUDA C, with its C starter.
+    let run = in_bilingual(&["learn", "1"], ":lang cuda\n:lang klingon\n");
+    assert!(run.stdout.contains("Now in CUDA C"), "{}", run.stdout);
+    assert!(run.stdout.contains("__global__ void fill(float *a, int n)"), "{}", run.stdout);
+    assert!(run.stdout.contains("`klingon` is not a language gridlab teaches"), "{}", run.stdout);
+}

@@ -39,6 +39,7 @@ impl Terminal {
         cmd.args(args)
             .current_dir(home)
             .env("GRIDLAB_NO_LESSON", "1")
+            .env("GRIDLAB_LANG", "cuda")
             .env("HOME", home)
             .env("XDG_STATE_HOME", home.join("state"))
             .env("XDG_DATA_HOME", home.join("data"))
@@ -353,6 +354,31 @@ fn race_and_map_draw_their_views_on_the_screen() {
     t.keys("expect a == [0, 1]\r");
     t.prompt(8);
     assert!(t.text().lines().any(|l| l.trim_end() == "ok"), "{}", t.text());
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+}
+
+#[test]
+fn the_first_start_asks_for_a_language_once_and_lessons_come_in_it() {
+    let home = tempfile::tempdir().unwrap();
+    let course = super::harness::root().join("tests/fixtures/bilingual");
+    let course = course.to_str().unwrap();
+    let unset = [("GRIDLAB_NO_LESSON", None), ("GRIDLAB_LANG", None)];
+    let mut t = Terminal::start_with(home.path(), &["--course", course], &unset);
+    t.wait_for("Which language do you want to write kernels in?");
+    t.keys("2\r");
+    t.wait_for("Lessons will be in Python (Numba).");
+    t.wait_for("sim lesson 1.1> @cuda.jit");
+    t.wait_for("In CUDA C");
+    t.keys("\r");
+    t.wait_for("defined Python kernel fill(a, n)");
+    t.wait_for("sim lesson 1.1> let a = zeros(4)");
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+    // Asked once: the next start goes straight to the lesson, in Python.
+    let mut t = Terminal::start_with(home.path(), &["--course", course], &unset);
+    t.wait_for("sim lesson 1.1> @cuda.jit");
+    assert!(!t.text().contains("Which language"), "{}", t.text());
     t.keys("\x04");
     assert_eq!(t.exit_code(), 0);
 }

@@ -1,0 +1,278 @@
+//! A lesson in the learner's language. A course is written once, in CUDA C, with Python twins
+//! where the languages differ: a ` ```numba ` block after a ` ```cuda ` block, `starter numba`
+//! and `solution numba` for an exercise (`lessons/README.md`). [`Lesson::in_lang`] picks one
+//! side, so the guide, the checks, `replay`, `dev check`, demos and handouts each see a plain
+//! lesson in one language and need not know there were two.
+//!
+//! In Python, a kernel's CUDA C is shown beside it (a quote after the Python block), so the two
+//! languages can be read side by side; statements keep gridlab's statement language, with
+//! launches in Numba's brackets (`k[blocks, threads](a)`), which the prompt takes for either
+//! language's kernels.
+
+use super::{Course, Exercise, Lang, Lesson, Part, Step};
+
+impl Course {
+    /// The course as a learner of `lang` sees it.
+    pub fn in_lang(&self, lang: Lang) -> Course {
+        Course { name: self.name.clone(), lessons: self.lessons.iter().map(|l| l.in_lang(lang)).collect() }
+    }
+}
+
+impl Lesson {
+    /// Whether any block of the lesson has a Python twin: shown in Python, it differs.
+    pub fn has_python(&self) -> bool {
+        self.steps.iter().flat_map(|s| &s.parts).any(|p| match p {
+            Part::Python(_) => true,
+            Part::Exercise(ex) => ex.python.is_some(),
+            _ => false,
+        })
+    }
+
+    /// Whether every kernel and exercise of the lesson has its Python twin.
+    pub fn fully_in_python(&self) -> Result<(), (u32, &'static str)> {
+        for part in self.steps.iter().flat_map(|s| &s.parts) {
+            match part {
+                Part::Cuda(code) if code.lang.is_none() && !code.refused => {
+                    return Err((code.line.saturating_sub(1), "this `cuda` block has no `numba` twin after it"));
+                }
+                Part::Exercise(ex) if ex.python.is_none() => {
+                    return Err((ex.line, "this exercise has no `solution numba` (and `starter numba`)"));
+                }
+                Part::Exercise(ex)
+                    if ex.starter.is_some() && ex.python.as_ref().is_some_and(|p| p.starter.is_none()) =>
+                {
+                    return Err((ex.line, "this exercise has a `starter` but no `starter numba`"));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The lesson with only the blocks of `lang`.
+    pub fn in_lang(&self, lang: Lang) -> Lesson {
+        let mut lesson = self.clone();
+        for step in &mut lesson.steps {
+            project_step(step, lang);
+        }
+        lesson
+    }
+}
+
+fn project_step(step: &mut Step, lang: Lang) {
+    let parts = std::mem::take(&mut step.parts);
+    let mut pending_c: Option<super::Code> = None;
+    for part in parts {
+        match part {
+            Part::Cuda(code) if code.lang == Some(Lang::Cuda) && lang == Lang::Python => pending_c = Some(code),
+            Part::Python(_) if lang == Lang::Cuda => {}
+            Part::Python(code) => {
+                let c = pending_c.take();
+                step.parts.push(Part::Python(code));
+                if let Some(c) = c {
+                    step.parts.push(Part::Prose(beside(&c.text)));
+                }
+            }
+            Part::Gridlab(code) if code.lang.is_some_and(|l| l != lang) => {}
+            Part::Gridlab(mut code) => {
+                if code.lang.is_none() && lang == Lang::Python {
+                    code.text = numba_launches(&code.text);
+                }
+                step.parts.push(Part::Gridlab(code));
+            }
+            Part::Exercise(ex) => step.parts.push(Part::Exercise(Box::new(exercise_in(*ex, lang)))),
+            other => step.parts.push(other),
+        }
+    }
+    // An `output` block quotes what the CUDA C printed: launches are named `k<<<g, b>>>`, and a
+    // Python kernel's counts differ (64-bit integers, double literals). In Python it is shown,
+    // as prose, and not compared.
+    if lang == Lang::Python {
+        step.outputs.clear();
+    }
+}
+
+/// The quote after a Python kernel that shows the CUDA C it stands for.
+fn beside(c: &str) -> String {
+    let mut md = String::from("> **In CUDA C** (`:cuda NAME` shows what gridlab makes of yours)\n>\n> ```cuda\n");
+    for line in c.trim_end().lines() {
+        md.push_str(if line.is_empty() { ">" } else { "> " });
+        md.push_str(line);
+        md.push('\n');
+    }
+    md.push_str("> ```");
+    md
+}
+
+fn exercise_in(ex: Exercise, lang: Lang) -> Exercise {
+    match (lang, ex.python) {
+        (Lang::Python, Some(py)) => {
+            let mut check = py.check.unwrap_or(ex.check);
+            check.kernels = super::parse::python_signatures(&py.solution.text);
+            Exercise {
+                task: py.task.unwrap_or(ex.task),
+                line: ex.line,
+                starter: py.starter,
+                check,
+                solution: py.solution,
+                hints: if py.hints.is_empty() { ex.hints } else { py.hints },
+                python: None,
+            }
+        }
+        (_, _) => Exercise { python: None, ..ex },
+    }
+}
+
+/// `k<<<g, b>>>(a)` as Numba writes it, `k[g, b](a)`, wherever a launch appears in `text`
+/// (statements, `:race`, `:time`, `cost` ...): `dim3(x, y)` becomes `(x, y)`, and the shared
+/// bytes and stream of `<<<g, b, bytes, stream>>>` trade places as Numba orders them
+/// (`[g, b, stream, bytes]`). Text with no launch comes back as it was.
+pub fn numba_launches(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find("<<<") {
+        let Some(close) = rest[open..].find(">>>").map(|c| open + c) else { break };
+        let inner = &rest[open + 3..close];
+        let parts: Vec<String> = split_top(inner).into_iter().map(|p| dim(p.trim())).collect();
+        out.push_str(&rest[..open]);
+        let config = match parts.as_slice() {
+            [g, b] => format!("{g}, {b}"),
+            [g, b, bytes] => format!("{g}, {b}, 0, {bytes}"),
+            [g, b, bytes, stream] => format!("{g}, {b}, {stream}, {bytes}"),
+            _ => {
+                // Not a launch gridlab knows how to write in brackets: left as written.
+                out.push_str(&rest[open..close + 3]);
+                rest = &rest[close + 3..];
+                continue;
+            }
+        };
+        out.push('[');
+        out.push_str(&config);
+        out.push(']');
+        rest = &rest[close + 3..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `dim3(x, y)` as a tuple `(x, y)`, `dim3(x)` as `x`; anything else as it is.
+fn dim(text: &str) -> String {
+    let Some(args) = text.strip_prefix("dim3").map(str::trim_start).and_then(|t| t.strip_prefix('(')) else {
+        return text.to_string();
+    };
+    let Some(args) = args.strip_suffix(')') else { return text.to_string() };
+    let items = split_top(args);
+    match items.as_slice() {
+        [one] => one.trim().to_string(),
+        many => format!("({})", many.iter().map(|s| s.trim()).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+/// Split at commas outside brackets.
+fn split_top(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launches_are_written_in_numbas_brackets() {
+        assert_eq!(numba_launches("k<<<4, 256>>>(a, n)"), "k[4, 256](a, n)");
+        assert_eq!(numba_launches(":race add<<<(n + 255) / 256, 256>>>(a)"), ":race add[(n + 255) / 256, 256](a)");
+        assert_eq!(
+            numba_launches("let c = cost mm<<<dim3(4, 4), dim3(16, 16)>>>(a, b, c, n)"),
+            "let c = cost mm[(4, 4), (16, 16)](a, b, c, n)"
+        );
+        assert_eq!(numba_launches("k<<<dim3(8), 32, 1024>>>(a)"), "k[8, 32, 0, 1024](a)");
+        assert_eq!(numba_launches("k<<<g, b, 1024, s>>>(a)"), "k[g, b, s, 1024](a)");
+        assert_eq!(numba_launches(":compare k1<<<1, 32>>>(a) k2<<<2, 16>>>(a)"), ":compare k1[1, 32](a) k2[2, 16](a)");
+        assert_eq!(numba_launches("let x = 1 << 3"), "let x = 1 << 3");
+        assert_eq!(numba_launches("x >> 2"), "x >> 2");
+    }
+}
+
+#[cfg(test)]
+mod course_tests {
+    use super::*;
+    use crate::lesson::parse;
+
+    #[test]
+    fn every_built_in_lesson_is_in_both_languages() {
+        let course = Course::builtin().expect("the built-in course parses");
+        for lesson in &course.lessons {
+            if let Err((line, why)) = lesson.fully_in_python() {
+                panic!("{}:{line}: {why}", lesson.path);
+            }
+        }
+    }
+
+    #[test]
+    fn in_python_a_lesson_shows_the_python_twins_with_the_c_beside() {
+        let course = Course::builtin().unwrap();
+        let lesson = course.lessons.iter().find(|l| l.number == 3).unwrap();
+        let py = lesson.in_lang(Lang::Python);
+        let parts: Vec<&Part> = py.steps.iter().flat_map(|s| &s.parts).collect();
+        assert!(!parts.iter().any(|p| matches!(p, Part::Cuda(_))), "no CUDA C kernel is left to define");
+        let python = parts.iter().filter(|p| matches!(p, Part::Python(_))).count();
+        assert_eq!(python, 2);
+        assert!(parts.iter().any(
+            |p| matches!(p, Part::Prose(md) if md.contains("**In CUDA C**") && md.contains("__global__ void who_am_i"))
+        ));
+        // Launches are written in Numba's brackets.
+        let gridlab: Vec<&str> =
+            parts.iter().filter_map(|p| if let Part::Gridlab(c) = p { Some(c.text.as_str()) } else { None }).collect();
+        assert!(gridlab.iter().any(|t| t.contains("who_am_i[3, 4](blk, thr, idx, grd)")), "{gridlab:?}");
+        assert!(!gridlab.iter().any(|t| t.contains("<<<")));
+        let (_, ex) = py.exercises().next().unwrap();
+        assert!(ex.starter.as_ref().unwrap().text.starts_with("@cuda.jit"));
+        assert!(ex.solution.text.contains("cuda.grid(1)"));
+        assert_eq!(ex.check.kernels, vec![("add_vectors".into(), "@cuda.jit def add_vectors(x, y, out):".into())]);
+        assert!(ex.task.contains("add_vectors(x, y, out)"));
+        // And in CUDA C, nothing of the Python is left.
+        let c = lesson.in_lang(Lang::Cuda);
+        assert!(!c.steps.iter().flat_map(|s| &s.parts).any(|p| matches!(p, Part::Python(_))));
+        let (_, ex) = c.exercises().next().unwrap();
+        assert!(ex.solution.text.starts_with("__global__"));
+        assert!(ex.python.is_none());
+    }
+
+    fn lesson(body: &str) -> Result<Lesson, crate::lesson::LessonError> {
+        parse("01-t.md", &format!("+++\ntitle = \"t\"\nsummary = \"s\"\n+++\n\n## Step\n\n{body}"))
+    }
+
+    #[test]
+    fn python_twins_are_refused_where_they_have_nothing_to_pair_with() {
+        let e = lesson("```numba\n@cuda.jit\ndef k(a):\n    pass\n```\n").unwrap_err();
+        assert!(e.message.contains("Python twin of the `cuda` block before it"), "{e}");
+        assert_eq!(e.line, 8);
+        let e = lesson("```gridlab numba\nk[1, 1](a)\n```\n").unwrap_err();
+        assert!(e.message.contains("`gridlab numba`"), "{e}");
+        let e = lesson("```cuda numba\n__global__ void k() {}\n```\n").unwrap_err();
+        assert!(e.message.contains("at most `error`"), "{e}");
+        // An exercise with Python blocks needs a Python solution.
+        let ex = "```exercise\nDo it.\n```\n\n```check\nk<<<1, 1>>>()\n```\n\n```solution\n__global__ void k() {}\n```\n\n```starter numba\n@cuda.jit\ndef k():\n    pass\n```\n";
+        let e = lesson(ex).unwrap_err();
+        assert!(e.message.contains("no `solution numba`"), "{e}");
+        let ok = format!("{ex}\n```solution numba\n@cuda.jit\ndef k():\n    return\n```\n");
+        let l = lesson(&ok).unwrap();
+        assert!(l.has_python());
+        let e = lesson(&format!("{ok}\n```solution numba\n@cuda.jit\ndef k():\n    return\n```\n")).unwrap_err();
+        assert!(e.message.contains("already has a `solution numba`"), "{e}");
+    }
+}
