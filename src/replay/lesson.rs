@@ -289,7 +289,7 @@ fn mutants(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, case: &mut C
     // Reads of uninitialised memory are what expose a dropped initialisation; until the
     // simulator reports them such a mutant reads zeros and may pass.
     let uninit_reported = FindingKind::ALL.iter().any(|k| k.name().starts_with("uninit"));
-    let all = mutants::generate(&ex.solution.text, &ex.check);
+    let all = mutants::generate(&ex.solution.text, &ex.check, &mutants::hard_coded_sizes(&ex.task));
     let solution = ex.solution.padded();
     let pad = "\n".repeat(first.saturating_sub(1) as usize);
     let limit = runner.session.set_time_limit(Some(MUTANT_TIME_LIMIT));
