@@ -745,6 +745,15 @@ impl Gen<'_> {
             if !self.is_written(i, close) || self.punct(close + 1, "[") {
                 continue;
             }
+            // `out[blockIdx.x]`, one result per block: its size is the grid's, not the data's.
+            let per_block = (i + 2..close).all(|j| {
+                !matches!(self.toks[j].tok, Tok::Ident(_))
+                    || self.builtin(j).is_some_and(|(b, _)| b == "blockIdx" || b == "gridDim")
+                    || (j >= 2 && self.punct(j - 1, ".") && self.builtin(j - 2).is_some())
+            });
+            if per_block {
+                continue;
+            }
             let index = &self.text[self.lo(i + 2)..self.hi(close - 1)];
             let at = self.lo(i);
             let guards: Vec<String> = sizes.iter().map(|size| format!("if (({index}) < {size}) ")).collect();
@@ -1185,6 +1194,10 @@ mod tests {
         assert!(hard.iter().any(|t| t.contains("if (i < 4096) out[i]")), "{hard:?}");
         assert!(hard.iter().any(|t| t.contains("if (i < n) if ((i) < 1024) out[i]")), "{hard:?}");
         assert_eq!(hard.len(), 4, "{hard:?}");
+        // One result per block is sized by the grid, not by the data: no guard on it.
+        let per_block =
+            "__global__ void k(float *out, int n) {\n    if (threadIdx.x == 0) out[blockIdx.x] = 1.0f;\n}\n";
+        assert!(!generate(per_block, &c, &[4096]).iter().any(|m| m.op == Op::HardSize), "per block");
         assert_eq!(hard_coded_sizes("Blocks have 256 threads, 16 x 16 tiles, 4096 again."), vec![1024, 4096, 256]);
     }
 

@@ -227,7 +227,7 @@ fn exercise(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, mode: Mode,
         starter(runner, lesson, ex, case)?;
     }
     run_code(runner, lesson, &ex.solution, case)?;
-    let outcome = check::run(runner.session, &path, &ex.check)?;
+    let (outcome, seen) = check::run_observed(runner.session, &path, &ex.check, mode != Mode::Replay)?;
     let mut buf = Vec::new();
     write!(buf, "{} ", style.bold("check:"))?;
     check::write(&mut buf, &outcome, &style)?;
@@ -246,8 +246,35 @@ fn exercise(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, mode: Mode,
     if !quiet || !outcome.passed() {
         runner.out().write_all(&buf)?;
     }
+    if mode != Mode::Replay && outcome.passed() {
+        coverage(runner, lesson, ex, &seen, case)?;
+    }
     if mode == Mode::Mutants && outcome.passed() {
         mutants(runner, lesson, ex, case)?;
+    }
+    Ok(())
+}
+
+/// What the check covers (see [`crate::lesson::coverage`]): each gap is a problem at the
+/// check's line, saying what to add.
+fn coverage(
+    runner: &mut Runner<'_>,
+    lesson: &Lesson,
+    ex: &Exercise,
+    seen: &[check::Observed],
+    case: &mut Case,
+) -> io::Result<()> {
+    let style = runner.style.clone();
+    let kernels: Vec<String> = ex.check.kernels.iter().map(|(k, _)| k.clone()).collect();
+    for gap in crate::lesson::coverage::gaps(seen, &kernels, &ex.solution.text, &ex.task) {
+        let msg = format!(
+            "{}:{}: the check does not cover enough: {}",
+            lesson.path,
+            ex.check.body.line.saturating_sub(1),
+            gap.message
+        );
+        writeln!(runner.out(), "{} {msg}", style.error("✗"))?;
+        runner.fail(Some(case), true, msg);
     }
     Ok(())
 }
