@@ -95,7 +95,7 @@ pub fn run_lesson(
                         compare_output(&mut runner, lesson, &shown, &printed, &mut case)?;
                     }
                 }
-                Part::Exercise(ex) => exercise(&mut runner, lesson, ex, mode, &mut case)?,
+                Part::Exercise(ex) => exercise(&mut runner, lesson, ex, mode, lang, &mut case)?,
             }
         }
         runner.settle(Some(&mut case))?;
@@ -218,7 +218,14 @@ fn starter(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, case: &mut C
 }
 
 /// An exercise: in a dev check the starter must fail its check; then the solution must pass it.
-fn exercise(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, mode: Mode, case: &mut Case) -> io::Result<()> {
+fn exercise(
+    runner: &mut Runner<'_>,
+    lesson: &Lesson,
+    ex: &Exercise,
+    mode: Mode,
+    lang: Lang,
+    case: &mut Case,
+) -> io::Result<()> {
     let (path, style, quiet) = (lesson.path.clone(), runner.style.clone(), runner.quiet());
     if !quiet {
         writeln!(runner.out(), "{} {}", style.bold("exercise:"), ex.task.lines().next().unwrap_or(""))?;
@@ -227,7 +234,10 @@ fn exercise(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, mode: Mode,
         starter(runner, lesson, ex, case)?;
     }
     run_code(runner, lesson, &ex.solution, case)?;
-    let (outcome, seen) = check::run_observed(runner.session, &path, &ex.check, mode != Mode::Replay)?;
+    // Coverage is the check's, judged once, against the CUDA C solution (whose code the rules
+    // read); a Python twin runs the same check.
+    let judge = mode != Mode::Replay && lang == Lang::Cuda;
+    let (outcome, seen) = check::run_observed(runner.session, &path, &ex.check, judge)?;
     let mut buf = Vec::new();
     write!(buf, "{} ", style.bold("check:"))?;
     check::write(&mut buf, &outcome, &style)?;
@@ -246,7 +256,7 @@ fn exercise(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, mode: Mode,
     if !quiet || !outcome.passed() {
         runner.out().write_all(&buf)?;
     }
-    if mode != Mode::Replay && outcome.passed() {
+    if judge && outcome.passed() {
         coverage(runner, lesson, ex, &seen, case)?;
     }
     if mode == Mode::Mutants && outcome.passed() {
