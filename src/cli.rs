@@ -181,9 +181,9 @@ pub enum DevCommand {
         /// Print only problems and the summary.
         #[arg(long, short)]
         quiet: bool,
-        /// Also make mutants of each solution (an off-by-one, a dropped guard, `=` for `+=`
-        /// ...) and require that the check rejects every one; a surviving mutant is shown
-        /// with its diff.
+        /// Also make mutants of each solution (an off-by-one, a dropped guard, `=` for `+=`,
+        /// a loop capped at 1024, the index written for the element ...) and require that the
+        /// check rejects every one; a surviving mutant is shown with its diff.
         #[arg(long)]
         mutants: bool,
         /// Write a JUnit XML report (a test case per lesson step, grouped by lesson) for CI.

@@ -266,6 +266,10 @@ pub struct Module {
     generation: u64,
     /// Template kernels instantiated by launches (`matrixMul<16><<<...>>>`).
     launched: Vec<template::Instance>,
+    /// Instances launches asked for whose code only the GPU compiles (the template uses a
+    /// GPU-only struct, or a construct outside the subset): NVRTC makes them by name, and the
+    /// launch checks take their signature, read from the instance with its body left out.
+    gpu_instances: Vec<(template::Instance, GpuOnly)>,
 }
 
 impl Module {
@@ -383,6 +387,8 @@ impl Module {
             }
         };
         let warnings = checked.warnings.into_iter().filter(|w| w.span.is_none_or(|s| s.source == source)).collect();
+        // Made again at their next launch, from the templates as they are now.
+        self.gpu_instances.clear();
         self.items = items;
         self.program = checked.program;
         self.generation += 1;
@@ -416,10 +422,14 @@ impl Module {
         }
         let inst = template::instance(name, &t.params, expanded, span).map_err(|d| vec![d])?;
         let instance = inst.name.clone();
-        if self.program.function(&instance).is_some() || self.launched.iter().any(|l| l.name == instance) {
+        if self.program.function(&instance).is_some()
+            || self.launched.iter().any(|l| l.name == instance)
+            || self.gpu_instances.iter().any(|(l, _)| l.name == instance)
+        {
             return Ok(instance);
         }
-        self.launched.push(inst);
+        let t = t.clone();
+        self.launched.push(inst.clone());
         match check_items(&self.items, &self.launched) {
             Ok(checked) => {
                 self.program = checked.program;
@@ -428,9 +438,58 @@ impl Module {
             }
             Err(errors) => {
                 self.launched.pop();
-                Err(errors)
+                let Some(gpu) = self.gpu_instance(&t, &inst, &errors) else { return Err(errors) };
+                self.gpu_instances.push((inst, gpu));
+                self.generation += 1;
+                Ok(instance)
             }
         }
+    }
+
+    /// For an instance the front end refused with `errors`: when they are about code only the
+    /// GPU compiles, the instance as a GPU-only kernel, with the signature the launch checks
+    /// need (read from the instance with an empty body).
+    fn gpu_instance(
+        &self,
+        t: &template::Template,
+        inst: &template::Instance,
+        errors: &[Diagnostic],
+    ) -> Option<GpuOnly> {
+        let tokens = template::instantiate(t, inst);
+        let names: Vec<&str> = gpu_names(&self.items).into_iter().filter(|n| *n != t.name).collect();
+        let construct = errors
+            .iter()
+            .find_map(|d| match d.cause.as_deref() {
+                Some(Cause::OutsideSubset(c)) => Some(c.clone()),
+                Some(Cause::UnknownName(n)) if names.contains(&n.as_str()) => Some(format!("`{n}`")),
+                _ => None,
+            })
+            .or_else(|| {
+                tokens.iter().find_map(|tok| match &tok.tok {
+                    lexer::Tok::Ident(w) if names.contains(&w.as_str()) => Some(format!("`{w}`")),
+                    _ => None,
+                })
+            })?;
+        // The signature: every token before the body's `{`, then an empty body.
+        let mut depth = 0i32;
+        let open = tokens.iter().position(|tok| {
+            match tok.tok {
+                lexer::Tok::Punct("(") => depth += 1,
+                lexer::Tok::Punct(")") => depth -= 1,
+                _ => {}
+            }
+            depth == 0 && matches!(tok.tok, lexer::Tok::Punct("{"))
+        })?;
+        let mut signature = tokens[..=open].to_vec();
+        signature.push(Token { tok: lexer::Tok::Punct("}"), ..tokens[open].clone() });
+        let mut typedefs = t.typedefs.clone();
+        let parsed = parser::parse(&signature, &mut typedefs, t.span).ok()?;
+        let mut syntax: Vec<&syntax::Item> = self.items.iter().filter_map(|i| i.syntax.as_ref()).collect();
+        syntax.extend(parsed.iter());
+        let checked = check::check(&syntax).ok()?;
+        let f = checked.program.kernels().find(|f| f.name == inst.name)?.clone();
+        let at = errors.iter().find_map(|d| d.span).unwrap_or(inst.span);
+        Some(GpuOnly { construct, at, kernel: None, launchable: Some(f), overload: inst.name.clone() })
     }
 
     /// The function template named `name`, if there is one.
@@ -440,7 +499,7 @@ impl Module {
 
     /// The template instances launches asked for, in order (the GPU backend names them to NVRTC).
     pub fn launched_instances(&self) -> impl Iterator<Item = &template::Instance> {
-        self.launched.iter()
+        self.launched.iter().chain(self.gpu_instances.iter().map(|(i, _)| i))
     }
 
     /// Why the GPU could take code the front end refused with `d` (in `text`), if it could.
@@ -659,7 +718,11 @@ impl Module {
 
     /// A kernel only the GPU runs.
     pub fn gpu_only_kernel(&self, name: &str) -> Option<&GpuOnly> {
-        self.items.iter().filter(|i| i.kind == ItemKind::Kernel && i.name == name).find_map(|i| i.gpu_only.as_ref())
+        self.items
+            .iter()
+            .filter(|i| i.kind == ItemKind::Kernel && i.name == name)
+            .find_map(|i| i.gpu_only.as_ref())
+            .or_else(|| self.gpu_instances.iter().find(|(i, _)| i.name == name).map(|(_, g)| g))
     }
 
     /// Every kernel's name, the simulator's and the GPU-only ones.

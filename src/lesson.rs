@@ -16,6 +16,7 @@
 
 pub mod check;
 pub mod course;
+pub mod coverage;
 pub mod guide;
 pub mod handout;
 pub mod lang;

@@ -195,6 +195,9 @@ impl GpuBackend {
         let timeout = self.timeout.saturating_mul(repeat.max(1));
         match self.call(&prepared.request, timeout, &what)? {
             Response::Launched(r) => Ok((r.kernel_ms, r.launch_us)),
+            Response::Trapped { printed } => {
+                Err(BackendError::Launch(format!("{what} stopped at a failing `assert`: {}", printed.trim())))
+            }
             other => Err(unexpected(other)),
         }
     }
@@ -311,6 +314,12 @@ impl GpuBackend {
                 Err(self.recover(format!("{what} stopped with an error on the GPU ({message})")))
             }
             Ok(Response::Failed { message, .. }) => Err(BackendError::Launch(message)),
+            // A failing `assert` is the kernel's finding, not gridlab's failure: the worker, whose
+            // context is gone, is left to exit, and the next request starts another without a word.
+            Ok(resp @ Response::Trapped { .. }) => {
+                self.worker = None;
+                Ok(resp)
+            }
             Ok(resp) => Ok(resp),
             Err(WorkerError::Interrupted) => Err(self.recover(format!("{what} stopped by Ctrl-C"))),
             Err(WorkerError::TimedOut(t)) => {
@@ -384,6 +393,55 @@ fn take_results(
     before
 }
 
+/// The report of a launch a failing device-side `assert` stopped: a trap finding, as the
+/// simulator reports one, so that `expect finding trap` means the same on both backends. The
+/// thread is the one the device names (`block: [1,0,0], thread: [5,0,0]`), the place the
+/// kernel's name; the buffers are as they were before the launch (the GPU's are lost with its
+/// context), as after any stopped launch.
+fn trapped(module: &Module, spec: &LaunchSpec, printed: &str, elapsed: Duration) -> LaunchReport {
+    let span = module
+        .kernel(&spec.kernel)
+        .map(|k| k.name_span)
+        .or_else(|| module.gpu_only_kernel(&spec.kernel).map(|g| g.at))
+        .unwrap_or_default();
+    let triple = |key: &str| -> [u32; 3] {
+        let Some(rest) = printed.split_once(key).map(|(_, r)| r) else { return [0; 3] };
+        let Some(inner) = rest.trim_start().strip_prefix('[').and_then(|r| r.split_once(']')).map(|(i, _)| i) else {
+            return [0; 3];
+        };
+        let mut v = [0u32; 3];
+        for (slot, part) in v.iter_mut().zip(inner.split(',')) {
+            *slot = part.trim().parse().unwrap_or(0);
+        }
+        v
+    };
+    let thread = crate::finding::ThreadRef { block: triple("block:"), thread: triple("thread:") };
+    let condition = printed.split_once("Assertion `").and_then(|(_, r)| r.rsplit_once("` failed")).map(|(c, _)| c);
+    let message = match condition {
+        Some(c) => format!("assertion failed: `{c}`"),
+        None => "assertion failed".to_string(),
+    };
+    let site = crate::finding::Site { thread, access: crate::finding::Access::Read, span };
+    let output = printed
+        .lines()
+        .filter(|l| !l.contains("Assertion `"))
+        .map(|l| PrintLine { thread: None, text: l.to_string() })
+        .collect();
+    LaunchReport {
+        elapsed,
+        steps: None,
+        kernel_ms: None,
+        findings: vec![Finding::Trap { site, message }],
+        output,
+        output_truncated: false,
+        aborted: true,
+        writes: None,
+        watched: None,
+        cost: None,
+        before: None,
+    }
+}
+
 /// `NVIDIA H100 80GB HBM3` -> `H100`: short enough for a prompt.
 pub fn short_name(name: &str) -> String {
     let words: Vec<&str> = name.split_whitespace().filter(|w| !w.eq_ignore_ascii_case("nvidia")).collect();
@@ -426,7 +484,7 @@ impl Backend for GpuBackend {
 
     fn launch(
         &mut self,
-        _module: &Module,
+        module: &Module,
         spec: &LaunchSpec,
         buffers: &mut LaunchBuffers<'_>,
     ) -> Result<LaunchReport, BackendError> {
@@ -435,6 +493,7 @@ impl Backend for GpuBackend {
         let prepared = self.prepare(spec, buffers, 1, true, &what)?;
         let result = match self.call(&prepared.request, self.timeout, &what)? {
             Response::Launched(r) if r.buffers.len() == buffers.buffers.len() => r,
+            Response::Trapped { printed } => return Ok(trapped(module, spec, &printed, start.elapsed())),
             other => return Err(unexpected(other)),
         };
         self.last_uploaded_bytes = result.uploaded_bytes;

@@ -390,6 +390,25 @@ fn describe(item: &[Tok], lo: usize, hi: usize) -> Sketch {
             }
         }
         s.name = rest.get(k).and_then(word).unwrap_or("").to_string();
+        // `template <> struct SharedMemory<double>`: a specialisation is an item of its own,
+        // beside the template it specialises.
+        if rest.get(k + 1).is_some_and(|t| is_p(t, "<")) {
+            let end = skip_angles(rest, k + 1);
+            let mut args = String::new();
+            for t in &rest[k + 1..end] {
+                match &t.t {
+                    T::Word(w) => {
+                        if args.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                            args.push(' ');
+                        }
+                        args.push_str(w);
+                    }
+                    T::Punct(p) => args.push_str(p),
+                    _ => args.push('?'),
+                }
+            }
+            s.name.push_str(&args);
+        }
         return s;
     }
     match paren {

@@ -174,8 +174,34 @@ fn plan(path: &str, check: &Check) -> Result<Vec<Planned>, Box<Failure>> {
     Ok(planned)
 }
 
+/// What one launch of a check was given, seen on the first simulator run of each
+/// configuration: what `dev check` judges a check's coverage by ([`super::coverage`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Observed {
+    pub kernel: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// The buffers it was given, by name, with their values before the launch.
+    pub buffers: Vec<(String, Vec<f64>)>,
+    /// One of them holds what an earlier launch of the same kernel left in it: a second
+    /// launch without resetting.
+    pub again: bool,
+}
+
 /// Run `check` (from the lesson at `path`) against the session's kernels.
 pub fn run(session: &mut Session, path: &str, check: &Check) -> io::Result<Outcome> {
+    Ok(run_observed(session, path, check, false)?.0)
+}
+
+/// [`run`], and with `observe` what each launch of the first simulator run of each
+/// configuration was given.
+pub fn run_observed(
+    session: &mut Session,
+    path: &str,
+    check: &Check,
+    observe: bool,
+) -> io::Result<(Outcome, Vec<Observed>)> {
+    let mut seen = Vec::new();
     let mut runs: Vec<RunOn> = SIM_RUNS.to_vec();
     if session.on_gpu() {
         runs.push(RunOn::Gpu);
@@ -187,13 +213,13 @@ pub fn run(session: &mut Session, path: &str, check: &Check) -> io::Result<Outco
         Ok(p) => p,
         Err(f) => {
             outcome.failure = Some(*f);
-            return Ok(outcome);
+            return Ok((outcome, seen));
         }
     };
     if let Some(f) = refused_kernel(session, path, &planned).or_else(|| missing_kernel(session, path, check, &planned))
     {
         outcome.failure = Some(f);
-        return Ok(outcome);
+        return Ok((outcome, seen));
     }
     let width = session.style().width;
     let saved = session.save_state();
@@ -202,8 +228,9 @@ pub fn run(session: &mut Session, path: &str, check: &Check) -> io::Result<Outco
     session.options.style.width = width.saturating_sub(2).max(40);
     let result = (|| -> io::Result<Option<Failure>> {
         for config in &configs {
-            for &run in &runs {
-                if let Some(f) = one_run(session, path, *config, run, &planned)? {
+            for (i, &run) in runs.iter().enumerate() {
+                let watch = (observe && i == 0).then_some(&mut seen);
+                if let Some(f) = one_run(session, path, *config, run, &planned, watch)? {
                     return Ok(Some(f));
                 }
             }
@@ -212,7 +239,24 @@ pub fn run(session: &mut Session, path: &str, check: &Check) -> io::Result<Outco
     })();
     session.restore_state(saved);
     outcome.failure = result?;
-    Ok(outcome)
+    Ok((outcome, seen))
+}
+
+/// Note what the launch just run was given; `left` holds what earlier launches of this run
+/// left in their buffers (kernel, buffer, values).
+fn observe(session: &Session, seen: &mut Vec<Observed>, left: &mut Vec<(String, String, Vec<f64>)>) {
+    let Some(last) = session.last.as_ref() else { return };
+    let kernel = last.spec.kernel.clone();
+    let buffers: Vec<(String, Vec<f64>)> = last.before.iter().map(|(n, b)| (n.clone(), b.to_f64_vec())).collect();
+    let again = buffers.iter().any(|(n, v)| left.iter().any(|(k, m, after)| *k == kernel && m == n && after == v));
+    for (n, _) in &buffers {
+        if let Some(b) = session.buffer(n) {
+            left.retain(|(k, m, _)| !(*k == kernel && m == n));
+            left.push((kernel.clone(), n.clone(), b.to_f64_vec()));
+        }
+    }
+    let (g, b) = (last.spec.grid, last.spec.block);
+    seen.push(Observed { kernel, grid: [g.x, g.y, g.z], block: [b.x, b.y, b.z], buffers, again });
 }
 
 /// A kernel the check launches whose last definition did not compile: the check would quietly
@@ -282,7 +326,9 @@ fn one_run(
     config: Option<&Config>,
     run: RunOn,
     planned: &[Planned],
+    mut seen: Option<&mut Vec<Observed>>,
 ) -> io::Result<Option<Failure>> {
+    let mut left = Vec::new();
     session.clear_data();
     session.run_on(run);
     let fail = |input: &Input, output: Vec<u8>, why: String, kind: FailureKind| Failure {
@@ -328,6 +374,11 @@ fn one_run(
             Status::Error => {
                 return Ok(Some(fail(&p.input, out, "this statement failed".into(), FailureKind::Statement)));
             }
+        }
+        if p.launch
+            && let Some(seen) = seen.as_deref_mut()
+        {
+            observe(session, seen, &mut left);
         }
         if p.launch
             && let Some(findings) = session.last_findings()

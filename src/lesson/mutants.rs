@@ -43,10 +43,25 @@ pub enum Op {
     Param,
     /// A loop bound replaced by the constant it has in one configuration.
     LoopBound,
+    /// A loop over elements capped at 1024: `i < n` to `i < min(n, 1024)`, the loop of a learner
+    /// who thinks no launch is larger than one block.
+    Cap,
+    /// The index written where the element belongs: `a[i] * 2` to `(i) * 2`, `a[i] *= s` to
+    /// `a[i] = (i) * s`. Only data that is not `arange` tells them apart.
+    IndexValue,
+    /// An `atomicAdd(p, v)` replaced by one thread writing `v * gridDim.x * blockDim.x`: right
+    /// for one 1-D launch into a zeroed counter, wrong for a 2-D grid or a second launch.
+    OneWriter,
+    /// A size hard-coded: a bound that uses a scalar parameter replaced by a constant (1024,
+    /// 4096, a number the task mentions), and each store into a parameter guarded by one, as
+    /// with `#define N 4096`.
+    HardSize,
+    /// A finite sentinel for an infinite one: `-INFINITY` (or `FLT_MAX`, `INT_MIN`) to `-1e6f`.
+    Sentinel,
 }
 
 impl Op {
-    pub const ALL: [Op; 9] = [
+    pub const ALL: [Op; 14] = [
         Op::OffByOne,
         Op::Strictness,
         Op::NoGuard,
@@ -56,6 +71,11 @@ impl Op {
         Op::Swap,
         Op::Param,
         Op::LoopBound,
+        Op::Cap,
+        Op::IndexValue,
+        Op::OneWriter,
+        Op::HardSize,
+        Op::Sentinel,
     ];
 
     pub fn name(self) -> &'static str {
@@ -69,7 +89,19 @@ impl Op {
             Op::Swap => "swap",
             Op::Param => "param",
             Op::LoopBound => "loop-bound",
+            Op::Cap => "cap",
+            Op::IndexValue => "index-for-value",
+            Op::OneWriter => "one-writer",
+            Op::HardSize => "hard-size",
+            Op::Sentinel => "sentinel",
         }
+    }
+
+    /// Whether the kind tests what a check's data and launches cover (values that are not
+    /// `arange`, sizes beyond a constant, a second launch, a 2-D grid, values beyond a
+    /// sentinel) rather than the solution's code: such mutants are never left out by sampling.
+    pub fn covers(self) -> bool {
+        matches!(self, Op::Cap | Op::IndexValue | Op::OneWriter | Op::HardSize | Op::Sentinel)
     }
 
     pub fn parse(name: &str) -> Option<Op> {
@@ -553,6 +585,259 @@ impl Gen<'_> {
     }
 }
 
+impl Gen<'_> {
+    /// The index of the `]` matching the `[` at `open`.
+    fn matching_bracket(&self, open: usize) -> Option<usize> {
+        let mut depth = 0;
+        for j in open..self.toks.len() {
+            if self.punct(j, "[") {
+                depth += 1;
+            } else if self.punct(j, "]") {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(j);
+                }
+            }
+        }
+        None
+    }
+
+    /// The last token of the statement that starts at `i`: its `;`, or the `}` closing a block.
+    fn statement_end(&self, i: usize) -> Option<usize> {
+        let mut depth = 0i32;
+        for j in i..self.toks.len() {
+            match self.toks[j].tok {
+                Tok::Punct("(" | "[" | "{") => depth += 1,
+                Tok::Punct(")" | "]") => depth -= 1,
+                Tok::Punct("}") => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(j);
+                    }
+                }
+                Tok::Punct(";") if depth == 0 => return Some(j),
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// `for (...; i < E; ...)` over the elements of an array (`i` indexes one in the loop's
+    /// body) and `E` not a constant: `i < min(E, 1024)`.
+    fn caps(&mut self, constants: &BTreeSet<String>) {
+        for i in 0..self.toks.len() {
+            if self.ident(i) != Some("for") || !self.punct(i + 1, "(") {
+                continue;
+            }
+            let Some(close) = self.matching(i + 1) else { continue };
+            let semis: Vec<usize> = (i + 2..close).filter(|&j| self.punct(j, ";")).collect();
+            let [first, second] = semis[..] else { continue };
+            let Some(cmp) = (first + 1..second).find(|&j| ["<", "<=", "!="].iter().any(|p| self.punct(j, p))) else {
+                continue;
+            };
+            let Some(var) = self.ident(cmp - 1).map(str::to_string) else { continue };
+            let Some(end) = self.operand_end(cmp + 1, false) else { continue };
+            let varies = (cmp + 1..=end).any(|j| self.ident(j).is_some_and(|n| !constants.contains(n)));
+            let Some(body_end) = self.statement_end(close + 1) else { continue };
+            let mut depth = 0i32;
+            let indexes = (close + 1..=body_end).any(|j| {
+                match self.toks[j].tok {
+                    Tok::Punct("[") => depth += 1,
+                    Tok::Punct("]") => depth -= 1,
+                    _ => {}
+                }
+                depth > 0 && self.ident(j) == Some(var.as_str())
+            });
+            if varies && indexes {
+                let bound = self.text[self.lo(cmp + 1)..self.hi(end)].to_string();
+                self.replace(Op::Cap, cmp + 1, end, format!("min({bound}, 1024)"));
+            }
+        }
+    }
+
+    /// Whether the element access `p[...]` at `i` (its `]` at `close`) is written, not read.
+    fn is_written(&self, i: usize, close: usize) -> bool {
+        let after = ["=", "++", "--", "["].iter().any(|p| self.punct(close + 1, p))
+            || matches!(self.toks.get(close + 1).map(|t| &t.tok), Some(Tok::Punct(p)) if COMPOUND.contains(p));
+        let before = i > 0 && ["&", "++", "--", "."].iter().any(|p| self.punct(i - 1, p));
+        after || before
+    }
+
+    /// An element read from a pointer parameter replaced by its index, and an in-place update
+    /// `p[i] *= s` by `p[i] = (i) * s`.
+    fn index_for_value(&mut self, pointers: &[String]) {
+        for i in 0..self.toks.len() {
+            if !self.ident(i).is_some_and(|n| pointers.iter().any(|p| p == n)) || !self.punct(i + 1, "[") {
+                continue;
+            }
+            let Some(close) = self.matching_bracket(i + 1) else { continue };
+            let index = self.text[self.lo(i + 2)..self.hi(close - 1)].to_string();
+            if !self.is_written(i, close) {
+                self.replace(Op::IndexValue, i, close, format!("({index})"));
+                continue;
+            }
+            if let Some(Tok::Punct(p)) = self.toks.get(close + 1).map(|t| &t.tok)
+                && COMPOUND.contains(p)
+            {
+                let op = p.trim_end_matches('=').to_string();
+                let at = self.hi(close + 1);
+                let eq = Edit { lo: self.lo(close + 1), hi: at, with: format!("= ({index}) {op}") };
+                let Some(end) = self.operand_end(close + 2, true) else { continue };
+                let (lo, hi) = (self.lo(close + 2), self.hi(end));
+                let rhs = Edit { lo, hi, with: format!("({})", &self.text[lo..hi]) };
+                self.push(Op::IndexValue, vec![eq, rhs]);
+            }
+        }
+    }
+
+    /// `atomicAdd(p, v);` as a statement: one thread writes `v` times the threads of a 1-D launch.
+    fn one_writers(&mut self) {
+        for i in 0..self.toks.len() {
+            if self.ident(i) != Some("atomicAdd") || !self.punct(i + 1, "(") || (i > 0 && self.punct(i - 1, "=")) {
+                continue;
+            }
+            let Some(close) = self.matching(i + 1) else { continue };
+            if !self.punct(close + 1, ";") {
+                continue;
+            }
+            let mut depth = 0;
+            let comma = (i + 2..close).find(|&j| {
+                match self.toks[j].tok {
+                    Tok::Punct("(" | "[") => depth += 1,
+                    Tok::Punct(")" | "]") => depth -= 1,
+                    _ => {}
+                }
+                depth == 0 && self.punct(j, ",")
+            });
+            let Some(comma) = comma else { continue };
+            let addr = &self.text[self.lo(i + 2)..self.hi(comma - 1)];
+            let value = &self.text[self.lo(comma + 1)..self.hi(close - 1)];
+            let with =
+                format!("if (threadIdx.x == 0 && blockIdx.x == 0) *({addr}) = ({value}) * gridDim.x * blockDim.x;");
+            self.replace(Op::OneWriter, i, close + 1, with);
+        }
+    }
+
+    /// Hard-coded sizes: a comparison's bound that uses a scalar parameter becomes each of
+    /// `sizes`, and each store into a pointer parameter at the start of a statement is guarded
+    /// by `index < size`.
+    fn hard_sizes(&mut self, scalar_params: &[String], pointers: &[String], sizes: &[u64]) {
+        for i in 0..self.toks.len() {
+            let Tok::Punct(p) = self.toks[i].tok else { continue };
+            if !COMPARISONS.contains(&p) {
+                continue;
+            }
+            let Some(end) = self.operand_end(i + 1, false) else { continue };
+            if (i + 1..=end).any(|j| self.ident(j).is_some_and(|n| scalar_params.iter().any(|p| p == n))) {
+                for size in sizes {
+                    self.replace(Op::HardSize, i + 1, end, size.to_string());
+                }
+            }
+        }
+        for i in 0..self.toks.len() {
+            let starts = i == 0
+                || [";", "{", "}", ")"].iter().any(|p| self.punct(i - 1, p))
+                || self.ident(i - 1) == Some("else");
+            if !starts || !self.ident(i).is_some_and(|n| pointers.iter().any(|p| p == n)) || !self.punct(i + 1, "[") {
+                continue;
+            }
+            let Some(close) = self.matching_bracket(i + 1) else { continue };
+            if !self.is_written(i, close) || self.punct(close + 1, "[") {
+                continue;
+            }
+            // `out[blockIdx.x]`, one result per block: its size is the grid's, not the data's.
+            let per_block = (i + 2..close).all(|j| {
+                !matches!(self.toks[j].tok, Tok::Ident(_))
+                    || self.builtin(j).is_some_and(|(b, _)| b == "blockIdx" || b == "gridDim")
+                    || (j >= 2 && self.punct(j - 1, ".") && self.builtin(j - 2).is_some())
+            });
+            if per_block {
+                continue;
+            }
+            let index = &self.text[self.lo(i + 2)..self.hi(close - 1)];
+            let at = self.lo(i);
+            let guards: Vec<String> = sizes.iter().map(|size| format!("if (({index}) < {size}) ")).collect();
+            for with in guards {
+                self.push(Op::HardSize, vec![Edit { lo: at, hi: at, with }]);
+            }
+        }
+    }
+
+    /// Infinite (or largest) sentinels replaced by a finite guess.
+    fn sentinels(&mut self) {
+        for i in 0..self.toks.len() {
+            let with = match self.ident(i) {
+                Some("INFINITY" | "HUGE_VALF" | "FLT_MAX" | "CUDART_INF_F") => "1e6f",
+                Some("HUGE_VAL" | "DBL_MAX" | "CUDART_INF") => "1e6",
+                Some("INT_MAX") => "1000000",
+                Some("INT_MIN") => "(-1000000)",
+                _ => continue,
+            };
+            self.replace(Op::Sentinel, i, i, with);
+        }
+    }
+}
+
+/// The names `#define NAME VALUE` gives a value in `text` (constants, not sizes a check varies).
+fn defines(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .filter_map(|l| l.trim_start().strip_prefix("#define"))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .filter(|name| !name.contains('('))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The pointer parameters of `kernel`, by name.
+fn pointer_params(g: &Gen<'_>, kernel: &str) -> Vec<String> {
+    let Some(at) = (0..g.toks.len()).find(|&i| g.ident(i) == Some(kernel) && g.punct(i + 1, "(")) else {
+        return Vec::new();
+    };
+    let Some(close) = g.matching(at + 1) else { return Vec::new() };
+    let mut names = Vec::new();
+    let mut start = at + 2;
+    for j in at + 2..=close {
+        if g.punct(j, ",") || j == close {
+            if j > start
+                && (start..j).any(|k| g.punct(k, "*"))
+                && let Some(name) = g.ident(j - 1)
+            {
+                names.push(name.to_string());
+            }
+            start = j + 1;
+        }
+    }
+    names
+}
+
+/// The sizes a hard-coded-size mutant uses: 1024 (a block's most threads), 4096, and each
+/// whole number of 32 or more that the exercise's task mentions.
+pub fn hard_coded_sizes(task: &str) -> Vec<u64> {
+    let mut sizes = vec![1024, 4096];
+    for n in mentioned_numbers(task) {
+        if n >= 32 && !sizes.contains(&n) {
+            sizes.push(n);
+        }
+    }
+    sizes
+}
+
+/// The whole numbers written in `text` (`256` in "Blocks have 256 threads"; not the `16` of `x16`).
+pub fn mentioned_numbers(text: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    for word in text.split(|c: char| !c.is_ascii_alphanumeric() && c != '.') {
+        let word = word.trim_end_matches('.');
+        if !word.is_empty()
+            && word.chars().all(|c| c.is_ascii_digit())
+            && let Ok(n) = word.parse::<u64>()
+            && !out.contains(&n)
+        {
+            out.push(n);
+        }
+    }
+    out
+}
+
 /// The scalar parameters of `kernel` in `toks`, by position, and the index of the token after
 /// its parameter list (where its body starts).
 fn kernel_params(g: &Gen<'_>, kernel: &str) -> Option<(Vec<(usize, String)>, usize)> {
@@ -643,14 +928,18 @@ fn values_of(arg: &str, check: &Check) -> Option<Vec<String>> {
 
 /// The mutants of `solution` against `check`, in source order, without duplicates, at most
 /// [`MAX_PER_EXERCISE`] of them (chosen evenly when there are more).
-pub fn generate(solution: &str, check: &Check) -> Vec<Mutant> {
+pub fn generate(solution: &str, check: &Check, sizes: &[u64]) -> Vec<Mutant> {
     let Ok(toks) = lexer::lex(0, solution) else { return Vec::new() };
     let toks: Vec<Token> = toks.into_iter().filter(|t| !matches!(t.tok, Tok::Directive(_))).collect();
     let mut g = Gen { text: solution, toks, out: Vec::new() };
     let mut scalar: Vec<(String, Vec<String>)> = Vec::new();
     let mut bodies = Vec::new();
+    let mut pointers: Vec<String> = Vec::new();
+    let mut scalar_names: Vec<String> = Vec::new();
     for (kernel, _) in &check.kernels {
+        pointers.extend(pointer_params(&g, kernel));
         let Some((params, body)) = kernel_params(&g, kernel) else { continue };
+        scalar_names.extend(params.iter().map(|(_, n)| n.clone()));
         bodies.push(body);
         let launches = launch_args(&check.body.text, kernel);
         for (pos, name) in params {
@@ -678,6 +967,11 @@ pub fn generate(solution: &str, check: &Check) -> Vec<Mutant> {
         g.params(&scalar, body);
     }
     g.loop_bounds(&scalar);
+    g.caps(&defines(solution));
+    g.index_for_value(&pointers);
+    g.one_writers();
+    g.hard_sizes(&scalar_names, &pointers, sizes);
+    g.sentinels();
 
     let (marked, _) = markers(solution);
     let mut seen = BTreeSet::new();
@@ -698,9 +992,10 @@ pub fn generate(solution: &str, check: &Check) -> Vec<Mutant> {
         let equivalent = marked.contains(&(line, op));
         mutants.push(Mutant { op, line, text, equivalent, reads_uninit });
     }
-    // The marked ones all run, so that a stale marker is found; the rest are sampled evenly.
-    let (marked, rest): (Vec<Mutant>, Vec<Mutant>) = mutants.into_iter().partition(|m| m.equivalent);
-    let room = MAX_PER_EXERCISE.saturating_sub(marked.len());
+    // The marked ones all run, so that a stale marker is found, and so do the kinds that show
+    // what the check's data covers (see [`Op::covers`]); the rest are sampled evenly.
+    let (marked, rest): (Vec<Mutant>, Vec<Mutant>) = mutants.into_iter().partition(|m| m.equivalent || m.op.covers());
+    let room = MAX_PER_EXERCISE.saturating_sub(marked.len()).max(MAX_PER_EXERCISE / 2);
     let sampled: Vec<Mutant> =
         if rest.len() > room { (0..room).map(|k| rest[k * rest.len() / room].clone()).collect() } else { rest };
     let mut mutants: Vec<Mutant> = marked.into_iter().chain(sampled).collect();
@@ -725,7 +1020,7 @@ mod tests {
     }
 
     fn of(op: Op, src: &str, c: &Check) -> Vec<String> {
-        generate(src, c).into_iter().filter(|m| m.op == op).map(|m| m.text).collect()
+        generate(src, c, &[]).into_iter().filter(|m| m.op == op).map(|m| m.text).collect()
     }
 
     const SQUARE: &str = "__global__ void square(const float *x, float *out, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) out[i] = x[i] * x[i];\n}\n";
@@ -775,13 +1070,13 @@ mod tests {
         let init = of(Op::NoInit, src, &c);
         assert!(init.iter().any(|t| t.contains("    float acc;\n")), "{init:?}");
         assert!(init.iter().any(|t| t.contains("    ;\n    __syncthreads")), "{init:?}");
-        assert!(generate(src, &c).iter().filter(|m| m.op == Op::NoInit).all(|m| m.reads_uninit));
+        assert!(generate(src, &c, &[]).iter().filter(|m| m.op == Op::NoInit).all(|m| m.reads_uninit));
         let local = "__global__ void k(float *out) {\n    float t[4] = {0};\n    int u[2] = {};\n    out[0] = t[1] + u[1];\n}\n";
         let init = of(Op::NoInit, local, &c);
         assert!(init.iter().any(|t| t.contains("    float t[4];\n    int u[2] = {};")), "{init:?}");
         assert!(init.iter().any(|t| t.contains("    float t[4] = {0};\n    int u[2];")), "{init:?}");
         // `+=` into a shared array nothing wrote yet reads uninitialised memory too.
-        let plus: Vec<Mutant> = generate(src, &c).into_iter().filter(|m| m.op == Op::Assign).collect();
+        let plus: Vec<Mutant> = generate(src, &c, &[]).into_iter().filter(|m| m.op == Op::Assign).collect();
         assert!(plus.iter().any(|m| m.text.contains("s[threadIdx.x] += acc") && m.reads_uninit), "{plus:?}");
         assert!(plus.iter().any(|m| m.text.contains("out[threadIdx.x] += s") && !m.reads_uninit), "{plus:?}");
     }
@@ -825,7 +1120,7 @@ mod tests {
     fn equivalence_markers_mark_their_line_and_kind_only() {
         let src = "__global__ void k(float *y, int n) {\n    for (int i = 0; i < n; i++) y[i] = 1.0f; // gridlab: equivalent strictness\n    if (n > 2) y[0] = 2.0f;\n}\n";
         let c = check("k<<<1, 1>>>(y, n)", &[&[("n", "10")]], "k");
-        let ms = generate(src, &c);
+        let ms = generate(src, &c, &[]);
         assert!(ms.iter().filter(|m| m.line == 2 && m.op == Op::Strictness).all(|m| m.equivalent));
         assert!(ms.iter().filter(|m| m.op != Op::Strictness || m.line != 2).all(|m| !m.equivalent));
         let (_, unknown) = markers("x; // gridlab: equivalent strictnes\n");
@@ -835,7 +1130,7 @@ mod tests {
     #[test]
     fn diffs_show_the_changed_line_with_the_file_line_number() {
         let c = square_check();
-        let m = generate(SQUARE, &c).into_iter().find(|m| m.op == Op::Strictness).unwrap();
+        let m = generate(SQUARE, &c, &[]).into_iter().find(|m| m.op == Op::Strictness).unwrap();
         assert_eq!(
             m.diff(SQUARE, "l.md", 10),
             "@@ l.md:12 @@ strictness\n-    if (i < n) out[i] = x[i] * x[i];\n+    if (i <= n) out[i] = x[i] * x[i];\n"
@@ -850,9 +1145,80 @@ mod tests {
         }
         src.push_str("}\n");
         let c = check("k<<<1, 1>>>(y, n)", &[], "k");
-        let a = generate(&src, &c);
+        let a = generate(&src, &c, &[]);
         assert_eq!(a.len(), MAX_PER_EXERCISE);
-        assert_eq!(a, generate(&src, &c));
+        assert_eq!(a, generate(&src, &c, &[]));
         assert!(a.last().unwrap().line > 50);
+    }
+
+    #[test]
+    fn element_loops_are_capped_at_1024_but_constant_and_tile_loops_are_not() {
+        let src = "#define T 32\n__global__ void k(float *a, int n) {\n    for (int i = 0; i < n; i++) a[i] = a[i] * 2.0f;\n    for (int j = 0; j < T; j++) a[j] = 0.0f;\n    for (int t = 0; t < (n + 15) / 16; t++) a[0] += 1.0f;\n}\n";
+        let c = check("k<<<1, 1>>>(a, n)", &[&[("n", "10")]], "k");
+        let m = of(Op::Cap, src, &c);
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(m[0].contains("i < min(n, 1024); i++"), "{m:?}");
+    }
+
+    #[test]
+    fn element_reads_become_their_index_and_in_place_updates_write_it() {
+        let src = "__global__ void k(float *a, const float *x, float s, int n) {\n    int i = threadIdx.x;\n    a[i] = x[i] * 2.0f;\n    a[i] *= s + 1.0f;\n    atomicAdd(&a[0], 1.0f);\n}\n";
+        let c = check("k<<<1, 32>>>(a, x, s, n)", &[&[("n", "10"), ("s", "2")]], "k");
+        let m = of(Op::IndexValue, src, &c);
+        assert!(m.iter().any(|t| t.contains("a[i] = (i) * 2.0f;")), "{m:?}");
+        assert!(m.iter().any(|t| t.contains("a[i] = (i) * (s + 1.0f);")), "{m:?}");
+        // What is written, and an address taken, stay.
+        assert!(!m.iter().any(|t| t.contains("(i) = ") || t.contains("&(0)")), "{m:?}");
+        assert_eq!(m.len(), 2, "{m:?}");
+    }
+
+    #[test]
+    fn an_atomic_count_becomes_one_thread_writing_the_1d_thread_count() {
+        let src = "__global__ void count(int *c) {\n    atomicAdd(&c[0], 1);\n}\n";
+        let c = check("count<<<b, t>>>(c)", &[], "count");
+        let m = of(Op::OneWriter, src, &c);
+        assert_eq!(
+            m,
+            vec![
+                "__global__ void count(int *c) {\n    if (threadIdx.x == 0 && blockIdx.x == 0) *(&c[0]) = (1) * gridDim.x * blockDim.x;\n}\n"
+            ]
+        );
+    }
+
+    #[test]
+    fn sizes_are_hard_coded_in_bounds_and_as_guards_on_stores() {
+        let src = "__global__ void k(const float *x, float *out, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) out[i] = x[i];\n}\n";
+        let c = check("k<<<4, 256>>>(x, out, n)", &[&[("n", "1000")]], "k");
+        let m = generate(src, &c, &[1024, 4096]);
+        let hard: Vec<&str> = m.iter().filter(|m| m.op == Op::HardSize).map(|m| m.text.as_str()).collect();
+        assert!(hard.iter().any(|t| t.contains("if (i < 4096) out[i]")), "{hard:?}");
+        assert!(hard.iter().any(|t| t.contains("if (i < n) if ((i) < 1024) out[i]")), "{hard:?}");
+        assert_eq!(hard.len(), 4, "{hard:?}");
+        // One result per block is sized by the grid, not by the data: no guard on it.
+        let per_block =
+            "__global__ void k(float *out, int n) {\n    if (threadIdx.x == 0) out[blockIdx.x] = 1.0f;\n}\n";
+        assert!(!generate(per_block, &c, &[4096]).iter().any(|m| m.op == Op::HardSize), "per block");
+        assert_eq!(hard_coded_sizes("Blocks have 256 threads, 16 x 16 tiles, 4096 again."), vec![1024, 4096, 256]);
+    }
+
+    #[test]
+    fn infinite_sentinels_become_finite_guesses() {
+        let src = "__global__ void k(float *o, int *m) {\n    o[0] = -INFINITY;\n    m[0] = INT_MIN;\n}\n";
+        let c = check("k<<<1, 1>>>(o, m)", &[], "k");
+        let m = of(Op::Sentinel, src, &c);
+        assert!(m.iter().any(|t| t.contains("o[0] = -1e6f;")), "{m:?}");
+        assert!(m.iter().any(|t| t.contains("m[0] = (-1000000);")), "{m:?}");
+    }
+
+    #[test]
+    fn coverage_kinds_are_never_sampled_away() {
+        let mut src = String::from("__global__ void k(float *y, const float *x, int n) {\n");
+        for j in 0..60 {
+            src.push_str(&format!("    if (n < {j}) y[{j}] = x[{j}];\n"));
+        }
+        src.push_str("}\n");
+        let c = check("k<<<1, 1>>>(y, x, n)", &[], "k");
+        let all = generate(&src, &c, &[4096]);
+        assert_eq!(all.iter().filter(|m| m.op == Op::IndexValue).count(), 60);
     }
 }

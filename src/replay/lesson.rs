@@ -95,7 +95,7 @@ pub fn run_lesson(
                         compare_output(&mut runner, lesson, &shown, &printed, &mut case)?;
                     }
                 }
-                Part::Exercise(ex) => exercise(&mut runner, lesson, ex, mode, &mut case)?,
+                Part::Exercise(ex) => exercise(&mut runner, lesson, ex, mode, lang, &mut case)?,
             }
         }
         runner.settle(Some(&mut case))?;
@@ -218,7 +218,14 @@ fn starter(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, case: &mut C
 }
 
 /// An exercise: in a dev check the starter must fail its check; then the solution must pass it.
-fn exercise(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, mode: Mode, case: &mut Case) -> io::Result<()> {
+fn exercise(
+    runner: &mut Runner<'_>,
+    lesson: &Lesson,
+    ex: &Exercise,
+    mode: Mode,
+    lang: Lang,
+    case: &mut Case,
+) -> io::Result<()> {
     let (path, style, quiet) = (lesson.path.clone(), runner.style.clone(), runner.quiet());
     if !quiet {
         writeln!(runner.out(), "{} {}", style.bold("exercise:"), ex.task.lines().next().unwrap_or(""))?;
@@ -227,7 +234,10 @@ fn exercise(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, mode: Mode,
         starter(runner, lesson, ex, case)?;
     }
     run_code(runner, lesson, &ex.solution, case)?;
-    let outcome = check::run(runner.session, &path, &ex.check)?;
+    // Coverage is the check's, judged once, against the CUDA C solution (whose code the rules
+    // read); a Python twin runs the same check.
+    let judge = mode != Mode::Replay && lang == Lang::Cuda;
+    let (outcome, seen) = check::run_observed(runner.session, &path, &ex.check, judge)?;
     let mut buf = Vec::new();
     write!(buf, "{} ", style.bold("check:"))?;
     check::write(&mut buf, &outcome, &style)?;
@@ -246,8 +256,35 @@ fn exercise(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, mode: Mode,
     if !quiet || !outcome.passed() {
         runner.out().write_all(&buf)?;
     }
+    if judge && outcome.passed() {
+        coverage(runner, lesson, ex, &seen, case)?;
+    }
     if mode == Mode::Mutants && outcome.passed() {
         mutants(runner, lesson, ex, case)?;
+    }
+    Ok(())
+}
+
+/// What the check covers (see [`crate::lesson::coverage`]): each gap is a problem at the
+/// check's line, saying what to add.
+fn coverage(
+    runner: &mut Runner<'_>,
+    lesson: &Lesson,
+    ex: &Exercise,
+    seen: &[check::Observed],
+    case: &mut Case,
+) -> io::Result<()> {
+    let style = runner.style.clone();
+    let kernels: Vec<String> = ex.check.kernels.iter().map(|(k, _)| k.clone()).collect();
+    for gap in crate::lesson::coverage::gaps(seen, &kernels, &ex.solution.text, &ex.task) {
+        let msg = format!(
+            "{}:{}: the check does not cover enough: {}",
+            lesson.path,
+            ex.check.body.line.saturating_sub(1),
+            gap.message
+        );
+        writeln!(runner.out(), "{} {msg}", style.error("✗"))?;
+        runner.fail(Some(case), true, msg);
     }
     Ok(())
 }
@@ -289,7 +326,7 @@ fn mutants(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, case: &mut C
     // Reads of uninitialised memory are what expose a dropped initialisation; until the
     // simulator reports them such a mutant reads zeros and may pass.
     let uninit_reported = FindingKind::ALL.iter().any(|k| k.name().starts_with("uninit"));
-    let all = mutants::generate(&ex.solution.text, &ex.check);
+    let all = mutants::generate(&ex.solution.text, &ex.check, &mutants::hard_coded_sizes(&ex.task));
     let solution = ex.solution.padded();
     let pad = "\n".repeat(first.saturating_sub(1) as usize);
     let limit = runner.session.set_time_limit(Some(MUTANT_TIME_LIMIT));

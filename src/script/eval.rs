@@ -726,14 +726,48 @@ impl<'a> Cx<'a> {
                 self.unary(*op, *op_span, v, e)
             }
             ExprKind::Binary { op, op_span, lhs, rhs } => {
-                let l = self.eval(lhs)?;
-                let r = self.eval(rhs)?;
+                // Deep expressions recurse through here: the list case keeps to its own frame.
+                let (l, r) = if matches!(lhs.kind, ExprKind::List(_)) || matches!(rhs.kind, ExprKind::List(_)) {
+                    self.eval_pair(lhs, rhs)?
+                } else {
+                    (self.eval(lhs)?, self.eval(rhs)?)
+                };
                 let out = self.binary(*op, *op_span, &l, &r, lhs, rhs, e);
                 self.release(&l);
                 self.release(&r);
                 out
             }
         }
+    }
+
+    /// The two sides of a binary operation. A bare list beside an array takes the array's
+    /// dtype (`u == [4294967295, 1]` on a `u32` buffer compares u32s exactly, where an f32
+    /// list would have rounded it to 4294967300); a value that dtype cannot hold is an error
+    /// that says so.
+    #[inline(never)]
+    pub(crate) fn eval_pair(&self, lhs: &Expr, rhs: &Expr) -> Result<(V<'a>, V<'a>), Diagnostic> {
+        let typed = |list: &Expr, other: &V<'a>| -> Result<Option<V<'a>>, Diagnostic> {
+            let (ExprKind::List(items), V::Arr(a)) = (&list.kind, other) else { return Ok(None) };
+            let Some(dtype) = a.dtype() else { return Ok(None) };
+            let arr = self.list(items, list.span, dtype).map_err(|d| {
+                d.note(format!("a list beside a {dtype} array takes its dtype, so that it compares exactly"))
+            })?;
+            Ok(Some(V::Arr(arr)))
+        };
+        if matches!(lhs.kind, ExprKind::List(_)) {
+            let r = self.eval(rhs)?;
+            let l = match typed(lhs, &r)? {
+                Some(l) => l,
+                None => self.eval(lhs)?,
+            };
+            return Ok((l, r));
+        }
+        let l = self.eval(lhs)?;
+        let r = match typed(rhs, &l)? {
+            Some(r) => r,
+            None => self.eval(rhs)?,
+        };
+        Ok((l, r))
     }
 
     /// `e` read for its shape or to be copied, not for its values: a buffer's unwritten
@@ -845,6 +879,17 @@ impl<'a> Cx<'a> {
             let prefix = format!("{record}.");
             let fields: Vec<String> =
                 names.iter().filter_map(|m| m.strip_prefix(&prefix)).map(|f| format!("`{f}`")).collect();
+            if fields.is_empty() && !names.iter().any(|m| m == record) {
+                // `c0.time_us` before any `let c0 = cost ...`: the record is what is missing.
+                let d = Diagnostic::error(format!("`{record}` is not defined")).at(span).label("unknown name");
+                let records = names.iter().filter_map(|m| m.split_once('.').map(|(r, _)| r));
+                return match crate::diag::suggest::closest(record, records) {
+                    Some(s) => d.help(format!("did you mean `{s}.{field}`?")),
+                    None => d.help(format!(
+                        "a record's fields come from a `cost` launch: `let {record} = cost k<<<4, 256>>>(a, len(a))`, then `{record}.{field}`"
+                    )),
+                };
+            }
             return if fields.is_empty() {
                 Diagnostic::error(format!("`{record}` has no field `{field}`")).at(span).label("not a record").help(
                     format!(
@@ -1716,8 +1761,20 @@ impl<'a> Cx<'a> {
         // the limit (a position is a word, a value a `Num`; one value for a scalar).
         let (positions, kept, _) = self.select(&Array::from_buffer(buf), name, indices, target)?;
         let dtype = buf.dtype();
-        let v = self.eval(value)?;
         let one = |n: Num, at: Option<usize>| self.store_num(n, dtype, name, value, at);
+        // A list's numbers go to the buffer as written (checked to fit its dtype), so
+        // `u[0:2] = [4294967295, 1]` stores what it says: an f32 list would have rounded it.
+        if let ExprKind::List(items) = &value.kind
+            && !items.iter().any(|i| matches!(i.kind, ExprKind::List(_)))
+            && items.len() == positions.len()
+        {
+            let mut values = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                values.push(one(self.scalar_num(item, "a list element")?, Some(i))?);
+            }
+            return Ok(Assignment { name: name.clone(), positions, values });
+        }
+        let v = self.eval(value)?;
         let values = match &v {
             V::Arr(a) => {
                 if a.len() != positions.len() {

@@ -1019,3 +1019,47 @@ fn expect_printed_takes_a_string_or_a_count_of_lines() {
     // A buffer called `printed` is still a buffer.
     assert!(matches!(parse_statement(0, "expect printed == 3").unwrap().kind, StmtKind::Expect(Expect::Expr(_))));
 }
+
+/// An environment with one `u32` buffer `w = [4294967295, 2147483647]` beside `env()`'s.
+fn env_u32() -> TestEnv {
+    let mut e = env();
+    e.buffers
+        .insert("w".into(), Buffer::from_nums(DType::U32, Shape::D1(2), [Num::Int(4294967295), Num::Int(2147483647)]));
+    e
+}
+
+fn expect_in(env: &TestEnv, text: &str) -> Result<(bool, String), Diagnostic> {
+    let src = format!("expect {text}");
+    let stmt = parse_statement(0, &src).unwrap();
+    let StmtKind::Expect(Expect::Expr(e)) = stmt.kind else { panic!("not an expect") };
+    eval_expect(&e, env, &src).map(|o| (o.passed, o.message))
+}
+
+#[test]
+fn a_bare_list_beside_a_buffer_takes_its_dtype_and_compares_exactly() {
+    let e = env_u32();
+    assert!(expect_in(&e, "w == [4294967295, 2147483647]").unwrap().0);
+    assert!(expect_in(&e, "[4294967295, 2147483647] == w").unwrap().0);
+    // One apart is told apart, where an f32 list rounded both to the same value.
+    let (passed, message) = expect_in(&e, "w == [4294967294, 2147483647]").unwrap();
+    assert!(!passed);
+    assert!(message.contains("4294967294"), "{message}");
+    // A value the dtype cannot hold says so.
+    let d = expect_in(&e, "w == [4294967296, 1]").unwrap_err();
+    assert_eq!(d.message, "`4294967296` is out of range for u32");
+    assert!(d.notes.iter().any(|n| n.contains("takes its dtype")), "{:?}", d.notes);
+    // Assigned to the buffer, the list is stored as written.
+    let StmtKind::Assign { target, value } = parse_statement(0, "w[0:2] = [4294967294, 7]").unwrap().kind else {
+        panic!()
+    };
+    let a = eval_assign(&target, &value, &e, "w[0:2] = [4294967294, 7]").unwrap();
+    assert_eq!(a.values, vec![Num::Int(4294967294), Num::Int(7)]);
+}
+
+#[test]
+fn a_field_of_an_undefined_record_says_the_record_is_not_defined() {
+    let d = err("c0.time_us");
+    assert_eq!(d.message, "`c0` is not defined");
+    // A scalar that is defined still has no fields.
+    assert_eq!(err("n.time_us").message, "`n` has no field `time_us`");
+}

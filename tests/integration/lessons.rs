@@ -26,7 +26,7 @@ fn replaying_a_course_runs_every_step_and_reports_each_one() {
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("-- 2. Your turn"), "{}", run.stdout);
     assert!(run.stdout.contains("exercise: Write `twice(float *a, int n)`"), "{}", run.stdout);
-    assert!(run.stdout.contains("check: ✓ passed: 2 configurations"), "{}", run.stdout);
+    assert!(run.stdout.contains("check: ✓ passed: 3 configurations"), "{}", run.stdout);
     assert!(run.stdout.ends_with("replayed 2 lessons\n2 passed, 0 failed\n"), "{}", run.stdout);
     let xml = std::fs::read_to_string(junit).unwrap();
     assert!(xml.contains("tests=\"4\" failures=\"0\""), "{xml}");
@@ -58,6 +58,7 @@ fn dev_check_passes_a_sound_course_and_catches_a_check_that_can_be_fooled() {
     let lesson = std::fs::read_to_string(root().join(COURSE).join("01-fill.md")).unwrap();
     let weak = lesson
         .replace("config n = 100, blocks = 4, threads = 32    # four blocks, ragged tail\n", "")
+        .replace("config n = 5000, blocks = 157, threads = 32 # beyond 4096, not a power of two\n", "")
         .replace("config n = 1, blocks = 1, threads = 32", "config n = 32, blocks = 1, threads = 32");
     std::fs::write(dir.path().join("01-fill.md"), weak).unwrap();
     let run = gridlab().args(["dev", "check", dir.path().to_str().unwrap(), "--backend", "sim", "-q"]).run();
@@ -68,17 +69,21 @@ fn dev_check_passes_a_sound_course_and_catches_a_check_that_can_be_fooled() {
 
 /// The fixture course's lesson 1 with its check cut down to one element in one block: every
 /// starter still fails, but wrong solutions pass (one that mixes up `blockIdx.x` and
-/// `threadIdx.x`, one that hard-codes `n`). `markers` end the solution's two lines.
+/// `threadIdx.x`, one that hard-codes `n`). `markers` end the solution's two lines. dev check
+/// also finds its launches too small to cover sizes.
 fn one_element_course(markers: [&str; 2]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let lesson = std::fs::read_to_string(root().join(COURSE).join("01-fill.md")).unwrap();
-    let weak = lesson.replace("config n = 100, blocks = 4, threads = 32    # four blocks, ragged tail\n", "").replace(
-        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) a[i] *= 2;",
-        &format!(
-            "    int i = blockIdx.x * blockDim.x + threadIdx.x;{}\n    if (i < n) a[i] *= 2;{}",
-            markers[0], markers[1]
-        ),
-    );
+    let weak = lesson
+        .replace("config n = 100, blocks = 4, threads = 32    # four blocks, ragged tail\n", "")
+        .replace("config n = 5000, blocks = 157, threads = 32 # beyond 4096, not a power of two\n", "")
+        .replace(
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) a[i] *= 2;",
+            &format!(
+                "    int i = blockIdx.x * blockDim.x + threadIdx.x;{}\n    if (i < n) a[i] *= 2;{}",
+                markers[0], markers[1]
+            ),
+        );
     assert!(weak.contains(markers[0]) && weak.contains("config n = 1, blocks = 1"));
     std::fs::write(dir.path().join("01-fill.md"), weak).unwrap();
     dir
@@ -105,31 +110,40 @@ fn dev_check_mutants_shows_a_surviving_mutant_with_its_diff_and_fails() {
     let run =
         gridlab().args(["dev", "check", dir.path().to_str().unwrap(), "--backend", "sim", "-q", "--mutants"]).run();
     assert_eq!(run.code, 1, "{}", run.stdout);
-    let diff = "@@ {dir}/01-fill.md:55 @@ swap\n-    int i = blockIdx.x * blockDim.x + threadIdx.x;\n+    int i = threadIdx.x * blockDim.x + threadIdx.x;\n";
+    let diff = "@@ {dir}/01-fill.md:57 @@ swap\n-    int i = blockIdx.x * blockDim.x + threadIdx.x;\n+    int i = threadIdx.x * blockDim.x + threadIdx.x;\n";
     let diff = diff.replace("{dir}", dir.path().to_str().unwrap());
     assert!(run.stdout.contains(&diff), "{}", run.stdout);
-    assert!(run.stdout.contains("01-fill.md:55: a mutant of the solution passes the check"), "{}", run.stdout);
+    assert!(run.stdout.contains("01-fill.md:57: a mutant of the solution passes the check"), "{}", run.stdout);
     assert!(run.stdout.contains("`// gridlab: equivalent swap`"), "{}", run.stdout);
     assert!(run.stdout.contains("1 with problems"), "{}", run.stdout);
-    // Without --mutants the same course is sound: only the mutants find the weak check.
+    // Without --mutants the coverage rules find the weak check too: its one launch is small.
     let run = gridlab().args(["dev", "check", dir.path().to_str().unwrap(), "--backend", "sim", "-q"]).run();
-    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("01-fill.md:46: the check does not cover enough: no launch is larger than 1024"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("a mutant of the solution"), "{}", run.stdout);
 }
 
 #[test]
 fn dev_check_mutants_accepts_a_mutant_marked_equivalent_and_refuses_a_misspelt_marker() {
-    let dir = one_element_course(["   // gridlab: equivalent swap", "  // gridlab: equivalent off-by-one, param"]);
+    let dir = one_element_course(["   // gridlab: equivalent swap", "  // gridlab: equivalent param, hard-size"]);
     let run =
         gridlab().args(["dev", "check", dir.path().to_str().unwrap(), "--backend", "sim", "-q", "--mutants"]).run();
-    assert_eq!(run.code, 0, "{}", run.stdout);
-    assert!(run.stdout.contains(" 3 equivalent, "), "{}", run.stdout);
+    // Every mutant is killed or marked; what is left is the coverage of the one small launch.
+    assert!(run.stdout.contains(" 4 equivalent, "), "{}", run.stdout);
     assert!(run.stdout.contains(" 0 survived ("), "{}", run.stdout);
+    assert!(!run.stdout.contains("a mutant of the solution"), "{}", run.stdout);
+    assert!(!run.stdout.contains("is not equivalent"), "{}", run.stdout);
+    assert_eq!(run.stdout.matches("the check does not cover enough").count(), 2, "{}", run.stdout);
 
     let dir = one_element_course(["   // gridlab: equivalent swapped", ""]);
     let run =
         gridlab().args(["dev", "check", dir.path().to_str().unwrap(), "--backend", "sim", "-q", "--mutants"]).run();
     assert_eq!(run.code, 1, "{}", run.stdout);
-    assert!(run.stdout.contains("01-fill.md:55: `swapped` is no kind of mutant"), "{}", run.stdout);
+    assert!(run.stdout.contains("01-fill.md:57: `swapped` is no kind of mutant"), "{}", run.stdout);
 }
 
 #[test]
@@ -157,7 +171,7 @@ fn a_failed_check_says_which_configuration_and_run_broke() {
     assert_eq!(run.code, 1, "a failed check fails a piped session:\n{}", run.stdout);
     let out = &run.stdout;
     assert!(out.contains("✗ not yet: with n = 100, blocks = 4, threads = 32, on sim seed 1:"), "{out}");
-    assert!(out.contains("at tests/fixtures/course/01-fill.md:50"), "{out}");
+    assert!(out.contains("at tests/fixtures/course/01-fill.md:51"), "{out}");
     assert!(out.contains(">>> twice<<<blocks, threads>>>(a, n)"), "{out}");
     assert!(out.contains("race finding: a kernel with one is wrong even when its numbers come out right"), "{out}");
     assert!(out.contains("`:hint` helps"), "{out}");
@@ -184,7 +198,7 @@ fn the_guided_mode_shows_steps_hints_and_solutions_and_keeps_progress() {
     // The verdict wraps at a word with a hanging indent.
     assert!(
         run.stdout.contains(
-            "✓ passed: 2 configurations, each on the simulator (seed 1, seed 2, seed 3,\n          lockstep)"
+            "✓ passed: 3 configurations, each on the simulator (seed 1, seed 2, seed 3,\n          lockstep)"
         ),
         "{}",
         run.stdout

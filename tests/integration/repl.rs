@@ -493,7 +493,7 @@ fn a_demo_teaches_an_exercise_by_its_starter_and_a_solution_then_pauses_at_the_l
     t.wait_for("And its check:");
     t.wait_for_last_line("sim lesson 1.2> :check");
     t.keys("\r");
-    t.wait_for("✓ passed: 2 configurations");
+    t.wait_for("✓ passed: 3 configurations");
     t.wait_for("Solved! (Enter goes on)");
     t.wait_for_last_line("sim lesson 1.2>");
     // The end of the lesson: a summary of its steps, and a pause rather than lesson 2.

@@ -228,6 +228,44 @@ fn the_backend_stops_a_hanging_kernel_at_its_timeout_and_goes_on() {
     assert_eq!(run(&mut gpu, &module, "add", &mut a).unwrap(), "fake worker ran add");
 }
 
+/// A failing device-side `assert` is the kernel's trap, as on the simulator: a finding (so
+/// `expect finding trap` holds on both backends), the buffers as they were, and a new worker
+/// for the next launch without a word.
+#[test]
+fn a_failing_device_assert_is_a_trap_finding_and_the_worker_restarts_silently() {
+    let mut w = fake();
+    assert!(matches!(w.request(&compile(), ANSWER, None).unwrap(), Response::Compiled { .. }));
+    let answer = w.request(&launch("fake_assert"), ANSWER, None).unwrap();
+    assert!(matches!(&answer, Response::Trapped { printed } if printed.contains("Assertion `a[i] >= 0` failed")));
+    // It leaves on its own, as after any sticky error (closing finds it gone already).
+    assert_eq!(w.close().and_then(|s| s.code()), Some(i32::from(gridlab::backend::gpu::fake::STICKY_STATUS)));
+
+    let (mut gpu, module) = backend(ANSWER);
+    let mut a = Buffer::from_nums(DType::I32, Shape::D1(4), (1..=4).map(Num::Int));
+    let spec = LaunchSpec {
+        kernel: "fake_assert".into(),
+        grid: Dim3::linear(2),
+        block: Dim3::linear(8),
+        shared_bytes: 0,
+        args: vec![Arg::Buffer(0)],
+        symbols: Vec::new(),
+    };
+    let mut buffers = LaunchBuffers { names: vec!["a".into()], buffers: vec![&mut a] };
+    let report = gpu.launch(&module, &spec, &mut buffers).expect("a trap is a finding, not an error");
+    assert!(report.aborted);
+    match &report.findings[..] {
+        [f @ gridlab::finding::Finding::Trap { site, message }] => {
+            assert_eq!(f.kind(), gridlab::finding::FindingKind::Trap);
+            assert_eq!(message, "assertion failed: `a[i] >= 0`");
+            assert_eq!((site.thread.block, site.thread.thread), ([1, 0, 0], [5, 0, 0]));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(a.to_f64_vec(), [1.0, 2.0, 3.0, 4.0]);
+    // The next launch finds a new worker with the module, as if nothing had happened.
+    assert_eq!(run(&mut gpu, &module, "add", &mut a).unwrap(), "fake worker ran add");
+}
+
 #[test]
 fn the_backend_survives_garbage_from_its_worker() {
     let (mut gpu, module) = backend(ANSWER);

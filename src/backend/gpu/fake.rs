@@ -20,7 +20,9 @@
 //! - `fake_hang`: never answer (a kernel in an endless loop);
 //! - `fake_garbage`: answer with a well-framed message that is not a response, then go on;
 //! - `fake_linger`: answer, but from then on ignore the closing of stdin and stay (a worker stuck
-//!   in a kernel when the session leaves).
+//!   in a kernel when the session leaves);
+//! - `fake_assert`: answer as the real worker does when a device-side `assert` fails
+//!   (`Trapped`, with the device's message), then exit as it does after a sticky error.
 //!
 //! Nobody reaches it by accident: `--fake` is a hidden flag of the hidden `worker` subcommand,
 //! which gridlab itself never passes.
@@ -36,6 +38,9 @@ use super::transport::Regions;
 
 /// Exit status of a `fake_crash` (`EX_SOFTWARE`).
 pub const CRASH_STATUS: u8 = 70;
+
+/// Exit status after a sticky error, as the real worker's.
+pub const STICKY_STATUS: u8 = 4;
 
 /// Run the fake worker until stdin closes (or a request asks it to misbehave).
 pub fn main() -> ExitCode {
@@ -67,6 +72,14 @@ pub fn main() -> ExitCode {
                     return ExitCode::from(CRASH_STATUS);
                 }
                 "fake_hang" => sleep_forever(),
+                "fake_assert" => {
+                    let printed = format!(
+                        "fake.cu:3: void {}(int *): block: [1,0,0], thread: [5,0,0] Assertion `a[i] >= 0` failed.\n",
+                        launch.kernel
+                    );
+                    let _ = protocol::send(&mut out, &Response::Trapped { printed });
+                    return ExitCode::from(STICKY_STATUS);
+                }
                 "fake_garbage" => {
                     // A whole frame, so the client reads it at once, whose body decodes to nothing.
                     if out.write_all(&[4, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]).and_then(|()| out.flush()).is_err() {

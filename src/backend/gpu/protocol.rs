@@ -161,6 +161,13 @@ pub enum Response {
         message: String,
         sticky: bool,
     },
+    /// A launch stopped at a failing device-side `assert` (`CUDA_ERROR_ASSERT`): a trap, as the
+    /// simulator reports it, not a failure of gridlab's. `printed` is what the device wrote
+    /// (`file:line: kernel: block: [1,0,0], thread: [5,0,0] Assertion `x` failed.`). The
+    /// context is gone, as after any sticky error: the worker exits once it has answered.
+    Trapped {
+        printed: String,
+    },
     Info(KernelInfo),
 }
 

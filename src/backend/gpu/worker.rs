@@ -117,7 +117,7 @@ pub fn main(ordinal: usize) -> ExitCode {
             }
         };
         let response = worker.handle(request);
-        let sticky = matches!(response, Response::Failed { sticky: true, .. });
+        let sticky = matches!(response, Response::Failed { sticky: true, .. } | Response::Trapped { .. });
         if protocol::send(&mut out, &response).is_err() {
             return ExitCode::from(3);
         }
@@ -670,6 +670,9 @@ impl Worker {
                 })
             };
             if let Err(e) = r {
+                if e.0 == sys::CUresult::CUDA_ERROR_ASSERT {
+                    return Response::Trapped { printed: self.take_printf() };
+                }
                 let response = failed(&format!("running `{}`", req.kernel), e);
                 if !matches!(response, Response::Failed { sticky: true, .. }) {
                     free_bufs(bufs);
@@ -720,6 +723,9 @@ impl Worker {
         let copied = copy_out();
         let printf = self.take_printf();
         if let Err(e) = copied {
+            if e.0 == sys::CUresult::CUDA_ERROR_ASSERT {
+                return Response::Trapped { printed: printf };
+            }
             let response = failed(&format!("running `{}`", req.kernel), e);
             if !matches!(response, Response::Failed { sticky: true, .. }) {
                 free_bufs(bufs);

@@ -62,7 +62,7 @@ fn check(cx: &Cx, e: &Expr) -> Result<ExpectOutcome, Diagnostic> {
             Ok(ExpectOutcome::fail(format!("neither side holds: {}; {}", a.message, b.message)))
         }
         ExprKind::Binary { op, op_span, lhs, rhs } if op.is_comparison() => {
-            let (l, r) = (cx.eval(lhs)?, cx.eval(rhs)?);
+            let (l, r) = cx.eval_pair(lhs, rhs)?;
             let res = cx.binary(*op, *op_span, &l, &r, lhs, rhs, e)?;
             Ok(compared(cx, *op, e, (lhs, &l), (rhs, &r), &res))
         }
