@@ -314,19 +314,30 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
     let prefill = prefill::Prefill::default();
     let mut editor = editor(&names, &options.style, history, &prefill, &stop);
     let mut prompt = prompt::GridlabPrompt::new(session.backend_label());
+    // The learner's unfinished input, left in the editor by a `:` command typed under it.
+    let mut unfinished: Option<String> = None;
     loop {
         prompt.lesson = guide_of(&mut session).map(|g| g.label());
         let suggestion = guide_of(&mut session).and_then(Guide::take_suggestion);
-        if let Some(text) = &suggestion {
+        if let Some(text) = suggestion.as_ref().or(unfinished.as_ref()) {
             editor
                 .run_edit_commands(&[reedline::EditCommand::Clear, reedline::EditCommand::InsertString(text.clone())]);
         }
         let prefilled = suggestion.is_some();
-        prefill.set(suggestion);
+        match (suggestion, unfinished.take()) {
+            (None, Some(own)) => prefill.set_own(own),
+            (offered, _) => prefill.set(offered),
+        }
         let read = editor.read_line(&prompt);
         prefill.set(None);
         match read {
             Ok(Signal::Success(text)) => {
+                // A `:` command on a line of its own under an unfinished kernel runs alone; the
+                // kernel stays in the editor (the whole text is in history too).
+                let (text, left) = match script::trailing_command(&text) {
+                    Some((command, rest)) => (command.to_string(), Some(rest.to_string())),
+                    None => (text, None),
+                };
                 // Kept as it is made: a crash, SIGTERM or a closed terminal loses nothing.
                 let _ = editor.sync_history();
                 session.options.style.width = terminal_width();
@@ -371,8 +382,21 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                 // What goes in the editor next: the step's next input, or the one still to run
                 // after a command of the learner's own.
                 let style = session.options.style.clone();
+                let own_suggestion = guide_of(&mut session).is_some_and(|g| g.has_suggestion());
                 if let Some(g) = guide_of(&mut session) {
                     g.input_ran(&text, status == Status::Error, &mut out, &style)?;
+                }
+                if let Some(left) = left {
+                    if own_suggestion {
+                        // The command put something in the editor itself (`:next`, `:solution`).
+                        writeln!(out, "{}", style.dim("(what you were typing is in history: Up brings it back)"))?;
+                    } else {
+                        // Not the step's input again: the learner's own text wins.
+                        if let Some(g) = guide_of(&mut session) {
+                            g.take_suggestion();
+                        }
+                        unfinished = Some(left);
+                    }
                 }
                 if let Ok(mut n) = names.lock() {
                     *n = Names::of(&session);

@@ -22,7 +22,7 @@ pub mod lexer;
 pub mod parser;
 
 pub use eval::{Assignment, Env, ExpectOutcome, eval, eval_assign, eval_expect};
-pub use input::{Input, InputKind, classify, is_complete, split_inputs};
+pub use input::{Input, InputKind, classify, is_complete, split_inputs, trailing_command};
 
 pub use crate::value::{ArrayValue, Value};
 pub use parser::parse_statement;

@@ -475,6 +475,11 @@ pub enum MathFn {
     Trunc,
     Fma,
     Hypot,
+    Erf,
+    Erfc,
+    Tgamma,
+    Lgamma,
+    Copysign,
 }
 
 /// How `__syncthreads_count`/`_and`/`_or` combine their predicate over the block.

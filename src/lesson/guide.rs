@@ -229,6 +229,11 @@ impl Guide {
         format!("lesson {}.{}", self.current().number, self.step + 1)
     }
 
+    /// Whether something waits to be put in the editor (a command like `:next` put it there).
+    pub fn has_suggestion(&self) -> bool {
+        self.suggestion.is_some()
+    }
+
     /// What the REPL should put in the editor now.
     pub fn take_suggestion(&mut self) -> Option<String> {
         self.suggestion.take()
@@ -254,7 +259,9 @@ impl Guide {
             self.suggestion = self.offered.as_ref().map(|(offered, _)| offered.clone());
             return Ok(());
         }
-        if !failed && self.current().steps[self.step].exercise().is_some() && has_cuda(text) {
+        // The learner's latest kernel, whether it compiled or not: after `:check` it is what goes
+        // back in the editor, so an edit that did not compile is never replaced by an older one.
+        if self.current().steps[self.step].exercise().is_some() && has_cuda(text) {
             self.draft = Some((self.lesson, self.step, text.trim_end().to_string()));
         }
         let refused = self.offered.as_ref().is_some_and(|(_, refused)| *refused);
@@ -399,7 +406,7 @@ impl Guide {
         self.offer_next();
         self.said_done = self.suggestion.is_none();
         let note = if self.suggestion.is_some() {
-            "(the next input is in your editor: Enter runs it; change it first if you like, or Ctrl-C clears it)"
+            "(the next input is in your editor: Enter runs it; typing replaces it, the arrow keys edit it, Ctrl-C clears it)"
         } else {
             self.end_of_step_hint()
         };
@@ -651,8 +658,11 @@ impl Guide {
 }
 
 /// Whether `text` defines a kernel or function (an exercise's answer is CUDA).
+/// Whether `text` defines a kernel, in CUDA C or in Python.
 fn has_cuda(text: &str) -> bool {
-    script::split_inputs(text).is_ok_and(|inputs| inputs.iter().any(|i| i.kind == script::InputKind::Cuda))
+    script::split_inputs(text).is_ok_and(|inputs| {
+        inputs.iter().any(|i| matches!(i.kind, script::InputKind::Cuda | script::InputKind::Python))
+    })
 }
 
 /// The course table of `:lessons` and `gridlab lessons`.

@@ -2432,6 +2432,10 @@ impl Lowerer<'_, '_> {
             ("arcsin", "asin"),
             ("arccos", "acos"),
             ("arctan", "atan"),
+            ("erf", "erf"),
+            ("erfc", "erfc"),
+            ("gamma", "tgamma"),
+            ("lgamma", "lgamma"),
         ];
         if let Some((_, cn)) = unary.iter().find(|(p, _)| *p == name) {
             want_args(1)?;
@@ -2455,6 +2459,7 @@ impl Lowerer<'_, '_> {
             ("hypot", "hypot"),
             ("fmod", "fmod"),
             ("power", "pow"),
+            ("copysign", "copysign"),
         ];
         if let Some((_, cn)) = binary.iter().find(|(p, _)| *p == name) {
             want_args(2)?;
@@ -2546,7 +2551,7 @@ impl Lowerer<'_, '_> {
                 let e = call("py_round", vec![x.convert(DType::F64)], DType::I64);
                 if path == "round" { e } else { e.convert(DType::F64) }
             }
-            "copysign" | "erf" | "erfc" | "gamma" | "lgamma" | "degrees" | "radians" | "sign" => {
+            "degrees" | "radians" | "sign" => {
                 return Err(self
                     .err(c.range, format!("`{path}` is not in gridlab's kernels yet"))
                     .help("write it from the functions that are: docs/python.md lists them"));

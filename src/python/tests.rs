@@ -106,6 +106,16 @@ fn device_functions_atomics_and_math_lower() {
 }
 
 #[test]
+fn erf_gamma_and_copysign_lower_to_cuda_math() {
+    let src = "import math\n@cuda.jit\ndef gelu(a, out):\n    i = cuda.grid(1)\n    if i < a.size:\n        x = a[i]\n        out[i] = 0.5 * x * (1 + math.erf(x / math.sqrt(2.0))) + math.gamma(1.0) + math.lgamma(1.0) + math.erfc(x) * 0 + math.copysign(0.0, x)\n";
+    let inst = lower_src(src, &[f32_1d(), f32_1d()]).unwrap();
+    for f in ["erf(", "tgamma(", "lgamma(", "erfcf(x)", "copysign("] {
+        assert!(inst.text.contains(f), "{f} in {}", inst.text);
+    }
+    compiles(&inst.text);
+}
+
+#[test]
 fn outside_the_subset_is_one_error_at_the_python_line() {
     for (src, want) in [
         ("@cuda.jit\ndef k(a):\n    xs = [1, 2]\n", "lists"),

@@ -1,7 +1,9 @@
 //! A lesson's input put in the editor before the learner types (a *pre-fill*), and the two
 //! ways the editor treats it differently from typed text:
-//! - `:` typed before any other key replaces it, so a command is not glued to the statement
-//!   (`expect a == [0, 1]:next`), nor to a kernel left open in a continuation (`}:next`);
+//! - what is typed before any other key replaces it, as typing over a selected field does: a
+//!   learner who types their own launch gets it, not the pre-fill with theirs glued on
+//!   (`add<<<1, 1>>>(a, n)add[1, 1](a)`), and a command is not glued to the statement
+//!   (`expect a == [0, 1]:next`). Arrow keys, Home, End and Backspace edit the pre-fill instead;
 //! - no history hint is drawn after it: greyed text behind a pre-fill made it look like
 //!   another statement (`a` as `add_half_everywhere<<<1, 1>>>(a, len(a))`);
 //! - Ctrl-D leaves, as it does at an empty prompt (the step's input is back in the editor
@@ -23,6 +25,10 @@ struct State {
     text: Option<String>,
     /// No key has been pressed since the text was put there.
     untouched: bool,
+    /// The text is the learner's own, given back (an unfinished kernel left by a command typed
+    /// under it): no hint is drawn after it, but typing does not replace it and it is not
+    /// complete for being there.
+    own: bool,
 }
 
 /// What the editor was pre-filled with, shared by the REPL, the edit mode and the hinter.
@@ -35,7 +41,22 @@ impl Prefill {
         if let Ok(mut s) = self.0.lock() {
             s.untouched = text.is_some();
             s.text = text;
+            s.own = false;
         }
+    }
+
+    /// The editor holds the learner's own `text`, given back to them.
+    pub fn set_own(&self, text: String) {
+        if let Ok(mut s) = self.0.lock() {
+            s.untouched = false;
+            s.text = Some(text);
+            s.own = true;
+        }
+    }
+
+    /// Whether `line` is a lesson's input as it was offered (not the learner's own text).
+    pub fn is_offered(&self, line: &str) -> bool {
+        self.0.lock().is_ok_and(|s| !s.own && s.text.as_deref() == Some(line))
     }
 
     /// A key was pressed: whether the pre-fill was untouched before it.
@@ -73,10 +94,10 @@ impl<M: EditMode> EditMode for PrefillEditMode<M> {
     fn parse_event(&mut self, event: ReedlineRawEvent) -> ReedlineEvent {
         let event: Event = event.into();
         match &event {
-            Event::Key(KeyEvent { code: KeyCode::Char(':'), modifiers, .. })
+            Event::Key(KeyEvent { code: KeyCode::Char(c), modifiers, .. })
                 if (*modifiers == KeyModifiers::NONE || *modifiers == KeyModifiers::SHIFT) && self.prefill.touch() =>
             {
-                return replace_with(":");
+                return replace_with(&c.to_string());
             }
             Event::Key(KeyEvent { code: KeyCode::Char('d'), modifiers: KeyModifiers::CONTROL, .. })
                 if self.prefill.touch() =>
@@ -86,7 +107,7 @@ impl<M: EditMode> EditMode for PrefillEditMode<M> {
                     ReedlineEvent::CtrlD,
                 ]);
             }
-            Event::Paste(text) if self.prefill.touch() && text.starts_with(':') => return replace_with(text),
+            Event::Paste(text) if self.prefill.touch() => return replace_with(text),
             Event::Key(_) | Event::Paste(_) => {
                 self.prefill.touch();
             }
@@ -146,6 +167,26 @@ mod tests {
 
     fn mode(prefill: &Prefill) -> PrefillEditMode<Emacs> {
         PrefillEditMode::new(Emacs::new(default_emacs_keybindings()), prefill.clone())
+    }
+
+    #[test]
+    fn typing_first_replaces_the_prefill_and_editing_keys_keep_it() {
+        let prefill = Prefill::default();
+        let mut m = mode(&prefill);
+        prefill.set(Some("add<<<1, 1>>>(a, len(a))".into()));
+        assert_eq!(format!("{:?}", m.parse_event(key('a'))), format!("{:?}", replace_with("a")));
+        assert_eq!(
+            format!("{:?}", m.parse_event(key('d'))),
+            format!("{:?}", ReedlineEvent::Edit(vec![EditCommand::InsertChar('d')]))
+        );
+        // An arrow key first: the learner edits the pre-fill, and typing goes into it.
+        prefill.set(Some("add<<<1, 1>>>(a, len(a))".into()));
+        let left = ReedlineRawEvent::try_from(Event::Key(KeyEvent::new(KeyCode::Left, KeyModifiers::NONE))).unwrap();
+        m.parse_event(left);
+        assert_eq!(
+            format!("{:?}", m.parse_event(key('x'))),
+            format!("{:?}", ReedlineEvent::Edit(vec![EditCommand::InsertChar('x')]))
+        );
     }
 
     #[test]

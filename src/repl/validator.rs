@@ -14,7 +14,7 @@ pub struct InputValidator {
 
 impl Validator for InputValidator {
     fn validate(&self, line: &str) -> ValidationResult {
-        if script::is_complete(line) || self.prefill.is(line) {
+        if script::is_complete(line) || self.prefill.is_offered(line) || script::trailing_command(line).is_some() {
             ValidationResult::Complete
         } else {
             ValidationResult::Incomplete
@@ -50,6 +50,18 @@ mod tests {
         assert!(complete("let a = [1, 2,\n 3]"));
         assert!(!complete("k<<<1, 1>>>(a,"));
         assert!(!complete("/* a comment"));
+    }
+
+    #[test]
+    fn a_command_under_an_unfinished_kernel_runs() {
+        assert!(complete("__global__ void k(int *a) {\n  a[0] = 1;\n:next"));
+        assert_eq!(
+            script::trailing_command("__global__ void k(int *a) {\n  a[0] = 1;\n:next\n"),
+            Some((":next", "__global__ void k(int *a) {\n  a[0] = 1;"))
+        );
+        // The end of a `?:` is not a command, and nor is a command under finished text.
+        assert!(!complete("__global__ void k(int *a) {\n  a[0] = 1 ? 2\n  : 3;"));
+        assert_eq!(script::trailing_command("let a = 1\n:next"), None);
     }
 
     #[test]

@@ -377,6 +377,18 @@ pub fn is_complete(text: &str) -> bool {
     p.is_complete()
 }
 
+/// For the REPL: a `:` command typed on a line of its own under text that is not complete yet
+/// (`__global__ void k() {` ... then `:next`): the command, and the unfinished text above it.
+/// A command always runs, rather than becoming a line of a kernel that can never compile. A
+/// line that starts with `:` and a space (`    : b;`, the end of a `?:`) is not a command.
+pub fn trailing_command(text: &str) -> Option<(&str, &str)> {
+    let trimmed = text.trim_end();
+    let cut = trimmed.rfind('\n')?;
+    let (rest, last) = (&trimmed[..cut], trimmed[cut + 1..].trim_start());
+    let is_command = last.strip_prefix(':').is_some_and(|c| c.starts_with(|ch: char| ch.is_ascii_alphabetic()));
+    (is_command && !rest.trim().is_empty() && !is_complete(rest)).then_some((last, rest))
+}
+
 /// Split a script into inputs; see the module docs for the rules and the error convention.
 pub fn split_inputs(text: &str) -> Result<Vec<Input>, Box<SplitError>> {
     let lines = line_offsets(text);

@@ -622,7 +622,8 @@ fn no_history_hint_is_drawn_over_a_prefilled_input() {
     std::thread::sleep(Duration::from_millis(200));
     t.pump();
     assert!(!t.text().contains("+ 100"), "a hint over the pre-fill:\n{}", t.text());
-    // Once the learner types, history hints are back.
+    // Once the learner edits it (an arrow key, then typing), history hints are back.
+    t.keys("\x1b[C");
     t.keys(" ");
     t.wait_for("sim lesson 1.1> let a = zeros(4) + 100");
     t.keys("\x03");
@@ -806,6 +807,39 @@ fn a_failed_check_puts_the_learners_kernel_back_in_the_editor() {
     t.keys(":check\r");
     t.wait_for("Your kernel is back in the editor");
     t.wait_for_last_line("sim lesson 1.2> __global__ void twice(float *a, int n) { a[threadIdx.x] *= 3.0f; }");
+    t.keys("\x03");
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+}
+
+#[test]
+fn typing_replaces_a_prefilled_input_and_a_kernel_that_did_not_compile_is_the_one_check_gives_back() {
+    let home = tempfile::tempdir().unwrap();
+    let course = fixture_course();
+    let mut t = Terminal::start_with(home.path(), &["learn", "1", "--course", &course], &[("GRIDLAB_NO_LESSON", None)]);
+    t.wait_for("sim lesson 1.1> __global__ void fill(float *a, int n) {");
+    t.keys("\r");
+    t.wait_for("sim lesson 1.1> let a = zeros(4)");
+    // Typed over the pre-fill: the learner's own statement runs, nothing glued to it.
+    t.keys("let a = zeros(8)\r");
+    t.keys("a\r");
+    t.wait_for("a: f32[8]");
+    t.keys(":next\r");
+    t.wait_for("sim lesson 1.2> __global__ void twice(float *a, int n) {");
+    // A kernel that compiles, then an edit of it that does not: `:check` gives back the edit.
+    t.keys("__global__ void twice(float *a, int n) { a[threadIdx.x] *= 3.0f; }\r");
+    t.wait_for("defined kernel twice(float *a, int n)");
+    t.keys("__global__ void twice(float *a, int n) { a[threadIdx.x] *= 2.0f }\r");
+    t.wait_for("error:");
+    t.keys(":check\r");
+    t.wait_for("Your kernel is back in the editor");
+    t.wait_for_last_line("sim lesson 1.2> __global__ void twice(float *a, int n) { a[threadIdx.x] *= 2.0f }");
+    t.keys("\x03");
+    // A command on its own line under an unfinished kernel runs, and the kernel stays.
+    t.keys("__global__ void twice(float *a, int n) {\r");
+    t.keys(":lesson\r");
+    t.wait_for("(step 2 of 2)");
+    t.wait_for_last_line("sim lesson 1.2> __global__ void twice(float *a, int n) {");
     t.keys("\x03");
     t.keys("\x04");
     assert_eq!(t.exit_code(), 0);

@@ -175,7 +175,7 @@ pub fn cvt(v: u64, from: Scalar, to: Scalar) -> u64 {
 /// The math functions, once for each precision: `f32` math is computed in `f32`, as
 /// `sqrtf` and friends are on a GPU.
 macro_rules! math_fn {
-    ($name:ident, $t:ty) => {
+    ($name:ident, $t:ty, $erf:path, $erfc:path, $tgamma:path, $lgamma:path) => {
         fn $name(f: MathFn, x: $t, y: $t, z: $t) -> $t {
             match f {
                 MathFn::Sqrt => x.sqrt(),
@@ -209,13 +209,18 @@ macro_rules! math_fn {
                 MathFn::Trunc => x.trunc(),
                 MathFn::Fma => x.mul_add(y, z),
                 MathFn::Hypot => x.hypot(y),
+                MathFn::Erf => $erf(x),
+                MathFn::Erfc => $erfc(x),
+                MathFn::Tgamma => $tgamma(x),
+                MathFn::Lgamma => $lgamma(x),
+                MathFn::Copysign => x.copysign(y),
             }
         }
     };
 }
 
-math_fn!(math64, f64);
-math_fn!(math32, f32);
+math_fn!(math64, f64, libm::erf, libm::erfc, libm::tgamma, libm::lgamma);
+math_fn!(math32, f32, libm::erff, libm::erfcf, libm::tgammaf, libm::lgammaf);
 
 pub fn math(f: MathFn, ty: Scalar, a: u64, b: u64, c: u64) -> u64 {
     if ty == Scalar::F32 {

@@ -158,6 +158,7 @@ fn kind_of(op: &Op) -> Kind {
             | MathFn::Ceil
             | MathFn::Round
             | MathFn::Trunc
+            | MathFn::Copysign
             | MathFn::Fma => scalar_kind(*ty),
             _ => Kind::Special,
         },

@@ -115,6 +115,11 @@ pub(crate) const MATH: &[(&str, MathFn, usize)] = &[
     ("truncf", MathFn::Trunc, 1),
     ("fmaf", MathFn::Fma, 3),
     ("hypotf", MathFn::Hypot, 2),
+    ("erff", MathFn::Erf, 1),
+    ("erfcf", MathFn::Erfc, 1),
+    ("tgammaf", MathFn::Tgamma, 1),
+    ("lgammaf", MathFn::Lgamma, 1),
+    ("copysignf", MathFn::Copysign, 2),
 ];
 
 /// Fast-math intrinsics that compute the same function in float.
