@@ -71,19 +71,24 @@ struct L2 {
     /// on a GPU after the host copied them in or an earlier launch used them.
     warm: bool,
     capacity: usize,
-    regions: HashMap<u32, RegionBits>,
+    /// Indexed by region id (a hash lookup per sector cost more than the rest of the model).
+    regions: Vec<RegionBits>,
     order: VecDeque<(u32, u32)>,
 }
 
 impl L2 {
     fn new(bytes: u64, data: u64) -> L2 {
-        L2 { warm: data <= bytes, capacity: (bytes / SECTOR) as usize, regions: HashMap::new(), order: VecDeque::new() }
+        L2 { warm: data <= bytes, capacity: (bytes / SECTOR) as usize, regions: Vec::new(), order: VecDeque::new() }
     }
 
     /// Look up a sector; `(hit, newly_dirty)`. Loads that miss are charged a DRAM read by the
     /// caller; a sector written for the first time while resident is charged one write back.
     fn access(&mut self, region: u32, sector: u32, write: bool) -> (bool, bool) {
-        let r = self.regions.entry(region).or_default();
+        let ri = region as usize;
+        if self.regions.len() <= ri {
+            self.regions.resize_with(ri + 1, RegionBits::default);
+        }
+        let r = &mut self.regions[ri];
         let i = sector as usize;
         let hit = self.warm || bit(&r.resident, i);
         let mut newly_dirty = false;
@@ -100,7 +105,7 @@ impl L2 {
         }
         if self.order.len() > self.capacity
             && let Some((reg, sec)) = self.order.pop_front()
-            && let Some(r) = self.regions.get_mut(&reg)
+            && let Some(r) = self.regions.get_mut(reg as usize)
         {
             set_bit(&mut r.resident, sec as usize, false);
             set_bit(&mut r.dirty, sec as usize, false);

@@ -125,6 +125,38 @@ struct BlockSync<'a> {
     linear: u64,
 }
 
+/// Who each lane of the running group is, for the race check of a whole-warp access
+/// ([`Machine::access_warp`]): the parts of [`Who`] that do not change from lane to lane, and
+/// the per-lane state to pick from.
+struct LaneWho<'a> {
+    thread0: u64,
+    clock: &'a [u32; WARP],
+    known: Option<&'a [[u32; WARP]; WARP]>,
+    acquired: &'a [memory::Acquired],
+    block_acquired: &'a memory::Acquired,
+    base: u32,
+    block_threads: u32,
+    block_first: u32,
+    site: u32,
+}
+
+impl LaneWho<'_> {
+    #[inline(always)]
+    fn at(&self, l: usize) -> Who<'_> {
+        Who {
+            thread: (self.thread0 + l as u64) as u32,
+            clock: self.clock[l],
+            base: self.base,
+            block_threads: self.block_threads,
+            block_first: self.block_first,
+            warp_first: self.thread0 as u32,
+            pc: self.site,
+            warp: self.known.map(|k| &k[l]),
+            acquired: [self.acquired.get(l).map_or(&[][..], |a| &a[..]), &self.block_acquired[..]],
+        }
+    }
+}
+
 /// What a launch produced.
 pub struct Outcome {
     pub steps: u64,
@@ -227,9 +259,19 @@ fn coords(linear: u64, d: Dim3) -> [u32; 3] {
 }
 
 fn read(bytes: &[u8], ty: Scalar) -> u64 {
-    let mut b = [0u8; 8];
-    b[..bytes.len()].copy_from_slice(bytes);
-    let v = u64::from_le_bytes(b);
+    // Fixed-size reads for the scalar sizes: a variable-length copy is a call to `memmove`.
+    let v = match *bytes {
+        [a, b, c, d, e, f, g, h] => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+        [a, b, c, d] => u32::from_le_bytes([a, b, c, d]) as u64,
+        [a, b] => u16::from_le_bytes([a, b]) as u64,
+        [a] => a as u64,
+        _ => {
+            let mut b = [0u8; 8];
+            let n = bytes.len().min(8);
+            b[..n].copy_from_slice(&bytes[..n]);
+            u64::from_le_bytes(b)
+        }
+    };
     match ty {
         Scalar::Bool => (v != 0) as u64,
         Scalar::I8 => v as i8 as i64 as u64,
@@ -240,17 +282,30 @@ fn read(bytes: &[u8], ty: Scalar) -> u64 {
 }
 
 fn write(bytes: &mut [u8], v: u64) {
-    let n = bytes.len();
-    bytes.copy_from_slice(&v.to_le_bytes()[..n]);
+    match bytes.len() {
+        8 => bytes.copy_from_slice(&v.to_le_bytes()),
+        4 => bytes.copy_from_slice(&(v as u32).to_le_bytes()),
+        2 => bytes.copy_from_slice(&(v as u16).to_le_bytes()),
+        1 => bytes[0] = v as u8,
+        n => bytes.copy_from_slice(&v.to_le_bytes()[..n]),
+    }
 }
 
+/// Run `body` for each lane `l` of `mask`, in lane order. A whole warp, the common case, is a
+/// counted loop the compiler unrolls and vectorises; other masks walk their bits.
 macro_rules! lanes {
     ($mask:expr, |$l:ident| $body:expr) => {{
         let mut m: u32 = $mask;
-        while m != 0 {
-            let $l = m.trailing_zeros() as usize;
-            m &= m - 1;
-            $body;
+        if m == u32::MAX {
+            for $l in 0..WARP {
+                $body;
+            }
+        } else {
+            while m != 0 {
+                let $l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                $body;
+            }
         }
     }};
 }
@@ -776,6 +831,106 @@ impl Machine<'_, '_> {
         b.woke = true;
     }
 
+    /// The group's load (`store` false: into `data`) or store (from `data`) of a `ty` through
+    /// the pointers in `addr`, all at once, when every lane accesses the same buffer or shared
+    /// or global array, in bounds and aligned, and no trace or watch is on: the region is
+    /// resolved once, and each lane pays only for its race and uninitialised check, in lane
+    /// order as the per-lane path makes them. `false`, having done nothing, when any lane needs
+    /// the per-lane path (which reports what is out of bounds and stops on a fault).
+    #[allow(clippy::too_many_arguments)]
+    fn access_warp(
+        &mut self,
+        r: &mut [u64],
+        who: &LaneWho,
+        shared: &mut [Vec<u8>],
+        shadow: &mut [Vec<Shadow>],
+        mask: u32,
+        addr: u32,
+        ty: Scalar,
+        data: u32,
+        store: bool,
+    ) -> bool {
+        if self.mem.extra || mask == 0 {
+            return false;
+        }
+        let k = self.k;
+        let size = ty.size() as i64;
+        let (a, d) = (addr as usize * WARP, data as usize * WARP);
+        let region = memory::region(r[a + mask.trailing_zeros() as usize]);
+        let findings = self.mem.findings;
+        let Mem { bufs, buf_elem, buf_shadow, buf_unset, slot, globals, global_shadow, releases, .. } = &mut self.mem;
+        // The region's bytes, race shadow and element size; whether its elements start
+        // unwritten (shared memory), or which do (a buffer made with `empty`).
+        let (bytes, mut sh, elem, fresh_all, unset): (&mut [u8], _, u32, bool, Option<&[bool]>) =
+            if region >= STATIC_REGION_BASE {
+                let i = (region - STATIC_REGION_BASE) as usize;
+                let (Some(st), Some(&slot)) = (k.statics.get(i), slot.get(i)) else { return false };
+                match st.kind {
+                    StaticKind::Shared => match shared.get_mut(slot as usize) {
+                        Some(b) => (&mut b[..], shadow.get_mut(slot as usize), st.elem, true, None),
+                        None => return false,
+                    },
+                    StaticKind::Global { .. } => match globals.get_mut(slot as usize) {
+                        Some(b) => (&mut b[..], global_shadow.get_mut(slot as usize), st.elem, false, None),
+                        None => return false,
+                    },
+                    StaticKind::Local { .. } => return false,
+                }
+            } else if region >= 1 && (region as usize) <= bufs.len() {
+                let i = region as usize - 1;
+                (&mut *bufs[i], buf_shadow.get_mut(i), buf_elem[i], false, buf_unset.get(i).and_then(|u| u.as_deref()))
+            } else {
+                return false;
+            };
+        let len = bytes.len() as i64;
+        let mut ok = true;
+        lanes!(mask, |l| {
+            let p = r[a + l];
+            let off = memory::offset(p);
+            ok &= memory::region(p) == region && off >= 0 && off + size <= len && off & (size - 1) == 0;
+        });
+        if !ok {
+            return false;
+        }
+        let elem = elem.max(1) as i64;
+        let elements = (len / elem) as u64;
+        let access = if store { Access::Write } else { Access::Read };
+        // Element sizes are powers of two: a shift instead of a division.
+        let index_of = |off: i64| if elem.count_ones() == 1 { off >> elem.trailing_zeros() } else { off / elem };
+        if findings && let Some(sh) = sh.as_deref() {
+            // Touch every lane's shadow first: the lanes' cache misses then overlap instead of
+            // each waiting for the one before it (the check below is a chain of dependencies).
+            let mut touch = 0u64;
+            lanes!(mask, |l| touch ^= sh.get(index_of(memory::offset(r[a + l])) as usize).map_or(0, |s| s[0]));
+            std::hint::black_box(touch);
+        }
+        lanes!(mask, |l| {
+            let off = memory::offset(r[a + l]);
+            let mut poisoned = false;
+            if findings && let Some(sh) = sh.as_deref_mut() {
+                let index = index_of(off);
+                if let Some(s) = sh.get_mut(index as usize) {
+                    let w = who.at(l);
+                    let fresh = fresh_all || unset.is_some_and(|u| u.get(index as usize) == Some(&true));
+                    if fresh && s[0] == 0 && !store {
+                        self.reports.uninit(region, index, w.thread as u64, w.pc);
+                        poisoned = true;
+                    }
+                    if let Some(c) = memory::check(s, &w, access, releases) {
+                        self.reports.race(region, index, elements, c, &w, access);
+                    }
+                }
+            }
+            let b = &mut bytes[off as usize..(off + size) as usize];
+            if store {
+                write(b, r[d + l]);
+            } else {
+                r[d + l] = if poisoned { poison(ty) } else { read(b, ty) };
+            }
+        });
+        true
+    }
+
     /// One lane's load of a `ty` at `ptr`: the value, poison for an uninitialised read, 0 after
     /// an out-of-bounds read (reported) or a fault (which stops the launch).
     #[allow(clippy::too_many_arguments)]
@@ -889,6 +1044,21 @@ impl Machine<'_, '_> {
                 }
             }};
         }
+        macro_rules! lane_who {
+            () => {
+                LaneWho {
+                    thread0,
+                    clock: &warp.clock,
+                    known: warp.known.as_deref(),
+                    acquired: &warp.acquired,
+                    block_acquired: blk.acquired,
+                    base,
+                    block_threads,
+                    block_first,
+                    site,
+                }
+            };
+        }
         let mut next = pc + 1;
         if let Some(c) = self.cost.as_deref_mut() {
             let op = &k.code[pc as usize];
@@ -956,14 +1126,45 @@ impl Machine<'_, '_> {
             }
             Op::PtrDiff { dst, a, b, scale } => lanes!(mask, |l| r[at(dst, l)] =
                 ((r[at(a, l)].wrapping_sub(r[at(b, l)]) as i64) / scale.max(1) as i64) as u64),
-            Op::Load { ty, dst, addr } => lanes!(mask, |l| {
-                let v = self.load_lane(&mut warp.local, shared, shadow, l, r[at(addr, l)], ty, &who!(l), pc, thread0);
-                r[at(dst, l)] = v;
-            }),
-            Op::Store { ty, addr, src } => lanes!(mask, |l| {
-                let v = r[at(src, l)];
-                self.store_lane(&mut warp.local, shared, shadow, l, r[at(addr, l)], ty, v, &who!(l), pc, thread0);
-            }),
+            Op::Load { ty, dst, addr } => {
+                let lanes = lane_who!();
+                if !self.access_warp(r, &lanes, shared, shadow, mask, addr, ty, dst, false) {
+                    lanes!(mask, |l| {
+                        let v = self.load_lane(
+                            &mut warp.local,
+                            shared,
+                            shadow,
+                            l,
+                            r[at(addr, l)],
+                            ty,
+                            &who!(l),
+                            pc,
+                            thread0,
+                        );
+                        r[at(dst, l)] = v;
+                    })
+                }
+            }
+            Op::Store { ty, addr, src } => {
+                let lanes = lane_who!();
+                if !self.access_warp(r, &lanes, shared, shadow, mask, addr, ty, src, true) {
+                    lanes!(mask, |l| {
+                        let v = r[at(src, l)];
+                        self.store_lane(
+                            &mut warp.local,
+                            shared,
+                            shadow,
+                            l,
+                            r[at(addr, l)],
+                            ty,
+                            v,
+                            &who!(l),
+                            pc,
+                            thread0,
+                        );
+                    })
+                }
+            }
             Op::LoadVec { ty, n, dst, addr } => lanes!(mask, |l| {
                 let base = r[at(addr, l)];
                 if self.vector_aligned(base, ty, n, "read", pc, thread0 + l as u64) {
