@@ -299,9 +299,15 @@ impl Counter {
     fn global(&mut self, pc: u32, block: u64, op: MemOp, addrs: &[u64], size: u32) {
         let mut sectors = [0u64; 2 * WARP];
         let mut n = 0;
+        // Only stores count the lanes in a sector; for the rest, a sector repeated by the lane
+        // before is dropped here, which leaves a short list to sort (a broadcast is one entry).
+        let repeats = op == MemOp::Store;
         for &a in addrs {
             let lo = a / SECTOR;
             let hi = (a + size.max(1) as u64 - 1) / SECTOR;
+            if !repeats && hi == lo && n > 0 && sectors[n - 1] == lo {
+                continue;
+            }
             sectors[n] = lo;
             n += 1;
             if hi != lo && n < sectors.len() {
@@ -439,7 +445,9 @@ impl Counter {
             }
         }
         let words = &mut words[..n];
-        words.sort_unstable();
+        if !words.is_sorted() {
+            words.sort_unstable();
+        }
         let mut per_bank = [0u8; 32];
         let mut distinct = 0u64;
         let mut last = u64::MAX;
