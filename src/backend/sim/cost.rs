@@ -497,7 +497,9 @@ impl Counter {
         }
         let mut places: Vec<PlaceCost> =
             by_site.into_iter().map(|(site, counts)| PlaceCost { span: k.spans[site as usize], counts }).collect();
-        places.sort_by_key(|p| (p.span.source, p.span.lo));
+        // Places nest (`a[i]` inside `a[i] += x`) and may start at one column: the end too, so
+        // that the order never depends on the hash map's.
+        places.sort_by_key(|p| (p.span.source, p.span.lo, p.span.hi));
         let occupancy =
             occupancy(estimated_registers(k), self.profile, self.block_threads, shared_per_block, grid_blocks);
         let threads = grid_blocks * self.block_threads as u64;
