@@ -17,6 +17,7 @@ fn from_f32(f: f32) -> u64 {
     f.to_bits() as u64
 }
 
+#[inline(always)]
 fn cmp<T: PartialOrd>(op: BinaryOp, a: T, b: T) -> Option<u64> {
     Some(match op {
         BinaryOp::Eq => a == b,
@@ -76,6 +77,7 @@ macro_rules! int_bin {
 }
 
 /// `a op b` in type `ty`; `None` for integer division by zero.
+#[inline(always)]
 pub fn bin(op: BinaryOp, ty: Scalar, a: u64, b: u64) -> Option<u64> {
     match ty {
         Scalar::F32 => {
@@ -135,6 +137,7 @@ pub fn un(op: UnaryOp, ty: Scalar, a: u64) -> u64 {
 }
 
 /// Convert a register pattern of type `from` to type `to`, as a C cast does.
+#[inline(always)]
 pub fn cvt(v: u64, from: Scalar, to: Scalar) -> u64 {
     if from == to {
         return v;

@@ -71,19 +71,24 @@ struct L2 {
     /// on a GPU after the host copied them in or an earlier launch used them.
     warm: bool,
     capacity: usize,
-    regions: HashMap<u32, RegionBits>,
+    /// Indexed by region id (a hash lookup per sector cost more than the rest of the model).
+    regions: Vec<RegionBits>,
     order: VecDeque<(u32, u32)>,
 }
 
 impl L2 {
     fn new(bytes: u64, data: u64) -> L2 {
-        L2 { warm: data <= bytes, capacity: (bytes / SECTOR) as usize, regions: HashMap::new(), order: VecDeque::new() }
+        L2 { warm: data <= bytes, capacity: (bytes / SECTOR) as usize, regions: Vec::new(), order: VecDeque::new() }
     }
 
     /// Look up a sector; `(hit, newly_dirty)`. Loads that miss are charged a DRAM read by the
     /// caller; a sector written for the first time while resident is charged one write back.
     fn access(&mut self, region: u32, sector: u32, write: bool) -> (bool, bool) {
-        let r = self.regions.entry(region).or_default();
+        let ri = region as usize;
+        if self.regions.len() <= ri {
+            self.regions.resize_with(ri + 1, RegionBits::default);
+        }
+        let r = &mut self.regions[ri];
         let i = sector as usize;
         let hit = self.warm || bit(&r.resident, i);
         let mut newly_dirty = false;
@@ -100,7 +105,7 @@ impl L2 {
         }
         if self.order.len() > self.capacity
             && let Some((reg, sec)) = self.order.pop_front()
-            && let Some(r) = self.regions.get_mut(&reg)
+            && let Some(r) = self.regions.get_mut(reg as usize)
         {
             set_bit(&mut r.resident, sec as usize, false);
             set_bit(&mut r.dirty, sec as usize, false);
@@ -294,9 +299,15 @@ impl Counter {
     fn global(&mut self, pc: u32, block: u64, op: MemOp, addrs: &[u64], size: u32) {
         let mut sectors = [0u64; 2 * WARP];
         let mut n = 0;
+        // Only stores count the lanes in a sector; for the rest, a sector repeated by the lane
+        // before is dropped here, which leaves a short list to sort (a broadcast is one entry).
+        let repeats = op == MemOp::Store;
         for &a in addrs {
             let lo = a / SECTOR;
             let hi = (a + size.max(1) as u64 - 1) / SECTOR;
+            if !repeats && hi == lo && n > 0 && sectors[n - 1] == lo {
+                continue;
+            }
             sectors[n] = lo;
             n += 1;
             if hi != lo && n < sectors.len() {
@@ -434,7 +445,9 @@ impl Counter {
             }
         }
         let words = &mut words[..n];
-        words.sort_unstable();
+        if !words.is_sorted() {
+            words.sort_unstable();
+        }
         let mut per_bank = [0u8; 32];
         let mut distinct = 0u64;
         let mut last = u64::MAX;
@@ -484,7 +497,9 @@ impl Counter {
         }
         let mut places: Vec<PlaceCost> =
             by_site.into_iter().map(|(site, counts)| PlaceCost { span: k.spans[site as usize], counts }).collect();
-        places.sort_by_key(|p| (p.span.source, p.span.lo));
+        // Places nest (`a[i]` inside `a[i] += x`) and may start at one column: the end too, so
+        // that the order never depends on the hash map's.
+        places.sort_by_key(|p| (p.span.source, p.span.lo, p.span.hi));
         let occupancy =
             occupancy(estimated_registers(k), self.profile, self.block_threads, shared_per_block, grid_blocks);
         let threads = grid_blocks * self.block_threads as u64;

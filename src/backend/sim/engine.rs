@@ -125,6 +125,38 @@ struct BlockSync<'a> {
     linear: u64,
 }
 
+/// Who each lane of the running group is, for the race check of a whole-warp access
+/// ([`Machine::access_warp`]): the parts of [`Who`] that do not change from lane to lane, and
+/// the per-lane state to pick from.
+struct LaneWho<'a> {
+    thread0: u64,
+    clock: &'a [u32; WARP],
+    known: Option<&'a [[u32; WARP]; WARP]>,
+    acquired: &'a [memory::Acquired],
+    block_acquired: &'a memory::Acquired,
+    base: u32,
+    block_threads: u32,
+    block_first: u32,
+    site: u32,
+}
+
+impl LaneWho<'_> {
+    #[inline(always)]
+    fn at(&self, l: usize) -> Who<'_> {
+        Who {
+            thread: (self.thread0 + l as u64) as u32,
+            clock: self.clock[l],
+            base: self.base,
+            block_threads: self.block_threads,
+            block_first: self.block_first,
+            warp_first: self.thread0 as u32,
+            pc: self.site,
+            warp: self.known.map(|k| &k[l]),
+            acquired: [self.acquired.get(l).map_or(&[][..], |a| &a[..]), &self.block_acquired[..]],
+        }
+    }
+}
+
 /// What a launch produced.
 pub struct Outcome {
     pub steps: u64,
@@ -226,10 +258,21 @@ fn coords(linear: u64, d: Dim3) -> [u32; 3] {
     [(linear % x) as u32, ((linear / x) % y) as u32, (linear / (x * y)) as u32]
 }
 
+#[inline(always)]
 fn read(bytes: &[u8], ty: Scalar) -> u64 {
-    let mut b = [0u8; 8];
-    b[..bytes.len()].copy_from_slice(bytes);
-    let v = u64::from_le_bytes(b);
+    // Fixed-size reads for the scalar sizes: a variable-length copy is a call to `memmove`.
+    let v = match *bytes {
+        [a, b, c, d, e, f, g, h] => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+        [a, b, c, d] => u32::from_le_bytes([a, b, c, d]) as u64,
+        [a, b] => u16::from_le_bytes([a, b]) as u64,
+        [a] => a as u64,
+        _ => {
+            let mut b = [0u8; 8];
+            let n = bytes.len().min(8);
+            b[..n].copy_from_slice(&bytes[..n]);
+            u64::from_le_bytes(b)
+        }
+    };
     match ty {
         Scalar::Bool => (v != 0) as u64,
         Scalar::I8 => v as i8 as i64 as u64,
@@ -240,33 +283,47 @@ fn read(bytes: &[u8], ty: Scalar) -> u64 {
 }
 
 fn write(bytes: &mut [u8], v: u64) {
-    let n = bytes.len();
-    bytes.copy_from_slice(&v.to_le_bytes()[..n]);
+    match bytes.len() {
+        8 => bytes.copy_from_slice(&v.to_le_bytes()),
+        4 => bytes.copy_from_slice(&(v as u32).to_le_bytes()),
+        2 => bytes.copy_from_slice(&(v as u16).to_le_bytes()),
+        1 => bytes[0] = v as u8,
+        n => bytes.copy_from_slice(&v.to_le_bytes()[..n]),
+    }
 }
 
+/// Run `body` for each lane `l` of `mask`, in lane order. A whole warp, the common case, is a
+/// counted loop the compiler unrolls and vectorises; other masks walk their bits.
 macro_rules! lanes {
     ($mask:expr, |$l:ident| $body:expr) => {{
         let mut m: u32 = $mask;
-        while m != 0 {
-            let $l = m.trailing_zeros() as usize;
-            m &= m - 1;
-            $body;
+        if m == u32::MAX {
+            for $l in 0..WARP {
+                $body;
+            }
+        } else {
+            while m != 0 {
+                let $l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                $body;
+            }
         }
     }};
 }
 
-/// `dst = f(a, b)` for the lanes of `mask`; the full-warp case is a plain loop over copies of
-/// the operands, which the compiler vectorises.
+/// `dst = f(a, b)` for the lanes of `mask`; the full-warp case is a plain loop, which the
+/// compiler vectorises.
 #[inline(always)]
 fn map2(mask: u32, r: &mut [u64], dst: u32, a: u32, b: u32, f: impl Fn(u64, u64) -> u64) {
     let (d, a, b) = (dst as usize * WARP, a as usize * WARP, b as usize * WARP);
     if mask == u32::MAX {
-        let x: [u64; WARP] = r[a..a + WARP].try_into().expect("a warp of registers");
-        let y: [u64; WARP] = r[b..b + WARP].try_into().expect("a warp of registers");
-        let out = &mut r[d..d + WARP];
+        // Into a copy first: `dst` may be `a` or `b`.
+        let mut out = [0u64; WARP];
+        let (x, y) = (&r[a..a + WARP], &r[b..b + WARP]);
         for l in 0..WARP {
             out[l] = f(x[l], y[l]);
         }
+        r[d..d + WARP].copy_from_slice(&out);
     } else {
         lanes!(mask, |l| r[d + l] = f(r[a + l], r[b + l]));
     }
@@ -274,10 +331,6 @@ fn map2(mask: u32, r: &mut [u64], dst: u32, a: u32, b: u32, f: impl Fn(u64, u64)
 
 fn f32x(v: u64) -> f32 {
     f32::from_bits(v as u32)
-}
-
-fn f32b(f: f32) -> u64 {
-    f.to_bits() as u64
 }
 
 impl Mem<'_> {
@@ -776,6 +829,130 @@ impl Machine<'_, '_> {
         b.woke = true;
     }
 
+    /// The group's load (`store` false: into `data`) or store (from `data`) of a `ty` through
+    /// the pointers in `addr`, all at once, when every lane accesses the same buffer or shared
+    /// or global array, in bounds and aligned, and no trace or watch is on: the region is
+    /// resolved once, and each lane pays only for its race and uninitialised check, in lane
+    /// order as the per-lane path makes them. `false`, having done nothing, when any lane needs
+    /// the per-lane path (which reports what is out of bounds and stops on a fault).
+    #[allow(clippy::too_many_arguments)]
+    fn access_warp(
+        &mut self,
+        r: &mut [u64],
+        who: &LaneWho,
+        shared: &mut [Vec<u8>],
+        shadow: &mut [Vec<Shadow>],
+        mask: u32,
+        addr: u32,
+        ty: Scalar,
+        data: u32,
+        store: bool,
+    ) -> bool {
+        if self.mem.extra || mask == 0 {
+            return false;
+        }
+        let k = self.k;
+        let size = ty.size() as i64;
+        let (a, d) = (addr as usize * WARP, data as usize * WARP);
+        let region = memory::region(r[a + mask.trailing_zeros() as usize]);
+        let findings = self.mem.findings;
+        let Mem { bufs, buf_elem, buf_shadow, buf_unset, slot, globals, global_shadow, releases, .. } = &mut self.mem;
+        // The region's bytes, race shadow and element size; whether its elements start
+        // unwritten (shared memory), or which do (a buffer made with `empty`).
+        let (bytes, sh, elem, fresh_all, unset): (&mut [u8], _, u32, bool, Option<&[bool]>) =
+            if region >= STATIC_REGION_BASE {
+                let i = (region - STATIC_REGION_BASE) as usize;
+                let (Some(st), Some(&slot)) = (k.statics.get(i), slot.get(i)) else { return false };
+                match st.kind {
+                    StaticKind::Shared => match shared.get_mut(slot as usize) {
+                        Some(b) => (&mut b[..], shadow.get_mut(slot as usize), st.elem, true, None),
+                        None => return false,
+                    },
+                    StaticKind::Global { .. } => match globals.get_mut(slot as usize) {
+                        Some(b) => (&mut b[..], global_shadow.get_mut(slot as usize), st.elem, false, None),
+                        None => return false,
+                    },
+                    StaticKind::Local { .. } => return false,
+                }
+            } else if region >= 1 && (region as usize) <= bufs.len() {
+                let i = region as usize - 1;
+                (&mut *bufs[i], buf_shadow.get_mut(i), buf_elem[i], false, buf_unset.get(i).and_then(|u| u.as_deref()))
+            } else {
+                return false;
+            };
+        let len = bytes.len() as i64;
+        let mut offs = [0i64; WARP];
+        let mut ok = true;
+        lanes!(mask, |l| {
+            let p = r[a + l];
+            let off = memory::offset(p);
+            offs[l] = off;
+            ok &= memory::region(p) == region && off >= 0 && off + size <= len && off & (size - 1) == 0;
+        });
+        if !ok {
+            return false;
+        }
+        // The checks first, in lane order, then the data: checks read and write only the
+        // shadows, so this is what doing both lane by lane would do.
+        let mut poisoned = 0u32;
+        if findings && let Some(sh) = sh {
+            let elem = elem.max(1) as i64;
+            let elements = (len / elem) as u64;
+            let access = if store { Access::Write } else { Access::Read };
+            // Element sizes are powers of two: a shift instead of a division.
+            let mut index = [0usize; WARP];
+            if elem.count_ones() == 1 {
+                lanes!(mask, |l| index[l] = (offs[l] >> elem.trailing_zeros()) as usize);
+            } else {
+                lanes!(mask, |l| index[l] = (offs[l] / elem) as usize);
+            }
+            // Touch every lane's shadow first: the lanes' cache misses then overlap instead of
+            // each waiting for the one before it (the checks are a chain of dependencies).
+            let mut touch = 0u64;
+            lanes!(mask, |l| touch ^= sh.get(index[l]).map_or(0, |s| s[0]));
+            std::hint::black_box(touch);
+            lanes!(mask, |l| if let Some(s) = sh.get_mut(index[l]) {
+                let w = who.at(l);
+                let fresh = fresh_all || unset.is_some_and(|u| u.get(index[l]) == Some(&true));
+                if fresh && s[0] == 0 && !store {
+                    self.reports.uninit(region, index[l] as i64, w.thread as u64, w.pc);
+                    poisoned |= 1 << l;
+                }
+                if let Some(c) = memory::check(s, &w, access, releases) {
+                    self.reports.race(region, index[l] as i64, elements, c, &w, access);
+                }
+            });
+        }
+        // One loop per access size, so that each lane's access is a fixed-size move.
+        macro_rules! data {
+            ($n:literal) => {
+                if store {
+                    lanes!(mask, |l| {
+                        let o = offs[l] as usize;
+                        let v: [u8; $n] = r[d + l].to_le_bytes()[..$n].try_into().expect("the access size");
+                        bytes[o..o + $n].copy_from_slice(&v);
+                    });
+                } else {
+                    lanes!(mask, |l| {
+                        let o = offs[l] as usize;
+                        r[d + l] = read(&bytes[o..o + $n], ty);
+                    });
+                }
+            };
+        }
+        match size {
+            4 => data!(4),
+            8 => data!(8),
+            2 => data!(2),
+            _ => data!(1),
+        }
+        if poisoned != 0 {
+            let v = poison(ty);
+            lanes!(poisoned, |l| r[d + l] = v);
+        }
+        true
+    }
+
     /// One lane's load of a `ty` at `ptr`: the value, poison for an uninitialised read, 0 after
     /// an out-of-bounds read (reported) or a fault (which stops the launch).
     #[allow(clippy::too_many_arguments)]
@@ -889,6 +1066,21 @@ impl Machine<'_, '_> {
                 }
             }};
         }
+        macro_rules! lane_who {
+            () => {
+                LaneWho {
+                    thread0,
+                    clock: &warp.clock,
+                    known: warp.known.as_deref(),
+                    acquired: &warp.acquired,
+                    block_acquired: blk.acquired,
+                    base,
+                    block_threads,
+                    block_first,
+                    site,
+                }
+            };
+        }
         let mut next = pc + 1;
         if let Some(c) = self.cost.as_deref_mut() {
             let op = &k.code[pc as usize];
@@ -913,28 +1105,59 @@ impl Machine<'_, '_> {
             }
         }
         match k.code[pc as usize] {
+            Op::Imm { dst, val } if mask == u32::MAX => r[at(dst, 0)..at(dst, WARP)].fill(val),
             Op::Imm { dst, val } => lanes!(mask, |l| r[at(dst, l)] = val),
+            Op::Mov { dst, src } if mask == u32::MAX => r.copy_within(at(src, 0)..at(src, WARP), at(dst, 0)),
             Op::Mov { dst, src } => lanes!(mask, |l| r[at(dst, l)] = r[at(src, l)]),
             Op::Bin { op, ty, dst, a, b } if !matches!(op, BinaryOp::Div | BinaryOp::Rem) || ty.is_float() => {
-                use BinaryOp::*;
-                use Scalar::*;
-                let m = mask;
-                match (op, ty) {
-                    (Add, I32) => map2(m, r, dst, a, b, |x, y| (x as i32).wrapping_add(y as i32) as i64 as u64),
-                    (Sub, I32) => map2(m, r, dst, a, b, |x, y| (x as i32).wrapping_sub(y as i32) as i64 as u64),
-                    (Mul, I32) => map2(m, r, dst, a, b, |x, y| (x as i32).wrapping_mul(y as i32) as i64 as u64),
-                    (Lt, I32) => map2(m, r, dst, a, b, |x, y| ((x as i64) < (y as i64)) as u64),
-                    (Add, U32) => map2(m, r, dst, a, b, |x, y| (x as u32).wrapping_add(y as u32) as u64),
-                    (Mul, U32) => map2(m, r, dst, a, b, |x, y| (x as u32).wrapping_mul(y as u32) as u64),
-                    (Add, I64 | U64) => map2(m, r, dst, a, b, |x, y| x.wrapping_add(y)),
-                    (Mul, I64 | U64) => map2(m, r, dst, a, b, |x, y| x.wrapping_mul(y)),
-                    (Add, F32) => map2(m, r, dst, a, b, |x, y| f32b(f32x(x) + f32x(y))),
-                    (Sub, F32) => map2(m, r, dst, a, b, |x, y| f32b(f32x(x) - f32x(y))),
-                    (Mul, F32) => map2(m, r, dst, a, b, |x, y| f32b(f32x(x) * f32x(y))),
-                    (Div, F32) => map2(m, r, dst, a, b, |x, y| f32b(f32x(x) / f32x(y))),
-                    (Add, F64) => map2(m, r, dst, a, b, |x, y| (f64::from_bits(x) + f64::from_bits(y)).to_bits()),
-                    (Mul, F64) => map2(m, r, dst, a, b, |x, y| (f64::from_bits(x) * f64::from_bits(y)).to_bits()),
-                    _ => map2(m, r, dst, a, b, |x, y| alu::bin(op, ty, x, y).unwrap_or(0)),
+                // Each common operator and type gets a loop of its own, with `alu::bin`'s
+                // matches folded away: one dispatch per warp instruction, not one per lane.
+                macro_rules! by_type {
+                    ($o:ident) => {
+                        match ty {
+                            Scalar::I32 => {
+                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::I32, x, y).unwrap_or(0))
+                            }
+                            Scalar::U32 => {
+                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::U32, x, y).unwrap_or(0))
+                            }
+                            Scalar::I64 => {
+                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::I64, x, y).unwrap_or(0))
+                            }
+                            Scalar::U64 => {
+                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::U64, x, y).unwrap_or(0))
+                            }
+                            Scalar::F32 => {
+                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::F32, x, y).unwrap_or(0))
+                            }
+                            Scalar::F64 => {
+                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::F64, x, y).unwrap_or(0))
+                            }
+                            _ => map2(mask, r, dst, a, b, |x, y| alu::bin(op, ty, x, y).unwrap_or(0)),
+                        }
+                    };
+                }
+                match op {
+                    // `int`s are held sign-extended: comparing the whole patterns is the same.
+                    BinaryOp::Lt if ty == Scalar::I32 => {
+                        map2(mask, r, dst, a, b, |x, y| ((x as i64) < (y as i64)) as u64)
+                    }
+                    BinaryOp::Add => by_type!(Add),
+                    BinaryOp::Sub => by_type!(Sub),
+                    BinaryOp::Mul => by_type!(Mul),
+                    BinaryOp::Div => by_type!(Div),
+                    BinaryOp::Lt => by_type!(Lt),
+                    BinaryOp::Le => by_type!(Le),
+                    BinaryOp::Gt => by_type!(Gt),
+                    BinaryOp::Ge => by_type!(Ge),
+                    BinaryOp::Eq => by_type!(Eq),
+                    BinaryOp::Ne => by_type!(Ne),
+                    BinaryOp::BitAnd => by_type!(BitAnd),
+                    BinaryOp::BitOr => by_type!(BitOr),
+                    BinaryOp::BitXor => by_type!(BitXor),
+                    BinaryOp::Shl => by_type!(Shl),
+                    BinaryOp::Shr => by_type!(Shr),
+                    _ => map2(mask, r, dst, a, b, |x, y| alu::bin(op, ty, x, y).unwrap_or(0)),
                 }
             }
             Op::Bin { op, ty, dst, a, b } => {
@@ -950,20 +1173,75 @@ impl Machine<'_, '_> {
                 }
             }
             Op::Un { op, ty, dst, a } => lanes!(mask, |l| r[at(dst, l)] = alu::un(op, ty, r[at(a, l)])),
-            Op::Cvt { from, to, dst, a } => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, from, to)),
+            Op::Cvt { from, to, dst, a } => {
+                // As for `Bin`: the common conversions each get a loop of their own.
+                macro_rules! to_type {
+                    ($f:ident) => {
+                        match to {
+                            Scalar::I32 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::I32)),
+                            Scalar::U32 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::U32)),
+                            Scalar::I64 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::I64)),
+                            Scalar::U64 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::U64)),
+                            Scalar::F32 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::F32)),
+                            Scalar::F64 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::F64)),
+                            _ => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, from, to)),
+                        }
+                    };
+                }
+                match from {
+                    Scalar::I32 => to_type!(I32),
+                    Scalar::U32 => to_type!(U32),
+                    Scalar::I64 => to_type!(I64),
+                    Scalar::U64 => to_type!(U64),
+                    Scalar::F32 => to_type!(F32),
+                    Scalar::F64 => to_type!(F64),
+                    _ => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, from, to)),
+                }
+            }
             Op::PtrAdd { dst, ptr, idx, scale } => {
                 map2(mask, r, dst, ptr, idx, |p, i| memory::moved(p, i as i64, scale as i64))
             }
             Op::PtrDiff { dst, a, b, scale } => lanes!(mask, |l| r[at(dst, l)] =
                 ((r[at(a, l)].wrapping_sub(r[at(b, l)]) as i64) / scale.max(1) as i64) as u64),
-            Op::Load { ty, dst, addr } => lanes!(mask, |l| {
-                let v = self.load_lane(&mut warp.local, shared, shadow, l, r[at(addr, l)], ty, &who!(l), pc, thread0);
-                r[at(dst, l)] = v;
-            }),
-            Op::Store { ty, addr, src } => lanes!(mask, |l| {
-                let v = r[at(src, l)];
-                self.store_lane(&mut warp.local, shared, shadow, l, r[at(addr, l)], ty, v, &who!(l), pc, thread0);
-            }),
+            Op::Load { ty, dst, addr } => {
+                let lanes = lane_who!();
+                if !self.access_warp(r, &lanes, shared, shadow, mask, addr, ty, dst, false) {
+                    lanes!(mask, |l| {
+                        let v = self.load_lane(
+                            &mut warp.local,
+                            shared,
+                            shadow,
+                            l,
+                            r[at(addr, l)],
+                            ty,
+                            &who!(l),
+                            pc,
+                            thread0,
+                        );
+                        r[at(dst, l)] = v;
+                    })
+                }
+            }
+            Op::Store { ty, addr, src } => {
+                let lanes = lane_who!();
+                if !self.access_warp(r, &lanes, shared, shadow, mask, addr, ty, src, true) {
+                    lanes!(mask, |l| {
+                        let v = r[at(src, l)];
+                        self.store_lane(
+                            &mut warp.local,
+                            shared,
+                            shadow,
+                            l,
+                            r[at(addr, l)],
+                            ty,
+                            v,
+                            &who!(l),
+                            pc,
+                            thread0,
+                        );
+                    })
+                }
+            }
             Op::LoadVec { ty, n, dst, addr } => lanes!(mask, |l| {
                 let base = r[at(addr, l)];
                 if self.vector_aligned(base, ty, n, "read", pc, thread0 + l as u64) {

@@ -279,6 +279,7 @@ impl Who<'_> {
 
 /// Check and record an access to the element with shadow `s`, given what fenced atomics
 /// released in the launch; returns the conflict, if any.
+#[inline(always)]
 pub fn check(s: &mut Shadow, who: &Who, access: Access, releases: &Releases) -> Option<Conflict> {
     let atomic = access == Access::Atomic;
     let mut conflict = None;

@@ -1957,3 +1957,53 @@ fn a_local_whose_address_is_taken_lives_in_memory() {
     let [Finding::Uninit { memory: Memory::Local(n), .. }] = &r.findings[..] else { panic!("{:?}", r.findings) };
     assert_eq!(n, "y");
 }
+
+/// A warp's loads and stores take a whole-warp path when its lanes stay in one region
+/// (`Machine::access_warp`), and the lane-by-lane path otherwise, or whenever `:map`'s trace is
+/// on: both must give the same values, findings, output, steps and cost, on every schedule.
+#[test]
+fn whole_warp_accesses_change_nothing_a_lane_by_lane_run_shows() {
+    const SRC: &str = r#"
+__device__ int hits;
+__global__ void mix(float *a, double *d, unsigned char *c, float *out, int n) {
+    __shared__ float s[64];
+    __shared__ float never[64];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int t = threadIdx.x;
+    s[t] = a[i];
+    if (t == 3) s[t + 1] = 7.0f;
+    __syncthreads();
+    float v = s[(t + 1) % 64] + s[t] + never[t];
+    out[i] = v;
+    out[0] += 1.0f;
+    d[i] = d[i] * 2.0 + (double)a[(i + 5) % n];
+    c[i] = (unsigned char)(c[i] + t);
+    if (i < 40) a[i + 60] = a[i] + 1.0f;
+    if (t == 0) hits = hits + 1;
+    a[i + t / 48 * n] += 0.5f;
+}
+"#;
+    let n = 256usize;
+    for schedule in Schedule::ALL {
+        let run = |trace_writes: bool| {
+            let config = SimConfig { schedule, seed: 3, trace_writes, ..SimConfig::default() };
+            let mut sim = Sim::of(SRC).config(config);
+            let mut a = floats(&(0..n).map(|i| i as f64 * 0.5).collect::<Vec<_>>());
+            let mut d = Buffer::from_nums(DType::F64, Shape::D1(n), (0..n).map(|i| Num::Float(i as f64)));
+            let mut c = Buffer::from_nums(DType::U8, Shape::D1(n), (0..n).map(|i| Num::Int(i as i128 % 200)));
+            let mut out = Buffer::zeros(DType::F32, Shape::D1(n));
+            let r = sim.launch(
+                "mix",
+                lin(n as u32 / 64),
+                lin(64),
+                &mut [&mut a, &mut d, &mut c, &mut out],
+                &[ScalarArg::I32(n as i32)],
+            );
+            let bytes = [&a, &d, &c, &out].map(|b| b.bytes().to_vec());
+            format!("{:?}", (r.findings, r.output, r.aborted, r.steps, r.cost, bytes))
+        };
+        let (fast, lane_by_lane) = (run(false), run(true));
+        assert!(fast.contains("Race") && fast.contains("OutOfBounds") && fast.contains("Uninit"), "{fast}");
+        assert_eq!(fast, lane_by_lane, "{schedule}");
+    }
+}

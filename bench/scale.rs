@@ -1,0 +1,185 @@
+//! The simulator at textbook sizes (issue 23): the naive matrix multiply at 256, 512 and 1024
+//! and a copy of 2^24 floats, each with findings and the cost model on (a session's default),
+//! findings only, and neither, beside the same loops in C compiled with `gcc -O1`. Run through
+//! `bash bench/scale/run`, which compiles the C and passes its folder in `GRIDLAB_BENCH_C`.
+//!
+//! Prints a markdown table on stdout: median seconds of the launch alone (the C programs time
+//! their loop alone too), the ratio to C, and warp instructions (steps) per second.
+//!
+//! `cargo bench --bench scale -- 256 512` runs only the cases whose name holds one of the words.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use gridlab::backend::sim::{Schedule, SimBackend, SimConfig};
+use gridlab::backend::{Arg, Backend, Dim3, LaunchBuffers, LaunchSpec, ScalarArg};
+use gridlab::buffer::{Buffer, Num, Shape};
+use gridlab::cuda::Module;
+use gridlab::diag::SourceMap;
+use gridlab::dtype::DType;
+
+const KERNELS: &str = r#"
+__global__ void matmul(const float *A, const float *B, float *C, int n) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < n && col < n) {
+        float acc = 0.0f;
+        for (int k = 0; k < n; k++) acc += A[row * n + k] * B[k * n + col];
+        C[row * n + col] = acc;
+    }
+}
+__global__ void copy(const float *a, float *b, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) b[i] = a[i];
+}
+"#;
+
+struct Case {
+    name: String,
+    kernel: &'static str,
+    grid: Dim3,
+    block: Dim3,
+    /// Buffers of this many floats each (the last one is the output).
+    buffers: usize,
+    len: usize,
+    n: i32,
+    runs: usize,
+    /// The C twin: program name in `GRIDLAB_BENCH_C` and its argument.
+    c: (&'static str, String),
+}
+
+fn cases() -> Vec<Case> {
+    let mut v: Vec<Case> = [256usize, 512, 1024]
+        .into_iter()
+        .map(|n| Case {
+            name: format!("naive matmul {n}x{n}, <<<({0}, {0}), (16, 16)>>>", n / 16),
+            kernel: "matmul",
+            grid: Dim3::new(n as u32 / 16, n as u32 / 16, 1),
+            block: Dim3::new(16, 16, 1),
+            buffers: 3,
+            len: n * n,
+            n: n as i32,
+            runs: if n >= 1024 { 1 } else { 3 },
+            c: ("matmul", n.to_string()),
+        })
+        .collect();
+    let n = 1usize << 24;
+    v.push(Case {
+        name: "copy 2^24 floats, <<<65536, 256>>>".into(),
+        kernel: "copy",
+        grid: Dim3::linear(65536),
+        block: Dim3::linear(256),
+        buffers: 2,
+        len: n,
+        n: n as i32,
+        runs: 3,
+        c: ("copy", n.to_string()),
+    });
+    v
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// The C twin's own time for its loop (it prints seconds on its first line), median of `runs`.
+fn c_time(dir: &Option<PathBuf>, (prog, arg): &(&str, String), runs: usize) -> Option<Duration> {
+    let path = dir.as_ref()?.join(prog);
+    let times: Option<Vec<Duration>> = (0..runs)
+        .map(|_| {
+            let out = Command::new(&path).arg(arg).output().ok()?;
+            let text = String::from_utf8_lossy(&out.stdout);
+            let secs: f64 = text.lines().next()?.trim().parse().ok()?;
+            Some(Duration::from_secs_f64(secs))
+        })
+        .collect();
+    times.map(median)
+}
+
+fn secs(d: Duration) -> String {
+    if d.as_secs_f64() < 0.1 { format!("{:.2} ms", d.as_secs_f64() * 1e3) } else { format!("{:.3} s", d.as_secs_f64()) }
+}
+
+fn main() {
+    let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let c_dir = std::env::var_os("GRIDLAB_BENCH_C").map(PathBuf::from);
+    let mut sources = SourceMap::new();
+    let id = sources.add("scale.cu", KERNELS, 1);
+    let mut module = Module::new();
+    module.add(id, KERNELS).expect("the benchmark kernels check");
+    println!(
+        "| case | C `gcc -O1` | findings + cost model | / C | warp instr/s | findings only | / C | neither | / C | cost model's cost |"
+    );
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for case in cases() {
+        if !filters.is_empty() && !filters.iter().any(|f| case.name.contains(f.as_str())) {
+            continue;
+        }
+        let mut row = Vec::new();
+        let mut steps = 0;
+        for (findings, model) in [(true, true), (true, false), (false, false)] {
+            let cost = if model { SimConfig::default().cost } else { None };
+            // No wall-time or step budget: these launches are meant to run to the end.
+            let config = SimConfig {
+                seed: 1,
+                schedule: Schedule::Random,
+                findings,
+                cost,
+                time_limit: None,
+                max_steps: u64::MAX / 64,
+                ..SimConfig::default()
+            };
+            let mut sim = SimBackend::new(config);
+            let mut times = Vec::new();
+            for _ in 0..case.runs {
+                let mut bufs: Vec<Buffer> = (0..case.buffers)
+                    .map(|b| {
+                        let fill =
+                            |i: usize| Num::Float(if b + 1 == case.buffers { 0.0 } else { (i % 7) as f64 * 0.25 });
+                        Buffer::from_nums(DType::F32, Shape::D1(case.len), (0..case.len).map(fill))
+                    })
+                    .collect();
+                let mut args: Vec<Arg> = (0..bufs.len()).map(Arg::Buffer).collect();
+                args.push(Arg::Scalar(ScalarArg::I32(case.n)));
+                let spec = LaunchSpec {
+                    kernel: case.kernel.into(),
+                    grid: case.grid,
+                    block: case.block,
+                    shared_bytes: 0,
+                    args,
+                    symbols: Vec::new(),
+                };
+                let names = (0..bufs.len()).map(|i| format!("b{i}")).collect();
+                let mut lb = LaunchBuffers { names, buffers: bufs.iter_mut().collect() };
+                let start = Instant::now();
+                let report = sim.launch(&module, &spec, &mut lb).expect("the benchmark launch runs");
+                times.push(start.elapsed());
+                assert!(!report.aborted && report.findings.is_empty(), "{}: {:?}", case.name, report.findings);
+                steps = report.steps.unwrap_or(0);
+            }
+            row.push(median(times));
+            eprintln!("{}: findings {findings}, cost model {model}: {}", case.name, secs(row[row.len() - 1]));
+        }
+        let c = c_time(&c_dir, &case.c, case.runs.max(3));
+        let ratio = |d: Duration| c.map_or("-".into(), |c| format!("{:.1}x", d.as_secs_f64() / c.as_secs_f64()));
+        println!(
+            "| {} | {} | {} | {} | {:.1}M | {} | {} | {} | {} | {:.2}x |",
+            case.name,
+            c.map_or("-".into(), secs),
+            secs(row[0]),
+            ratio(row[0]),
+            steps as f64 / row[0].as_secs_f64() / 1e6,
+            secs(row[1]),
+            ratio(row[1]),
+            secs(row[2]),
+            ratio(row[2]),
+            row[0].as_secs_f64() / row[1].as_secs_f64(),
+        );
+    }
+    println!(
+        "\nThe simulator runs a launch on one core; `nproc` here: {}.",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+}
