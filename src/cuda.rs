@@ -329,9 +329,13 @@ impl Module {
             }
             let before = items.len();
             // A variable declared again keeps its place: the GPU's source lists items in order,
-            // and the kernels before it that use it must still see it declared above them.
-            let kept_place =
-                (item.kind == ItemKind::Global).then(|| items.iter().position(|o| o.same_slot(item))).flatten();
+            // and the kernels before it that use it must still see it declared above them. So
+            // does a function defined again as it was (the helpers every Python kernel's C
+            // brings, `py_floordiv`), which compiled where it stands.
+            let kept_place = items
+                .iter()
+                .position(|o| o.same_slot(item))
+                .filter(|&at| item.kind == ItemKind::Global || items[at].text == item.text);
             items.retain(|o| !o.same_slot(item));
             let replaced = items.len() < before && !twice;
             if let Some(d) = defined.iter_mut().find(|d: &&mut Defined| d.name == item.name && d.kind == item.kind) {

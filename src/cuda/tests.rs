@@ -363,6 +363,21 @@ fn globals_constants_typedefs_and_defines_persist() {
 }
 
 #[test]
+fn a_function_defined_again_as_it_was_keeps_its_place_before_its_users() {
+    // Two Python kernels' C both bring `py_floordiv`: the GPU's source lists items in order,
+    // so the first kernel must still find it above itself.
+    let helper = "__device__ long long floordiv(long long a, long long b) { return a / b; }\n";
+    let mut m = Module::new();
+    m.add(0, &format!("{helper}__global__ void k1(long long *a) {{ a[0] = floordiv(a[0], 2); }}")).unwrap();
+    m.add(1, &format!("{helper}__global__ void k2(long long *a) {{ a[0] = floordiv(a[0], 3); }}")).unwrap();
+    let at = |m: &Module, name: &str| m.items().iter().position(|i| i.name == name).unwrap();
+    assert!(at(&m, "floordiv") < at(&m, "k1") && at(&m, "k1") < at(&m, "k2"));
+    // Defined again with another body, it moves after what it may now use.
+    m.add(2, "__device__ long long floordiv(long long a, long long b) { return (a - 1) / b; }").unwrap();
+    assert!(at(&m, "floordiv") > at(&m, "k2"));
+}
+
+#[test]
 fn failed_snippets_leave_the_module_unchanged() {
     let mut map = SourceMap::new();
     let mut m = Module::new();

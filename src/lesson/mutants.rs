@@ -10,6 +10,10 @@
 //! `i != n` in a loop that steps by one); the author marks such a mutant *equivalent* with a
 //! comment on the line it edits: `// gridlab: equivalent strictness`.
 
+mod python;
+
+pub use python::generate as generate_python;
+
 use std::collections::BTreeSet;
 use std::fmt;
 
@@ -157,7 +161,12 @@ pub fn markers(solution: &str) -> (BTreeSet<(u32, Op)>, Vec<Unknown>) {
     let mut marked = BTreeSet::new();
     let mut unknown = Vec::new();
     for (i, line) in solution.lines().enumerate() {
-        let Some((_, rest)) = line.split_once("// gridlab: equivalent") else { continue };
+        // `// gridlab: equivalent ...` in CUDA C, `# gridlab: equivalent ...` in Python.
+        let Some((_, rest)) =
+            line.split_once("// gridlab: equivalent").or_else(|| line.split_once("# gridlab: equivalent"))
+        else {
+            continue;
+        };
         for name in rest.split([' ', ',', '\t']).filter(|s| !s.is_empty()) {
             match Op::parse(name) {
                 Some(op) => {
@@ -972,11 +981,16 @@ pub fn generate(solution: &str, check: &Check, sizes: &[u64]) -> Vec<Mutant> {
     g.one_writers();
     g.hard_sizes(&scalar_names, &pointers, sizes);
     g.sentinels();
+    assemble(solution, std::mem::take(&mut g.out))
+}
 
+/// Mutants from edits of `solution`: applied, deduplicated, marked equivalent where the author
+/// said so, and sampled down to [`MAX_PER_EXERCISE`].
+fn assemble(solution: &str, edits: Vec<(Op, Vec<Edit>, bool)>) -> Vec<Mutant> {
     let (marked, _) = markers(solution);
     let mut seen = BTreeSet::new();
     let mut mutants: Vec<Mutant> = Vec::new();
-    let mut edits = std::mem::take(&mut g.out);
+    let mut edits = edits;
     edits.sort_by_key(|(_, e, _)| e.first().map(|e| e.lo).unwrap_or(0));
     for (op, mut edits, reads_uninit) in edits {
         edits.sort_by_key(|e| std::cmp::Reverse(e.lo));

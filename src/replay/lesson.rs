@@ -50,8 +50,6 @@ pub fn run_lesson(
     let lang = options.lang.unwrap_or_default();
     let shown_in = lesson.in_lang(lang);
     let lesson = &shown_in;
-    // Mutants are made with the CUDA C lexer: a Python solution gets the plain dev check.
-    let mode = if lang == Lang::Python && mode == Mode::Mutants { Mode::DevCheck } else { mode };
     // A lesson is someone else's input, like a script: its file commands are refused when it is
     // parsed, and confining the session also keeps its `:lesson` away from saved progress.
     let folder = std::path::Path::new(&lesson.path).parent().unwrap_or(std::path::Path::new(".")).to_path_buf();
@@ -326,7 +324,12 @@ fn mutants(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, case: &mut C
     // Reads of uninitialised memory are what expose a dropped initialisation; until the
     // simulator reports them such a mutant reads zeros and may pass.
     let uninit_reported = FindingKind::ALL.iter().any(|k| k.name().starts_with("uninit"));
-    let all = mutants::generate(&ex.solution.text, &ex.check, &mutants::hard_coded_sizes(&ex.task));
+    let python = ex.solution.text.trim_start().starts_with('@');
+    let all = if python {
+        mutants::generate_python(&ex.solution.text, &ex.check)
+    } else {
+        mutants::generate(&ex.solution.text, &ex.check, &mutants::hard_coded_sizes(&ex.task))
+    };
     let solution = ex.solution.padded();
     let pad = "\n".repeat(first.saturating_sub(1) as usize);
     let limit = runner.session.set_time_limit(Some(MUTANT_TIME_LIMIT));
@@ -348,9 +351,10 @@ fn mutants(runner: &mut Runner<'_>, lesson: &Lesson, ex: &Exercise, case: &mut C
             (true, false) => {
                 tally.survived += 1;
                 let msg = format!(
-                    "{path}:{}: a mutant of the solution passes the check, so the check accepts this wrong answer; add data or a configuration that tells it apart (or, if it is not wrong, end that line with `// gridlab: equivalent {}`):\n{diff}",
+                    "{path}:{}: a mutant of the solution passes the check, so the check accepts this wrong answer; add data or a configuration that tells it apart (or, if it is not wrong, end that line with `{comment} gridlab: equivalent {}`):\n{diff}",
                     first + m.line - 1,
-                    m.op
+                    m.op,
+                    comment = if python { "#" } else { "//" }
                 );
                 write!(runner.out(), "{} {msg}", style.error("✗"))?;
                 runner.fail(Some(case), true, msg);

@@ -187,8 +187,11 @@ impl Session {
                 self.set_schedule(schedule);
             }
             RunOn::Gpu => {
-                if matches!(self.gpu, Some(Gpu::Ready(_))) {
+                if let Some(Gpu::Ready(gpu)) = &mut self.gpu {
                     self.active = BackendKind::Gpu;
+                    // Kernels made while the simulator ran (a Python kernel's instance, a
+                    // template's) are the GPU's too; a failure shows at the launch.
+                    let _ = gpu.load(&self.module, &self.sources);
                 }
             }
         }
