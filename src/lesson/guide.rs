@@ -85,6 +85,9 @@ pub struct Guide {
     /// In a demo: the lesson's last step has been shown to its end and summed up; Enter
     /// stays here until the presenter asks for more (`:next`).
     at_end: bool,
+    /// In a demo at the end: an Enter already said where it is; later ones are silent, so a
+    /// projector's screen does not fill with the same line.
+    end_reminded: bool,
     hints_shown: usize,
     progress: Progress,
     store: Store,
@@ -131,6 +134,7 @@ impl Guide {
             question: None,
             pending_parts: VecDeque::new(),
             at_end: false,
+            end_reminded: false,
             hints_shown: 0,
             progress,
             store,
@@ -395,6 +399,7 @@ impl Guide {
         writeln!(out, "{}", style.bold(&format!("{head} {}", "─".repeat(fill))))?;
         self.queue.clear();
         self.at_end = false;
+        self.end_reminded = false;
         self.pending_parts = step.parts.iter().cloned().collect();
         if self.demo {
             writeln!(out, "{}", style.dim("(Enter on an empty line shows the next part)"))?;
@@ -535,6 +540,9 @@ impl Guide {
             None => "That was the last lesson of the course; Ctrl-D leaves.".to_string(),
         };
         if self.at_end {
+            if std::mem::replace(&mut self.end_reminded, true) {
+                return Ok(());
+            }
             return writeln!(out, "{}", style.accent(&render::prose(&format!("End of the lesson: {next}"), style)));
         }
         self.at_end = true;
