@@ -85,6 +85,9 @@ pub struct Guide {
     /// In a demo: the lesson's last step has been shown to its end and summed up; Enter
     /// stays here until the presenter asks for more (`:next`).
     at_end: bool,
+    /// In a demo at the end: an Enter already said where it is; later ones are silent, so a
+    /// projector's screen does not fill with the same line.
+    end_reminded: bool,
     hints_shown: usize,
     progress: Progress,
     store: Store,
@@ -131,6 +134,7 @@ impl Guide {
             question: None,
             pending_parts: VecDeque::new(),
             at_end: false,
+            end_reminded: false,
             hints_shown: 0,
             progress,
             store,
@@ -297,6 +301,11 @@ impl Guide {
         if self.suggestion.is_none() && !self.said_done && !self.exercise_open() {
             self.said_done = true;
             writeln!(out, "{}", style.ok(&render::prose(&self.done_line(), style)))?;
+            if !self.demo {
+                let id = self.current().id.clone();
+                self.progress.finish(&id, self.step);
+                self.save(out, style)?;
+            }
         }
         Ok(())
     }
@@ -395,6 +404,7 @@ impl Guide {
         writeln!(out, "{}", style.bold(&format!("{head} {}", "─".repeat(fill))))?;
         self.queue.clear();
         self.at_end = false;
+        self.end_reminded = false;
         self.pending_parts = step.parts.iter().cloned().collect();
         if self.demo {
             writeln!(out, "{}", style.dim("(Enter on an empty line shows the next part)"))?;
@@ -405,6 +415,11 @@ impl Guide {
         }
         self.offer_next();
         self.said_done = self.suggestion.is_none();
+        // A step with nothing to run (prose, or an exercise's task) is done once read.
+        if self.said_done && !self.demo && !self.exercise_open() {
+            let id = self.current().id.clone();
+            self.progress.finish(&id, self.step);
+        }
         let note = if self.suggestion.is_some() {
             "(the next input is in your editor: Enter runs it; typing replaces it, the arrow keys edit it, Ctrl-C clears it)"
         } else {
@@ -535,6 +550,9 @@ impl Guide {
             None => "That was the last lesson of the course; Ctrl-D leaves.".to_string(),
         };
         if self.at_end {
+            if std::mem::replace(&mut self.end_reminded, true) {
+                return Ok(());
+            }
             return writeln!(out, "{}", style.accent(&render::prose(&format!("End of the lesson: {next}"), style)));
         }
         self.at_end = true;
@@ -676,13 +694,18 @@ pub fn write_course(
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
     t.set_width(style.width.min(u16::MAX as usize) as u16);
-    t.set_header(vec!["", "#", "lesson", "steps", "exercises"]);
+    t.set_header(vec!["", "#", "lesson", "steps done", "exercises"]);
     for (i, l) in course.lessons.iter().enumerate() {
         let p = progress.lesson(&l.id);
         let seen = p.map_or(0, |p| p.seen.min(l.steps.len()));
         let exercises: Vec<usize> = l.exercises().map(|(s, _)| s).collect();
         let solved = p.map_or(0, |p| exercises.iter().filter(|s| p.solved.contains(s)).count());
-        let mark = if seen == l.steps.len() && solved == exercises.len() {
+        // A step is done when its inputs all ran (or its exercise was solved), not when `:next`
+        // passed it by.
+        let done = p.map_or(0, |p| {
+            (0..l.steps.len()).filter(|s| p.done.contains(s) || (exercises.contains(s) && p.solved.contains(s))).count()
+        });
+        let mark = if done == l.steps.len() && solved == exercises.len() {
             "✓"
         } else if current == Some(i) {
             "▶"
@@ -703,7 +726,7 @@ pub fn write_course(
             mark.to_string(),
             format!("{:>2}", l.number),
             what,
-            format!("{seen}/{}", l.steps.len()),
+            format!("{done}/{}", l.steps.len()),
             if exercises.is_empty() { "-".into() } else { format!("{solved}/{}", exercises.len()) },
         ]);
     }
@@ -1133,6 +1156,8 @@ mod tests {
         // The last input: the step says it is done, once.
         let said = ran(&mut g, "expect finding race", false, &style);
         assert_eq!(said, "Step 1 of 2 is done: `:next` goes on to step 2 (Make it atomic).\n");
+        // And the progress says so: `:lessons` counts it as done.
+        assert_eq!(g.progress.lesson(&g.current().id.clone()).unwrap().done, vec![0]);
         assert_eq!(g.take_suggestion(), None);
         assert_eq!(ran(&mut g, "x", false, &style), "");
         assert_eq!(ran(&mut g, ":buffers", false, &style), "");

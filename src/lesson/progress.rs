@@ -37,6 +37,9 @@ pub struct LessonProgress {
     /// Steps (0-based) whose exercise passed its check.
     #[serde(default)]
     pub solved: Vec<usize>,
+    /// Steps (0-based) whose inputs all ran: the step said it was done.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub done: Vec<usize>,
     /// The learner's code that passed each check, as they typed it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub answers: Vec<Answer>,
@@ -66,6 +69,15 @@ impl Progress {
         self.step = step;
         let l = self.lessons.entry(id.to_string()).or_default();
         l.seen = l.seen.max(step + 1);
+    }
+
+    /// Note that step `step` of `id` is done: every input it offered ran.
+    pub fn finish(&mut self, id: &str, step: usize) {
+        let l = self.lessons.entry(id.to_string()).or_default();
+        if !l.done.contains(&step) {
+            l.done.push(step);
+            l.done.sort_unstable();
+        }
     }
 
     /// Note that the exercise of step `step` passed its check, with the learner's `answer`

@@ -2075,9 +2075,10 @@ impl Lowerer<'_, '_> {
             "cuda.threadfence_block" => return Ok(stmt("__threadfence_block()".into())),
             "cuda.threadfence_system" => return Ok(stmt("__threadfence_system()".into())),
             "cuda.activemask" => {
-                return Err(self
-                    .err(c.range, "`cuda.activemask()` is not in gridlab's simulator yet")
-                    .help("pass the full mask `0xffffffff` when the whole warp takes part"));
+                if !c.args.is_empty() {
+                    return Err(self.err(c.range, "`cuda.activemask()` takes no arguments"));
+                }
+                return Ok(CExpr::atom("__activemask()", Ty::Num(DType::U32), DType::U32, at));
             }
             "print" => return self.print(c, at),
             _ => {}

@@ -192,7 +192,12 @@ fn the_guided_mode_shows_steps_hints_and_solutions_and_keeps_progress() {
     assert!(out.contains("Sure? Trying first teaches more. `:solution yes` shows one."), "{out}");
     assert!(out.contains("A solution (it is in your editor"), "{out}");
 
-    // Solve it: the progress is saved, and `gridlab lessons` shows it.
+    // Step 1 was passed by with `:next`, not done.
+    let run = in_home(data.path(), &["lessons"], "");
+    let row = run.stdout.lines().find(|l| l.contains("Fill an array")).unwrap();
+    assert!(row.contains("0/2") && !row.contains('✓'), "{}", run.stdout);
+
+    // Solve step 2: the progress is saved, and `gridlab lessons` shows it.
     let run = in_home(data.path(), &["learn", "1"], &format!(":next\n{RIGHT_TWICE}:check\n"));
     assert_eq!(run.code, 0, "{}", run.stdout);
     // The verdict wraps at a word with a hanging indent.
@@ -211,7 +216,8 @@ fn the_guided_mode_shows_steps_hints_and_solutions_and_keeps_progress() {
     let run = in_home(data.path(), &["lessons"], "");
     assert_eq!(run.code, 0);
     let row = run.stdout.lines().find(|l| l.contains("Fill an array")).unwrap();
-    assert!(row.contains('✓') && row.contains("2/2") && row.contains("1/1"), "{}", run.stdout);
+    // The exercise's step is done; step 1, passed by with `:next`, is not, so the lesson is not.
+    assert!(!row.contains('✓') && row.contains("1/2") && row.contains("1/1"), "{}", run.stdout);
 
     let run = in_home(data.path(), &["lessons", "--reset"], "");
     assert!(run.stdout.starts_with("progress cleared"), "{}", run.stdout);

@@ -507,6 +507,12 @@ fn a_demo_teaches_an_exercise_by_its_starter_and_a_solution_then_pauses_at_the_l
     t.keys("\r");
     t.wait_for("End of the lesson: `:next` opens lesson 2");
     t.wait_for_last_line("sim lesson 1.2>");
+    // Said once: more Enters leave the screen as it is.
+    t.keys("\r");
+    t.keys("\r");
+    std::thread::sleep(Duration::from_millis(300));
+    t.pump();
+    assert_eq!(t.text().matches("End of the lesson:").count(), 1, "{}", t.text());
     assert!(!t.text().contains("Lesson 2 of 2"), "the demo ran into the next lesson:\n{}", t.text());
     // `:next` goes on when the presenter asks.
     t.keys(":next\r");

@@ -32,6 +32,7 @@ pub(crate) const BUILTIN_FUNCS: &[&str] = &[
     "__shfl_down_sync",
     "__shfl_xor_sync",
     "__ballot_sync",
+    "__activemask",
     "__any_sync",
     "__all_sync",
     "min",

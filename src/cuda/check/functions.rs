@@ -1562,6 +1562,13 @@ impl<'m> Fx<'m> {
                 Err(err(name_span, format!("`{name}` was removed in CUDA 9"))
                     .help(format!("use `{name}_sync(0xffffffff, ...)`")))
             }
+            "__activemask" => {
+                // The lanes of the warp running this line: a ballot of `true` over them.
+                self.arity(name, args, 0, 0, span, "__activemask()")?;
+                let mask = int_const(0xffff_ffff, Scalar::U32, span);
+                let pred = int_const(1, Scalar::Bool, span);
+                intr(Intrinsic::Ballot, vec![mask, pred], u32t)
+            }
             "__ballot_sync" | "__any_sync" | "__all_sync" => {
                 self.arity(name, args, 2, 2, span, &format!("{name}(0xffffffff, predicate)"))?;
                 let mask = self.number_arg(&args[0], Scalar::U32, name)?;
