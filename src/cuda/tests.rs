@@ -415,6 +415,18 @@ fn misspelt_names_suggest_names_in_scope() {
 }
 
 #[test]
+fn a_lost_define_is_answered_with_a_define_not_a_variable() {
+    // The starter's `#define SQ 256` was not typed again with the kernel.
+    let text = errors("__global__ void k(float *a) {\n    __shared__ float s[SQ];\n    s[0] = a[0];\n}");
+    assert!(text.contains("use of undeclared identifier `SQ`"), "{text}");
+    assert!(text.contains("`#define SQ 256`"), "{text}");
+    assert!(!text.contains("int SQ = 0"), "{text}");
+    // A lower-case name is still a variable to declare.
+    let text = errors("__global__ void k(float *a) { a[0] = total; }");
+    assert!(text.contains("declare it first, e.g. `int total = 0;`"), "{text}");
+}
+
+#[test]
 fn auto_takes_the_initialisers_type_and_constexpr_is_a_constant() {
     let m = module(
         "constexpr int N = 8;\n__global__ void k(float *a, unsigned u) { auto i = u * 2; auto x = a[0]; auto p = a; const auto c = N; p[i] = x + c; }",

@@ -167,8 +167,15 @@ impl<'m> Fx<'m> {
             }
             _ => {}
         }
+        // A name in capitals is a constant by C's habit: most often a `#define` line left out
+        // of the snippet (a starter's `#define SQ 256` not typed again).
+        let constant = name.chars().any(|c| c.is_ascii_uppercase())
+            && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
         match suggest::did_you_mean(name, self.names_in_scope()) {
             Some(h) => d.help(h),
+            None if constant => d.help(format!(
+                "`{name}` reads as a constant: define it above the kernel, e.g. `#define {name} 256` (a starter's `#define` lines are part of what you type again)"
+            )),
             None => d.help(format!("declare it first, e.g. `int {name} = 0;`")),
         }
     }
