@@ -415,6 +415,21 @@ fn misspelt_names_suggest_names_in_scope() {
 }
 
 #[test]
+fn a_pointer_has_no_length_and_says_how_to_pass_one() {
+    let text = errors("__global__ void k(float *out) { if (threadIdx.x < out.size) out[0] = 1; }");
+    assert!(text.contains("a pointer has no `.size` in CUDA C"), "{text}");
+    assert!(text.contains("`int n`"), "{text}");
+    let text = errors("__global__ void k(float *out) { if (threadIdx.x < len(out)) out[0] = 1; }");
+    assert!(text.contains("`len(...)` is Python's"), "{text}");
+    assert!(!text.contains("__device__"), "{text}");
+    let w = warnings("__global__ void k(float *out) { int n = sizeof(out) / sizeof(float); out[0] = n; }");
+    assert!(w.iter().any(|w| w.contains("`sizeof` of a pointer")), "{w:?}");
+    // The size of a value is still a size.
+    let w = warnings("__global__ void k(float *out) { out[0] = sizeof(out[0]); }");
+    assert!(!w.iter().any(|w| w.contains("sizeof")), "{w:?}");
+}
+
+#[test]
 fn a_lost_define_is_answered_with_a_define_not_a_variable() {
     // The starter's `#define SQ 256` was not typed again with the kernel.
     let text = errors("__global__ void k(float *a) {\n    __shared__ float s[SQ];\n    s[0] = a[0];\n}");

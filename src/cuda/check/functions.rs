@@ -34,6 +34,10 @@ pub(super) struct Fx<'m> {
 
 mod methods;
 
+/// How a kernel learns an array's length, for the errors that meet `a.size`, `len(a)` and
+/// `sizeof(a)` on a pointer.
+const POINTER_LENGTH: &str = "pass the length as a parameter, `int n`, and give it at the launch: `k<<<blocks, threads>>>(a, len(a))` (a Python kernel under `@cuda.jit` can use `a.size`)";
+
 /// The register variable a member access starts from (`v` in `v.a.x`), if it starts from one.
 fn member_root_local(e: &Expr) -> Option<LocalId> {
     match &e.kind {
@@ -925,6 +929,14 @@ impl<'m> Fx<'m> {
             }
             E::SizeofExpr(inner) => {
                 let v = self.expr(inner)?;
+                if matches!(v.ty, Type::Ptr { .. }) {
+                    // A C classic: the size of the pointer, 8, not of the array it points at.
+                    self.warnings.push(
+                        Diagnostic::warning("`sizeof` of a pointer is the pointer's size (8 bytes), not its array's")
+                            .at(span)
+                            .help(POINTER_LENGTH),
+                    );
+                }
                 mk(ExprKind::IntConst(v.ty.size()), Type::Scalar(Scalar::U64))
             }
         }
@@ -998,6 +1010,14 @@ impl<'m> Fx<'m> {
         let span = base.span.to(field_span);
         let Type::Struct(def) = &b.ty else {
             let (what, help) = match &b.ty {
+                // NumPy's `a.size` / `a.shape` on a kernel's array: a pointer knows no length.
+                Type::Ptr { .. } if matches!(field, "size" | "shape" | "length" | "len" | "count") => {
+                    return Err(err(
+                        span,
+                        format!("a pointer has no `.{field}` in CUDA C: it does not know how long its array is"),
+                    )
+                    .help(POINTER_LENGTH));
+                }
                 Type::Ptr { pointee, .. } if matches!(**pointee, Type::Struct(_)) => {
                     ("a pointer".to_string(), "use `->` to reach a member through a pointer: `p->x`".to_string())
                 }
@@ -1371,6 +1391,14 @@ impl<'m> Fx<'m> {
         }
         if let Some(e) = self.intrinsic(name, name_span, args, span)? {
             return Ok(e);
+        }
+        if matches!(name, "len" | "size") && args.len() == 1 {
+            return Err(err(
+                name_span,
+                format!("`{name}(...)` is Python's; CUDA C has no length of an array in a kernel"),
+            )
+            .label("not CUDA C")
+            .help(POINTER_LENGTH));
         }
         let mut candidates: Vec<&str> = self.m.funcs.keys().copied().collect();
         candidates.extend(BUILTIN_FUNCS);
