@@ -9,6 +9,7 @@
 //! launches in Numba's brackets (`k[blocks, threads](a)`), which the prompt takes for either
 //! language's kernels.
 
+use super::parse::split_top_level;
 use super::{Course, Exercise, Lang, Lesson, Part, Step};
 
 impl Course {
@@ -133,7 +134,7 @@ pub fn numba_launches(text: &str) -> String {
     while let Some(open) = rest.find("<<<") {
         let Some(close) = rest[open..].find(">>>").map(|c| open + c) else { break };
         let inner = &rest[open + 3..close];
-        let parts: Vec<String> = split_top(inner).into_iter().map(|p| dim(p.trim())).collect();
+        let parts: Vec<String> = split_top_level(inner).into_iter().map(|p| dim(p.trim())).collect();
         out.push_str(&rest[..open]);
         let config = match parts.as_slice() {
             [g, b] => format!("{g}, {b}"),
@@ -161,30 +162,11 @@ fn dim(text: &str) -> String {
         return text.to_string();
     };
     let Some(args) = args.strip_suffix(')') else { return text.to_string() };
-    let items = split_top(args);
+    let items = split_top_level(args);
     match items.as_slice() {
         [one] => one.trim().to_string(),
         many => format!("({})", many.iter().map(|s| s.trim()).collect::<Vec<_>>().join(", ")),
     }
-}
-
-/// Split at commas outside brackets.
-fn split_top(text: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&text[start..]);
-    parts
 }
 
 #[cfg(test)]

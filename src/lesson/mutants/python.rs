@@ -110,6 +110,25 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// The token ranges between `sep`s (`,`, `and`) outside brackets, in `from..=to`.
+    fn split(&self, from: usize, to: usize, sep: &str) -> Vec<(usize, usize)> {
+        let mut parts = Vec::new();
+        let (mut start, mut depth) = (from, 0i32);
+        for j in from..=to {
+            match self.toks[j].text {
+                "(" | "[" => depth += 1,
+                ")" | "]" => depth -= 1,
+                t if t == sep && depth == 0 => {
+                    parts.push((start, j.saturating_sub(1)));
+                    start = j + 1;
+                }
+                _ => {}
+            }
+        }
+        parts.push((start, to));
+        parts
+    }
+
     fn source_slice(&self, lo: usize, hi: usize) -> String {
         self.src[lo..hi].to_string()
     }
@@ -125,22 +144,8 @@ impl<'a> Gen<'a> {
             let (lo, hi) = (self.toks[i + 1].lo, self.toks[end].hi);
             self.edit(Op::NoGuard, lo, hi, "True");
             // Each side of a top-level `and`.
-            let mut start = i + 1;
-            let mut depth = 0i32;
-            let mut sides = Vec::new();
-            for j in i + 1..=end {
-                match self.toks[j].text {
-                    "(" | "[" => depth += 1,
-                    ")" | "]" => depth -= 1,
-                    "and" if depth == 0 => {
-                        sides.push((start, j - 1));
-                        start = j + 1;
-                    }
-                    _ => {}
-                }
-            }
-            if !sides.is_empty() {
-                sides.push((start, end));
+            let sides = self.split(i + 1, end, "and");
+            if sides.len() > 1 {
                 for (a, b) in sides {
                     if a <= b {
                         let (lo, hi) = (self.toks[a].lo, self.toks[b].hi);
@@ -246,21 +251,9 @@ impl<'a> Gen<'a> {
             }
             let args_end = self.expr_end(i + 2, &[]);
             let Some(end) = args_end else { continue };
-            // The end is the first argument when there is one, else the second.
-            let mut depth = 0i32;
-            let mut commas = Vec::new();
-            for j in i + 2..=end {
-                match self.toks[j].text {
-                    "(" | "[" => depth += 1,
-                    ")" | "]" => depth -= 1,
-                    "," if depth == 0 => commas.push(j),
-                    _ => {}
-                }
-            }
-            let (a, b) = match commas.as_slice() {
-                [] => (i + 2, end),
-                [c, ..] => (c + 1, commas.get(1).map_or(end, |d| d - 1)),
-            };
+            // The end is the only argument, or else the second.
+            let args = self.split(i + 2, end, ",");
+            let (a, b) = if args.len() == 1 { args[0] } else { args[1] };
             let depends = (a..=b).any(|j| self.toks[j].name && params.iter().any(|p| p == self.toks[j].text));
             if a <= b && depends {
                 let (lo, hi) = (self.toks[a].lo, self.toks[b].hi);
@@ -300,21 +293,7 @@ impl<'a> Gen<'a> {
             if !self.is(end + 1, ")") {
                 continue;
             }
-            let mut args = Vec::new();
-            let (mut start, mut depth) = (i + 6, 0i32);
-            for j in i + 6..=end {
-                match self.toks[j].text {
-                    "(" | "[" => depth += 1,
-                    ")" | "]" => depth -= 1,
-                    "," if depth == 0 => {
-                        args.push((start, j - 1));
-                        start = j + 1;
-                    }
-                    _ => {}
-                }
-            }
-            args.push((start, end));
-            if let [a, idx, v] = args.as_slice() {
+            if let [a, idx, v] = self.split(i + 6, end, ",").as_slice() {
                 let text = |(x, y): (usize, usize)| self.source_slice(self.toks[x].lo, self.toks[y].hi);
                 let with = format!("{}[{}] += {}", text(*a), text(*idx), text(*v));
                 self.edit(Op::OneWriter, self.toks[i].lo, self.toks[end + 1].hi, with);
