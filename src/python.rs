@@ -7,6 +7,7 @@
 //! checker, simulator, cost model, findings and GPU backend, with every message at the
 //! learner's Python line through the map. docs/python.md describes the subset and the rules.
 
+pub mod host;
 pub mod lower;
 pub mod parse;
 pub mod types;

@@ -15,6 +15,7 @@ mod backend;
 pub mod command;
 mod cost;
 mod extension;
+mod host_python;
 mod launch;
 mod pipeline;
 mod python;
@@ -422,6 +423,10 @@ impl Env for Session {
 
     fn max_alloc_bytes(&self) -> u64 {
         self.options.max_alloc.saturating_sub(self.total_buffer_bytes())
+    }
+
+    fn dims(&self, name: &str) -> Option<Vec<usize>> {
+        self.python.host_shape(name).map(<[usize]>::to_vec)
     }
 
     fn cancelled(&self) -> bool {

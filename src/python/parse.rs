@@ -114,6 +114,56 @@ pub fn starts_python(first_line: &str) -> bool {
         || t.starts_with("def ")
         || t.starts_with("import ")
         || (t.starts_with("from ") && t.contains(" import "))
+        || starts_compound(t)
+        || ["assert ", "del ", "global ", "raise "].iter().any(|w| t.starts_with(w))
+}
+
+/// A Python statement that is whole on its line (more while a bracket is open): an import,
+/// an `assert`, a `del`. Python's REPL runs it at once.
+pub fn is_simple_statement(t: &str) -> bool {
+    ["import ", "assert ", "del ", "global ", "raise "].iter().any(|w| t.starts_with(w))
+        || (t.starts_with("from ") && t.contains(" import "))
+}
+
+/// A Python compound statement's header (`for i in range(n):`, `if x > 0:`, `try:`,
+/// `class P:`), told apart from C's `for (...) {` and `if (x) y = 1;` by its colon.
+fn starts_compound(t: &str) -> bool {
+    let word: String = t.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    if !matches!(word.as_str(), "for" | "while" | "if" | "with" | "try" | "class" | "async") {
+        return false;
+    }
+    let rest = &t[word.len()..];
+    if !rest.starts_with([' ', '(', ':']) {
+        return false;
+    }
+    let code = t.split_once('#').map_or(t, |(c, _)| c).trim_end();
+    code.contains(':') && !code.contains('{') && !code.ends_with(';')
+}
+
+/// A line that continues the compound statement above it at the same indentation: `else:`,
+/// `elif x:`, `except ValueError:`, `finally:`.
+pub fn continues_compound(line: &str) -> bool {
+    let t = line.trim_start();
+    let word: String = t.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    matches!(word.as_str(), "else" | "elif" | "except" | "finally") && t[word.len()..].starts_with([' ', ':', '('])
+}
+
+/// Whether `text` is Python that parses.
+pub fn parses(text: &str) -> bool {
+    ast::Suite::parse(text, "<input>").is_ok()
+}
+
+/// Whether `text` parses as Python and holds host code: anything at its top level but
+/// imports, `@cuda.jit` functions and docstrings (a loop, a plain function, a print).
+pub fn is_host_code(text: &str) -> bool {
+    let Ok(suite) = ast::Suite::parse(text, "<input>") else { return false };
+    let imports = Imports::default();
+    suite.iter().any(|stmt| match stmt {
+        ast::Stmt::Import(_) | ast::Stmt::ImportFrom(_) => false,
+        ast::Stmt::FunctionDef(f) => !matches!(jit_options(f, &imports), Some(Ok(_))),
+        ast::Stmt::Expr(e) => !matches!(&*e.value, ast::Expr::Constant(_)),
+        _ => true,
+    })
 }
 
 /// A span in `source` from a RustPython range.

@@ -52,6 +52,74 @@ pub fn write_array<W: Write + ?Sized>(out: &mut W, name: &str, buf: &Buffer, opt
     write_unset_note(out, name, buf)
 }
 
+/// A buffer a Python program shaped in three dimensions, as numpy prints it: planes of rows,
+/// a blank line between planes.
+pub fn write_array_3d<W: Write + ?Sized>(
+    out: &mut W,
+    name: &str,
+    buf: &Buffer,
+    dims: [usize; 3],
+    opts: &ArrayStyle,
+) -> io::Result<()> {
+    let [planes, rows, cols] = dims;
+    let dtype = Some(buf.dtype());
+    let cell = |i: usize| if buf.is_unset(i) { "?".to_string() } else { element(buf.get(i), dtype) };
+    let (plane_pos, row_pos, col_pos) = (shown(planes), shown(rows), shown(cols));
+    let mut width = 0;
+    for p in plane_pos.iter().flatten() {
+        for r in row_pos.iter().flatten() {
+            for c in col_pos.iter().flatten() {
+                width = width.max(cell((p * rows + r) * cols + c).len());
+            }
+        }
+    }
+    let elem = buf.dtype().name();
+    let label = if opts.color { name.bold().to_string() } else { name.to_string() };
+    writeln!(out, "{label}: {elem}[{planes}, {rows}, {cols}]")?;
+    let style = super::Style { color: opts.color, theme: opts.theme, ..super::Style::plain() };
+    for (pk, p) in plane_pos.iter().enumerate() {
+        let last_plane = pk + 1 == plane_pos.len();
+        let Some(p) = p else {
+            writeln!(out, " ...")?;
+            writeln!(out)?;
+            continue;
+        };
+        for (rk, r) in row_pos.iter().enumerate() {
+            let open = match (pk, rk) {
+                (0, 0) => "[[[",
+                (_, 0) => " [[",
+                _ => "  [",
+            };
+            let Some(r) = r else {
+                writeln!(out, "  ...")?;
+                continue;
+            };
+            let items: Vec<String> = col_pos
+                .iter()
+                .map(|c| match c {
+                    Some(c) => {
+                        let i = (p * rows + r) * cols + c;
+                        let s = format!("{:>width$}", cell(i));
+                        let changed = opts.changed.as_ref().is_some_and(|ch| ch.get(i).copied().unwrap_or(false));
+                        if changed { style.changed(&s) } else { s }
+                    }
+                    None => "...".to_string(),
+                })
+                .collect();
+            let close = match (rk + 1 == row_pos.len(), last_plane) {
+                (true, true) => "]]]",
+                (true, false) => "]]",
+                _ => "]",
+            };
+            writeln!(out, "{open}{}{close}", items.join(" "))?;
+        }
+        if !last_plane {
+            writeln!(out)?;
+        }
+    }
+    write_unset_note(out, name, buf)
+}
+
 /// `? = never written ...` under a buffer that has unwritten elements.
 fn write_unset_note<W: Write + ?Sized>(out: &mut W, name: &str, buf: &Buffer) -> io::Result<()> {
     match buf.unset_count() {

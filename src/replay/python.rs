@@ -13,30 +13,17 @@
 //! no `# expect: KIND` comment on the launch's line acknowledges fails the program, as an
 //! unacknowledged finding fails a `.gridlab` script.
 
-use std::io::{self, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::io::{self, Write};
+use std::path::Path;
 
 use serde_json::{Value as Json, json};
 
 use super::runner::{Expect, Runner};
 use super::{ScriptResult, UsageError};
 use crate::dtype::DType;
+use crate::python::host::{self, Host};
 use crate::python::{ArgType, Global, types};
 use crate::session::{HostGlobal, Session, Status};
-
-/// The stand-in `numba` package and the host script, written to a temporary folder per run.
-const FILES: &[(&str, &str)] = &[
-    ("_gridlab.py", include_str!("../../assets/python/_gridlab.py")),
-    ("gridlab_host.py", include_str!("../../assets/python/gridlab_host.py")),
-    ("numba/__init__.py", include_str!("../../assets/python/numba/__init__.py")),
-    ("numba/types.py", include_str!("../../assets/python/numba/types.py")),
-    ("numba/cuda/__init__.py", include_str!("../../assets/python/numba/cuda/__init__.py")),
-    ("numba/cuda/random.py", include_str!("../../assets/python/numba/cuda/random.py")),
-];
-
-/// The largest message a program may send (its arrays' bytes included).
-const MAX_MESSAGE: u64 = 1 << 32;
 
 /// Whether `path` is a Python program.
 pub fn is_python(path: &Path) -> bool {
@@ -46,22 +33,10 @@ pub fn is_python(path: &Path) -> bool {
 /// Run the Python program at `path` in `session`, through `runner`'s transcript and tally.
 pub fn run_program(path: &Path, text: &str, runner: &mut Runner) -> Result<(), UsageError> {
     let name = path.display().to_string();
-    let dir = HostDir::create().map_err(UsageError::Output)?;
-    let python = std::env::var("GRIDLAB_PYTHON").unwrap_or_else(|_| "python3".to_string());
-    let child = Command::new(&python)
-        .arg("-u")
-        .arg(dir.path.join("gridlab_host.py"))
-        .arg(path)
-        .env("PYTHONPATH", &dir.path)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONIOENCODING", "utf-8")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match child {
+    let mut child = match Host::start("gridlab_host.py", &[path.as_os_str()]) {
         Ok(c) => c,
         Err(e) => {
+            let python = host::interpreter();
             let msg = format!(
                 "{name} is a Python program: gridlab runs its host code with Python 3 and numpy, and could not start `{python}` ({e}); install Python 3 and `pip install numpy` (or set GRIDLAB_PYTHON to the interpreter)"
             );
@@ -71,18 +46,12 @@ pub fn run_program(path: &Path, text: &str, runner: &mut Runner) -> Result<(), U
     };
     let lines: Vec<&str> = text.lines().collect();
     let result = converse(&mut child, &name, &lines, runner);
-    let _ = child.kill();
-    let status = child.wait();
-    let mut stderr = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut stderr);
-    }
+    let code = child.stop();
+    let stderr = child.stderr();
     match result {
         Ok(true) => {}
         Ok(false) => {
             // The interpreter ended without saying it was done: it crashed or was killed.
-            let code =
-                status.ok().and_then(|s| s.code()).map_or("a signal".to_string(), |c| format!("exit status {c}"));
             let mut msg = format!("{name}: Python stopped before the program finished ({code})");
             if !stderr.trim().is_empty() {
                 msg.push_str(&format!(":\n{}", stderr.trim_end()));
@@ -108,11 +77,9 @@ fn report_error(runner: &mut Runner, msg: &str) {
 }
 
 /// Answer the program's messages until it is done. `Ok(false)` when it ended without `done`.
-fn converse(child: &mut Child, name: &str, lines: &[&str], runner: &mut Runner) -> io::Result<bool> {
-    let mut to = child.stdin.take().ok_or_else(|| io::Error::other("no pipe to Python"))?;
-    let mut from = BufReader::new(child.stdout.take().ok_or_else(|| io::Error::other("no pipe from Python"))?);
+fn converse(child: &mut Host, name: &str, lines: &[&str], runner: &mut Runner) -> io::Result<bool> {
     loop {
-        let Some((header, payload)) = receive(&mut from)? else { return Ok(false) };
+        let Some((header, payload)) = child.receive()? else { return Ok(false) };
         let op = header["op"].as_str().unwrap_or("");
         match op {
             "out" => {
@@ -122,8 +89,8 @@ fn converse(child: &mut Child, name: &str, lines: &[&str], runner: &mut Runner) 
                     runner.out().write_all(text.as_bytes())?;
                 }
             }
-            "define" => define(&header, name, runner, &mut to)?,
-            "launch" => launch(&header, &payload, name, lines, runner, &mut to)?,
+            "define" => define(&header, name, runner, child)?,
+            "launch" => launch(&header, &payload, name, lines, runner, child)?,
             "assert" => {
                 let line = header["line"].as_u64().unwrap_or(0);
                 let source = header["source"].as_str().unwrap_or("").trim();
@@ -171,7 +138,7 @@ fn converse(child: &mut Child, name: &str, lines: &[&str], runner: &mut Runner) 
     }
 }
 
-fn define(header: &Json, name: &str, runner: &mut Runner, to: &mut ChildStdin) -> io::Result<()> {
+fn define(header: &Json, name: &str, runner: &mut Runner, to: &mut Host) -> io::Result<()> {
     let source = header["source"].as_str().unwrap_or("");
     let line = header["line"].as_u64().unwrap_or(1) as u32;
     let file = header["file"].as_str().map_or(name.to_string(), |f| display_path(f, name));
@@ -219,7 +186,7 @@ fn define(header: &Json, name: &str, runner: &mut Runner, to: &mut ChildStdin) -
     if status == Status::Error {
         runner.out().write_all(&buf)?;
         runner.fail(None, false, crate::render::text::strip_ansi(&buf));
-        return send(to, &json!({"ok": false, "error": "gridlab refused the kernel (see above)"}), &[]);
+        return to.send(&json!({"ok": false, "error": "gridlab refused the kernel (see above)"}), &[]);
     }
     // Warnings (a variable unified from int and float) are worth seeing; the "defined" lines
     // are not, in a program's output.
@@ -227,7 +194,7 @@ fn define(header: &Json, name: &str, runner: &mut Runner, to: &mut ChildStdin) -
     if text.contains("warning") {
         runner.out().write_all(&buf)?;
     }
-    send(to, &json!({"ok": true}), &[])
+    to.send(&json!({"ok": true}), &[])
 }
 
 /// The path as the learner named it when the program is theirs.
@@ -242,7 +209,7 @@ fn launch(
     name: &str,
     lines: &[&str],
     runner: &mut Runner,
-    to: &mut ChildStdin,
+    to: &mut Host,
 ) -> io::Result<()> {
     let kernel = header["kernel"].as_str().unwrap_or("");
     let line = header["line"].as_u64().unwrap_or(1) as u32;
@@ -326,7 +293,7 @@ fn launch(
     }
     let (session, _) = runner.parts();
     if status == Status::Error {
-        return send(to, &json!({"ok": false, "error": "the launch did not run (see above)"}), &[]);
+        return to.send(&json!({"ok": false, "error": "the launch did not run (see above)"}), &[]);
     }
     // Every array comes back, in the order it was sent: the buffers were made from them above.
     let mut back = Vec::new();
@@ -337,74 +304,12 @@ fn launch(
         }
     }
     let ms = session.last_kernel_ms().unwrap_or(0.0);
-    send(to, &json!({"ok": true, "time_ms": ms}), &back)
+    to.send(&json!({"ok": true, "time_ms": ms}), &back)
 }
 
-fn refuse(to: &mut ChildStdin, runner: &mut Runner, msg: &str) -> io::Result<()> {
+fn refuse(to: &mut Host, runner: &mut Runner, msg: &str) -> io::Result<()> {
     report_error(runner, msg);
-    send(to, &json!({"ok": false, "error": msg}), &[])
-}
-
-fn receive(from: &mut BufReader<ChildStdout>) -> io::Result<Option<(Json, Vec<u8>)>> {
-    let mut len = [0u8; 8];
-    match from.read_exact(&mut len) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e),
-    }
-    let n = u64::from_le_bytes(len);
-    if n > MAX_MESSAGE {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "a message from Python larger than gridlab takes"));
-    }
-    let mut head = vec![0u8; n as usize];
-    from.read_exact(&mut head)?;
-    let header: Json = serde_json::from_slice(&head).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-    let size = header["payload"].as_u64().unwrap_or(0);
-    if size > MAX_MESSAGE {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "arrays larger than gridlab takes from Python"));
-    }
-    let mut payload = vec![0u8; size as usize];
-    from.read_exact(&mut payload)?;
-    Ok(Some((header, payload)))
-}
-
-fn send(to: &mut ChildStdin, header: &Json, payload: &[u8]) -> io::Result<()> {
-    let mut header = header.clone();
-    header["payload"] = json!(payload.len());
-    let head = serde_json::to_vec(&header).map_err(io::Error::other)?;
-    to.write_all(&(head.len() as u64).to_le_bytes())?;
-    to.write_all(&head)?;
-    to.write_all(payload)?;
-    to.flush()
-}
-
-/// A temporary folder holding the stand-in `numba` and the host script, removed when dropped.
-struct HostDir {
-    path: PathBuf,
-}
-
-impl HostDir {
-    fn create() -> io::Result<HostDir> {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("gridlab-python-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        for (file, text) in FILES {
-            let p = path.join(file);
-            if let Some(parent) = p.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            std::fs::write(p, text)?;
-        }
-        Ok(HostDir { path })
-    }
-}
-
-impl Drop for HostDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
+    to.send(&json!({"ok": false, "error": msg}), &[])
 }
 
 /// Run a Python program in a fresh session (what `replay` does with a `.py`).

@@ -46,6 +46,11 @@ pub trait Env {
     fn module_variable(&self, _name: &str) -> Option<&'static str> {
         None
     }
+    /// The dimensions of buffer `name` where its own shape cannot say them: a Python
+    /// program's three-dimensional array. Optional.
+    fn dims(&self, _name: &str) -> Option<Vec<usize>> {
+        None
+    }
     /// Whether the learner asked to stop (Ctrl-C): a long statement checks now and then.
     fn cancelled(&self) -> bool {
         false
@@ -1590,7 +1595,12 @@ impl<'a> Cx<'a> {
                 self.charge(e, (r * c) as u64 * element_bytes)?;
                 V::Arr(gather(src, &flat, Shape::D2(r, c)))
             }
-            _ => unreachable!("at most two dimensions"),
+            _ => {
+                self.left.set(self.left.get() + held);
+                return Err(Diagnostic::error("this selects three dimensions; statements show at most two")
+                    .at(e.span)
+                    .help(format!("fix one index (`{}[0]`), or show the whole array by its name", self.text(target))));
+            }
         };
         // The positions are gone.
         self.left.set(self.left.get() + held);
@@ -1656,9 +1666,11 @@ impl<'a> Cx<'a> {
             self.release(&V::Arr(m));
             return Ok((idx, vec![n]));
         }
-        let dims: Vec<usize> = match shape {
-            Shape::D1(n) => vec![n],
-            Shape::D2(r, c) => vec![r, c],
+        let dims: Vec<usize> = match (self.env.dims(name), shape) {
+            // A Python program's three-dimensional array: its buffer is flat.
+            (Some(d), Shape::D1(n)) if d.len() == 3 && d.iter().product::<usize>() == n => d,
+            (_, Shape::D1(n)) => vec![n],
+            (_, Shape::D2(r, c)) => vec![r, c],
         };
         if indices.len() > dims.len() {
             return Err(Diagnostic::error(format!(
@@ -1683,6 +1695,7 @@ impl<'a> Cx<'a> {
                     let i = self.int_arg(ie, "an index")?;
                     let what = match (dims.len(), d) {
                         (1, _) => "index",
+                        (3, _) => ["first index", "second index", "third index"][d],
                         (_, 0) => "row index",
                         _ => "column index",
                     };
@@ -1696,7 +1709,8 @@ impl<'a> Cx<'a> {
                         let unit = match what {
                             "index" => format!("length {len}"),
                             "row index" => format!("{len} rows"),
-                            _ => format!("{len} columns"),
+                            "column index" => format!("{len} columns"),
+                            _ => format!("{len} along that dimension"),
                         };
                         return Err(Diagnostic::error(format!(
                             "{what} {i} is out of range for `{name}` ({unit}, {valid})"
@@ -1722,15 +1736,12 @@ impl<'a> Cx<'a> {
                 }
             }
         }
-        let cols = dims.get(1).copied().unwrap_or(1);
         hold(per_dim.iter().map(|(p, _)| p.len()).product())?;
-        let mut flat = Vec::new();
-        if per_dim.len() == 1 {
-            flat.clone_from(&per_dim[0].0);
-        } else {
-            for &r in &per_dim[0].0 {
-                flat.extend(per_dim[1].0.iter().map(|&c| r * cols + c));
-            }
+        // Row-major: each position along a dimension stands for `stride` flat elements.
+        let mut flat = vec![0usize];
+        for (d, (positions, _)) in per_dim.iter().enumerate() {
+            let stride: usize = dims[d + 1..].iter().product();
+            flat = flat.iter().flat_map(|&base| positions.iter().map(move |&p| base + p * stride)).collect();
         }
         let kept: Vec<usize> = per_dim.iter().filter(|(_, k)| *k).map(|(p, _)| p.len()).collect();
         Ok((flat, kept))

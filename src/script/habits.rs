@@ -371,6 +371,12 @@ fn address_of_in_launch(source: SourceId, text: &str) -> Option<Diagnostic> {
 /// A value written with NumPy's or Numba's names in gridlab's words, for the message that asks
 /// for `let`: `np.arange(10, dtype=np.float32)` is `arange(10, f32)`, `cuda.to_device(a)` is
 /// `copy(a)` (a device copy that kernels change while `a` stays). `None` when nothing changes.
+/// Whether `text` is host code gridlab answers with a habit's message (`cudaMemcpy(...)`,
+/// `printf(...)`): that message is the one to show, even where the text is also Python.
+pub fn is_habit(source: SourceId, text: &str) -> bool {
+    matches!(host_statement(source, text), Some(Err(_)))
+}
+
 pub fn plain_value(text: &str) -> Option<String> {
     let (prefix, rest) = text.split_once('.')?;
     let (func, args) = rest.split_once('(')?;

@@ -311,8 +311,10 @@ pub struct Pending {
     /// Python: an indented line (a function's body) was seen, and the last line was blank.
     py_body: bool,
     py_blank: bool,
-    /// Python whose first line is an `import`.
+    /// Python whose first line is a simple statement (`import`, `assert`): one line.
     py_import: bool,
+    /// Python whose first line holds its own body (`for i in range(3): print(i)`).
+    py_inline: bool,
     bytes: usize,
     lines: usize,
 }
@@ -326,7 +328,9 @@ impl Pending {
         if self.first.is_none() {
             self.first = kind;
             let t = line.trim_start();
-            self.py_import = kind == Some(InputKind::Python) && (t.starts_with("import ") || t.starts_with("from "));
+            self.py_import = kind == Some(InputKind::Python) && crate::python::parse::is_simple_statement(t);
+            let code = t.split_once('#').map_or(t, |(c, _)| c).trim_end();
+            self.py_inline = kind == Some(InputKind::Python) && !t.starts_with('@') && !code.ends_with(':');
         }
         if kind == Some(InputKind::Cuda) && !is_preprocessor(line) {
             self.body_started = true;
@@ -353,7 +357,9 @@ impl Pending {
             Some(InputKind::Statement) => self.statement.open.is_empty(),
             // As in Python's REPL: an import is one line; a function ends at a blank line.
             Some(InputKind::Python) if self.py_import => self.statement.open.is_empty(),
-            Some(InputKind::Python) => self.py_body && self.py_blank && self.statement.open.is_empty(),
+            Some(InputKind::Python) => {
+                (self.py_body || self.py_inline) && self.py_blank && self.statement.open.is_empty()
+            }
         }
     }
 
@@ -451,7 +457,7 @@ pub fn split_inputs(text: &str) -> Result<Vec<Input>, Box<SplitError>> {
                 pending = None;
                 let start = i;
                 let t = line.trim_start();
-                if t.starts_with("import ") || t.starts_with("from ") {
+                if crate::python::parse::is_simple_statement(t) {
                     // One line, or more while a bracket is open: `from numba import (cuda,\n float32)`.
                     let mut s = Scan::default();
                     loop {
@@ -474,7 +480,10 @@ pub fn split_inputs(text: &str) -> Result<Vec<Input>, Box<SplitError>> {
                             continue;
                         }
                         let header = text[lines[last].0..lines[last].1].trim_start().starts_with('@');
-                        if l.starts_with([' ', '\t']) || (header && (t.starts_with('@') || t.starts_with("def "))) {
+                        if l.starts_with([' ', '\t'])
+                            || (header && (t.starts_with('@') || t.starts_with("def ")))
+                            || crate::python::parse::continues_compound(l)
+                        {
                             last = j;
                             j += 1;
                             continue;

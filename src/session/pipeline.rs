@@ -214,7 +214,7 @@ impl Session {
         let status = match input.kind {
             InputKind::Cuda => self.define(id, out)?,
             InputKind::Command => command::run(self, &input.text, out)?,
-            InputKind::Statement => self.statement(id, out)?,
+            InputKind::Statement => self.statement_or_host(id, out)?,
             InputKind::Python => self.define_python(id, out)?,
         };
         if status != Status::Error && input.kind != InputKind::Command {
@@ -490,6 +490,13 @@ impl Session {
             && let Some(buf) = self.buffer(name)
         {
             let changed = self.changed_mask(name);
+            // Three dimensions live in the shape a Python program gave the array.
+            if let Some(&[p, r, c]) = self.python.host_shape(name)
+                && p * r * c == buf.len()
+            {
+                render::array::write_array_3d(out, name, buf, [p, r, c], &style.array(changed))?;
+                return Ok(Status::Ok);
+            }
             render::array::write_array(out, name, buf, &style.array(changed))?;
             return Ok(Status::Ok);
         }

@@ -35,6 +35,10 @@ pub(crate) struct PythonKernels {
     /// The argument types the next launch's scalars have (a host program's `np.float32(2)`),
     /// where its statement text cannot say them.
     next_types: Option<Vec<Option<ArgType>>>,
+    /// The interpreter that runs host Python typed at the prompt (`host_python.rs`).
+    pub(super) host: super::host_python::HostSlot,
+    /// The `import` lines typed at the prompt, which host Python inputs see too.
+    pub(super) import_lines: Vec<String>,
 }
 
 /// A module-level name a host program's kernel reads.
@@ -65,6 +69,11 @@ impl PythonKernels {
     /// The CUDA C a kernel was last lowered to.
     pub(crate) fn instance(&self, name: &str) -> Option<&Instance> {
         self.instances.iter().find(|(i, _)| i.kernel == name).map(|(i, _)| i)
+    }
+
+    /// The shape a host program gave array `name`, where its buffer's own cannot say it.
+    pub(crate) fn host_shape(&self, name: &str) -> Option<&[usize]> {
+        self.host_shapes.iter().find(|(n, _)| n == name).map(|(_, s)| s.as_slice())
     }
 
     pub(crate) fn clear(&mut self) {
@@ -145,6 +154,10 @@ impl Session {
     /// Python text: keep its `@cuda.jit` functions and imports; report what it cannot be.
     pub(super) fn define_python(&mut self, id: SourceId, out: &mut dyn Write) -> io::Result<Status> {
         let text = self.text(id);
+        // Host code (a loop, a plain function, a print): the session's Python runs it.
+        if python::parse::is_host_code(&text) {
+            return self.host_python(id, None, false, out);
+        }
         let snippet = match python::read_snippet(id, &text) {
             Ok(s) => s,
             Err(diags) => {
@@ -155,6 +168,11 @@ impl Session {
             }
         };
         self.python.imports.merge(&snippet.imports);
+        for line in text.lines().filter(|l| l.starts_with("import ") || l.starts_with("from ")) {
+            if !self.python.import_lines.iter().any(|l2| l2 == line) {
+                self.python.import_lines.push(line.to_string());
+            }
+        }
         let mut status = Status::Ok;
         for f in snippet.functions {
             let replaced = self.python.functions.iter().any(|g| g.name == f.name);

@@ -120,3 +120,74 @@ fn the_corpus_of_numba_programs_replays_on_the_simulator() {
     let run = gridlab().args(["replay", "tests/python", "--backend", "sim", "--quiet"]).run();
     assert_eq!(run.code, 0, "{}", run.stdout);
 }
+
+/// Run `script` as a `.gridlab` script in a temporary folder.
+fn replay_text(script: &str, python: Option<&str>) -> super::harness::Run {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.gridlab");
+    std::fs::write(&path, script).unwrap();
+    let mut g = gridlab().args(["replay", path.to_str().unwrap(), "--backend", "sim", "--lang", "python"]);
+    if let Some(p) = python {
+        g = g.env("GRIDLAB_PYTHON", p);
+    }
+    g.run()
+}
+
+#[test]
+fn host_python_at_the_prompt_shares_the_workspace_with_statements_and_launches() {
+    if !have_numpy() {
+        return;
+    }
+    let run = gridlab().args(["replay", "tests/python/20-host-python-at-the-prompt.gridlab", "--backend", "sim"]).run();
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    // The launches in a Python loop run through gridlab, each reported.
+    assert_eq!(run.stdout.matches("add_half[1, 8]: 1 x 8 = 8 threads on sim").count(), 6, "{}", run.stdout);
+    assert!(run.stdout.contains("after three launches: [1.5 1.5 1.5 1.5 1.5 1.5 1.5 1.5]"), "{}", run.stdout);
+}
+
+#[test]
+fn a_failed_assert_at_the_prompt_is_a_failed_expectation_and_an_exception_an_error_at_its_line() {
+    if !have_numpy() {
+        return;
+    }
+    let run = replay_text(
+        "a = np.arange(4, dtype=np.float32)\nassert a.sum() == 7, 'it is 6'\nfor i in range(2):\n    print(a[i] / missing)\n\nprint('still here')\n",
+        None,
+    );
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("expect failed: ")
+            && run.stdout.contains("host.gridlab:2: `assert a.sum() == 7, 'it is 6'` did not hold: it is 6"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("error: NameError: name 'missing' is not defined"), "{}", run.stdout);
+    assert!(run.stdout.contains("host.gridlab:4:"), "the error points at the loop's body line:\n{}", run.stdout);
+    assert!(run.stdout.contains("still here"), "a failed input does not end the session:\n{}", run.stdout);
+    assert!(run.stdout.contains("1 expect(s) failed, 1 error(s)"), "{}", run.stdout);
+}
+
+#[test]
+fn host_python_without_python_says_what_to_install_and_statements_still_work() {
+    let run = replay_text(
+        "a = np.zeros(4, np.float32)\nsquares = [x * x for x in range(4)]\na[1] = 2\nexpect a[1] == 2\n",
+        Some("/nonexistent/python3"),
+    );
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("this is host Python, and gridlab has no Python to run it"), "{}", run.stdout);
+    assert!(run.stdout.contains("python3 -m pip install numpy"), "{}", run.stdout);
+    assert!(run.stdout.contains("1 error(s)"), "only the comprehension fails:\n{}", run.stdout);
+}
+
+#[test]
+fn a_python_block_typed_at_the_prompt_ends_at_a_blank_line_and_runs() {
+    if !have_numpy() {
+        return;
+    }
+    let run = gridlab()
+        .args(["--backend", "sim", "--lang", "python", "--no-lesson"])
+        .stdin("total = 0\nfor v in range(5):\n    total += v\n\nif total > 5:\n    print('big', total)\nelse:\n    print('small')\n\nexpect total == 10\n")
+        .run();
+    assert!(run.stdout.contains("big 10"), "{}", run.stdout);
+    assert!(!run.stdout.contains("error"), "{}", run.stdout);
+}
