@@ -387,6 +387,9 @@ pub enum UnaryOp {
     Clz,
     Ffs,
     Brev,
+    /// `__float_as_int`, `__int_as_float`, `__double_as_longlong` ...: the operand's bits read
+    /// as the given type, of the same width.
+    Bits(Scalar),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

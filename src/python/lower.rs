@@ -192,6 +192,10 @@ enum Helper {
     IPow,
     Round,
     LaneId,
+    AtomicMaxF32,
+    AtomicMinF32,
+    AtomicMaxF64,
+    AtomicMinF64,
     // numba.cuda.random, in dependency order (the set writes them in this order).
     XoroNext,
     XoroUniformF32,
@@ -208,6 +212,10 @@ fn helper_name(h: Helper) -> &'static str {
         Helper::IPow => "py_ipow",
         Helper::Round => "py_round",
         Helper::LaneId => "py_laneid",
+        Helper::AtomicMaxF32 => "py_atomic_max_f32",
+        Helper::AtomicMinF32 => "py_atomic_min_f32",
+        Helper::AtomicMaxF64 => "py_atomic_max_f64",
+        Helper::AtomicMinF64 => "py_atomic_min_f64",
         Helper::XoroNext => "py_xoroshiro128p_next",
         Helper::XoroUniformF32 => "py_xoroshiro128p_uniform_float32",
         Helper::XoroUniformF64 => "py_xoroshiro128p_uniform_float64",
@@ -247,6 +255,18 @@ fn helper_text(h: &Helper) -> &'static str {
         }
         Helper::XoroNormalF64 => {
             "__device__ double py_xoroshiro128p_normal_float64(unsigned long long *states, long long i) {\n    double u1 = py_xoroshiro128p_uniform_float64(states, i);\n    double u2 = py_xoroshiro128p_uniform_float64(states, i);\n    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);\n}\n"
+        }
+        Helper::AtomicMaxF32 => {
+            "// cuda.atomic.max on float32, as Numba does it: compare-and-swap on the float's bits.\n__device__ float py_atomic_max_f32(float *address, float value) {\n    int *bits = (int *)address;\n    int old = atomicOr(bits, 0);\n    while (__int_as_float(old) < value) {\n        int assumed = old;\n        old = atomicCAS(bits, assumed, __float_as_int(value));\n        if (old == assumed) break;\n    }\n    return __int_as_float(old);\n}\n"
+        }
+        Helper::AtomicMinF32 => {
+            "// cuda.atomic.min on float32, as Numba does it: compare-and-swap on the float's bits.\n__device__ float py_atomic_min_f32(float *address, float value) {\n    int *bits = (int *)address;\n    int old = atomicOr(bits, 0);\n    while (__int_as_float(old) > value) {\n        int assumed = old;\n        old = atomicCAS(bits, assumed, __float_as_int(value));\n        if (old == assumed) break;\n    }\n    return __int_as_float(old);\n}\n"
+        }
+        Helper::AtomicMaxF64 => {
+            "// cuda.atomic.max on float64, as Numba does it: compare-and-swap on the double's bits.\n__device__ double py_atomic_max_f64(double *address, double value) {\n    unsigned long long *bits = (unsigned long long *)address;\n    unsigned long long old = atomicOr(bits, 0ULL);\n    while (__longlong_as_double((long long)old) < value) {\n        unsigned long long assumed = old;\n        old = atomicCAS(bits, assumed, (unsigned long long)__double_as_longlong(value));\n        if (old == assumed) break;\n    }\n    return __longlong_as_double((long long)old);\n}\n"
+        }
+        Helper::AtomicMinF64 => {
+            "// cuda.atomic.min on float64, as Numba does it: compare-and-swap on the double's bits.\n__device__ double py_atomic_min_f64(double *address, double value) {\n    unsigned long long *bits = (unsigned long long *)address;\n    unsigned long long old = atomicOr(bits, 0ULL);\n    while (__longlong_as_double((long long)old) > value) {\n        unsigned long long assumed = old;\n        old = atomicCAS(bits, assumed, (unsigned long long)__double_as_longlong(value));\n        if (old == assumed) break;\n    }\n    return __longlong_as_double((long long)old);\n}\n"
         }
         Helper::LaneId => {
             "// cuda.laneid: the thread's lane in its warp.\n__device__ int py_laneid() {\n    return ((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) % 32;\n}\n"
@@ -2342,10 +2362,22 @@ impl Lowerer<'_, '_> {
                 .err(c.range, format!("`cuda.atomic.{op}` takes an integer array, not {}", numba_name(dtype)))
                 .help("use an integer array (`np.int32`, `np.uint32`, `np.int64`)"));
         }
-        if dtype.is_float() && matches!(op, "max" | "min") {
-            return Err(self
-                .err(c.range, format!("`cuda.atomic.{op}` on {} is not in gridlab yet", numba_name(dtype)))
-                .help("reduce in shared memory and let one thread write the result, or keep the values as integers"));
+        // CUDA C has no float atomicMax/atomicMin: a helper loops on atomicCAS, as Numba does.
+        let float_helper = match (dtype, op) {
+            (DType::F32, "max") => Some(Helper::AtomicMaxF32),
+            (DType::F32, "min") => Some(Helper::AtomicMinF32),
+            (DType::F64, "max") => Some(Helper::AtomicMaxF64),
+            (DType::F64, "min") => Some(Helper::AtomicMinF64),
+            _ => None,
+        };
+        if let Some(h) = float_helper {
+            self.module.helpers.insert(h);
+            let mut parts = vec![(format!("{}(&", helper_name(h)), Some(place))];
+            for v in vals {
+                parts.push((", ".into(), Some(v.cast(dtype))));
+            }
+            parts.push((")".into(), None));
+            return Ok(join(parts, Ty::Num(dtype), dtype, 100, at));
         }
         // Float subtraction is an atomic add of the negated value, as Numba lowers it.
         let (cname, vals) = if dtype.is_float() && op == "sub" {

@@ -190,14 +190,20 @@ fn numba_names_in_a_cuda_c_kernel_get_the_c_spelling() {
 }
 
 #[test]
-fn float_atomic_sub_is_an_add_of_the_negation_and_float_max_says_it_is_not_there_yet() {
+fn float_atomic_sub_is_an_add_of_the_negation_and_float_max_min_loop_on_compare_and_swap() {
     let src = "@cuda.jit\ndef k(a, v):\n    cuda.atomic.sub(a, 0, v[0])\n";
     let inst = lower_src(src, &[f32_1d(), f32_1d()]).unwrap();
     assert!(inst.text.contains("atomicAdd(&a[0], -v[0])"), "{}", inst.text);
     compiles(&inst.text);
-    let src = "@cuda.jit\ndef k(a, v):\n    cuda.atomic.max(a, 0, v[0])\n";
-    let err = lower_src(src, &[f32_1d(), f32_1d()]).unwrap_err();
-    assert!(err[0].message.contains("`cuda.atomic.max` on float32 is not in gridlab yet"), "{:?}", err[0]);
+    let src = "@cuda.jit\ndef k(a, v):\n    cuda.atomic.max(a, 0, v[0])\n    cuda.atomic.min(a, 1, v[0])\n";
+    let inst = lower_src(src, &[f32_1d(), f32_1d()]).unwrap();
+    assert!(inst.text.contains("py_atomic_max_f32(&a[0], v[0])"), "{}", inst.text);
+    assert!(inst.text.contains("atomicCAS(bits, assumed, __float_as_int(value))"), "{}", inst.text);
+    compiles(&inst.text);
+    let f64_1d = ArgType::Array { dtype: DType::F64, ndim: 1 };
+    let inst = lower_src(src, &[f64_1d.clone(), f64_1d]).unwrap();
+    assert!(inst.text.contains("py_atomic_min_f64(&a[1], v[0])"), "{}", inst.text);
+    compiles(&inst.text);
     let ints = ArgType::Array { dtype: DType::I32, ndim: 1 };
     assert!(lower_src(src, &[ints.clone(), ints]).is_ok());
 }

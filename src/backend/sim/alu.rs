@@ -133,6 +133,10 @@ pub fn un(op: UnaryOp, ty: Scalar, a: u64) -> u64 {
         (UnaryOp::Ffs, _) => (a as u32).trailing_zeros() as u64 + 1,
         (UnaryOp::Brev, Scalar::U64 | Scalar::I64) => a.reverse_bits(),
         (UnaryOp::Brev, _) => (a as u32).reverse_bits() as u64,
+        // Registers hold 32-bit floats and unsigned ints zero-extended, signed ints sign-extended.
+        (UnaryOp::Bits(Scalar::F32 | Scalar::U32), _) => a as u32 as u64,
+        (UnaryOp::Bits(Scalar::I32), _) => a as u32 as i32 as i64 as u64,
+        (UnaryOp::Bits(_), _) => a,
     }
 }
 
@@ -310,6 +314,13 @@ mod tests {
         assert_eq!(un(UnaryOp::Neg, Scalar::U32, 1), 0xffff_ffff);
         assert_eq!(un(UnaryOp::Popc, Scalar::U32, 0xf0f0), 8);
         assert_eq!(un(UnaryOp::Popc, Scalar::U64, u64::MAX), 64);
+        // Bit casts keep the bits and the register conventions: -2.0f is 0xc0000000, which
+        // as an int is negative (sign-extended), as an unsigned int is not.
+        let minus_two = (-2.0f32).to_bits() as u64;
+        assert_eq!(un(UnaryOp::Bits(Scalar::I32), Scalar::F32, minus_two), -1073741824i64 as u64);
+        assert_eq!(un(UnaryOp::Bits(Scalar::U32), Scalar::F32, minus_two), 0xc000_0000);
+        assert_eq!(un(UnaryOp::Bits(Scalar::F32), Scalar::I32, -1073741824i64 as u64), minus_two);
+        assert_eq!(un(UnaryOp::Bits(Scalar::F64), Scalar::I64, 2.0f64.to_bits()), 2.0f64.to_bits());
         assert_eq!(un(UnaryOp::Clz, Scalar::U32, 1), 31);
         assert_eq!(un(UnaryOp::Clz, Scalar::U32, 0), 32);
         assert_eq!(un(UnaryOp::Ffs, Scalar::U32, 0), 0);

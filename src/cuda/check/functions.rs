@@ -1550,6 +1550,31 @@ impl<'m> Fx<'m> {
                 let e = Expr { kind: ExprKind::Unary { op, operand: Box::new(v) }, ty: Type::Scalar(width), span };
                 Ok(Some(if op == UnaryOp::Brev { e } else { scalar_cast(e, Scalar::I32) }))
             }
+            // Reinterpreting bits (a float's bits as an int, for an atomic max by
+            // compare-and-swap, a radix sort's keys): same width, no conversion.
+            "__float_as_int"
+            | "__float_as_uint"
+            | "__int_as_float"
+            | "__uint_as_float"
+            | "__double_as_longlong"
+            | "__longlong_as_double" => {
+                self.arity(name, args, 1, 1, span, &format!("{name}(x)"))?;
+                let (from, to) = match name {
+                    "__float_as_int" => (Scalar::F32, Scalar::I32),
+                    "__float_as_uint" => (Scalar::F32, Scalar::U32),
+                    "__int_as_float" => (Scalar::I32, Scalar::F32),
+                    "__uint_as_float" => (Scalar::U32, Scalar::F32),
+                    "__double_as_longlong" => (Scalar::F64, Scalar::I64),
+                    _ => (Scalar::I64, Scalar::F64),
+                };
+                let v = self.number_arg(&args[0], from, name)?;
+                let e = Expr {
+                    kind: ExprKind::Unary { op: UnaryOp::Bits(to), operand: Box::new(v) },
+                    ty: Type::Scalar(to),
+                    span,
+                };
+                Ok(Some(e))
+            }
             // 24-bit multiplies: the low 32 bits of the product of the operands' low 24 bits
             // (sign-extended for `__mul24`), which is what the hardware computes.
             "__mul24" | "__umul24" => {
