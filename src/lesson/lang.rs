@@ -85,12 +85,38 @@ fn project_step(step: &mut Step, lang: Lang) {
             other => step.parts.push(other),
         }
     }
-    // An `output` block quotes what the CUDA C printed: launches are named `k<<<g, b>>>`, and a
-    // Python kernel's counts differ (64-bit integers, double literals). In Python it is shown,
-    // as prose, and not compared.
+    // An `output` block quotes what the CUDA C printed, with launches named `k<<<g, b>>>`; a
+    // Python kernel's launch is reported `k[g, b]`. Shown and compared that way in Python, so
+    // an author writes counts that differ between the two (a Python kernel's 64-bit integers
+    // take more warp steps) as `...`.
     if lang == Lang::Python {
-        step.outputs.clear();
+        for shown in &mut step.outputs {
+            shown.text = numba_launches(&shown.text);
+        }
+        for part in &mut step.parts {
+            if let Part::Prose(md) = part {
+                *md = output_fences_in_python(md);
+            }
+        }
     }
+}
+
+/// Markdown with the launches inside its ` ```output ` blocks written as Numba writes them.
+fn output_fences_in_python(md: &str) -> String {
+    let mut out = String::with_capacity(md.len());
+    let mut in_output = false;
+    for line in md.split_inclusive('\n') {
+        let t = line.trim_start();
+        if t.starts_with("```") {
+            in_output = !in_output && t.trim_start_matches('`').split_whitespace().next() == Some("output");
+            out.push_str(line);
+        } else if in_output {
+            out.push_str(&numba_launches(line));
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
 }
 
 /// The quote after a Python kernel that shows the CUDA C it stands for.

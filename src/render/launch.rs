@@ -58,10 +58,7 @@ pub fn write_summary_as(
         thousands(spec.total_threads()),
         if spec.total_threads() == 1 { "" } else { "s" },
     );
-    let launch = match syntax {
-        Syntax::Cuda => format!("<<<{}, {}>>>", spec.grid, spec.block),
-        Syntax::Numba => format!("[{}, {}]", spec.grid, spec.block),
-    };
+    let launch = config_written(spec, syntax);
     let width = style.width;
     // Widths are counted on the plain text: colour codes take no columns.
     let cols = |s: &str| s.chars().count();
@@ -120,6 +117,14 @@ pub fn format_duration(d: std::time::Duration) -> String {
         format!("{:.1} ms", s * 1e3)
     } else {
         format!("{:.0} us", s * 1e6)
+    }
+}
+
+/// A launch's configuration as its language writes it: `<<<4, 256>>>` or `[4, 256]`.
+pub fn config_written(spec: &LaunchSpec, syntax: Syntax) -> String {
+    match syntax {
+        Syntax::Cuda => format!("<<<{}, {}>>>", spec.grid, spec.block),
+        Syntax::Numba => format!("[{}, {}]", spec.grid, spec.block),
     }
 }
 

@@ -192,7 +192,8 @@ impl Session {
         } else {
             format!("estimated for {}", c.profile.title)
         };
-        writeln!(out, "{label} = cost of {}<<<{}, {}>>> ({whence})", spec.kernel, spec.grid, spec.block)?;
+        let config = crate::render::launch::config_written(spec, self.syntax_of(&spec.kernel));
+        writeln!(out, "{label} = cost of {}{config} ({whence})", spec.kernel)?;
         for ((field, _), v) in FIELDS.iter().zip(values) {
             let shown = match v {
                 Value::Int(i) => thousands(*i as u128),

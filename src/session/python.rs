@@ -51,6 +51,15 @@ pub enum HostGlobal {
 }
 
 impl super::Session {
+    /// How a launch of `kernel` is written: Numba's brackets for a Python kernel.
+    pub(crate) fn syntax_of(&self, kernel: &str) -> crate::render::launch::Syntax {
+        if self.is_python_kernel(kernel) {
+            crate::render::launch::Syntax::Numba
+        } else {
+            crate::render::launch::Syntax::Cuda
+        }
+    }
+
     /// The Python kernels defined (not device functions), by name.
     pub fn python_kernel_names(&self) -> Vec<&str> {
         self.python.functions().iter().filter(|f| !f.device).map(|f| f.name.as_str()).collect()

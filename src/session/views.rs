@@ -352,7 +352,11 @@ impl Session {
                 let events =
                     report.watched.unwrap_or_default().into_iter().filter(|e| e.memory == memory).collect::<Vec<_>>();
                 let view = WhyView {
-                    launch: format!("{}<<<{}, {}>>>", spec.kernel, spec.grid, spec.block),
+                    launch: format!(
+                        "{}{}",
+                        spec.kernel,
+                        render::launch::config_written(&spec, self.syntax_of(&spec.kernel))
+                    ),
                     schedule,
                     seed,
                     memory,
