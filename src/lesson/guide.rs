@@ -376,8 +376,27 @@ impl Guide {
     }
 
     /// Show the current step (with the lesson's introduction on its first step) and queue its
-    /// inputs for the editor.
+    /// inputs for the editor. A step taller than the screen says how to see all of it.
     pub fn show(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
+        let mut text = Vec::new();
+        self.show_into(&mut text, style)?;
+        out.write_all(&text)?;
+        if !self.demo && render::pager::taller_than_screen(&text, style.rows) {
+            let note = "(this step is taller than your screen: scroll back, or `:step` shows it a page at a time)";
+            writeln!(out, "{}", style.dim(&render::prose(note, style)))?;
+        }
+        Ok(())
+    }
+
+    /// `:step`: the current step again, in a pager when it is taller than the screen.
+    pub fn show_again(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
+        let mut text = Vec::new();
+        self.show_into(&mut text, style)?;
+        render::pager::page_or_write(out, &text, style.rows)?;
+        Ok(())
+    }
+
+    fn show_into(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
         let lesson = self.current().clone();
         let step = &lesson.steps[self.step];
         self.progress.visit(&lesson.id, self.step);
@@ -810,7 +829,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         name: "step",
         args: "",
         summary: "show the current step again",
-        help: "Shows the current step again and puts its first input back in your editor.",
+        help: "Shows the current step again and puts its first input back in your editor. A step taller than your screen is shown a page at a time, in your pager ($PAGER, else `less`; `q` leaves it).",
         run: cmd_step,
     },
     CommandSpec {
@@ -1031,7 +1050,7 @@ pub fn cmd_back(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Resu
 }
 
 pub fn cmd_step(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
-    with_guide(session, out, |g, _, out, style| g.show(out, style).map(|_| Status::Ok))
+    with_guide(session, out, |g, _, out, style| g.show_again(out, style).map(|_| Status::Ok))
 }
 
 pub fn cmd_hint(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
