@@ -457,7 +457,11 @@ fn auto_takes_the_initialisers_type_and_constexpr_is_a_constant() {
 #[test]
 fn unsupported_constructs_say_what_they_are() {
     let cases = [
-        ("template <typename T> struct Box { T v; };", "templates run on the GPU backend only"),
+        ("template <typename T> union Box { T v; };", "this kind of template runs on the GPU backend only"),
+        (
+            "template <typename T> struct Box<T *> { T *p; };",
+            "partial specialisations of a struct template run on the GPU backend only",
+        ),
         ("struct P { float x; __device__ ~P() {} };", "destructors run on the GPU backend only"),
         ("#define LOG(fmt, ...) printf(fmt)", "variadic macros are not supported by the simulator"),
         ("#if N > 1\n#define M 1\n", "this `#if` has no `#endif`"),
