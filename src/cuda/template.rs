@@ -455,6 +455,14 @@ fn split_args(tokens: &[Token], mut i: usize, at: Span) -> Result<(Vec<Vec<Token
                 return Ok((args, i + 1));
             }
             Tok::Punct(">") if paren == 0 => angle -= 1,
+            // `Box<Max<float>>`: C++11 reads `>>` as two closing brackets here.
+            Tok::Punct(">>") if paren == 0 && angle > 0 => {
+                args.last_mut().expect("one argument at least").push(Token { tok: Tok::Punct(">"), span: t.span });
+                if args.len() == 1 && args[0].is_empty() {
+                    args.clear();
+                }
+                return Ok((args, i + 1));
+            }
             Tok::Punct(",") if paren == 0 && angle == 0 => {
                 args.push(Vec::new());
                 i += 1;
@@ -553,7 +561,22 @@ fn type_text(tokens: &[Token]) -> String {
         .unwrap_or_default();
     let int_words = ["unsigned", "signed", "short", "long", "int"];
     if words.is_empty() || !words.iter().all(|w| int_words.contains(w)) {
-        return render(tokens);
+        // `Max<float>` as written in code, without spaces in the brackets.
+        let mut out = String::new();
+        let mut prev = "";
+        for t in tokens {
+            let word = render(std::slice::from_ref(t));
+            let tight = matches!(word.as_str(), "<" | ">" | "," | "*" | "&") || prev == "<" || out.is_empty();
+            if !tight {
+                out.push(' ');
+            }
+            out.push_str(&word);
+            if word == "," {
+                out.push(' ');
+            }
+            prev = if word == "<" { "<" } else { "" };
+        }
+        return out.replace(",  ", ", ");
     }
     let sized = words.iter().any(|w| *w == "short" || *w == "long");
     let unsigned = words.contains(&"unsigned");

@@ -1400,8 +1400,12 @@ impl<'m> Fx<'m> {
     }
 
     fn call(&mut self, name: &str, name_span: Span, args: &[syntax::Expr], span: Span) -> CResult<Expr> {
-        if let Some(sym) = self.lookup(name) {
-            let _ = sym;
+        if self.lookup(name).is_some() {
+            // `op(a, b)` on a struct variable (a functor): its `operator()`.
+            let object = syntax::Expr { kind: syntax::ExprKind::Name(name.to_string()), span: name_span };
+            if matches!(self.expr(&object)?.ty, Type::Struct(_)) {
+                return self.method_call(&object, "operator()", name_span, args, span);
+            }
             return Err(err(name_span, format!("`{name}` is a variable, not a function"))
                 .help("rename the variable if you meant the function of the same name"));
         }
