@@ -499,7 +499,10 @@ impl Module {
 
     /// The function template named `name`, if there is one.
     pub fn template(&self, name: &str) -> Option<&template::Template> {
-        self.items.iter().rev().find_map(|i| i.template.as_deref().filter(|t| t.name == name && !t.is_struct))
+        self.items
+            .iter()
+            .rev()
+            .find_map(|i| i.template.as_deref().filter(|t| t.name == name && !t.is_struct && t.specialises.is_none()))
     }
 
     /// The template instances launches asked for, in order (the GPU backend names them to NVRTC).
@@ -660,8 +663,29 @@ impl Module {
             t.typedefs = typedefs.clone();
             let (name, kind) = match (&t.specialises, t.is_struct) {
                 (Some(_), _) => {
-                    let params = known.get(&t.name).map_or(&[][..], |k| &k.params[..]);
-                    (t.specialised_name(params).unwrap_or_else(|| t.name.clone()), ItemKind::Typedef)
+                    // A specialisation belongs to a template defined before it (or above it).
+                    let name = match known.get(&t.name).filter(|k| k.is_struct == t.is_struct) {
+                        Some(k) => t.specialised_name(&k.params),
+                        None => None,
+                    };
+                    let Some(name) = name else {
+                        let what = if t.is_struct { "struct" } else { "function" };
+                        return Err(Diagnostic::error(format!(
+                            "`template <>` specialises `{}`, but no {what} template of that name is defined before it",
+                            t.name
+                        ))
+                        .at(t.span)
+                        .help(format!(
+                            "define the general template first, e.g. `template <typename T> {}`, then its specialisations",
+                            if t.is_struct { format!("struct {} {{ ... }};", t.name) } else { format!("__device__ T {}(T x) {{ ... }}", t.name) }
+                        )));
+                    };
+                    let kind = match (t.is_struct, t.is_kernel) {
+                        (true, _) => ItemKind::Typedef,
+                        (false, true) => ItemKind::Kernel,
+                        (false, false) => ItemKind::DeviceFunction,
+                    };
+                    (name, kind)
                 }
                 (None, true) => (t.name.clone(), ItemKind::Typedef),
                 (None, false) if t.is_kernel => (t.name.clone(), ItemKind::Kernel),
@@ -901,7 +925,6 @@ impl<'a> Templates<'a> {
 /// templates ask for more, up to [`template::MAX_INSTANCES`]).
 fn check_items(items: &[ModuleItem], launched: &[template::Instance]) -> Result<check::Checked, Vec<Diagnostic>> {
     let set = Templates::new(items.iter().filter_map(|i| i.template.as_deref()), template_params(items));
-    let templates = &set.by_name;
     let known = &set.known;
     let mut queue: Vec<template::Instance> = items.iter().flat_map(|i| i.instances.iter().cloned()).collect();
     queue.extend(launched.iter().cloned());
@@ -936,7 +959,8 @@ fn check_items(items: &[ModuleItem], launched: &[template::Instance]) -> Result<
             ]);
         }
         // A template redefined as a plain function, or removed: its uses are checked as names.
-        let Some(t) = templates.get(inst.template.as_str()) else { continue };
+        // A full specialisation written for the arguments is the instance itself.
+        let Some(t) = set.source_of(&inst) else { continue };
         let tokens = template::instantiate(t, &inst);
         let (tokens, more) = template::rewrite_uses(tokens, known).map_err(|d| vec![d])?;
         let more = set.make_structs(&more, &mut structs, &mut made, &mut structs_made).map_err(|d| vec![d])?;

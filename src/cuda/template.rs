@@ -312,17 +312,56 @@ fn template(item: &[Token], header: usize, params: Vec<TParam>) -> Result<Option
             None => return Ok(None),
         }
     }
+    let mut tokens = tokens;
+    let mut specialises = None;
+    // `template <> __device__ int warpReduceSum<int>(...)`: a full specialisation, the function
+    // for those arguments (not `operator>`, whose `>` is its name).
+    if open >= 2 && is_p(&tokens[open - 1], ">") && !is_word(&tokens[open - 2], "operator") {
+        let mut depth = 0usize;
+        let mut lt = open - 1;
+        loop {
+            match &tokens[lt].tok {
+                Tok::Punct(">") => depth += 1,
+                Tok::Punct("<") => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            if lt == 0 {
+                return Ok(None);
+            }
+            lt -= 1;
+        }
+        if lt == 0 {
+            return Ok(None);
+        }
+        let (args, past) = split_args(&tokens, lt + 1, tokens[lt - 1].span)?;
+        if !params.is_empty() {
+            return Err(Diagnostic::error("a function template cannot be partially specialised")
+                .at(tokens[lt - 1].span.to(tokens[past - 1].span))
+                .help(
+                    "write an overload, or a full specialisation, `template <> __device__ int f<int>(int x) { ... }`",
+                ));
+        }
+        specialises = Some(args);
+        tokens.drain(lt..past);
+        open = lt;
+    }
     let Some(Tok::Ident(name)) = open.checked_sub(1).map(|k| &tokens[k].tok) else { return Ok(None) };
+    let name = name.clone();
     let is_kernel = tokens[..open].iter().any(|t| is_word(t, "__global__"));
     let span = item[0].span.to(item[item.len() - 1].span);
     Ok(Some(Template {
-        name: name.clone(),
+        name,
         params,
         name_at: open - 1,
         tokens,
         is_kernel,
         is_struct: false,
-        specialises: None,
+        specialises,
         typedefs: HashMap::new(),
         span,
     }))
