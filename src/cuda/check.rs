@@ -156,19 +156,21 @@ pub fn check(items: &[&syntax::Item]) -> Result<Checked, Vec<Diagnostic>> {
             Err(e) => errors.push(e),
         }
     }
-    if !lazy_errors.is_empty() {
+    // (With other errors, `functions` lacks the functions that failed: those errors are enough.)
+    if !lazy_errors.is_empty() && errors.is_empty() {
         // What the code as written calls, through any chain of calls.
         let mut called = vec![false; functions.len()];
         let mut stack: Vec<usize> = (0..funcs.len()).filter(|&i| !made_from_template(funcs[i])).collect();
         while let Some(i) = stack.pop() {
-            for &c in &functions[i].calls {
-                if !called[c as usize] {
+            for &c in functions.get(i).map_or(&[][..], |f| &f.calls[..]) {
+                if called.get(c as usize) == Some(&false) {
                     called[c as usize] = true;
                     stack.push(c as usize);
                 }
             }
         }
-        errors.extend(lazy_errors.into_iter().filter(|(id, _)| called[*id as usize]).map(|(_, e)| e));
+        errors
+            .extend(lazy_errors.into_iter().filter(|(id, _)| called.get(*id as usize) == Some(&true)).map(|(_, e)| e));
     }
     if errors.is_empty()
         && let Some(e) = find_recursion(&functions)
