@@ -220,8 +220,10 @@ proptest::proptest! {
         junk in "[ -~\n]{0,12}",
     ) {
         let base = "struct P { float x; };\ntemplate <typename T> __device__ T sq(T x) { return x * x; }\n\
+                    template <class T> struct S { __device__ operator T *() { extern __shared__ int m[]; return (T *)m; } };\n\
+                    template <> struct S<double> { __device__ operator double *() { extern __shared__ double d[]; return d; } };\n\
                     __global__ void k(float4 *v, P p, int n) { switch (n) { case 0: v[0].x = sq(p.x); } }\n\
-                    __global__ void plain(float *a) { a[0] = 1.0f; }";
+                    __global__ void plain(float *a) { float *s = S<float>(); s[0] = a[0]; a[0] = s[0] + 1.0f; }";
         let cut = cut.min(base.len());
         let text = format!("{}{junk}{}", &base[..cut], &base[cut..]);
         let mut s = Session::new();
