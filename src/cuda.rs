@@ -194,7 +194,8 @@ pub struct ModuleItem {
     define_body: lexer::Macro,
     /// Set for items only the GPU runs (they have no parse tree).
     gpu_only: Option<GpuOnly>,
-    /// Set for a function template (it has no parse tree; its instances do).
+    /// Set for a function or struct template, or a struct template's full specialisation (it
+    /// has no parse tree; its instances do).
     template: Option<Box<template::Template>>,
     /// The template instances this item uses (`reduce<float, 256>`).
     instances: Vec<template::Instance>,
@@ -403,7 +404,7 @@ impl Module {
     /// `<float, 256>`, without the brackets), made and checked if it is new: a launch calls this
     /// before looking the kernel up.
     pub fn instantiate(&mut self, name: &str, args: Vec<Vec<Token>>, span: Span) -> Result<String, Vec<Diagnostic>> {
-        let Some(t) = self.items.iter().rev().find_map(|i| i.template.as_deref().filter(|t| t.name == name)) else {
+        let Some(t) = self.template(name) else {
             let d = if self.items.iter().any(|i| i.name == name) {
                 Diagnostic::error(format!("`{name}` is not a template"))
                     .at(span)
@@ -498,7 +499,10 @@ impl Module {
 
     /// The function template named `name`, if there is one.
     pub fn template(&self, name: &str) -> Option<&template::Template> {
-        self.items.iter().rev().find_map(|i| i.template.as_deref().filter(|t| t.name == name))
+        self.items
+            .iter()
+            .rev()
+            .find_map(|i| i.template.as_deref().filter(|t| t.name == name && !t.is_struct && t.specialises.is_none()))
     }
 
     /// The template instances launches asked for, in order (the GPU backend names them to NVRTC).
@@ -607,12 +611,20 @@ impl Module {
             .collect();
         let tokens = lexer::strip_decorations(tokens);
         let (tokens, namespaces) = coop::rewrite(tokens, &earlier)?;
-        let (tokens, templates) = template::extract(tokens)?;
+        let (tokens, mut templates) = template::extract(tokens)?;
         let mut known = template_params(context);
-        for t in &templates {
-            known.insert(t.name.clone(), t.params.clone());
+        for t in templates.iter().filter(|t| t.specialises.is_none()) {
+            known.insert(t.name.clone(), template::Known { params: t.params.clone(), is_struct: t.is_struct });
         }
         let (tokens, mut instances) = template::rewrite_uses(tokens, &known)?;
+        // The structs the snippet makes from templates are types its code names: made here so
+        // that the parser knows them, and made again at every check (`check_items`).
+        for t in &mut templates {
+            t.typedefs = typedefs.clone();
+        }
+        let set =
+            Templates::new(context.iter().filter_map(|i| i.template.as_deref()).chain(templates.iter()), known.clone());
+        set.make_structs(&instances, &mut typedefs, &mut Vec::new(), &mut std::collections::HashSet::new())?;
         let end = Span::new(source, text.len(), text.len());
         let parsed = parser::parse(&tokens, &mut typedefs, end)?;
         let slice = |span: Span| text.get(span.lo as usize..span.hi as usize).unwrap_or("").to_string();
@@ -649,9 +661,39 @@ impl Module {
         }
         for mut t in templates {
             t.typedefs = typedefs.clone();
+            let (name, kind) = match (&t.specialises, t.is_struct) {
+                (Some(_), _) => {
+                    // A specialisation belongs to a template defined before it (or above it).
+                    let name = match known.get(&t.name).filter(|k| k.is_struct == t.is_struct) {
+                        Some(k) => t.specialised_name(&k.params),
+                        None => None,
+                    };
+                    let Some(name) = name else {
+                        let what = if t.is_struct { "struct" } else { "function" };
+                        return Err(Diagnostic::error(format!(
+                            "`template <>` specialises `{}`, but no {what} template of that name is defined before it",
+                            t.name
+                        ))
+                        .at(t.span)
+                        .help(format!(
+                            "define the general template first, e.g. `template <typename T> {}`, then its specialisations",
+                            if t.is_struct { format!("struct {} {{ ... }};", t.name) } else { format!("__device__ T {}(T x) {{ ... }}", t.name) }
+                        )));
+                    };
+                    let kind = match (t.is_struct, t.is_kernel) {
+                        (true, _) => ItemKind::Typedef,
+                        (false, true) => ItemKind::Kernel,
+                        (false, false) => ItemKind::DeviceFunction,
+                    };
+                    (name, kind)
+                }
+                (None, true) => (t.name.clone(), ItemKind::Typedef),
+                (None, false) if t.is_kernel => (t.name.clone(), ItemKind::Kernel),
+                (None, false) => (t.name.clone(), ItemKind::DeviceFunction),
+            };
             items.push(ModuleItem {
-                name: t.name.clone(),
-                kind: if t.is_kernel { ItemKind::Kernel } else { ItemKind::DeviceFunction },
+                name,
+                kind,
                 source,
                 text: slice(t.span),
                 span: t.span,
@@ -760,25 +802,151 @@ impl Module {
     }
 }
 
-/// The parameters of every template in `items`, by name.
-fn template_params(items: &[ModuleItem]) -> HashMap<String, Vec<template::TParam>> {
-    items.iter().filter_map(|i| i.template.as_deref()).map(|t| (t.name.clone(), t.params.clone())).collect()
+/// The parameters of every template in `items` (specialisations aside), by name.
+fn template_params(items: &[ModuleItem]) -> HashMap<String, template::Known> {
+    items
+        .iter()
+        .filter_map(|i| i.template.as_deref())
+        .filter(|t| t.specialises.is_none())
+        .map(|t| (t.name.clone(), template::Known { params: t.params.clone(), is_struct: t.is_struct }))
+        .collect()
+}
+
+/// The templates a parse or a check can make instances of: each by name (the latest
+/// definition wins), and the full specialisations of struct templates.
+struct Templates<'a> {
+    by_name: HashMap<&'a str, &'a template::Template>,
+    specialisations: Vec<&'a template::Template>,
+    known: HashMap<String, template::Known>,
+}
+
+impl<'a> Templates<'a> {
+    fn new(
+        all: impl Iterator<Item = &'a template::Template>,
+        known: HashMap<String, template::Known>,
+    ) -> Templates<'a> {
+        let mut by_name = HashMap::new();
+        let mut specialisations = Vec::new();
+        for t in all {
+            if t.specialises.is_some() {
+                specialisations.push(t);
+            } else {
+                by_name.insert(t.name.as_str(), t);
+            }
+        }
+        Templates { by_name, specialisations, known }
+    }
+
+    /// What instance `inst` is made from: the full specialisation written for its arguments,
+    /// else its template.
+    fn source_of(&self, inst: &template::Instance) -> Option<&'a template::Template> {
+        let primary = self.by_name.get(inst.template.as_str()).copied();
+        let params = primary.map_or(&[][..], |p| &p.params[..]);
+        self.specialisations
+            .iter()
+            .rev()
+            .find(|s| s.name == inst.template && s.specialised_name(params).as_deref() == Some(inst.name.as_str()))
+            .copied()
+            .or(primary)
+    }
+
+    /// Make each struct instance among `wanted` (and the struct instances their members use)
+    /// a type in `typedefs`, unless `made` has it already. Returns the function-template
+    /// instances the structs' members ask for; `items` gets each struct and its member
+    /// functions.
+    fn make_structs(
+        &self,
+        wanted: &[template::Instance],
+        typedefs: &mut HashMap<String, syntax::TypeName>,
+        items: &mut Vec<syntax::Item>,
+        made: &mut std::collections::HashSet<String>,
+    ) -> Result<Vec<template::Instance>, Diagnostic> {
+        let mut functions = Vec::new();
+        for inst in wanted {
+            let Some(t) = self.source_of(inst).filter(|t| t.is_struct) else {
+                functions.push(inst.clone());
+                continue;
+            };
+            if made.contains(&inst.name) {
+                continue;
+            }
+            if made.len() >= template::MAX_INSTANCES {
+                return Err(Diagnostic::error(format!(
+                    "more than {} struct template instances",
+                    template::MAX_INSTANCES
+                ))
+                .at(inst.span)
+                .label(format!("`{}` is one too many", inst.name))
+                .help(
+                    "a struct template whose members use it with other arguments never stops; write the structs out",
+                ));
+            }
+            made.insert(inst.name.clone());
+            let tokens = template::instantiate(t, inst);
+            let (tokens, more) = template::rewrite_uses(tokens, &self.known)?;
+            // The structs its members use first (itself is known while its members are read).
+            let mut inner = t.typedefs.clone();
+            inner.extend(typedefs.iter().map(|(k, v)| (k.clone(), v.clone())));
+            functions.extend(self.make_structs(&more, &mut inner, items, made)?);
+            let parsed = parser::parse(&tokens, &mut inner, t.span).map_err(|d| {
+                let d = d.note(format!("in `{}`, made from the template `{}` for the use here", inst.name, t.name));
+                // The general template of a struct with specialisations is often not meant to
+                // be made at all (NVIDIA's `SharedMemory<T>` is one per element type).
+                let written: Vec<String> = self
+                    .specialisations
+                    .iter()
+                    .filter(|s| s.name == inst.template)
+                    .filter_map(|s| s.specialised_name(&t.params))
+                    .map(|n| format!("`{n}`"))
+                    .collect();
+                if written.is_empty() || t.specialises.is_some() {
+                    return d;
+                }
+                d.note(format!(
+                    "`{}` is specialised as {} only: `{}` is made from its general form; write `template <> struct {}` for it",
+                    inst.template,
+                    written.join(", "),
+                    inst.name,
+                    inst.name
+                ))
+            })?;
+            for (k, v) in inner {
+                if k.contains('<') {
+                    typedefs.insert(k, v);
+                }
+            }
+            items.extend(parsed);
+        }
+        Ok(functions)
+    }
 }
 
 /// Check `items` with every template instance they and `launched` ask for (instances that use
 /// templates ask for more, up to [`template::MAX_INSTANCES`]).
 fn check_items(items: &[ModuleItem], launched: &[template::Instance]) -> Result<check::Checked, Vec<Diagnostic>> {
-    let templates: HashMap<&str, &template::Template> =
-        items.iter().filter_map(|i| i.template.as_deref()).map(|t| (t.name.as_str(), t)).collect();
-    let known = template_params(items);
+    let set = Templates::new(items.iter().filter_map(|i| i.template.as_deref()), template_params(items));
+    let known = &set.known;
     let mut queue: Vec<template::Instance> = items.iter().flat_map(|i| i.instances.iter().cloned()).collect();
     queue.extend(launched.iter().cloned());
     let mut made: Vec<syntax::Item> = Vec::new();
     let mut seen = std::collections::HashSet::new();
+    // The structs made from templates so far, by instance name, as types.
+    let mut structs: HashMap<String, syntax::TypeName> = HashMap::new();
+    let mut structs_made = std::collections::HashSet::new();
     let mut next = 0;
     while next < queue.len() {
         let inst = queue[next].clone();
         next += 1;
+        if structs_made.contains(&inst.name) {
+            continue;
+        }
+        if set.source_of(&inst).is_some_and(|t| t.is_struct) {
+            let more = set
+                .make_structs(std::slice::from_ref(&inst), &mut structs, &mut made, &mut structs_made)
+                .map_err(|d| vec![d])?;
+            queue.extend(more);
+            continue;
+        }
         if !seen.insert(inst.name.clone()) {
             continue;
         }
@@ -791,11 +959,14 @@ fn check_items(items: &[ModuleItem], launched: &[template::Instance]) -> Result<
             ]);
         }
         // A template redefined as a plain function, or removed: its uses are checked as names.
-        let Some(t) = templates.get(inst.template.as_str()) else { continue };
+        // A full specialisation written for the arguments is the instance itself.
+        let Some(t) = set.source_of(&inst) else { continue };
         let tokens = template::instantiate(t, &inst);
-        let (tokens, more) = template::rewrite_uses(tokens, &known).map_err(|d| vec![d])?;
+        let (tokens, more) = template::rewrite_uses(tokens, known).map_err(|d| vec![d])?;
+        let more = set.make_structs(&more, &mut structs, &mut made, &mut structs_made).map_err(|d| vec![d])?;
         queue.extend(more);
         let mut typedefs = t.typedefs.clone();
+        typedefs.extend(structs.iter().map(|(k, v)| (k.clone(), v.clone())));
         let end = t.span;
         let parsed = parser::parse(&tokens, &mut typedefs, end).map_err(|d| {
             vec![d.note(format!("in `{}`, made from the template `{}` for the use here", inst.name, t.name))]
@@ -811,7 +982,11 @@ fn check_items(items: &[ModuleItem], launched: &[template::Instance]) -> Result<
 /// Templates count too: code that calls one without its arguments is the GPU's, which deduces
 /// them.
 fn gpu_names(items: &[ModuleItem]) -> Vec<&str> {
-    items.iter().filter(|i| i.gpu_only.is_some() || i.template.is_some()).map(|i| i.name.as_str()).collect()
+    items
+        .iter()
+        .filter(|i| i.gpu_only.is_some() || i.template.as_deref().is_some_and(|t| !t.is_struct))
+        .map(|i| i.name.as_str())
+        .collect()
 }
 
 /// Why the GPU could take code (`text`) the front end refused with `d`: a construct outside the

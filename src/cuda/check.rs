@@ -124,6 +124,10 @@ pub fn check(items: &[&syntax::Item]) -> Result<Checked, Vec<Diagnostic>> {
         return Err(errors);
     }
     let mut functions = Vec::new();
+    // As C++ makes a struct template's member functions only where they are called, an error
+    // in one counts only if something calls it (`Ops<float>::bits` using `>>` is no error
+    // until a kernel calls it). It stands in as a body-less function meanwhile.
+    let mut lazy_errors: Vec<(FuncId, Diagnostic)> = Vec::new();
     for (id, f) in funcs.iter().enumerate() {
         let mut fx = Fx::new(&m, Some(id as FuncId));
         match fx.function(f) {
@@ -131,8 +135,42 @@ pub fn check(items: &[&syntax::Item]) -> Result<Checked, Vec<Diagnostic>> {
                 warnings.append(&mut fx.warnings);
                 functions.push(func);
             }
+            Err(e) if made_from_template(f) => {
+                let e = e.note(format!("in `{}`, a member of a struct made from a template", f.name));
+                lazy_errors.push((id as FuncId, e));
+                let sig = &m.sigs[id];
+                functions.push(Function {
+                    name: f.name.clone(),
+                    kind: sig.kind,
+                    ret: sig.ret.clone(),
+                    params: sig.params.clone(),
+                    locals: Vec::new(),
+                    local_arrays: Vec::new(),
+                    shared: Vec::new(),
+                    body: Vec::new(),
+                    span: f.span,
+                    name_span: f.name_span,
+                    calls: Vec::new(),
+                });
+            }
             Err(e) => errors.push(e),
         }
+    }
+    // (With other errors, `functions` lacks the functions that failed: those errors are enough.)
+    if !lazy_errors.is_empty() && errors.is_empty() {
+        // What the code as written calls, through any chain of calls.
+        let mut called = vec![false; functions.len()];
+        let mut stack: Vec<usize> = (0..funcs.len()).filter(|&i| !made_from_template(funcs[i])).collect();
+        while let Some(i) = stack.pop() {
+            for &c in functions.get(i).map_or(&[][..], |f| &f.calls[..]) {
+                if called.get(c as usize) == Some(&false) {
+                    called[c as usize] = true;
+                    stack.push(c as usize);
+                }
+            }
+        }
+        errors
+            .extend(lazy_errors.into_iter().filter(|(id, _)| called.get(*id as usize) == Some(&true)).map(|(_, e)| e));
     }
     if errors.is_empty()
         && let Some(e) = find_recursion(&functions)
@@ -143,6 +181,12 @@ pub fn check(items: &[&syntax::Item]) -> Result<Checked, Vec<Diagnostic>> {
         return Err(errors);
     }
     Ok(Checked { program: Program { functions, globals: m.global_vars, constants: m.constants }, warnings })
+}
+
+/// Whether `f` is a member function of a struct made from a struct template
+/// (`SharedMemory<float>::operator float *()`).
+fn made_from_template(f: &syntax::FuncDef) -> bool {
+    f.method.as_ref().is_some_and(|m| m.of.name.contains('<'))
 }
 
 /// The first cycle in the call graph, reported at the function where it starts.

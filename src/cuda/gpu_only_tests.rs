@@ -220,8 +220,10 @@ proptest::proptest! {
         junk in "[ -~\n]{0,12}",
     ) {
         let base = "struct P { float x; };\ntemplate <typename T> __device__ T sq(T x) { return x * x; }\n\
+                    template <class T> struct S { __device__ operator T *() { extern __shared__ int m[]; return (T *)m; } };\n\
+                    template <> struct S<double> { __device__ operator double *() { extern __shared__ double d[]; return d; } };\n\
                     __global__ void k(float4 *v, P p, int n) { switch (n) { case 0: v[0].x = sq(p.x); } }\n\
-                    __global__ void plain(float *a) { a[0] = 1.0f; }";
+                    __global__ void plain(float *a) { float *s = S<float>(); s[0] = a[0]; a[0] = s[0] + 1.0f; }";
         let cut = cut.min(base.len());
         let text = format!("{}{junk}{}", &base[..cut], &base[cut..]);
         let mut s = Session::new();
@@ -230,27 +232,49 @@ proptest::proptest! {
     }
 }
 
-/// The CUDA samples' reduction: a class template the simulator does not run (`SharedMemory<T>`,
-/// with a `template <>` specialisation) used by a template kernel. A launch with explicit
-/// arguments, `reduce0<int><<<...>>>`, gets the instance as a GPU-only kernel that NVRTC makes by
-/// name, with the signature the launch checks need, instead of a parse error about `int`.
+/// The CUDA samples' reduction: a struct template (`SharedMemory<T>`, with a `template <>`
+/// specialisation) used by a template kernel. On the GPU too, a launch with explicit arguments,
+/// `reduce0<int><<<...>>>`, makes the instance as the simulator's kernel, which either backend
+/// runs.
 #[test]
-fn a_template_kernel_using_a_gpu_only_class_template_is_instantiated_for_the_gpu() {
+fn a_template_kernel_using_a_struct_template_is_instantiated_for_both_backends() {
     let mut s = Session::new();
     s.gpu(
         "template <class T>\nstruct SharedMemory {\n  __device__ inline operator T *() {\n    extern __shared__ int __smem[];\n    return (T *)__smem;\n  }\n};\n\ntemplate <>\nstruct SharedMemory<double> {\n  __device__ inline operator double *() {\n    extern __shared__ double __smem_d[];\n    return (double *)__smem_d;\n  }\n};",
     );
     s.gpu("template <class T>\n__global__ void reduce0(T *g_idata, T *g_odata, unsigned int n) {\n  T *sdata = SharedMemory<T>();\n  unsigned int tid = threadIdx.x;\n  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;\n  sdata[tid] = (i < n) ? g_idata[i] : 0;\n  __syncthreads();\n  if (tid == 0) g_odata[blockIdx.x] = sdata[0];\n}");
+    for (arg, name) in [("int", "reduce0<int>"), ("double", "reduce0<double>")] {
+        let toks = crate::cuda::lexer::lex(0, arg).unwrap();
+        assert_eq!(s.m.instantiate("reduce0", vec![toks], Span::default()).expect("made"), name);
+        assert!(s.m.kernel(name).is_some() && s.m.gpu_only_kernel(name).is_none(), "{name}");
+        assert!(s.m.launched_instances().any(|i| i.name == name));
+    }
+    // The struct template and its specialisation reach NVRTC as written.
+    let texts: Vec<&str> = s.m.items().iter().map(|i| i.text.as_str()).collect();
+    assert!(texts.iter().any(|t| t.starts_with("template <class T>\nstruct SharedMemory {")), "{texts:?}");
+    assert!(texts.iter().any(|t| t.starts_with("template <>\nstruct SharedMemory<double> {")), "{texts:?}");
+}
+
+/// A struct template with something only the GPU compiles (a member template): a launch with
+/// explicit arguments gets the instance as a GPU-only kernel that NVRTC makes by name, with the
+/// signature the launch checks need, instead of an error.
+#[test]
+fn a_template_kernel_using_a_gpu_only_struct_template_is_instantiated_for_the_gpu() {
+    let mut s = Session::new();
+    s.gpu(
+        "template <class T>\nstruct SharedMemory {\n  template <class U> __device__ U *as() { extern __shared__ int __smem[]; return (U *)__smem; }\n  __device__ inline operator T *() {\n    extern __shared__ int __smem[];\n    return (T *)__smem;\n  }\n};",
+    );
+    s.gpu("template <class T>\n__global__ void reduce0(T *g_idata, T *g_odata, unsigned int n) {\n  T *sdata = SharedMemory<T>();\n  unsigned int tid = threadIdx.x;\n  sdata[tid] = g_idata[tid];\n  __syncthreads();\n  if (tid == 0) g_odata[blockIdx.x] = sdata[0];\n}");
     let int = crate::cuda::lexer::lex(0, "int").unwrap();
     let name = s.m.instantiate("reduce0", vec![int], Span::default()).expect("the GPU makes the instance");
     assert_eq!(name, "reduce0<int>");
     let g = s.m.gpu_only_kernel("reduce0<int>").expect("a GPU-only instance");
-    assert_eq!(g.construct, "`SharedMemory`");
+    assert_eq!(g.construct, "templates");
     let f = g.launchable("reduce0<int>").expect("its parameters can be passed");
     let params: Vec<String> = f.params.iter().map(|p| format!("{} {}", p.ty.c_name(), p.name)).collect();
     assert_eq!(params, ["int * g_idata", "int * g_odata", "unsigned int n"]);
     assert!(s.m.launched_instances().any(|i| i.name == "reduce0<int>"));
     // The simulator, asked to launch it, names what it lacks.
     let refusal = g.sim_refusal("reduce0<int>").to_plain(&s.map).replace("\n       ", " ");
-    assert!(refusal.contains("it uses `SharedMemory`, which runs on the GPU only"), "{refusal}");
+    assert!(refusal.contains("it uses templates, which runs on the GPU only"), "{refusal}");
 }

@@ -269,9 +269,11 @@ impl Parser<'_> {
         let Some(Tok::Ident(w)) = self.peek() else { return Ok(()) };
         let code = format!("`{w}`");
         let (msg, help, construct): (String, &str, String) = match w.as_str() {
+            // File-scope function and struct templates were taken out before parsing
+            // (`template::extract`): what is left is some other kind.
             "template" | "typename" => (
-                "templates run on the GPU backend only".into(),
-                "write the function for one concrete type",
+                "this kind of template runs on the GPU backend only".into(),
+                "the simulator takes function and struct templates at file scope (`template <typename T> struct Box { T v; };`, `template <> struct Box<int> { ... };`); member templates, union templates and `typename` inside code run on the GPU (`:backend gpu`)",
                 "templates".into(),
             ),
             "union" => {
@@ -858,6 +860,14 @@ impl Parser<'_> {
         let (ret, name, name_span) = if is_ctor {
             let (name, span) = self.ident("the constructor's name")?;
             (struct_type(def.clone(), span), name, span)
+        } else if self.is_word("operator") && self.at_type_at(1) {
+            // `operator float *()`: a conversion, named by the type it gives.
+            let at = self.span();
+            self.pos += 1;
+            let ret = self.type_name()?;
+            self.eat("&");
+            let name = format!("operator {}", ret.resolve(&[]).c_name());
+            (ret, name, at.to(self.prev_span()))
         } else {
             let ret = self.type_name()?;
             // `Complex &operator+=(...)`: the result is returned as a value.

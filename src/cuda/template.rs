@@ -1,12 +1,15 @@
-//! Function templates, instantiated the way a compiler does it for the simple cases: by
-//! substituting the arguments into the template's tokens and parsing the result as an ordinary
-//! function.
+//! Function and struct templates, instantiated the way a compiler does it for the simple cases:
+//! by substituting the arguments into the template's tokens and parsing the result as an
+//! ordinary function or struct.
 //!
-//! A `template <...>` function is kept as tokens (macros already expanded). A use written with
-//! arguments, `reduce<float, 256>(...)` in CUDA code or `reduce<float, 256><<<...>>>` in a launch,
-//! names the instance `reduce<float, 256>`: type arguments as written, value arguments folded to
-//! a number, so `256` and `2 * 128` are the same instance. Instances are made again from the
-//! module's current templates at every check, so redefining a template updates its instances.
+//! A `template <...>` function or struct is kept as tokens (macros already expanded). A use
+//! written with arguments, `reduce<float, 256>(...)` in CUDA code, `reduce<float, 256><<<...>>>`
+//! in a launch or `SharedMemory<float>` as a type, names the instance `reduce<float, 256>`: type
+//! arguments in one spelling (`unsigned` is `unsigned int`), value arguments folded to a number,
+//! so `256` and `2 * 128` are the same instance. A struct's instance is the struct named so; a
+//! full specialisation (`template <> struct SharedMemory<double> { ... };`) is the instance for
+//! its arguments, written out. Instances are made again from the module's current templates at
+//! every check, so redefining a template updates its instances.
 
 use std::collections::HashMap;
 
@@ -23,23 +26,38 @@ pub struct TParam {
     pub name: String,
     /// `typename T` / `class T`; otherwise a value parameter like `int BLOCK`.
     pub is_type: bool,
+    /// `bool nIsPow2`: its instances are named with `true` and `false`.
+    pub is_bool: bool,
     pub default: Option<Vec<Token>>,
 }
 
-/// A function template as written: its parameters and the function's tokens.
+/// A function or struct template as written: its parameters and the item's tokens.
 #[derive(Clone, Debug)]
 pub struct Template {
     pub name: String,
     pub params: Vec<TParam>,
-    /// The function after `template <...>`, up to its closing `}`.
+    /// The function after `template <...>`, up to its closing `}`; for a struct, `struct Name
+    /// { ... };` (a specialisation's arguments left out).
     pub tokens: Vec<Token>,
     /// Where the function's name is in `tokens`.
     name_at: usize,
     pub is_kernel: bool,
+    /// `template <...> struct Name { ... };`: each use with arguments is a struct.
+    pub is_struct: bool,
+    /// For a full specialisation, `template <> struct Name<double> { ... };`: the arguments it
+    /// is written for (`params` is empty).
+    pub specialises: Option<Vec<Vec<Token>>>,
     /// The typedefs in force where the template was written.
     pub typedefs: HashMap<String, TypeName>,
     /// The whole item, `template` to `}`.
     pub span: Span,
+}
+
+/// What a use of a template's name needs to know of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Known {
+    pub params: Vec<TParam>,
+    pub is_struct: bool,
 }
 
 /// One use of a template with its arguments, e.g. `reduce<float, 256>`.
@@ -62,8 +80,9 @@ fn is_word(t: &Token, w: &str) -> bool {
     matches!(&t.tok, Tok::Ident(s) if s == w)
 }
 
-/// Take every `template <...>` function out of `tokens`, returning the rest and the templates.
-/// A template that is only declared (`template <int N> __global__ void k(int *);`) is dropped.
+/// Take every `template <...>` function and struct out of `tokens`, returning the rest and the
+/// templates. A template that is only declared (`template <int N> __global__ void k(int *);`)
+/// is dropped.
 pub fn extract(tokens: Vec<Token>) -> Result<(Vec<Token>, Vec<Template>), Diagnostic> {
     let mut rest = Vec::with_capacity(tokens.len());
     let mut out = Vec::new();
@@ -73,8 +92,14 @@ pub fn extract(tokens: Vec<Token>) -> Result<(Vec<Token>, Vec<Template>), Diagno
         let t = &tokens[i];
         if depth == 0 && is_word(t, "template") && tokens.get(i + 1).is_some_and(|n| is_p(n, "<")) {
             let (params, after) = params(&tokens, i + 2)?;
-            // Class templates are left to the parser, which says they run on the GPU only.
-            if tokens.get(after).is_some_and(|n| ["struct", "class", "union"].iter().any(|w| is_word(n, w))) {
+            if tokens.get(after).is_some_and(|n| is_word(n, "struct") || is_word(n, "class")) {
+                let (t, end) = struct_template(&tokens, i, after, params)?;
+                out.extend(t);
+                i = end;
+                continue;
+            }
+            // Union templates are left to the parser, which says they run on the GPU only.
+            if tokens.get(after).is_some_and(|n| is_word(n, "union")) {
                 rest.push(t.clone());
                 i += 1;
                 continue;
@@ -144,7 +169,8 @@ fn params(tokens: &[Token], mut i: usize) -> Result<(Vec<TParam>, usize), Diagno
         let is_type = words.first().is_some_and(|w| is_word(w, "typename") || is_word(w, "class"));
         match words.last().map(|w| &w.tok) {
             Some(Tok::Ident(name)) if words.len() >= 2 => {
-                params.push(TParam { name: name.clone(), is_type, default });
+                let is_bool = words.len() == 2 && is_word(&words[0], "bool");
+                params.push(TParam { name: name.clone(), is_type, is_bool, default });
             }
             _ if words.is_empty() && params.is_empty() && is_p(close, ">") => {}
             _ => {
@@ -185,6 +211,80 @@ fn item_end(tokens: &[Token], mut i: usize) -> (usize, bool) {
     (i, depth == 0)
 }
 
+/// `template <params> struct Name { ... };` (or `template <> struct Name<args> { ... };`) from
+/// `start` (the word `template`), with the `struct` at `at`: the template, if it has a body, and
+/// the index past the item.
+fn struct_template(
+    tokens: &[Token],
+    start: usize,
+    at: usize,
+    params: Vec<TParam>,
+) -> Result<(Option<Template>, usize), Diagnostic> {
+    let head = tokens[start].span;
+    let mut k = at + 1;
+    // `struct __align__(16) Name`: the attribute stays with the struct.
+    if tokens.get(k).is_some_and(|t| is_word(t, "__align__") || is_word(t, "__builtin_align__"))
+        && tokens.get(k + 1).is_some_and(|t| is_p(t, "("))
+        && let Some((_, past)) = split_args_in(tokens, k + 2, "(", ")")
+    {
+        k = past;
+    }
+    let Some(Tok::Ident(name)) = tokens.get(k).map(|t| &t.tok) else {
+        return Err(Diagnostic::error("a struct template needs a name")
+            .at(tokens[at].span)
+            .help("write it like `template <typename T> struct Box { T value; };`"));
+    };
+    let name_at = k;
+    let mut body_at = k + 1;
+    let mut specialises = None;
+    if tokens.get(k + 1).is_some_and(|t| is_p(t, "<")) {
+        let (args, past) = split_args(tokens, k + 2, tokens[k].span)?;
+        if !params.is_empty() {
+            return Err(Diagnostic::error("partial specialisations of a struct template run on the GPU backend only")
+                .at(tokens[k].span.to(tokens[past - 1].span))
+                .label("not supported")
+                .help(format!(
+                    "write a full specialisation for each type, `template <> struct {name}<float> {{ ... }};`, or switch with `:backend gpu`"
+                ))
+                .outside_subset("partial specialisations"));
+        }
+        specialises = Some(args);
+        body_at = past;
+    } else if params.is_empty() {
+        return Err(Diagnostic::error(format!("`template <>` needs the arguments it specialises `{name}` for"))
+            .at(tokens[k].span)
+            .help(format!("write `template <> struct {name}<float> {{ ... }};`")));
+    }
+    let (mut end, body) = item_end(tokens, body_at);
+    if !body {
+        // A declaration, `template <typename T> struct Box;`: it adds nothing.
+        return Ok((None, end));
+    }
+    if tokens.get(end).is_some_and(|t| is_p(t, ";")) {
+        end += 1;
+    }
+    let mut item: Vec<Token> = tokens[at..=name_at].to_vec();
+    item.extend_from_slice(&tokens[body_at..end]);
+    if !item.last().is_some_and(|t| is_p(t, ";")) {
+        let last = item[item.len() - 1].span;
+        item.push(Token { tok: Tok::Punct(";"), span: last });
+    }
+    Ok((
+        Some(Template {
+            name: name.clone(),
+            params,
+            name_at: name_at - at,
+            tokens: item,
+            is_kernel: false,
+            is_struct: true,
+            specialises,
+            typedefs: HashMap::new(),
+            span: head.to(tokens[end - 1].span),
+        }),
+        end,
+    ))
+}
+
 fn template(item: &[Token], header: usize, params: Vec<TParam>) -> Result<Option<Template>, Diagnostic> {
     let tokens = item[header..].to_vec();
     let Some(open) = tokens.iter().position(|t| is_p(t, "(")) else { return Ok(None) };
@@ -212,21 +312,69 @@ fn template(item: &[Token], header: usize, params: Vec<TParam>) -> Result<Option
             None => return Ok(None),
         }
     }
+    let mut tokens = tokens;
+    let mut specialises = None;
+    // `template <> __device__ int warpReduceSum<int>(...)`: a full specialisation, the function
+    // for those arguments (not `operator>`, whose `>` is its name).
+    if open >= 2 && is_p(&tokens[open - 1], ">") && !is_word(&tokens[open - 2], "operator") {
+        let mut depth = 0usize;
+        let mut lt = open - 1;
+        loop {
+            match &tokens[lt].tok {
+                Tok::Punct(">") => depth += 1,
+                Tok::Punct("<") => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            if lt == 0 {
+                return Ok(None);
+            }
+            lt -= 1;
+        }
+        if lt == 0 {
+            return Ok(None);
+        }
+        let (args, past) = split_args(&tokens, lt + 1, tokens[lt - 1].span)?;
+        if !params.is_empty() {
+            return Err(Diagnostic::error("a function template cannot be partially specialised")
+                .at(tokens[lt - 1].span.to(tokens[past - 1].span))
+                .help(
+                    "write an overload, or a full specialisation, `template <> __device__ int f<int>(int x) { ... }`",
+                ));
+        }
+        specialises = Some(args);
+        tokens.drain(lt..past);
+        open = lt;
+    }
     let Some(Tok::Ident(name)) = open.checked_sub(1).map(|k| &tokens[k].tok) else { return Ok(None) };
+    let name = name.clone();
     let is_kernel = tokens[..open].iter().any(|t| is_word(t, "__global__"));
     let span = item[0].span.to(item[item.len() - 1].span);
     Ok(Some(Template {
-        name: name.clone(),
+        name,
         params,
         name_at: open - 1,
         tokens,
         is_kernel,
+        is_struct: false,
+        specialises,
         typedefs: HashMap::new(),
         span,
     }))
 }
 
 impl Template {
+    /// The name of the instance a full specialisation stands for, given its primary template's
+    /// parameters (which fill in defaults): `SharedMemory<double>`.
+    pub fn specialised_name(&self, params: &[TParam]) -> Option<String> {
+        let args = self.specialises.clone()?;
+        instance(&self.name, params, args, self.span).ok().map(|i| i.name)
+    }
+
     /// The template's arguments deduced from a launch, as C++ deduces them from pointer
     /// parameters: `args[k]` is the element type (`float`, `unsigned int`) of the buffer passed
     /// to parameter `k`, if it is one. Type parameters that appear as `T *` (or `const T *`) take
@@ -287,7 +435,7 @@ fn split_args_in(tokens: &[Token], mut i: usize, open: &str, close: &str) -> Opt
 /// the tokens and the instances asked for.
 pub fn rewrite_uses(
     tokens: Vec<Token>,
-    templates: &HashMap<String, Vec<TParam>>,
+    templates: &HashMap<String, Known>,
 ) -> Result<(Vec<Token>, Vec<Instance>), Diagnostic> {
     let mut out = Vec::with_capacity(tokens.len());
     let mut instances = Vec::new();
@@ -295,12 +443,12 @@ pub fn rewrite_uses(
     while i < tokens.len() {
         let t = &tokens[i];
         if let Tok::Ident(name) = &t.tok
-            && let Some(params) = templates.get(name)
+            && let Some(known) = templates.get(name)
             && tokens.get(i + 1).is_some_and(|n| is_p(n, "<"))
         {
             let (args, end) = split_args(&tokens, i + 2, t.span)?;
             let span = t.span.to(tokens[end - 1].span);
-            let inst = instance(name, params, args, span)?;
+            let inst = instance(name, &known.params, args, span)?;
             out.push(Token { tok: Tok::Ident(inst.name.clone()), span: t.span });
             instances.push(inst);
             i = end;
@@ -309,7 +457,7 @@ pub fn rewrite_uses(
         // `sq(x)` for a template `sq`: C++ would deduce `T` from `x`'s type, which needs the
         // checker's types; a declaration (`float sq(float x)`) follows a type word instead.
         if let Tok::Ident(name) = &t.tok
-            && let Some(params) = templates.get(name)
+            && let Some(Known { params, is_struct: false }) = templates.get(name)
             && tokens.get(i + 1).is_some_and(|n| is_p(n, "("))
             && !tokens[..i].last().is_some_and(|p| matches!(&p.tok, Tok::Ident(w) if w != "return"))
         {
@@ -346,6 +494,14 @@ fn split_args(tokens: &[Token], mut i: usize, at: Span) -> Result<(Vec<Vec<Token
                 return Ok((args, i + 1));
             }
             Tok::Punct(">") if paren == 0 => angle -= 1,
+            // `Box<Max<float>>`: C++11 reads `>>` as two closing brackets here.
+            Tok::Punct(">>") if paren == 0 && angle > 0 => {
+                args.last_mut().expect("one argument at least").push(Token { tok: Tok::Punct(">"), span: t.span });
+                if args.len() == 1 && args[0].is_empty() {
+                    args.clear();
+                }
+                return Ok((args, i + 1));
+            }
             Tok::Punct(",") if paren == 0 && angle == 0 => {
                 args.push(Vec::new());
                 i += 1;
@@ -373,7 +529,8 @@ pub fn instance(name: &str, params: &[TParam], args: Vec<Vec<Token>>, span: Span
             args.len(),
             if args.len() == 1 { "was" } else { "were" }
         ))
-        .at(span));
+        .at(span)
+        .help(format!("write `{name}<{}>`", example(params))));
     }
     let mut full: Vec<Vec<Token>> = Vec::new();
     let mut texts = Vec::new();
@@ -394,7 +551,7 @@ pub fn instance(name: &str, params: &[TParam], args: Vec<Vec<Token>>, span: Span
             },
         };
         if p.is_type {
-            texts.push(render(&arg));
+            texts.push(type_text(&arg));
             full.push(arg);
         } else {
             let v = fold(&arg).ok_or_else(|| {
@@ -402,7 +559,11 @@ pub fn instance(name: &str, params: &[TParam], args: Vec<Vec<Token>>, span: Span
                     .at(arg[0].span.to(arg[arg.len() - 1].span))
                     .help("use a number or a #define'd number, e.g. `256`")
             })?;
-            texts.push(v.to_string());
+            texts.push(match (p.is_bool, v) {
+                (true, 0) => "false".to_string(),
+                (true, _) => "true".to_string(),
+                _ => v.to_string(),
+            });
             let at = arg[0].span;
             let mut toks = Vec::new();
             if v < 0 {
@@ -423,6 +584,50 @@ pub fn instance(name: &str, params: &[TParam], args: Vec<Vec<Token>>, span: Span
 
 fn example(params: &[TParam]) -> String {
     params.iter().map(|p| if p.is_type { "float" } else { "256" }).collect::<Vec<_>>().join(", ")
+}
+
+/// A type argument in one spelling, so that `k<unsigned>` and `k<unsigned int>` are one
+/// instance: `int` is left out beside `short` and `long`, added to a lone `unsigned`, and
+/// `signed` is left out beside `int`, `short` and `long` (not `char`, where it makes a type).
+fn type_text(tokens: &[Token]) -> String {
+    let words: Vec<&str> = tokens
+        .iter()
+        .map(|t| match &t.tok {
+            Tok::Ident(w) => Some(w.as_str()),
+            _ => None,
+        })
+        .collect::<Option<_>>()
+        .unwrap_or_default();
+    let int_words = ["unsigned", "signed", "short", "long", "int"];
+    if words.is_empty() || !words.iter().all(|w| int_words.contains(w)) {
+        // `Max<float>` as written in code, without spaces in the brackets.
+        let mut out = String::new();
+        let mut prev = "";
+        for t in tokens {
+            let word = render(std::slice::from_ref(t));
+            let tight = matches!(word.as_str(), "<" | ">" | "," | "*" | "&") || prev == "<" || out.is_empty();
+            if !tight {
+                out.push(' ');
+            }
+            out.push_str(&word);
+            if word == "," {
+                out.push(' ');
+            }
+            prev = if word == "<" { "<" } else { "" };
+        }
+        return out.replace(",  ", ", ");
+    }
+    let sized = words.iter().any(|w| *w == "short" || *w == "long");
+    let unsigned = words.contains(&"unsigned");
+    let mut out: Vec<&str> = Vec::new();
+    if unsigned {
+        out.push("unsigned");
+    }
+    out.extend(words.iter().filter(|w| **w == "short" || **w == "long"));
+    if !sized {
+        out.push("int");
+    }
+    out.join(" ")
 }
 
 /// The tokens as C text, one space between words.
@@ -460,7 +665,9 @@ fn substitute(tokens: &[Token], params: &[TParam], args: &[Vec<Token>]) -> Vec<T
     out
 }
 
-/// The function's tokens with the arguments in place of the parameters, named as the instance.
+/// The function's or struct's tokens with the arguments in place of the parameters, named as
+/// the instance. Inside a struct its name alone (a constructor's, `Box(T v)`) is the instance's
+/// too, as C++ reads it.
 pub fn instantiate(t: &Template, inst: &Instance) -> Vec<Token> {
     let mut tokens = t.tokens.clone();
     tokens[t.name_at].tok = Tok::Ident(inst.name.clone());
@@ -469,6 +676,13 @@ pub fn instantiate(t: &Template, inst: &Instance) -> Vec<Token> {
     let mut out = substitute(head, &t.params, &inst.args);
     out.push(name_tok);
     out.extend(substitute(tail, &t.params, &inst.args));
+    if t.is_struct {
+        for k in t.name_at + 1..out.len() {
+            if is_word(&out[k], &t.name) && !out.get(k + 1).is_some_and(|n| is_p(n, "<")) {
+                out[k].tok = Tok::Ident(inst.name.clone());
+            }
+        }
+    }
     out
 }
 

@@ -457,7 +457,11 @@ fn auto_takes_the_initialisers_type_and_constexpr_is_a_constant() {
 #[test]
 fn unsupported_constructs_say_what_they_are() {
     let cases = [
-        ("template <typename T> struct Box { T v; };", "templates run on the GPU backend only"),
+        ("template <typename T> union Box { T v; };", "this kind of template runs on the GPU backend only"),
+        (
+            "template <typename T> struct Box<T *> { T *p; };",
+            "partial specialisations of a struct template run on the GPU backend only",
+        ),
         ("struct P { float x; __device__ ~P() {} };", "destructors run on the GPU backend only"),
         ("#define LOG(fmt, ...) printf(fmt)", "variadic macros are not supported by the simulator"),
         ("#if N > 1\n#define M 1\n", "this `#if` has no `#endif`"),
@@ -643,6 +647,35 @@ fn errors_point_at_the_right_line_and_column() {
     assert!(text.contains("help: use loops with break and continue"), "{text}");
 }
 
+/// Struct and function templates, specialisations and their uses, for the fuzzers: every
+/// instance is made at each check, so a mutation reaches the instantiation code.
+const TEMPLATE_SEEDS: &str = r#"
+template <class T>
+struct SharedMemory {
+    __device__ inline operator T *() { extern __shared__ int __smem[]; return (T *)__smem; }
+    __device__ inline operator const T *() const { extern __shared__ int __smem[]; return (T *)__smem; }
+};
+template <>
+struct SharedMemory<double> {
+    __device__ inline operator double *() { extern __shared__ double __smem_d[]; return (double *)__smem_d; }
+};
+template <typename T = float, int N = 2> struct Pair { T v[N]; __device__ T sum() const { return v[0] + v[N - 1]; } };
+template <typename T> struct Max { __device__ T operator()(T a, T b) const { return a > b ? a : b; } };
+template <class T> __device__ T twice(T x) { return x + x; }
+template <> __device__ int twice<int>(int x) { return x << 1; }
+__global__ void use(float *f, double *d, int *i) {
+    float *s = SharedMemory<float>();
+    double *t = SharedMemory<double>();
+    Pair<> p;
+    p.v[0] = 1.0f;
+    p.v[1] = f[1];
+    Max<int> m;
+    s[threadIdx.x] = p.sum() + twice<float>(f[0]);
+    t[threadIdx.x] = d[0];
+    i[0] = m(twice<int>(i[1]), 3);
+}
+"#;
+
 mod props {
     use proptest::prelude::*;
 
@@ -706,6 +739,17 @@ mod props {
         }
 
         #[test]
+        fn mutated_template_seeds_never_panic(edits in proptest::collection::vec((any::<bool>(), any::<prop::sample::Index>(), any::<prop::sample::Index>()), 1..6)) {
+            let mut toks: Vec<String> = TEMPLATE_SEEDS.split_inclusive(|c: char| !(c.is_alphanumeric() || c == '_')).map(String::from).collect();
+            for (remove, a, b) in edits {
+                let (i, j) = (a.index(toks.len()), b.index(toks.len()));
+                if remove { toks.remove(i); } else { let t = toks[i].clone(); toks.insert(j, t); }
+                if toks.is_empty() { break; }
+            }
+            add(&toks.concat());
+        }
+
+        #[test]
         fn mutated_seed_characters_never_panic(edits in proptest::collection::vec((any::<bool>(), any::<prop::sample::Index>(), any::<char>()), 1..8)) {
             let mut chars: Vec<char> = SEEDS.chars().collect();
             for (delete, at, c) in edits {
@@ -715,6 +759,12 @@ mod props {
             add(&chars.into_iter().collect::<String>());
         }
     }
+}
+
+#[test]
+fn the_template_seeds_check() {
+    let m = module(TEMPLATE_SEEDS);
+    assert!(m.kernel("use").is_some());
 }
 
 #[test]

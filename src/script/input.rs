@@ -555,12 +555,39 @@ pub fn split_inputs(text: &str) -> Result<Vec<Input>, Box<SplitError>> {
                         break;
                     }
                 }
+                // An `#if` the item opens takes everything to its `#endif` (blank lines and
+                // other items too: `#if __CUDA_ARCH__ >= 800` around a specialisation in the
+                // CUDA samples), when the `#endif` is there; without one the front end says so.
+                let depth = |l: &str| conditional_depth(l);
+                let open: i32 = (start..=i).map(|k| depth(&text[lines[k].0..lines[k].1])).sum();
+                if open > 0 {
+                    let mut d = open;
+                    for (k, line) in lines.iter().enumerate().skip(i + 1) {
+                        d += depth(&text[line.0..line.1]);
+                        if d <= 0 {
+                            i = k;
+                            break;
+                        }
+                    }
+                }
                 push(&mut inputs, InputKind::Cuda, start, i);
                 i += 1;
             }
         }
     }
     Ok(inputs)
+}
+
+/// How a line changes the nesting of `#if`s: `#if`, `#ifdef` and `#ifndef` open one, `#endif`
+/// closes one.
+fn conditional_depth(line: &str) -> i32 {
+    let Some(rest) = line.trim_start().strip_prefix('#') else { return 0 };
+    let word: String = rest.trim_start().chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+    match word.as_str() {
+        "if" | "ifdef" | "ifndef" => 1,
+        "endif" => -1,
+        _ => 0,
+    }
 }
 
 /// A script whose last CUDA item never ends: the inputs before it, and what is wrong with it.
@@ -647,6 +674,25 @@ expect all(a == 0.5)
         assert!(inputs[0].text.starts_with("#define N 256\n// Adds one half.\n__global__"));
         assert!(inputs[0].text.ends_with('}'));
         assert_eq!(inputs[3].text, "let b = array([1,\n               2])");
+    }
+
+    #[test]
+    fn an_if_keeps_everything_to_its_endif_when_there_is_one() {
+        let script = "\
+#if __CUDA_ARCH__ >= 800
+// For int on newer GPUs.
+template <>
+__device__ int f<int>(int x) { return x; }
+
+__device__ int g(int x) { return x; }
+#endif
+let a = zeros(4)
+#ifdef NEVER_CLOSED
+__device__ int h(int x) { return x; }
+let b = zeros(4)
+";
+        use InputKind::*;
+        assert_eq!(kinds(script), vec![(Cuda, 1, 7), (Statement, 8, 8), (Cuda, 9, 10), (Statement, 11, 11)]);
     }
 
     #[test]

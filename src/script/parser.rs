@@ -572,7 +572,10 @@ impl Parser {
         let mut i = self.pos + 2;
         while let Some(t) = self.toks.get(i) {
             match &t.tok {
-                Tok::Punct(">") if self.toks.get(i + 1).is_some_and(|n| n.tok == Tok::Punct("<<<")) => return Some(i),
+                // `k<float, Max<float>><<<`: the last `>` of a `>>` closes the arguments.
+                Tok::Punct(">" | ">>") if self.toks.get(i + 1).is_some_and(|n| n.tok == Tok::Punct("<<<")) => {
+                    return Some(i);
+                }
                 Tok::Punct("<<<") | Tok::Punct(">>>") => return None,
                 _ => i += 1,
             }

@@ -46,4 +46,5 @@ error_transcripts!(
     extreme_errors,
     symbol_errors,
     view_errors,
+    template_errors,
 );

@@ -423,6 +423,8 @@ struct Compiler<'p> {
     statics: Vec<StaticMem>,
     shared_map: HashMap<(FuncId, u32), u32>,
     global_map: HashMap<u32, u32>,
+    /// The one region of every `extern __shared__` array, once one is used.
+    extern_shared: Option<u32>,
     shared: Vec<u32>,
     local_bytes: u32,
     printfs: Vec<PrintfCall>,
@@ -444,6 +446,7 @@ pub fn compile(program: &Program, id: FuncId) -> Result<Kernel> {
         statics: Vec::new(),
         shared_map: HashMap::new(),
         global_map: HashMap::new(),
+        extern_shared: None,
         shared: Vec::new(),
         local_bytes: 0,
         printfs: Vec::new(),
@@ -609,6 +612,15 @@ impl Compiler<'_> {
                         .shared
                         .get(i as usize)
                         .ok_or_else(|| unsupported(self.span, "bad shared variable"))?;
+                    // Every `extern __shared__` array of a launch is the same memory, the
+                    // launch's dynamic shared bytes, whichever function declares it (the
+                    // `SharedMemory<T>` idiom declares it in a member function).
+                    if var.is_extern
+                        && let Some(s) = self.extern_shared
+                    {
+                        self.shared_map.insert((func, i), s);
+                        return Ok(STATIC_REGION_BASE + s);
+                    }
                     let s = self.add_static(StaticMem {
                         name: var.name.clone(),
                         kind: StaticKind::Shared,
@@ -618,6 +630,9 @@ impl Compiler<'_> {
                     });
                     self.shared.push(s);
                     self.shared_map.insert((func, i), s);
+                    if var.is_extern {
+                        self.extern_shared = Some(s);
+                    }
                     s
                 }
             },
@@ -629,6 +644,13 @@ impl Compiler<'_> {
                         .globals
                         .get(i as usize)
                         .ok_or_else(|| unsupported(self.span, "bad global variable"))?;
+                    if g.is_shared
+                        && g.var.is_extern
+                        && let Some(s) = self.extern_shared
+                    {
+                        self.global_map.insert(i, s);
+                        return Ok(STATIC_REGION_BASE + s);
+                    }
                     // A file-scope `__shared__` is each block's, as one in the kernel is.
                     let kind = if g.is_shared {
                         StaticKind::Shared
@@ -644,6 +666,9 @@ impl Compiler<'_> {
                     });
                     if g.is_shared {
                         self.shared.push(s);
+                        if g.var.is_extern {
+                            self.extern_shared = Some(s);
+                        }
                     }
                     self.global_map.insert(i, s);
                     s

@@ -747,9 +747,17 @@ impl<'m> Fx<'m> {
     }
 
     /// Assignment conversion of a value to `to` (for `=`, initialisers, arguments, `return`).
-    pub(super) fn convert(&self, e: Expr, to: &Type, what: &str) -> CResult<Expr> {
+    pub(super) fn convert(&mut self, e: Expr, to: &Type, what: &str) -> CResult<Expr> {
         if &e.ty == to {
             return Ok(e);
+        }
+        // A struct with a conversion operator (`operator float *()`) converts by calling it.
+        if let (Type::Struct(def), false) = (&e.ty, matches!(to, Type::Struct(_)))
+            && let Some(id) = self.conversion(&def.clone(), to)
+        {
+            let span = e.span;
+            let call = self.call_values(id, vec![e], span)?;
+            return self.convert(call, to, what);
         }
         match (&e.ty, to) {
             (Type::Scalar(_), Type::Scalar(_)) => Ok(cast(e, to)),
@@ -773,6 +781,12 @@ impl<'m> Fx<'m> {
             (from, to) => Err(err(e.span, format!("cannot {what} a `{}` with a `{}`", to.c_name(), from.c_name()))
                 .label(format!("this is `{}`", from.c_name()))
                 .help(match (from, to) {
+                    (Type::Struct(def), _) if !matches!(to, Type::Struct(_)) => format!(
+                        "`{}` has no conversion to `{}`: use one of its members, or give it one, `__device__ operator {}() {{ ... }}`",
+                        def.name,
+                        to.c_name(),
+                        to.c_name()
+                    ),
                     (Type::Scalar(_), Type::Ptr { .. }) => "pass a pointer here: an array name or `&a[i]`".to_string(),
                     (Type::Ptr { .. }, Type::Scalar(_)) => "read the value it points to: `p[i]` or `*p`".to_string(),
                     _ => format!("convert it explicitly with `({})`", to.c_name()),
@@ -873,7 +887,13 @@ impl<'m> Fx<'m> {
             E::Cast(tn, operand) => {
                 refuse_auto(tn, "a cast's type")?;
                 let to = resolve_type(tn, &[]);
-                let v = self.value_expr(operand)?;
+                let mut v = self.value_expr(operand)?;
+                // `(float *)smem` on a struct with `operator float *()`: the operator's value.
+                if let (Type::Struct(def), false) = (&v.ty, matches!(to, Type::Struct(_) | Type::Void))
+                    && let Some(id) = self.conversion(&def.clone(), &to)
+                {
+                    v = self.call_values(id, vec![v], span)?;
+                }
                 match (&v.ty, &to) {
                     (_, Type::Void) => Ok(v),
                     (Type::Scalar(_), Type::Scalar(_)) | (Type::Ptr { .. }, Type::Ptr { .. }) => {
@@ -881,6 +901,14 @@ impl<'m> Fx<'m> {
                     }
                     (Type::Ptr { .. }, Type::Scalar(Scalar::Bool)) => {
                         Ok(Expr { span, ty: to, kind: ExprKind::Cast(Box::new(v)) })
+                    }
+                    (Type::Struct(def), _) => {
+                        Err(err(span, format!("cannot convert `{}` to `{}`", def.name, to.c_name())).help(format!(
+                            "`{}` has no conversion operator to `{}`: use one of its members, or give it one, `__device__ operator {}() {{ ... }}`",
+                            def.name,
+                            to.c_name(),
+                            to.c_name()
+                        )))
                     }
                     (from, to) => Err(err(span, format!("cannot convert `{}` to `{}`", from.c_name(), to.c_name()))
                         .help("the simulator converts between numbers, and between pointers")),
@@ -1372,8 +1400,12 @@ impl<'m> Fx<'m> {
     }
 
     fn call(&mut self, name: &str, name_span: Span, args: &[syntax::Expr], span: Span) -> CResult<Expr> {
-        if let Some(sym) = self.lookup(name) {
-            let _ = sym;
+        if self.lookup(name).is_some() {
+            // `op(a, b)` on a struct variable (a functor): its `operator()`.
+            let object = syntax::Expr { kind: syntax::ExprKind::Name(name.to_string()), span: name_span };
+            if matches!(self.expr(&object)?.ty, Type::Struct(_)) {
+                return self.method_call(&object, "operator()", name_span, args, span);
+            }
             return Err(err(name_span, format!("`{name}` is a variable, not a function"))
                 .help("rename the variable if you meant the function of the same name"));
         }

@@ -115,7 +115,7 @@ impl Fx<'_> {
 
     /// A call of `id` with arguments already checked: the object first for a member function
     /// (any value of its struct: a temporary object is copied), the rest converted.
-    fn call_values(&mut self, id: FuncId, args: Vec<Expr>, span: Span) -> CResult<Expr> {
+    pub(super) fn call_values(&mut self, id: FuncId, args: Vec<Expr>, span: Span) -> CResult<Expr> {
         let sig = &self.m.sigs[id as usize];
         let (params, ret) = (sig.params.clone(), sig.ret.clone());
         let mut out = Vec::new();
@@ -147,6 +147,31 @@ impl Fx<'_> {
 
     fn arg_types(args: &[Expr]) -> String {
         args.iter().map(|a| a.ty.c_name()).collect::<Vec<_>>().join(", ")
+    }
+
+    /// The conversion operator of `def` (`operator float *()`) that gives `to`: the one that
+    /// gives exactly `to`, else one whose value converts to it (a pointer to const from a
+    /// pointer, one number from another).
+    pub(super) fn conversion(&self, def: &Arc<StructDef>, to: &Type) -> Option<FuncId> {
+        let base = format!("{}::operator ", def.name);
+        let mut best: Option<(u32, FuncId)> = None;
+        for (name, &id) in &self.m.funcs {
+            if !name.starts_with(&base) {
+                continue;
+            }
+            let ret = &self.m.sigs[id as usize].ret;
+            let cost = match (ret, to) {
+                _ if ret == to => 0,
+                (Type::Ptr { .. }, Type::Ptr { is_const: true, .. }) if pointee_compatible(ret, to) => 1,
+                (Type::Scalar(_), Type::Scalar(_)) => 2,
+                (Type::Ptr { .. }, Type::Scalar(Scalar::Bool)) => 3,
+                _ => continue,
+            };
+            if best.is_none_or(|(c, b)| (cost, id) < (c, b)) {
+                best = Some((cost, id));
+            }
+        }
+        best.map(|(_, id)| id)
     }
 
     /// `a + b` where an operand is a struct: its `operator+`, as a member of the left operand's
