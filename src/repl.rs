@@ -563,6 +563,16 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
             pending.clear();
             break;
         }
+        // The lesson follows piped inputs as it follows typed ones (a step is done when its
+        // inputs have run); with no editor, what it would put there is dropped.
+        let style = runner.session.style().clone();
+        let (session, out) = runner.parts();
+        if let Some(g) = guide_of(session) {
+            g.piped = true;
+            g.take_suggestion();
+            g.input_ran(&text, status == Status::Error, out, &style)?;
+            g.take_suggestion();
+        }
         // No editor to ask in: say how to answer instead.
         if let Some(Question::Solution) = guide_of(runner.session).and_then(Guide::take_question) {
             writeln!(runner.out(), "Sure? Trying first teaches more. `:solution yes` shows one.")?;

@@ -64,6 +64,8 @@ pub struct Guide {
     pub step: usize,
     /// A live presentation: shown a piece at a time, progress left alone.
     pub demo: bool,
+    /// Input comes from a pipe, with no editor to put anything in (`gridlab learn 1 < steps`).
+    pub piped: bool,
     /// The step's inputs still to offer, in order, each with whether gridlab is meant to
     /// refuse it (from an `error` block).
     queue: VecDeque<Offer>,
@@ -125,6 +127,7 @@ impl Guide {
             lesson,
             step,
             demo,
+            piped: false,
             queue: VecDeque::new(),
             suggestion: None,
             offered: None,
@@ -273,7 +276,7 @@ impl Guide {
             // The offer stays pending: Enter on an empty line brings it back. When the learner
             // had set it aside (Ctrl-C) to type something else, it comes back at once.
             let set_aside = std::mem::take(&mut self.set_aside);
-            if text.trim_end().contains('\n') && has_cuda(text) {
+            if text.trim_end().contains('\n') && has_cuda(text) && !self.piped {
                 // A kernel of several lines that did not compile goes back in the editor to be
                 // fixed where it is, rather than fished out of history.
                 self.suggestion = Some(text.trim_end().to_string());

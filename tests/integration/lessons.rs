@@ -519,3 +519,13 @@ fn a_learner_picks_python_and_the_exercise_is_checked_in_it() {
     assert!(run.stdout.contains("__global__ void fill(float *a, int n)"), "{}", run.stdout);
     assert!(run.stdout.contains("`klingon` is not a language gridlab teaches"), "{}", run.stdout);
 }
+
+#[test]
+fn a_lesson_fed_through_a_pipe_counts_the_steps_its_inputs_finish() {
+    let data = tempfile::tempdir().unwrap();
+    let steps = "__global__ void fill(float *a, int n) {\n    for (int i = 0; i < n; ++i) a[i] = i;\n}\nlet a = zeros(4)\nfill<<<1, 1>>>(a, len(a))\nexpect a == [0, 1, 2, 3]\n:lessons\n";
+    let run = in_home(data.path(), &["--lang", "cuda", "learn", "1"], steps);
+    assert!(run.stdout.contains("Step 1 of 2 is done"), "{}", run.stdout);
+    assert!(run.stdout.contains("1/2"), "the step counts as done in :lessons:\n{}", run.stdout);
+    assert!(!run.stdout.contains("in the editor"), "a pipe has no editor:\n{}", run.stdout);
+}
