@@ -763,6 +763,11 @@ impl Lowerer<'_, '_> {
                             .err(s.range(), "a kernel cannot return a value")
                             .help("Numba kernels return nothing (`void`): write the result into an array argument"));
                     }
+                    (Some(v), false) if matches!(&**v, ast::Expr::Tuple(_)) => {
+                        return Err(self
+                            .err(v.range(), "this device function returns a tuple; gridlab's device functions return one number")
+                            .help("return each value from a device function of its own, or write them into an array argument (`out[0] = x; out[1] = y`)"));
+                    }
                     (Some(v), false) => {
                         let c = self.expr(v)?;
                         let ty = match (&self.ret, &c.ty) {
