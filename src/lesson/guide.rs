@@ -91,6 +91,10 @@ pub struct Guide {
     /// projector's screen does not fill with the same line.
     end_reminded: bool,
     hints_shown: usize,
+    /// What the last failed `:check` of this step said about the learner's mistake, not given
+    /// by `:hint` yet: the next `:hint` gives it before the exercise's own hints, which cannot
+    /// know which mistake was made.
+    check_advice: Option<String>,
     progress: Progress,
     store: Store,
     /// A failed save is reported once, not at every step.
@@ -139,6 +143,7 @@ impl Guide {
             at_end: false,
             end_reminded: false,
             hints_shown: 0,
+            check_advice: None,
             progress,
             store,
             save_failed: false,
@@ -405,6 +410,7 @@ impl Guide {
         self.progress.visit(&lesson.id, self.step);
         self.save(out, style)?;
         self.hints_shown = 0;
+        self.check_advice = None;
         self.question = None;
         writeln!(out)?;
         if self.step == 0 || self.fresh {
@@ -649,6 +655,14 @@ impl Guide {
             writeln!(out, "{}", style.dim("This step has no exercise, so no hints: just run what it suggests."))?;
             return Ok(Status::Ok);
         };
+        if let Some(advice) = self.check_advice.take() {
+            writeln!(out, "{}", style.bold("From your last `:check`:"))?;
+            writeln!(out, "{}", crate::diag::wrap(&advice, style.width, 0))?;
+            if !ex.hints.is_empty() {
+                writeln!(out, "{}", style.dim("(`:hint` again gives the exercise's hints)"))?;
+            }
+            return Ok(Status::Ok);
+        }
         if ex.hints.is_empty() {
             writeln!(out, "{}", style.dim("This exercise has no hints; `:solution` shows a solution."))?;
             return Ok(Status::Ok);
@@ -1098,6 +1112,7 @@ pub fn cmd_check(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Res
         out.flush()?;
         let outcome = check::run(session, &lesson.path, &ex.check)?;
         check::write(out, &outcome, style)?;
+        g.check_advice = outcome.failure.as_ref().and_then(|f| f.advice.clone());
         if outcome.passed() {
             g.solved_now(out, style)?;
             writeln!(out, "{}", style.ok(&format!("Solved! {}", g.end_of_step_hint())))?;
@@ -1106,7 +1121,7 @@ pub fn cmd_check(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Res
             writeln!(out, "{}", style.dim("(Enter goes on)"))?;
             Ok(Status::ExpectFailed)
         } else {
-            let hint = if ex.hints.is_empty() { "" } else { " `:hint` helps," };
+            let hint = if ex.hints.is_empty() && g.check_advice.is_none() { "" } else { " `:hint` helps," };
             // The kernel to change goes back in the editor, rather than two Up presses away.
             let draft = g.draft.as_ref().filter(|(l, s, _)| (*l, *s) == (g.lesson, g.step));
             let back = match draft {

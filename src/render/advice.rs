@@ -493,6 +493,34 @@ pub fn plain_store(text: &str, end: usize) -> bool {
     rest.starts_with('=') && !rest.starts_with("==")
 }
 
+/// Whether the index made of `names` is computed from the thread's place alone (`threadIdx`,
+/// `blockIdx`, through the kernel's own variables) and not from memory it reads (`hist[v[i]]`):
+/// an index each thread is meant to own, so that two threads on one element is the index's
+/// fault, not a sum that wants atomics.
+pub fn index_from_thread_place(text: &str, pos: usize, names: &[&str]) -> bool {
+    let code = without_comments(text);
+    let mut seen: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let (mut place, mut memory) = (false, false);
+    let mut i = 0;
+    while i < seen.len() {
+        let name = seen[i].clone();
+        i += 1;
+        if BUILTINS.contains(&name.as_str()) || name == "cuda" {
+            place |= name == "threadIdx" || name == "blockIdx" || name == "cuda";
+            continue;
+        }
+        for a in assignments(&code, pos, &name) {
+            memory |= a.text.contains('[');
+            for n in identifiers(&a.text) {
+                if !seen.iter().any(|o| o == n) {
+                    seen.push(n.to_string());
+                }
+            }
+        }
+    }
+    place && !memory
+}
+
 /// The first assignment to each of `names` before `pos` (`i = blockIdx.x + threadIdx.x`), with
 /// where it starts.
 pub fn definitions(text: &str, pos: usize, names: &[&str]) -> Vec<Found> {

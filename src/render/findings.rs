@@ -19,12 +19,13 @@ pub fn write_finding(out: &mut dyn Write, f: &Finding, sources: &SourceMap, styl
     to_diagnostic(f, sources).render(sources, out, style.color, style.width)
 }
 
-/// `a[1024]`; an index beyond what a pointer can address (see `index_range`) is said so.
-fn element(name: &str, index: i64) -> String {
+/// `a[1024]`, `As[12][0]` for an array of the kernel's with dimensions `shape`; an index beyond
+/// what a pointer can address (see `index_range`) is said so.
+fn element(name: &str, index: i64, shape: &[u64]) -> String {
     match index {
         i64::MAX => format!("{name}[far past the end]"),
         i64::MIN => format!("{name}[far before the start]"),
-        _ => format!("{name}[{index}]"),
+        _ => crate::finding::element_name(name, index, shape),
     }
 }
 
@@ -42,6 +43,7 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
     }
     Diagnostic {
         message: in_python(&d.message),
+        label: d.label.as_deref().map(|l| in_python(l).into()),
         help: d.help.as_deref().map(in_python),
         notes: d.notes.iter().map(|n| in_python(n)).collect(),
         ..d
@@ -78,13 +80,15 @@ fn in_python(text: &str) -> String {
                 .replace(&marker, &format!("cuda.{c}"));
         }
     }
-    s.replace("] = 0;`", "] = 0`")
+    // `As[12][0]` is `As[12, 0]` in Python.
+    s.replace("] = 0;`", "] = 0`").replace("][", ", ")
 }
 
 fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
     match f {
         Finding::OutOfBounds {
             memory,
+            shape,
             kernel_name,
             view,
             threads,
@@ -117,7 +121,7 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             .label(format!(
                 "{} {}",
                 first.thread.describe(),
-                access_word(*access, &element(kname, *first_index))
+                access_word(*access, &element(kname, *first_index, shape))
             ));
             d = d.note(match access {
                 Access::Read => "out-of-bounds reads were given 0 here; on a GPU they read whatever lies there",
@@ -129,7 +133,7 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             }
             d.help(out_of_bounds_advice(sources, first, kname, global, *threads, *len, *min_index, *max_index))
         }
-        Finding::Race { memory, kernel_name, view, index, count, elements, first, second, same_warp } => {
+        Finding::Race { memory, shape, kernel_name, view, index, count, elements, first, second, same_warp } => {
             let lines = {
                 let (a, b) = (line(sources, first), line(sources, second));
                 if a == b { format!("line {a}") } else { format!("lines {a} and {b}") }
@@ -144,7 +148,7 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             let alias = kernel_name.as_ref().map(|k| format!(" (`{k}` in the kernel)")).unwrap_or_default();
             // Under the kernel's code, the kernel's names.
             let kname = kernel_name.as_deref().unwrap_or(memory.name());
-            let el = format!("{kname}[{index}]");
+            let el = element(kname, *index, shape);
             let same_block = first.thread.block == second.thread.block;
             let mut d =
                 Diagnostic::finding(format!("data race on {}{alias}: {pairs} to {elems}, {lines}", memory.describe()))
@@ -177,12 +181,12 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
                 None => d.help(race_advice(sources, memory, &el, kname, *elements, first, second, *same_warp)),
             }
         }
-        Finding::Uninit { memory, kernel_name, index, count, elements, first } => {
+        Finding::Uninit { memory, shape, kernel_name, index, count, elements, first } => {
             let kname = kernel_name.as_deref().unwrap_or(memory.name());
             let alias = kernel_name.as_ref().map(|k| format!(" (`{k}` in the kernel)")).unwrap_or_default();
             let (what, how_many) = match index {
                 Some(i) => {
-                    let el = element(kname, *i);
+                    let el = element(kname, *i, shape);
                     let reads = if *count == 1 { "1 read".to_string() } else { format!("{} reads", thousands(*count)) };
                     let elems = if *elements == 1 {
                         "1 element".to_string()
@@ -552,17 +556,15 @@ fn race_advice(
                     "the kernel's index comes from threadIdx alone, so every block works on the same elements (the same thread of two blocks touched {el}): add the block's offset, `blockIdx.x * blockDim.x + threadIdx.x`"
                 );
             }
-            // Two plain stores: each thread was meant to own its element, and the index gave
-            // two of them the same one. Atomics would hide that, not fix it.
-            let end = sources.resolve(second.span).hi as usize;
-            let first_end = sources.resolve(first.span).hi as usize;
-            let overwrite = first.access == Access::Write
-                && second.access == Access::Write
-                && advice::plain_store(&text, end)
-                && (first.span.source != second.span.source || advice::plain_store(&text, first_end));
-            if overwrite && elements > 1 {
-                let index = advice::index_text(&access);
-                let names = advice::identifiers(index);
+            // An index computed from the thread's place alone: each thread was meant to own its
+            // element, and the index gave two of them the same one. Atomics would hide that,
+            // not fix it.
+            let index = advice::index_text(&access);
+            let names = advice::identifiers(index);
+            let owned = first.span.source == second.span.source
+                && advice::index_text(&code_at(sources, first).unwrap_or_default().2) == index
+                && advice::index_from_thread_place(&text, pos, &names);
+            if owned && elements > 1 {
                 let own = advice::locals(&text, pos, &names);
                 let defs = advice::definitions(&text, pos, &own);
                 let at = |p: usize| sources.line_of(crate::diag::Span::new(second.span.source, p, p + 1));
@@ -590,8 +592,13 @@ fn race_advice(
                 } else {
                     ""
                 };
+                let verb = if first.access == Access::Write && second.access == Access::Write {
+                    "both stored to"
+                } else {
+                    "both used"
+                };
                 return format!(
-                    "{} and {} both stored to {el}: each thread should own its element, but the index `{index}`{from} gives two threads the same one; fix the index (not with atomics){fix}",
+                    "{} and {} {verb} {el}: each thread should own its element, but the index `{index}`{from} gives two threads the same one; fix the index (not with atomics){fix}",
                     first.thread.describe(),
                     second.thread.describe()
                 );
@@ -717,6 +724,7 @@ mod tests {
         let (first, _) = site(&mut map, Access::Write, 3, 232);
         let f = Finding::OutOfBounds {
             memory: Memory::Global("a".into()),
+            shape: Vec::new(),
             kernel_name: None,
             view: None,
             threads: 1024,
@@ -744,6 +752,7 @@ mod tests {
         };
         let race = |first, second, elements| Finding::Race {
             memory: Memory::Shared("s".into()),
+            shape: Vec::new(),
             kernel_name: None,
             view: None,
             index: 0,
@@ -782,6 +791,7 @@ mod tests {
         };
         let race = |memory, first, second, elements| Finding::Race {
             memory,
+            shape: Vec::new(),
             kernel_name: None,
             view: None,
             index: 0,
@@ -816,6 +826,7 @@ mod tests {
         let second = Site { access: Access::Read, thread: ThreadRef { block: [1, 0, 0], thread: [37, 0, 0] }, ..first };
         let f = Finding::Race {
             memory: Memory::Global("a".into()),
+            shape: Vec::new(),
             kernel_name: None,
             view: None,
             index: 0,
@@ -840,6 +851,7 @@ mod tests {
         };
         let shared = Finding::Uninit {
             memory: Memory::Shared("s".into()),
+            shape: Vec::new(),
             kernel_name: None,
             index: Some(32),
             count: 64,
@@ -848,6 +860,7 @@ mod tests {
         };
         let local = Finding::Uninit {
             memory: Memory::Variable("sum".into()),
+            shape: Vec::new(),
             kernel_name: None,
             index: None,
             count: 64,
@@ -876,6 +889,7 @@ mod tests {
     fn past_end(memory: Memory, threads: u64, len: u64, max: i64, first: Site) -> Finding {
         Finding::OutOfBounds {
             memory,
+            shape: Vec::new(),
             kernel_name: None,
             view: None,
             threads,
@@ -928,9 +942,10 @@ mod tests {
         let text = "__global__ void mm(float *A, float *C, int n) {\n    __shared__ float As[4][4];\n    float s = 0.0f;\n    for (int t = 0; t < n; t++) {\n        As[threadIdx.y][threadIdx.x] = A[t];\n        __syncthreads();\n        for (int k = 0; k < 4; k++) s += As[threadIdx.y][k];\n    }\n    C[0] = s;\n}";
         let race = |at: &dyn Fn(&str, usize, Access, u32) -> Site| Finding::Race {
             memory: Memory::Shared("As".into()),
+            shape: vec![4, 4],
             kernel_name: None,
             view: None,
-            index: 0,
+            index: 5,
             count: 4,
             elements: 16,
             first: at("As[threadIdx.y][k]", 0, Access::Read, 3),
@@ -953,25 +968,35 @@ mod tests {
     #[test]
     fn plain_stores_that_collide_blame_the_index_not_a_missing_atomic() {
         let text = "__global__ void k(const float *a, float *o, int n) {\n    int i = blockIdx.x + threadIdx.x;\n    if (i < n) o[i] = a[i] * 2.0f;\n}";
-        let race = |first: Access, second: Access| {
+        let race = |first: Access, second: Access| race_at("o[i]", first, second);
+        fn race_at(
+            pat: &'static str,
+            first: Access,
+            second: Access,
+        ) -> impl Fn(&dyn Fn(&str, usize, Access, u32) -> Site) -> Finding {
             move |at: &dyn Fn(&str, usize, Access, u32) -> Site| Finding::Race {
                 memory: Memory::Global("o".into()),
+                shape: Vec::new(),
                 kernel_name: None,
                 view: None,
                 index: 66,
                 count: 765,
                 elements: 257,
-                first: at("o[i]", 0, first, 64),
-                second: at("o[i]", 0, second, 65),
+                first: at(pat, 0, first, 64),
+                second: at(pat, 0, second, 65),
                 same_warp: false,
             }
-        };
+        }
         let help = help_of(text, race(Access::Write, Access::Write));
         assert!(help.contains("both stored to o[66]: each thread should own its element, but the index `i` (`i = blockIdx.x + threadIdx.x` on line 2) gives two threads the same one"), "{help}");
         assert!(help.contains("`blockIdx.x * blockDim.x + threadIdx.x`") && !help.contains("atomicAdd"), "{help}");
-        // An update (`+=`) shared by threads is still one for an atomic.
-        let update = text.replace("o[i] = a[i] * 2.0f", "o[i] += a[i]");
-        let help = help_of(&update, race(Access::Read, Access::Write));
+        // A read of the element it stores (`o[i] = o[i] * 2`) is the same mistake.
+        let reread = text.replace("o[i] = a[i] * 2.0f", "o[i] = o[i] * 2.0f");
+        let help = help_of(&reread, race(Access::Read, Access::Write));
+        assert!(help.contains("both used o[66]: each thread should own its element"), "{help}");
+        // An update of an element chosen by data (a histogram's bin) is one for an atomic.
+        let update = text.replace("o[i] = a[i] * 2.0f", "o[(int)a[i]] += 1.0f");
+        let help = help_of(&update, race_at("o[(int)a[i]]", Access::Read, Access::Write));
         assert!(help.contains("make the updates atomic"), "{help}");
     }
 }

@@ -422,10 +422,10 @@ fn has_race(r: &LaunchReport) -> bool {
 /// barriers were released anyway.
 fn sequential_is_wrong(r: &LaunchReport) -> Option<String> {
     r.findings.iter().find_map(|f| match f {
-        Finding::Race { memory: memory @ crate::finding::Memory::Shared(_), index, first, second, .. }
+        Finding::Race { memory: memory @ crate::finding::Memory::Shared(_), shape, index, first, second, .. }
             if first.access == crate::finding::Access::Read && second.access != crate::finding::Access::Read =>
         {
-            let el = format!("{}[{index}]", memory.name());
+            let el = crate::finding::element_name(memory.name(), *index, shape);
             Some(format!(
                 "in it too, {} read {el} before {} wrote it, with no __syncthreads() between them",
                 first.thread.describe(),
