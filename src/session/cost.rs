@@ -202,7 +202,16 @@ impl Session {
             };
             writeln!(out, "  {label}.{field:<20} {shown:>14}")?;
         }
-        writeln!(out, "{}", style.dim(&crate::render::prose(&crate::render::cost::explain(c), style)))
+        writeln!(out, "{}", style.dim(&crate::render::prose(&crate::render::cost::explain(c), style)))?;
+        if c.inputs_in_l2 && c.totals.dram_read == 0 {
+            let note = format!(
+                "{label}.dram_bytes is only what is written back: the launch's buffers fit in the {}'s L2 ({}) and start there, as after the host copies them in, so no read comes from DRAM; data larger than the L2 is read from DRAM too",
+                c.profile.title,
+                crate::render::text::decimal_bytes(c.profile.l2_bytes as f64)
+            );
+            writeln!(out, "{}", style.dim(&crate::render::prose(&note, style)))?;
+        }
+        Ok(())
     }
 
     /// Show the record `name` (typed alone at the prompt).
@@ -257,11 +266,17 @@ impl Session {
         a: &super::views::Prepared,
         b: &super::views::Prepared,
     ) -> io::Result<()> {
+        // With the findings of the run that was costed: a faster kernel whose results are
+        // wrong is not faster at anything.
         let mut estimate = |p: &super::views::Prepared| {
             let inputs = self.inputs(&p.names);
-            self.costed_copy(&p.spec, &inputs).ok().and_then(|(r, _)| r.cost.filter(|_| !r.aborted))
+            self.costed_copy(&p.spec, &inputs).ok().and_then(|(r, _)| {
+                let mut kinds: Vec<&'static str> = r.findings.iter().map(|f| f.kind().words()).collect();
+                kinds.dedup();
+                r.cost.filter(|_| !r.aborted).map(|c| (c, kinds))
+            })
         };
-        let (Some(ca), Some(cb)) = (estimate(a), estimate(b)) else { return Ok(()) };
+        let (Some((ca, fa)), Some((cb, fb))) = (estimate(a), estimate(b)) else { return Ok(()) };
         let (ta, tb) = (ca.estimate.time_us, cb.estimate.time_us);
         let verdict = if (ta / tb - 1.0).abs() < 0.1 {
             "about the same".to_string()
@@ -270,6 +285,14 @@ impl Session {
         } else {
             format!("the right one {:.1}x faster", ta / tb)
         };
+        let wrong = |side: &str, kinds: &[&str]| {
+            (!kinds.is_empty()).then(|| {
+                let article = if kinds[0].starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+                format!("the {side} one is wrong ({article} {} finding), so its results cannot be trusted and its speed does not count", kinds.join(" and "))
+            })
+        };
+        let warnings: Vec<String> = [wrong("left", &fa), wrong("right", &fb)].into_iter().flatten().collect();
+        let verdict = if warnings.is_empty() { verdict } else { format!("{verdict}; but {}", warnings.join("; and ")) };
         let line = format!(
             "estimated on {}: left {} ({}), right {} ({}): {verdict}",
             ca.profile.title,
