@@ -305,8 +305,11 @@ impl Guide {
             self.offered = None;
             return Ok(());
         }
+        // Only the step's own input can finish it: a statement of the learner's own, typed
+        // when nothing was offered (after a solved exercise, say), is no step of the lesson.
+        let had_offer = self.offered.is_some();
         self.offer_next();
-        if self.suggestion.is_none() && !self.said_done && !self.exercise_open() {
+        if had_offer && self.suggestion.is_none() && !self.said_done && !self.exercise_open() {
             self.said_done = true;
             writeln!(out, "{}", style.ok(&render::prose(&self.done_line(), style)))?;
             if !self.demo {
@@ -702,6 +705,8 @@ impl Guide {
         let draft = self.draft.as_ref().filter(|(l, s, _)| (*l, *s) == (self.lesson, self.step));
         let answer = draft.map(|(_, _, code)| code.clone());
         self.progress.solve(&id, self.step, answer);
+        // "Solved!" says where to go: no "Step N is done" after the learner's next input.
+        self.said_done = true;
         self.save(out, style)
     }
 
@@ -800,6 +805,10 @@ impl Extension for Lessons {
 
     fn chapter(&self) -> Option<String> {
         self.guide.as_ref().map(|g| g.current().id.clone())
+    }
+
+    fn step(&self) -> Option<usize> {
+        self.guide.as_ref().map(|g| g.step)
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
@@ -1199,6 +1208,25 @@ mod tests {
         assert_eq!(ran(&mut g, "x", false, &style), "");
         assert_eq!(ran(&mut g, ":buffers", false, &style), "");
         assert_eq!(g.take_suggestion(), None);
+    }
+
+    #[test]
+    fn a_statement_typed_when_nothing_was_offered_does_not_finish_the_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut g, style) = guide(dir.path(), 0);
+        let mut out = Vec::new();
+        g.show(&mut out, &style).unwrap();
+        // Step 1's inputs, as offered.
+        while let Some(offer) = g.take_suggestion() {
+            ran(&mut g, &offer, false, &style);
+        }
+        // Step 2, the exercise: nothing of it runs by statements, and nothing is offered once
+        // the starter is taken; an unrelated statement says nothing about the step.
+        g.next(&mut out, &style).unwrap();
+        g.offered = None;
+        g.suggestion = None;
+        g.progress.solve(&g.current().id.clone(), g.step, None);
+        assert_eq!(ran(&mut g, "let unrelated = 1", false, &style), "");
     }
 
     #[test]

@@ -83,7 +83,15 @@ pub fn document(lesson: &Lesson, upto: usize, transcript: &[Ran]) -> Document {
     let mut ran_of_part = vec![false; parts.len()];
     for run in runs {
         let text = run.input.trim();
-        if let Some(at) = (current..parts.len()).find(|&k| inputs[k].iter().any(|i| i == text)) {
+        // The step it was typed in, when the transcript knows it: an input of the lesson's found
+        // there, else (an attempt of the learner's own) the first part of that step.
+        let step = run.step.filter(|&s| s <= upto);
+        let found = (current..parts.len())
+            .find(|&k| inputs[k].iter().any(|i| i == text) && step.is_none_or(|s| parts[k].0 == s));
+        let moved = step
+            .filter(|&s| parts.get(current).is_some_and(|(at, _)| *at < s))
+            .and_then(|s| parts.iter().position(|(at, _)| *at == s));
+        if let Some(at) = found.or(moved) {
             // Code of the parts passed over that never ran is still part of the lesson.
             for k in current..at {
                 show_up_to(&mut doc, k, &mut shown);
@@ -156,6 +164,7 @@ mod tests {
             output: "✗ not yet: ...\n(Enter goes on)\n".into(),
             colored: "\u{1b}[32mSolved! (Enter goes on)\u{1b}[0m\n".into(),
             chapter: None,
+            step: None,
         };
         let clean = without_prompts(&run);
         assert_eq!(clean.output, "✗ not yet: ...\n");

@@ -176,9 +176,9 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             match view {
                 Some((param, offset)) => {
                     let el = format!("{param}[{}]", index.saturating_sub(*offset as i64));
-                    d.help(race_advice(sources, memory, &el, param, *elements, first, second, *same_warp))
+                    d.help(race_advice(sources, memory, &el, param, (*elements, *count), first, second, *same_warp))
                 }
-                None => d.help(race_advice(sources, memory, &el, kname, *elements, first, second, *same_warp)),
+                None => d.help(race_advice(sources, memory, &el, kname, (*elements, *count), first, second, *same_warp)),
             }
         }
         Finding::Uninit { memory, shape, kernel_name, index, count, elements, first } => {
@@ -483,7 +483,7 @@ fn race_advice(
     memory: &Memory,
     el: &str,
     name: &str,
-    elements: u64,
+    (elements, count): (u64, u64),
     first: &Site,
     second: &Site,
     same_warp: bool,
@@ -561,7 +561,12 @@ fn race_advice(
             // not fix it.
             let index = advice::index_text(&access);
             let names = advice::identifiers(index);
+            // A few threads to an element, not a crowd: a crowd on each element is a sum or a
+            // count the kernel means to share (atomics), a few the index's slip.
+            let few = count / elements.max(1) <= 8;
             let owned = first.span.source == second.span.source
+                && few
+                && !index.contains('[')
                 && advice::index_text(&code_at(sources, first).unwrap_or_default().2) == index
                 && advice::index_from_thread_place(&text, pos, &names);
             if owned && elements > 1 {

@@ -379,51 +379,71 @@ impl Session {
         }
         rows.sort_by_key(|r| r.0);
         let worst = worst_line(&rows, c);
-        let mut table = Table::new();
-        table.load_preset(UTF8_FULL_CONDENSED);
-        table.force_no_tty();
-        table.set_header(["line", "source", "instr", "lanes", "sectors/req", "DRAM", "ways", "atomics"]);
-        // Fit the terminal: the source column gives way first.
-        table.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
-        table.set_width(style.width.min(u16::MAX as usize) as u16);
-        let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
-        // The other columns take about 78 characters; the source gets what is left of the line.
-        let width = style.width.saturating_sub(70).clamp(12, 60);
-        for (line, text, k) in &rows {
-            let source = if text.chars().count() > width {
-                format!("{}…", text.chars().take(width - 1).collect::<String>())
-            } else {
-                text.clone()
-            };
-            let spr = if k.global_load_requests + k.global_store_requests > 0 {
-                format!("{:.1} / {:.1}", k.sectors_per_request(), k.ideal_sectors_per_request())
-            } else {
-                "-".into()
-            };
-            let ways = if k.shared_requests > 0 {
-                format!("{:.1}", k.wavefronts as f64 / k.shared_requests as f64)
-            } else {
-                "-".into()
-            };
-            let mark = if worst.as_ref().is_some_and(|w| w.0 == *line) { "▶ " } else { "" };
-            // Plain text: colour codes inside a cell would count towards its width.
-            let line_cell = Cell::new(format!("{mark}{line}"));
-            table.add_row(vec![
-                line_cell,
-                Cell::new(source),
-                right(thousands(k.issued as u128)),
-                right(format!("{:.0}%", 100.0 * k.simt_efficiency())),
-                right(spr),
-                right(if k.dram_bytes() > 0 {
-                    crate::render::text::decimal_bytes(k.dram_bytes() as f64)
+        let header = ["line", "source", "instr", "lanes", "sectors/req", "DRAM", "ways", "atomics"];
+        // Every column but the source, as text: their widths say how much room the source has.
+        let cells: Vec<[String; 7]> = rows
+            .iter()
+            .map(|(line, _, k)| {
+                let spr = if k.global_load_requests + k.global_store_requests > 0 {
+                    format!("{:.1} / {:.1}", k.sectors_per_request(), k.ideal_sectors_per_request())
                 } else {
                     "-".into()
-                }),
-                right(ways),
-                right(if k.atomics > 0 { thousands(k.atomics as u128) } else { "-".into() }),
-            ]);
-        }
-        style.enlarge(&mut table, 4);
+                };
+                let ways = if k.shared_requests > 0 {
+                    format!("{:.1}", k.wavefronts as f64 / k.shared_requests as f64)
+                } else {
+                    "-".into()
+                };
+                let mark = if worst.as_ref().is_some_and(|w| w.0 == *line) { "▶ " } else { "" };
+                [
+                    format!("{mark}{line}"),
+                    thousands(k.issued as u128),
+                    format!("{:.0}%", 100.0 * k.simt_efficiency()),
+                    spr,
+                    if k.dram_bytes() > 0 {
+                        crate::render::text::decimal_bytes(k.dram_bytes() as f64)
+                    } else {
+                        "-".into()
+                    },
+                    ways,
+                    if k.atomics > 0 { thousands(k.atomics as u128) } else { "-".into() },
+                ]
+            })
+            .collect();
+        let right = |s: &str| Cell::new(s).set_alignment(CellAlignment::Right);
+        let build = |room: usize| {
+            let mut table = Table::new();
+            table.load_preset(UTF8_FULL_CONDENSED);
+            table.force_no_tty();
+            table.set_header(header);
+            for ((_, text, _), cell) in rows.iter().zip(&cells) {
+                // A source line longer than its room is cut with `…`, never wrapped: one table
+                // row per line of the kernel.
+                let source = if text.chars().count() > room {
+                    format!("{}…", text.chars().take(room.saturating_sub(1)).collect::<String>())
+                } else {
+                    text.clone()
+                };
+                // Plain text: colour codes inside a cell would count towards its width.
+                let mut row = vec![Cell::new(&cell[0]), Cell::new(source)];
+                row.extend(cell[1..].iter().map(|s| right(s)));
+                table.add_row(row);
+            }
+            style.enlarge(&mut table, 4);
+            table
+        };
+        // The source gets what the other columns, their padding and the borders leave.
+        let probe = build(usize::MAX);
+        let padding: usize = probe.column_iter().map(|c| c.padding_width() as usize).sum();
+        let others: usize = (0..7)
+            .map(|i| {
+                let head = header[if i == 0 { 0 } else { i + 1 }].chars().count();
+                cells.iter().map(|c| c[i].chars().count()).max().unwrap_or(0).max(head)
+            })
+            .sum();
+        let borders = header.len() + 1;
+        let room = style.width.saturating_sub(others + padding + borders).max("source".len());
+        let table = build(room);
         writeln!(out, "{table}")?;
         let t = &c.totals;
         writeln!(

@@ -574,6 +574,18 @@ let m = zeros((12, 20), i32)
     }
 
     #[test]
+    fn a_launch_stopped_at_a_limit_is_timed_once_and_said_so() {
+        let text = view(
+            "__global__ void spin(float *a, int n) { while (a[0] == 0.0f) { } }\n:max-steps 100000\n:time spin<<<1, 32>>>(a, 2)",
+            false,
+            100,
+        );
+        assert!(text.contains("1 run on sim"), "{text}");
+        assert!(text.contains("run 1 was stopped at its step budget"), "{text}");
+        assert!(!text.contains("estimated time"), "{text}");
+    }
+
+    #[test]
     fn time_view() {
         snapshots("time", ":time add_half_everywhere<<<8, 64>>>(a, len(a)) x4");
     }

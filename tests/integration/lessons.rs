@@ -545,7 +545,7 @@ fn a_failed_check_says_why_and_hint_gives_that_first() {
     let data = tempfile::tempdir().unwrap();
     let course = dir.path().display().to_string();
     let run = gridlab()
-        .env("XDG_DATA_HOME", data.path())
+        .env("XDG_DATA_HOME", &data.path().display().to_string())
         .args(["--course", &course, "--backend", "sim", "learn", "1"])
         .stdin(&format!(":next\n{RIGHT_TWICE}:check\n:hint\n:hint\n"))
         .run();
@@ -561,7 +561,7 @@ fn a_failed_check_says_why_and_hint_gives_that_first() {
     assert!(second.starts_with("Hint 1 of 2:"), "{out}");
     // A finding's advice, the same way.
     let run = gridlab()
-        .env("XDG_DATA_HOME", data.path())
+        .env("XDG_DATA_HOME", &data.path().display().to_string())
         .args(["--course", COURSE, "--backend", "sim", "learn", "1"])
         .stdin(&format!(":next\n{}:check\n:hint\n", RIGHT_TWICE.replace("blockIdx.x * blockDim.x", "blockIdx.x")))
         .run();
