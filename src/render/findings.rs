@@ -150,6 +150,12 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             let kname = kernel_name.as_deref().unwrap_or(memory.name());
             let el = element(kname, *index, shape);
             let same_block = first.thread.block == second.thread.block;
+            // A barrier between them that orders only one pass of a loop (see `race_advice`).
+            let looped = matches!(memory, Memory::Shared(_))
+                && first.span.source == second.span.source
+                && code_at(sources, second).is_some_and(|(text, pos, _)| {
+                    advice::barrier_only_inside_loop(&text, sources.resolve(first.span).lo as usize, pos).is_some()
+                });
             let mut d =
                 Diagnostic::finding(format!("data race on {}{alias}: {pairs} to {elems}, {lines}", memory.describe()))
                     .at(second.span)
@@ -160,7 +166,9 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
                         access_word(first.access, &el),
                         second.thread.describe(),
                         access_word(second.access, &el),
-                        if *same_warp {
+                        if looped {
+                            " (the __syncthreads() between them orders one pass of the loop, not the next)"
+                        } else if *same_warp {
                             " (no __syncwarp() or __syncthreads() between them)"
                         } else if same_block {
                             " (no __syncthreads() between them)"
