@@ -272,6 +272,19 @@ impl FindingKind {
     }
 }
 
+impl Finding {
+    pub fn kind(&self) -> FindingKind {
+        match self {
+            Finding::OutOfBounds { .. } | Finding::GuardWrite { .. } => FindingKind::OutOfBounds,
+            Finding::Race { .. } => FindingKind::Race,
+            Finding::BarrierDivergence { .. } => FindingKind::Barrier,
+            Finding::StepLimit { .. } => FindingKind::StepLimit,
+            Finding::Trap { .. } => FindingKind::Trap,
+            Finding::Uninit { .. } => FindingKind::Uninit,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::element_name;
@@ -284,18 +297,5 @@ mod tests {
         assert_eq!(element_name("s", 5, &[32]), "s[5]");
         // Past the end there is no such element: the flat index says how far.
         assert_eq!(element_name("As", 256, &[16, 16]), "As[256]");
-    }
-}
-
-impl Finding {
-    pub fn kind(&self) -> FindingKind {
-        match self {
-            Finding::OutOfBounds { .. } | Finding::GuardWrite { .. } => FindingKind::OutOfBounds,
-            Finding::Race { .. } => FindingKind::Race,
-            Finding::BarrierDivergence { .. } => FindingKind::Barrier,
-            Finding::StepLimit { .. } => FindingKind::StepLimit,
-            Finding::Trap { .. } => FindingKind::Trap,
-            Finding::Uninit { .. } => FindingKind::Uninit,
-        }
     }
 }

@@ -884,8 +884,11 @@ mod tests {
         insta::assert_snapshot!(both);
     }
 
+    /// Where an access is: its text, which match of it, the access and the thread.
+    type At<'a> = &'a dyn Fn(&str, usize, Access, u32) -> Site;
+
     /// A finding's advice, for a kernel `text` and sites found by the text of their access.
-    fn help_of(text: &str, f: impl Fn(&dyn Fn(&str, usize, Access, u32) -> Site) -> Finding) -> String {
+    fn help_of(text: &str, f: impl Fn(At) -> Finding) -> String {
         let mut map = SourceMap::new();
         let id = map.add("<input 1>", text, 1);
         let at = |pat: &str, nth: usize, access, thread| {
@@ -919,8 +922,9 @@ mod tests {
     #[test]
     fn a_guard_that_lets_the_bound_through_is_named_not_asked_for() {
         let text = "__global__ void k(float *a, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i > n) return;\n    a[i] = 1.0f;\n}";
-        let help =
-            help_of(text, |at| past_end(Memory::Global("a".into()), 1024, 1000, 1000, at("a[i]", 0, Access::Write, 5)));
+        let help = help_of(text, |at: At| {
+            past_end(Memory::Global("a".into()), 1024, 1000, 1000, at("a[i]", 0, Access::Write, 5))
+        });
         assert!(help.starts_with("off by one: `i > n` on line 3 lets the index reach 1000"), "{help}");
         assert!(help.ends_with("write `i >= n`"), "{help}");
         assert!(!help.contains("guard the access"), "{help}");
@@ -932,8 +936,9 @@ mod tests {
         assert!(help.starts_with("the guard `i >= n` on line 3 is there, yet the index reached 1010"), "{help}");
         // No guard at all: ask for one.
         let bare = "__global__ void k(float *a, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    a[i] = 1.0f;\n}";
-        let help =
-            help_of(bare, |at| past_end(Memory::Global("a".into()), 1024, 1000, 1023, at("a[i]", 0, Access::Write, 5)));
+        let help = help_of(bare, |at: At| {
+            past_end(Memory::Global("a".into()), 1024, 1000, 1023, at("a[i]", 0, Access::Write, 5))
+        });
         assert!(help.contains("guard the access"), "{help}");
     }
 
@@ -953,7 +958,7 @@ mod tests {
     #[test]
     fn a_barrier_inside_a_loop_that_lacks_one_at_its_end_is_named() {
         let text = "__global__ void mm(float *A, float *C, int n) {\n    __shared__ float As[4][4];\n    float s = 0.0f;\n    for (int t = 0; t < n; t++) {\n        As[threadIdx.y][threadIdx.x] = A[t];\n        __syncthreads();\n        for (int k = 0; k < 4; k++) s += As[threadIdx.y][k];\n    }\n    C[0] = s;\n}";
-        let race = |at: &dyn Fn(&str, usize, Access, u32) -> Site| Finding::Race {
+        let race = |at: At| Finding::Race {
             memory: Memory::Shared("As".into()),
             shape: vec![4, 4],
             kernel_name: None,
@@ -982,12 +987,8 @@ mod tests {
     fn plain_stores_that_collide_blame_the_index_not_a_missing_atomic() {
         let text = "__global__ void k(const float *a, float *o, int n) {\n    int i = blockIdx.x + threadIdx.x;\n    if (i < n) o[i] = a[i] * 2.0f;\n}";
         let race = |first: Access, second: Access| race_at("o[i]", first, second);
-        fn race_at(
-            pat: &'static str,
-            first: Access,
-            second: Access,
-        ) -> impl Fn(&dyn Fn(&str, usize, Access, u32) -> Site) -> Finding {
-            move |at: &dyn Fn(&str, usize, Access, u32) -> Site| Finding::Race {
+        fn race_at(pat: &'static str, first: Access, second: Access) -> impl Fn(At) -> Finding {
+            move |at: At| Finding::Race {
                 memory: Memory::Global("o".into()),
                 shape: Vec::new(),
                 kernel_name: None,
