@@ -217,6 +217,9 @@ pub struct CostReport {
     pub block_threads: u32,
     /// Atomics on the busiest single address.
     pub hottest_address: u64,
+    /// The launch's buffers fit in the L2 and were taken as resident from the start (as after
+    /// the host copied them in): its DRAM bytes are only what is written back.
+    pub inputs_in_l2: bool,
 }
 
 impl CostReport {
@@ -370,6 +373,7 @@ mod tests {
             blocks,
             block_threads: 256,
             hottest_address: 0,
+            inputs_in_l2: false,
         }
     }
 

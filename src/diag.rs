@@ -392,6 +392,34 @@ pub(crate) fn wrap(text: &str, width: usize, indent: usize) -> String {
         }
     }
     words.push(&text[start..]);
+    // Inline code longer than a line breaks at its own spaces (never inside a token, as the
+    // terminal would), with a short last token (`x5`) kept with the one before it.
+    let words: Vec<&str> = words
+        .into_iter()
+        .flat_map(|word| {
+            if word.chars().count() <= room || !word.contains(' ') {
+                return vec![word];
+            }
+            let mut pieces: Vec<&str> = Vec::new();
+            let mut from = 0;
+            for (i, c) in word.char_indices() {
+                if c == ' ' {
+                    pieces.push(&word[from..i]);
+                    from = i + 1;
+                }
+            }
+            let last = &word[from..];
+            if last.chars().count() <= 4 && !pieces.is_empty() {
+                // Join the short tail to the piece before it: both are slices of `word`.
+                let prev = pieces.pop().unwrap_or_default();
+                let at = prev.as_ptr() as usize - word.as_ptr() as usize;
+                pieces.push(&word[at..]);
+            } else {
+                pieces.push(last);
+            }
+            pieces
+        })
+        .collect();
     for word in words {
         let len = word.chars().count();
         if col > 0 && col + 1 + len > room {
@@ -417,6 +445,22 @@ impl std::fmt::Display for Diagnostic {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapping_breaks_at_spaces_never_inside_a_word_or_a_token() {
+        let text =
+            "`:time add_half<<<4, 256>>>(a, len(a)) x5` runs the launch 5 times, and the verdict says right or wrong";
+        for width in [20, 30, 40, 60, 80] {
+            let wrapped = wrap(text, width, 2);
+            let words: Vec<&str> = wrapped.split_whitespace().collect();
+            assert_eq!(words, text.split_whitespace().collect::<Vec<_>>(), "no word is split at {width}");
+            for line in wrapped.lines().skip(1) {
+                assert!(line.starts_with("  "), "continuations keep the indent at {width}: {wrapped}");
+                assert!(line.trim() != "x5`", "a short token is not left alone at {width}: {wrapped}");
+            }
+            assert!(wrapped.lines().all(|l| l.chars().count() <= width.max(22)), "{wrapped}");
+        }
+    }
 
     #[test]
     fn control_characters_are_shown_escaped() {

@@ -13,6 +13,25 @@ pub const POISON_INT: u64 = 0xDEAD_BEEF_DEAD_BEEF;
 pub const POISON_F32: u32 = 0x7FFF_FFFF;
 pub const POISON_F64: u64 = 0x7FFF_FFFF_FFFF_FFFF;
 
+/// An element as the kernel names it: `As[12][0]` for the flat index 192 of a `[16][16]`
+/// array, `a[1000]` for a buffer; an index outside the array stays flat, as no element of it
+/// has that name.
+pub fn element_name(name: &str, index: i64, shape: &[u64]) -> String {
+    let total: u64 = shape.iter().product();
+    if shape.len() < 2 || index < 0 || index as u64 >= total {
+        return format!("{name}[{index}]");
+    }
+    let mut rest = index as u64;
+    let mut parts = Vec::with_capacity(shape.len());
+    for (d, _) in shape.iter().enumerate() {
+        let inner: u64 = shape[d + 1..].iter().product();
+        parts.push(rest / inner);
+        rest %= inner;
+    }
+    let subscripts: String = parts.iter().map(|p| format!("[{p}]")).collect();
+    format!("{name}{subscripts}")
+}
+
 /// A thread's place in the launch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ThreadRef {
@@ -98,6 +117,9 @@ pub enum Finding {
     /// Reads or writes outside a buffer. Writes were not performed; reads returned 0.
     OutOfBounds {
         memory: Memory,
+        /// The dimensions of a kernel's own array, outermost first (`[16, 16]`); empty for a
+        /// buffer. Element indices are flat; `element_name` says them as the kernel does.
+        shape: Vec<u64>,
         /// The kernel's own name for a buffer (its parameter), where it differs from the
         /// session's name in `memory`: what the kernel's code calls it.
         kernel_name: Option<String>,
@@ -122,6 +144,9 @@ pub enum Finding {
     /// Two threads touched the same element, at least one writing, with nothing ordering them.
     Race {
         memory: Memory,
+        /// The dimensions of a kernel's own array, outermost first (`[16, 16]`); empty for a
+        /// buffer. Element indices are flat; `element_name` says them as the kernel does.
+        shape: Vec<u64>,
         /// The kernel's own name for a buffer, as in `OutOfBounds`.
         kernel_name: Option<String>,
         /// The kernel's pointer into the buffer, as in `OutOfBounds`.
@@ -143,6 +168,9 @@ pub enum Finding {
     /// a poison value (see `POISON_INT`, `POISON_F32`, `POISON_F64`) so that results show it.
     Uninit {
         memory: Memory,
+        /// The dimensions of a kernel's own array, outermost first (`[16, 16]`); empty for a
+        /// buffer. Element indices are flat; `element_name` says them as the kernel does.
+        shape: Vec<u64>,
         /// The kernel's own name for a buffer, as in `OutOfBounds`.
         kernel_name: Option<String>,
         /// The element of the example read; `None` for a local variable.
@@ -254,5 +282,20 @@ impl Finding {
             Finding::Trap { .. } => FindingKind::Trap,
             Finding::Uninit { .. } => FindingKind::Uninit,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::element_name;
+
+    #[test]
+    fn elements_of_a_two_dimensional_array_are_named_as_the_kernel_writes_them() {
+        assert_eq!(element_name("As", 192, &[16, 16]), "As[12][0]");
+        assert_eq!(element_name("t", 13, &[2, 3, 4]), "t[1][0][1]");
+        assert_eq!(element_name("a", 1000, &[]), "a[1000]");
+        assert_eq!(element_name("s", 5, &[32]), "s[5]");
+        // Past the end there is no such element: the flat index says how far.
+        assert_eq!(element_name("As", 256, &[16, 16]), "As[256]");
     }
 }

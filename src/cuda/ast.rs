@@ -295,6 +295,15 @@ impl Type {
         }
     }
 
+    /// The lengths of a (possibly multi-dimensional) array, outermost first: `[16, 16]` for
+    /// `float [16][16]`; empty for anything else.
+    pub fn dims(&self) -> Vec<u64> {
+        match self {
+            Type::Array { elem, len } => std::iter::once(*len as u64).chain(elem.dims()).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The innermost element type of a (possibly multi-dimensional) array, or the type itself.
     pub fn innermost(&self) -> &Type {
         match self {

@@ -68,6 +68,9 @@ pub struct Failure {
     /// What kind of failure it is: `dev check` asks a starter to fail for the reason the lesson
     /// is about (wrong values, a finding, a cost), not because nothing could run.
     pub kind: FailureKind,
+    /// What the failure says about the learner's mistake, when it says something: a finding's
+    /// headline and its advice, or the elements a launch never reached. `:hint` gives it first.
+    pub advice: Option<String>,
 }
 
 /// Why a check failed, in the terms a course author judges a starter by.
@@ -147,6 +150,7 @@ fn plan(path: &str, check: &Check) -> Result<Vec<Planned>, Box<Failure>> {
             output: String::new(),
             why: format!("the check cannot be read: {}", e.diag.message),
             kind: FailureKind::Check,
+            advice: None,
         })
     })?;
     let mut planned: Vec<Planned> = Vec::new();
@@ -283,6 +287,7 @@ fn refused_kernel(session: &Session, path: &str, planned: &[Planned]) -> Option<
             session.sources().location(at)
         ),
         kind: FailureKind::NotCompiled,
+        advice: None,
     })
 }
 
@@ -317,6 +322,7 @@ fn missing_kernel(session: &Session, path: &str, check: &Check, planned: &[Plann
         output: String::new(),
         why: format!("there is no kernel `{name}` yet{yours}: {wanted}; define it, then `:check` again"),
         kind: FailureKind::NoKernel,
+        advice: None,
     })
 }
 
@@ -339,6 +345,7 @@ fn one_run(
         output: String::from_utf8_lossy(&output).into_owned(),
         why,
         kind,
+        advice: None,
     };
     if let Some(config) = config {
         for (name, expr) in &config.bindings {
@@ -369,7 +376,12 @@ fn one_run(
             Status::Ok => {}
             Status::ExpectFailed => {
                 let kind = if p.on_cost { FailureKind::Cost } else { FailureKind::Values };
-                return Ok(Some(fail(&p.input, out, "this expect did not hold".into(), kind)));
+                let gap = (!p.on_cost).then(|| unreached(session)).flatten();
+                let why = match &gap {
+                    Some(gap) => format!("this expect did not hold: {gap}"),
+                    None => "this expect did not hold".into(),
+                };
+                return Ok(Some(Failure { advice: gap, ..fail(&p.input, out, why, kind) }));
             }
             Status::Error => {
                 return Ok(Some(fail(&p.input, out, "this statement failed".into(), FailureKind::Statement)));
@@ -390,10 +402,45 @@ fn one_run(
             let why = format!(
                 "the launch has {article} {words} finding: a kernel with one is wrong even when its numbers come out right"
             );
-            return Ok(Some(fail(&p.input, out, why, FailureKind::Finding(name.to_string()))));
+            let d = crate::render::findings::to_diagnostic(f, session.sources());
+            let advice = Some(match d.help {
+                Some(help) => format!("{}; {help}", d.message),
+                None => d.message,
+            });
+            return Ok(Some(Failure { advice, ..fail(&p.input, out, why, FailureKind::Finding(name.to_string())) }));
         }
     }
     Ok(None)
+}
+
+/// When the last launch had fewer threads than a buffer it was given has elements, changed some
+/// of the elements its threads could reach and none beyond: why its results are wrong, said
+/// ("512 threads for 10,000 elements of `out` ...") rather than left to a list of numbers.
+fn unreached(session: &Session) -> Option<String> {
+    let last = session.last.as_ref()?;
+    let threads = last.spec.grid.count().saturating_mul(last.spec.block.count());
+    last.before.iter().find_map(|(name, before)| {
+        let now = session.buffer(name)?;
+        let len = now.len() as u64;
+        if threads >= len {
+            return None;
+        }
+        let (was, is) = (before.to_f64_vec(), now.to_f64_vec());
+        let same = |i: usize| was.get(i).map(|v| v.to_bits()) == is.get(i).map(|v| v.to_bits());
+        let reached = threads as usize;
+        let wrote_some = (0..reached).any(|i| !same(i));
+        let rest_untouched = (reached..len as usize).all(same);
+        (wrote_some && rest_untouched).then(|| {
+            use crate::render::text::thousands;
+            format!(
+                "the launch had {} threads for {} elements of `{name}`, and elements {} to {} were never written: add a grid-stride loop, or launch more blocks",
+                thousands(threads),
+                thousands(len),
+                thousands(threads),
+                thousands(len - 1)
+            )
+        })
+    })
 }
 
 const PASSED: &str = "✓ passed:";
@@ -433,7 +480,7 @@ pub fn write(out: &mut dyn Write, outcome: &Outcome, style: &Style) -> io::Resul
             for line in f.output.lines() {
                 writeln!(out, "  {line}")?;
             }
-            writeln!(out, "  {}", style.warn(&f.why))
+            writeln!(out, "  {}", style.warn(&crate::diag::wrap(&f.why, style.width, 2)))
         }
     }
 }

@@ -91,6 +91,10 @@ pub struct Guide {
     /// projector's screen does not fill with the same line.
     end_reminded: bool,
     hints_shown: usize,
+    /// What the last failed `:check` of this step said about the learner's mistake, not given
+    /// by `:hint` yet: the next `:hint` gives it before the exercise's own hints, which cannot
+    /// know which mistake was made.
+    check_advice: Option<String>,
     progress: Progress,
     store: Store,
     /// A failed save is reported once, not at every step.
@@ -139,6 +143,7 @@ impl Guide {
             at_end: false,
             end_reminded: false,
             hints_shown: 0,
+            check_advice: None,
             progress,
             store,
             save_failed: false,
@@ -300,8 +305,11 @@ impl Guide {
             self.offered = None;
             return Ok(());
         }
+        // Only the step's own input can finish it: a statement of the learner's own, typed
+        // when nothing was offered (after a solved exercise, say), is no step of the lesson.
+        let had_offer = self.offered.is_some();
         self.offer_next();
-        if self.suggestion.is_none() && !self.said_done && !self.exercise_open() {
+        if had_offer && self.suggestion.is_none() && !self.said_done && !self.exercise_open() {
             self.said_done = true;
             writeln!(out, "{}", style.ok(&render::prose(&self.done_line(), style)))?;
             if !self.demo {
@@ -405,6 +413,7 @@ impl Guide {
         self.progress.visit(&lesson.id, self.step);
         self.save(out, style)?;
         self.hints_shown = 0;
+        self.check_advice = None;
         self.question = None;
         writeln!(out)?;
         if self.step == 0 || self.fresh {
@@ -649,6 +658,14 @@ impl Guide {
             writeln!(out, "{}", style.dim("This step has no exercise, so no hints: just run what it suggests."))?;
             return Ok(Status::Ok);
         };
+        if let Some(advice) = self.check_advice.take() {
+            writeln!(out, "{}", style.bold("From your last `:check`:"))?;
+            writeln!(out, "{}", crate::diag::wrap(&advice, style.width, 0))?;
+            if !ex.hints.is_empty() {
+                writeln!(out, "{}", style.dim("(`:hint` again gives the exercise's hints)"))?;
+            }
+            return Ok(Status::Ok);
+        }
         if ex.hints.is_empty() {
             writeln!(out, "{}", style.dim("This exercise has no hints; `:solution` shows a solution."))?;
             return Ok(Status::Ok);
@@ -688,6 +705,8 @@ impl Guide {
         let draft = self.draft.as_ref().filter(|(l, s, _)| (*l, *s) == (self.lesson, self.step));
         let answer = draft.map(|(_, _, code)| code.clone());
         self.progress.solve(&id, self.step, answer);
+        // "Solved!" says where to go: no "Step N is done" after the learner's next input.
+        self.said_done = true;
         self.save(out, style)
     }
 
@@ -786,6 +805,10 @@ impl Extension for Lessons {
 
     fn chapter(&self) -> Option<String> {
         self.guide.as_ref().map(|g| g.current().id.clone())
+    }
+
+    fn step(&self) -> Option<usize> {
+        self.guide.as_ref().map(|g| g.step)
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
@@ -1098,6 +1121,7 @@ pub fn cmd_check(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Res
         out.flush()?;
         let outcome = check::run(session, &lesson.path, &ex.check)?;
         check::write(out, &outcome, style)?;
+        g.check_advice = outcome.failure.as_ref().and_then(|f| f.advice.clone());
         if outcome.passed() {
             g.solved_now(out, style)?;
             writeln!(out, "{}", style.ok(&format!("Solved! {}", g.end_of_step_hint())))?;
@@ -1106,7 +1130,7 @@ pub fn cmd_check(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Res
             writeln!(out, "{}", style.dim("(Enter goes on)"))?;
             Ok(Status::ExpectFailed)
         } else {
-            let hint = if ex.hints.is_empty() { "" } else { " `:hint` helps," };
+            let hint = if ex.hints.is_empty() && g.check_advice.is_none() { "" } else { " `:hint` helps," };
             // The kernel to change goes back in the editor, rather than two Up presses away.
             let draft = g.draft.as_ref().filter(|(l, s, _)| (*l, *s) == (g.lesson, g.step));
             let back = match draft {
@@ -1184,6 +1208,25 @@ mod tests {
         assert_eq!(ran(&mut g, "x", false, &style), "");
         assert_eq!(ran(&mut g, ":buffers", false, &style), "");
         assert_eq!(g.take_suggestion(), None);
+    }
+
+    #[test]
+    fn a_statement_typed_when_nothing_was_offered_does_not_finish_the_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut g, style) = guide(dir.path(), 0);
+        let mut out = Vec::new();
+        g.show(&mut out, &style).unwrap();
+        // Step 1's inputs, as offered.
+        while let Some(offer) = g.take_suggestion() {
+            ran(&mut g, &offer, false, &style);
+        }
+        // Step 2, the exercise: nothing of it runs by statements, and nothing is offered once
+        // the starter is taken; an unrelated statement says nothing about the step.
+        g.next(&mut out, &style).unwrap();
+        g.offered = None;
+        g.suggestion = None;
+        g.progress.solve(&g.current().id.clone(), g.step, None);
+        assert_eq!(ran(&mut g, "let unrelated = 1", false, &style), "");
     }
 
     #[test]

@@ -83,7 +83,15 @@ pub fn document(lesson: &Lesson, upto: usize, transcript: &[Ran]) -> Document {
     let mut ran_of_part = vec![false; parts.len()];
     for run in runs {
         let text = run.input.trim();
-        if let Some(at) = (current..parts.len()).find(|&k| inputs[k].iter().any(|i| i == text)) {
+        // The step it was typed in, when the transcript knows it: an input of the lesson's found
+        // there, else (an attempt of the learner's own) the first part of that step.
+        let step = run.step.filter(|&s| s <= upto);
+        let found = (current..parts.len())
+            .find(|&k| inputs[k].iter().any(|i| i == text) && step.is_none_or(|s| parts[k].0 == s));
+        let moved = step
+            .filter(|&s| parts.get(current).is_some_and(|(at, _)| *at < s))
+            .and_then(|s| parts.iter().position(|(at, _)| *at == s));
+        if let Some(at) = found.or(moved) {
             // Code of the parts passed over that never ran is still part of the lesson.
             for k in current..at {
                 show_up_to(&mut doc, k, &mut shown);
@@ -149,6 +157,34 @@ fn unran(doc: &mut Document, part: &Part, ran: bool) {
 mod tests {
     use super::*;
 
+    fn fixture_lesson() -> Lesson {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/course");
+        super::super::course::Course::load(&dir).unwrap().lessons.remove(0)
+    }
+
+    fn ran(input: &str, output: &str, step: usize) -> Ran {
+        Ran { input: input.into(), output: output.into(), colored: output.into(), chapter: None, step: Some(step) }
+    }
+
+    #[test]
+    fn an_attempt_is_filed_under_the_step_it_was_typed_in() {
+        let lesson = fixture_lesson();
+        let attempt = "__global__ void twice(float *a, int n) {\n    a[threadIdx.x] *= 2;\n}";
+        let transcript = [
+            ran("let a = zeros(4)", "", 0),
+            ran(attempt, "defined kernel twice(float *a, int n)", 1),
+            ran(":check", "✗ not yet", 1),
+        ];
+        let md = document(&lesson, 1, &transcript).markdown();
+        let heading = md.find("## Your turn").unwrap();
+        let at = md.find("a[threadIdx.x] *= 2").unwrap();
+        assert!(heading < at, "the attempt comes under its exercise:\n{md}");
+        assert!(md[heading..].contains("**An attempt:**"), "{md}");
+        // Each kernel once: the fixture's `fill`, which never ran, as the lesson has it.
+        assert_eq!(md.matches("__global__ void fill").count(), 1, "{md}");
+        assert_eq!(md.matches("a[threadIdx.x] *= 2").count(), 1, "{md}");
+    }
+
     #[test]
     fn the_presenters_cues_are_left_out_of_a_handout() {
         let run = Ran {
@@ -156,6 +192,7 @@ mod tests {
             output: "✗ not yet: ...\n(Enter goes on)\n".into(),
             colored: "\u{1b}[32mSolved! (Enter goes on)\u{1b}[0m\n".into(),
             chapter: None,
+            step: None,
         };
         let clean = without_prompts(&run);
         assert_eq!(clean.output, "✗ not yet: ...\n");

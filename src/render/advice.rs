@@ -240,6 +240,300 @@ pub fn partial_grid_stride(text: &str, pos: usize, names: &[&str]) -> Option<(Fo
     None
 }
 
+/// The built-in names a kernel's index is made of, which no guard bounds.
+const BUILTINS: [&str; 4] = ["threadIdx", "blockIdx", "blockDim", "gridDim"];
+
+/// The right-hand sides of the assignments to `name` before `pos` in the function around it
+/// (`i / rows` for `int r = i / rows;`), with where each starts.
+fn assignments(code: &[u8], pos: usize, name: &str) -> Vec<Found> {
+    let range = function_around(code, pos);
+    let mut out = Vec::new();
+    for at in range.start..pos.min(range.end) {
+        if code[at] != b'=' || !ends_operand(code, at) {
+            continue;
+        }
+        let lo = operand_before(code, range.start, at);
+        let lhs = tidy(&code[lo..at]);
+        if lhs.rsplit([' ', '*']).next() != Some(name) {
+            continue;
+        }
+        let hi = operand_after(code, at + 1, range.end);
+        let lead = code[lo..at].len() - code[lo..at].trim_ascii_start().len();
+        out.push(Found { at: lo + lead, text: tidy(&code[at + 1..hi]) });
+    }
+    out
+}
+
+/// Which of `names` the function around `pos` computes itself before `pos` (`int i = ...`, a
+/// loop's `i = 0`): the index's variables, as against the bounds it is given (`n`, `cols`).
+pub fn locals<'a>(text: &str, pos: usize, names: &[&'a str]) -> Vec<&'a str> {
+    let code = without_comments(text);
+    names.iter().copied().filter(|n| !assignments(&code, pos, n).is_empty()).collect()
+}
+
+/// What the variables in `names` are computed from, through the assignments before `pos` in
+/// the function around it (`int r = i / rows;` makes `r` depend on `i` and `rows`), only those
+/// the function computes itself (see [`locals`]), built-ins and `names` left out.
+pub fn sources_of(text: &str, pos: usize, names: &[&str]) -> Vec<String> {
+    let code = without_comments(text);
+    let mut seen: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let mut i = 0;
+    while i < seen.len() {
+        let name = seen[i].clone();
+        for a in assignments(&code, pos, &name) {
+            for n in identifiers(&a.text) {
+                if !BUILTINS.contains(&n) && !seen.iter().any(|o| o == n) && !assignments(&code, pos, n).is_empty() {
+                    seen.push(n.to_string());
+                }
+            }
+        }
+        i += 1;
+    }
+    seen.split_off(names.len())
+}
+
+/// A comparison in an `if`, `while` or `for` condition that bounds an index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Guard {
+    /// The comparison, tidied (`i > n`), and where it starts.
+    pub found: Found,
+    /// The comparison operator: `<`, `<=`, `>` or `>=`.
+    pub op: String,
+    /// Whether the index is on the left of it (`i > n`, not `n < i`).
+    pub index_left: bool,
+    /// An `if (...) return;` (or `continue`, `break`): the threads it holds leave, so the
+    /// condition says which indices are out rather than which are in.
+    pub exit: bool,
+}
+
+impl Guard {
+    /// Whether the index equal to the bound passes: `if (i > n) return;` and `if (i <= n)` let
+    /// `i == n` through.
+    pub fn lets_bound_through(&self) -> bool {
+        let strict = !self.op.ends_with('=');
+        if self.exit { strict } else { !strict }
+    }
+
+    /// The comparison as it should read to keep the index below the bound: `i >= n` for an
+    /// exit, `i < n` for one that guards.
+    pub fn fixed(&self) -> String {
+        let op = self.op.as_str();
+        let new = match (op, self.exit) {
+            (">", true) => ">=",
+            ("<", true) => "<=",
+            ("<=", false) => "<",
+            (">=", false) => ">",
+            _ => op,
+        };
+        self.found.text.replacen(op, new, 1)
+    }
+}
+
+/// The nearest comparison before `pos`, in the function around it, that sits in the condition
+/// of an `if`, `while` or `for` and involves one of `names`: the guard the learner wrote for an
+/// access (`if (i > n) return;`, `if (i < n)`).
+pub fn guard(text: &str, pos: usize, names: &[&str]) -> Option<Guard> {
+    let code = without_comments(text);
+    let range = function_around(&code, pos);
+    let mut best = None;
+    let end = pos.min(range.end);
+    let mut i = range.start;
+    while i < end {
+        let c = code[i];
+        if !matches!(c, b'<' | b'>') {
+            i += 1;
+            continue;
+        }
+        let prev = if i > range.start { code[i - 1] } else { b' ' };
+        let next = code.get(i + 1).copied().unwrap_or(b' ');
+        // `<<`, `>>`, `->`, `<<<` are not comparisons.
+        if matches!(next, b'<' | b'>') || matches!(prev, b'<' | b'>' | b'-') {
+            i += 1;
+            continue;
+        }
+        let eq = next == b'=';
+        let op_len = if eq { 2 } else { 1 };
+        let lo = operand_before(&code, range.start, i);
+        let hi = operand_after(&code, i + op_len, range.end);
+        let (lhs, rhs) = (tidy(&code[lo..i]), tidy(&code[i + op_len..hi]));
+        i += op_len;
+        if lhs.is_empty() || rhs.is_empty() {
+            continue;
+        }
+        let left = identifiers(&lhs).iter().any(|n| names.contains(n));
+        let right = identifiers(&rhs).iter().any(|n| names.contains(n));
+        if left == right {
+            continue;
+        }
+        // The condition it sits in: the `(` that opens it, preceded by `if`, `while` or `for`.
+        let Some(open) = condition_open(&code, range.start, lo) else { continue };
+        let close = matching_close(&code, open, range.end);
+        let after = tidy(&code[(close + 1).min(range.end)..range.end]);
+        let after = after.trim_start_matches('{').trim_start();
+        let exit = ["return", "continue", "break"].iter().any(|w| {
+            after.strip_prefix(w).is_some_and(|rest| rest.chars().next().is_none_or(|c| !c.is_alphanumeric()))
+        });
+        let op = format!("{}{}", c as char, if eq { "=" } else { "" });
+        let at = lo + (code[lo..i - op_len].len() - code[lo..i - op_len].trim_ascii_start().len());
+        best = Some(Guard { found: Found { at, text: format!("{lhs} {op} {rhs}") }, op, index_left: left, exit });
+    }
+    best
+}
+
+/// The `(` of the `if`, `while` or `for` condition that the operand starting at `lo` is in.
+fn condition_open(code: &[u8], start: usize, lo: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut k = lo;
+    while k > start {
+        k -= 1;
+        match code[k] {
+            b')' => depth += 1,
+            b'(' if depth > 0 => depth -= 1,
+            b'(' => {
+                let before = tidy(&code[start..k]);
+                let word = before.rsplit(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("");
+                return matches!(word, "if" | "while" | "for").then_some(k);
+            }
+            // Out of the block the comparison is in: no condition around it.
+            b'{' | b'}' if depth == 0 => return None,
+            // A `;` may be a `for`'s: its condition follows the first one.
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The `)` that closes the `(` at `open`, or `end`.
+fn matching_close(code: &[u8], open: usize, end: usize) -> usize {
+    let mut depth = 0usize;
+    for (k, &c) in code.iter().enumerate().take(end).skip(open) {
+        match c {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return k;
+                }
+            }
+            _ => {}
+        }
+    }
+    end
+}
+
+/// A loop whose body holds two accesses with a barrier between them and none after the later
+/// one: the barrier orders them within an iteration, but nothing keeps a thread's write of the
+/// next iteration from coming before another thread's read of this one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopBarrier {
+    /// Where the loop's `for` or `while` starts.
+    pub loop_at: usize,
+    /// The barrier between the two accesses.
+    pub barrier_at: usize,
+}
+
+/// See [`LoopBarrier`]: `a` and `b` are the byte offsets of the two accesses.
+pub fn barrier_only_inside_loop(text: &str, a: usize, b: usize) -> Option<LoopBarrier> {
+    let code = without_comments(text);
+    let (lo, hi) = (a.min(b), a.max(b));
+    let range = function_around(&code, lo);
+    let word_at = |i: usize, w: &[u8]| {
+        code[i..].starts_with(w)
+            && (i == 0 || !is_ident(code[i - 1]))
+            && code.get(i + w.len()).is_none_or(|&c| !is_ident(c))
+    };
+    // The innermost `for` or `while` whose braced body holds both accesses.
+    let mut inner: Option<(usize, usize, usize)> = None;
+    for i in range.start..lo {
+        if !(word_at(i, b"for") || word_at(i, b"while")) {
+            continue;
+        }
+        let Some(open) = (i..range.end).find(|&k| code[k] == b'(') else { continue };
+        let close = matching_close(&code, open, range.end);
+        let Some(brace) = (close + 1..range.end).find(|&k| !code[k].is_ascii_whitespace()) else { continue };
+        if code[brace] != b'{' {
+            continue;
+        }
+        let end = matching_brace(&code, brace, range.end);
+        if brace < lo && hi < end {
+            inner = Some((i, brace, end));
+        }
+    }
+    let (loop_at, _, end) = inner?;
+    let barriers: Vec<usize> = (lo..end).filter(|&k| word_at(k, b"__syncthreads")).collect();
+    let between = barriers.iter().copied().find(|&k| k < hi)?;
+    if barriers.iter().any(|&k| k > hi) {
+        return None;
+    }
+    Some(LoopBarrier { loop_at, barrier_at: between })
+}
+
+/// The `}` that closes the `{` at `open`, or `end`.
+fn matching_brace(code: &[u8], open: usize, end: usize) -> usize {
+    let mut depth = 0usize;
+    for (k, &c) in code.iter().enumerate().take(end).skip(open) {
+        match c {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return k;
+                }
+            }
+            _ => {}
+        }
+    }
+    end
+}
+
+/// Whether the access at `at..end` is the target of a plain `=` (an overwrite, not `+=`, and
+/// not a comparison): a store that does not read what it replaces.
+pub fn plain_store(text: &str, end: usize) -> bool {
+    let rest = text.get(end..).unwrap_or("").trim_start();
+    rest.starts_with('=') && !rest.starts_with("==")
+}
+
+/// Whether the index made of `names` is computed from the thread's place alone (`threadIdx`,
+/// `blockIdx`, through the kernel's own variables) and not from memory it reads (`hist[v[i]]`):
+/// an index each thread is meant to own, so that two threads on one element is the index's
+/// fault, not a sum that wants atomics.
+pub fn index_from_thread_place(text: &str, pos: usize, names: &[&str]) -> bool {
+    let code = without_comments(text);
+    let mut seen: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let (mut place, mut memory) = (false, false);
+    let mut i = 0;
+    while i < seen.len() {
+        let name = seen[i].clone();
+        i += 1;
+        if BUILTINS.contains(&name.as_str()) || name == "cuda" {
+            place |= name == "threadIdx" || name == "blockIdx" || name == "cuda";
+            continue;
+        }
+        for a in assignments(&code, pos, &name) {
+            memory |= a.text.contains('[');
+            for n in identifiers(&a.text) {
+                if !seen.iter().any(|o| o == n) {
+                    seen.push(n.to_string());
+                }
+            }
+        }
+    }
+    place && !memory
+}
+
+/// The first assignment to each of `names` before `pos` (`i = blockIdx.x + threadIdx.x`), with
+/// where it starts.
+pub fn definitions(text: &str, pos: usize, names: &[&str]) -> Vec<Found> {
+    let code = without_comments(text);
+    names
+        .iter()
+        .filter_map(|n| {
+            let a = assignments(&code, pos, n).into_iter().next()?;
+            Some(Found { at: a.at, text: format!("{n} = {}", a.text) })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

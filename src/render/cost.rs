@@ -75,16 +75,25 @@ pub fn explain(c: &CostReport) -> String {
             "atomic-bound: {} atomics, up to {} on one address, which run one after another ({} ns each)",
             t.atomics, c.hottest_address, p.same_address_atomic_ns
         ),
-        Limiter::Latency => format!(
-            "latency-bound: {} block{} of {} warp{} ({:.0}% occupancy on {} of {} SMs) leave too little work in flight to hide memory and instruction latency",
-            c.blocks,
-            if c.blocks == 1 { "" } else { "s" },
-            o.warps_per_block,
-            if o.warps_per_block == 1 { "" } else { "s" },
-            100.0 * o.achieved,
-            o.sms_used,
-            p.sms
-        ),
+        Limiter::Latency => {
+            // The record's `occupancy` is the theoretical one; a small grid fills less of it:
+            // both are named, so that 0.75 beside 25% reads as two figures, not one wrong.
+            let (achieved, theoretical) = (100.0 * o.achieved, 100.0 * o.theoretical);
+            let occupancy = if (achieved - theoretical).abs() >= 0.5 {
+                format!("{achieved:.0}% occupancy achieved, of {theoretical:.0}% theoretical,")
+            } else {
+                format!("{achieved:.0}% occupancy")
+            };
+            format!(
+                "latency-bound: {} block{} of {} warp{} ({occupancy} on {} of {} SMs) leave too little work in flight to hide memory and instruction latency",
+                c.blocks,
+                if c.blocks == 1 { "" } else { "s" },
+                o.warps_per_block,
+                if o.warps_per_block == 1 { "" } else { "s" },
+                o.sms_used,
+                p.sms
+            )
+        }
         Limiter::Blocks => format!(
             "block-scheduling-bound: {} blocks of {} thread{}, {} per SM one after another; larger blocks (or a \
              grid-stride loop) do the same work in fewer",
@@ -93,6 +102,14 @@ pub fn explain(c: &CostReport) -> String {
             if c.block_threads == 1 { "" } else { "s" },
             thousands(c.blocks.div_ceil(p.sms as u64) as u128),
         ),
-        Limiter::Launch => format!("launch-bound: the work takes less than the {} us a launch costs", p.launch_us),
+        Limiter::Launch => {
+            // The estimate is the launch's cost and the work together: say both, so that an
+            // estimate above the launch cost does not read as a contradiction.
+            let work = (c.estimate.time_us - p.launch_us).max(0.0);
+            format!(
+                "launch-bound: the work itself takes about {work:.1} us, less than the {} us a launch costs; the estimate is the two together",
+                p.launch_us
+            )
+        }
     }
 }

@@ -19,12 +19,13 @@ pub fn write_finding(out: &mut dyn Write, f: &Finding, sources: &SourceMap, styl
     to_diagnostic(f, sources).render(sources, out, style.color, style.width)
 }
 
-/// `a[1024]`; an index beyond what a pointer can address (see `index_range`) is said so.
-fn element(name: &str, index: i64) -> String {
+/// `a[1024]`, `As[12][0]` for an array of the kernel's with dimensions `shape`; an index beyond
+/// what a pointer can address (see `index_range`) is said so.
+fn element(name: &str, index: i64, shape: &[u64]) -> String {
     match index {
         i64::MAX => format!("{name}[far past the end]"),
         i64::MIN => format!("{name}[far before the start]"),
-        _ => format!("{name}[{index}]"),
+        _ => crate::finding::element_name(name, index, shape),
     }
 }
 
@@ -42,6 +43,7 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
     }
     Diagnostic {
         message: in_python(&d.message),
+        label: d.label.as_deref().map(|l| in_python(l).into()),
         help: d.help.as_deref().map(in_python),
         notes: d.notes.iter().map(|n| in_python(n)).collect(),
         ..d
@@ -78,13 +80,15 @@ fn in_python(text: &str) -> String {
                 .replace(&marker, &format!("cuda.{c}"));
         }
     }
-    s.replace("] = 0;`", "] = 0`")
+    // `As[12][0]` is `As[12, 0]` in Python.
+    s.replace("] = 0;`", "] = 0`").replace("][", ", ")
 }
 
 fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
     match f {
         Finding::OutOfBounds {
             memory,
+            shape,
             kernel_name,
             view,
             threads,
@@ -117,7 +121,7 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             .label(format!(
                 "{} {}",
                 first.thread.describe(),
-                access_word(*access, &element(kname, *first_index))
+                access_word(*access, &element(kname, *first_index, shape))
             ));
             d = d.note(match access {
                 Access::Read => "out-of-bounds reads were given 0 here; on a GPU they read whatever lies there",
@@ -129,7 +133,7 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             }
             d.help(out_of_bounds_advice(sources, first, kname, global, *threads, *len, *min_index, *max_index))
         }
-        Finding::Race { memory, kernel_name, view, index, count, elements, first, second, same_warp } => {
+        Finding::Race { memory, shape, kernel_name, view, index, count, elements, first, second, same_warp } => {
             let lines = {
                 let (a, b) = (line(sources, first), line(sources, second));
                 if a == b { format!("line {a}") } else { format!("lines {a} and {b}") }
@@ -144,8 +148,14 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             let alias = kernel_name.as_ref().map(|k| format!(" (`{k}` in the kernel)")).unwrap_or_default();
             // Under the kernel's code, the kernel's names.
             let kname = kernel_name.as_deref().unwrap_or(memory.name());
-            let el = format!("{kname}[{index}]");
+            let el = element(kname, *index, shape);
             let same_block = first.thread.block == second.thread.block;
+            // A barrier between them that orders only one pass of a loop (see `race_advice`).
+            let looped = matches!(memory, Memory::Shared(_))
+                && first.span.source == second.span.source
+                && code_at(sources, second).is_some_and(|(text, pos, _)| {
+                    advice::barrier_only_inside_loop(&text, sources.resolve(first.span).lo as usize, pos).is_some()
+                });
             let mut d =
                 Diagnostic::finding(format!("data race on {}{alias}: {pairs} to {elems}, {lines}", memory.describe()))
                     .at(second.span)
@@ -156,7 +166,9 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
                         access_word(first.access, &el),
                         second.thread.describe(),
                         access_word(second.access, &el),
-                        if *same_warp {
+                        if looped {
+                            " (the __syncthreads() between them orders one pass of the loop, not the next)"
+                        } else if *same_warp {
                             " (no __syncwarp() or __syncthreads() between them)"
                         } else if same_block {
                             " (no __syncthreads() between them)"
@@ -172,17 +184,17 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             match view {
                 Some((param, offset)) => {
                     let el = format!("{param}[{}]", index.saturating_sub(*offset as i64));
-                    d.help(race_advice(sources, memory, &el, param, *elements, first, second, *same_warp))
+                    d.help(race_advice(sources, memory, &el, param, (*elements, *count), first, second, *same_warp))
                 }
-                None => d.help(race_advice(sources, memory, &el, kname, *elements, first, second, *same_warp)),
+                None => d.help(race_advice(sources, memory, &el, kname, (*elements, *count), first, second, *same_warp)),
             }
         }
-        Finding::Uninit { memory, kernel_name, index, count, elements, first } => {
+        Finding::Uninit { memory, shape, kernel_name, index, count, elements, first } => {
             let kname = kernel_name.as_deref().unwrap_or(memory.name());
             let alias = kernel_name.as_ref().map(|k| format!(" (`{k}` in the kernel)")).unwrap_or_default();
             let (what, how_many) = match index {
                 Some(i) => {
-                    let el = element(kname, *i);
+                    let el = element(kname, *i, shape);
                     let reads = if *count == 1 { "1 read".to_string() } else { format!("{} reads", thousands(*count)) };
                     let elems = if *elements == 1 {
                         "1 element".to_string()
@@ -374,15 +386,68 @@ fn out_of_bounds_advice(
     let index = advice::index_text(&access);
     let names = advice::identifiers(index);
     let one_past = min == max && max == len as i64;
-    if one_past && let Some(bound) = advice::inclusive_bound(&text, pos, &names) {
-        let at = sources.line_of(crate::diag::Span::new(first.span.source, bound.at, bound.at + 1));
+    let line_at = |at: usize| sources.line_of(crate::diag::Span::new(first.span.source, at, at + 1));
+    // The guard the learner wrote on the index's own variables (`if (i > n) return;`), and
+    // failing that one on what they are computed from (`i`, for `m[r * cols + c]` with
+    // `r = i / cols`).
+    let own = advice::locals(&text, pos, &names);
+    let derived = advice::sources_of(&text, pos, &own);
+    let derived: Vec<&str> = derived.iter().map(String::as_str).collect();
+    let own_guard = advice::guard(&text, pos, &own);
+    let from_guard = own_guard.is_none().then(|| advice::guard(&text, pos, &derived)).flatten();
+    if one_past && let Some(g) = own_guard.as_ref().filter(|g| g.lets_bound_through()) {
+        let how = if g.exit {
+            let (lhs, rhs) = g.found.text.split_once(&format!(" {} ", g.op)).unwrap_or(("the index", "the bound"));
+            format!(" (at `{lhs} == {rhs}` the condition is false, so the thread goes on to the access)")
+        } else {
+            String::new()
+        };
         return format!(
-            "off by one: `{}` on line {at} lets the index reach {len}, one past the last element {last}: write `{}`",
+            "off by one: `{}` on line {} lets the index reach {len}{how}, one past the last element {last}: write `{}`",
+            g.found.text,
+            line_at(g.found.at),
+            g.fixed()
+        );
+    }
+    if one_past && let Some(bound) = advice::inclusive_bound(&text, pos, &names) {
+        return format!(
+            "off by one: `{}` on line {} lets the index reach {len}, one past the last element {last}: write `{}`",
             bound.text,
+            line_at(bound.at),
             advice::exclusive(&bound.text)
         );
     }
+    let reached_text = if max == i64::MAX { "went far".to_string() } else { format!("reached {max},") };
+    // A guard on what the index is computed from holds the thread, not the index: the formula
+    // that turns it into an index is what leaves the array.
+    if let Some(g) = &from_guard {
+        let computed: Vec<String> = own.iter().map(|n| format!("`{n}`")).collect();
+        let which = if computed.is_empty() { "the index".to_string() } else { join_and(&computed) };
+        let from: Vec<String> = g
+            .found
+            .text
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| derived.contains(w))
+            .map(|w| format!("`{w}`"))
+            .collect();
+        return format!(
+            "the guard `{}` on line {} keeps {} in range, but the index computed from it, `{index}`, {reached_text} past the last element {last}: the index formula leaves the array; check how {which} {} computed",
+            g.found.text,
+            line_at(g.found.at),
+            from.first().cloned().unwrap_or_else(|| "the thread".into()),
+            if computed.len() > 1 { "are" } else { "is" }
+        );
+    }
     if global && threads > len {
+        if let Some(g) = &own_guard {
+            return format!(
+                "the guard `{}` on line {} is there, yet the index {reached_text} past the last element {last}: it must keep the index below the length of `{name}`, {} (the extra threads of the launch's {} must skip the access)",
+                g.found.text,
+                line_at(g.found.at),
+                thousands(len),
+                thousands(threads)
+            );
+        }
         return format!(
             "the launch has {} threads for {} element{}: guard the access, e.g. `if (i < n) {{ ... }}` with n passed to the kernel, so that the extra threads skip it",
             thousands(threads),
@@ -426,7 +491,7 @@ fn race_advice(
     memory: &Memory,
     el: &str,
     name: &str,
-    elements: u64,
+    (elements, count): (u64, u64),
     first: &Site,
     second: &Site,
     same_warp: bool,
@@ -462,7 +527,22 @@ fn race_advice(
         Memory::Shared(_) if elements == 1 && same_line => format!(
             "the threads of a block all update {el}: make the update atomic, `atomicAdd(&{el}, ...)`, or give each thread an element of its own and add them up after a __syncthreads()"
         ),
-        Memory::Shared(_) => format!("put {barrier} between the write and the read by another thread"),
+        Memory::Shared(_) => {
+            let (text, pos, _) = code_at(sources, second).unwrap_or_default();
+            let other = sources.resolve(first.span).lo as usize;
+            if first.span.source == second.span.source
+                && let Some(lb) = advice::barrier_only_inside_loop(&text, other, pos)
+            {
+                let at = |p: usize| sources.line_of(crate::diag::Span::new(second.span.source, p, p + 1));
+                let later = at(other.max(pos));
+                return format!(
+                    "the __syncthreads() on line {} orders the write and the read within one pass of the loop on line {}, but not the next pass's write against this pass's read: add a __syncthreads() at the end of the loop body, after line {later}, so that no thread overwrites `{name}` while others still read it",
+                    at(lb.barrier_at),
+                    at(lb.loop_at)
+                );
+            }
+            format!("put {barrier} between the write and the read by another thread")
+        }
         _ => {
             let (text, pos, access) = code_at(sources, second).unwrap_or_default();
             let names = advice::identifiers(advice::index_text(&access));
@@ -482,6 +562,58 @@ fn race_advice(
             if blockless {
                 return format!(
                     "the kernel's index comes from threadIdx alone, so every block works on the same elements (the same thread of two blocks touched {el}): add the block's offset, `blockIdx.x * blockDim.x + threadIdx.x`"
+                );
+            }
+            // An index computed from the thread's place alone: each thread was meant to own its
+            // element, and the index gave two of them the same one. Atomics would hide that,
+            // not fix it.
+            let index = advice::index_text(&access);
+            let names = advice::identifiers(index);
+            // A few threads to an element, not a crowd: a crowd on each element is a sum or a
+            // count the kernel means to share (atomics), a few the index's slip.
+            let few = count / elements.max(1) <= 8;
+            let owned = first.span.source == second.span.source
+                && few
+                && !index.contains('[')
+                && advice::index_text(&code_at(sources, first).unwrap_or_default().2) == index
+                && advice::index_from_thread_place(&text, pos, &names);
+            if owned && elements > 1 {
+                let own = advice::locals(&text, pos, &names);
+                let defs = advice::definitions(&text, pos, &own);
+                let at = |p: usize| sources.line_of(crate::diag::Span::new(second.span.source, p, p + 1));
+                let from = match defs.as_slice() {
+                    [] => String::new(),
+                    [d] => format!(" (`{}` on line {})", d.text, at(d.at)),
+                    _ => {
+                        let mut lines: Vec<u32> = defs.iter().map(|d| at(d.at)).collect();
+                        lines.dedup();
+                        let lines: Vec<String> = lines.iter().map(u32::to_string).collect();
+                        format!(
+                            " (computed from {} on line{} {})",
+                            join_and(&defs.iter().map(|d| format!("`{}`", d.text)).collect::<Vec<_>>()),
+                            if lines.len() == 1 { "" } else { "s" },
+                            join_and(&lines)
+                        )
+                    }
+                };
+                let usual = defs.iter().any(|d| {
+                    let w = advice::identifiers(&d.text);
+                    w.contains(&"blockIdx") && w.contains(&"threadIdx") && !w.contains(&"blockDim")
+                });
+                let fix = if usual {
+                    "; with one element per thread it is `blockIdx.x * blockDim.x + threadIdx.x`"
+                } else {
+                    ""
+                };
+                let verb = if first.access == Access::Write && second.access == Access::Write {
+                    "both stored to"
+                } else {
+                    "both used"
+                };
+                return format!(
+                    "{} and {} {verb} {el}: each thread should own its element, but the index `{index}`{from} gives two threads the same one; fix the index (not with atomics){fix}",
+                    first.thread.describe(),
+                    second.thread.describe()
                 );
             }
             if elements == 1 {
@@ -512,6 +644,15 @@ fn uninit_advice(memory: &Memory, name: &str) -> String {
         _ => format!(
             "write `{name}` before a kernel reads it: fill it from the host (`{name}[:] = 0`), make it with `zeros` instead, or let a kernel write every element first"
         ),
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn join_and(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
 }
 
@@ -596,6 +737,7 @@ mod tests {
         let (first, _) = site(&mut map, Access::Write, 3, 232);
         let f = Finding::OutOfBounds {
             memory: Memory::Global("a".into()),
+            shape: Vec::new(),
             kernel_name: None,
             view: None,
             threads: 1024,
@@ -623,6 +765,7 @@ mod tests {
         };
         let race = |first, second, elements| Finding::Race {
             memory: Memory::Shared("s".into()),
+            shape: Vec::new(),
             kernel_name: None,
             view: None,
             index: 0,
@@ -661,6 +804,7 @@ mod tests {
         };
         let race = |memory, first, second, elements| Finding::Race {
             memory,
+            shape: Vec::new(),
             kernel_name: None,
             view: None,
             index: 0,
@@ -695,6 +839,7 @@ mod tests {
         let second = Site { access: Access::Read, thread: ThreadRef { block: [1, 0, 0], thread: [37, 0, 0] }, ..first };
         let f = Finding::Race {
             memory: Memory::Global("a".into()),
+            shape: Vec::new(),
             kernel_name: None,
             view: None,
             index: 0,
@@ -719,6 +864,7 @@ mod tests {
         };
         let shared = Finding::Uninit {
             memory: Memory::Shared("s".into()),
+            shape: Vec::new(),
             kernel_name: None,
             index: Some(32),
             count: 64,
@@ -727,6 +873,7 @@ mod tests {
         };
         let local = Finding::Uninit {
             memory: Memory::Variable("sum".into()),
+            shape: Vec::new(),
             kernel_name: None,
             index: None,
             count: 64,
@@ -735,5 +882,135 @@ mod tests {
         };
         let both = [shared, local].map(|f| to_diagnostic(&f, &map).to_plain(&map)).join("\n");
         insta::assert_snapshot!(both);
+    }
+
+    /// Where an access is: its text, which match of it, the access and the thread.
+    type At<'a> = &'a dyn Fn(&str, usize, Access, u32) -> Site;
+
+    /// A finding's advice, for a kernel `text` and sites found by the text of their access.
+    fn help_of(text: &str, f: impl Fn(At) -> Finding) -> String {
+        let mut map = SourceMap::new();
+        let id = map.add("<input 1>", text, 1);
+        let at = |pat: &str, nth: usize, access, thread| {
+            let lo = text.match_indices(pat).nth(nth).unwrap().0;
+            Site {
+                thread: ThreadRef { block: [0; 3], thread: [thread, 0, 0] },
+                access,
+                span: Span::new(id, lo, lo + pat.len()),
+            }
+        };
+        to_diagnostic(&f(&at), &map).help.unwrap_or_default()
+    }
+
+    fn past_end(memory: Memory, threads: u64, len: u64, max: i64, first: Site) -> Finding {
+        Finding::OutOfBounds {
+            memory,
+            shape: Vec::new(),
+            kernel_name: None,
+            view: None,
+            threads,
+            len,
+            access: first.access,
+            count: 1,
+            min_index: len as i64,
+            max_index: max,
+            first,
+            first_index: len as i64,
+        }
+    }
+
+    #[test]
+    fn a_guard_that_lets_the_bound_through_is_named_not_asked_for() {
+        let text = "__global__ void k(float *a, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i > n) return;\n    a[i] = 1.0f;\n}";
+        let help = help_of(text, |at: At| {
+            past_end(Memory::Global("a".into()), 1024, 1000, 1000, at("a[i]", 0, Access::Write, 5))
+        });
+        assert!(help.starts_with("off by one: `i > n` on line 3 lets the index reach 1000"), "{help}");
+        assert!(help.ends_with("write `i >= n`"), "{help}");
+        assert!(!help.contains("guard the access"), "{help}");
+        // A guard that is right, with an index that still leaves: not "guard the access" either.
+        let text = text.replace("i > n", "i >= n");
+        let help = help_of(&text, |at| {
+            past_end(Memory::Global("a".into()), 1024, 1000, 1010, at("a[i]", 0, Access::Write, 5))
+        });
+        assert!(help.starts_with("the guard `i >= n` on line 3 is there, yet the index reached 1010"), "{help}");
+        // No guard at all: ask for one.
+        let bare = "__global__ void k(float *a, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    a[i] = 1.0f;\n}";
+        let help = help_of(bare, |at: At| {
+            past_end(Memory::Global("a".into()), 1024, 1000, 1023, at("a[i]", 0, Access::Write, 5))
+        });
+        assert!(help.contains("guard the access"), "{help}");
+    }
+
+    #[test]
+    fn an_index_formula_that_leaves_the_array_behind_a_guard_is_named() {
+        let text = "__global__ void t(float *m, float *o, int rows, int cols) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= rows * cols) return;\n    int r = i / rows; int c = i % rows;\n    o[c * rows + r] = m[r * cols + c];\n}";
+        let help = help_of(text, |at| {
+            past_end(Memory::Global("m".into()), 16, 12, 14, at("m[r * cols + c]", 0, Access::Read, 9))
+        });
+        assert!(
+            help.starts_with("the guard `i >= rows * cols` on line 3 keeps `i` in range, but the index computed from it, `r * cols + c`, reached 14,"),
+            "{help}"
+        );
+        assert!(help.contains("check how `r` and `c` are computed"), "{help}");
+    }
+
+    #[test]
+    fn a_barrier_inside_a_loop_that_lacks_one_at_its_end_is_named() {
+        let text = "__global__ void mm(float *A, float *C, int n) {\n    __shared__ float As[4][4];\n    float s = 0.0f;\n    for (int t = 0; t < n; t++) {\n        As[threadIdx.y][threadIdx.x] = A[t];\n        __syncthreads();\n        for (int k = 0; k < 4; k++) s += As[threadIdx.y][k];\n    }\n    C[0] = s;\n}";
+        let race = |at: At| Finding::Race {
+            memory: Memory::Shared("As".into()),
+            shape: vec![4, 4],
+            kernel_name: None,
+            view: None,
+            index: 5,
+            count: 4,
+            elements: 16,
+            first: at("As[threadIdx.y][k]", 0, Access::Read, 3),
+            second: at("As[threadIdx.y][threadIdx.x]", 0, Access::Write, 0),
+            same_warp: false,
+        };
+        let help = help_of(text, race);
+        assert!(
+            help.starts_with(
+                "the __syncthreads() on line 6 orders the write and the read within one pass of the loop on line 4"
+            ),
+            "{help}"
+        );
+        assert!(help.contains("add a __syncthreads() at the end of the loop body, after line 7"), "{help}");
+        // With the second barrier there, the advice is the usual one.
+        let fixed = text.replace("s += As[threadIdx.y][k];\n", "s += As[threadIdx.y][k];\n        __syncthreads();\n");
+        assert!(help_of(&fixed, race).starts_with("put __syncthreads() between"));
+    }
+
+    #[test]
+    fn plain_stores_that_collide_blame_the_index_not_a_missing_atomic() {
+        let text = "__global__ void k(const float *a, float *o, int n) {\n    int i = blockIdx.x + threadIdx.x;\n    if (i < n) o[i] = a[i] * 2.0f;\n}";
+        let race = |first: Access, second: Access| race_at("o[i]", first, second);
+        fn race_at(pat: &'static str, first: Access, second: Access) -> impl Fn(At) -> Finding {
+            move |at: At| Finding::Race {
+                memory: Memory::Global("o".into()),
+                shape: Vec::new(),
+                kernel_name: None,
+                view: None,
+                index: 66,
+                count: 765,
+                elements: 257,
+                first: at(pat, 0, first, 64),
+                second: at(pat, 0, second, 65),
+                same_warp: false,
+            }
+        }
+        let help = help_of(text, race(Access::Write, Access::Write));
+        assert!(help.contains("both stored to o[66]: each thread should own its element, but the index `i` (`i = blockIdx.x + threadIdx.x` on line 2) gives two threads the same one"), "{help}");
+        assert!(help.contains("`blockIdx.x * blockDim.x + threadIdx.x`") && !help.contains("atomicAdd"), "{help}");
+        // A read of the element it stores (`o[i] = o[i] * 2`) is the same mistake.
+        let reread = text.replace("o[i] = a[i] * 2.0f", "o[i] = o[i] * 2.0f");
+        let help = help_of(&reread, race(Access::Read, Access::Write));
+        assert!(help.contains("both used o[66]: each thread should own its element"), "{help}");
+        // An update of an element chosen by data (a histogram's bin) is one for an atomic.
+        let update = text.replace("o[i] = a[i] * 2.0f", "o[(int)a[i]] += 1.0f");
+        let help = help_of(&update, race_at("o[(int)a[i]]", Access::Read, Access::Write));
+        assert!(help.contains("make the updates atomic"), "{help}");
     }
 }

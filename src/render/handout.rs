@@ -17,6 +17,9 @@ pub struct Ran {
     /// Where the session was when it ran (the open lesson's id), so a handout takes what ran
     /// in its own lesson only.
     pub chapter: Option<String>,
+    /// The step of that lesson the learner was on, so that an attempt of their own is filed
+    /// under the step it was typed in.
+    pub step: Option<usize>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,6 +60,18 @@ impl Document {
         } else {
             self.blocks.push(Block::Session(vec![ran]));
         }
+    }
+
+    /// The inputs that ran and are in the document: kernels and statements.
+    pub fn inputs(&self) -> usize {
+        self.blocks
+            .iter()
+            .map(|b| match b {
+                Block::Kernel(_) => 1,
+                Block::Session(runs) => runs.len(),
+                _ => 0,
+            })
+            .sum()
     }
 
     pub fn markdown(&self) -> String {
@@ -422,11 +437,13 @@ pub(crate) mod tests {
             output: crate::render::text::strip_ansi(out.as_bytes()),
             colored: out.into(),
             chapter: None,
+            step: None,
         };
         d.ran(ran("__global__ void k(float *a) { a[0] = 1; }", "defined kernel k(float *a)"), true);
         d.ran(ran("let a = zeros(4)", ""), false);
         d.ran(ran("k<<<1, 1>>>(a)", "\x1b[32mclean\x1b[0m"), false);
         assert_eq!(d.blocks.len(), 5, "the two statements share one block");
+        assert_eq!(d.inputs(), 3, "what `:export` says it wrote");
         let md = d.markdown();
         assert!(md.contains("> let a = zeros(4)\n> k<<<1, 1>>>(a)\nclean\n"), "{md}");
         let html = d.html();

@@ -36,6 +36,8 @@ pub struct Timing {
     pub estimates: Vec<f64>,
     pub reference: String,
     pub limiter: String,
+    /// Why fewer runs were made than asked, or why their figures are not the kernel's.
+    pub note: Option<String>,
 }
 
 fn min_median_max<T: Copy + Ord>(v: &[T]) -> Option<[T; 3]> {
@@ -91,8 +93,12 @@ pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Resul
             right(thousands(mid)),
             right(thousands(hi)),
         ]);
-        // Warps, not threads / 32: a launch of 1 thread is still one warp.
-        let per = |s: u64| format!("{:.2}", s as f64 / t.threads.div_ceil(32).max(1) as f64);
+        // Warps, not threads / 32: a launch of 1 thread is still one warp. A whole number is
+        // written as one.
+        let per = |s: u64| {
+            let warps = t.threads.div_ceil(32).max(1) as u64;
+            if s % warps == 0 { thousands(s / warps) } else { format!("{:.2}", s as f64 / warps as f64) }
+        };
         table.add_row(vec![Cell::new("steps per warp"), right(per(lo)), right(per(mid)), right(per(hi))]);
     }
     if let Some([lo, mid, hi]) = min_median_max(&t.kernel_times) {
@@ -113,6 +119,9 @@ pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Resul
     }
     style.enlarge(&mut table, 3);
     writeln!(out, "{table}")?;
+    if let Some(note) = &t.note {
+        writeln!(out, "{}", style.warn(&super::prose(note, style)))?;
+    }
     if let (Some([_, mid, _]), true) = (min_median_max(&t.kernel_times), t.bytes > 0) {
         let gbs = t.bytes as f64 / mid.as_secs_f64().max(1e-12) / 1e9;
         let share =

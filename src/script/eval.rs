@@ -80,6 +80,16 @@ pub fn eval(expr: &Expr, env: &dyn Env, src: &str) -> Result<Value, Diagnostic> 
     Ok(v.into_value())
 }
 
+/// Whether `text`, an expression that advice would have the learner type, evaluates against
+/// `env` as it stands: advice that fails when followed is worse than none.
+fn suggestion_runs(text: &str, env: &dyn Env) -> bool {
+    let src = format!("let __suggestion = {text}");
+    match super::parse_statement(0, &src) {
+        Ok(super::ast::Stmt { kind: super::ast::StmtKind::Let { value, .. }, .. }) => eval(&value, env, &src).is_ok(),
+        _ => false,
+    }
+}
+
 /// What `a[i] = v` (`StmtKind::Assign`) changes: elements of one buffer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Assignment {
@@ -1153,9 +1163,14 @@ impl<'a> Cx<'a> {
             "print" => Err(Diagnostic::error("`print` shows values on a line of its own")
                 .at(func_span)
                 .help("write `print(x)` alone, or just `x`; inside an expression use the value itself")),
-            _ if func.contains('.') => Err(super::habits::dotted_call(func, func_span, e, self.src, &|n| {
-                self.env.buffer(n).is_some() || self.env.scalar(n).is_some()
-            })),
+            _ if func.contains('.') => Err(super::habits::dotted_call(
+                func,
+                func_span,
+                e,
+                self.src,
+                &|n| self.env.buffer(n).is_some() || self.env.scalar(n).is_some(),
+                &|text| suggestion_runs(text, self.env),
+            )),
             _ if super::builtins::find(func).is_some() => {
                 self.no_kwargs(func, kwargs, &[])?;
                 let usage = format!("{func}(x)");

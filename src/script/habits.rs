@@ -136,8 +136,16 @@ pub fn convert_declared(v: Value, declared: Declared, name: &str, e: &Expr, src:
 
 /// A call written with a dot (`np.zeros(10)`, `cuda.to_device(x)`, `a.sum()`): the language has
 /// no modules and no methods, so the message says what to write instead. `bound` says whether a
-/// name is a buffer or scalar of the session.
-pub fn dotted_call(func: &str, func_span: Span, call: &Expr, src: &str, bound: &dyn Fn(&str) -> bool) -> Diagnostic {
+/// name is a buffer or scalar of the session; `runs` whether an expression evaluates there: a
+/// rewrite is offered only when it does, so that following the advice never fails.
+pub fn dotted_call(
+    func: &str,
+    func_span: Span,
+    call: &Expr,
+    src: &str,
+    bound: &dyn Fn(&str) -> bool,
+    runs: &dyn Fn(&str) -> bool,
+) -> Diagnostic {
     let (prefix, rest) = func.split_once('.').unwrap_or(("", func));
     let text = call.text(src);
     let args = text.find('(').map_or("()", |i| &text[i..]);
@@ -145,16 +153,23 @@ pub fn dotted_call(func: &str, func_span: Span, call: &Expr, src: &str, bound: &
     let say = |instead: String, help: &str| {
         Diagnostic::error(format!("no `{func}` in gridlab: {instead}")).at(func_span).help(help.to_string())
     };
+    // `np.ones_like(a, dtype=np.float32)`: the array, then the rest (a dtype) kept as given.
+    let parts = call_args(args).unwrap_or_default();
+    let (first, more) = match parts.split_first() {
+        Some((f, m)) => (f.trim().to_string(), m.iter().map(|a| format!(", {}", a.trim())).collect::<String>()),
+        None => (String::new(), String::new()),
+    };
     if matches!(prefix, "np" | "numpy" | "cp" | "cupy" | "jnp" | "torch") {
         let plain = match rest {
-            "zeros_like" => Some(format!("zeros(len({inner}))")),
-            "empty_like" => Some(format!("empty(len({inner}))")),
-            "ones_like" => Some(format!("ones(len({inner}))")),
+            "zeros_like" => Some(format!("zeros(len({first}){more})")),
+            "empty_like" => Some(format!("empty(len({first}){more})")),
+            "ones_like" => Some(format!("ones(len({first}){more})")),
             "asarray" => Some(format!("array{args}")),
             "random.rand" | "random.random" => Some(format!("random{args}")),
             _ if super::builtins::find(rest).is_some() => Some(format!("{rest}{args}")),
             _ => None,
         };
+        let plain = plain.filter(|p| runs(p));
         let help = format!("gridlab's functions need no `{prefix}.`; `:help functions` lists them");
         return match plain {
             Some(p) => say(format!("write `{p}`"), &help),
@@ -167,8 +182,13 @@ pub fn dotted_call(func: &str, func_span: Span, call: &Expr, src: &str, bound: &
             "to_device" => say(format!("pass `{inner}` to the kernel itself"), no_copies),
             "copy_to_host" => say("type the buffer's name to see it".into(), no_copies),
             "device_array" | "device_array_like" | "managed_array" | "pinned_array" => {
-                let n = if rest.ends_with("_like") { format!("len({inner})") } else { inner.to_string() };
-                say(format!("write `zeros({n})`"), "every gridlab buffer is usable by kernels")
+                let n = if rest.ends_with("_like") { format!("len({first}){more}") } else { inner.to_string() };
+                let zeros = format!("zeros({n})");
+                if runs(&zeros) {
+                    say(format!("write `{zeros}`"), "every gridlab buffer is usable by kernels")
+                } else {
+                    say("make the buffer with `zeros(n)`".into(), "every gridlab buffer is usable by kernels")
+                }
             }
             "grid" | "gridsize" | "threadIdx" | "blockIdx" | "blockDim" | "gridDim" => say(
                 "that belongs inside a kernel".into(),
@@ -193,6 +213,22 @@ pub fn dotted_call(func: &str, func_span: Span, call: &Expr, src: &str, bound: &
         return Diagnostic::error(format!("buffers have no methods: {instead}"))
             .at(func_span)
             .help("`:help functions` lists the functions");
+    }
+    // A method of a device array whose name is not a buffer here (its `cuda.to_device` failed):
+    // what the method was for, and that the name is not there.
+    let device = match rest {
+        "copy_to_host" | "to_host" | "get" => {
+            Some("a buffer is on the host and the device at once: type its name to see it")
+        }
+        "copy_to_device" | "to_device" => {
+            Some("a buffer is on the host and the device at once: pass it to the kernel itself")
+        }
+        _ => None,
+    };
+    if let Some(instead) = device {
+        return Diagnostic::error(format!("no `{func}` in gridlab: {instead}")).at(func_span).help(format!(
+            "there is no `{prefix}` here: make a buffer with `let {prefix} = zeros(n)` and pass it to kernels"
+        ));
     }
     Diagnostic::error(format!("unknown function `{func}`"))
         .at(func_span)

@@ -827,6 +827,23 @@ fn host_code_and_numpy_say_what_to_write_instead() {
     );
     assert_eq!(err("cuda.to_device(a)").message, "no `cuda.to_device` in gridlab: pass `a` to the kernel itself");
     assert_eq!(err("cuda.device_array(n)").message, "no `cuda.device_array` in gridlab: write `zeros(n)`");
+    // A rewrite keeps what it is given (a dtype) and is offered only when it runs.
+    assert_eq!(
+        err("np.ones_like(a, dtype=np.float32)").message,
+        "no `np.ones_like` in gridlab: write `ones(len(a), dtype=np.float32)`"
+    );
+    assert_eq!(
+        err("np.zeros_like(nothing_here)").message,
+        "no `np.zeros_like` in gridlab: `zeros_like` is not one of gridlab's functions"
+    );
+    // A device array's method, on a name that never became a buffer: what it was for.
+    let d = err("d.copy_to_host()");
+    assert!(
+        d.message.starts_with("no `d.copy_to_host` in gridlab: a buffer is on the host and the device"),
+        "{}",
+        d.message
+    );
+    assert!(d.help.unwrap().contains("there is no `d` here"));
     assert_eq!(err("a.sum()").message, "buffers have no methods: write `sum(a)`");
     assert_eq!(err("a.fill(0)").message, "buffers have no methods: write `a[:] = 0`");
     assert_eq!(err("a.shape").message, "buffers have no fields: write `len(a)`");

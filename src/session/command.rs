@@ -712,7 +712,9 @@ fn export(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<
         .unwrap_or_else(|| session_document(&session.transcript, &backend));
     let html = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
     let text = if html { doc.html() } else { doc.markdown() };
-    let n = session.transcript.len();
+    // What the file holds, not what the session ran: a lesson's handout takes that lesson's
+    // inputs only, and leaves out the commands that moved about it.
+    let n = doc.inputs();
     let what = format!("wrote {n} input{} and their output to {}", if n == 1 { "" } else { "s" }, path.display());
     write_file(session, path, &text, &what, out)
 }

@@ -202,7 +202,16 @@ impl Session {
             };
             writeln!(out, "  {label}.{field:<20} {shown:>14}")?;
         }
-        writeln!(out, "{}", style.dim(&crate::render::prose(&crate::render::cost::explain(c), style)))
+        writeln!(out, "{}", style.dim(&crate::render::prose(&crate::render::cost::explain(c), style)))?;
+        if c.inputs_in_l2 && c.totals.dram_read == 0 {
+            let note = format!(
+                "{label}.dram_bytes is only what is written back: the launch's buffers fit in the {}'s L2 ({}) and start there, as after the host copies them in, so no read comes from DRAM; data larger than the L2 is read from DRAM too",
+                c.profile.title,
+                crate::render::text::decimal_bytes(c.profile.l2_bytes as f64)
+            );
+            writeln!(out, "{}", style.dim(&crate::render::prose(&note, style)))?;
+        }
+        Ok(())
     }
 
     /// Show the record `name` (typed alone at the prompt).
@@ -257,11 +266,17 @@ impl Session {
         a: &super::views::Prepared,
         b: &super::views::Prepared,
     ) -> io::Result<()> {
+        // With the findings of the run that was costed: a faster kernel whose results are
+        // wrong is not faster at anything.
         let mut estimate = |p: &super::views::Prepared| {
             let inputs = self.inputs(&p.names);
-            self.costed_copy(&p.spec, &inputs).ok().and_then(|(r, _)| r.cost.filter(|_| !r.aborted))
+            self.costed_copy(&p.spec, &inputs).ok().and_then(|(r, _)| {
+                let mut kinds: Vec<&'static str> = r.findings.iter().map(|f| f.kind().words()).collect();
+                kinds.dedup();
+                r.cost.filter(|_| !r.aborted).map(|c| (c, kinds))
+            })
         };
-        let (Some(ca), Some(cb)) = (estimate(a), estimate(b)) else { return Ok(()) };
+        let (Some((ca, fa)), Some((cb, fb))) = (estimate(a), estimate(b)) else { return Ok(()) };
         let (ta, tb) = (ca.estimate.time_us, cb.estimate.time_us);
         let verdict = if (ta / tb - 1.0).abs() < 0.1 {
             "about the same".to_string()
@@ -270,6 +285,14 @@ impl Session {
         } else {
             format!("the right one {:.1}x faster", ta / tb)
         };
+        let wrong = |side: &str, kinds: &[&str]| {
+            (!kinds.is_empty()).then(|| {
+                let article = if kinds[0].starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+                format!("the {side} one is wrong ({article} {} finding), so its results cannot be trusted and its speed does not count", kinds.join(" and "))
+            })
+        };
+        let warnings: Vec<String> = [wrong("left", &fa), wrong("right", &fb)].into_iter().flatten().collect();
+        let verdict = if warnings.is_empty() { verdict } else { format!("{verdict}; but {}", warnings.join("; and ")) };
         let line = format!(
             "estimated on {}: left {} ({}), right {} ({}): {verdict}",
             ca.profile.title,
@@ -356,51 +379,71 @@ impl Session {
         }
         rows.sort_by_key(|r| r.0);
         let worst = worst_line(&rows, c);
-        let mut table = Table::new();
-        table.load_preset(UTF8_FULL_CONDENSED);
-        table.force_no_tty();
-        table.set_header(["line", "source", "instr", "lanes", "sectors/req", "DRAM", "ways", "atomics"]);
-        // Fit the terminal: the source column gives way first.
-        table.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
-        table.set_width(style.width.min(u16::MAX as usize) as u16);
-        let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
-        // The other columns take about 78 characters; the source gets what is left of the line.
-        let width = style.width.saturating_sub(70).clamp(12, 60);
-        for (line, text, k) in &rows {
-            let source = if text.chars().count() > width {
-                format!("{}…", text.chars().take(width - 1).collect::<String>())
-            } else {
-                text.clone()
-            };
-            let spr = if k.global_load_requests + k.global_store_requests > 0 {
-                format!("{:.1} / {:.1}", k.sectors_per_request(), k.ideal_sectors_per_request())
-            } else {
-                "-".into()
-            };
-            let ways = if k.shared_requests > 0 {
-                format!("{:.1}", k.wavefronts as f64 / k.shared_requests as f64)
-            } else {
-                "-".into()
-            };
-            let mark = if worst.as_ref().is_some_and(|w| w.0 == *line) { "▶ " } else { "" };
-            // Plain text: colour codes inside a cell would count towards its width.
-            let line_cell = Cell::new(format!("{mark}{line}"));
-            table.add_row(vec![
-                line_cell,
-                Cell::new(source),
-                right(thousands(k.issued as u128)),
-                right(format!("{:.0}%", 100.0 * k.simt_efficiency())),
-                right(spr),
-                right(if k.dram_bytes() > 0 {
-                    crate::render::text::decimal_bytes(k.dram_bytes() as f64)
+        let header = ["line", "source", "instr", "lanes", "sectors/req", "DRAM", "ways", "atomics"];
+        // Every column but the source, as text: their widths say how much room the source has.
+        let cells: Vec<[String; 7]> = rows
+            .iter()
+            .map(|(line, _, k)| {
+                let spr = if k.global_load_requests + k.global_store_requests > 0 {
+                    format!("{:.1} / {:.1}", k.sectors_per_request(), k.ideal_sectors_per_request())
                 } else {
                     "-".into()
-                }),
-                right(ways),
-                right(if k.atomics > 0 { thousands(k.atomics as u128) } else { "-".into() }),
-            ]);
-        }
-        style.enlarge(&mut table, 4);
+                };
+                let ways = if k.shared_requests > 0 {
+                    format!("{:.1}", k.wavefronts as f64 / k.shared_requests as f64)
+                } else {
+                    "-".into()
+                };
+                let mark = if worst.as_ref().is_some_and(|w| w.0 == *line) { "▶ " } else { "" };
+                [
+                    format!("{mark}{line}"),
+                    thousands(k.issued as u128),
+                    format!("{:.0}%", 100.0 * k.simt_efficiency()),
+                    spr,
+                    if k.dram_bytes() > 0 {
+                        crate::render::text::decimal_bytes(k.dram_bytes() as f64)
+                    } else {
+                        "-".into()
+                    },
+                    ways,
+                    if k.atomics > 0 { thousands(k.atomics as u128) } else { "-".into() },
+                ]
+            })
+            .collect();
+        let right = |s: &str| Cell::new(s).set_alignment(CellAlignment::Right);
+        let build = |room: usize| {
+            let mut table = Table::new();
+            table.load_preset(UTF8_FULL_CONDENSED);
+            table.force_no_tty();
+            table.set_header(header);
+            for ((_, text, _), cell) in rows.iter().zip(&cells) {
+                // A source line longer than its room is cut with `…`, never wrapped: one table
+                // row per line of the kernel.
+                let source = if text.chars().count() > room {
+                    format!("{}…", text.chars().take(room.saturating_sub(1)).collect::<String>())
+                } else {
+                    text.clone()
+                };
+                // Plain text: colour codes inside a cell would count towards its width.
+                let mut row = vec![Cell::new(&cell[0]), Cell::new(source)];
+                row.extend(cell[1..].iter().map(|s| right(s)));
+                table.add_row(row);
+            }
+            style.enlarge(&mut table, 4);
+            table
+        };
+        // The source gets what the other columns, their padding and the borders leave.
+        let probe = build(usize::MAX);
+        let padding: usize = probe.column_iter().map(|c| c.padding_width() as usize).sum();
+        let others: usize = (0..7)
+            .map(|i| {
+                let head = header[if i == 0 { 0 } else { i + 1 }].chars().count();
+                cells.iter().map(|c| c[i].chars().count()).max().unwrap_or(0).max(head)
+            })
+            .sum();
+        let borders = header.len() + 1;
+        let room = style.width.saturating_sub(others + padding + borders).max("source".len());
+        let table = build(room);
         writeln!(out, "{table}")?;
         let t = &c.totals;
         writeln!(

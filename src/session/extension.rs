@@ -32,6 +32,11 @@ pub trait Extension: Any {
         None
     }
 
+    /// Where in the chapter the session is (an open lesson's step), recorded with each input.
+    fn step(&self) -> Option<usize> {
+        None
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 

@@ -156,11 +156,18 @@ impl Session {
         let mut tee = Tee { out, copy: Vec::new(), keep: record };
         // Where it was typed: an input that moves the lesson on still belongs where it ran.
         let chapter = self.extension.as_ref().and_then(|e| e.chapter());
+        let step = self.extension.as_ref().and_then(|e| e.step());
         let status = self.eval(name, input, &mut tee)?;
         if record {
             let output = crate::render::text::strip_ansi(&tee.copy);
             let colored = String::from_utf8_lossy(&tee.copy).into_owned();
-            self.transcript.push(crate::render::handout::Ran { input: input.text.clone(), output, colored, chapter });
+            self.transcript.push(crate::render::handout::Ran {
+                input: input.text.clone(),
+                output,
+                colored,
+                chapter,
+                step,
+            });
         }
         Ok(status)
     }

@@ -22,6 +22,9 @@ use crate::script::ast::StmtKind;
 
 /// Runs for `:race` and `:time` when no `xN` is given.
 pub const DEFAULT_RUNS: u32 = 10;
+/// `:time` without `xN` stops repeating a launch on the simulator once its runs have taken
+/// this long: a launch that takes seconds is not run ten times unasked.
+pub const TIME_BUDGET: std::time::Duration = std::time::Duration::from_secs(3);
 /// At most this many runs: each is a whole launch on the simulator.
 pub const MAX_RUNS: u32 = 100;
 /// `:time` repeats a launch many more times: launch overhead is measured over thousands.
@@ -256,22 +259,55 @@ impl Session {
         }
         let base = self.sim.config.seed;
         let schedule = self.sim.config.schedule;
+        let explicit = text.len() != args.trim().len();
+        let started = std::time::Instant::now();
         let mut steps = Vec::new();
         let mut estimates = Vec::new();
         let mut last_cost = None;
+        let mut made = 0u32;
+        let mut note = None;
         for k in 0..runs as u64 {
             match self.run_copy(&p.spec, &inputs, self.config(schedule, base.wrapping_add(k))) {
                 Ok((report, _)) => {
+                    made += 1;
                     steps.extend(report.steps);
+                    // A run stopped at a limit did not do the kernel's work: its steps are where
+                    // it was stopped, its counts no estimate, and the next run would stop too.
+                    let stop = report.findings.iter().find_map(|f| match f {
+                        Finding::StepLimit { time_limit, .. } => Some(*time_limit),
+                        _ => None,
+                    });
+                    if let Some(limit) = stop {
+                        let why = match limit {
+                            Some(l) => format!("the simulator's time limit of {} s", l.as_secs_f64()),
+                            None => "its step budget (`:max-steps`)".to_string(),
+                        };
+                        note = Some(format!(
+                            "run {made} was stopped at {why}, so its warp steps are where it stopped, not the kernel's work, and there is no estimate; no more runs were made. Launch fewer threads, or give it longer (--timeout SECS); a GPU (`:backend gpu`) times it as it is"
+                        ));
+                        estimates.clear();
+                        last_cost = None;
+                        break;
+                    }
                     if let Some(c) = report.cost {
                         estimates.push(c.estimate.time_us);
                         last_cost = Some(c);
+                    }
+                    let spent = started.elapsed();
+                    if !explicit && made < runs && spent > TIME_BUDGET {
+                        note = Some(format!(
+                            "{made} of {runs} runs: they took {:.1} s, so the rest were not made (`:time ... x{runs}` makes them all)",
+                            spent.as_secs_f64()
+                        ));
+                        break;
                     }
                 }
                 Err(e) => return self.backend_error(out, &e),
             }
         }
+        let runs = made.max(1);
         let timing = Timing {
+            note,
             launch: p.title(),
             backend: self.sim.label(),
             schedule: schedule.name().to_string(),
@@ -422,10 +458,10 @@ fn has_race(r: &LaunchReport) -> bool {
 /// barriers were released anyway.
 fn sequential_is_wrong(r: &LaunchReport) -> Option<String> {
     r.findings.iter().find_map(|f| match f {
-        Finding::Race { memory: memory @ crate::finding::Memory::Shared(_), index, first, second, .. }
+        Finding::Race { memory: memory @ crate::finding::Memory::Shared(_), shape, index, first, second, .. }
             if first.access == crate::finding::Access::Read && second.access != crate::finding::Access::Read =>
         {
-            let el = format!("{}[{index}]", memory.name());
+            let el = crate::finding::element_name(memory.name(), *index, shape);
             Some(format!(
                 "in it too, {} read {el} before {} wrote it, with no __syncthreads() between them",
                 first.thread.describe(),
@@ -535,6 +571,18 @@ let m = zeros((12, 20), i32)
     #[test]
     fn why_view() {
         snapshots("why", "add_half_everywhere<<<8, 64>>>(a, len(a))\n:why");
+    }
+
+    #[test]
+    fn a_launch_stopped_at_a_limit_is_timed_once_and_said_so() {
+        let text = view(
+            "__global__ void spin(float *a, int n) { while (a[0] == 0.0f) { } }\n:max-steps 100000\n:time spin<<<1, 32>>>(a, 2)",
+            false,
+            100,
+        );
+        assert!(text.contains("1 run on sim"), "{text}");
+        assert!(text.contains("run 1 was stopped at its step budget"), "{text}");
+        assert!(!text.contains("estimated time"), "{text}");
     }
 
     #[test]

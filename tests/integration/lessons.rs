@@ -173,7 +173,9 @@ fn a_failed_check_says_which_configuration_and_run_broke() {
     assert!(out.contains("✗ not yet: with n = 100, blocks = 4, threads = 32, on sim seed 1:"), "{out}");
     assert!(out.contains("at tests/fixtures/course/01-fill.md:51"), "{out}");
     assert!(out.contains(">>> twice<<<blocks, threads>>>(a, n)"), "{out}");
-    assert!(out.contains("race finding: a kernel with one is wrong even when its numbers come out right"), "{out}");
+    // The verdict wraps at words with the output it sits under.
+    let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("race finding: a kernel with one is wrong even when its numbers come out right"), "{out}");
     assert!(out.contains("`:hint` helps"), "{out}");
 }
 
@@ -528,4 +530,45 @@ fn a_lesson_fed_through_a_pipe_counts_the_steps_its_inputs_finish() {
     assert!(run.stdout.contains("Step 1 of 2 is done"), "{}", run.stdout);
     assert!(run.stdout.contains("1/2"), "the step counts as done in :lessons:\n{}", run.stdout);
     assert!(!run.stdout.contains("in the editor"), "a pipe has no editor:\n{}", run.stdout);
+}
+
+/// A check whose grid is smaller than its data says why the results are wrong, and `:hint`
+/// then gives that (and a finding's advice) before the exercise's own hints.
+#[test]
+fn a_failed_check_says_why_and_hint_gives_that_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let lesson = std::fs::read_to_string(root().join(COURSE).join("01-fill.md")).unwrap();
+    let small = lesson.replace(
+        "config n = 100, blocks = 4, threads = 32    # four blocks, ragged tail\n",
+        "config n = 10000, blocks = 4, threads = 128 # far fewer threads than elements\n",
+    );
+    assert!(small.contains("n = 10000"));
+    std::fs::write(dir.path().join("01-fill.md"), small).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let course = dir.path().display().to_string();
+    let run = gridlab()
+        .env("XDG_DATA_HOME", &data.path().display().to_string())
+        .args(["--course", &course, "--backend", "sim", "learn", "1"])
+        .stdin(&format!(":next\n{RIGHT_TWICE}:check\n:hint\n:hint\n"))
+        .run();
+    let out = &run.stdout;
+    let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("this expect did not hold: the launch had 512 threads for 10,000 elements of `a`, and elements 512 to 9,999 were never written: add a grid-stride loop, or launch more blocks"),
+        "{out}"
+    );
+    let hint = out.split(">>> :hint\n").nth(1).unwrap_or_default();
+    assert!(hint.starts_with("From your last `:check`:\nthe launch had 512 threads"), "{out}");
+    let second = out.split(">>> :hint\n").nth(2).unwrap_or_default();
+    assert!(second.starts_with("Hint 1 of 2:"), "{out}");
+    // A finding's advice, the same way.
+    let run = gridlab()
+        .env("XDG_DATA_HOME", &data.path().display().to_string())
+        .args(["--course", COURSE, "--backend", "sim", "learn", "1"])
+        .stdin(&format!(":next\n{}:check\n:hint\n", RIGHT_TWICE.replace("blockIdx.x * blockDim.x", "blockIdx.x")))
+        .run();
+    let hint = run.stdout.split(">>> :hint\n").nth(1).unwrap_or_default();
+    assert!(hint.starts_with("From your last `:check`:\ndata race on `a`"), "{}", run.stdout);
+    let flat = hint.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("each thread should own its element"), "{}", run.stdout);
 }

@@ -235,6 +235,9 @@ pub struct StaticMem {
     pub is_extern: bool,
     /// Element size, for indices in findings.
     pub elem: u32,
+    /// Its dimensions, outermost first (`[16, 16]`), so that findings name `As[12][0]` as the
+    /// kernel writes it rather than the flat `As[192]`.
+    pub shape: Vec<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -535,6 +538,7 @@ impl Compiler<'_> {
                 bytes,
                 is_extern: false,
                 elem: elem_size(a.ty.innermost()),
+                shape: a.ty.dims(),
             }));
         }
         Ok(out)
@@ -627,6 +631,7 @@ impl Compiler<'_> {
                         bytes: var.ty.size(),
                         is_extern: var.is_extern,
                         elem: elem_size(var.ty.innermost()),
+                        shape: var.ty.dims(),
                     });
                     self.shared.push(s);
                     self.shared_map.insert((func, i), s);
@@ -663,6 +668,7 @@ impl Compiler<'_> {
                         bytes: g.var.ty.size(),
                         is_extern: g.var.is_extern,
                         elem: elem_size(g.var.ty.innermost()),
+                        shape: g.var.ty.dims(),
                     });
                     if g.is_shared {
                         self.shared.push(s);

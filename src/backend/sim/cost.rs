@@ -515,6 +515,7 @@ impl Counter {
             blocks: grid_blocks,
             block_threads: self.block_threads,
             hottest_address: self.hottest_address,
+            inputs_in_l2: self.l2.warm,
         }
     }
 }

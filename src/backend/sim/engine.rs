@@ -1584,6 +1584,15 @@ impl Machine<'_, '_> {
         self.param_views.get(region as usize - 1)?.clone()
     }
 
+    /// The dimensions of a kernel's own array (see `StaticMem::shape`); empty for a buffer.
+    fn shape_of(&self, region: u32) -> Vec<u64> {
+        if (STATIC_REGION_BASE..memory::VAR_REGION_BASE).contains(&region) {
+            self.k.statics.get((region - STATIC_REGION_BASE) as usize).map(|s| s.shape.clone()).unwrap_or_default()
+        } else {
+            Vec::new()
+        }
+    }
+
     fn memory_of(&self, region: u32, names: &[String]) -> Memory {
         if region >= memory::VAR_REGION_BASE {
             let i = (region - memory::VAR_REGION_BASE) as usize;
@@ -1945,6 +1954,7 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
         let per = m.per(*region);
         findings.push(Finding::OutOfBounds {
             memory: m.memory_of(*region, names),
+            shape: m.shape_of(*region),
             kernel_name: m.kernel_name(*region, names),
             view: m.view_of(*region),
             threads: m.threads,
@@ -1960,6 +1970,7 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
     for (region, s) in &m.reports.uninit {
         findings.push(Finding::Uninit {
             memory: m.memory_of(*region, names),
+            shape: m.shape_of(*region),
             kernel_name: m.kernel_name(*region, names),
             index: (*region < memory::VAR_REGION_BASE).then_some(s.first_index.div_euclid(m.per(*region))),
             count: s.count,
@@ -1970,6 +1981,7 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
     for ((region, pc1, pc2), s) in &m.reports.races {
         findings.push(Finding::Race {
             memory: m.memory_of(*region, names),
+            shape: m.shape_of(*region),
             kernel_name: m.kernel_name(*region, names),
             view: m.view_of(*region),
             index: s.index,
