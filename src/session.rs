@@ -544,6 +544,16 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_expect_counts_elements_with_thousands_separators() {
+        let mut s = small_session();
+        let mut out = Vec::new();
+        let status = s.eval_text("t.gridlab", "let a = zeros(12000)\nexpect a == 1\n", false, &mut out).unwrap();
+        assert_eq!(status, Status::ExpectFailed);
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.starts_with("expect failed: 12,000 of 12,000 elements differ"), "{out}");
+    }
+
+    #[test]
     fn a_failed_expect_wraps_between_words() {
         let mut s = small_session();
         s.options.style.width = 60;

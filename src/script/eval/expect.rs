@@ -14,6 +14,7 @@ use crate::diag::Diagnostic;
 
 use super::super::ast::{BinOp, Expr, ExprKind};
 use super::{Cx, Env, V, b_lane};
+use crate::render::text::thousands;
 use crate::value::{Array, Data, format_num};
 
 /// How many failing elements a message lists.
@@ -111,8 +112,8 @@ fn truth(cx: &Cx, e: &Expr, v: &V) -> Result<ExpectOutcome, Diagnostic> {
             ExpectOutcome::fail(format!(
                 "{} is false at {} of {} elements: at {}{}",
                 cx.text(e),
-                failing.len(),
-                b.len(),
+                thousands(failing.len() as u64),
+                thousands(b.len() as u64),
                 at.join(", "),
                 if failing.len() > SHOWN { ", ..." } else { "" }
             ))
@@ -196,9 +197,14 @@ fn compared(cx: &Cx, op: BinOp, whole: &Expr, (le, l): (&Expr, &V), (re, r): (&E
             let more = if failing.len() > SHOWN { ", ..." } else { "" };
             let sep = if both && !eqish { "; " } else { ", " };
             let head = if eqish {
-                format!("{} of {} elements differ", failing.len(), ok.len())
+                format!("{} of {} elements differ", thousands(failing.len() as u64), thousands(ok.len() as u64))
             } else {
-                format!("{} is false at {} of {} elements", cx.text(whole), failing.len(), ok.len())
+                format!(
+                    "{} is false at {} of {} elements",
+                    cx.text(whole),
+                    thousands(failing.len() as u64),
+                    thousands(ok.len() as u64)
+                )
             };
             ExpectOutcome::fail(format!("{head}: {}{more}", items.join(sep)))
         }
