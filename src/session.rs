@@ -15,7 +15,7 @@ mod backend;
 pub mod command;
 mod cost;
 mod extension;
-mod host_python;
+pub mod host_python;
 mod launch;
 mod pipeline;
 mod python;
@@ -26,6 +26,7 @@ mod views;
 /// The fields of a `cost` record (`c.time_us` ...), for what documents them.
 pub use cost::FIELDS as COST_FIELDS;
 pub use extension::Extension;
+pub use host_python::{HostLaunch, host_definition, host_globals};
 pub use python::HostGlobal;
 
 pub(crate) use backend::{Gpu, active_backend};

@@ -44,8 +44,9 @@ def load_stand_in():
     numba.types = types
 
 
-def main():
-    path = os.path.abspath(sys.argv[1])
+def start():
+    """Talk to gridlab on the standard streams, and load the stand-in `numba`. False when
+    this Python has no numpy (gridlab has been told, and says what to install)."""
     _gridlab.connect(os.fdopen(os.dup(1), "wb"), os.fdopen(os.dup(0), "rb"))
     # The program's own reads of stdin get nothing: gridlab speaks on it.
     sys.stdin = open(os.devnull)
@@ -55,8 +56,15 @@ def main():
         import numpy  # noqa: F401
     except ImportError:
         _gridlab.send({"op": "missing", "what": "numpy"})
-        return
+        return False
     load_stand_in()
+    return True
+
+
+def main():
+    path = os.path.abspath(sys.argv[1])
+    if not start():
+        return
     sys.argv = sys.argv[1:]
     sys.path.insert(0, os.path.dirname(path))
     try:

@@ -88,6 +88,8 @@ class Workspace:
         # What gridlab holds for each name, as a digest: only what differs goes back.
         self.known = {}
         self.dtypes = cuda._DTYPES
+        # Import lines already run: each input carries all of them.
+        self.imported = set()
 
     def digest(self, value):
         np = self.np
@@ -130,6 +132,9 @@ class Workspace:
     def imports(self, source):
         """The imports typed at the prompt, which gridlab read for its kernels: here too."""
         for line in source.splitlines():
+            if line in self.imported:
+                continue
+            self.imported.add(line)
             try:
                 exec(compile(line, "<imports>", "exec"), self.ns)
             except Exception:  # noqa: BLE001 - a failing import shows when the name is used
@@ -243,22 +248,14 @@ def user_frame(tb, fname):
 
 
 def main():
-    _gridlab.connect(os.fdopen(os.dup(1), "wb"), os.fdopen(os.dup(0), "rb"))
-    sys.stdin = open(os.devnull)
-    sys.stdout = _gridlab.Output("stdout")
-    sys.stderr = _gridlab.Output("stderr")
-    try:
-        import numpy as np
-    except ImportError:
-        _gridlab.send({"op": "missing", "what": "numpy"})
-        return
     import gridlab_host
 
-    gridlab_host.load_stand_in()
+    if not gridlab_host.start():
+        return
+    import numpy as np
     import numba
     from numba import cuda
 
-    np.set_printoptions(legacy=False)
     workspace = Workspace(np, cuda, numba)
     _gridlab.send({"op": "ready", "python": sys.version.split()[0], "numpy": np.__version__})
     while True:

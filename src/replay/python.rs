@@ -20,10 +20,8 @@ use serde_json::{Value as Json, json};
 
 use super::runner::{Expect, Runner};
 use super::{ScriptResult, UsageError};
-use crate::dtype::DType;
 use crate::python::host::{self, Host};
-use crate::python::{ArgType, Global, types};
-use crate::session::{HostGlobal, Session, Status};
+use crate::session::{Session, Status, host_definition, host_globals};
 
 /// Whether `path` is a Python program.
 pub fn is_python(path: &Path) -> bool {
@@ -139,49 +137,11 @@ fn converse(child: &mut Host, name: &str, lines: &[&str], runner: &mut Runner) -
 }
 
 fn define(header: &Json, name: &str, runner: &mut Runner, to: &mut Host) -> io::Result<()> {
-    let source = header["source"].as_str().unwrap_or("");
-    let line = header["line"].as_u64().unwrap_or(1) as u32;
     let file = header["file"].as_str().map_or(name.to_string(), |f| display_path(f, name));
-    let mut globals = Vec::new();
-    if let Some(map) = header["globals"].as_object() {
-        for (k, v) in map {
-            let g = match v["kind"].as_str() {
-                Some("module" | "path") => v["path"].as_str().map(|p| HostGlobal::Path(p.to_string())),
-                Some("int") => v["value"].as_i64().map(|i| HostGlobal::Value(Global::Int(i))),
-                Some("float") => v["value"].as_f64().map(|f| HostGlobal::Value(Global::Float(f))),
-                Some("bool") => v["value"].as_bool().map(|b| HostGlobal::Value(Global::Bool(b))),
-                Some("dtype") => {
-                    v["name"].as_str().and_then(types::from_name).map(|d| HostGlobal::Value(Global::Dtype(d)))
-                }
-                Some("array") => {
-                    let dtype = v["dtype"].as_str().and_then(types::from_name);
-                    let shape: Option<Vec<i64>> =
-                        v["shape"].as_array().map(|s| s.iter().filter_map(Json::as_i64).collect());
-                    let values: Option<Vec<f64>> =
-                        v["values"].as_array().map(|s| s.iter().filter_map(Json::as_f64).collect());
-                    match (dtype, shape, values) {
-                        (Some(dtype), Some(shape), Some(values)) => {
-                            Some(HostGlobal::Value(Global::Array { dtype, shape, values }))
-                        }
-                        _ => None,
-                    }
-                }
-                _ => None,
-            };
-            if let Some(g) = g {
-                globals.push((k.clone(), g));
-            }
-        }
-    }
     let (session, _) = runner.parts();
-    session.python_globals(globals);
+    session.python_globals(host_globals(header));
     let mut buf = Vec::new();
-    let input = crate::script::Input {
-        kind: crate::script::InputKind::Python,
-        text: source.trim_end().to_string(),
-        line,
-        end_line: line + source.trim_end().lines().count().saturating_sub(1) as u32,
-    };
+    let input = host_definition(header);
     let status = session.eval_input(&file, &input, false, &mut buf)?;
     if status == Status::Error {
         runner.out().write_all(&buf)?;
@@ -211,77 +171,14 @@ fn launch(
     runner: &mut Runner,
     to: &mut Host,
 ) -> io::Result<()> {
-    let kernel = header["kernel"].as_str().unwrap_or("");
     let line = header["line"].as_u64().unwrap_or(1) as u32;
     let file = header["file"].as_str().map_or(name.to_string(), |f| display_path(f, name));
-    let dims = |v: &Json| -> String {
-        let parts: Vec<String> =
-            v.as_array().map(|a| a.iter().map(|x| x.as_u64().unwrap_or(0).to_string()).collect()).unwrap_or_default();
-        if parts.len() == 1 { parts[0].clone() } else { format!("({})", parts.join(", ")) }
-    };
-    let mut config = format!("{}, {}", dims(&header["grid"]), dims(&header["block"]));
-    let shared = header["shared"].as_u64().unwrap_or(0);
-    if shared > 0 {
-        config.push_str(&format!(", 0, {shared}"));
-    }
-    let mut args = Vec::new();
-    let mut arrays = Vec::new();
-    let mut types = Vec::new();
-    let mut at = 0usize;
     let (session, _) = runner.parts();
-    for a in header["args"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
-        let arg_name = a["name"].as_str().unwrap_or("arg");
-        let dtype = a["dtype"].as_str().and_then(types::from_name);
-        match (a["kind"].as_str(), dtype) {
-            (Some("array"), Some(dtype)) => {
-                let shape: Vec<usize> = a["shape"]
-                    .as_array()
-                    .map(|s| s.iter().map(|x| x.as_u64().unwrap_or(0) as usize).collect())
-                    .unwrap_or_default();
-                let n = shape.iter().product::<usize>() * dtype.size();
-                let Some(bytes) = payload.get(at..at + n) else {
-                    return refuse(to, runner, &format!("{file}:{line}: array `{arg_name}` arrived short"));
-                };
-                at += n;
-                let fresh = a["fresh"].as_bool().unwrap_or(false);
-                if let Err(e) = session.set_host_array(arg_name, dtype, &shape, bytes, fresh) {
-                    return refuse(to, runner, &format!("{file}:{line}: {e}"));
-                }
-                args.push(arg_name.to_string());
-                arrays.push(arg_name.to_string());
-                types.push(None);
-            }
-            (Some("scalar"), Some(dtype)) => {
-                let v = &a["value"];
-                let text = if dtype == DType::Bool {
-                    if v.as_bool().unwrap_or(false) { "true".to_string() } else { "false".to_string() }
-                } else if dtype.is_float() {
-                    let f = v.as_f64().unwrap_or(0.0);
-                    if !f.is_finite() {
-                        return refuse(
-                            to,
-                            runner,
-                            &format!("{file}:{line}: `{arg_name}` is {f}: gridlab passes finite numbers to kernels"),
-                        );
-                    }
-                    format!("{f:?}")
-                } else {
-                    v.to_string()
-                };
-                args.push(text);
-                types.push(Some(ArgType::Scalar(dtype)));
-            }
-            _ => {
-                return refuse(
-                    to,
-                    runner,
-                    &format!("{file}:{line}: argument `{arg_name}` is neither an array nor a number gridlab knows"),
-                );
-            }
-        }
-    }
-    session.python_next_types(types);
-    let stmt = format!("{kernel}[{config}]({})", args.join(", "));
+    let launch = match session.host_launch(header, payload) {
+        Ok(l) => l,
+        Err(e) => return refuse(to, runner, &format!("{file}:{line}: {e}")),
+    };
+    let stmt = launch.statement.clone();
     let status = runner.run_text_at(&file, &stmt, line, Expect::Ok, None)?;
     // The finding the program is about: `kernel[...](a)  # expect: race`.
     let comment =
@@ -296,13 +193,10 @@ fn launch(
         return to.send(&json!({"ok": false, "error": "the launch did not run (see above)"}), &[]);
     }
     // Every array comes back, in the order it was sent: the buffers were made from them above.
-    let mut back = Vec::new();
-    for a in &arrays {
-        match session.buffer(a) {
-            Some(b) => back.extend_from_slice(b.bytes()),
-            None => return refuse(to, runner, &format!("{file}:{line}: array `{a}` is gone after the launch")),
-        }
-    }
+    let back = match session.host_launch_results(&launch) {
+        Ok(back) => back,
+        Err(e) => return refuse(to, runner, &format!("{file}:{line}: {e}")),
+    };
     let ms = session.last_kernel_ms().unwrap_or(0.0);
     to.send(&json!({"ok": true, "time_ms": ms}), &back)
 }

@@ -45,6 +45,128 @@ impl std::fmt::Debug for HostSlot {
     }
 }
 
+/// A launch a Python host sent (`launch` message), made ready to run: its arrays are in the
+/// session's buffers, and `statement` is the launch as a statement (`k[4, 256](a, 3)`).
+pub struct HostLaunch {
+    pub statement: String,
+    /// The buffers it passes, in the order their bytes go back.
+    pub arrays: Vec<String>,
+}
+
+/// The module globals a `define` message says a kernel reads (Numba freezes them in).
+pub fn host_globals(msg: &Json) -> Vec<(String, HostGlobal)> {
+    let Some(map) = msg["globals"].as_object() else { return Vec::new() };
+    map.iter()
+        .filter_map(|(k, v)| {
+            let g = match v["kind"].as_str() {
+                Some("module" | "path") => v["path"].as_str().map(|p| HostGlobal::Path(p.to_string())),
+                Some("int") => v["value"].as_i64().map(|i| HostGlobal::Value(Global::Int(i))),
+                Some("float") => v["value"].as_f64().map(|f| HostGlobal::Value(Global::Float(f))),
+                Some("bool") => v["value"].as_bool().map(|b| HostGlobal::Value(Global::Bool(b))),
+                Some("dtype") => {
+                    v["name"].as_str().and_then(types::from_name).map(|d| HostGlobal::Value(Global::Dtype(d)))
+                }
+                Some("array") => {
+                    let dtype = v["dtype"].as_str().and_then(types::from_name)?;
+                    let shape = v["shape"].as_array()?.iter().filter_map(Json::as_i64).collect();
+                    let values = v["values"].as_array()?.iter().filter_map(Json::as_f64).collect();
+                    Some(HostGlobal::Value(Global::Array { dtype, shape, values }))
+                }
+                _ => None,
+            }?;
+            Some((k.clone(), g))
+        })
+        .collect()
+}
+
+/// A `define` message's kernel as an input at its own file and line.
+pub fn host_definition(msg: &Json) -> Input {
+    let source = msg["source"].as_str().unwrap_or("").trim_end();
+    let line = msg["line"].as_u64().unwrap_or(1) as u32;
+    Input {
+        kind: InputKind::Python,
+        text: source.to_string(),
+        line,
+        end_line: line + source.lines().count().saturating_sub(1) as u32,
+    }
+}
+
+impl Session {
+    /// Take a `launch` message: its arrays become buffers named as the call site names them
+    /// (`data` holds their bytes in order), its numbers keep their types (`np.float32(2)`), and
+    /// the launch becomes a statement. The error says what arrived wrong.
+    pub fn host_launch(&mut self, msg: &Json, data: &[u8]) -> Result<HostLaunch, String> {
+        let kernel = msg["kernel"].as_str().unwrap_or("");
+        let dims = |v: &Json| -> String {
+            let parts: Vec<String> = v
+                .as_array()
+                .map(|a| a.iter().map(|x| x.as_u64().unwrap_or(0).to_string()).collect())
+                .unwrap_or_default();
+            if parts.len() == 1 { parts[0].clone() } else { format!("({})", parts.join(", ")) }
+        };
+        let mut config = format!("{}, {}", dims(&msg["grid"]), dims(&msg["block"]));
+        let shared = msg["shared"].as_u64().unwrap_or(0);
+        if shared > 0 {
+            config.push_str(&format!(", 0, {shared}"));
+        }
+        let mut args = Vec::new();
+        let mut arrays = Vec::new();
+        let mut arg_types = Vec::new();
+        let mut at = 0usize;
+        for a in msg["args"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+            let arg_name = a["name"].as_str().unwrap_or("arg");
+            let dtype = a["dtype"].as_str().and_then(types::from_name);
+            match (a["kind"].as_str(), dtype) {
+                (Some("array"), Some(dtype)) => {
+                    let shape: Vec<usize> = a["shape"]
+                        .as_array()
+                        .map(|s| s.iter().map(|x| x.as_u64().unwrap_or(0) as usize).collect())
+                        .unwrap_or_default();
+                    let n = shape.iter().product::<usize>() * dtype.size();
+                    let bytes = data.get(at..at + n).ok_or_else(|| format!("array `{arg_name}` arrived short"))?;
+                    at += n;
+                    let fresh = a["fresh"].as_bool().unwrap_or(false);
+                    self.set_host_array(arg_name, dtype, &shape, bytes, fresh)?;
+                    args.push(arg_name.to_string());
+                    arrays.push(arg_name.to_string());
+                    arg_types.push(None);
+                }
+                (Some("scalar"), Some(dtype)) => {
+                    let v = &a["value"];
+                    let text = if dtype == DType::Bool {
+                        if v.as_bool().unwrap_or(false) { "true".to_string() } else { "false".to_string() }
+                    } else if dtype.is_float() {
+                        let f = v.as_f64().unwrap_or(0.0);
+                        if !f.is_finite() {
+                            return Err(format!("`{arg_name}` is {f}: gridlab passes finite numbers to kernels"));
+                        }
+                        format!("{f:?}")
+                    } else {
+                        v.to_string()
+                    };
+                    args.push(text);
+                    arg_types.push(Some(ArgType::Scalar(dtype)));
+                }
+                _ => return Err(format!("argument `{arg_name}` is neither an array nor a number gridlab knows")),
+            }
+        }
+        self.python_next_types(arg_types);
+        let statement = format!("{kernel}[{config}]({})", args.join(", "));
+        Ok(HostLaunch { statement, arrays })
+    }
+
+    /// After a host launch ran: its arrays' bytes, in the order they came, for the host to copy
+    /// back into its own arrays.
+    pub fn host_launch_results(&self, launch: &HostLaunch) -> Result<Vec<u8>, String> {
+        let mut back = Vec::new();
+        for a in &launch.arrays {
+            let b = self.buffer(a).ok_or_else(|| format!("array `{a}` is gone after the launch"))?;
+            back.extend_from_slice(b.bytes());
+        }
+        Ok(back)
+    }
+}
+
 /// Buffers larger than this in all are sent to Python only when the input names them.
 const SEND_ALL_BELOW: usize = 64 << 20;
 
@@ -268,7 +390,7 @@ impl Session {
                     self.host()?.send(&answer, &[])?;
                 }
                 "launch" => {
-                    let (answer, back) = self.host_launch(&msg, &data, file, out)?;
+                    let (answer, back) = self.run_host_launch(&msg, &data, file, out)?;
                     if answer["ok"] != true {
                         status = Status::Error;
                     }
@@ -322,129 +444,36 @@ impl Session {
 
     /// A `@cuda.jit` function defined in the Python: define it here, as if typed.
     fn host_define(&mut self, msg: &Json, file: &str, out: &mut dyn Write) -> io::Result<bool> {
-        let source = msg["source"].as_str().unwrap_or("");
-        let line = msg["line"].as_u64().unwrap_or(1) as u32;
-        let mut globals = Vec::new();
-        if let Some(map) = msg["globals"].as_object() {
-            for (k, v) in map {
-                let g = match v["kind"].as_str() {
-                    Some("module" | "path") => v["path"].as_str().map(|p| HostGlobal::Path(p.to_string())),
-                    Some("int") => v["value"].as_i64().map(|i| HostGlobal::Value(Global::Int(i))),
-                    Some("float") => v["value"].as_f64().map(|f| HostGlobal::Value(Global::Float(f))),
-                    Some("bool") => v["value"].as_bool().map(|b| HostGlobal::Value(Global::Bool(b))),
-                    Some("dtype") => {
-                        v["name"].as_str().and_then(types::from_name).map(|d| HostGlobal::Value(Global::Dtype(d)))
-                    }
-                    _ => None,
-                };
-                if let Some(g) = g {
-                    globals.push((k.clone(), g));
-                }
-            }
-        }
-        self.python_globals(globals);
-        let input = Input {
-            kind: InputKind::Python,
-            text: source.trim_end().to_string(),
-            line,
-            end_line: line + source.trim_end().lines().count().saturating_sub(1) as u32,
-        };
-        let status = self.eval(file, &input, out)?;
+        self.python_globals(host_globals(msg));
+        let status = self.eval(file, &host_definition(msg), out)?;
         Ok(status != Status::Error)
     }
 
-    /// A launch from the Python: the arrays become buffers named as the call site names them,
-    /// and the launch runs as a statement at its line.
-    fn host_launch(&mut self, msg: &Json, data: &[u8], file: &str, out: &mut dyn Write) -> io::Result<(Json, Vec<u8>)> {
-        let kernel = msg["kernel"].as_str().unwrap_or("");
+    /// A launch from the Python runs as a statement at its line.
+    fn run_host_launch(
+        &mut self,
+        msg: &Json,
+        data: &[u8],
+        file: &str,
+        out: &mut dyn Write,
+    ) -> io::Result<(Json, Vec<u8>)> {
         let line = msg["line"].as_u64().unwrap_or(1) as u32;
         let refuse = |this: &Session, out: &mut dyn Write, why: String| -> io::Result<(Json, Vec<u8>)> {
             writeln!(out, "{} {file}:{line}: {why}", this.options.style.error("error:"))?;
             Ok((json!({"ok": false, "error": why}), Vec::new()))
         };
-        let dims = |v: &Json| -> String {
-            let parts: Vec<String> = v
-                .as_array()
-                .map(|a| a.iter().map(|x| x.as_u64().unwrap_or(0).to_string()).collect())
-                .unwrap_or_default();
-            if parts.len() == 1 { parts[0].clone() } else { format!("({})", parts.join(", ")) }
+        let launch = match self.host_launch(msg, data) {
+            Ok(l) => l,
+            Err(why) => return refuse(self, out, why),
         };
-        let mut config = format!("{}, {}", dims(&msg["grid"]), dims(&msg["block"]));
-        let shared = msg["shared"].as_u64().unwrap_or(0);
-        if shared > 0 {
-            config.push_str(&format!(", 0, {shared}"));
-        }
-        let mut args = Vec::new();
-        let mut arrays = Vec::new();
-        let mut types_ = Vec::new();
-        let mut at = 0usize;
-        for a in msg["args"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
-            let arg_name = a["name"].as_str().unwrap_or("arg");
-            let dtype = a["dtype"].as_str().and_then(types::from_name);
-            match (a["kind"].as_str(), dtype) {
-                (Some("array"), Some(dtype)) => {
-                    let shape: Vec<usize> = a["shape"]
-                        .as_array()
-                        .map(|s| s.iter().map(|x| x.as_u64().unwrap_or(0) as usize).collect())
-                        .unwrap_or_default();
-                    let n = shape.iter().product::<usize>() * dtype.size();
-                    let Some(bytes) = data.get(at..at + n) else {
-                        return refuse(self, out, format!("array `{arg_name}` arrived short"));
-                    };
-                    at += n;
-                    let fresh = a["fresh"].as_bool().unwrap_or(false);
-                    if let Err(e) = self.set_host_array(arg_name, dtype, &shape, bytes, fresh) {
-                        return refuse(self, out, e);
-                    }
-                    args.push(arg_name.to_string());
-                    arrays.push(arg_name.to_string());
-                    types_.push(None);
-                }
-                (Some("scalar"), Some(dtype)) => {
-                    let v = &a["value"];
-                    let text = if dtype == DType::Bool {
-                        if v.as_bool().unwrap_or(false) { "true".to_string() } else { "false".to_string() }
-                    } else if dtype.is_float() {
-                        let f = v.as_f64().unwrap_or(0.0);
-                        if !f.is_finite() {
-                            return refuse(
-                                self,
-                                out,
-                                format!("`{arg_name}` is {f}: gridlab passes finite numbers to kernels"),
-                            );
-                        }
-                        format!("{f:?}")
-                    } else {
-                        v.to_string()
-                    };
-                    args.push(text);
-                    types_.push(Some(ArgType::Scalar(dtype)));
-                }
-                _ => {
-                    return refuse(
-                        self,
-                        out,
-                        format!("argument `{arg_name}` is neither an array nor a number gridlab knows"),
-                    );
-                }
-            }
-        }
-        self.python_next_types(types_);
-        let text = format!("{kernel}[{config}]({})", args.join(", "));
-        let input = Input { kind: InputKind::Statement, text, line, end_line: line };
-        let status = self.eval(file, &input, out)?;
-        if status == Status::Error {
+        let input = Input { kind: InputKind::Statement, text: launch.statement.clone(), line, end_line: line };
+        if self.eval(file, &input, out)? == Status::Error {
             return Ok((json!({"ok": false, "error": "the launch did not run (see above)"}), Vec::new()));
         }
-        let mut back = Vec::new();
-        for a in &arrays {
-            match self.buffer(a) {
-                Some(b) => back.extend_from_slice(b.bytes()),
-                None => return refuse(self, out, format!("array `{a}` is gone after the launch")),
-            }
+        match self.host_launch_results(&launch) {
+            Ok(back) => Ok((json!({"ok": true, "time_ms": self.last_kernel_ms().unwrap_or(0.0)}), back)),
+            Err(why) => refuse(self, out, why),
         }
-        let ms = self.last_kernel_ms().unwrap_or(0.0);
-        Ok((json!({"ok": true, "time_ms": ms}), back))
     }
 
     /// What the Python created or changed comes back as buffers and scalars.
