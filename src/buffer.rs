@@ -130,11 +130,9 @@ pub struct Buffer {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Deferred {
     /// The contents are the device copy stamped so, held by the GPU worker; the bytes are older
-    /// (what the buffer held before the launches that made it, kept to redo them after a fault).
+    /// (what the buffer held before the launches that made it, kept to redo them after a fault;
+    /// a launch's "before" has none until it is read).
     Device(u64),
-    /// A launch's "before" of a buffer that was not deferred when it ran: the contents are that
-    /// buffer's own bytes, which become this one's when its results are read back.
-    Host,
 }
 
 impl PartialEq for Buffer {
@@ -199,8 +197,7 @@ impl Buffer {
         self.changed = true;
     }
 
-    /// Give a deferred "before" its bytes (read back from the device, or the bytes a buffer held
-    /// before its results were swapped in).
+    /// Give a deferred "before" its bytes (read back from the device).
     pub fn fill_deferred(&mut self, bytes: SharedBytes) {
         let mut bytes = bytes;
         bytes.recycle_when_dropped();
@@ -209,12 +206,10 @@ impl Buffer {
         self.changed = true;
     }
 
-    /// Give a deferred "before" the bytes of `old` (the same size), taken without a copy.
-    pub fn fill_deferred_from(&mut self, old: Buffer) {
-        debug_assert_eq!(old.bytes.len(), self.shape.len() * self.dtype.size(), "the same size");
-        self.bytes = old.bytes;
+    /// The deferred contents were copied into the bytes, which are now those stamped `stamp`.
+    pub fn settled(&mut self, stamp: u64) {
         self.deferred = None;
-        self.changed = true;
+        self.set_stamp(stamp);
     }
 
     /// A buffer with no values yet, like memory from `cudaMalloc`: every element is unwritten

@@ -389,7 +389,9 @@ impl Session {
 
     /// The last launch: the names of the buffers it was given, those it changed, and whether it
     /// had a race finding.
-    pub fn last_launch(&self) -> Option<LaunchOutline> {
+    pub fn last_launch(&mut self) -> Option<LaunchOutline> {
+        // What it changed is read from its "before" copies, which may still be on the GPU.
+        self.last_settled(&mut std::io::sink()).ok()?;
         let last = self.last.as_ref()?;
         let given: Vec<String> = last.before.iter().map(|(n, _)| n.clone()).collect();
         let changed = last.before.iter().filter(|(n, b)| self.buffer(n) != Some(b)).map(|(n, _)| n.clone()).collect();

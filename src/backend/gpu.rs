@@ -107,7 +107,8 @@ static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
 /// (shared buffers written back), or nothing (inline buffers, `:time`).
 struct Prepared {
     request: LaunchRequest,
-    results: Vec<Option<u64>>,
+    /// The stamps of each shared buffer's results and of its "before", both kept on the device.
+    results: Vec<Option<(u64, u64)>>,
 }
 
 /// How one module was compiled, for the line under a definition.
@@ -283,122 +284,109 @@ impl GpuBackend {
     }
 
     /// Bring every result the launches left on the device back to the host: each buffer marked
-    /// [`Deferred::Device`] gets its bytes (read into a fresh region swapped in), and each of
-    /// `befores` (the last launch's "before" copies) its own. `Err` when the results are gone
-    /// (a worker died and could not make them again): the caller then keeps the bytes the
-    /// buffers held before those launches.
-    pub fn settle(
-        &mut self,
-        buffers: &mut [(&str, &mut Buffer)],
-        befores: &mut [(&str, &mut Buffer)],
-    ) -> Result<(), BackendError> {
+    /// [`Deferred::Device`] gets its bytes, copied into its own memory (already mapped and
+    /// pinned by the worker, so at the bus's speed). `Err` when the results are gone (a worker
+    /// died and could not make them again, or died while copying them): the caller then keeps
+    /// the bytes the buffers hold.
+    pub fn settle(&mut self, buffers: &mut [(&str, &mut Buffer)]) -> Result<(), BackendError> {
         if let Some(why) = self.lost.take() {
             return Err(BackendError::Aborted(why));
         }
-        enum Target {
-            Buffer(usize),
-            Before(usize),
-        }
-        let mut wanted = Vec::new();
+        let mut items = Vec::new();
+        let mut at = Vec::new();
         for (i, (_, b)) in buffers.iter().enumerate() {
-            if let Some(Deferred::Device(stamp)) = b.deferred() {
-                wanted.push((Target::Buffer(i), stamp, b.size_bytes(), true));
+            if let (Some(Deferred::Device(stamp)), Some(region)) = (b.deferred(), b.shared()) {
+                items.push(ReadItem { stamp, len: b.size_bytes() as u64, region: region.id(), keep: true });
+                at.push(i);
             }
         }
+        if items.is_empty() {
+            return Ok(());
+        }
+        // The bytes being written are the ones a new worker would start the launches again
+        // from: once the copy begins there is no going back, so a worker that dies now does not
+        // run them again (from half-written bytes).
+        let streak = std::mem::take(&mut self.streak);
+        self.streak_regions.clear();
+        let names: Vec<&str> = at.iter().map(|&i| buffers[i].0).collect();
+        let answer = {
+            let regions: Vec<&SharedBytes> = at.iter().filter_map(|&i| buffers[i].1.shared()).collect();
+            self.read(&items, regions.into_iter(), "reading results back from the GPU")
+        };
+        let missing = match answer {
+            Ok(missing) => missing,
+            Err(e) => {
+                self.snapshots.clear();
+                return Err(BackendError::Aborted(format!(
+                    "{e}; it stopped while copying the results of the last {} back, so {} may hold part of them",
+                    plural(streak.len().max(1), "launch", "launches"),
+                    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                )));
+            }
+        };
+        if !missing.is_empty() {
+            self.forget_streak(String::new());
+            self.lost = None;
+            return Err(BackendError::Aborted(format!(
+                "the GPU worker no longer held the results of the last {}; {} {} as before them",
+                plural(streak.len().max(1), "launch", "launches"),
+                names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "),
+                if names.len() == 1 { "is" } else { "are" }
+            )));
+        }
+        for (item, &i) in items.iter().zip(&at) {
+            buffers[i].1.settled(item.stamp);
+        }
+        Ok(())
+    }
+
+    /// Read the last launch's "before" copies (`befores`, deferred buffers from
+    /// [`Backend::launch`]) back from the device, each into memory of its own. `Err` when the
+    /// device no longer has them (its worker was restarted since).
+    pub fn settle_befores(&mut self, befores: &mut [(&str, &mut Buffer)]) -> Result<(), BackendError> {
+        let mut items = Vec::new();
+        let mut regions = Vec::new();
+        let mut at = Vec::new();
         for (j, (_, b)) in befores.iter().enumerate() {
             if let Some(Deferred::Device(stamp)) = b.deferred() {
-                wanted.push((Target::Before(j), stamp, b.size_bytes(), false));
+                let r = SharedBytes::scratch(b.size_bytes())
+                    .map_err(|e| BackendError::Launch(format!("could not make room to read a buffer back: {e}")))?;
+                items.push(ReadItem { stamp, len: b.size_bytes() as u64, region: r.id(), keep: false });
+                regions.push(r);
+                at.push(j);
             }
         }
-        let mut regions = Vec::with_capacity(wanted.len());
-        for (_, _, len, _) in &wanted {
-            let r = SharedBytes::scratch(*len)
-                .map_err(|e| BackendError::Launch(format!("could not make room to read results back: {e}")))?;
-            regions.push(r);
+        if items.is_empty() {
+            return Ok(());
         }
-        if !wanted.is_empty() {
-            let items: Vec<ReadItem> = wanted
-                .iter()
-                .zip(&regions)
-                .map(|((_, stamp, len, keep), r)| ReadItem {
-                    stamp: *stamp,
-                    len: *len as u64,
-                    region: r.id(),
-                    keep: *keep,
-                })
-                .collect();
-            let what = "reading results back from the GPU";
-            // A worker that dies while copying has the launches run again in the next one
-            // (`recover`); then the read is tried once more.
-            let mut answer = self.read(&items, &regions, what);
-            if matches!(answer, Err(BackendError::Aborted(_))) && self.lost.is_none() {
-                answer = self.read(&items, &regions, what);
-            }
-            match answer {
-                Ok(missing) if missing.is_empty() => {}
-                Ok(missing) => {
-                    let n = self.streak.len().max(1);
-                    self.forget_streak(String::new());
-                    self.lost = None;
-                    return Err(BackendError::Aborted(format!(
-                        "the GPU worker no longer held the results of the last {} (stamps {missing:?}); those buffers are as they were before {}",
-                        plural(n, "launch", "launches"),
-                        if n == 1 { "it" } else { "them" }
-                    )));
-                }
-                Err(e) => {
-                    // Whatever the worker still holds of them is of no use now: a new worker
-                    // starts clean.
-                    let e = match self.lost.take() {
-                        Some(why) => BackendError::Aborted(why),
-                        None => e,
-                    };
-                    self.forget_streak(String::new());
-                    self.lost = None;
-                    return Err(e);
-                }
-            }
+        let missing = self.read(&items, regions.iter(), "reading the last launch's inputs back from the GPU")?;
+        if !missing.is_empty() {
+            return Err(BackendError::Launch(
+                "the GPU no longer holds the buffers as they were before the last launch (its worker was restarted since)"
+                    .into(),
+            ));
         }
-        let mut read: Vec<u64> = Vec::new();
-        let mut olds: Vec<(String, Buffer)> = Vec::new();
-        for ((target, stamp, _, _), region) in wanted.into_iter().zip(regions) {
-            match target {
-                Target::Buffer(i) => {
-                    let (name, b) = &mut buffers[i];
-                    let old = b.replace_shared(region);
-                    b.set_stamp(stamp);
-                    olds.push((name.to_string(), old));
-                }
-                Target::Before(j) => {
-                    befores[j].1.fill_deferred(region);
-                    read.push(stamp);
-                }
-            }
+        for ((item, region), j) in items.iter().zip(regions).zip(at) {
+            befores[j].1.fill_deferred(region);
+            self.snapshots.retain(|s| *s != item.stamp);
         }
-        // A "before" of a buffer that was on the host when the launch ran is the bytes that
-        // buffer held until its results were swapped in just now.
-        for (name, before) in befores.iter_mut() {
-            if before.deferred() != Some(Deferred::Host) {
-                continue;
-            }
-            if let Some(at) = olds.iter().position(|(n, _)| n == name) {
-                before.fill_deferred_from(olds.swap_remove(at).1);
-            } else if let Some((_, b)) = buffers.iter().find(|(n, _)| n == name) {
-                before.fill_deferred_from((**b).clone());
-            } else {
-                before.fill_deferred_from(Buffer::zeros(before.dtype(), before.shape()));
-            }
-        }
-        self.snapshots.retain(|s| !read.contains(s));
-        self.streak.clear();
-        self.streak_regions.clear();
         Ok(())
     }
 
     /// Give the worker the regions it lacks, then ask it to read `items` into them.
-    fn read(&mut self, items: &[ReadItem], regions: &[SharedBytes], what: &str) -> Result<Vec<u64>, BackendError> {
-        self.give_regions(regions.iter(), what)?;
-        match self.call(&Request::Read { items: items.to_vec() }, self.timeout, what)? {
+    /// Ctrl-C does not stop a read: it takes milliseconds, and stopped half-way it would leave
+    /// a buffer half-written.
+    fn read<'r>(
+        &mut self,
+        items: &[ReadItem],
+        regions: impl Iterator<Item = &'r SharedBytes>,
+        what: &str,
+    ) -> Result<Vec<u64>, BackendError> {
+        self.give_regions(regions, what)?;
+        let cancel = self.cancel.take();
+        let answer = self.call(&Request::Read { items: items.to_vec() }, self.timeout, what);
+        self.cancel = cancel;
+        match answer? {
             Response::Read { missing } => Ok(missing),
             other => Err(unexpected(other)),
         }
@@ -509,6 +497,10 @@ impl GpuBackend {
                 _ => None,
             };
             let result = write_back.then(|| NEXT_STAMP.fetch_add(1, Ordering::Relaxed));
+            // The launch's "before" stays on the device under the stamp of the contents it
+            // starts from (a new one for bytes the host changed since their last stamp).
+            let snapshot = write_back
+                .then(|| on_device.or(b.stamp()).unwrap_or_else(|| NEXT_STAMP.fetch_add(1, Ordering::Relaxed)));
             wire.push(WireBuffer {
                 data: WireData::Shared(SharedBuffer {
                     region: source.id(),
@@ -516,11 +508,12 @@ impl GpuBackend {
                     stamp: on_device.unwrap_or(b.last_stamp()),
                     fresh: on_device.is_some() || b.stamp().is_some(),
                     device_only: on_device.is_some(),
+                    snapshot,
                     result,
                 }),
                 elem_size,
             });
-            results.push(result);
+            results.push(result.zip(snapshot));
         }
         let released = self.give_regions(buffers.buffers.iter().filter_map(|b| b.shared()), what)?;
         let request = LaunchRequest {
@@ -610,29 +603,23 @@ fn wire_args(spec: &LaunchSpec, buffers: &LaunchBuffers<'_>) -> Vec<WireArg> {
 }
 
 /// Take a launch's results into `buffers` and return the buffers as they were before it. A
-/// shared buffer's results stay on the device: the buffer is marked [`Deferred::Device`] and its
-/// "before" is deferred too (the device's copy of contents only it had, or the bytes the buffer
-/// still holds), both filled by [`GpuBackend::settle`]; the stamps of the device's "before"
-/// copies come back too. An inline buffer is copied. Every element counts as written, since the
-/// GPU does not say which a kernel wrote (compute-sanitizer's initcheck would).
+/// shared buffer's results stay on the device: the buffer is marked [`Deferred::Device`], and
+/// its "before", also on the device, is a deferred buffer too ([`GpuBackend::settle`] and
+/// [`GpuBackend::settle_befores`] read them); the stamps of those "before" copies come back
+/// too. An inline buffer is copied. Every element counts as written, since the GPU does not say
+/// which a kernel wrote (compute-sanitizer's initcheck would).
 fn take_results(
     buffers: &mut LaunchBuffers<'_>,
-    results: Vec<Option<u64>>,
+    results: Vec<Option<(u64, u64)>>,
     answer: &LaunchResult,
 ) -> (Vec<Buffer>, Vec<u64>) {
     let mut before = Vec::new();
     let mut snapshots = Vec::new();
     for (i, (b, result)) in buffers.buffers.iter_mut().zip(results).enumerate() {
         match result {
-            Some(stamp) => {
-                let was = match b.deferred() {
-                    Some(Deferred::Device(s)) => {
-                        snapshots.push(s);
-                        Deferred::Device(s)
-                    }
-                    _ => Deferred::Host,
-                };
-                before.push(Buffer::deferred_before(b, was));
+            Some((stamp, snapshot)) => {
+                snapshots.push(snapshot);
+                before.push(Buffer::deferred_before(b, Deferred::Device(snapshot)));
                 b.defer_to_device(stamp);
             }
             None => {
@@ -764,6 +751,7 @@ impl Backend for GpuBackend {
         };
         self.last_uploaded_bytes = result.uploaded_bytes;
         let keeps = prepared.results.iter().any(Option::is_some);
+        // The "before" copies of the last launch go once this one has succeeded (`drop_after`).
         let (before, snapshots) = take_results(buffers, prepared.results, &result);
         self.snapshots = snapshots;
         // Results left on the device: keep the request, and the regions it reads, to run it

@@ -1001,28 +1001,20 @@ impl Session {
     /// Whether a launch left results on the GPU that the host has not read yet.
     pub(crate) fn has_deferred(&self) -> bool {
         self.buffers.iter().any(|(_, b)| b.deferred().is_some())
-            || self.last.as_ref().is_some_and(|l| l.before.iter().any(|(_, b)| b.deferred().is_some()))
     }
 
-    /// Read every result the GPU launches left on the device back into the buffers (and the
-    /// last launch's "before" copies). Should they be gone (a worker died and could not make
-    /// them again), the buffers keep the bytes they had before those launches, and the message
-    /// says so.
+    /// Read every result the GPU launches left on the device back into the buffers. Should they
+    /// be gone (a worker died and could not make them again), the buffers keep the bytes they
+    /// hold, and the message says so.
     pub fn settle(&mut self, out: &mut dyn Write) -> io::Result<()> {
         if !self.has_deferred() {
             return Ok(());
         }
-        let Session { gpu, buffers, last, .. } = self;
+        let Session { gpu, buffers, .. } = self;
+        let mut bufs: Vec<(&str, &mut crate::buffer::Buffer)> =
+            buffers.iter_mut().map(|(n, b)| (n.as_str(), b)).collect();
         let settled = match gpu {
-            Some(super::backend::Gpu::Ready(g)) => {
-                let mut bufs: Vec<(&str, &mut crate::buffer::Buffer)> =
-                    buffers.iter_mut().map(|(n, b)| (n.as_str(), b)).collect();
-                let mut befores: Vec<(&str, &mut crate::buffer::Buffer)> = match last {
-                    Some(l) => l.before.iter_mut().map(|(n, b)| (n.as_str(), b)).collect(),
-                    None => Vec::new(),
-                };
-                g.settle(&mut bufs, &mut befores)
-            }
+            Some(super::backend::Gpu::Ready(g)) => g.settle(&mut bufs),
             _ => Err(crate::backend::BackendError::Unavailable("the GPU backend is gone".into())),
         };
         if let Err(e) = settled {
@@ -1036,6 +1028,30 @@ impl Session {
             writeln!(out, "{} {e}", self.options.style.error("error:"))?;
         }
         Ok(())
+    }
+
+    /// The last launch, with its "before" copies read back from the GPU where they were left
+    /// (they are read only when something looks at them: `:why`, `cost`, a printed buffer's
+    /// changed elements, a lesson's check). `None` when there is none, or it is gone.
+    pub(crate) fn last_settled(&mut self, out: &mut dyn Write) -> io::Result<Option<&LastLaunch>> {
+        self.settle(out)?;
+        let deferred = self.last.as_ref().is_some_and(|l| l.before.iter().any(|(_, b)| b.deferred().is_some()));
+        if deferred {
+            let Session { gpu, last, .. } = self;
+            let mut befores: Vec<(&str, &mut crate::buffer::Buffer)> = match last {
+                Some(l) => l.before.iter_mut().map(|(n, b)| (n.as_str(), b)).collect(),
+                None => Vec::new(),
+            };
+            let settled = match gpu {
+                Some(super::backend::Gpu::Ready(g)) => g.settle_befores(&mut befores),
+                _ => Err(crate::backend::BackendError::Unavailable("the GPU backend is gone".into())),
+            };
+            if let Err(e) = settled {
+                self.last = None;
+                writeln!(out, "{} {e}", self.options.style.error("error:"))?;
+            }
+        }
+        Ok(self.last.as_ref())
     }
 }
 

@@ -539,6 +539,10 @@ impl Session {
         {
             return Ok(Status::Ok);
         }
+        if matches!(&expr.kind, ExprKind::Name(_)) {
+            // The elements the last launch changed are marked: its "before" is needed.
+            self.last_settled(out)?;
+        }
         if let ExprKind::Name(name) = &expr.kind
             && let Some(buf) = self.buffer(name)
         {

@@ -299,6 +299,8 @@ fn shared_launch(
                 stamp,
                 fresh,
                 device_only,
+                // Contents only the device has are their own "before"; no other is kept here.
+                snapshot: device_only.then_some(stamp),
                 result,
             }),
             elem_size: 1,
@@ -403,7 +405,8 @@ fn launch_large(
 
 /// Read `buffer`'s results and its "before" back, as the session does.
 fn settle(gpu: &mut GpuBackend, buffer: &mut Buffer, before: &mut Buffer) -> Result<(), BackendError> {
-    gpu.settle(&mut [("a", buffer)], &mut [("a", before)])
+    gpu.settle(&mut [("a", buffer)])?;
+    gpu.settle_befores(&mut [("a", before)])
 }
 
 /// A launch read back at once, returning the "before".
@@ -447,7 +450,7 @@ fn a_run_of_launches_crosses_the_bus_once_each_way() {
     let mut before = launch_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
     assert_eq!(gpu.last_uploaded_bytes, len as u64);
     assert!(matches!(a.deferred(), Some(Deferred::Device(_))));
-    assert_eq!(before.deferred(), Some(Deferred::Host), "the bytes the buffer still holds");
+    assert!(matches!(before.deferred(), Some(Deferred::Device(_))), "kept on the device until asked for");
     for _ in 2..=5 {
         before = launch_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
         assert_eq!(gpu.last_uploaded_bytes, 0, "the device's own results are launched again");
@@ -484,19 +487,22 @@ fn a_crash_after_a_run_of_launches_runs_them_again_and_loses_nothing() {
 }
 
 #[test]
-fn results_that_cannot_be_made_again_are_an_error_and_the_next_launch_goes_on() {
+fn a_worker_that_dies_while_copying_results_back_is_an_error_and_the_next_launch_goes_on() {
     let (mut gpu, module) = backend(ANSWER);
     let mut a = Buffer::zeros(DType::U8, Shape::D1(SHARED_MIN_BYTES));
     launch_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
     // The worker dies while copying results out, every time it is asked.
     let mut before = launch_large(&mut gpu, &module, "fake_crash_mid_copy", &mut a).unwrap();
     let err = settle(&mut gpu, &mut a, &mut before).unwrap_err();
-    assert!(matches!(&err, BackendError::Aborted(_)), "{err:?}");
-    assert!(a.deferred().is_some(), "the caller keeps the bytes from before the launches");
+    assert!(
+        matches!(&err, BackendError::Aborted(m) if m.contains("copying the results of the last 2 launches back, so `a` may hold part of them")),
+        "{err:?}"
+    );
+    assert!(a.deferred().is_some(), "the caller decides what the buffer holds now");
     a.drop_deferred();
-    assert!(a.iter().all(|x| x == Num::Int(0)), "the bytes from before those launches");
+    a.fill(Num::Int(7));
     run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
-    assert!(a.iter().all(|x| x == Num::Int(1)));
+    assert!(a.iter().all(|x| x == Num::Int(8)), "a new worker goes on");
 }
 
 #[test]

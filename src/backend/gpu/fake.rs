@@ -17,7 +17,7 @@
 //!
 //! - `fake_crash`: write a line to stderr and exit with status 70, mid-request;
 //! - `fake_crash_mid_copy`: run like `fake_bump`; the next read writes half of the first region
-//!   it fills, then exits with status 70 (a worker killed while copying results out);
+//!   it fills, then exits with status 70 (a worker killed while copying results back);
 //! - `fake_hang`: never answer (a kernel in an endless loop);
 //! - `fake_garbage`: answer with a well-framed message that is not a response, then go on;
 //! - `fake_linger`: answer, but from then on ignore the closing of stdin and stay (a worker stuck
@@ -185,6 +185,7 @@ impl Device {
             };
             copies.push(copy);
         }
+        let started: Vec<Vec<u8>> = copies.clone();
         let bump = matches!(req.kernel.as_str(), "fake_bump" | "fake_crash_mid_copy");
         if bump {
             for byte in copies.iter_mut().flatten() {
@@ -192,6 +193,17 @@ impl Device {
             }
         }
         self.crash_on_read |= req.kernel == "fake_crash_mid_copy";
+        // The contents each launch started from stay as its "before" (those only the device has
+        // already do, under their stamp).
+        let mut snaps = Vec::new();
+        for b in &req.buffers {
+            if let WireData::Shared(s) = &b.data
+                && let Some(stamp) = s.snapshot
+                && !s.device_only
+            {
+                snaps.push(stamp);
+            }
+        }
         let mut buffers = Vec::new();
         for (b, copy) in req.buffers.iter().zip(copies) {
             match &b.data {
@@ -205,6 +217,16 @@ impl Device {
             }
         }
         self.resident.retain(|r| !req.drop_after.contains(&r.stamp));
+        let mut at = 0;
+        for (b, bytes) in req.buffers.iter().zip(started) {
+            if let WireData::Shared(s) = &b.data
+                && !s.device_only
+                && s.snapshot.is_some()
+            {
+                self.resident.push(Resident { stamp: snaps[at], bytes });
+                at += 1;
+            }
+        }
         let repeat = req.repeat.max(1) as usize;
         Ok(Response::Launched(Box::new(LaunchResult {
             buffers,

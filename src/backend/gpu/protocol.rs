@@ -130,6 +130,11 @@ pub struct SharedBuffer {
     /// a copy of these bytes under `stamp` (the launch's "before") until `drop_after` or a read.
     #[serde(default)]
     pub device_only: bool,
+    /// Keep the contents this launch starts from on the device, held under this stamp, as the
+    /// launch's "before" (for contents only the device has, that copy is already held under
+    /// `stamp`, and this is `stamp`). `None` for `:time`.
+    #[serde(default)]
+    pub snapshot: Option<u64>,
     /// After a successful launch: the stamp the buffer's new contents get, kept on the device
     /// until read ([`Request::Read`]). `None` for `:time`, whose launches are not written back.
     pub result: Option<u64>,
@@ -306,6 +311,7 @@ mod tests {
                         stamp: 3,
                         fresh: true,
                         device_only: false,
+                        snapshot: Some(3),
                         result: Some(4),
                     }),
                     elem_size: 4,

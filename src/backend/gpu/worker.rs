@@ -691,9 +691,54 @@ impl Worker {
                 uploaded += len as u64;
             }
         }
+        // The contents a launch starts from are its "before": kept on the device under the
+        // stamp the session names (`snapshot`), read back only if the session needs them, while
+        // the kernel runs on a copy. They join the device copies only once the launch succeeded.
+        let mut snaps: Vec<(u64, DeviceBuffer)> = Vec::new();
+        for i in 0..n {
+            let WireData::Shared(SharedBuffer { snapshot: Some(stamp), device_only: false, len, .. }) =
+                &req.buffers[i].data
+            else {
+                continue;
+            };
+            let work = match self.alloc(*len as usize) {
+                Ok(d) => d,
+                Err(e) => {
+                    free_all(&mut allocs);
+                    for (_, d) in snaps {
+                        d.free();
+                    }
+                    if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                        return Response::Failed {
+                            message: format!(
+                                "the GPU has no room for a second copy of a buffer of {len} bytes (gridlab keeps one as it was before the launch)"
+                            ),
+                            sticky: false,
+                        };
+                    }
+                    return failed("allocating buffers", e);
+                }
+            };
+            let Some(start) = allocs[i].take() else {
+                work.free();
+                continue;
+            };
+            // SAFETY: both allocations hold `len` bytes at their `data()`.
+            if let Err(e) = unsafe { result::memcpy_dtod_sync(work.data(), start.data(), *len as usize) } {
+                work.free();
+                start.free();
+                free_all(&mut allocs);
+                for (_, d) in snaps {
+                    d.free();
+                }
+                return failed("copying a buffer on the GPU", e);
+            }
+            snaps.push((*stamp, start));
+            allocs[i] = Some(work);
+        }
         let bufs: Vec<DeviceBuffer> = allocs.into_iter().flatten().collect();
-        let free_bufs = |bufs: Vec<DeviceBuffer>| {
-            for d in bufs {
+        let free_bufs = |bufs: Vec<DeviceBuffer>, snaps: Vec<(u64, DeviceBuffer)>| {
+            for d in bufs.into_iter().chain(snaps.into_iter().map(|(_, d)| d)) {
                 d.free();
             }
         };
@@ -706,7 +751,7 @@ impl Worker {
                     .and_then(|_| sys::cuMemsetD8_v2(d.data() + d.len as u64, PATTERN, GUARD_BYTES).result())
             };
             if let Err(e) = r {
-                free_bufs(bufs);
+                free_bufs(bufs, snaps);
                 return failed("filling the guard regions", e);
             }
         }
@@ -733,7 +778,7 @@ impl Worker {
         let (start_ev, stop_ev) = match events {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) | (_, Err(e)) => {
-                free_bufs(bufs);
+                free_bufs(bufs, snaps);
                 return failed("creating timing events", e);
             }
         };
@@ -751,7 +796,7 @@ impl Worker {
             // Before every launch, as the simulator starts each launch from them: a kernel
             // that writes a `__device__` variable the session set sees the set values again.
             if let Err(r) = self.set_symbols(&req.symbols) {
-                free_bufs(bufs);
+                free_bufs(bufs, snaps);
                 destroy_events();
                 return r;
             }
@@ -774,7 +819,7 @@ impl Worker {
                 }
                 let response = failed(&format!("running `{}`", req.kernel), e);
                 if !matches!(response, Response::Failed { sticky: true, .. }) {
-                    free_bufs(bufs);
+                    free_bufs(bufs, snaps);
                     destroy_events();
                 }
                 return response;
@@ -818,7 +863,7 @@ impl Worker {
             }
             let response = failed(&format!("running `{}`", req.kernel), e);
             if !matches!(response, Response::Failed { sticky: true, .. }) {
-                free_bufs(bufs);
+                free_bufs(bufs, snaps);
             }
             return response;
         }
@@ -835,6 +880,9 @@ impl Worker {
         }
         for stamp in &req.drop_after {
             self.drop_resident(*stamp);
+        }
+        for (stamp, buf) in snaps {
+            self.resident.push(Resident { stamp, buf, used: self.tick, held: true });
         }
         Response::Launched(Box::new(LaunchResult {
             buffers: out,
