@@ -120,6 +120,19 @@ pub struct Buffer {
     /// since. A copy keeps both: its bytes are the same.
     stamp: u64,
     changed: bool,
+    /// Where the contents are when they are not in `bytes` (see [`Deferred`]).
+    deferred: Option<Deferred>,
+}
+
+/// Contents that are not in a buffer's bytes yet. A GPU launch leaves its results on the device
+/// until the host needs them (the session reads them back before anything but another launch),
+/// so a run of launches over a large buffer costs no copy to the host per launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deferred {
+    /// The contents are the device copy stamped so, held by the GPU worker; the bytes are older
+    /// (what the buffer held before the launches that made it, kept to redo them after a fault;
+    /// a launch's "before" has none until it is read).
+    Device(u64),
 }
 
 impl PartialEq for Buffer {
@@ -149,7 +162,54 @@ impl Buffer {
             unset: None,
             stamp: 0,
             changed: true,
+            deferred: None,
         }
+    }
+
+    /// A launch's "before" whose contents are not on the host yet: no bytes until
+    /// [`Buffer::fill_deferred`] gives them.
+    pub fn deferred_before(of: &Buffer, deferred: Deferred) -> Buffer {
+        Buffer {
+            dtype: of.dtype,
+            shape: of.shape,
+            bytes: Storage::Heap(Vec::new()),
+            unset: of.unset.clone(),
+            stamp: 0,
+            changed: true,
+            deferred: Some(deferred),
+        }
+    }
+
+    /// Where the contents are while they are not in the bytes.
+    pub fn deferred(&self) -> Option<Deferred> {
+        self.deferred
+    }
+
+    /// The contents are now the device copy stamped `stamp` (a launch's results, not read back).
+    pub fn defer_to_device(&mut self, stamp: u64) {
+        self.deferred = Some(Deferred::Device(stamp));
+    }
+
+    /// Forget the deferred contents: the bytes are the contents again (when a worker died with
+    /// the results and they could not be made again).
+    pub fn drop_deferred(&mut self) {
+        self.deferred = None;
+        self.changed = true;
+    }
+
+    /// Give a deferred "before" its bytes (read back from the device).
+    pub fn fill_deferred(&mut self, bytes: SharedBytes) {
+        let mut bytes = bytes;
+        bytes.recycle_when_dropped();
+        self.bytes = Storage::Shared(bytes);
+        self.deferred = None;
+        self.changed = true;
+    }
+
+    /// The deferred contents were copied into the bytes, which are now those stamped `stamp`.
+    pub fn settled(&mut self, stamp: u64) {
+        self.deferred = None;
+        self.set_stamp(stamp);
     }
 
     /// A buffer with no values yet, like memory from `cudaMalloc`: every element is unwritten
@@ -238,14 +298,16 @@ impl Buffer {
     }
 
     pub fn size_bytes(&self) -> usize {
-        self.bytes.len()
+        self.shape.len() * self.dtype.size()
     }
 
     pub fn bytes(&self) -> &[u8] {
+        debug_assert!(self.deferred.is_none(), "the session reads deferred results back before it reads a buffer");
         &self.bytes
     }
 
     pub fn bytes_mut(&mut self) -> &mut [u8] {
+        debug_assert!(self.deferred.is_none(), "the session reads deferred results back before it changes a buffer");
         self.changed = true;
         &mut self.bytes
     }
@@ -268,8 +330,9 @@ impl Buffer {
         if let Storage::Shared(s) = &mut old {
             s.recycle_when_dropped();
         }
-        let before = Buffer { bytes: old, unset: self.unset.clone(), ..*self };
+        let before = Buffer { bytes: old, unset: self.unset.clone(), deferred: None, ..*self };
         self.changed = true;
+        self.deferred = None;
         before
     }
 

@@ -27,5 +27,11 @@ pub use input::{Input, InputKind, classify, is_complete, split_inputs, trailing_
 pub use crate::value::{ArrayValue, Value};
 pub use parser::parse_statement;
 
+/// Whether `text` is a kernel launch statement (`k<<<g, b>>>(a, n)` or `k[g, b](a)`): what may
+/// run while an earlier launch's results are still on the GPU.
+pub fn is_launch(text: &str) -> bool {
+    parse_statement(crate::diag::SourceId::default(), text).is_ok_and(|s| matches!(s.kind, ast::StmtKind::Launch(_)))
+}
+
 #[cfg(test)]
 mod tests;

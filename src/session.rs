@@ -239,6 +239,12 @@ pub struct Session {
     pub(crate) leave: Leave,
     /// `@cuda.jit` kernels and device functions, and the CUDA C each was lowered to.
     pub(crate) python: python::PythonKernels,
+    /// The caller runs a series of inputs and reads results back at its end
+    /// ([`Session::keep_results_on_device`]): a GPU launch's results may stay on the device
+    /// from one input to the next launch.
+    deferring: bool,
+    /// How deep in [`Session::eval`] this is (a Python program's launch runs inside an input).
+    depth: u32,
 }
 
 /// Whether leaving was asked for, and whether it may be: only input typed (or piped) into the
@@ -289,6 +295,8 @@ impl Session {
             loading: Vec::new(),
             leave: Leave::default(),
             python: python::PythonKernels::default(),
+            deferring: false,
+            depth: 0,
         }
     }
 
@@ -381,7 +389,9 @@ impl Session {
 
     /// The last launch: the names of the buffers it was given, those it changed, and whether it
     /// had a race finding.
-    pub fn last_launch(&self) -> Option<LaunchOutline> {
+    pub fn last_launch(&mut self) -> Option<LaunchOutline> {
+        // What it changed is read from its "before" copies, which may still be on the GPU.
+        self.last_settled(&mut std::io::sink()).ok()?;
         let last = self.last.as_ref()?;
         let given: Vec<String> = last.before.iter().map(|(n, _)| n.clone()).collect();
         let changed = last.before.iter().filter(|(n, b)| self.buffer(n) != Some(b)).map(|(n, _)| n.clone()).collect();

@@ -2,13 +2,18 @@
 //!
 //! The session keeps every buffer as a host copy; the worker owns the CUDA context and the
 //! loaded module. Each launch hands the worker the launched buffers (large ones as shared memory
-//! both processes map, small ones inline), runs the kernel with guard regions around every
-//! buffer, and brings the buffers back; a large buffer's results land in a fresh region that is
-//! swapped in, and its device copy stays on the GPU until the host changes it. After
-//! `CUDA_ERROR_ILLEGAL_ADDRESS` and the other sticky errors nothing inside a process can recover
-//! the device, and a kernel in an endless loop cannot be stopped from inside, so on a fault, a
-//! timeout or Ctrl-C the worker is killed and a new one started and given the module again. The
-//! host copies are untouched, so nothing the learner made is lost.
+//! both processes map, small ones inline) and runs the kernel with guard regions around every
+//! buffer. Small buffers come back at once. A large buffer's results stay on the device, the
+//! buffer marked [`Deferred::Device`], until the session needs its bytes and calls
+//! [`GpuBackend::settle`], which reads them into a fresh region swapped in; so a run of launches
+//! costs no copy to the host per launch, and the device copy stays until the host changes it.
+//!
+//! After `CUDA_ERROR_ILLEGAL_ADDRESS` and the other sticky errors nothing inside a process can
+//! recover the device, and a kernel in an endless loop cannot be stopped from inside, so on a
+//! fault, a timeout or Ctrl-C the worker is killed and a new one started and given the module
+//! again. The host copies are untouched; results that were only on the device are made again by
+//! running the launches since the last read once more, in order (their requests are kept), so
+//! the buffers are as they were before the failed launch and nothing the learner made is lost.
 //!
 //! - `cache.rs` keeps compiled modules on disk, so the same source is compiled once;
 //! - `libs.rs` finds the driver and NVRTC before any cudarc call;
@@ -34,6 +39,7 @@ pub mod transport;
 pub mod worker;
 
 use std::collections::HashMap;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Weak;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -41,10 +47,12 @@ use std::time::{Duration, Instant};
 use self::client::{Worker, WorkerCommand, WorkerError};
 use self::libs::Libraries;
 use self::protocol::{
-    DeviceInfo, KernelInfo, LaunchRequest, LaunchResult, Request, Response, SharedBuffer, WireArg, WireBuffer, WireData,
+    DeviceInfo, KernelInfo, LaunchRequest, LaunchResult, ReadItem, Request, Response, SharedBuffer, WireArg,
+    WireBuffer, WireData,
 };
 use super::{Arg, Backend, BackendError, BackendKind, LaunchBuffers, LaunchReport, LaunchSpec, PrintLine};
 use crate::buffer::shared::SharedBytes;
+use crate::buffer::{Buffer, Deferred};
 use crate::cuda::Module;
 use crate::diag::SourceMap;
 use crate::finding::{Finding, Memory};
@@ -74,17 +82,33 @@ pub struct GpuBackend {
     sent: HashMap<u64, Weak<()>>,
     /// Bytes the worker copied to the device in the last launch (for tests and measurements).
     pub last_uploaded_bytes: u64,
+    /// The launches since the last [`GpuBackend::settle`] whose results are only on the device,
+    /// as sent, and a descriptor (with its liveness) of each region they read: a new worker
+    /// runs them again to make those results again.
+    streak: Vec<LaunchRequest>,
+    streak_regions: HashMap<u64, (OwnedFd, Weak<()>)>,
+    /// The "before" copies the last launch left held on the device.
+    snapshots: Vec<u64>,
+    /// Why results that were only on the device are gone (a new worker could not make them
+    /// again); the next settle says so.
+    lost: Option<String>,
 }
+
+/// At most this many launches, or this many bytes of small buffers in their requests, are kept
+/// to run again before the session is asked to read results back ([`GpuBackend::wants_settle`]).
+const STREAK_MAX_LAUNCHES: usize = 64;
+const STREAK_MAX_INLINE_BYTES: usize = 64 << 20;
 
 /// Stamps name buffer contents that a device copy holds (`Buffer::stamp`): one counter for the
 /// process, so no two contents ever share one.
 static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
 
-/// A launch's request, and for each buffer the region its results go into and the stamp they
-/// will have (shared buffers written back), or nothing (inline buffers, `:time`).
+/// A launch's request, and for each buffer the stamp its results will have on the device
+/// (shared buffers written back), or nothing (inline buffers, `:time`).
 struct Prepared {
-    request: Request,
-    results: Vec<Option<(SharedBytes, u64)>>,
+    request: LaunchRequest,
+    /// The stamps of each shared buffer's results and of its "before", both kept on the device.
+    results: Vec<Option<(u64, u64)>>,
 }
 
 /// How one module was compiled, for the line under a definition.
@@ -110,7 +134,14 @@ impl CompileStat {
 
 impl GpuBackend {
     /// Find CUDA, start the worker and create the context. `Err` says why no GPU is usable.
+    ///
+    /// `GRIDLAB_FAKE_GPU=1` starts the fake worker instead (`fake.rs`), for gridlab's own tests
+    /// of whole sessions on machines without a GPU; it is named nowhere a learner looks.
     pub fn start(device: usize, timeout: Duration) -> Result<GpuBackend, String> {
+        if std::env::var_os("GRIDLAB_FAKE_GPU").is_some_and(|v| v == "1") {
+            let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+            return GpuBackend::with_worker(Libraries::default(), WorkerCommand::fake(exe), timeout);
+        }
         let libs = Libraries::find();
         if let Some(advice) = libs.missing_advice() {
             return Err(advice);
@@ -135,6 +166,10 @@ impl GpuBackend {
             cancel: None,
             sent: HashMap::new(),
             last_uploaded_bytes: 0,
+            streak: Vec::new(),
+            streak_regions: HashMap::new(),
+            snapshots: Vec::new(),
+            lost: None,
         })
     }
 
@@ -172,95 +207,200 @@ impl GpuBackend {
         self.worker.as_mut().ok_or_else(|| BackendError::Unavailable("the GPU worker did not start".into()))
     }
 
-    /// The worker died or was stopped: start a new one and explain, in one paragraph.
+    /// The worker died or was stopped: start a new one, make again the results that died with
+    /// it, and explain, in one paragraph.
     fn recover(&mut self, what: String) -> BackendError {
-        let restarted = match self.restart() {
-            Ok(()) => "gridlab restarted the GPU worker and gave it your kernels again; your buffers are as they were before the launch, so nothing was lost.".to_string(),
+        let restarted = match self.restart().and_then(|()| self.redo_streak()) {
+            Ok(0) => "gridlab restarted the GPU worker and gave it your kernels again; your buffers are as they were before the launch, so nothing was lost.".to_string(),
+            Ok(n) => format!(
+                "gridlab restarted the GPU worker, gave it your kernels again and ran again the {} before this one, whose results were still on the GPU; your buffers are as they were before this launch, so nothing was lost.",
+                plural(n, "launch", "launches")
+            ),
+            Err(e) if !self.streak.is_empty() || self.lost.is_some() => {
+                let n = self.streak.len();
+                self.forget_streak(format!(
+                    "the results of the last {} were on the GPU when its worker stopped, and gridlab could not make them again ({e}); those buffers are as they were before {}",
+                    plural(n, "launch", "launches"),
+                    if n == 1 { "it" } else { "them" }
+                ));
+                format!("gridlab could not restart the GPU worker and run your earlier launches again ({e}).")
+            }
             Err(e) => format!("gridlab could not restart the GPU worker ({e}); your buffers are safe, and `:backend sim` keeps you going."),
         };
         BackendError::Aborted(format!("{what}. {restarted}"))
     }
 
-    /// Launch `repeat` times in a row on the device (for `:time`): kernel time of each launch
-    /// from CUDA events, and the host time of each launch call. Buffers are not written back.
-    pub fn time(
-        &mut self,
-        spec: &LaunchSpec,
-        buffers: &LaunchBuffers<'_>,
-        repeat: u32,
-    ) -> Result<(Vec<f32>, Vec<f64>), BackendError> {
-        let what = format!("timing `{}`", spec.kernel);
-        let prepared = self.prepare(spec, buffers, repeat, false, &what)?;
-        // The per-launch timeout applies to each of the launches.
-        let timeout = self.timeout.saturating_mul(repeat.max(1));
-        match self.call(&prepared.request, timeout, &what)? {
-            Response::Launched(r) => Ok((r.kernel_ms, r.launch_us)),
-            Response::Trapped { printed } => {
-                Err(BackendError::Launch(format!("{what} stopped at a failing `assert`: {}", printed.trim())))
+    /// Run the launches whose results were only on the device again, in a new worker, so it
+    /// holds the same results (without their output, which was shown). Returns how many.
+    fn redo_streak(&mut self) -> Result<usize, String> {
+        if self.streak.is_empty() {
+            return Ok(0);
+        }
+        let worker = self.worker.as_mut().ok_or("no GPU worker")?;
+        for (id, (fd, alive)) in &self.streak_regions {
+            worker.send_region(*id, fd.as_fd()).map_err(|e| e.to_string())?;
+            self.sent.insert(*id, alive.clone());
+        }
+        for req in &self.streak {
+            let req = Request::Launch(LaunchRequest { released: Vec::new(), ..req.clone() });
+            match worker.request(&req, self.timeout, None) {
+                Ok(Response::Launched(_)) => {}
+                Ok(Response::Failed { message, .. }) => return Err(message),
+                Ok(Response::Trapped { .. }) => return Err("a device-side `assert` failed this time".into()),
+                Ok(other) => return Err(format!("unexpected answer {other:?}")),
+                Err(e) => return Err(e.to_string()),
             }
-            other => Err(unexpected(other)),
         }
+        Ok(self.streak.len())
     }
 
-    /// A kernel's registers, shared and local memory, and its occupancy for blocks of
-    /// `block_size` threads (for `:info`).
-    pub fn kernel_info(&mut self, kernel: &str, block_size: u32) -> Result<KernelInfo, BackendError> {
-        let req = Request::Info { kernel: kernel.to_string(), block_size };
-        match self.call(&req, COMPILE_TIMEOUT, &format!("reading `{kernel}`'s attributes"))? {
-            Response::Info(info) => Ok(info),
-            other => Err(unexpected(other)),
-        }
+    /// The results only the device had are gone: say so at the next settle.
+    fn forget_streak(&mut self, why: String) {
+        self.streak.clear();
+        self.streak_regions.clear();
+        self.snapshots.clear();
+        self.worker = None;
+        self.lost = Some(why);
     }
 
-    /// The PTX of the current module (for `:ptx`).
-    pub fn ptx(&mut self) -> Result<String, BackendError> {
-        match self.call(&Request::Ptx, COMPILE_TIMEOUT, "making the PTX")? {
-            Response::Ptx(p) => Ok(p),
-            other => Err(unexpected(other)),
-        }
+    /// Whether the session should read results back before the next launch: the launches to
+    /// run again after a fault, or the device memory that only holds results, have grown large.
+    /// `pending_bytes` is the size of the buffers whose results are on the device.
+    pub fn wants_settle(&self, pending_bytes: u64) -> bool {
+        let inline: usize = self
+            .streak
+            .iter()
+            .flat_map(|r| &r.buffers)
+            .map(|b| match &b.data {
+                WireData::Inline(bytes) => bytes.len(),
+                WireData::Shared(_) => 0,
+            })
+            .sum();
+        self.streak.len() >= STREAK_MAX_LAUNCHES
+            || inline >= STREAK_MAX_INLINE_BYTES
+            // Each such buffer may have a "before" copy beside it.
+            || pending_bytes.saturating_mul(2) > self.info.total_mem / 4
+            || self.lost.is_some()
     }
 
-    /// The request for `repeat` launches of `spec` over `buffers`, written back when
-    /// `write_back`. Large buffers go as shared regions: each region the worker has not been
-    /// given yet (the buffer's, and a scratch region for its results) is sent to it first, and
-    /// regions freed since the last request are named for it to let go.
-    fn prepare(
+    /// Bring every result the launches left on the device back to the host: each buffer marked
+    /// [`Deferred::Device`] gets its bytes, copied into its own memory (already mapped and
+    /// pinned by the worker, so at the bus's speed). `Err` when the results are gone (a worker
+    /// died and could not make them again, or died while copying them): the caller then keeps
+    /// the bytes the buffers hold.
+    pub fn settle(&mut self, buffers: &mut [(&str, &mut Buffer)]) -> Result<(), BackendError> {
+        if let Some(why) = self.lost.take() {
+            return Err(BackendError::Aborted(why));
+        }
+        let mut items = Vec::new();
+        let mut at = Vec::new();
+        for (i, (_, b)) in buffers.iter().enumerate() {
+            if let (Some(Deferred::Device(stamp)), Some(region)) = (b.deferred(), b.shared()) {
+                items.push(ReadItem { stamp, len: b.size_bytes() as u64, region: region.id(), keep: true });
+                at.push(i);
+            }
+        }
+        if items.is_empty() {
+            return Ok(());
+        }
+        // The bytes being written are the ones a new worker would start the launches again
+        // from: once the copy begins there is no going back, so a worker that dies now does not
+        // run them again (from half-written bytes).
+        let streak = std::mem::take(&mut self.streak);
+        self.streak_regions.clear();
+        let names: Vec<&str> = at.iter().map(|&i| buffers[i].0).collect();
+        let answer = {
+            let regions: Vec<&SharedBytes> = at.iter().filter_map(|&i| buffers[i].1.shared()).collect();
+            self.read(&items, regions.into_iter(), "reading results back from the GPU")
+        };
+        let missing = match answer {
+            Ok(missing) => missing,
+            Err(e) => {
+                self.snapshots.clear();
+                return Err(BackendError::Aborted(format!(
+                    "{e}; it stopped while copying the results of the last {} back, so {} may hold part of them",
+                    plural(streak.len().max(1), "launch", "launches"),
+                    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                )));
+            }
+        };
+        if !missing.is_empty() {
+            self.forget_streak(String::new());
+            self.lost = None;
+            return Err(BackendError::Aborted(format!(
+                "the GPU worker no longer held the results of the last {}; {} {} as before them",
+                plural(streak.len().max(1), "launch", "launches"),
+                names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "),
+                if names.len() == 1 { "is" } else { "are" }
+            )));
+        }
+        for (item, &i) in items.iter().zip(&at) {
+            buffers[i].1.settled(item.stamp);
+        }
+        Ok(())
+    }
+
+    /// Read the last launch's "before" copies (`befores`, deferred buffers from
+    /// [`Backend::launch`]) back from the device, each into memory of its own. `Err` when the
+    /// device no longer has them (its worker was restarted since).
+    pub fn settle_befores(&mut self, befores: &mut [(&str, &mut Buffer)]) -> Result<(), BackendError> {
+        let mut items = Vec::new();
+        let mut regions = Vec::new();
+        let mut at = Vec::new();
+        for (j, (_, b)) in befores.iter().enumerate() {
+            if let Some(Deferred::Device(stamp)) = b.deferred() {
+                let r = SharedBytes::scratch(b.size_bytes())
+                    .map_err(|e| BackendError::Launch(format!("could not make room to read a buffer back: {e}")))?;
+                items.push(ReadItem { stamp, len: b.size_bytes() as u64, region: r.id(), keep: false });
+                regions.push(r);
+                at.push(j);
+            }
+        }
+        if items.is_empty() {
+            return Ok(());
+        }
+        let missing = self.read(&items, regions.iter(), "reading the last launch's inputs back from the GPU")?;
+        if !missing.is_empty() {
+            return Err(BackendError::Launch(
+                "the GPU no longer holds the buffers as they were before the last launch (its worker was restarted since)"
+                    .into(),
+            ));
+        }
+        for ((item, region), j) in items.iter().zip(regions).zip(at) {
+            befores[j].1.fill_deferred(region);
+            self.snapshots.retain(|s| *s != item.stamp);
+        }
+        Ok(())
+    }
+
+    /// Give the worker the regions it lacks, then ask it to read `items` into them.
+    /// Ctrl-C does not stop a read: it takes milliseconds, and stopped half-way it would leave
+    /// a buffer half-written.
+    fn read<'r>(
         &mut self,
-        spec: &LaunchSpec,
-        buffers: &LaunchBuffers<'_>,
-        repeat: u32,
-        write_back: bool,
+        items: &[ReadItem],
+        regions: impl Iterator<Item = &'r SharedBytes>,
         what: &str,
-    ) -> Result<Prepared, BackendError> {
-        let mut wire = Vec::new();
-        let mut results = Vec::new();
-        for b in &buffers.buffers {
-            let elem_size = b.dtype().size() as u32;
-            // A scratch region can fail to appear (too many open files): then the buffer goes
-            // inline, slower but the same.
-            let shared = b.shared().and_then(|s| match write_back {
-                true => SharedBytes::scratch(s.len()).ok().map(|t| (s, Some(t))),
-                false => Some((s, None)),
-            });
-            let Some((source, target)) = shared else {
-                wire.push(WireBuffer { data: WireData::Inline(b.bytes().to_vec()), elem_size });
-                results.push(None);
-                continue;
-            };
-            let result = target.map(|t| (t, NEXT_STAMP.fetch_add(1, Ordering::Relaxed)));
-            wire.push(WireBuffer {
-                data: WireData::Shared(SharedBuffer {
-                    region: source.id(),
-                    len: b.size_bytes() as u64,
-                    stamp: b.last_stamp(),
-                    fresh: b.stamp().is_some(),
-                    result: result.as_ref().map(|(t, stamp)| (t.id(), *stamp)),
-                }),
-                elem_size,
-            });
-            results.push(result);
+    ) -> Result<Vec<u64>, BackendError> {
+        self.give_regions(regions, what)?;
+        let cancel = self.cancel.take();
+        let answer = self.call(&Request::Read { items: items.to_vec() }, self.timeout, what);
+        self.cancel = cancel;
+        match answer? {
+            Response::Read { missing } => Ok(missing),
+            other => Err(unexpected(other)),
         }
-        let regions = buffers.buffers.iter().filter_map(|b| b.shared()).chain(results.iter().flatten().map(|(t, _)| t));
+    }
+
+    /// Send the worker each region it has not been given yet, and name the regions freed since
+    /// the last request (returned, for the request to carry).
+    fn give_regions<'r>(
+        &mut self,
+        regions: impl Iterator<Item = &'r SharedBytes>,
+        what: &str,
+    ) -> Result<Vec<u64>, BackendError> {
+        // A worker started now has been given nothing yet.
+        self.worker()?;
         let new: Vec<&SharedBytes> = regions.filter(|r| !self.sent.contains_key(&r.id())).collect();
         let mut released = Vec::new();
         self.sent.retain(|id, alive| {
@@ -289,7 +429,94 @@ impl GpuBackend {
         for r in new {
             self.sent.insert(r.id(), r.liveness());
         }
-        let request = Request::Launch(LaunchRequest {
+        Ok(released)
+    }
+
+    /// Launch `repeat` times in a row on the device (for `:time`): kernel time of each launch
+    /// from CUDA events, and the host time of each launch call. Buffers are not written back.
+    pub fn time(
+        &mut self,
+        spec: &LaunchSpec,
+        buffers: &LaunchBuffers<'_>,
+        repeat: u32,
+    ) -> Result<(Vec<f32>, Vec<f64>), BackendError> {
+        let what = format!("timing `{}`", spec.kernel);
+        let prepared = self.prepare(spec, buffers, repeat, false, &what)?;
+        // The per-launch timeout applies to each of the launches.
+        let timeout = self.timeout.saturating_mul(repeat.max(1));
+        match self.call(&Request::Launch(prepared.request), timeout, &what)? {
+            Response::Launched(r) => Ok((r.kernel_ms, r.launch_us)),
+            Response::Trapped { printed } => {
+                Err(BackendError::Launch(format!("{what} stopped at a failing `assert`: {}", printed.trim())))
+            }
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// A kernel's registers, shared and local memory, and its occupancy for blocks of
+    /// `block_size` threads (for `:info`).
+    pub fn kernel_info(&mut self, kernel: &str, block_size: u32) -> Result<KernelInfo, BackendError> {
+        let req = Request::Info { kernel: kernel.to_string(), block_size };
+        match self.call(&req, COMPILE_TIMEOUT, &format!("reading `{kernel}`'s attributes"))? {
+            Response::Info(info) => Ok(info),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The PTX of the current module (for `:ptx`).
+    pub fn ptx(&mut self) -> Result<String, BackendError> {
+        match self.call(&Request::Ptx, COMPILE_TIMEOUT, "making the PTX")? {
+            Response::Ptx(p) => Ok(p),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The request for `repeat` launches of `spec` over `buffers`, their results kept on the
+    /// device when `write_back`. Large buffers go as shared regions: each region the worker has
+    /// not been given yet is sent to it first, and regions freed since the last request are
+    /// named for it to let go.
+    fn prepare(
+        &mut self,
+        spec: &LaunchSpec,
+        buffers: &LaunchBuffers<'_>,
+        repeat: u32,
+        write_back: bool,
+        what: &str,
+    ) -> Result<Prepared, BackendError> {
+        let mut wire = Vec::new();
+        let mut results = Vec::new();
+        for b in &buffers.buffers {
+            let elem_size = b.dtype().size() as u32;
+            let Some(source) = b.shared() else {
+                wire.push(WireBuffer { data: WireData::Inline(b.bytes().to_vec()), elem_size });
+                results.push(None);
+                continue;
+            };
+            let on_device = match b.deferred() {
+                Some(Deferred::Device(stamp)) => Some(stamp),
+                _ => None,
+            };
+            let result = write_back.then(|| NEXT_STAMP.fetch_add(1, Ordering::Relaxed));
+            // The launch's "before" stays on the device under the stamp of the contents it
+            // starts from (a new one for bytes the host changed since their last stamp).
+            let snapshot = write_back
+                .then(|| on_device.or(b.stamp()).unwrap_or_else(|| NEXT_STAMP.fetch_add(1, Ordering::Relaxed)));
+            wire.push(WireBuffer {
+                data: WireData::Shared(SharedBuffer {
+                    region: source.id(),
+                    len: b.size_bytes() as u64,
+                    stamp: on_device.unwrap_or(b.last_stamp()),
+                    fresh: on_device.is_some() || b.stamp().is_some(),
+                    device_only: on_device.is_some(),
+                    snapshot,
+                    result,
+                }),
+                elem_size,
+            });
+            results.push(result.zip(snapshot));
+        }
+        let released = self.give_regions(buffers.buffers.iter().filter_map(|b| b.shared()), what)?;
+        let request = LaunchRequest {
             kernel: spec.kernel.clone(),
             grid: spec.grid.as_array(),
             block: spec.block.as_array(),
@@ -299,7 +526,8 @@ impl GpuBackend {
             repeat,
             symbols: spec.symbols.iter().map(|w| (w.name.clone(), w.bytes.clone())).collect(),
             released,
-        });
+            drop_after: if write_back { self.snapshots.clone() } else { Vec::new() },
+        };
         Ok(Prepared { request, results })
     }
 
@@ -315,9 +543,20 @@ impl GpuBackend {
             }
             Ok(Response::Failed { message, .. }) => Err(BackendError::Launch(message)),
             // A failing `assert` is the kernel's finding, not gridlab's failure: the worker, whose
-            // context is gone, is left to exit, and the next request starts another without a word.
+            // context is gone, is left to exit, and the next request starts another without a word
+            // (at once, when results only the device had must be made again).
             Ok(resp @ Response::Trapped { .. }) => {
                 self.worker = None;
+                if !self.streak.is_empty()
+                    && let Err(e) = self.restart().and_then(|()| self.redo_streak())
+                {
+                    let n = self.streak.len();
+                    self.forget_streak(format!(
+                        "the results of the last {} were on the GPU when a failing `assert` stopped its worker, and gridlab could not make them again ({e}); those buffers are as they were before {}",
+                        plural(n, "launch", "launches"),
+                        if n == 1 { "it" } else { "them" }
+                    ));
+                }
                 Ok(resp)
             }
             Ok(resp) => Ok(resp),
@@ -363,21 +602,25 @@ fn wire_args(spec: &LaunchSpec, buffers: &LaunchBuffers<'_>) -> Vec<WireArg> {
         .collect()
 }
 
-/// Take a launch's results into `buffers` and return the buffers as they were before it: a
-/// shared buffer swaps in the region its results were written into (its old region becomes
-/// the "before"), an inline one is copied. Every element counts as written, since the GPU does
-/// not say which a kernel wrote (compute-sanitizer's initcheck would).
+/// Take a launch's results into `buffers` and return the buffers as they were before it. A
+/// shared buffer's results stay on the device: the buffer is marked [`Deferred::Device`], and
+/// its "before", also on the device, is a deferred buffer too ([`GpuBackend::settle`] and
+/// [`GpuBackend::settle_befores`] read them); the stamps of those "before" copies come back
+/// too. An inline buffer is copied. Every element counts as written, since the GPU does not say
+/// which a kernel wrote (compute-sanitizer's initcheck would).
 fn take_results(
     buffers: &mut LaunchBuffers<'_>,
-    results: Vec<Option<(SharedBytes, u64)>>,
+    results: Vec<Option<(u64, u64)>>,
     answer: &LaunchResult,
-) -> Vec<crate::buffer::Buffer> {
+) -> (Vec<Buffer>, Vec<u64>) {
     let mut before = Vec::new();
+    let mut snapshots = Vec::new();
     for (i, (b, result)) in buffers.buffers.iter_mut().zip(results).enumerate() {
         match result {
-            Some((region, stamp)) => {
-                before.push(b.replace_shared(region));
-                b.set_stamp(stamp);
+            Some((stamp, snapshot)) => {
+                snapshots.push(snapshot);
+                before.push(Buffer::deferred_before(b, Deferred::Device(snapshot)));
+                b.defer_to_device(stamp);
             }
             None => {
                 before.push((**b).clone());
@@ -390,7 +633,12 @@ fn take_results(
         }
         b.mark_all_written();
     }
-    before
+    (before, snapshots)
+}
+
+/// `1 launch`, `3 launches`.
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The report of a launch a failing device-side `assert` stopped: a trap finding, as the
@@ -495,13 +743,30 @@ impl Backend for GpuBackend {
         let start = Instant::now();
         let what = format!("`{}`", spec.kernel);
         let prepared = self.prepare(spec, buffers, 1, true, &what)?;
-        let result = match self.call(&prepared.request, self.timeout, &what)? {
+        let request = Request::Launch(prepared.request);
+        let result = match self.call(&request, self.timeout, &what)? {
             Response::Launched(r) if r.buffers.len() == buffers.buffers.len() => r,
             Response::Trapped { printed } => return Ok(trapped(module, spec, &printed, start.elapsed())),
             other => return Err(unexpected(other)),
         };
         self.last_uploaded_bytes = result.uploaded_bytes;
-        let before = take_results(buffers, prepared.results, &result);
+        let keeps = prepared.results.iter().any(Option::is_some);
+        // The "before" copies of the last launch go once this one has succeeded (`drop_after`).
+        let (before, snapshots) = take_results(buffers, prepared.results, &result);
+        self.snapshots = snapshots;
+        // Results left on the device: keep the request, and the regions it reads, to run it
+        // again in a new worker should this one die before they are read.
+        if keeps && let Request::Launch(req) = request {
+            for b in buffers.buffers.iter() {
+                if let Some(s) = b.shared()
+                    && !self.streak_regions.contains_key(&s.id())
+                    && let Ok(fd) = s.fd().try_clone_to_owned()
+                {
+                    self.streak_regions.insert(s.id(), (fd, s.liveness()));
+                }
+            }
+            self.streak.push(req);
+        }
         let findings = result
             .guard_hits
             .iter()

@@ -372,6 +372,8 @@ fn one_run(
         }
         let mut out = Vec::new();
         let status = session.eval(path, &p.input, &mut out)?;
+        // What the launch was given is compared below: its "before" may still be on the GPU.
+        session.last_settled(&mut io::sink())?;
         match status {
             Status::Ok => {}
             Status::ExpectFailed => {

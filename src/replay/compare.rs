@@ -87,29 +87,13 @@ pub const SHOWN: usize = 3;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Difference {
     /// Elements of a buffer: the first [`SHOWN`] (index, sim, gpu), and how many more.
-    Elements {
-        name: String,
-        dtype: DType,
-        shape: Shape,
-        first: Vec<(usize, Num, Num)>,
-        more: usize,
-    },
+    Elements { name: String, dtype: DType, shape: Shape, first: Vec<(usize, Num, Num)>, more: usize },
     /// The same name holds different kinds of thing (dtype, shape, buffer or scalar).
-    Kind {
-        name: String,
-        sim: String,
-        gpu: String,
-    },
+    Kind { name: String, sim: String, gpu: String },
     /// A name only one session has.
-    Only {
-        name: String,
-        on: &'static str,
-    },
-    Scalar {
-        name: String,
-        sim: Value,
-        gpu: Value,
-    },
+    Only { name: String, on: &'static str },
+    /// Boxed: a value may be a whole buffer, and the other variants are small.
+    Scalar { name: String, sim: Box<Value>, gpu: Box<Value> },
 }
 
 impl Difference {
@@ -252,9 +236,11 @@ pub fn diff_states(sim: State<'_>, gpu: State<'_>) -> Vec<Difference> {
             // A cost record's time is the model's estimate on sim and a measurement on the GPU:
             // they are meant to differ (`docs/cost-model.md` compares them).
             (_, _, Some(_), Some(_)) if name.ends_with(".time_us") => None,
-            (_, _, Some(s), Some(g)) => {
-                (!same_value(s, g)).then(|| Difference::Scalar { name: name.into(), sim: s.clone(), gpu: g.clone() })
-            }
+            (_, _, Some(s), Some(g)) => (!same_value(s, g)).then(|| Difference::Scalar {
+                name: name.into(),
+                sim: Box::new(s.clone()),
+                gpu: Box::new(g.clone()),
+            }),
             (Some(s), None, _, Some(g)) => {
                 Some(Difference::Kind { name: name.into(), sim: describe(s), gpu: format!("the scalar {}", value(g)) })
             }

@@ -82,7 +82,34 @@ impl<'a> Runner<'a> {
 
     /// [`Runner::run_text`] for text that starts on line `first_line` of `name` (piped input,
     /// run an input at a time), without padding it with the lines before.
+    ///
+    /// GPU results may stay on the device from one input to the next launch, and are read back
+    /// at the end (or before any other input), so a script of many launches over a large buffer
+    /// crosses the bus once.
     pub fn run_text_at(
+        &mut self,
+        name: &str,
+        text: &str,
+        first_line: u32,
+        expect: Expect,
+        mut case: Option<&mut Case>,
+    ) -> io::Result<Status> {
+        let outer = self.session.keeps_results_on_device();
+        self.session.keep_results_on_device(true, &mut io::sink())?;
+        let status = self.run_inputs(name, text, first_line, expect, case.as_deref_mut());
+        let mut buf = Vec::new();
+        self.session.keep_results_on_device(outer, &mut buf)?;
+        let status = status?;
+        if buf.is_empty() {
+            return Ok(status);
+        }
+        // Results that could not be read back at the end: the script's failure.
+        self.out.write_all(&buf)?;
+        self.fail(case, false, strip_ansi(&buf));
+        Ok(worse(status, Status::Error))
+    }
+
+    fn run_inputs(
         &mut self,
         name: &str,
         text: &str,

@@ -113,6 +113,8 @@ impl Session {
         let style = self.options.style.clone();
         let launches = self.launches;
         let status = self.launch(launch, text, out)?;
+        // The launch's results and "before" are read below: bring them back from the GPU now.
+        self.last_settled(out)?;
         let Some(last) = self.last.as_ref().filter(|_| status == Status::Ok && self.launches > launches) else {
             writeln!(out, "{}", style.warn("cost: nothing bound: the launch did not run"))?;
             return Ok(Status::Error);

@@ -4,6 +4,10 @@
 //! Everything that can be wrong with a launch is caught here, before any thread runs, with a
 //! message that names the limit or the parameter: CUDA's launch limits, argument count, buffer
 //! versus scalar, element types, and scalar ranges.
+//!
+//! A GPU launch leaves a large buffer's results on the device ([`crate::buffer::Deferred`]);
+//! [`Session::settle`] reads them back, which [`Session::eval`] does before anything but another
+//! launch, so nothing else ever sees a buffer without its bytes.
 
 use std::io::{self, Write};
 
@@ -73,10 +77,19 @@ impl Session {
             Ok(ok) => ok,
             Err(diag) => return self.report(&diag, out),
         };
+        // Results kept on the GPU are read back now and then, so that the launches to run again
+        // after a fault, and the device memory they hold, stay bounded.
+        if self.has_deferred() && self.on_gpu() {
+            let pending: u64 =
+                self.buffers.iter().filter(|(_, b)| b.deferred().is_some()).map(|(_, b)| b.size_bytes() as u64).sum();
+            if self.gpu_ready().is_some_and(|g| g.wants_settle(pending)) {
+                self.settle(out)?;
+            }
+        }
         // Keep the launched buffers as they were: to put them back if the launch is stopped
-        // part-way, and to show which elements it changed. The GPU backend hands back the
-        // regions it swapped out, so on the GPU nothing is copied for this (a failed launch
-        // there leaves the buffers as they were, so they are the "before" then).
+        // part-way, and to show which elements it changed. The GPU backend hands back what it
+        // kept (the regions it swapped out, or results it left on the device), so on the GPU
+        // nothing is copied for this (a failed launch there leaves the buffers as they were).
         let copied = (!self.on_gpu()).then(|| self.inputs(&names));
         let mut result = self.run_launch(&spec, &names);
         let style = self.options.style.clone();
@@ -84,7 +97,12 @@ impl Session {
         let before = match (copied, kept) {
             (Some(before), _) => before,
             (None, Some(kept)) => names.iter().cloned().zip(kept).collect(),
-            (None, None) => self.inputs(&names),
+            (None, None) => {
+                // A failed launch on the GPU: what it ran on, read back for the simulator's
+                // second look below.
+                self.settle(out)?;
+                self.inputs(&names)
+            }
         };
         match result {
             Ok(report) => {
@@ -977,6 +995,64 @@ fn default_arg(p: &crate::cuda::ast::Param) -> Option<Arg> {
         }),
         _ => return None,
     })
+}
+
+impl Session {
+    /// Whether a launch left results on the GPU that the host has not read yet.
+    pub(crate) fn has_deferred(&self) -> bool {
+        self.buffers.iter().any(|(_, b)| b.deferred().is_some())
+    }
+
+    /// Read every result the GPU launches left on the device back into the buffers. Should they
+    /// be gone (a worker died and could not make them again), the buffers keep the bytes they
+    /// hold, and the message says so.
+    pub fn settle(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        if !self.has_deferred() {
+            return Ok(());
+        }
+        let Session { gpu, buffers, .. } = self;
+        let mut bufs: Vec<(&str, &mut crate::buffer::Buffer)> =
+            buffers.iter_mut().map(|(n, b)| (n.as_str(), b)).collect();
+        let settled = match gpu {
+            Some(super::backend::Gpu::Ready(g)) => g.settle(&mut bufs),
+            _ => Err(crate::backend::BackendError::Unavailable("the GPU backend is gone".into())),
+        };
+        if let Err(e) = settled {
+            for (_, b) in self.buffers.iter_mut() {
+                if b.deferred().is_some() {
+                    b.drop_deferred();
+                }
+            }
+            // Its "before" is gone with the results: `:why` and `cost` have no launch to look at.
+            self.last = None;
+            writeln!(out, "{} {e}", self.options.style.error("error:"))?;
+        }
+        Ok(())
+    }
+
+    /// The last launch, with its "before" copies read back from the GPU where they were left
+    /// (they are read only when something looks at them: `:why`, `cost`, a printed buffer's
+    /// changed elements, a lesson's check). `None` when there is none, or it is gone.
+    pub(crate) fn last_settled(&mut self, out: &mut dyn Write) -> io::Result<Option<&LastLaunch>> {
+        self.settle(out)?;
+        let deferred = self.last.as_ref().is_some_and(|l| l.before.iter().any(|(_, b)| b.deferred().is_some()));
+        if deferred {
+            let Session { gpu, last, .. } = self;
+            let mut befores: Vec<(&str, &mut crate::buffer::Buffer)> = match last {
+                Some(l) => l.before.iter_mut().map(|(n, b)| (n.as_str(), b)).collect(),
+                None => Vec::new(),
+            };
+            let settled = match gpu {
+                Some(super::backend::Gpu::Ready(g)) => g.settle_befores(&mut befores),
+                _ => Err(crate::backend::BackendError::Unavailable("the GPU backend is gone".into())),
+            };
+            if let Err(e) = settled {
+                self.last = None;
+                writeln!(out, "{} {e}", self.options.style.error("error:"))?;
+            }
+        }
+        Ok(self.last.as_ref())
+    }
 }
 
 #[cfg(test)]

@@ -133,16 +133,29 @@ impl Session {
     ) -> io::Result<Status> {
         let (inputs, broken) = self.split(name, text);
         let mut worst = Status::Ok;
+        let outer = self.deferring;
+        self.keep_results_on_device(true, out)?;
         for input in &inputs {
             if echo {
                 render::write_echo(out, &input.text, &self.options.style)?;
             }
-            let status = self.eval_input(name, input, record, out)?;
+            let status = self.eval_input(name, input, record, out);
+            let status = match status {
+                Ok(s) => s,
+                Err(e) => {
+                    self.keep_results_on_device(outer, out)?;
+                    return Err(e);
+                }
+            };
             worst = worse(worst, status);
             if self.wants_to_quit() {
                 // Pasted text after `exit` is not run.
-                return Ok(worst);
+                break;
             }
+        }
+        self.keep_results_on_device(outer, out)?;
+        if self.wants_to_quit() {
+            return Ok(worst);
         }
         if let Some(diag) = broken {
             self.report(&diag, out)?;
@@ -199,7 +212,40 @@ impl Session {
     }
 
     /// Run one input. `name` is the file (or `<input N>`) it came from, for error locations.
+    ///
+    /// GPU results left on the device are read back before anything but another launch runs,
+    /// and after the input, unless the caller runs a series of inputs and reads them at its end
+    /// ([`Session::keep_results_on_device`]): so a run of launches over a large buffer crosses
+    /// the bus once, and everything else sees the bytes as they are.
     pub fn eval(&mut self, name: &str, input: &Input, out: &mut dyn Write) -> io::Result<Status> {
+        if self.has_deferred() && !(input.kind == InputKind::Statement && script::is_launch(&input.text)) {
+            self.settle(out)?;
+        }
+        self.depth += 1;
+        let status = self.eval_now(name, input, out);
+        self.depth -= 1;
+        if !self.deferring || self.depth > 0 {
+            self.settle(out)?;
+        }
+        status
+    }
+
+    /// Let GPU results stay on the device between the inputs the caller runs next, until it
+    /// turns this off, which reads them back (see [`Session::eval`]).
+    pub fn keep_results_on_device(&mut self, on: bool, out: &mut dyn Write) -> io::Result<()> {
+        self.deferring = on;
+        if !on {
+            self.settle(out)?;
+        }
+        Ok(())
+    }
+
+    /// Whether GPU results may stay on the device between inputs now.
+    pub fn keeps_results_on_device(&self) -> bool {
+        self.deferring
+    }
+
+    fn eval_now(&mut self, name: &str, input: &Input, out: &mut dyn Write) -> io::Result<Status> {
         if let Some(why) = script::input::too_large(&input.text) {
             writeln!(out, "{} {name}:{}: {why}", self.options.style.error("error:"), input.line)?;
             return Ok(Status::Error);
@@ -492,6 +538,10 @@ impl Session {
             && self.show_record(name, out)?
         {
             return Ok(Status::Ok);
+        }
+        if matches!(&expr.kind, ExprKind::Name(_)) {
+            // The elements the last launch changed are marked: its "before" is needed.
+            self.last_settled(out)?;
         }
         if let ExprKind::Name(name) = &expr.kind
             && let Some(buf) = self.buffer(name)

@@ -14,10 +14,12 @@ use gridlab::backend::gpu::GpuBackend;
 use gridlab::backend::gpu::client::{CLOSE_GRACE, Worker, WorkerCommand, WorkerError};
 use gridlab::backend::gpu::fake::CRASH_STATUS;
 use gridlab::backend::gpu::libs::Libraries;
-use gridlab::backend::gpu::protocol::{LaunchRequest, Request, Response, SharedBuffer, WireArg, WireBuffer, WireData};
+use gridlab::backend::gpu::protocol::{
+    LaunchRequest, ReadItem, Request, Response, SharedBuffer, WireArg, WireBuffer, WireData,
+};
 use gridlab::backend::{Arg, Backend, BackendError, Dim3, LaunchBuffers, LaunchSpec};
 use gridlab::buffer::shared::{SHARED_MIN_BYTES, SharedBytes};
-use gridlab::buffer::{Buffer, Num, Shape};
+use gridlab::buffer::{Buffer, Deferred, Num, Shape};
 use gridlab::cuda::Module;
 use gridlab::diag::SourceMap;
 use gridlab::dtype::DType;
@@ -42,6 +44,7 @@ fn launch(kernel: &str) -> Request {
         repeat: 1,
         symbols: Vec::new(),
         released: Vec::new(),
+        drop_after: Vec::new(),
     })
 }
 
@@ -275,8 +278,14 @@ fn the_backend_survives_garbage_from_its_worker() {
     assert_eq!(run(&mut gpu, &module, "add", &mut a).unwrap(), "fake worker ran add");
 }
 
-/// A launch of `kernel` over one shared buffer in `region`, its results going to `result`.
-fn shared_launch(kernel: &str, region: &SharedBytes, stamp: u64, fresh: bool, result: Option<(u64, u64)>) -> Request {
+/// A launch of `kernel` over one shared buffer in `region` (or, `device_only`, the device copy
+/// stamped `stamp`), its results kept on the device under `result`.
+fn shared_launch(
+    kernel: &str,
+    region: &SharedBytes,
+    (stamp, fresh, device_only): (u64, bool, bool),
+    result: Option<u64>,
+) -> Request {
     Request::Launch(LaunchRequest {
         kernel: kernel.into(),
         grid: [1, 1, 1],
@@ -289,6 +298,9 @@ fn shared_launch(kernel: &str, region: &SharedBytes, stamp: u64, fresh: bool, re
                 len: region.len() as u64,
                 stamp,
                 fresh,
+                device_only,
+                // Contents only the device has are their own "before"; no other is kept here.
+                snapshot: device_only.then_some(stamp),
                 result,
             }),
             elem_size: 1,
@@ -296,6 +308,7 @@ fn shared_launch(kernel: &str, region: &SharedBytes, stamp: u64, fresh: bool, re
         repeat: 1,
         symbols: Vec::new(),
         released: Vec::new(),
+        drop_after: Vec::new(),
     })
 }
 
@@ -306,8 +319,21 @@ fn launched(answer: Response) -> gridlab::backend::gpu::protocol::LaunchResult {
     }
 }
 
+/// Read the device copies `(stamp, keep)` into `regions`; the stamps the worker lacked.
+fn read(w: &mut Worker, items: &[(u64, bool)], regions: &[&SharedBytes]) -> Vec<u64> {
+    let items = items
+        .iter()
+        .zip(regions)
+        .map(|((stamp, keep), r)| ReadItem { stamp: *stamp, len: r.len() as u64, region: r.id(), keep: *keep })
+        .collect();
+    match w.request(&Request::Read { items }, ANSWER, None).unwrap() {
+        Response::Read { missing } => missing,
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
-fn shared_regions_reach_the_worker_and_unchanged_bytes_are_not_uploaded_again() {
+fn results_stay_on_the_device_until_read_and_unchanged_bytes_are_not_uploaded_again() {
     let mut w = fake();
     w.request(&compile(), ANSWER, None).unwrap();
     let mut a = SharedBytes::zeroed(SHARED_MIN_BYTES).unwrap();
@@ -316,33 +342,54 @@ fn shared_regions_reach_the_worker_and_unchanged_bytes_are_not_uploaded_again() 
     for r in [&a, &b, &c] {
         w.send_region(r.id(), r.fd()).unwrap();
     }
-    // First launch: the device has nothing, so the whole buffer goes up; results land in `b`.
-    let r = launched(w.request(&shared_launch("fake_bump", &a, 0, false, Some((b.id(), 11))), ANSWER, None).unwrap());
+    // First launch: the device has nothing, so the whole buffer goes up; the results stay there.
+    let r = launched(w.request(&shared_launch("fake_bump", &a, (0, false, false), Some(11)), ANSWER, None).unwrap());
     assert_eq!(r.uploaded_bytes, a.len() as u64);
     assert!(r.buffers[0].is_empty(), "a shared buffer's bytes do not come back in the message");
+    assert_eq!((a[7], b[7]), (40, 0), "nothing is written to the host until it is read");
+    assert!(read(&mut w, &[(11, true)], &[&b]).is_empty());
     assert_eq!((b[7], b[0]), (41, 1));
-    assert_eq!(a[7], 40, "the buffer's own region is never written");
     // The same bytes (stamp 11, unchanged): the device copy is used, nothing goes up.
-    let r = launched(w.request(&shared_launch("fake_bump", &b, 11, true, Some((c.id(), 12))), ANSWER, None).unwrap());
+    let r = launched(w.request(&shared_launch("fake_bump", &b, (11, true, false), Some(12)), ANSWER, None).unwrap());
     assert_eq!(r.uploaded_bytes, 0);
-    assert_eq!(c[7], 42);
-    // Changed on the host since stamp 12: uploaded again, and computed from the new bytes.
+    // Launched again before being read: the device's contents are used, and kept as the
+    // launch's "before", which a read brings back once.
+    let r = launched(w.request(&shared_launch("fake_bump", &c, (12, true, true), Some(13)), ANSWER, None).unwrap());
+    assert_eq!(r.uploaded_bytes, 0);
+    assert_eq!(c[7], 0, "the region of contents only the device has is never read");
+    assert!(read(&mut w, &[(13, true), (12, false)], &[&c, &b]).is_empty());
+    assert_eq!((c[7], b[7]), (43, 42));
+    assert_eq!(read(&mut w, &[(12, false)], &[&b]), [12], "a \"before\" is read once");
+    // Changed on the host since stamp 13: uploaded again, and computed from the new bytes.
     let mut c = c;
     c[7] = 0;
-    let r = launched(w.request(&shared_launch("fake_bump", &c, 12, false, Some((b.id(), 13))), ANSWER, None).unwrap());
+    let r = launched(w.request(&shared_launch("fake_bump", &c, (13, false, false), Some(14)), ANSWER, None).unwrap());
     assert_eq!(r.uploaded_bytes, c.len() as u64);
+    assert!(read(&mut w, &[(14, true)], &[&b]).is_empty());
     assert_eq!(b[7], 1);
+    // Contents the device no longer holds cannot be launched.
+    let answer = w.request(&shared_launch("fake_bump", &b, (99, true, true), Some(15)), ANSWER, None).unwrap();
+    assert!(
+        matches!(&answer, Response::Failed { message, sticky: false } if message.contains("no longer holds")),
+        "{answer:?}"
+    );
     // A region that was never sent is a failure, not a wait.
     let unsent = SharedBytes::zeroed(a.len()).unwrap();
-    let answer = w.request(&shared_launch("fake_bump", &unsent, 0, false, Some((b.id(), 14))), ANSWER, None).unwrap();
+    let answer = w.request(&shared_launch("fake_bump", &unsent, (0, false, false), Some(16)), ANSWER, None).unwrap();
     assert!(
         matches!(&answer, Response::Failed { message, sticky: false } if message.contains("never reached")),
         "{answer:?}"
     );
 }
 
-/// `kernel` over one large `u8` buffer on `gpu`, returning the buffer as it was before.
-fn run_large(gpu: &mut GpuBackend, module: &Module, kernel: &str, buffer: &mut Buffer) -> Result<Buffer, BackendError> {
+/// `kernel` over one large `u8` buffer on `gpu`, its results left on the device; returns the
+/// buffer as it was before (deferred too, until [`settle`]).
+fn launch_large(
+    gpu: &mut GpuBackend,
+    module: &Module,
+    kernel: &str,
+    buffer: &mut Buffer,
+) -> Result<Buffer, BackendError> {
     let spec = LaunchSpec {
         kernel: kernel.into(),
         grid: Dim3::linear(1),
@@ -354,6 +401,20 @@ fn run_large(gpu: &mut GpuBackend, module: &Module, kernel: &str, buffer: &mut B
     let mut buffers = LaunchBuffers { names: vec!["a".into()], buffers: vec![buffer] };
     let report = gpu.launch(module, &spec, &mut buffers)?;
     Ok(report.before.expect("the GPU keeps the buffers as they were").remove(0))
+}
+
+/// Read `buffer`'s results and its "before" back, as the session does.
+fn settle(gpu: &mut GpuBackend, buffer: &mut Buffer, before: &mut Buffer) -> Result<(), BackendError> {
+    gpu.settle(&mut [("a", buffer)])?;
+    gpu.settle_befores(&mut [("a", before)])
+}
+
+/// A launch read back at once, returning the "before".
+fn run_large(gpu: &mut GpuBackend, module: &Module, kernel: &str, buffer: &mut Buffer) -> Result<Buffer, BackendError> {
+    let mut before = launch_large(gpu, module, kernel, buffer)?;
+    settle(gpu, buffer, &mut before)?;
+    assert_eq!((buffer.deferred(), before.deferred()), (None, None));
+    Ok(before)
 }
 
 #[test]
@@ -382,32 +443,133 @@ fn a_large_buffer_stays_on_the_device_until_the_host_changes_it() {
 }
 
 #[test]
+fn a_run_of_launches_crosses_the_bus_once_each_way() {
+    let (mut gpu, module) = backend(ANSWER);
+    let len = SHARED_MIN_BYTES;
+    let mut a = Buffer::zeros(DType::U8, Shape::D1(len));
+    let mut before = launch_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, len as u64);
+    assert!(matches!(a.deferred(), Some(Deferred::Device(_))));
+    assert!(matches!(before.deferred(), Some(Deferred::Device(_))), "kept on the device until asked for");
+    for _ in 2..=5 {
+        before = launch_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+        assert_eq!(gpu.last_uploaded_bytes, 0, "the device's own results are launched again");
+        assert!(matches!(before.deferred(), Some(Deferred::Device(_))), "kept on the device");
+    }
+    settle(&mut gpu, &mut a, &mut before).unwrap();
+    assert!(a.iter().all(|x| x == Num::Int(5)), "five launches, read once");
+    assert!(before.iter().all(|x| x == Num::Int(4)), "the last launch's before");
+    // Read back, the buffer is on the device still: not uploaded again.
+    run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, 0);
+    assert!(a.iter().all(|x| x == Num::Int(6)));
+}
+
+#[test]
+fn a_crash_after_a_run_of_launches_runs_them_again_and_loses_nothing() {
+    let (mut gpu, module) = backend(ANSWER);
+    let mut a = Buffer::zeros(DType::U8, Shape::D1(SHARED_MIN_BYTES));
+    let mut before = Buffer::zeros(DType::U8, Shape::D1(0));
+    for _ in 0..3 {
+        before = launch_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    }
+    let err = launch_large(&mut gpu, &module, "fake_crash", &mut a).unwrap_err();
+    assert!(
+        matches!(&err, BackendError::Aborted(m) if m.contains("ran again the 3 launches before this one")),
+        "{err:?}"
+    );
+    // A failing `assert` ends the worker too: the launches are run again at once, in silence.
+    run(&mut gpu, &module, "fake_assert", &mut a).unwrap();
+    // The results are on the new worker, made again: read back as if nothing had happened.
+    settle(&mut gpu, &mut a, &mut before).unwrap();
+    assert!(a.iter().all(|x| x == Num::Int(3)));
+    assert!(before.iter().all(|x| x == Num::Int(2)));
+}
+
+#[test]
+fn a_worker_that_dies_while_copying_results_back_is_an_error_and_the_next_launch_goes_on() {
+    let (mut gpu, module) = backend(ANSWER);
+    let mut a = Buffer::zeros(DType::U8, Shape::D1(SHARED_MIN_BYTES));
+    launch_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    // The worker dies while copying results out, every time it is asked.
+    let mut before = launch_large(&mut gpu, &module, "fake_crash_mid_copy", &mut a).unwrap();
+    let err = settle(&mut gpu, &mut a, &mut before).unwrap_err();
+    assert!(
+        matches!(&err, BackendError::Aborted(m) if m.contains("copying the results of the last 2 launches back, so `a` may hold part of them")),
+        "{err:?}"
+    );
+    assert!(a.deferred().is_some(), "the caller decides what the buffer holds now");
+    a.drop_deferred();
+    a.fill(Num::Int(7));
+    run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    assert!(a.iter().all(|x| x == Num::Int(8)), "a new worker goes on");
+}
+
+#[test]
 fn a_crash_leaves_a_large_buffer_as_it_was_and_the_new_worker_uploads_it_again() {
     let (mut gpu, module) = backend(ANSWER);
     let len = SHARED_MIN_BYTES;
     let mut a = Buffer::zeros(DType::U8, Shape::D1(len));
     run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
     run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
-    for kernel in ["fake_crash", "fake_crash_mid_copy"] {
-        let err = run_large(&mut gpu, &module, kernel, &mut a).unwrap_err();
-        assert!(matches!(&err, BackendError::Aborted(m) if m.contains("gridlab restarted the GPU worker")), "{err:?}");
-        assert!(a.iter().all(|x| x == Num::Int(2)), "{kernel}: the buffer is as it was before the launch");
-        // The device copy died with the worker: the new one is given the buffer again.
-        run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
-        assert_eq!(gpu.last_uploaded_bytes, len as u64);
-        assert!(a.iter().all(|x| x == Num::Int(3)), "{kernel}");
-        a.fill(Num::Int(2));
-    }
+    let err = launch_large(&mut gpu, &module, "fake_crash", &mut a).unwrap_err();
+    assert!(matches!(&err, BackendError::Aborted(m) if m.contains("gridlab restarted the GPU worker")), "{err:?}");
+    assert!(a.iter().all(|x| x == Num::Int(2)), "the buffer is as it was before the launch");
+    // The device copy died with the worker: the new one is given the buffer again.
+    run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, len as u64);
+    assert!(a.iter().all(|x| x == Num::Int(3)));
 }
 
 #[test]
 fn a_hang_leaves_a_large_buffer_as_it_was() {
     let (mut gpu, module) = backend(Duration::from_millis(300));
     let mut a = Buffer::zeros(DType::U8, Shape::D1(SHARED_MIN_BYTES));
-    run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
-    let err = run_large(&mut gpu, &module, "fake_hang", &mut a).unwrap_err();
+    let mut before = launch_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    let err = launch_large(&mut gpu, &module, "fake_hang", &mut a).unwrap_err();
     assert!(matches!(&err, BackendError::Aborted(m) if m.contains("ran longer than 0.3 s")), "{err:?}");
+    settle(&mut gpu, &mut a, &mut before).unwrap();
     assert!(a.iter().all(|x| x == Num::Int(1)));
     run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
     assert!(a.iter().all(|x| x == Num::Int(2)));
+}
+
+/// A whole script on the fake GPU: results stay on the device between launches, are read back
+/// for the first statement that looks, and a crash after a run of launches loses none of them.
+#[test]
+fn a_script_reads_results_back_only_when_it_looks_and_a_crash_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("deferred.gridlab");
+    std::fs::write(
+        &script,
+        "__global__ void fake_bump(unsigned char *a) { }\n\
+         __global__ void fake_crash(unsigned char *a) { }\n\
+         let a = zeros(2 << 20, u8)\n\
+         fake_bump<<<1, 1>>>(a)\n\
+         fake_bump<<<1, 1>>>(a)\n\
+         fake_bump<<<1, 1>>>(a)\n\
+         expect a[0] == 3\n\
+         expect a[2097151] == 3\n\
+         fake_bump<<<1, 1>>>(a)\n\
+         fake_bump<<<1, 1>>>(a)\n\
+         fake_crash<<<1, 1>>>(a)\n\
+         expect a[5] == 5\n\
+         fake_bump<<<1, 1>>>(a)\n\
+         a\n",
+    )
+    .unwrap();
+    let run = super::harness::gridlab()
+        .env("GRIDLAB_FAKE_GPU", "1")
+        .args(["replay", script.to_str().unwrap(), "--backend", "gpu", "--color", "never"])
+        .run();
+    assert!(run.stdout.contains("backend: gpu (gridlab fake worker)"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("ran again the 2 launches before this one, whose results were still on the GPU"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(run.stdout.matches("\nok\n").count(), 3, "{}", run.stdout);
+    assert!(run.stdout.contains("a: u8[2097152]  [6 6 6 ... 6 6 6]"), "{}", run.stdout);
+    // The crash is the one error.
+    assert!(run.stdout.contains("1 error(s)"), "{}", run.stdout);
 }

@@ -7,16 +7,17 @@
 //! worker's does, so a test sees whether a restarted worker was given the module again.
 //!
 //! Shared buffers take the real data path: their regions arrive on the socket (`transport.rs`),
-//! and the fake keeps a "device copy" of each written-back buffer under its stamp, uploading
-//! (copying out of the region) only what the real worker would, and saying how much in
-//! `uploaded_bytes`. So a session that skipped an upload it needed computes from stale bytes, and
-//! a test sees it. A kernel named `fake_bump` adds 1 to every byte of every buffer, on the
-//! device copy, so results must travel back too. The misbehaviour is asked for per request, by
-//! launching a kernel with one of these names:
+//! and the fake keeps a "device copy" of each launched buffer's results under their stamp until
+//! the session reads them back (`Request::Read`), uploading (copying out of the region) only what
+//! the real worker would, and saying how much in `uploaded_bytes`. So a session that skipped an
+//! upload it needed, or read a buffer without reading its results back, computes from stale
+//! bytes, and a test sees it. A kernel named `fake_bump` adds 1 to every byte of every buffer, on
+//! the device copy, so results must travel back too. The misbehaviour is asked for per request,
+//! by launching a kernel with one of these names:
 //!
 //! - `fake_crash`: write a line to stderr and exit with status 70, mid-request;
-//! - `fake_crash_mid_copy`: run like `fake_bump`, write half of the first shared result region,
-//!   then exit with status 70 (a worker killed while copying results out);
+//! - `fake_crash_mid_copy`: run like `fake_bump`; the next read writes half of the first region
+//!   it fills, then exits with status 70 (a worker killed while copying results back);
 //! - `fake_hang`: never answer (a kernel in an endless loop);
 //! - `fake_garbage`: answer with a well-framed message that is not a response, then go on;
 //! - `fake_linger`: answer, but from then on ignore the closing of stdin and stay (a worker stuck
@@ -33,7 +34,9 @@ use std::time::Duration;
 
 use serde_bytes::ByteBuf;
 
-use super::protocol::{self, DeviceInfo, KernelInfo, LaunchRequest, LaunchResult, Request, Response, WireData};
+use super::protocol::{
+    self, DeviceInfo, KernelInfo, LaunchRequest, LaunchResult, ReadItem, Request, Response, WireData,
+};
 use super::transport::Regions;
 
 /// Exit status of a `fake_crash` (`EX_SOFTWARE`).
@@ -49,7 +52,7 @@ pub fn main() -> ExitCode {
     let mut out = BufWriter::new(io::stdout().lock());
     let mut compiled = false;
     let mut linger = false;
-    let mut gpu = Device { regions: Regions::from_env(), resident: Vec::new() };
+    let mut gpu = Device { regions: Regions::from_env(), resident: Vec::new(), crash_on_read: false };
     loop {
         let request = match protocol::recv::<Request>(&mut input) {
             Ok(Some(r)) => r,
@@ -103,6 +106,13 @@ pub fn main() -> ExitCode {
             },
             Request::Ptx if compiled => Response::Ptx("// the fake worker compiles nothing\n".into()),
             Request::Ptx => Response::Failed { message: "no module has been compiled yet".into(), sticky: false },
+            Request::Read { items } => match gpu.read(&items) {
+                Ok(r) => r,
+                Err(Crash) => {
+                    eprintln!("gridlab worker (fake): crashed on purpose while copying results out");
+                    return ExitCode::from(CRASH_STATUS);
+                }
+            },
             Request::Info { block_size, .. } => Response::Info(KernelInfo {
                 registers: 8,
                 shared_bytes: 0,
@@ -119,10 +129,18 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// The fake's GPU: the regions it was given and its "device copies" of shared buffers, by stamp.
+/// The fake's GPU: the regions it was given and its "device copies" of shared buffers, by
+/// stamp, each held (results not read back yet, a launch's "before") or not.
 struct Device {
     regions: Regions,
-    resident: Vec<(u64, Vec<u8>)>,
+    resident: Vec<Resident>,
+    /// A `fake_crash_mid_copy` ran: the next read dies half-way.
+    crash_on_read: bool,
+}
+
+struct Resident {
+    stamp: u64,
+    bytes: Vec<u8>,
 }
 
 /// `fake_crash_mid_copy` asked the fake to die.
@@ -130,7 +148,8 @@ struct Crash;
 
 impl Device {
     /// What the real worker does with the buffers, on host memory: upload where the device copy
-    /// is missing or stale, run (`fake_bump` adds 1 to every byte), write results back.
+    /// is missing or stale, keep a "before" of contents only the device has, run (`fake_bump`
+    /// adds 1 to every byte), keep the results on the device.
     fn launch(&mut self, req: &LaunchRequest) -> Result<Response, Crash> {
         for id in &req.released {
             self.regions.release(*id);
@@ -144,12 +163,16 @@ impl Device {
                     bytes.clone()
                 }
                 WireData::Shared(s) => {
-                    let kept = self.resident.iter().position(|(stamp, c)| *stamp == s.stamp && c.len() as u64 == s.len);
+                    let kept = self.resident.iter().position(|r| r.stamp == s.stamp && r.bytes.len() as u64 == s.len);
                     match kept {
-                        Some(i) if s.fresh && s.stamp != 0 => self.resident.swap_remove(i).1,
+                        // The contents only the device has: run on a copy, keep these as the
+                        // launch's "before".
+                        Some(i) if s.device_only => self.resident[i].bytes.clone(),
+                        None if s.device_only => return Ok(gone(s.stamp)),
+                        Some(i) if s.fresh && s.stamp != 0 => self.resident.swap_remove(i).bytes,
                         _ => {
                             if !s.fresh {
-                                self.resident.retain(|(stamp, _)| *stamp != s.stamp);
+                                self.resident.retain(|r| r.stamp != s.stamp);
                             }
                             uploaded += s.len;
                             match self.regions.get(s.region) {
@@ -162,10 +185,23 @@ impl Device {
             };
             copies.push(copy);
         }
+        let started: Vec<Vec<u8>> = copies.clone();
         let bump = matches!(req.kernel.as_str(), "fake_bump" | "fake_crash_mid_copy");
         if bump {
             for byte in copies.iter_mut().flatten() {
                 *byte = byte.wrapping_add(req.repeat.max(1) as u8);
+            }
+        }
+        self.crash_on_read |= req.kernel == "fake_crash_mid_copy";
+        // The contents each launch started from stay as its "before" (those only the device has
+        // already do, under their stamp).
+        let mut snaps = Vec::new();
+        for b in &req.buffers {
+            if let WireData::Shared(s) = &b.data
+                && let Some(stamp) = s.snapshot
+                && !s.device_only
+            {
+                snaps.push(stamp);
             }
         }
         let mut buffers = Vec::new();
@@ -173,18 +209,22 @@ impl Device {
             match &b.data {
                 WireData::Inline(_) => buffers.push(ByteBuf::from(copy)),
                 WireData::Shared(s) => {
-                    if let Some((target, stamp)) = s.result {
-                        let Ok(Some(map)) = self.regions.get(target) else { return Ok(missing(target)) };
-                        if req.kernel == "fake_crash_mid_copy" {
-                            let half = copy.len() / 2;
-                            map[..half].copy_from_slice(&copy[..half]);
-                            return Err(Crash);
-                        }
-                        map[..copy.len()].copy_from_slice(&copy);
-                        self.resident.push((stamp, copy));
+                    if let Some(stamp) = s.result {
+                        self.resident.push(Resident { stamp, bytes: copy });
                     }
                     buffers.push(ByteBuf::new());
                 }
+            }
+        }
+        self.resident.retain(|r| !req.drop_after.contains(&r.stamp));
+        let mut at = 0;
+        for (b, bytes) in req.buffers.iter().zip(started) {
+            if let WireData::Shared(s) = &b.data
+                && !s.device_only
+                && s.snapshot.is_some()
+            {
+                self.resident.push(Resident { stamp: snaps[at], bytes });
+                at += 1;
             }
         }
         let repeat = req.repeat.max(1) as usize;
@@ -197,6 +237,35 @@ impl Device {
             launch_us: vec![0.0; repeat],
         })))
     }
+
+    /// Copy device copies into their regions, as the real worker's `Read`.
+    fn read(&mut self, items: &[ReadItem]) -> Result<Response, Crash> {
+        let mut missing_stamps = Vec::new();
+        for item in items {
+            let Some(i) = self.resident.iter().position(|r| r.stamp == item.stamp && r.bytes.len() as u64 == item.len)
+            else {
+                missing_stamps.push(item.stamp);
+                continue;
+            };
+            let Ok(Some(map)) = self.regions.get(item.region) else { return Ok(missing(item.region)) };
+            let bytes = &self.resident[i].bytes;
+            if self.crash_on_read {
+                let half = bytes.len() / 2;
+                map[..half].copy_from_slice(&bytes[..half]);
+                return Err(Crash);
+            }
+            map[..bytes.len()].copy_from_slice(bytes);
+            if !item.keep {
+                self.resident.swap_remove(i);
+            }
+        }
+        Ok(Response::Read { missing: missing_stamps })
+    }
+}
+
+/// A launch of contents the device no longer holds: the real worker's answer.
+fn gone(stamp: u64) -> Response {
+    Response::Failed { message: format!("the GPU worker no longer holds the results stamped {stamp}"), sticky: false }
 }
 
 /// A launch naming a region that never arrived: the real worker's answer.

@@ -7,7 +7,9 @@
 //!
 //! Large buffers do not travel in messages: they live in shared memory that both processes map
 //! (`buffer::shared`, descriptors passed once by `transport.rs`), and a message names them by
-//! region id, with the stamp that says whether the device already holds their bytes.
+//! region id, with the stamp that says whether the device already holds their bytes. A launch
+//! leaves their results on the device under a new stamp, and [`Request::Read`] brings them back
+//! when the session needs them.
 
 use std::io::{self, Read, Write};
 
@@ -32,6 +34,19 @@ pub enum Request {
     /// What the compiled kernel uses (registers, shared and local memory) and its occupancy for
     /// blocks of `block_size` threads.
     Info { kernel: String, block_size: u32 },
+    /// Copy device copies that launches left on the device into shared regions.
+    Read { items: Vec<ReadItem> },
+}
+
+/// One device copy to bring back: the bytes stamped `stamp` into region `region`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadItem {
+    pub stamp: u64,
+    pub len: u64,
+    pub region: u64,
+    /// Keep the device copy afterwards (a buffer's contents, which the next launch of the
+    /// unchanged buffer uses), or let it go (a launch's "before", needed once).
+    pub keep: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -50,6 +65,10 @@ pub struct LaunchRequest {
     /// Shared regions the session has freed since the last request: the worker lets its
     /// mappings (and any device copy it keeps for them) go.
     pub released: Vec<u64>,
+    /// Device copies to let go once this launch has succeeded: the "before" copies of the
+    /// previous launch, which this one replaces as the last launch.
+    #[serde(default)]
+    pub drop_after: Vec<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -106,10 +125,19 @@ pub struct SharedBuffer {
     /// uploaded; when they are not, a device copy under the old stamp is stale and let go.
     pub stamp: u64,
     pub fresh: bool,
-    /// After a successful launch: the region to write the buffer's new bytes into (never the
-    /// one above, so the session's bytes are never half-written) and the stamp they get.
-    /// `None` for `:time`, whose launches are not written back.
-    pub result: Option<(u64, u64)>,
+    /// The buffer's contents are only on the device, under `stamp` (an earlier launch's results,
+    /// not read back): the region holds older bytes and must not be uploaded. The worker keeps
+    /// a copy of these bytes under `stamp` (the launch's "before") until `drop_after` or a read.
+    #[serde(default)]
+    pub device_only: bool,
+    /// Keep the contents this launch starts from on the device, held under this stamp, as the
+    /// launch's "before" (for contents only the device has, that copy is already held under
+    /// `stamp`, and this is `stamp`). `None` for `:time`.
+    #[serde(default)]
+    pub snapshot: Option<u64>,
+    /// After a successful launch: the stamp the buffer's new contents get, kept on the device
+    /// until read ([`Request::Read`]). `None` for `:time`, whose launches are not written back.
+    pub result: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -169,6 +197,10 @@ pub enum Response {
         printed: String,
     },
     Info(KernelInfo),
+    /// What a [`Request::Read`] brought back; `missing` are stamps the worker no longer held.
+    Read {
+        missing: Vec<u64>,
+    },
 }
 
 /// A compiled kernel's resources (`cuFuncGetAttribute`) and its occupancy for one block size
@@ -211,7 +243,7 @@ impl KernelInfo {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LaunchResult {
     /// Final contents of the inline buffers, in request order; empty for a shared buffer, whose
-    /// bytes were written into its result region.
+    /// results stay on the device.
     pub buffers: Vec<serde_bytes::ByteBuf>,
     /// Bytes copied from the host to the device for this request (buffers whose device copy
     /// was missing or stale).
@@ -278,7 +310,9 @@ mod tests {
                         len: 1 << 20,
                         stamp: 3,
                         fresh: true,
-                        result: Some((8, 4)),
+                        device_only: false,
+                        snapshot: Some(3),
+                        result: Some(4),
                     }),
                     elem_size: 4,
                 },
@@ -286,6 +320,7 @@ mod tests {
             repeat: 1,
             symbols: vec![("coef".into(), 0.5f32.to_le_bytes().to_vec())],
             released: vec![2],
+            drop_after: vec![1],
         });
         let mut wire = Vec::new();
         send(&mut wire, &req).unwrap();

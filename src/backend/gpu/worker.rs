@@ -8,10 +8,12 @@
 //!
 //! Large buffers arrive as shared regions (`transport.rs`), mapped here and pinned for the
 //! driver, and are copied between them and the device with `cuMemcpy` directly. After a launch
-//! the worker keeps each such buffer's device copy under the stamp of its new bytes, so the next
-//! launch of the unchanged buffer uploads nothing; the results still go back to the host after
-//! every launch, so that a later fault, which ends this process and every device copy with it,
-//! loses nothing.
+//! the worker keeps each such buffer's results on the device under a new stamp, held until the
+//! session reads them (`Request::Read`), so a run of launches costs no copy to the host per
+//! launch, and the next launch of the unchanged buffer uploads nothing. A launch of contents only
+//! the device holds keeps a copy of them first (the launch's "before", for `:why` and the changed
+//! elements). A fault ends this process and every device copy with it: the session still has the
+//! bytes from before those launches and runs them again in the next worker (`gpu.rs`).
 
 use std::ffi::{CString, c_void};
 use std::fs::File;
@@ -79,6 +81,9 @@ struct Resident {
     stamp: u64,
     buf: DeviceBuffer,
     used: u64,
+    /// Only the device has these bytes (results not read yet, or a launch's "before"): never
+    /// let go to make room.
+    held: bool,
 }
 
 /// Run the worker loop until the session closes the pipe.
@@ -173,6 +178,7 @@ impl Worker {
             Request::Launch(req) => self.launch(req),
             Request::Ptx => self.ptx(),
             Request::Info { kernel, block_size } => self.kernel_info(&kernel, block_size),
+            Request::Read { items } => self.read(&items),
         }
     }
 
@@ -464,16 +470,22 @@ impl Worker {
     /// them go before an allocation is refused for want of memory.
     fn alloc(&mut self, len: usize) -> Result<DeviceBuffer, result::DriverError> {
         let total = len + 2 * GUARD_BYTES;
-        while !self.resident.is_empty()
-            && self.resident.iter().map(|r| r.buf.len + 2 * GUARD_BYTES).sum::<usize>() + total > self.budget
-        {
-            let oldest = (0..self.resident.len()).min_by_key(|&i| self.resident[i].used).unwrap_or(0);
+        let kept = |resident: &[Resident]| resident.iter().map(|r| r.buf.len + 2 * GUARD_BYTES).sum::<usize>();
+        while kept(&self.resident) + total > self.budget {
+            // Held copies are the only copy of their bytes: they never go to make room.
+            let Some(oldest) =
+                (0..self.resident.len()).filter(|&i| !self.resident[i].held).min_by_key(|&i| self.resident[i].used)
+            else {
+                break;
+            };
             self.resident.swap_remove(oldest).buf.free();
         }
         // SAFETY: a plain allocation.
         let ptr = match unsafe { result::malloc_sync(total) } {
-            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY && !self.resident.is_empty() => {
-                for r in self.resident.drain(..) {
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY && self.resident.iter().any(|r| !r.held) => {
+                let (held, spare): (Vec<Resident>, Vec<Resident>) = self.resident.drain(..).partition(|r| r.held);
+                self.resident = held;
+                for r in spare {
                     r.buf.free();
                 }
                 // SAFETY: as above.
@@ -482,6 +494,52 @@ impl Worker {
             r => r?,
         };
         Ok(DeviceBuffer { ptr, len })
+    }
+
+    /// Copy device copies into shared regions (the session reading results back). A "before"
+    /// (`keep` false) is let go; a buffer's contents stay, no longer held, for the next launch.
+    fn read(&mut self, items: &[protocol::ReadItem]) -> Response {
+        let mut missing = Vec::new();
+        for item in items {
+            let Some(at) = self.resident.iter().position(|r| r.stamp == item.stamp && r.buf.len as u64 == item.len)
+            else {
+                missing.push(item.stamp);
+                continue;
+            };
+            match self.region(item.region) {
+                Ok(len) if len as u64 >= item.len => {}
+                Ok(len) => {
+                    return Response::Failed {
+                        message: format!(
+                            "shared region {} holds {len} bytes, not the buffer's {}",
+                            item.region, item.len
+                        ),
+                        sticky: false,
+                    };
+                }
+                Err(r) => return r,
+            }
+            let Ok(Some(map)) = self.regions.get(item.region) else {
+                return Response::Failed {
+                    message: format!("shared region {} is not mapped", item.region),
+                    sticky: false,
+                };
+            };
+            let r = &self.resident[at];
+            // SAFETY: the device copy holds `len` bytes at `data()`; the region at least as many.
+            if let Err(e) = unsafe { result::memcpy_dtoh_sync(&mut map[..r.buf.len], r.buf.data()) } {
+                return failed("copying results from the GPU", e);
+            }
+            if item.keep {
+                self.tick += 1;
+                let r = &mut self.resident[at];
+                r.held = false;
+                r.used = self.tick;
+            } else {
+                self.resident.swap_remove(at).buf.free();
+            }
+        }
+        Response::Read { missing }
     }
 
     /// Forget the device copy of the bytes stamped `stamp`: the host changed them since.
@@ -516,17 +574,16 @@ impl Worker {
         // Every region the request names arrived on the socket before it.
         for b in &req.buffers {
             let WireData::Shared(s) = &b.data else { continue };
-            for id in std::iter::once(s.region).chain(s.result.map(|(target, _)| target)) {
-                match self.region(id) {
-                    Ok(len) if len as u64 >= s.len => {}
-                    Ok(len) => {
-                        return Response::Failed {
-                            message: format!("shared region {id} holds {len} bytes, not the buffer's {}", s.len),
-                            sticky: false,
-                        };
-                    }
-                    Err(r) => return r,
+            let id = s.region;
+            match self.region(id) {
+                Ok(len) if len as u64 >= s.len => {}
+                Ok(len) => {
+                    return Response::Failed {
+                        message: format!("shared region {id} holds {len} bytes, not the buffer's {}", s.len),
+                        sticky: false,
+                    };
                 }
+                Err(r) => return r,
             }
         }
         self.tick += 1;
@@ -536,19 +593,11 @@ impl Worker {
         for (i, b) in req.buffers.iter().enumerate() {
             if let WireData::Shared(s) = &b.data
                 && s.fresh
+                && !s.device_only
                 && s.stamp != 0
                 && let Some(at) = self.resident.iter().position(|r| r.stamp == s.stamp && r.buf.len as u64 == s.len)
             {
                 allocs[i] = Some(self.resident.swap_remove(at).buf);
-            }
-        }
-        // A device copy of bytes the host has changed since is of no use again.
-        for b in &req.buffers {
-            if let WireData::Shared(s) = &b.data
-                && !s.fresh
-                && s.stamp != 0
-            {
-                self.drop_resident(s.stamp);
             }
         }
         let free_all = |allocs: &mut Vec<Option<DeviceBuffer>>| {
@@ -556,6 +605,56 @@ impl Worker {
                 d.free();
             }
         };
+        // Contents only the device has (an earlier launch's results, not read back) stay where
+        // they are, held under their stamp, as this launch's "before" (the session reads it back,
+        // or lets it go after the next launch); the kernel runs on a copy. Whatever fails from
+        // here on leaves them as they were.
+        for (i, b) in req.buffers.iter().enumerate() {
+            let WireData::Shared(s) = &b.data else { continue };
+            if !s.device_only {
+                continue;
+            }
+            let held =
+                |resident: &[Resident]| resident.iter().position(|r| r.stamp == s.stamp && r.buf.len as u64 == s.len);
+            if held(&self.resident).is_none() {
+                free_all(&mut allocs);
+                return Response::Failed {
+                    message: format!("the GPU worker no longer holds the results stamped {}", s.stamp),
+                    sticky: false,
+                };
+            }
+            let work = match self.alloc(s.len as usize) {
+                Ok(d) => d,
+                Err(e) => {
+                    free_all(&mut allocs);
+                    if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                        return Response::Failed {
+                            message: format!(
+                                "the GPU has no room for a second copy of a buffer of {} bytes (gridlab keeps one as it was before the launch)",
+                                s.len
+                            ),
+                            sticky: false,
+                        };
+                    }
+                    return failed("allocating buffers", e);
+                }
+            };
+            // Making room never lets a held copy go, but it moves them about.
+            let Some(at) = held(&self.resident) else {
+                work.free();
+                free_all(&mut allocs);
+                return Response::Failed { message: "a held device copy went missing".into(), sticky: false };
+            };
+            self.resident[at].used = self.tick;
+            let src = self.resident[at].buf.data();
+            // SAFETY: both allocations hold `s.len` bytes at their `data()`.
+            if let Err(e) = unsafe { result::memcpy_dtod_sync(work.data(), src, s.len as usize) } {
+                work.free();
+                free_all(&mut allocs);
+                return failed("copying a buffer on the GPU", e);
+            }
+            allocs[i] = Some(work);
+        }
         let mut uploaded = 0u64;
         for i in 0..n {
             let b = &req.buffers[i];
@@ -592,9 +691,54 @@ impl Worker {
                 uploaded += len as u64;
             }
         }
+        // The contents a launch starts from are its "before": kept on the device under the
+        // stamp the session names (`snapshot`), read back only if the session needs them, while
+        // the kernel runs on a copy. They join the device copies only once the launch succeeded.
+        let mut snaps: Vec<(u64, DeviceBuffer)> = Vec::new();
+        for i in 0..n {
+            let WireData::Shared(SharedBuffer { snapshot: Some(stamp), device_only: false, len, .. }) =
+                &req.buffers[i].data
+            else {
+                continue;
+            };
+            let work = match self.alloc(*len as usize) {
+                Ok(d) => d,
+                Err(e) => {
+                    free_all(&mut allocs);
+                    for (_, d) in snaps {
+                        d.free();
+                    }
+                    if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                        return Response::Failed {
+                            message: format!(
+                                "the GPU has no room for a second copy of a buffer of {len} bytes (gridlab keeps one as it was before the launch)"
+                            ),
+                            sticky: false,
+                        };
+                    }
+                    return failed("allocating buffers", e);
+                }
+            };
+            let Some(start) = allocs[i].take() else {
+                work.free();
+                continue;
+            };
+            // SAFETY: both allocations hold `len` bytes at their `data()`.
+            if let Err(e) = unsafe { result::memcpy_dtod_sync(work.data(), start.data(), *len as usize) } {
+                work.free();
+                start.free();
+                free_all(&mut allocs);
+                for (_, d) in snaps {
+                    d.free();
+                }
+                return failed("copying a buffer on the GPU", e);
+            }
+            snaps.push((*stamp, start));
+            allocs[i] = Some(work);
+        }
         let bufs: Vec<DeviceBuffer> = allocs.into_iter().flatten().collect();
-        let free_bufs = |bufs: Vec<DeviceBuffer>| {
-            for d in bufs {
+        let free_bufs = |bufs: Vec<DeviceBuffer>, snaps: Vec<(u64, DeviceBuffer)>| {
+            for d in bufs.into_iter().chain(snaps.into_iter().map(|(_, d)| d)) {
                 d.free();
             }
         };
@@ -607,7 +751,7 @@ impl Worker {
                     .and_then(|_| sys::cuMemsetD8_v2(d.data() + d.len as u64, PATTERN, GUARD_BYTES).result())
             };
             if let Err(e) = r {
-                free_bufs(bufs);
+                free_bufs(bufs, snaps);
                 return failed("filling the guard regions", e);
             }
         }
@@ -634,7 +778,7 @@ impl Worker {
         let (start_ev, stop_ev) = match events {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) | (_, Err(e)) => {
-                free_bufs(bufs);
+                free_bufs(bufs, snaps);
                 return failed("creating timing events", e);
             }
         };
@@ -652,7 +796,7 @@ impl Worker {
             // Before every launch, as the simulator starts each launch from them: a kernel
             // that writes a `__device__` variable the session set sees the set values again.
             if let Err(r) = self.set_symbols(&req.symbols) {
-                free_bufs(bufs);
+                free_bufs(bufs, snaps);
                 destroy_events();
                 return r;
             }
@@ -675,16 +819,15 @@ impl Worker {
                 }
                 let response = failed(&format!("running `{}`", req.kernel), e);
                 if !matches!(response, Response::Failed { sticky: true, .. }) {
-                    free_bufs(bufs);
+                    free_bufs(bufs, snaps);
                     destroy_events();
                 }
                 return response;
             }
         }
         destroy_events();
-        // The kernel finished: check the guards and copy the results out, the inline buffers
-        // into the answer and the shared ones into their result regions (never the regions the
-        // session's buffers are in, so a worker killed part-way leaves those whole).
+        // The kernel finished: check the guards and copy the inline buffers' results into the
+        // answer; the shared ones stay on the device until the session reads them.
         let mut out = Vec::new();
         let mut guard_hits = Vec::new();
         let mut copy_out = || -> Result<(), result::DriverError> {
@@ -707,15 +850,7 @@ impl Worker {
                         unsafe { result::memcpy_dtoh_sync(&mut host, d.data()) }?;
                         out.push(ByteBuf::from(host));
                     }
-                    WireData::Shared(s) => {
-                        if let Some((target, _)) = s.result
-                            && let Ok(Some(map)) = self.regions.get(target)
-                        {
-                            // SAFETY: as above; the region holds at least `d.len` bytes (checked).
-                            unsafe { result::memcpy_dtoh_sync(&mut map[..d.len], d.data()) }?;
-                        }
-                        out.push(ByteBuf::new());
-                    }
+                    WireData::Shared(_) => out.push(ByteBuf::new()),
                 }
             }
             Ok(())
@@ -728,19 +863,26 @@ impl Worker {
             }
             let response = failed(&format!("running `{}`", req.kernel), e);
             if !matches!(response, Response::Failed { sticky: true, .. }) {
-                free_bufs(bufs);
+                free_bufs(bufs, snaps);
             }
             return response;
         }
-        // Keep the device copy of each shared buffer written back, under the stamp its new bytes
-        // have; the others are done with.
+        // Keep each shared buffer's results on the device, held under the stamp they get until
+        // the session reads them; the others are done with. The last launch's "before" copies
+        // are no longer the last launch's.
         for (d, b) in bufs.into_iter().zip(&req.buffers) {
             match &b.data {
-                WireData::Shared(SharedBuffer { result: Some((_, stamp)), .. }) => {
-                    self.resident.push(Resident { stamp: *stamp, buf: d, used: self.tick });
+                WireData::Shared(SharedBuffer { result: Some(stamp), .. }) => {
+                    self.resident.push(Resident { stamp: *stamp, buf: d, used: self.tick, held: true });
                 }
                 _ => d.free(),
             }
+        }
+        for stamp in &req.drop_after {
+            self.drop_resident(*stamp);
+        }
+        for (stamp, buf) in snaps {
+            self.resident.push(Resident { stamp, buf, used: self.tick, held: true });
         }
         Response::Launched(Box::new(LaunchResult {
             buffers: out,
