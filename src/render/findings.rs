@@ -55,7 +55,12 @@ fn in_python(text: &str) -> String {
     let mut s = text
         .replace("blockIdx.x * blockDim.x + threadIdx.x", "cuda.grid(1)")
         .replace("__syncthreads()", "cuda.syncthreads()")
-        .replace("__syncwarp()", "cuda.syncwarp()");
+        .replace("__syncwarp()", "cuda.syncwarp()")
+        .replace("`if (i < n) { ... }`", "`if i < n:`");
+    // Quoted C conditions and updates read as Python: `if (i > n)` is `if i > n:`.
+    for (c, py) in [("&&", "and"), ("||", "or")] {
+        s = s.replace(&format!(" {c} "), &format!(" {py} "));
+    }
     // `atomicAdd(&a[0], ...)` is `cuda.atomic.add(a, 0, ...)`, `atomicExch` `cuda.atomic.exch`.
     for (c, py) in [("atomicAdd(&", "cuda.atomic.add("), ("atomicExch(&", "cuda.atomic.exch(")] {
         while let Some(at) = s.find(c) {
@@ -154,7 +159,7 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             let looped = matches!(memory, Memory::Shared(_))
                 && first.span.source == second.span.source
                 && code_at(sources, second).is_some_and(|(text, pos, _)| {
-                    advice::barrier_only_inside_loop(&text, sources.resolve(first.span).lo as usize, pos).is_some()
+                    advice::barrier_only_inside_loop(&text, first.span.lo as usize, pos).is_some()
                 });
             let mut d =
                 Diagnostic::finding(format!("data race on {}{alias}: {pairs} to {elems}, {lines}", memory.describe()))
@@ -314,8 +319,12 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
 
 /// The kernel's source around a site: its whole text, the site's offset in it and the text of
 /// the access itself (`x[i + 1]`).
+///
+/// For a Python kernel this is the CUDA C it was lowered to (one statement per line, with the
+/// learner's names), not the Python: the scans in `advice` read C. Positions stay in that C;
+/// [`SourceMap::line_of`] maps them back to the learner's Python lines.
 fn code_at(sources: &SourceMap, site: &Site) -> Option<(String, usize, String)> {
-    let span = sources.resolve(site.span);
+    let span = site.span;
     let text = &sources.get(span.source)?.text;
     let access = text.get(span.lo as usize..span.hi as usize)?;
     Some((text.clone(), span.lo as usize, access.to_string()))
@@ -529,7 +538,7 @@ fn race_advice(
         ),
         Memory::Shared(_) => {
             let (text, pos, _) = code_at(sources, second).unwrap_or_default();
-            let other = sources.resolve(first.span).lo as usize;
+            let other = first.span.lo as usize;
             if first.span.source == second.span.source
                 && let Some(lb) = advice::barrier_only_inside_loop(&text, other, pos)
             {

@@ -259,7 +259,8 @@ fn outcome_table(o: &Outcomes, cols: &[Col], style: &Style) -> Table {
     t
 }
 
-/// `A ████████████▌ 7 runs  (the sequential answer)`, one line per distinct outcome of the runs.
+/// `A ████████████▌ 7 runs  (the sequential answer)`, one line per distinct outcome of the runs;
+/// none when no two runs agree.
 fn histogram(o: &Outcomes, width: usize, style: &Style) -> Vec<String> {
     let (ids, _) = o.outcome_ids();
     let mut counts: Vec<(usize, usize)> = Vec::new();
@@ -268,6 +269,12 @@ fn histogram(o: &Outcomes, width: usize, style: &Style) -> Vec<String> {
             Some((_, n)) => *n += 1,
             None => counts.push((*id, 1)),
         }
+    }
+    // Every run different: the table has already lettered each, and bars of one run each would
+    // say nothing the verdict does not ("10 different results in 10 runs"), while pushing the
+    // command off a 24-line screen.
+    if counts.len() > 1 && counts.iter().all(|c| c.1 == 1) {
+        return Vec::new();
     }
     counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     // Bars are shares of all runs, so one run in ten is a tenth of the width.

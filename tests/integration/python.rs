@@ -191,3 +191,40 @@ fn a_python_block_typed_at_the_prompt_ends_at_a_blank_line_and_runs() {
     assert!(run.stdout.contains("big 10"), "{}", run.stdout);
     assert!(!run.stdout.contains("error"), "{}", run.stdout);
 }
+
+/// The advice that names the cause (a guard off by one, an index that gives two threads one
+/// element) reads a Python kernel as it reads CUDA C, and says it at the learner's Python lines
+/// and in Python's words.
+#[test]
+fn advice_that_names_the_cause_reads_python_kernels_too() {
+    let script = "from numba import cuda\n\
+                  @cuda.jit\n\
+                  def add(a, n):\n\
+                  \x20   i = cuda.grid(1)\n\
+                  \x20   if i > n:\n\
+                  \x20       return\n\
+                  \x20   a[i] += 1.0\n\
+                  \n\
+                  a = np.zeros(1000, np.float32)\n\
+                  add[4, 256](a, 1000)\n\
+                  expect finding out_of_bounds\n\
+                  @cuda.jit\n\
+                  def setone(a, n):\n\
+                  \x20   i = cuda.blockIdx.x + cuda.threadIdx.x\n\
+                  \x20   if i < n:\n\
+                  \x20       a[i] = 1.0\n\
+                  \n\
+                  setone[4, 256](a, 1000)\n\
+                  expect finding race\n";
+    let run = replay_text(script, None);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let text = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.contains("off by one: `i > n` on line 5 lets the index reach 1000"), "{text}");
+    assert!(text.contains("write `i >= n`"), "{text}");
+    assert!(
+        text.contains("(`i = cuda.blockIdx.x + cuda.threadIdx.x` on line 14) gives two threads the same one"),
+        "{text}"
+    );
+    assert!(text.contains("it is `cuda.grid(1)`"), "{text}");
+    assert!(!text.contains("if (i"), "C syntax in advice for Python: {text}");
+}
