@@ -19,8 +19,10 @@
 pub mod ast;
 pub mod check;
 pub mod coop;
+pub mod fold;
 pub mod lexer;
 pub mod parser;
+pub mod preprocess;
 pub mod sketch;
 pub mod syntax;
 pub mod template;
@@ -191,7 +193,7 @@ pub struct ModuleItem {
     pub span: Span,
     syntax: Option<syntax::Item>,
     /// For `#define`: the macro, expanded again in every later snippet.
-    define_body: lexer::Macro,
+    define_body: preprocess::Macro,
     /// Set for items only the GPU runs (they have no parse tree).
     gpu_only: Option<GpuOnly>,
     /// Set for a function or struct template, or a struct template's full specialisation (it
@@ -254,7 +256,7 @@ impl ModuleItem {
         self.syntax = None;
         self.template = None;
         self.instances = Vec::new();
-        self.define_body = lexer::Macro::default();
+        self.define_body = preprocess::Macro::default();
         self
     }
 }
@@ -417,13 +419,13 @@ impl Module {
             };
             return Err(vec![d]);
         };
-        let mut defines: HashMap<String, lexer::Macro> = lexer::predefined(span.source).into_iter().collect();
+        let mut defines: HashMap<String, preprocess::Macro> = preprocess::predefined(span.source).into_iter().collect();
         for item in self.items.iter().filter(|i| i.kind == ItemKind::Define) {
             defines.insert(item.name.clone(), item.define_body.clone());
         }
         let mut expanded = Vec::new();
         for a in args {
-            expanded.push(lexer::expand(a, &mut defines).map_err(|d| vec![d])?.0);
+            expanded.push(preprocess::expand(a, &mut defines).map_err(|d| vec![d])?.0);
         }
         let inst = template::instance(name, &t.params, expanded, span).map_err(|d| vec![d])?;
         let instance = inst.name.clone();
@@ -570,7 +572,7 @@ impl Module {
                         text: text[piece.lo..piece.hi].to_string(),
                         span: Span::new(source, piece.lo, piece.hi),
                         syntax: None,
-                        define_body: lexer::Macro::default(),
+                        define_body: preprocess::Macro::default(),
                         gpu_only: Some(GpuOnly::new(&piece, source, 0, construct, at)),
                         template: None,
                         instances: Vec::new(),
@@ -590,7 +592,7 @@ impl Module {
     /// the macros and typedefs of `context`.
     fn parse(&self, context: &[ModuleItem], source: SourceId, text: &str) -> Result<Vec<ModuleItem>, Diagnostic> {
         let tokens = lexer::lex(source, text)?;
-        let mut defines: HashMap<String, lexer::Macro> = lexer::predefined(source).into_iter().collect();
+        let mut defines: HashMap<String, preprocess::Macro> = preprocess::predefined(source).into_iter().collect();
         let mut typedefs = HashMap::new();
         for item in context {
             match (&item.kind, &item.syntax) {
@@ -603,13 +605,13 @@ impl Module {
                 _ => {}
             }
         }
-        let (tokens, new_defines) = lexer::expand(tokens, &mut defines)?;
+        let (tokens, new_defines) = preprocess::expand(tokens, &mut defines)?;
         let earlier: Vec<&str> = context
             .iter()
             .filter(|i| i.kind == ItemKind::Typedef && i.syntax.is_none() && i.gpu_only.is_none())
             .map(|i| i.text.as_str())
             .collect();
-        let tokens = lexer::strip_decorations(tokens);
+        let tokens = preprocess::strip_decorations(tokens);
         let (tokens, namespaces) = coop::rewrite(tokens, &earlier)?;
         let (tokens, mut templates) = template::extract(tokens)?;
         let mut known = template_params(context);
@@ -653,7 +655,7 @@ impl Module {
                 text: slice(n.span),
                 span: n.span,
                 syntax: None,
-                define_body: lexer::Macro::default(),
+                define_body: preprocess::Macro::default(),
                 gpu_only: None,
                 template: None,
                 instances: Vec::new(),
@@ -698,7 +700,7 @@ impl Module {
                 text: slice(t.span),
                 span: t.span,
                 syntax: None,
-                define_body: lexer::Macro::default(),
+                define_body: preprocess::Macro::default(),
                 gpu_only: None,
                 template: Some(Box::new(t)),
                 instances: Vec::new(),
@@ -724,7 +726,7 @@ impl Module {
                 text: if is_member { String::new() } else { slice(item.span) },
                 span: item.span,
                 syntax: Some(item),
-                define_body: lexer::Macro::default(),
+                define_body: preprocess::Macro::default(),
                 gpu_only: None,
                 template: None,
                 instances: mine,

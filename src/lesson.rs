@@ -10,7 +10,6 @@
 //!   `:check`, and for `replay/lesson.rs`, which walks a lesson without a learner);
 //! - [`lang`] shows a lesson in the learner's language: its Python twins or its CUDA C;
 //! - [`progress`] remembers where the learner is, written atomically;
-//! - [`prose`] renders Markdown for the terminal;
 //! - [`guide`] is the guided mode's state behind `:lesson`, `:next`, `:hint`, `:check` ..., added
 //!   to a session through its extension point ([`session`] makes one with them installed).
 
@@ -23,7 +22,6 @@ pub mod lang;
 pub mod mutants;
 pub mod parse;
 pub mod progress;
-pub mod prose;
 
 use std::fmt;
 

@@ -8,6 +8,7 @@ pub mod findings;
 pub mod handout;
 pub mod launch;
 pub mod map;
+pub mod markdown;
 pub mod pager;
 pub mod race;
 pub mod style;

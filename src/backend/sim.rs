@@ -273,9 +273,9 @@ impl Backend for SimBackend {
                 spec.kernel,
                 spec.grid,
                 spec.block,
-                crate::render::text::thousands(spec.total_threads()),
-                crate::render::text::thousands(warps),
-                crate::render::text::thousands(self.config.max_steps),
+                crate::diag::text::thousands(spec.total_threads()),
+                crate::diag::text::thousands(warps),
+                crate::diag::text::thousands(self.config.max_steps),
             )));
         }
         let kernel = self.kernel(module, &spec.kernel)?;

@@ -536,7 +536,7 @@ impl Parser<'_> {
                 // On a variable, `constexpr` is a `const` whose value is known (the checker
                 // requires that of a file-scope constant anyway); on a function it adds nothing.
                 "constexpr" => constexpr = true,
-                // (`extern "C"` was taken out with the other decorations: `lexer::strip_decorations`.)
+                // (`extern "C"` was taken out with the other decorations: `preprocess::strip_decorations`.)
                 "extern" => extern_ = true,
                 "__constant__" => storage = Storage::Constant,
                 // File-scope shared memory: one copy per block, seen by every function.

@@ -21,7 +21,7 @@ use std::io::{self, Write};
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
 use super::progress::{Progress, Store};
-use super::{Course, Lang, Lesson, Part, check, prose};
+use super::{Course, Lang, Lesson, Part, check};
 use crate::render::{self, Style};
 use crate::script;
 use crate::session::command::CommandSpec;
@@ -422,7 +422,7 @@ impl Guide {
             writeln!(out, "{}", style.dim(&render::prose(&lesson.meta.summary, style)))?;
             if self.step == 0 && !lesson.intro.trim().is_empty() {
                 writeln!(out)?;
-                prose::write_markdown(out, &lesson.intro, style)?;
+                write_markdown(out, &lesson.intro, style)?;
             }
             writeln!(out)?;
         }
@@ -476,21 +476,21 @@ impl Guide {
     fn show_part(&mut self, part: &Part, out: &mut dyn Write, style: &Style) -> io::Result<()> {
         match part {
             Part::Prose(md) => {
-                prose::write_markdown(out, md, style)?;
+                write_markdown(out, md, style)?;
                 writeln!(out)?;
             }
             // In a demo the code appears in the editor, typed out, rather than twice.
             Part::Cuda(code) | Part::Python(code) => {
                 if !self.demo {
                     let fence = if matches!(part, Part::Python(_)) { "python" } else { "cuda" };
-                    prose::write_markdown(out, &format!("```{fence}\n{}```", code.text), style)?;
+                    write_markdown(out, &format!("```{fence}\n{}```", code.text), style)?;
                     writeln!(out)?;
                 }
                 self.queue.push_back(Offer::new(code.text.trim_end().to_string(), code.refused));
             }
             Part::Gridlab(code) => {
                 if !self.demo {
-                    prose::write_markdown(out, &format!("```gridlab\n{}```", code.text), style)?;
+                    write_markdown(out, &format!("```gridlab\n{}```", code.text), style)?;
                     writeln!(out)?;
                 }
                 if let Ok(inputs) = script::split_inputs(&code.text) {
@@ -500,11 +500,7 @@ impl Guide {
             Part::Exercise(ex) => {
                 writeln!(out, "{}", style.bold(&style.warn("┌ exercise")))?;
                 let mut task = Vec::new();
-                prose::write_markdown(
-                    &mut task,
-                    &ex.task,
-                    &Style { width: style.width.saturating_sub(2), ..style.clone() },
-                )?;
+                write_markdown(&mut task, &ex.task, &Style { width: style.width.saturating_sub(2), ..style.clone() })?;
                 for line in String::from_utf8_lossy(&task).lines() {
                     writeln!(out, "{} {line}", style.warn("│"))?;
                 }
@@ -672,7 +668,7 @@ impl Guide {
         }
         let i = self.hints_shown.min(ex.hints.len() - 1);
         writeln!(out, "{}", style.bold(&format!("Hint {} of {}:", i + 1, ex.hints.len())))?;
-        prose::write_markdown(out, &ex.hints[i], style)?;
+        write_markdown(out, &ex.hints[i], style)?;
         self.hints_shown = (i + 1).min(ex.hints.len());
         if self.hints_shown == ex.hints.len() {
             writeln!(out, "{}", style.dim("(that was the last hint; `:solution` shows a solution)"))?;
@@ -693,7 +689,7 @@ impl Guide {
         writeln!(out, "{}", style.bold("A solution (it is in your editor: Enter defines it, then :check):"))?;
         let fence =
             if self.lang == Lang::Python && ex.solution.text.trim_start().starts_with('@') { "python" } else { "cuda" };
-        prose::write_markdown(out, &format!("```{fence}\n{}```", ex.solution.text), style)?;
+        write_markdown(out, &format!("```{fence}\n{}```", ex.solution.text), style)?;
         self.offered = Some((ex.solution.text.trim_end().to_string(), false));
         self.suggestion = self.offered.as_ref().map(|(text, _)| text.clone());
         Ok(Status::Ok)
@@ -814,6 +810,15 @@ impl Extension for Lessons {
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
         self
     }
+}
+
+/// A lesson's Markdown, drawn by `render::markdown` with the code blocks' `:` commands coloured
+/// as at the prompt: the session's and the lesson commands.
+fn write_markdown(out: &mut dyn Write, md: &str, style: &Style) -> io::Result<()> {
+    let listing = crate::session::command::listing(COMMANDS);
+    let is_command = |w: &str| crate::session::command::find(&listing, w).is_some();
+    let known = script::highlight::Known { is_kernel: &|_| false, is_command: &is_command };
+    render::markdown::write_markdown(out, md, style, &known)
 }
 
 /// The guide of the lesson open in `session`, if any.
@@ -1259,5 +1264,45 @@ mod tests {
         g.step = 1;
         g.show(&mut Vec::new(), &style).unwrap();
         assert_eq!(g.take_suggestion(), None);
+    }
+
+    /// Every lesson's prose at the widths a learner's terminal may have: no line runs past the
+    /// width (the terminal would cut a word in two), none starts with punctuation. Code blocks
+    /// are exempt: code is never wrapped.
+    #[test]
+    fn the_lessons_prose_fits_every_width() {
+        let course = crate::lesson::Course::builtin().unwrap();
+        for width in [60, 72, 80, 100, 120] {
+            let style = Style { color: false, width, big: false, ..Style::plain() };
+            for lesson in &course.lessons {
+                let mut md = vec![lesson.intro.clone()];
+                for step in &lesson.steps {
+                    for part in &step.parts {
+                        match part {
+                            crate::lesson::Part::Prose(p) => md.push(p.clone()),
+                            crate::lesson::Part::Exercise(ex) => {
+                                md.push(ex.task.clone());
+                                md.extend(ex.hints.iter().cloned());
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                for md in md {
+                    let mut out = Vec::new();
+                    super::write_markdown(&mut out, &md, &style).unwrap();
+                    let text = String::from_utf8(out).unwrap();
+                    for line in text.lines() {
+                        let body = line.trim_start_matches("│ ");
+                        if body.starts_with("    ") {
+                            continue;
+                        }
+                        assert!(line.chars().count() <= width, "{} at {width}: {line:?}", lesson.id);
+                        let start = body.trim_start_matches(['•', ' ']);
+                        assert!(!start.starts_with(['.', ',', ';', ')']), "{} at {width}: {line:?}", lesson.id);
+                    }
+                }
+            }
+        }
     }
 }

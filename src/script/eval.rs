@@ -1037,8 +1037,8 @@ impl<'a> Cx<'a> {
             return Err(Diagnostic::error(format!(
                 "{} asks for {}, but only {} of the buffer limit is left",
                 self.text_span(span),
-                crate::render::text::human_bytes(bytes),
-                crate::render::text::human_bytes(limit)
+                crate::diag::text::human_bytes(bytes),
+                crate::diag::text::human_bytes(limit)
             ))
             .at(span)
             .help(LIMIT_HELP));
@@ -2125,13 +2125,13 @@ fn count_of(n: i128, what: &str, span: Span, limit: u64) -> Result<usize, Diagno
     usize::try_from(n).ok().filter(|&n| n as u64 <= u64::MAX / 8).ok_or_else(|| {
         Diagnostic::error(format!("{what} of {n} elements is more than any buffer can hold")).at(span).help(format!(
             "buffers may use {} here (--max-alloc changes it)",
-            crate::render::text::human_bytes(u128::from(limit))
+            crate::diag::text::human_bytes(u128::from(limit))
         ))
     })
 }
 
 fn human(bytes: u64) -> String {
-    crate::render::text::human_bytes(bytes)
+    crate::diag::text::human_bytes(bytes)
 }
 
 fn round_to(x: f64, d: DType) -> f64 {

@@ -421,8 +421,8 @@ fn device(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Sta
             "step budget".to_string(),
             format!(
                 "{} warp steps per launch, {} for one warp (`:max-steps` changes it); 32 times as many on the sequential schedule, which runs one lane per step",
-                crate::render::text::thousands(config.max_steps),
-                crate::render::text::thousands((config.max_steps / 4).max(1))
+                crate::diag::text::thousands(config.max_steps),
+                crate::diag::text::thousands((config.max_steps / 4).max(1))
             ),
         ]);
         t.add_row(["limits", "CUDA's: 1024 threads per block, block (1024, 1024, 64), grid (2147483647, 65535, 65535), 48 KiB shared memory per block"]);
@@ -589,8 +589,8 @@ fn max_steps(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Resu
     let show = |steps: u64| {
         format!(
             "max-steps: {} warp steps per launch, {} for one warp",
-            crate::render::text::thousands(steps),
-            crate::render::text::thousands((steps / 4).max(1))
+            crate::diag::text::thousands(steps),
+            crate::diag::text::thousands((steps / 4).max(1))
         )
     };
     if args.is_empty() {
@@ -609,8 +609,8 @@ fn max_steps(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Resu
             "max-steps",
             &format!(
                 "`{args}` is not a step budget: a whole number from {} to {}, or `default`",
-                crate::render::text::thousands(MIN_STEPS),
-                crate::render::text::thousands(MAX_STEPS)
+                crate::diag::text::thousands(MIN_STEPS),
+                crate::diag::text::thousands(MAX_STEPS)
             ),
         );
     };

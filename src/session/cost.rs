@@ -15,7 +15,7 @@ use crate::backend::{LaunchBuffers, LaunchReport, LaunchSpec};
 use crate::buffer::Buffer;
 use crate::cost::{self, CostReport, Limiter};
 use crate::diag::Span;
-use crate::render::text::thousands;
+use crate::diag::text::thousands;
 use crate::script::ast::Launch;
 use crate::value::Value;
 
@@ -209,7 +209,7 @@ impl Session {
             let note = format!(
                 "{label}.dram_bytes is only what is written back: the launch's buffers fit in the {}'s L2 ({}) and start there, as after the host copies them in, so no read comes from DRAM; data larger than the L2 is read from DRAM too",
                 c.profile.title,
-                crate::render::text::decimal_bytes(c.profile.l2_bytes as f64)
+                crate::diag::text::decimal_bytes(c.profile.l2_bytes as f64)
             );
             writeln!(out, "{}", style.dim(&crate::render::prose(&note, style)))?;
         }
@@ -298,9 +298,9 @@ impl Session {
         let line = format!(
             "estimated on {}: left {} ({}), right {} ({}): {verdict}",
             ca.profile.title,
-            crate::render::text::format_us(ta),
+            crate::diag::text::format_us(ta),
             ca.estimate.limiter.name(),
-            crate::render::text::format_us(tb),
+            crate::diag::text::format_us(tb),
             cb.estimate.limiter.name()
         );
         writeln!(out, "{}", crate::render::prose(&line, &self.options.style))
@@ -364,7 +364,7 @@ impl Session {
         let o = &c.occupancy;
         let rest = format!(
             "estimated {} on {}: {}",
-            crate::render::text::format_us(c.estimate.time_us),
+            crate::diag::text::format_us(c.estimate.time_us),
             c.profile.title,
             c.estimate.limiter.name()
         );
@@ -403,7 +403,7 @@ impl Session {
                     format!("{:.0}%", 100.0 * k.simt_efficiency()),
                     spr,
                     if k.dram_bytes() > 0 {
-                        crate::render::text::decimal_bytes(k.dram_bytes() as f64)
+                        crate::diag::text::decimal_bytes(k.dram_bytes() as f64)
                     } else {
                         "-".into()
                     },
@@ -466,8 +466,8 @@ impl Session {
                         format!("about {} registers per thread", o.registers)
                     },
                     100.0 * t.simt_efficiency(),
-                    crate::render::text::decimal_bytes((t.l2_sectors * 32) as f64),
-                    crate::render::text::decimal_bytes(t.dram_bytes() as f64),
+                    crate::diag::text::decimal_bytes((t.l2_sectors * 32) as f64),
+                    crate::diag::text::decimal_bytes(t.dram_bytes() as f64),
                 ),
                 style
             )

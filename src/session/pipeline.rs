@@ -457,7 +457,7 @@ impl Session {
                 if new_name && self.buffers.len() + self.scalars.len() >= MAX_NAMES {
                     let d = Diagnostic::error(format!(
                         "a session holds at most {} buffers and scalars",
-                        crate::render::text::thousands(MAX_NAMES as u64)
+                        crate::diag::text::thousands(MAX_NAMES as u64)
                     ))
                     .at(name_span)
                     .label("one name too many")

@@ -14,7 +14,7 @@ use crate::diag::Diagnostic;
 
 use super::super::ast::{BinOp, Expr, ExprKind};
 use super::{Cx, Env, V, b_lane};
-use crate::render::text::thousands;
+use crate::diag::text::thousands;
 use crate::value::{Array, Data, format_num};
 
 /// How many failing elements a message lists.
