@@ -28,6 +28,16 @@ use std::fmt;
 pub use crate::session::Lang;
 pub use course::Course;
 pub use guide::{Lessons, guide_of};
+
+use crate::session::command::CommandSpec;
+use crate::session::dispatch;
+
+/// Every `:` command of a session with the lesson guide installed, in `:help`'s order: the
+/// session's and the guide's. What the prompt completes and colours (the REPL always installs
+/// the guide), what lesson prose colours, and what a lesson's blocks are checked against.
+pub fn commands() -> Vec<&'static CommandSpec> {
+    dispatch::listing(guide::COMMANDS)
+}
 pub use parse::parse;
 
 /// A session with the lesson commands installed (`:lesson`, `:next`, `:check` ...), and the

@@ -98,11 +98,6 @@ impl Names {
     }
 }
 
-/// Every `:` command at the prompt: the session's and the lessons', which the REPL always installs.
-pub fn all_commands() -> Vec<&'static crate::session::command::CommandSpec> {
-    crate::session::command::listing(crate::lesson::guide::COMMANDS)
-}
-
 /// The line editor when stdin and stdout are terminals, line by line otherwise.
 pub fn run(options: Options, start: &Start) -> io::Result<ExitCode> {
     if io::stdin().is_terminal() && io::stdout().is_terminal() {
