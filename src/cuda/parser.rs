@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use std::sync::Arc;
 
-use super::ast::{self, Scalar, StructDef, Type};
+use super::ast::{self, BinaryOp, Scalar, StructDef, Type};
 use super::lexer::{Tok, Token, describe};
 use super::syntax::*;
 use crate::diag::suggest;
@@ -1477,16 +1477,16 @@ impl Parser<'_> {
         let op = match self.peek() {
             Some(Tok::Punct(p)) => match *p {
                 "=" => None,
-                "+=" => Some(BinOp::Add),
-                "-=" => Some(BinOp::Sub),
-                "*=" => Some(BinOp::Mul),
-                "/=" => Some(BinOp::Div),
-                "%=" => Some(BinOp::Rem),
-                "<<=" => Some(BinOp::Shl),
-                ">>=" => Some(BinOp::Shr),
-                "&=" => Some(BinOp::BitAnd),
-                "|=" => Some(BinOp::BitOr),
-                "^=" => Some(BinOp::BitXor),
+                "+=" => Some(BinaryOp::Add),
+                "-=" => Some(BinaryOp::Sub),
+                "*=" => Some(BinaryOp::Mul),
+                "/=" => Some(BinaryOp::Div),
+                "%=" => Some(BinaryOp::Rem),
+                "<<=" => Some(BinaryOp::Shl),
+                ">>=" => Some(BinaryOp::Shr),
+                "&=" => Some(BinaryOp::BitAnd),
+                "|=" => Some(BinaryOp::BitOr),
+                "^=" => Some(BinaryOp::BitXor),
                 _ => return Ok(lhs),
             },
             _ => return Ok(lhs),
@@ -1513,27 +1513,27 @@ impl Parser<'_> {
         Ok(Expr { kind: ExprKind::Cond(Box::new(c), Box::new(then), Box::new(else_)), span })
     }
 
-    fn binop(&self) -> Option<(BinOp, usize)> {
+    fn binop(&self) -> Option<(BinaryOp, usize)> {
         let Some(Tok::Punct(p)) = self.peek() else { return None };
         Some(match *p {
-            "||" => (BinOp::LogOr, 1),
-            "&&" => (BinOp::LogAnd, 2),
-            "|" => (BinOp::BitOr, 3),
-            "^" => (BinOp::BitXor, 4),
-            "&" => (BinOp::BitAnd, 5),
-            "==" => (BinOp::Eq, 6),
-            "!=" => (BinOp::Ne, 6),
-            "<" => (BinOp::Lt, 7),
-            "<=" => (BinOp::Le, 7),
-            ">" => (BinOp::Gt, 7),
-            ">=" => (BinOp::Ge, 7),
-            "<<" => (BinOp::Shl, 8),
-            ">>" => (BinOp::Shr, 8),
-            "+" => (BinOp::Add, 9),
-            "-" => (BinOp::Sub, 9),
-            "*" => (BinOp::Mul, 10),
-            "/" => (BinOp::Div, 10),
-            "%" => (BinOp::Rem, 10),
+            "||" => (BinaryOp::LogOr, 1),
+            "&&" => (BinaryOp::LogAnd, 2),
+            "|" => (BinaryOp::BitOr, 3),
+            "^" => (BinaryOp::BitXor, 4),
+            "&" => (BinaryOp::BitAnd, 5),
+            "==" => (BinaryOp::Eq, 6),
+            "!=" => (BinaryOp::Ne, 6),
+            "<" => (BinaryOp::Lt, 7),
+            "<=" => (BinaryOp::Le, 7),
+            ">" => (BinaryOp::Gt, 7),
+            ">=" => (BinaryOp::Ge, 7),
+            "<<" => (BinaryOp::Shl, 8),
+            ">>" => (BinaryOp::Shr, 8),
+            "+" => (BinaryOp::Add, 9),
+            "-" => (BinaryOp::Sub, 9),
+            "*" => (BinaryOp::Mul, 10),
+            "/" => (BinaryOp::Div, 10),
+            "%" => (BinaryOp::Rem, 10),
             _ => return None,
         })
     }
