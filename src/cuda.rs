@@ -10,11 +10,19 @@
 //! items are kept as parse trees with macros already expanded, so redefining a macro affects
 //! later snippets only (as re-running a C file top to bottom would), not code added before it.
 //!
-//! On the GPU backend, code outside the simulator's subset (templates, structs, vector types,
-//! anything NVRTC compiles) is kept as *GPU-only* items ([`GpuOnly`]): the front end's error
-//! says which construct it met, [`sketch`] reads what the item defines and each kernel's
-//! signature, and NVRTC is the judge of the rest. An item that uses a GPU-only item is GPU-only
-//! too. The simulator refuses to launch GPU-only kernels, naming the construct.
+//! Structs, and function and struct templates (instantiated here, `template.rs`), are part of
+//! the subset: they run on both backends. On the GPU backend, code outside the subset (vector
+//! types such as `float4`, template argument deduction, intrinsics such as `__ldg`, anything
+//! else NVRTC compiles) is kept as *GPU-only* items ([`GpuOnly`]): the front end's error says
+//! which construct it met, [`sketch`] reads what the item defines and each kernel's signature,
+//! and NVRTC is the judge of the rest. An item that uses a GPU-only item is GPU-only too. The
+//! simulator refuses to launch GPU-only kernels, naming the construct.
+//!
+//! The front end runs in passes: `lexer.rs` (tokens; preprocessor lines read as directives),
+//! `preprocess.rs` (macros and `#if`), `template.rs` and `coop.rs` (templates and cooperative
+//! groups, rewritten on tokens), `parser.rs` (the untyped tree of `syntax.rs`) and `check/`
+//! (types and C's conversions, to the typed [`ast`]); `fold.rs` folds a constant expression
+//! while it is still tokens, for `#if` and for a template's value arguments.
 
 pub mod ast;
 pub mod check;

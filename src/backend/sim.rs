@@ -115,7 +115,7 @@ impl fmt::Display for Schedule {
     }
 }
 
-/// The simulator's settings (the session's `:sim` command changes them).
+/// The simulator's settings (the session's `:seed`, `:schedule` and `:max-steps` change them).
 #[derive(Clone, Debug)]
 pub struct SimConfig {
     pub seed: u64,

@@ -102,7 +102,8 @@ pub fn entries<'a>(commands: &[&'a CommandSpec]) -> Vec<Entry<'a>> {
     out
 }
 
-/// The row of the command named `name` (or aliased so) among `commands` (from [`listing`]).
+/// The row of the command named `name` (or aliased so) among `commands` (from
+/// `dispatch::listing`).
 pub fn find<'a>(commands: &[&'a CommandSpec], name: &str) -> Option<&'a CommandSpec> {
     commands.iter().copied().find(|c| c.name == name || c.aliases.iter().any(|a| a.name == name))
 }
