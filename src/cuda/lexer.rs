@@ -1,7 +1,9 @@
 //! The front end's first pass: turns a snippet into tokens. Preprocessor lines (`#define`,
 //! `#if`, `#include`, `#pragma` ...) are read here, where line boundaries are still visible,
 //! into [`Directive`] tokens; `preprocess.rs` then applies them and expands macros at token
-//! level.
+//! level. The questions every later pass asks of a token (is it this punctuation, this word,
+//! which word) are answered here once, on [`Tok`], [`Token`] and, for a position that may be
+//! past the end, [`TokenAt`].
 
 use super::ast::Scalar;
 use crate::diag::{Diagnostic, SourceId, Span};
@@ -49,6 +51,80 @@ pub enum Directive {
 pub struct Token {
     pub tok: Tok,
     pub span: Span,
+}
+
+impl Tok {
+    /// Whether this is the punctuation `p`.
+    pub fn is_punct(&self, p: &str) -> bool {
+        matches!(self, Tok::Punct(q) if *q == p)
+    }
+
+    /// Whether this is the word `w` (a keyword or a name).
+    pub fn is_word(&self, w: &str) -> bool {
+        matches!(self, Tok::Ident(s) if s == w)
+    }
+
+    /// The word this is, if it is one.
+    pub fn word(&self) -> Option<&str> {
+        match self {
+            Tok::Ident(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl Token {
+    /// Whether this is the punctuation `p`.
+    pub fn is_punct(&self, p: &str) -> bool {
+        self.tok.is_punct(p)
+    }
+
+    /// Whether this is the word `w` (a keyword or a name).
+    pub fn is_word(&self, w: &str) -> bool {
+        self.tok.is_word(w)
+    }
+
+    /// The word this is, if it is one.
+    pub fn word(&self) -> Option<&str> {
+        self.tok.word()
+    }
+}
+
+/// The same questions of a position that may be past the end (`tokens.get(i)`), where the
+/// answer is `false` or `None`: the passes that rewrite tokens (`preprocess.rs`, `template.rs`,
+/// `coop.rs`) and the parser all read tokens through these, one set of helpers.
+pub trait TokenAt<'a> {
+    fn is_punct(&self, p: &str) -> bool;
+    fn is_word(&self, w: &str) -> bool;
+    fn word(self) -> Option<&'a str>;
+}
+
+impl<'a> TokenAt<'a> for Option<&'a Token> {
+    fn is_punct(&self, p: &str) -> bool {
+        self.is_some_and(|t| t.is_punct(p))
+    }
+
+    fn is_word(&self, w: &str) -> bool {
+        self.is_some_and(|t| t.is_word(w))
+    }
+
+    fn word(self) -> Option<&'a str> {
+        self.and_then(|t| t.word())
+    }
+}
+
+impl<'a> TokenAt<'a> for Option<&'a Tok> {
+    fn is_punct(&self, p: &str) -> bool {
+        self.is_some_and(|t| t.is_punct(p))
+    }
+
+    fn is_word(&self, w: &str) -> bool {
+        self.is_some_and(|t| t.is_word(w))
+    }
+
+    fn word(self) -> Option<&'a str> {
+        self.and_then(|t| t.word())
+    }
 }
 
 /// Longest first, so `<<=` wins over `<<` and `<`.

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::ast::{self, BinaryOp, Scalar, StructDef, Type};
-use super::lexer::{Tok, Token, describe};
+use super::lexer::{Tok, Token, TokenAt, describe};
 use super::syntax::*;
 use crate::diag::suggest;
 use crate::diag::{Diagnostic, Span};
@@ -155,15 +155,15 @@ impl Parser<'_> {
     }
 
     fn is(&self, p: &str) -> bool {
-        matches!(self.peek(), Some(Tok::Punct(q)) if *q == p)
+        self.peek().is_punct(p)
     }
 
     fn is_at(&self, ahead: usize, p: &str) -> bool {
-        matches!(self.peek_at(ahead), Some(Tok::Punct(q)) if *q == p)
+        self.peek_at(ahead).is_punct(p)
     }
 
     fn is_word(&self, w: &str) -> bool {
-        matches!(self.peek(), Some(Tok::Ident(s)) if s == w)
+        self.peek().is_word(w)
     }
 
     fn eat(&mut self, p: &str) -> bool {
@@ -856,7 +856,7 @@ impl Parser<'_> {
                 .help("a struct in device code needs no destructor: remove it")
                 .outside_subset("destructors"));
         }
-        let is_ctor = matches!(self.peek(), Some(Tok::Ident(w)) if *w == def.name) && self.is_at(1, "(");
+        let is_ctor = self.peek().is_word(&def.name) && self.is_at(1, "(");
         let (ret, name, name_span) = if is_ctor {
             let (name, span) = self.ident("the constructor's name")?;
             (struct_type(def.clone(), span), name, span)

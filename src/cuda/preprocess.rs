@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::ast::Scalar;
-use super::lexer::{Directive, Tok, Token};
+use super::lexer::{Directive, Tok, Token, TokenAt};
 use crate::diag::{Diagnostic, SourceId, Span};
 
 /// A macro: its parameters when it is function-like, and its body.
@@ -69,7 +69,6 @@ struct Cond {
 /// and spells `__restrict` (nvcc's other spelling) `__restrict__`. The GPU backend compiles the
 /// text as written, so nothing is lost there.
 pub fn strip_decorations(tokens: Vec<Token>) -> Vec<Token> {
-    let is = |t: Option<&Token>, p: &str| matches!(t.map(|t| &t.tok), Some(Tok::Punct(q)) if *q == p);
     // The index past the bracket that closes the one at `open`.
     let closing = |open: usize, o: &str, c: &str| {
         let mut depth = 0usize;
@@ -98,14 +97,14 @@ pub fn strip_decorations(tokens: Vec<Token>) -> Vec<Token> {
             continue;
         }
         match &t.tok {
-            Tok::Ident(w) if w == "__attribute__" && is(tokens.get(i + 1), "(") => {
+            Tok::Ident(w) if w == "__attribute__" && tokens.get(i + 1).is_punct("(") => {
                 if let Some(end) = closing(i + 1, "(", ")") {
                     i = end;
                     continue;
                 }
             }
             Tok::Ident(w) if w == "extern" && matches!(tokens.get(i + 1).map(|t| &t.tok), Some(Tok::Str(_))) => {
-                if is(tokens.get(i + 2), "{") {
+                if tokens.get(i + 2).is_punct("{") {
                     if let Some(end) = closing(i + 2, "{", "}") {
                         drop_close.push(end - 1);
                         i += 3;
@@ -121,9 +120,9 @@ pub fn strip_decorations(tokens: Vec<Token>) -> Vec<Token> {
                 i += 1;
                 continue;
             }
-            Tok::Punct("[") if is(tokens.get(i + 1), "[") => {
+            Tok::Punct("[") if tokens.get(i + 1).is_punct("[") => {
                 if let Some(end) = closing(i, "[", "]")
-                    && is(tokens.get(end - 2), "]")
+                    && tokens.get(end - 2).is_punct("]")
                 {
                     i = end;
                     continue;
