@@ -10,6 +10,7 @@ use crate::render::Style;
 use crate::render::style::Theme;
 use crate::repl;
 use crate::replay;
+use crate::runner;
 use crate::session::{self, Options};
 
 pub fn run(cli: Cli) -> ExitCode {
@@ -120,7 +121,7 @@ fn replay_cmd(args: &ReplayArgs, options: &Options) -> io::Result<ExitCode> {
         .collect();
     for e in lesson::course::duplicate_numbers(&numbered) {
         writeln!(out, "{} {e}", options.style.error("error:"))?;
-        let mut r = replay::ScriptResult::new(e.path.clone().into());
+        let mut r = runner::ScriptResult::new(e.path.clone().into());
         r.errors = 1;
         r.failures.push(e.to_string());
         results.push(r);
@@ -189,7 +190,7 @@ fn replay_lesson(
     options: &Options,
     quiet: bool,
     out: &mut dyn Write,
-) -> io::Result<replay::ScriptResult> {
+) -> io::Result<runner::ScriptResult> {
     let shown = path.display().to_string();
     let parsed = read_lesson(path);
     // The lesson's own course, for `:lesson` and `:lessons` in its blocks (not the built-in one).
@@ -200,7 +201,7 @@ fn replay_lesson(
     match parsed {
         Ok(l) => {
             // Each language the lesson is written in, one after the other, as one result.
-            let mut all: Option<replay::ScriptResult> = None;
+            let mut all: Option<runner::ScriptResult> = None;
             for lang in replay::lesson::languages(&l, options) {
                 let options = &Options { lang: Some(lang), ..options.clone() };
                 let r = replay::lesson::run_lesson(&l, options, replay::lesson::Mode::Replay, quiet, out)?;
@@ -217,7 +218,7 @@ fn replay_lesson(
         Err(e) => {
             writeln!(out, "{} {e}", options.style.error("error:"))?;
             writeln!(out, "{} {shown}", options.style.error("FAIL"))?;
-            let mut r = replay::ScriptResult::new(path.to_path_buf());
+            let mut r = runner::ScriptResult::new(path.to_path_buf());
             r.errors = 1;
             r.failures.push(e.to_string());
             Ok(r)
@@ -337,7 +338,7 @@ fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, how: DevCheck) 
     let mut results = Vec::new();
     for e in &problems {
         eprintln!("{} {e}", options.style.error("error:"));
-        let mut r = replay::ScriptResult::new(e.path.clone().into());
+        let mut r = runner::ScriptResult::new(e.path.clone().into());
         r.errors = 1;
         r.failures.push(e.to_string());
         results.push(r);
@@ -346,7 +347,7 @@ fn dev_check(dir: Option<std::path::PathBuf>, options: &Options, how: DevCheck) 
     let mut skipped = 0;
     let exercises: usize = course.lessons.iter().map(|l| l.exercises().count()).sum();
     // A lesson's languages ran as separate jobs, next to each other: one result each lesson.
-    let mut merged: Vec<replay::ScriptResult> = Vec::new();
+    let mut merged: Vec<runner::ScriptResult> = Vec::new();
     for ((l, _), (buf, r)) in jobs.iter().zip(reports) {
         out.write_all(&buf)?;
         let r = r?;

@@ -3,7 +3,9 @@
 //!
 //! `sim` (the CPU simulator, `backend/sim/`) runs everywhere and explains races and
 //! out-of-bounds accesses; `gpu` (NVRTC and the CUDA driver in a supervised worker process) runs
-//! the real thing. The session never knows which one it talks to beyond [`Backend::kind`].
+//! the real thing. A launch goes through [`Backend`] whichever runs it; the session also keeps
+//! the simulator at hand beside the GPU for what only it can do (`:map`, `:why`, `:race`'s
+//! reference run, the cost model), whichever backend runs launches.
 
 pub mod gpu;
 pub mod sim;
@@ -57,7 +59,7 @@ impl fmt::Display for BackendKind {
 /// Why a backend could not do what it was asked.
 #[derive(Debug, Error)]
 pub enum BackendError {
-    /// The kernel uses something this backend cannot run (e.g. templates on the simulator).
+    /// The kernel uses something this backend cannot run (e.g. `float4` on the simulator).
     #[error("{}", .0.message)]
     Unsupported(Diagnostic),
     /// The launch could not start: a limit of this backend or device.

@@ -10,17 +10,27 @@
 //! items are kept as parse trees with macros already expanded, so redefining a macro affects
 //! later snippets only (as re-running a C file top to bottom would), not code added before it.
 //!
-//! On the GPU backend, code outside the simulator's subset (templates, structs, vector types,
-//! anything NVRTC compiles) is kept as *GPU-only* items ([`GpuOnly`]): the front end's error
-//! says which construct it met, [`sketch`] reads what the item defines and each kernel's
-//! signature, and NVRTC is the judge of the rest. An item that uses a GPU-only item is GPU-only
-//! too. The simulator refuses to launch GPU-only kernels, naming the construct.
+//! Structs, and function and struct templates (instantiated here, `template.rs`), are part of
+//! the subset: they run on both backends. On the GPU backend, code outside the subset (vector
+//! types such as `float4`, template argument deduction, intrinsics such as `__ldg`, anything
+//! else NVRTC compiles) is kept as *GPU-only* items ([`GpuOnly`]): the front end's error says
+//! which construct it met, [`sketch`] reads what the item defines and each kernel's signature,
+//! and NVRTC is the judge of the rest. An item that uses a GPU-only item is GPU-only too. The
+//! simulator refuses to launch GPU-only kernels, naming the construct.
+//!
+//! The front end runs in passes: `lexer.rs` (tokens; preprocessor lines read as directives),
+//! `preprocess.rs` (macros and `#if`), `template.rs` and `coop.rs` (templates and cooperative
+//! groups, rewritten on tokens), `parser.rs` (the untyped tree of `syntax.rs`) and `check/`
+//! (types and C's conversions, to the typed [`ast`]); `fold.rs` folds a constant expression
+//! while it is still tokens, for `#if` and for a template's value arguments.
 
 pub mod ast;
 pub mod check;
 pub mod coop;
+pub mod fold;
 pub mod lexer;
 pub mod parser;
+pub mod preprocess;
 pub mod sketch;
 pub mod syntax;
 pub mod template;
@@ -191,7 +201,7 @@ pub struct ModuleItem {
     pub span: Span,
     syntax: Option<syntax::Item>,
     /// For `#define`: the macro, expanded again in every later snippet.
-    define_body: lexer::Macro,
+    define_body: preprocess::Macro,
     /// Set for items only the GPU runs (they have no parse tree).
     gpu_only: Option<GpuOnly>,
     /// Set for a function or struct template, or a struct template's full specialisation (it
@@ -254,7 +264,7 @@ impl ModuleItem {
         self.syntax = None;
         self.template = None;
         self.instances = Vec::new();
-        self.define_body = lexer::Macro::default();
+        self.define_body = preprocess::Macro::default();
         self
     }
 }
@@ -417,13 +427,13 @@ impl Module {
             };
             return Err(vec![d]);
         };
-        let mut defines: HashMap<String, lexer::Macro> = lexer::predefined(span.source).into_iter().collect();
+        let mut defines: HashMap<String, preprocess::Macro> = preprocess::predefined(span.source).into_iter().collect();
         for item in self.items.iter().filter(|i| i.kind == ItemKind::Define) {
             defines.insert(item.name.clone(), item.define_body.clone());
         }
         let mut expanded = Vec::new();
         for a in args {
-            expanded.push(lexer::expand(a, &mut defines).map_err(|d| vec![d])?.0);
+            expanded.push(preprocess::expand(a, &mut defines).map_err(|d| vec![d])?.0);
         }
         let inst = template::instance(name, &t.params, expanded, span).map_err(|d| vec![d])?;
         let instance = inst.name.clone();
@@ -570,7 +580,7 @@ impl Module {
                         text: text[piece.lo..piece.hi].to_string(),
                         span: Span::new(source, piece.lo, piece.hi),
                         syntax: None,
-                        define_body: lexer::Macro::default(),
+                        define_body: preprocess::Macro::default(),
                         gpu_only: Some(GpuOnly::new(&piece, source, 0, construct, at)),
                         template: None,
                         instances: Vec::new(),
@@ -590,7 +600,7 @@ impl Module {
     /// the macros and typedefs of `context`.
     fn parse(&self, context: &[ModuleItem], source: SourceId, text: &str) -> Result<Vec<ModuleItem>, Diagnostic> {
         let tokens = lexer::lex(source, text)?;
-        let mut defines: HashMap<String, lexer::Macro> = lexer::predefined(source).into_iter().collect();
+        let mut defines: HashMap<String, preprocess::Macro> = preprocess::predefined(source).into_iter().collect();
         let mut typedefs = HashMap::new();
         for item in context {
             match (&item.kind, &item.syntax) {
@@ -603,13 +613,13 @@ impl Module {
                 _ => {}
             }
         }
-        let (tokens, new_defines) = lexer::expand(tokens, &mut defines)?;
+        let (tokens, new_defines) = preprocess::expand(tokens, &mut defines)?;
         let earlier: Vec<&str> = context
             .iter()
             .filter(|i| i.kind == ItemKind::Typedef && i.syntax.is_none() && i.gpu_only.is_none())
             .map(|i| i.text.as_str())
             .collect();
-        let tokens = lexer::strip_decorations(tokens);
+        let tokens = preprocess::strip_decorations(tokens);
         let (tokens, namespaces) = coop::rewrite(tokens, &earlier)?;
         let (tokens, mut templates) = template::extract(tokens)?;
         let mut known = template_params(context);
@@ -653,7 +663,7 @@ impl Module {
                 text: slice(n.span),
                 span: n.span,
                 syntax: None,
-                define_body: lexer::Macro::default(),
+                define_body: preprocess::Macro::default(),
                 gpu_only: None,
                 template: None,
                 instances: Vec::new(),
@@ -698,7 +708,7 @@ impl Module {
                 text: slice(t.span),
                 span: t.span,
                 syntax: None,
-                define_body: lexer::Macro::default(),
+                define_body: preprocess::Macro::default(),
                 gpu_only: None,
                 template: Some(Box::new(t)),
                 instances: Vec::new(),
@@ -724,7 +734,7 @@ impl Module {
                 text: if is_member { String::new() } else { slice(item.span) },
                 span: item.span,
                 syntax: Some(item),
-                define_body: lexer::Macro::default(),
+                define_body: preprocess::Macro::default(),
                 gpu_only: None,
                 template: None,
                 instances: mine,

@@ -6,6 +6,7 @@
 //! under the line the learner wrote, never under generated code.
 
 pub mod suggest;
+pub mod text;
 
 use std::io::{self, Write};
 

@@ -20,7 +20,7 @@ fn compile_cache() -> String {
         Some(dir) => {
             let (entries, bytes) = cache::usage(&dir);
             let plural = if entries == 1 { "entry" } else { "entries" };
-            format!("{} ({entries} {plural}, {})", dir.display(), crate::render::text::human_bytes(bytes))
+            format!("{} ({entries} {plural}, {})", dir.display(), crate::diag::text::human_bytes(bytes))
         }
         None => "none (this platform has no cache folder)".into(),
     }

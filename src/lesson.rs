@@ -10,7 +10,6 @@
 //!   `:check`, and for `replay/lesson.rs`, which walks a lesson without a learner);
 //! - [`lang`] shows a lesson in the learner's language: its Python twins or its CUDA C;
 //! - [`progress`] remembers where the learner is, written atomically;
-//! - [`prose`] renders Markdown for the terminal;
 //! - [`guide`] is the guided mode's state behind `:lesson`, `:next`, `:hint`, `:check` ..., added
 //!   to a session through its extension point ([`session`] makes one with them installed).
 
@@ -23,13 +22,22 @@ pub mod lang;
 pub mod mutants;
 pub mod parse;
 pub mod progress;
-pub mod prose;
 
 use std::fmt;
 
 pub use crate::session::Lang;
 pub use course::Course;
 pub use guide::{Lessons, guide_of};
+
+use crate::session::command::CommandSpec;
+use crate::session::dispatch;
+
+/// Every `:` command of a session with the lesson guide installed, in `:help`'s order: the
+/// session's and the guide's. What the prompt completes and colours (the REPL always installs
+/// the guide), what lesson prose colours, and what a lesson's blocks are checked against.
+pub fn commands() -> Vec<&'static CommandSpec> {
+    dispatch::listing(guide::COMMANDS)
+}
 pub use parse::parse;
 
 /// A session with the lesson commands installed (`:lesson`, `:next`, `:check` ...), and the

@@ -6,12 +6,14 @@
 //! - data: [`dtype`], [`buffer`], [`value`], [`finding`], [`launch`] (a launch and its report)
 //!   and [`cost`] (the cost model's figures and arithmetic, and the reference GPUs);
 //! - [`cuda`]: the CUDA C front end (lexer, parser, checker to a typed AST);
-//! - [`render`]: arrays, findings, tables and colours, written to any `impl Write`;
 //! - [`backend`] (`sim`, the CPU simulator with findings and the cost counter; `gpu`, NVRTC and
 //!   the CUDA driver in a supervised worker process) and [`script`] (the session language:
 //!   inputs, statements, built-ins, the token classifier);
+//! - [`render`]: arrays, findings, tables, Markdown and colours, written to any `impl Write`;
 //! - [`session`]: evaluates inputs, owns buffers and kernels, runs the `:` commands, and takes
 //!   extensions from above;
+//! - [`runner`]: the one input runner (echo, evaluate, tally), for the prompt's piped stdin,
+//!   scripts and lessons alike;
 //! - [`lesson`]: the guided course (lesson files, checks, progress, the guide as an extension);
 //! - [`replay`]: scripts and lessons run without a learner, on one input runner;
 //! - [`repl`]: the interactive prompt (reedline): multi-line input, colours, completion, history;
@@ -33,6 +35,7 @@ pub mod python;
 pub mod render;
 pub mod repl;
 pub mod replay;
+pub mod runner;
 pub mod script;
 pub mod session;
 pub mod value;

@@ -6,9 +6,12 @@ pub mod array;
 pub mod cost;
 pub mod findings;
 pub mod handout;
+pub mod info;
 pub mod launch;
 pub mod map;
+pub mod markdown;
 pub mod pager;
+pub mod profile;
 pub mod race;
 pub mod style;
 pub mod text;
@@ -105,4 +108,14 @@ pub fn signature(f: &Function) -> String {
         })
         .collect();
     format!("{name}({})", params.join(", "))
+}
+
+/// A table that wraps its cells to fit `width` columns: the tables of `:buffers`, `:device`,
+/// `:kernels` and `:info`.
+pub fn fitted_table(width: usize) -> comfy_table::Table {
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+    t.set_width(width.min(u16::MAX as usize) as u16);
+    t
 }

@@ -33,8 +33,8 @@ use crate::cuda::ast::FuncKind;
 use crate::lesson::guide::{Guide, Question};
 use crate::lesson::progress::Store;
 use crate::lesson::{Course, LessonError, Lessons, guide_of};
-use crate::replay::ScriptResult;
-use crate::replay::runner::{Expect, Runner};
+use crate::runner::ScriptResult;
+use crate::runner::{Expect, Runner};
 use crate::script;
 use crate::session::{self, Options, Session, Status};
 
@@ -96,11 +96,6 @@ impl Names {
                 .unwrap_or_default(),
         }
     }
-}
-
-/// Every `:` command at the prompt: the session's and the lessons', which the REPL always installs.
-pub fn all_commands() -> Vec<&'static crate::session::command::CommandSpec> {
-    crate::session::command::listing(crate::lesson::guide::COMMANDS)
 }
 
 /// The line editor when stdin and stdout are terminals, line by line otherwise.
@@ -433,7 +428,7 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
 
 /// One line on stderr, rewritten in place while a long launch runs, and cleared when it ends.
 fn show_progress(p: crate::backend::sim::Progress) {
-    use crate::render::text::thousands;
+    use crate::diag::text::thousands;
     let mut err = io::stderr().lock();
     let _ = if p.done {
         write!(err, "\r\x1b[2K")

@@ -2,20 +2,20 @@
 //! the outcome into an exit code and, for CI systems, a JUnit report.
 //!
 //! Each script runs in a fresh session, so scripts never depend on the order they run in.
-//! [`runner`] runs the inputs (the same runner serves lessons and piped stdin), [`lesson`]
+//! `crate::runner` runs the inputs (the same runner serves lessons and piped stdin), [`lesson`]
 //! walks a lesson file for `replay` and `dev check`, [`compare`] runs scripts on both backends.
 
 pub mod compare;
 pub mod lesson;
 pub mod python;
-pub mod runner;
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::runner::ScriptResult;
+use crate::runner::{Expect, Runner};
 use crate::session::Options;
-use runner::{Expect, Runner};
 
 /// `work` on each of `items` on `workers` named threads (`{name}-1` ...), each taking the next
 /// item when it is done with one; the results come back in the order of `items`. Threads are
@@ -52,71 +52,6 @@ pub fn parallel<T: Sync, R: Send>(
     })?;
     let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     Ok(results.into_iter().map(|r| r.expect("every item was taken by a worker")).collect())
-}
-
-/// What happened to one script.
-#[derive(Clone, Debug)]
-pub struct ScriptResult {
-    pub path: PathBuf,
-    pub inputs: usize,
-    pub expects_failed: usize,
-    pub errors: usize,
-    /// Each input that failed, echoed with its output (plain text), for reports.
-    pub failures: Vec<String>,
-    pub elapsed: Duration,
-    /// A lesson's steps, each its own test case in the JUnit report; empty for a script, which
-    /// is one test case.
-    pub cases: Vec<Case>,
-}
-
-/// One test case of a JUnit report: a step of a lesson.
-#[derive(Clone, Debug)]
-pub struct Case {
-    pub name: String,
-    pub failures: Vec<String>,
-    pub elapsed: Duration,
-    /// Why it did not run (a lesson that needs a GPU, without one).
-    pub skipped: Option<String>,
-}
-
-impl Case {
-    pub fn new(name: String) -> Case {
-        Case { name, failures: Vec::new(), elapsed: Duration::ZERO, skipped: None }
-    }
-}
-
-impl ScriptResult {
-    /// Add `other`'s inputs, failures and cases to this one: the same lesson run again in its
-    /// other language is one result.
-    pub fn absorb(&mut self, other: ScriptResult) {
-        self.inputs += other.inputs;
-        self.expects_failed += other.expects_failed;
-        self.errors += other.errors;
-        self.failures.extend(other.failures);
-        self.elapsed += other.elapsed;
-        self.cases.extend(other.cases);
-    }
-
-    pub fn new(path: PathBuf) -> ScriptResult {
-        ScriptResult {
-            path,
-            inputs: 0,
-            expects_failed: 0,
-            errors: 0,
-            failures: Vec::new(),
-            elapsed: Duration::ZERO,
-            cases: Vec::new(),
-        }
-    }
-
-    pub fn passed(&self) -> bool {
-        self.expects_failed == 0 && self.errors == 0
-    }
-
-    /// Every case was skipped (a lesson that needs a GPU, without one).
-    pub fn skipped(&self) -> bool {
-        !self.cases.is_empty() && self.cases.iter().all(|c| c.skipped.is_some())
-    }
 }
 
 /// A problem with the command line itself: exit status 2.

@@ -2,8 +2,9 @@
 //!
 //! The rooms: `pipeline.rs` (an input from text to its effect), `backend.rs` (where launches
 //! run), `launch.rs` (checking and running a launch statement), `cost.rs` (the `cost` statement
-//! and the cost views), `views.rs` (`:race`, `:map`, `:why`, `:time`), `command.rs` (the `:`
-//! commands), `extension.rs` (how `lesson` adds its commands), `state.rs` (reset, save, restore),
+//! and the cost views), `views.rs` (`:race`, `:map`, `:why`, `:time`), `command.rs` (what a `:`
+//! command is, defined once), `dispatch.rs` (running a `:` line, `:help`), `settings.rs` (the
+//! settings, listings and views), `files.rs` (`:load`, `:save`, `:export`), `extension.rs` (how `lesson` adds its commands), `state.rs` (reset, save, restore),
 //! `symbols.rs` (`__constant__` variables set from statements).
 //!
 //! The REPL, `replay` and lessons all feed inputs through the same `eval`, so a statement means
@@ -14,11 +15,14 @@
 mod backend;
 pub mod command;
 mod cost;
+pub mod dispatch;
 mod extension;
+pub mod files;
 pub mod host_python;
 mod launch;
 mod pipeline;
 mod python;
+mod settings;
 mod state;
 mod symbols;
 mod views;

@@ -115,7 +115,7 @@ impl fmt::Display for Schedule {
     }
 }
 
-/// The simulator's settings (the session's `:sim` command changes them).
+/// The simulator's settings (the session's `:seed`, `:schedule` and `:max-steps` change them).
 #[derive(Clone, Debug)]
 pub struct SimConfig {
     pub seed: u64,
@@ -273,9 +273,9 @@ impl Backend for SimBackend {
                 spec.kernel,
                 spec.grid,
                 spec.block,
-                crate::render::text::thousands(spec.total_threads()),
-                crate::render::text::thousands(warps),
-                crate::render::text::thousands(self.config.max_steps),
+                crate::diag::text::thousands(spec.total_threads()),
+                crate::diag::text::thousands(warps),
+                crate::diag::text::thousands(self.config.max_steps),
             )));
         }
         let kernel = self.kernel(module, &spec.kernel)?;

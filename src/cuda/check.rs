@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::ast::*;
-use super::syntax::{self, BinOp, Decl, Init, ItemKind, Storage, TypeName, UnOp};
+use super::syntax::{self, Decl, Init, ItemKind, Storage, TypeName, UnOp};
 use crate::diag::suggest;
 use crate::diag::{Diagnostic, Span};
 

@@ -14,24 +14,13 @@
 use std::collections::HashMap;
 
 use super::ast::Scalar;
-use super::lexer::{Tok, Token};
+use super::lexer::{Tok, Token, TokenAt};
 use crate::diag::{Diagnostic, Span};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Handle {
     Block,
     Tile(u64),
-}
-
-fn is_p(t: Option<&Token>, p: &str) -> bool {
-    matches!(t.map(|t| &t.tok), Some(Tok::Punct(q)) if *q == p)
-}
-
-fn word(t: Option<&Token>) -> Option<&str> {
-    match t.map(|t| &t.tok) {
-        Some(Tok::Ident(w)) => Some(w.as_str()),
-        _ => None,
-    }
 }
 
 fn outside(span: Span, what: &str) -> Diagnostic {
@@ -107,11 +96,11 @@ fn qualify(
     while i < tokens.len() {
         let t = &tokens[i];
         // namespace cg = cooperative_groups ;
-        if word(Some(t)) == Some("namespace")
-            && let Some(alias) = word(tokens.get(i + 1))
-            && is_p(tokens.get(i + 2), "=")
-            && word(tokens.get(i + 3)) == Some("cooperative_groups")
-            && is_p(tokens.get(i + 4), ";")
+        if t.word() == Some("namespace")
+            && let Some(alias) = tokens.get(i + 1).word()
+            && tokens.get(i + 2).is_punct("=")
+            && tokens.get(i + 3).word() == Some("cooperative_groups")
+            && tokens.get(i + 4).is_punct(";")
         {
             aliases.push(alias.to_string());
             lines.push(NamespaceLine { name: alias.to_string(), span: t.span.to(tokens[i + 4].span) });
@@ -119,11 +108,11 @@ fn qualify(
             continue;
         }
         // using namespace X ;
-        if word(Some(t)) == Some("using") && word(tokens.get(i + 1)) == Some("namespace") {
-            let name = word(tokens.get(i + 2)).unwrap_or("");
+        if t.word() == Some("using") && tokens.get(i + 1).word() == Some("namespace") {
+            let name = tokens.get(i + 2).word().unwrap_or("");
             using |= aliases.iter().any(|a| a == name);
             let mut j = i + 2;
-            while j < tokens.len() && !is_p(tokens.get(j), ";") {
+            while j < tokens.len() && !tokens.get(j).is_punct(";") {
                 j += 1;
             }
             let end = tokens.get(j).unwrap_or(&tokens[tokens.len() - 1]).span;
@@ -131,20 +120,20 @@ fn qualify(
             i = j + 1;
             continue;
         }
-        if let Some(w) = word(Some(t))
+        if let Some(w) = t.word()
             && aliases.iter().any(|a| a == w)
-            && is_p(tokens.get(i + 1), "::")
-            && let Some(name) = word(tokens.get(i + 2))
+            && tokens.get(i + 1).is_punct("::")
+            && let Some(name) = tokens.get(i + 2).word()
         {
             out.push(Token { tok: Tok::Ident(format!("cg::{name}")), span: t.span.to(tokens[i + 2].span) });
             i += 3;
             continue;
         }
         if using
-            && let Some(w) = word(Some(t))
+            && let Some(w) = t.word()
             && NAMES.contains(&w)
-            && !is_p(out.last(), ".")
-            && !is_p(out.last(), "->")
+            && !out.last().is_punct(".")
+            && !out.last().is_punct("->")
         {
             out.push(Token { tok: Tok::Ident(format!("cg::{w}")), span: t.span });
             i += 1;
@@ -159,7 +148,7 @@ fn qualify(
 /// A handle type starting at `i` (`cg::thread_block`, `cg::thread_block_tile<N>`), with the
 /// index just past it.
 fn handle_type(tokens: &[Token], i: usize) -> Result<Option<(Handle, usize)>, Diagnostic> {
-    match word(tokens.get(i)) {
+    match tokens.get(i).word() {
         Some("cg::thread_block") => Ok(Some((Handle::Block, i + 1))),
         Some("cg::thread_block_tile") => {
             let n = tile_size(tokens, i + 1, tokens[i].span)?;
@@ -175,7 +164,7 @@ fn handle_type(tokens: &[Token], i: usize) -> Result<Option<(Handle, usize)>, Di
 /// `<N>` at `i`: the tile size, a power of two up to 32, and the index past the `>`.
 fn tile_size(tokens: &[Token], i: usize, at: Span) -> Result<(u64, usize), Diagnostic> {
     let n = match (tokens.get(i), tokens.get(i + 1), tokens.get(i + 2)) {
-        (Some(a), Some(Token { tok: Tok::Int(n, _), .. }), Some(c)) if is_p(Some(a), "<") && is_p(Some(c), ">") => *n,
+        (Some(a), Some(Token { tok: Tok::Int(n, _), .. }), Some(c)) if a.is_punct("<") && c.is_punct(">") => *n,
         _ => {
             return Err(Diagnostic::error("a tile needs its size as a number, e.g. `thread_block_tile<32>`")
                 .at(at)
@@ -193,13 +182,13 @@ fn tile_size(tokens: &[Token], i: usize, at: Span) -> Result<(u64, usize), Diagn
 /// The value a handle is initialised with: `cg::this_thread_block()` or
 /// `cg::tiled_partition<N>(parent)`.
 fn initialiser(tokens: &[Token], i: usize) -> Result<Option<(Handle, usize)>, Diagnostic> {
-    match word(tokens.get(i)) {
-        Some("cg::this_thread_block") if is_p(tokens.get(i + 1), "(") && is_p(tokens.get(i + 2), ")") => {
+    match tokens.get(i).word() {
+        Some("cg::this_thread_block") if tokens.get(i + 1).is_punct("(") && tokens.get(i + 2).is_punct(")") => {
             Ok(Some((Handle::Block, i + 3)))
         }
         Some("cg::tiled_partition") => {
             let (n, mut j) = tile_size(tokens, i + 1, tokens[i].span)?;
-            if !is_p(tokens.get(j), "(") {
+            if !tokens.get(j).is_punct("(") {
                 return Ok(None);
             }
             let mut depth = 0usize;
@@ -231,20 +220,20 @@ fn declarations(tokens: Vec<Token>) -> Result<(Vec<Token>, HashMap<String, Handl
     let mut i = 0;
     while i < tokens.len() {
         let t = &tokens[i];
-        let konst = word(Some(t)) == Some("const");
+        let konst = t.word() == Some("const");
         let at = if konst { i + 1 } else { i };
-        let auto = word(tokens.get(at)) == Some("auto");
+        let auto = tokens.get(at).word() == Some("auto");
         let typed = if auto { None } else { handle_type(&tokens, at)? };
         if typed.is_some() || auto {
             let after_type = typed.map_or(at + 1, |(_, j)| j);
-            let amp = is_p(tokens.get(after_type), "&");
+            let amp = tokens.get(after_type).is_punct("&");
             let name_at = after_type + amp as usize;
-            if let Some(name) = word(tokens.get(name_at)) {
+            if let Some(name) = tokens.get(name_at).word() {
                 let name = name.to_string();
                 // A parameter: `cg::thread_block_tile<32> g` after `(` or `,`, before `,` or `)`.
                 if let Some((h, _)) = typed
-                    && (is_p(out.last(), "(") || is_p(out.last(), ","))
-                    && (is_p(tokens.get(name_at + 1), ",") || is_p(tokens.get(name_at + 1), ")"))
+                    && (out.last().is_punct("(") || out.last().is_punct(","))
+                    && (tokens.get(name_at + 1).is_punct(",") || tokens.get(name_at + 1).is_punct(")"))
                 {
                     handles.insert(name.clone(), h);
                     out.push(Token { tok: Tok::Ident("int".into()), span: tokens[at].span });
@@ -253,9 +242,9 @@ fn declarations(tokens: Vec<Token>) -> Result<(Vec<Token>, HashMap<String, Handl
                     continue;
                 }
                 // A local: `cg::thread_block cta = cg::this_thread_block();`
-                if is_p(tokens.get(name_at + 1), "=")
+                if tokens.get(name_at + 1).is_punct("=")
                     && let Some((h, end)) = initialiser(&tokens, name_at + 2)?
-                    && is_p(tokens.get(end), ";")
+                    && tokens.get(end).is_punct(";")
                     && typed.is_none_or(|(k, _)| k == h)
                 {
                     handles.insert(name, h);
@@ -389,12 +378,12 @@ fn uses(tokens: Vec<Token>, handles: &HashMap<String, Handle>) -> Result<Vec<Tok
     let mut i = 0;
     while i < tokens.len() {
         let t = &tokens[i];
-        let w = word(Some(t));
+        let w = t.word();
         // cg::sync(cta)
         if w == Some("cg::sync") {
             let Some((args, end)) = call_args(&tokens, i + 1) else { return Err(outside(t.span, "`cg::sync`")) };
             let h = match &args[..] {
-                [a] if a.len() == 1 => word(a.first()).and_then(|n| handles.get(n)).copied(),
+                [a] if a.len() == 1 => a.first().word().and_then(|n| handles.get(n)).copied(),
                 _ => None,
             };
             let Some(h) = h else { return Err(outside(t.span, "`cg::sync` of this group")) };
@@ -406,11 +395,11 @@ fn uses(tokens: Vec<Token>, handles: &HashMap<String, Handle>) -> Result<Vec<Tok
         // (After a type word it is the parameter `int g` that stands for the handle.)
         if let Some(name) = w
             && let Some(&h) = handles.get(name)
-            && !is_p(out.last(), ".")
+            && !out.last().is_punct(".")
             && !matches!(out.last().map(|t: &Token| &t.tok), Some(Tok::Ident(_)))
         {
-            if is_p(tokens.get(i + 1), ".")
-                && let Some(method) = word(tokens.get(i + 2))
+            if tokens.get(i + 1).is_punct(".")
+                && let Some(method) = tokens.get(i + 2).word()
                 && let Some((args, end)) = call_args(&tokens, i + 3)
             {
                 let span = t.span.to(tokens[end - 1].span);
@@ -418,8 +407,8 @@ fn uses(tokens: Vec<Token>, handles: &HashMap<String, Handle>) -> Result<Vec<Tok
                 i = end;
                 continue;
             }
-            if (is_p(out.last(), "(") || is_p(out.last(), ","))
-                && (is_p(tokens.get(i + 1), ",") || is_p(tokens.get(i + 1), ")"))
+            if (out.last().is_punct("(") || out.last().is_punct(","))
+                && (tokens.get(i + 1).is_punct(",") || tokens.get(i + 1).is_punct(")"))
             {
                 out.push(Token { tok: Tok::Int(0, Scalar::I32), span: t.span });
                 i += 1;

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 
 use std::sync::Arc;
 
-use super::ast::{self, Scalar, StructDef, Type};
-use super::lexer::{Tok, Token, describe};
+use super::ast::{self, BinaryOp, Scalar, StructDef, Type};
+use super::lexer::{Tok, Token, TokenAt, describe};
 use super::syntax::*;
 use crate::diag::suggest;
 use crate::diag::{Diagnostic, Span};
@@ -155,15 +155,15 @@ impl Parser<'_> {
     }
 
     fn is(&self, p: &str) -> bool {
-        matches!(self.peek(), Some(Tok::Punct(q)) if *q == p)
+        self.peek().is_punct(p)
     }
 
     fn is_at(&self, ahead: usize, p: &str) -> bool {
-        matches!(self.peek_at(ahead), Some(Tok::Punct(q)) if *q == p)
+        self.peek_at(ahead).is_punct(p)
     }
 
     fn is_word(&self, w: &str) -> bool {
-        matches!(self.peek(), Some(Tok::Ident(s)) if s == w)
+        self.peek().is_word(w)
     }
 
     fn eat(&mut self, p: &str) -> bool {
@@ -536,7 +536,7 @@ impl Parser<'_> {
                 // On a variable, `constexpr` is a `const` whose value is known (the checker
                 // requires that of a file-scope constant anyway); on a function it adds nothing.
                 "constexpr" => constexpr = true,
-                // (`extern "C"` was taken out with the other decorations: `lexer::strip_decorations`.)
+                // (`extern "C"` was taken out with the other decorations: `preprocess::strip_decorations`.)
                 "extern" => extern_ = true,
                 "__constant__" => storage = Storage::Constant,
                 // File-scope shared memory: one copy per block, seen by every function.
@@ -856,7 +856,7 @@ impl Parser<'_> {
                 .help("a struct in device code needs no destructor: remove it")
                 .outside_subset("destructors"));
         }
-        let is_ctor = matches!(self.peek(), Some(Tok::Ident(w)) if *w == def.name) && self.is_at(1, "(");
+        let is_ctor = self.peek().is_word(&def.name) && self.is_at(1, "(");
         let (ret, name, name_span) = if is_ctor {
             let (name, span) = self.ident("the constructor's name")?;
             (struct_type(def.clone(), span), name, span)
@@ -1477,16 +1477,16 @@ impl Parser<'_> {
         let op = match self.peek() {
             Some(Tok::Punct(p)) => match *p {
                 "=" => None,
-                "+=" => Some(BinOp::Add),
-                "-=" => Some(BinOp::Sub),
-                "*=" => Some(BinOp::Mul),
-                "/=" => Some(BinOp::Div),
-                "%=" => Some(BinOp::Rem),
-                "<<=" => Some(BinOp::Shl),
-                ">>=" => Some(BinOp::Shr),
-                "&=" => Some(BinOp::BitAnd),
-                "|=" => Some(BinOp::BitOr),
-                "^=" => Some(BinOp::BitXor),
+                "+=" => Some(BinaryOp::Add),
+                "-=" => Some(BinaryOp::Sub),
+                "*=" => Some(BinaryOp::Mul),
+                "/=" => Some(BinaryOp::Div),
+                "%=" => Some(BinaryOp::Rem),
+                "<<=" => Some(BinaryOp::Shl),
+                ">>=" => Some(BinaryOp::Shr),
+                "&=" => Some(BinaryOp::BitAnd),
+                "|=" => Some(BinaryOp::BitOr),
+                "^=" => Some(BinaryOp::BitXor),
                 _ => return Ok(lhs),
             },
             _ => return Ok(lhs),
@@ -1513,27 +1513,27 @@ impl Parser<'_> {
         Ok(Expr { kind: ExprKind::Cond(Box::new(c), Box::new(then), Box::new(else_)), span })
     }
 
-    fn binop(&self) -> Option<(BinOp, usize)> {
+    fn binop(&self) -> Option<(BinaryOp, usize)> {
         let Some(Tok::Punct(p)) = self.peek() else { return None };
         Some(match *p {
-            "||" => (BinOp::LogOr, 1),
-            "&&" => (BinOp::LogAnd, 2),
-            "|" => (BinOp::BitOr, 3),
-            "^" => (BinOp::BitXor, 4),
-            "&" => (BinOp::BitAnd, 5),
-            "==" => (BinOp::Eq, 6),
-            "!=" => (BinOp::Ne, 6),
-            "<" => (BinOp::Lt, 7),
-            "<=" => (BinOp::Le, 7),
-            ">" => (BinOp::Gt, 7),
-            ">=" => (BinOp::Ge, 7),
-            "<<" => (BinOp::Shl, 8),
-            ">>" => (BinOp::Shr, 8),
-            "+" => (BinOp::Add, 9),
-            "-" => (BinOp::Sub, 9),
-            "*" => (BinOp::Mul, 10),
-            "/" => (BinOp::Div, 10),
-            "%" => (BinOp::Rem, 10),
+            "||" => (BinaryOp::LogOr, 1),
+            "&&" => (BinaryOp::LogAnd, 2),
+            "|" => (BinaryOp::BitOr, 3),
+            "^" => (BinaryOp::BitXor, 4),
+            "&" => (BinaryOp::BitAnd, 5),
+            "==" => (BinaryOp::Eq, 6),
+            "!=" => (BinaryOp::Ne, 6),
+            "<" => (BinaryOp::Lt, 7),
+            "<=" => (BinaryOp::Le, 7),
+            ">" => (BinaryOp::Gt, 7),
+            ">=" => (BinaryOp::Ge, 7),
+            "<<" => (BinaryOp::Shl, 8),
+            ">>" => (BinaryOp::Shr, 8),
+            "+" => (BinaryOp::Add, 9),
+            "-" => (BinaryOp::Sub, 9),
+            "*" => (BinaryOp::Mul, 10),
+            "/" => (BinaryOp::Div, 10),
+            "%" => (BinaryOp::Rem, 10),
             _ => return None,
         })
     }

@@ -1,5 +1,5 @@
-//! A lightweight reading of CUDA that the front end does not parse (templates, structs, vector
-//! types, ...): where each top-level item starts and ends, what it defines, and each kernel's
+//! A lightweight reading of CUDA that the front end does not parse (vector types, template
+//! argument deduction, ...): where each top-level item starts and ends, what it defines, and each kernel's
 //! signature. NVRTC compiles these items; gridlab only needs enough of them to replace a
 //! redefined item, to list kernels, and to check a launch's arguments.
 //!

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::ast::{Scalar, StructDef, Type};
+use super::ast::{BinaryOp, Scalar, StructDef, Type};
 use crate::diag::Span;
 
 /// A type as written, without its array dimensions (those belong to the declarator).
@@ -85,28 +85,6 @@ pub enum UnOp {
     AddrOf,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BinOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Rem,
-    Shl,
-    Shr,
-    BitAnd,
-    BitOr,
-    BitXor,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    LogAnd,
-    LogOr,
-}
-
 #[derive(Clone, Debug, PartialEq)]
 pub struct Expr {
     pub kind: ExprKind,
@@ -124,9 +102,9 @@ pub enum ExprKind {
     /// `threadIdx.x`: the member name and its span.
     Member(Box<Expr>, String, Span),
     Unary(UnOp, Box<Expr>),
-    Binary(BinOp, Box<Expr>, Box<Expr>),
+    Binary(BinaryOp, Box<Expr>, Box<Expr>),
     /// `lhs = rhs` (`None`) or `lhs op= rhs`.
-    Assign(Option<BinOp>, Box<Expr>, Box<Expr>),
+    Assign(Option<BinaryOp>, Box<Expr>, Box<Expr>),
     IncDec {
         operand: Box<Expr>,
         increment: bool,

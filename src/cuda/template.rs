@@ -72,14 +72,6 @@ pub struct Instance {
     pub span: Span,
 }
 
-fn is_p(t: &Token, p: &str) -> bool {
-    matches!(&t.tok, Tok::Punct(q) if *q == p)
-}
-
-fn is_word(t: &Token, w: &str) -> bool {
-    matches!(&t.tok, Tok::Ident(s) if s == w)
-}
-
 /// Take every `template <...>` function and struct out of `tokens`, returning the rest and the
 /// templates. A template that is only declared (`template <int N> __global__ void k(int *);`)
 /// is dropped.
@@ -90,16 +82,16 @@ pub fn extract(tokens: Vec<Token>) -> Result<(Vec<Token>, Vec<Template>), Diagno
     let mut depth = 0usize;
     while i < tokens.len() {
         let t = &tokens[i];
-        if depth == 0 && is_word(t, "template") && tokens.get(i + 1).is_some_and(|n| is_p(n, "<")) {
+        if depth == 0 && t.is_word("template") && tokens.get(i + 1).is_some_and(|n| n.is_punct("<")) {
             let (params, after) = params(&tokens, i + 2)?;
-            if tokens.get(after).is_some_and(|n| is_word(n, "struct") || is_word(n, "class")) {
+            if tokens.get(after).is_some_and(|n| n.is_word("struct") || n.is_word("class")) {
                 let (t, end) = struct_template(&tokens, i, after, params)?;
                 out.extend(t);
                 i = end;
                 continue;
             }
             // Union templates are left to the parser, which says they run on the GPU only.
-            if tokens.get(after).is_some_and(|n| is_word(n, "union")) {
+            if tokens.get(after).is_some_and(|n| n.is_word("union")) {
                 rest.push(t.clone());
                 i += 1;
                 continue;
@@ -111,9 +103,9 @@ pub fn extract(tokens: Vec<Token>) -> Result<(Vec<Token>, Vec<Template>), Diagno
             i = end;
             continue;
         }
-        if is_p(t, "{") {
+        if t.is_punct("{") {
             depth += 1;
-        } else if is_p(t, "}") {
+        } else if t.is_punct("}") {
             depth = depth.saturating_sub(1);
         }
         rest.push(t.clone());
@@ -132,14 +124,14 @@ fn params(tokens: &[Token], mut i: usize) -> Result<(Vec<TParam>, usize), Diagno
         let mut default = None;
         let mut paren = 0usize;
         while let Some(t) = tokens.get(i) {
-            if paren == 0 && (is_p(t, ",") || is_p(t, ">")) {
+            if paren == 0 && (t.is_punct(",") || t.is_punct(">")) {
                 break;
             }
-            if paren == 0 && is_p(t, "=") {
+            if paren == 0 && t.is_punct("=") {
                 let mut d = Vec::new();
                 i += 1;
                 while let Some(t) = tokens.get(i) {
-                    if paren == 0 && (is_p(t, ",") || is_p(t, ">")) {
+                    if paren == 0 && (t.is_punct(",") || t.is_punct(">")) {
                         break;
                     }
                     paren = match &t.tok {
@@ -166,13 +158,13 @@ fn params(tokens: &[Token], mut i: usize) -> Result<(Vec<TParam>, usize), Diagno
                 .at(start.unwrap_or_default())
                 .help("write it like `template <typename T, int N>`"));
         };
-        let is_type = words.first().is_some_and(|w| is_word(w, "typename") || is_word(w, "class"));
+        let is_type = words.first().is_some_and(|w| w.is_word("typename") || w.is_word("class"));
         match words.last().map(|w| &w.tok) {
             Some(Tok::Ident(name)) if words.len() >= 2 => {
-                let is_bool = words.len() == 2 && is_word(&words[0], "bool");
+                let is_bool = words.len() == 2 && words[0].is_word("bool");
                 params.push(TParam { name: name.clone(), is_type, is_bool, default });
             }
-            _ if words.is_empty() && params.is_empty() && is_p(close, ">") => {}
+            _ if words.is_empty() && params.is_empty() && close.is_punct(">") => {}
             _ => {
                 let at = words.first().map_or(close.span, |w| w.span);
                 return Err(Diagnostic::error("expected a template parameter like `typename T` or `int N`")
@@ -181,7 +173,7 @@ fn params(tokens: &[Token], mut i: usize) -> Result<(Vec<TParam>, usize), Diagno
             }
         }
         i += 1;
-        if is_p(close, ">") {
+        if close.is_punct(">") {
             return Ok((params, i));
         }
     }
@@ -223,8 +215,8 @@ fn struct_template(
     let head = tokens[start].span;
     let mut k = at + 1;
     // `struct __align__(16) Name`: the attribute stays with the struct.
-    if tokens.get(k).is_some_and(|t| is_word(t, "__align__") || is_word(t, "__builtin_align__"))
-        && tokens.get(k + 1).is_some_and(|t| is_p(t, "("))
+    if tokens.get(k).is_some_and(|t| t.is_word("__align__") || t.is_word("__builtin_align__"))
+        && tokens.get(k + 1).is_some_and(|t| t.is_punct("("))
         && let Some((_, past)) = split_args_in(tokens, k + 2, "(", ")")
     {
         k = past;
@@ -237,7 +229,7 @@ fn struct_template(
     let name_at = k;
     let mut body_at = k + 1;
     let mut specialises = None;
-    if tokens.get(k + 1).is_some_and(|t| is_p(t, "<")) {
+    if tokens.get(k + 1).is_some_and(|t| t.is_punct("<")) {
         let (args, past) = split_args(tokens, k + 2, tokens[k].span)?;
         if !params.is_empty() {
             return Err(Diagnostic::error("partial specialisations of a struct template run on the GPU backend only")
@@ -260,12 +252,12 @@ fn struct_template(
         // A declaration, `template <typename T> struct Box;`: it adds nothing.
         return Ok((None, end));
     }
-    if tokens.get(end).is_some_and(|t| is_p(t, ";")) {
+    if tokens.get(end).is_some_and(|t| t.is_punct(";")) {
         end += 1;
     }
     let mut item: Vec<Token> = tokens[at..=name_at].to_vec();
     item.extend_from_slice(&tokens[body_at..end]);
-    if !item.last().is_some_and(|t| is_p(t, ";")) {
+    if !item.last().is_some_and(|t| t.is_punct(";")) {
         let last = item[item.len() - 1].span;
         item.push(Token { tok: Tok::Punct(";"), span: last });
     }
@@ -287,11 +279,11 @@ fn struct_template(
 
 fn template(item: &[Token], header: usize, params: Vec<TParam>) -> Result<Option<Template>, Diagnostic> {
     let tokens = item[header..].to_vec();
-    let Some(open) = tokens.iter().position(|t| is_p(t, "(")) else { return Ok(None) };
+    let Some(open) = tokens.iter().position(|t| t.is_punct("(")) else { return Ok(None) };
     // `__launch_bounds__(256) void k(...)`: the name is before the first `(` that is not an
     // attribute's.
     let mut open = open;
-    while open > 0 && is_word(&tokens[open - 1], "__launch_bounds__") {
+    while open > 0 && tokens[open - 1].is_word("__launch_bounds__") {
         let mut depth = 0usize;
         let mut j = open;
         while let Some(t) = tokens.get(j) {
@@ -307,7 +299,7 @@ fn template(item: &[Token], header: usize, params: Vec<TParam>) -> Result<Option
             }
             j += 1;
         }
-        match tokens[j..].iter().position(|t| is_p(t, "(")) {
+        match tokens[j..].iter().position(|t| t.is_punct("(")) {
             Some(k) => open = j + k,
             None => return Ok(None),
         }
@@ -316,7 +308,7 @@ fn template(item: &[Token], header: usize, params: Vec<TParam>) -> Result<Option
     let mut specialises = None;
     // `template <> __device__ int warpReduceSum<int>(...)`: a full specialisation, the function
     // for those arguments (not `operator>`, whose `>` is its name).
-    if open >= 2 && is_p(&tokens[open - 1], ">") && !is_word(&tokens[open - 2], "operator") {
+    if open >= 2 && tokens[open - 1].is_punct(">") && !tokens[open - 2].is_word("operator") {
         let mut depth = 0usize;
         let mut lt = open - 1;
         loop {
@@ -352,7 +344,7 @@ fn template(item: &[Token], header: usize, params: Vec<TParam>) -> Result<Option
     }
     let Some(Tok::Ident(name)) = open.checked_sub(1).map(|k| &tokens[k].tok) else { return Ok(None) };
     let name = name.clone();
-    let is_kernel = tokens[..open].iter().any(|t| is_word(t, "__global__"));
+    let is_kernel = tokens[..open].iter().any(|t| t.is_word("__global__"));
     let span = item[0].span.to(item[item.len() - 1].span);
     Ok(Some(Template {
         name,
@@ -388,7 +380,7 @@ impl Template {
             // `[const] T * [__restrict__] name`
             let words: Vec<&Token> = decl.iter().filter(|t| !matches!(&t.tok, Tok::Ident(w) if w == "const")).collect();
             if let [ty, star, ..] = &words[..]
-                && is_p(star, "*")
+                && star.is_punct("*")
                 && let Tok::Ident(t) = &ty.tok
                 && let Some(k) = self.params.iter().position(|p| p.is_type && &p.name == t)
             {
@@ -413,14 +405,14 @@ fn split_args_in(tokens: &[Token], mut i: usize, open: &str, close: &str) -> Opt
     let mut args = vec![Vec::new()];
     let mut depth = 0usize;
     while let Some(t) = tokens.get(i) {
-        if is_p(t, open) {
+        if t.is_punct(open) {
             depth += 1;
-        } else if is_p(t, close) {
+        } else if t.is_punct(close) {
             if depth == 0 {
                 return Some((args, i + 1));
             }
             depth -= 1;
-        } else if is_p(t, ",") && depth == 0 {
+        } else if t.is_punct(",") && depth == 0 {
             args.push(Vec::new());
             i += 1;
             continue;
@@ -444,7 +436,7 @@ pub fn rewrite_uses(
         let t = &tokens[i];
         if let Tok::Ident(name) = &t.tok
             && let Some(known) = templates.get(name)
-            && tokens.get(i + 1).is_some_and(|n| is_p(n, "<"))
+            && tokens.get(i + 1).is_some_and(|n| n.is_punct("<"))
         {
             let (args, end) = split_args(&tokens, i + 2, t.span)?;
             let span = t.span.to(tokens[end - 1].span);
@@ -458,7 +450,7 @@ pub fn rewrite_uses(
         // checker's types; a declaration (`float sq(float x)`) follows a type word instead.
         if let Tok::Ident(name) = &t.tok
             && let Some(Known { params, is_struct: false }) = templates.get(name)
-            && tokens.get(i + 1).is_some_and(|n| is_p(n, "("))
+            && tokens.get(i + 1).is_some_and(|n| n.is_punct("("))
             && !tokens[..i].last().is_some_and(|p| matches!(&p.tok, Tok::Ident(w) if w != "return"))
         {
             let example: Vec<String> = params.iter().map(|p| p.name.clone()).collect();
@@ -554,7 +546,7 @@ pub fn instance(name: &str, params: &[TParam], args: Vec<Vec<Token>>, span: Span
             texts.push(type_text(&arg));
             full.push(arg);
         } else {
-            let v = fold(&arg).ok_or_else(|| {
+            let v = super::fold::fold(&arg).ok_or_else(|| {
                 Diagnostic::error(format!("template parameter `{}` of `{name}` needs a constant number", p.name))
                     .at(arg[0].span.to(arg[arg.len() - 1].span))
                     .help("use a number or a #define'd number, e.g. `256`")
@@ -678,96 +670,10 @@ pub fn instantiate(t: &Template, inst: &Instance) -> Vec<Token> {
     out.extend(substitute(tail, &t.params, &inst.args));
     if t.is_struct {
         for k in t.name_at + 1..out.len() {
-            if is_word(&out[k], &t.name) && !out.get(k + 1).is_some_and(|n| is_p(n, "<")) {
+            if out[k].is_word(&t.name) && !out.get(k + 1).is_some_and(|n| n.is_punct("<")) {
                 out[k].tok = Tok::Ident(inst.name.clone());
             }
         }
     }
     out
-}
-
-/// Fold a constant integer expression: numbers, `true`/`false`, parentheses, unary `-`/`+`/`~`/`!`
-/// and the binary arithmetic, shift, bitwise and comparison operators.
-pub fn fold(tokens: &[Token]) -> Option<i128> {
-    let mut pos = 0;
-    let v = fold_bin(tokens, &mut pos, 0, 0)?;
-    (pos == tokens.len()).then_some(v)
-}
-
-fn prec(p: &str) -> Option<usize> {
-    Some(match p {
-        "||" => 1,
-        "&&" => 2,
-        "|" => 3,
-        "^" => 4,
-        "&" => 5,
-        "==" | "!=" => 6,
-        "<" | "<=" | ">" | ">=" => 7,
-        "<<" | ">>" => 8,
-        "+" | "-" => 9,
-        "*" | "/" | "%" => 10,
-        _ => return None,
-    })
-}
-
-fn fold_bin(t: &[Token], pos: &mut usize, min: usize, depth: usize) -> Option<i128> {
-    if depth > 64 {
-        return None;
-    }
-    let mut lhs = fold_un(t, pos, depth + 1)?;
-    while let Some(Tok::Punct(p)) = t.get(*pos).map(|x| &x.tok) {
-        let Some(pr) = prec(p).filter(|&pr| pr > min) else { break };
-        let p = *p;
-        *pos += 1;
-        let rhs = fold_bin(t, pos, pr, depth + 1)?;
-        lhs = match p {
-            "+" => lhs.checked_add(rhs)?,
-            "-" => lhs.checked_sub(rhs)?,
-            "*" => lhs.checked_mul(rhs)?,
-            "/" => lhs.checked_div(rhs)?,
-            "%" => lhs.checked_rem(rhs)?,
-            "<<" => lhs.checked_shl(u32::try_from(rhs).ok().filter(|&s| s < 64)?)?,
-            ">>" => lhs.checked_shr(u32::try_from(rhs).ok().filter(|&s| s < 64)?)?,
-            "&" => lhs & rhs,
-            "|" => lhs | rhs,
-            "^" => lhs ^ rhs,
-            "&&" => (lhs != 0 && rhs != 0) as i128,
-            "||" => (lhs != 0 || rhs != 0) as i128,
-            "==" => (lhs == rhs) as i128,
-            "!=" => (lhs != rhs) as i128,
-            "<" => (lhs < rhs) as i128,
-            "<=" => (lhs <= rhs) as i128,
-            ">" => (lhs > rhs) as i128,
-            ">=" => (lhs >= rhs) as i128,
-            _ => return None,
-        };
-        if lhs.unsigned_abs() > u64::MAX as u128 {
-            return None;
-        }
-    }
-    Some(lhs)
-}
-
-fn fold_un(t: &[Token], pos: &mut usize, depth: usize) -> Option<i128> {
-    if depth > 64 {
-        return None;
-    }
-    let tok = &t.get(*pos)?.tok;
-    *pos += 1;
-    match tok {
-        Tok::Int(v, _) => Some(*v as i128),
-        Tok::Char(c) => Some(*c as i128),
-        Tok::Ident(w) if w == "true" => Some(1),
-        Tok::Ident(w) if w == "false" => Some(0),
-        Tok::Punct("-") => fold_un(t, pos, depth + 1)?.checked_neg(),
-        Tok::Punct("+") => fold_un(t, pos, depth + 1),
-        Tok::Punct("~") => Some(!fold_un(t, pos, depth + 1)?),
-        Tok::Punct("!") => Some((fold_un(t, pos, depth + 1)? == 0) as i128),
-        Tok::Punct("(") => {
-            let v = fold_bin(t, pos, 0, depth + 1)?;
-            matches!(t.get(*pos).map(|x| &x.tok), Some(Tok::Punct(")"))).then(|| *pos += 1)?;
-            Some(v)
-        }
-        _ => None,
-    }
 }

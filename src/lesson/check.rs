@@ -433,7 +433,7 @@ fn unreached(session: &Session) -> Option<String> {
         let wrote_some = (0..reached).any(|i| !same(i));
         let rest_untouched = (reached..len as usize).all(same);
         (wrote_some && rest_untouched).then(|| {
-            use crate::render::text::thousands;
+            use crate::diag::text::thousands;
             format!(
                 "the launch had {} threads for {} elements of `{name}`, and elements {} to {} were never written: add a grid-stride loop, or launch more blocks",
                 thousands(threads),

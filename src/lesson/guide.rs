@@ -21,10 +21,10 @@ use std::io::{self, Write};
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
 use super::progress::{Progress, Store};
-use super::{Course, Lang, Lesson, Part, check, prose};
+use super::{Course, Lang, Lesson, Part, check};
 use crate::render::{self, Style};
 use crate::script;
-use crate::session::command::CommandSpec;
+use crate::session::command::{Args, Call, CommandSpec};
 use crate::session::{Extension, Session, Status};
 
 /// Something the REPL must ask the learner before the guide goes on.
@@ -422,7 +422,7 @@ impl Guide {
             writeln!(out, "{}", style.dim(&render::prose(&lesson.meta.summary, style)))?;
             if self.step == 0 && !lesson.intro.trim().is_empty() {
                 writeln!(out)?;
-                prose::write_markdown(out, &lesson.intro, style)?;
+                write_markdown(out, &lesson.intro, style)?;
             }
             writeln!(out)?;
         }
@@ -476,21 +476,21 @@ impl Guide {
     fn show_part(&mut self, part: &Part, out: &mut dyn Write, style: &Style) -> io::Result<()> {
         match part {
             Part::Prose(md) => {
-                prose::write_markdown(out, md, style)?;
+                write_markdown(out, md, style)?;
                 writeln!(out)?;
             }
             // In a demo the code appears in the editor, typed out, rather than twice.
             Part::Cuda(code) | Part::Python(code) => {
                 if !self.demo {
                     let fence = if matches!(part, Part::Python(_)) { "python" } else { "cuda" };
-                    prose::write_markdown(out, &format!("```{fence}\n{}```", code.text), style)?;
+                    write_markdown(out, &format!("```{fence}\n{}```", code.text), style)?;
                     writeln!(out)?;
                 }
                 self.queue.push_back(Offer::new(code.text.trim_end().to_string(), code.refused));
             }
             Part::Gridlab(code) => {
                 if !self.demo {
-                    prose::write_markdown(out, &format!("```gridlab\n{}```", code.text), style)?;
+                    write_markdown(out, &format!("```gridlab\n{}```", code.text), style)?;
                     writeln!(out)?;
                 }
                 if let Ok(inputs) = script::split_inputs(&code.text) {
@@ -500,11 +500,7 @@ impl Guide {
             Part::Exercise(ex) => {
                 writeln!(out, "{}", style.bold(&style.warn("┌ exercise")))?;
                 let mut task = Vec::new();
-                prose::write_markdown(
-                    &mut task,
-                    &ex.task,
-                    &Style { width: style.width.saturating_sub(2), ..style.clone() },
-                )?;
+                write_markdown(&mut task, &ex.task, &Style { width: style.width.saturating_sub(2), ..style.clone() })?;
                 for line in String::from_utf8_lossy(&task).lines() {
                     writeln!(out, "{} {line}", style.warn("│"))?;
                 }
@@ -672,7 +668,7 @@ impl Guide {
         }
         let i = self.hints_shown.min(ex.hints.len() - 1);
         writeln!(out, "{}", style.bold(&format!("Hint {} of {}:", i + 1, ex.hints.len())))?;
-        prose::write_markdown(out, &ex.hints[i], style)?;
+        write_markdown(out, &ex.hints[i], style)?;
         self.hints_shown = (i + 1).min(ex.hints.len());
         if self.hints_shown == ex.hints.len() {
             writeln!(out, "{}", style.dim("(that was the last hint; `:solution` shows a solution)"))?;
@@ -693,7 +689,7 @@ impl Guide {
         writeln!(out, "{}", style.bold("A solution (it is in your editor: Enter defines it, then :check):"))?;
         let fence =
             if self.lang == Lang::Python && ex.solution.text.trim_start().starts_with('@') { "python" } else { "cuda" };
-        prose::write_markdown(out, &format!("```{fence}\n{}```", ex.solution.text), style)?;
+        write_markdown(out, &format!("```{fence}\n{}```", ex.solution.text), style)?;
         self.offered = Some((ex.solution.text.trim_end().to_string(), false));
         self.suggestion = self.offered.as_ref().map(|(text, _)| text.clone());
         Ok(Status::Ok)
@@ -816,6 +812,15 @@ impl Extension for Lessons {
     }
 }
 
+/// A lesson's Markdown, drawn by `render::markdown` with the code blocks' `:` commands coloured
+/// as at the prompt: the session's and the lesson commands.
+fn write_markdown(out: &mut dyn Write, md: &str, style: &Style) -> io::Result<()> {
+    let listing = super::commands();
+    let is_command = |w: &str| crate::session::command::find(&listing, w).is_some();
+    let known = script::highlight::Known { is_kernel: &|_| false, is_command: &is_command };
+    render::markdown::write_markdown(out, md, style, &known)
+}
+
 /// The guide of the lesson open in `session`, if any.
 pub fn guide_of(session: &mut Session) -> Option<&mut Guide> {
     session.extension_mut::<Lessons>()?.guide.as_mut()
@@ -825,63 +830,72 @@ pub fn guide_of(session: &mut Session) -> Option<&mut Guide> {
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "lesson",
-        args: "[ID]",
+        args: Args::Lesson,
+        aliases: &[],
         summary: "open a lesson, or say which is open",
         help: "`:lesson 3` opens lesson 3 (by number, id like `03-one-thread-per-element`, or slug); `:lesson` alone opens where you left off, or names the open lesson. Lessons show their steps one at a time and put each suggested input in your editor.",
         run: cmd_lesson,
     },
     CommandSpec {
         name: "lessons",
-        args: "",
+        args: Args::None,
+        aliases: &[],
         summary: "the course, with your progress",
         help: "Lists the lessons with what they teach and how far you got: steps seen and exercises solved. Progress is saved in your data folder; `gridlab lessons --reset` clears it.",
         run: cmd_lessons,
     },
     CommandSpec {
         name: "next",
-        args: "",
+        args: Args::None,
+        aliases: &[],
         summary: "the lesson's next step",
         help: "Shows the next step of the lesson (after the last step, the next lesson).",
         run: cmd_next,
     },
     CommandSpec {
         name: "back",
-        args: "",
+        args: Args::None,
+        aliases: &[],
         summary: "the lesson's previous step",
         help: "Shows the previous step again.",
         run: cmd_back,
     },
     CommandSpec {
         name: "step",
-        args: "",
+        args: Args::None,
+        aliases: &[],
         summary: "show the current step again",
         help: "Shows the current step again and puts its first input back in your editor. A step taller than your screen is shown a page at a time, in your pager ($PAGER, else `less`; `q` leaves it).",
         run: cmd_step,
     },
     CommandSpec {
         name: "lang",
-        args: "[cuda|python]",
+        args: Args::Choice { value: None, words: &["cuda", "python"] },
+        aliases: &[],
         summary: "the language lessons are in: CUDA C or Python (Numba)",
         help: "`:lang python` shows the lessons in Numba's Python (`@cuda.jit`, `kernel[blocks, threads](a)`), with each kernel's CUDA C beside it; `:lang cuda` in CUDA C. Exercises put their starter in that language and check your kernel in it. The choice is saved with your progress (`--lang` on the command line). At the prompt both languages always work.",
         run: cmd_lang,
     },
     CommandSpec {
         name: "hint",
-        args: "",
+        args: Args::None,
+        aliases: &[],
         summary: "the exercise's next hint",
         help: "Shows the exercise's hints one at a time: each `:hint` gives one more.",
         run: cmd_hint,
     },
     CommandSpec {
         name: "check",
-        args: "",
+        args: Args::None,
+        aliases: &[],
         summary: "check your solution to the exercise",
         help: "Runs the exercise's check against the kernels you defined: several sizes and launch shapes chosen to break wrong answers, each on the simulator with three seeds and in lockstep (and on the GPU when you use one). A race or an out-of-bounds access fails it even when the numbers come out right. A failure says which configuration broke and how.",
         run: cmd_check,
     },
     CommandSpec {
         name: "solution",
-        args: "",
+        args: Args::None,
+        aliases: &[],
         summary: "show a solution (asks first)",
         help: "Shows a solution to the exercise and puts it in your editor, after asking whether you are sure: trying first teaches more.",
         run: cmd_solution,
@@ -928,7 +942,7 @@ fn has_guide(session: &Session) -> bool {
 }
 
 /// `:lesson [ID]`: open a lesson (loading the course if needed), or say which one is open.
-pub fn cmd_lesson(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+pub fn cmd_lesson(session: &mut Session, Call { args, .. }: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
     let style = session.style().clone();
     let id = args.trim();
     if !has_guide(session) {
@@ -1005,7 +1019,7 @@ fn load_guide(session: &mut Session, out: &mut dyn Write) -> io::Result<Result<(
 }
 
 /// `:lang [cuda|python]`: say which language lessons are in, or switch and show the step again.
-pub fn cmd_lang(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+pub fn cmd_lang(session: &mut Session, Call { args, .. }: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
     let style = session.style().clone();
     let word = args.trim();
     let lang = match word {
@@ -1067,29 +1081,29 @@ pub fn cmd_lang(session: &mut Session, args: &str, out: &mut dyn Write) -> io::R
     })
 }
 
-pub fn cmd_next(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
+pub fn cmd_next(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
     with_guide(session, out, |g, _, out, style| g.next(out, style).map(|_| Status::Ok))
 }
 
-pub fn cmd_back(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
+pub fn cmd_back(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
     with_guide(session, out, |g, _, out, style| g.back(out, style).map(|_| Status::Ok))
 }
 
-pub fn cmd_step(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
+pub fn cmd_step(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
     with_guide(session, out, |g, _, out, style| g.show_again(out, style).map(|_| Status::Ok))
 }
 
-pub fn cmd_hint(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
+pub fn cmd_hint(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
     with_guide(session, out, |g, _, out, style| g.hint(out, style))
 }
 
-pub fn cmd_solution(session: &mut Session, args: &str, out: &mut dyn Write) -> io::Result<Status> {
+pub fn cmd_solution(session: &mut Session, Call { args, .. }: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
     // `:solution yes` skips the question (scripts, and the REPL once the learner said yes).
     let confirmed = matches!(args.trim(), "yes" | "y");
     with_guide(session, out, |g, _, out, style| g.solution(confirmed, out, style))
 }
 
-pub fn cmd_lessons(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
+pub fn cmd_lessons(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
     if !has_guide(session) {
         let style = session.style().clone();
         match Course::chosen(session.options.course.as_deref()) {
@@ -1110,7 +1124,7 @@ pub fn cmd_lessons(session: &mut Session, _: &str, out: &mut dyn Write) -> io::R
 }
 
 /// `:check`: run the current exercise's check against the learner's kernels.
-pub fn cmd_check(session: &mut Session, _: &str, out: &mut dyn Write) -> io::Result<Status> {
+pub fn cmd_check(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
     with_guide(session, out, |g, session, out, style| {
         let lesson = g.current().clone();
         let Some(ex) = lesson.steps[g.step].exercise() else {
@@ -1259,5 +1273,45 @@ mod tests {
         g.step = 1;
         g.show(&mut Vec::new(), &style).unwrap();
         assert_eq!(g.take_suggestion(), None);
+    }
+
+    /// Every lesson's prose at the widths a learner's terminal may have: no line runs past the
+    /// width (the terminal would cut a word in two), none starts with punctuation. Code blocks
+    /// are exempt: code is never wrapped.
+    #[test]
+    fn the_lessons_prose_fits_every_width() {
+        let course = crate::lesson::Course::builtin().unwrap();
+        for width in [60, 72, 80, 100, 120] {
+            let style = Style { color: false, width, big: false, ..Style::plain() };
+            for lesson in &course.lessons {
+                let mut md = vec![lesson.intro.clone()];
+                for step in &lesson.steps {
+                    for part in &step.parts {
+                        match part {
+                            crate::lesson::Part::Prose(p) => md.push(p.clone()),
+                            crate::lesson::Part::Exercise(ex) => {
+                                md.push(ex.task.clone());
+                                md.extend(ex.hints.iter().cloned());
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                for md in md {
+                    let mut out = Vec::new();
+                    super::write_markdown(&mut out, &md, &style).unwrap();
+                    let text = String::from_utf8(out).unwrap();
+                    for line in text.lines() {
+                        let body = line.trim_start_matches("│ ");
+                        if body.starts_with("    ") {
+                            continue;
+                        }
+                        assert!(line.chars().count() <= width, "{} at {width}: {line:?}", lesson.id);
+                        let start = body.trim_start_matches(['•', ' ']);
+                        assert!(!start.starts_with(['.', ',', ';', ')']), "{} at {width}: {line:?}", lesson.id);
+                    }
+                }
+            }
+        }
     }
 }

@@ -6,7 +6,7 @@
 
 use super::{Lesson, Part};
 use crate::render::handout::{Block, Document, Ran};
-use crate::session::command::is_cuda;
+use crate::session::files::is_cuda;
 
 /// Commands that move about the lesson: what they print is the lesson itself, which the
 /// handout has already.

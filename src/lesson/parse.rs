@@ -477,16 +477,17 @@ impl Builder<'_> {
     }
 }
 
-/// Commands a lesson may not run: a course is someone else's, and the learner runs it on their
-/// own machine, so its blocks (shown, replayed in CI, or run hidden as a check) never read or
-/// write the learner's files. Refused when the lesson loads, at the line.
-const FILE_COMMANDS: &[&str] = &["load", "save", "export"];
-
+/// Refuse the commands a lesson may not run, those that take a file (`Args::Path`: `:load`,
+/// `:save`, `:export`): a course is someone else's, and the learner runs it on their own
+/// machine, so its blocks (shown, replayed in CI, or run hidden as a check) never read or write
+/// the learner's files. Refused when the lesson loads, at the line.
 fn refuse_file_commands(path: &str, code: &Code) -> Result<(), LessonError> {
     for (i, line) in code.text.lines().enumerate() {
         let Some(rest) = line.trim_start().strip_prefix(':') else { continue };
         let name = rest.split_whitespace().next().unwrap_or("");
-        if FILE_COMMANDS.contains(&name) {
+        let takes_a_file = crate::session::command::find(&super::commands(), name)
+            .is_some_and(|c| matches!(c.args, crate::session::command::Args::Path(_)));
+        if takes_a_file {
             return Err(LessonError {
                 path: path.to_string(),
                 line: code.line + i as u32,

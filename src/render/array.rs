@@ -43,6 +43,14 @@ impl Default for ArrayStyle {
     }
 }
 
+impl super::Style {
+    /// The options for printing an array, with elements the last launch changed (if known).
+    /// Written here, beside [`ArrayStyle`], so `style.rs` need not know the array view.
+    pub fn array(&self, changed: Option<Vec<bool>>) -> ArrayStyle {
+        ArrayStyle { color: self.color, width: self.width, changed, theme: self.theme }
+    }
+}
+
 /// A session buffer: `a: f32[4]  [0.5 1.5 -1. 0.]`.
 /// Elements of a buffer made with `empty` that nothing wrote show as `?`, with a line saying so.
 pub fn write_array<W: Write + ?Sized>(out: &mut W, name: &str, buf: &Buffer, opts: &ArrayStyle) -> io::Result<()> {

@@ -3,7 +3,7 @@
 
 use crate::cost::{CostReport, Limiter, SECTOR};
 
-use super::text::{decimal_bytes, thousands};
+use crate::diag::text::{decimal_bytes, thousands};
 
 /// A bandwidth in GB/s, as TB/s from 1000 GB/s up: `2.75 TB/s`, `7.9 GB/s`.
 fn gbs(gbs: f64) -> String {
@@ -111,5 +111,47 @@ pub fn explain(c: &CostReport) -> String {
                 p.launch_us
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::sim::SimBackend;
+    use crate::backend::{Arg, Backend, Dim3, LaunchBuffers, LaunchSpec};
+    use crate::buffer::{Buffer, Num, Shape};
+    use crate::cuda::Module;
+    use crate::diag::SourceMap;
+    use crate::dtype::DType;
+
+    /// The simulator's cost report for a copy kernel over `grid` blocks of `block` threads.
+    fn copy_cost(grid: u32, block: u32) -> CostReport {
+        let text = "__global__ void copy(float *a, float *b) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    b[i] = a[i];\n}\n";
+        let mut sources = SourceMap::new();
+        let id = sources.add("<input 1>", text, 1);
+        let mut module = Module::new();
+        assert!(module.add(id, text).is_ok(), "the kernel checks");
+        let len = (grid * block) as usize;
+        let mut a = Buffer::from_nums(DType::F32, Shape::D1(len), (0..len).map(|_| Num::Float(1.0)));
+        let mut b = Buffer::from_nums(DType::F32, Shape::D1(len), (0..len).map(|_| Num::Float(0.0)));
+        let spec = LaunchSpec {
+            kernel: "copy".into(),
+            grid: Dim3::linear(grid),
+            block: Dim3::linear(block),
+            shared_bytes: 0,
+            args: vec![Arg::Buffer(0), Arg::Buffer(1)],
+            symbols: Vec::new(),
+        };
+        let mut buffers = LaunchBuffers { names: vec!["a".into(), "b".into()], buffers: vec![&mut a, &mut b] };
+        let report = SimBackend::default().launch(&module, &spec, &mut buffers).expect("the launch runs");
+        report.cost.expect("the cost model is on by default")
+    }
+
+    #[test]
+    fn the_verdict_names_the_blocks_as_launched() {
+        // Many small blocks: block scheduling limits, and the verdict says 40,960 blocks of
+        // 48 threads, not the 30,720 blocks of 64 their warps would fill.
+        let words = explain(&copy_cost(20 * 2048, 48));
+        assert!(words.contains("40,960 blocks of 48 threads"), "{words}");
     }
 }

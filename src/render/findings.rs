@@ -9,7 +9,7 @@ use crate::diag::{Diagnostic, SourceMap, Span};
 use crate::finding::{Access, Finding, Memory, Site};
 
 use super::advice;
-use super::text::thousands;
+use crate::diag::text::thousands;
 
 /// The largest budget a step-limit finding suggests: beyond it a launch takes minutes.
 const MAX_SUGGESTED_STEPS: u64 = 10_000_000_000;

@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::Style;
-use super::text::thousands;
+use crate::diag::text::thousands;
 use crate::launch::{LaunchReport, LaunchSpec};
 
 /// `add_half<<<4096, 256>>>: 4096 x 256 = 1,048,576 threads on sim, 98,304 warp steps, clean`.

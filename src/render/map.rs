@@ -13,8 +13,8 @@ use std::io::{self, Write};
 use owo_colors::OwoColorize;
 
 use super::Style;
-use super::text::thousands;
 use crate::buffer::Shape;
+use crate::diag::text::thousands;
 use crate::finding::ThreadRef;
 use crate::launch::{Dim3, WriteTrace};
 

@@ -187,8 +187,8 @@ impl Candidates {
         let what = if self.varying { "where the runs differ" } else { "the launch changed" };
         Some(format!(
             "showing {shown} of the {} elements {what}, the most telling first; the other {} do not fit in this width",
-            super::text::thousands(self.total as u64),
-            super::text::thousands((self.total - shown) as u64)
+            crate::diag::text::thousands(self.total as u64),
+            crate::diag::text::thousands((self.total - shown) as u64)
         ))
     }
 }

@@ -7,6 +7,8 @@
 
 use owo_colors::OwoColorize;
 
+use crate::script::highlight::Token;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Style {
     /// Emit ANSI colour codes.
@@ -122,11 +124,6 @@ impl Style {
         }
     }
 
-    /// The options for printing an array, with elements the last launch changed (if known).
-    pub fn array(&self, changed: Option<Vec<bool>>) -> super::array::ArrayStyle {
-        super::array::ArrayStyle { color: self.color, width: self.width, changed, theme: self.theme }
-    }
-
     /// The colour of each kind of token, in the prompt's editor and in lesson code blocks, for
     /// this background; on a projector comments are light grey, not dark grey on black.
     pub fn token(&self, kind: Token) -> nu_ansi_term::Style {
@@ -153,33 +150,6 @@ impl Style {
             },
         }
     }
-}
-
-/// What a piece of the input is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Token {
-    Plain,
-    /// Control flow and gridlab's own statement words: `if`, `for`, `return`, `let`, `expect`.
-    Keyword,
-    /// C types, `dim3` and dtype names (`f32`, `i64`).
-    Type,
-    /// CUDA qualifiers: `__global__`, `__shared__`, ...
-    Qualifier,
-    /// CUDA built-in variables and functions (`threadIdx`, `atomicAdd`) and gridlab functions
-    /// (`zeros`, `arange`, `sum`).
-    Builtin,
-    /// A kernel or device function the session knows.
-    Kernel,
-    Number,
-    String,
-    Comment,
-    Preprocessor,
-    /// `<<<` and `>>>`.
-    Launch,
-    /// A known `:command`.
-    Command,
-    /// A `:word` that is not a command.
-    UnknownCommand,
 }
 
 /// The colour of each kind of token on a dark background ([`Style::token`] chooses for the

@@ -9,7 +9,7 @@ use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
 
 use super::Style;
 use super::launch::format_duration;
-use super::text::thousands;
+use crate::diag::text::thousands;
 
 #[derive(Clone, Debug, Default)]
 pub struct Timing {
@@ -132,7 +132,7 @@ pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Resul
             super::prose(
                 &format!(
                     "effective bandwidth {gbs:.0} GB/s{share} (an estimate: the bytes of the buffer arguments, {}, moved once per launch in the median kernel time)",
-                    crate::render::text::human_bytes(t.bytes)
+                    crate::diag::text::human_bytes(t.bytes)
                 ),
                 style
             )

@@ -1,18 +1,18 @@
-//! Tab completion: `:` commands (read from [`command::COMMANDS`], so new rows complete without
-//! changes here), command arguments such as `:schedule [random|lockstep|sequential]`, file paths
-//! after `:load` and `:save`, and in statements and kernels the session's kernels, buffers and
-//! scalars, dtypes, gridlab functions and CUDA words.
+//! Tab completion: `:` commands (read from their definitions, `lesson::commands()`, so new rows
+//! complete without changes here), a command's argument by its kind ([`command::Args`]: the
+//! words of a choice such as `:schedule`'s, paths, lessons, command names), and in statements
+//! and kernels the session's kernels, buffers and scalars, dtypes, gridlab functions and CUDA
+//! words.
 
 use std::path::Path;
 
 use reedline::{Completer, Span, Suggestion};
 
-use super::all_commands;
 use super::{Names, SharedNames};
 use crate::dtype::DType;
 use crate::script::highlight::{C_KEYWORDS, C_TYPES, GRIDLAB_KEYWORDS, QUALIFIERS};
 use crate::script::input::{InputKind, classify};
-use crate::session::command;
+use crate::session::command::{self, Args};
 
 /// One completion: the text that replaces `start..end` of the input, and what it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -116,7 +116,7 @@ fn add<'a>(
 }
 
 fn commands(prefix: &str, start: usize, end: usize) -> Vec<Candidate> {
-    all_commands()
+    command::entries(&crate::lesson::commands())
         .into_iter()
         .filter(|c| c.name.starts_with(prefix))
         .map(|c| Candidate {
@@ -129,14 +129,15 @@ fn commands(prefix: &str, start: usize, end: usize) -> Vec<Candidate> {
         .collect()
 }
 
+/// What the command `name` takes, by its kind, for `args` typed so far.
 fn command_args(name: &str, args: &str, start: usize, end: usize, names: &Names) -> Vec<Candidate> {
-    let Some(spec) = command::find(&all_commands(), name) else { return Vec::new() };
-    if matches!(spec.name, "load" | "save" | "export") {
-        return paths(args, start, end);
-    }
-    if spec.name == "lesson" {
+    let all = crate::lesson::commands();
+    let Some(spec) = command::find(&all, name) else { return Vec::new() };
+    let word = |value: &str| Candidate { value: value.to_string(), start, end, description: None, space: false };
+    match spec.args {
+        Args::Path(_) => paths(args, start, end),
         // By id, or by the slug or number typed so far.
-        return names
+        Args::Lesson => names
             .lessons
             .iter()
             .filter(|(id, _)| {
@@ -149,27 +150,13 @@ fn command_args(name: &str, args: &str, start: usize, end: usize, names: &Names)
                 description: Some(title.clone()),
                 space: false,
             })
-            .collect();
+            .collect(),
+        Args::Command => {
+            command::entries(&all).into_iter().filter(|c| c.name.starts_with(args)).map(|c| word(c.name)).collect()
+        }
+        Args::Choice { words, .. } => words.iter().filter(|w| w.starts_with(args)).map(|w| word(w)).collect(),
+        Args::None | Args::Text(_) => Vec::new(),
     }
-    if spec.name == "help" {
-        return all_commands()
-            .into_iter()
-            .filter(|c| c.name.starts_with(args))
-            .map(|c| Candidate { value: c.name.to_string(), start, end, description: None, space: false })
-            .collect();
-    }
-    // A synopsis like `[random|lockstep|sequential]` lists the words the command takes; a
-    // placeholder among them (`[N|default]`) is not a word to type.
-    let Some(choices) = spec.args.strip_prefix('[').and_then(|a| a.strip_suffix(']')) else { return Vec::new() };
-    if !choices.contains('|') {
-        return Vec::new();
-    }
-    choices
-        .split('|')
-        .filter(|c| !c.chars().all(|ch| ch.is_ascii_uppercase()))
-        .filter(|c| c.starts_with(args))
-        .map(|c| Candidate { value: c.to_string(), start, end, description: None, space: false })
-        .collect()
 }
 
 /// Files and folders whose path starts with `typed` (relative to the current folder, or
@@ -274,7 +261,9 @@ mod tests {
         assert_eq!(values(":he", &names()), vec![":help"]);
         assert_eq!(values(":s", &names()), vec![":seed", ":schedule", ":step", ":solution", ":save"]);
         let all = values(":", &names());
-        assert_eq!(all.len(), all_commands().len());
+        assert_eq!(all.len(), command::entries(&crate::lesson::commands()).len());
+        // An alias completes after its command, with its own summary.
+        assert_eq!(values(":q", &names()), vec![":quit", ":q"]);
         let c = &complete("  :ke", 5, &names())[0];
         assert_eq!((c.start, c.end, c.value.as_str()), (2, 5, ":kernels"));
     }

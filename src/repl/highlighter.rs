@@ -11,7 +11,7 @@ use crate::session::command;
 
 /// A `:word` that names a command at the prompt.
 pub fn is_command(word: &str) -> bool {
-    command::find(&super::all_commands(), word).is_some()
+    command::find(&crate::lesson::commands(), word).is_some()
 }
 
 /// The pieces of `text` with what each is, for the REPL's names.

@@ -7,11 +7,11 @@ use std::collections::BTreeSet;
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
-use super::runner::{Expect, Runner};
-use super::{Case, ScriptResult};
 use crate::finding::FindingKind;
 use crate::lesson::{Code, Exercise, Lang, Lesson, Part, Shown, check, mutants};
 use crate::render::text::strip_ansi;
+use crate::runner::{Case, ScriptResult};
+use crate::runner::{Expect, Runner};
 use crate::session::{Options, Status};
 
 /// What to do with each exercise.

@@ -18,9 +18,10 @@ use std::path::Path;
 
 use serde_json::{Value as Json, json};
 
-use super::runner::{Expect, Runner};
-use super::{ScriptResult, UsageError};
+use super::UsageError;
 use crate::python::host::{self, Host};
+use crate::runner::ScriptResult;
+use crate::runner::{Expect, Runner};
 use crate::session::{Session, Status, host_definition, host_globals};
 
 /// Whether `path` is a Python program.

@@ -1,6 +1,7 @@
 //! The statement language's built-in functions: one table that evaluation checks names against,
 //! the REPL completes (with each summary), the highlighter colours, and `:help functions` lists.
-//! A new function is a row here and an arm in `eval.rs`; a unit test keeps the two in step.
+//! A new function is a row here and an arm in `eval/functions.rs`; a unit test keeps the two in
+//! step.
 
 /// One built-in function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

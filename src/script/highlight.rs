@@ -1,8 +1,8 @@
 //! What each piece of typed text is: CUDA C (keywords, types, qualifiers, built-ins, numbers,
 //! strings, comments), gridlab statements (`let`, `expect`, `<<< >>>`, constructors, dtypes) and
 //! `:` commands (known ones or not). The REPL colours the line being typed with it
-//! (`repl/highlighter.rs`), and lessons colour their code blocks with it (`lesson/prose.rs`);
-//! the colours themselves are `render::style::token`.
+//! (`repl/highlighter.rs`), and lessons colour their code blocks with it (`render/markdown.rs`);
+//! the colours themselves are `render::Style::token`, one layer up.
 //!
 //! The scanner is deliberately forgiving: the text is usually half-typed, so it never fails and
 //! never needs the real lexers. Built-in names come from the checker's own tables
@@ -12,7 +12,33 @@
 use std::ops::Range;
 
 use crate::dtype::DType;
-pub use crate::render::style::Token;
+
+/// What a piece of the input is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Token {
+    Plain,
+    /// Control flow and gridlab's own statement words: `if`, `for`, `return`, `let`, `expect`.
+    Keyword,
+    /// C types, `dim3` and dtype names (`f32`, `i64`).
+    Type,
+    /// CUDA qualifiers: `__global__`, `__shared__`, ...
+    Qualifier,
+    /// CUDA built-in variables and functions (`threadIdx`, `atomicAdd`) and gridlab functions
+    /// (`zeros`, `arange`, `sum`).
+    Builtin,
+    /// A kernel or device function the session knows.
+    Kernel,
+    Number,
+    String,
+    Comment,
+    Preprocessor,
+    /// `<<<` and `>>>`.
+    Launch,
+    /// A known `:command`.
+    Command,
+    /// A `:word` that is not a command.
+    UnknownCommand,
+}
 
 /// What the classifier cannot know by itself: the session's kernels and the `:` commands (both
 /// live in layers above).

@@ -13,9 +13,9 @@ use super::{Session, Status};
 use crate::backend::sim::{Schedule, SimConfig};
 use crate::backend::{LaunchBuffers, LaunchReport, LaunchSpec};
 use crate::buffer::Buffer;
-use crate::cost::{self, CostReport, Limiter};
+use crate::cost::{self, CostReport};
 use crate::diag::Span;
-use crate::render::text::thousands;
+use crate::diag::text::thousands;
 use crate::script::ast::Launch;
 use crate::value::Value;
 
@@ -209,7 +209,7 @@ impl Session {
             let note = format!(
                 "{label}.dram_bytes is only what is written back: the launch's buffers fit in the {}'s L2 ({}) and start there, as after the host copies them in, so no read comes from DRAM; data larger than the L2 is read from DRAM too",
                 c.profile.title,
-                crate::render::text::decimal_bytes(c.profile.l2_bytes as f64)
+                crate::diag::text::decimal_bytes(c.profile.l2_bytes as f64)
             );
             writeln!(out, "{}", style.dim(&crate::render::prose(&note, style)))?;
         }
@@ -257,7 +257,7 @@ impl Session {
             }
             return Ok(Status::Error);
         };
-        self.write_profile(out, &p.text, &c)?;
+        crate::render::profile::write_profile(out, &p.text, &c, &self.sources, &self.options.style)?;
         Ok(Status::Ok)
     }
 
@@ -298,9 +298,9 @@ impl Session {
         let line = format!(
             "estimated on {}: left {} ({}), right {} ({}): {verdict}",
             ca.profile.title,
-            crate::render::text::format_us(ta),
+            crate::diag::text::format_us(ta),
             ca.estimate.limiter.name(),
-            crate::render::text::format_us(tb),
+            crate::diag::text::format_us(tb),
             cb.estimate.limiter.name()
         );
         writeln!(out, "{}", crate::render::prose(&line, &self.options.style))
@@ -358,192 +358,4 @@ impl Session {
         )?;
         Ok(Status::Ok)
     }
-
-    fn write_profile(&self, out: &mut dyn Write, title: &str, c: &CostReport) -> io::Result<()> {
-        let style = &self.options.style;
-        let o = &c.occupancy;
-        let rest = format!(
-            "estimated {} on {}: {}",
-            crate::render::text::format_us(c.estimate.time_us),
-            c.profile.title,
-            c.estimate.limiter.name()
-        );
-        crate::render::write_heading(out, title, &rest, style)?;
-        // One row per source line: the places of one line summed.
-        let mut rows: Vec<(u32, String, cost::Counts)> = Vec::new();
-        for place in &c.places {
-            let line = self.sources.line_of(place.span);
-            let text = self.sources.line_text(place.span).unwrap_or("").trim().to_string();
-            match rows.iter_mut().find(|r| r.0 == line && r.1 == text) {
-                Some(r) => r.2.add(&place.counts),
-                None => rows.push((line, text, place.counts.clone())),
-            }
-        }
-        rows.sort_by_key(|r| r.0);
-        let worst = worst_line(&rows, c);
-        let header = ["line", "source", "instr", "lanes", "sectors/req", "DRAM", "ways", "atomics"];
-        // Every column but the source, as text: their widths say how much room the source has.
-        let cells: Vec<[String; 7]> = rows
-            .iter()
-            .map(|(line, _, k)| {
-                let spr = if k.global_load_requests + k.global_store_requests > 0 {
-                    format!("{:.1} / {:.1}", k.sectors_per_request(), k.ideal_sectors_per_request())
-                } else {
-                    "-".into()
-                };
-                let ways = if k.shared_requests > 0 {
-                    format!("{:.1}", k.wavefronts as f64 / k.shared_requests as f64)
-                } else {
-                    "-".into()
-                };
-                let mark = if worst.as_ref().is_some_and(|w| w.0 == *line) { "▶ " } else { "" };
-                [
-                    format!("{mark}{line}"),
-                    thousands(k.issued as u128),
-                    format!("{:.0}%", 100.0 * k.simt_efficiency()),
-                    spr,
-                    if k.dram_bytes() > 0 {
-                        crate::render::text::decimal_bytes(k.dram_bytes() as f64)
-                    } else {
-                        "-".into()
-                    },
-                    ways,
-                    if k.atomics > 0 { thousands(k.atomics as u128) } else { "-".into() },
-                ]
-            })
-            .collect();
-        let right = |s: &str| Cell::new(s).set_alignment(CellAlignment::Right);
-        let build = |room: usize| {
-            let mut table = Table::new();
-            table.load_preset(UTF8_FULL_CONDENSED);
-            table.force_no_tty();
-            table.set_header(header);
-            for ((_, text, _), cell) in rows.iter().zip(&cells) {
-                // A source line longer than its room is cut with `…`, never wrapped: one table
-                // row per line of the kernel.
-                let source = if text.chars().count() > room {
-                    format!("{}…", text.chars().take(room.saturating_sub(1)).collect::<String>())
-                } else {
-                    text.clone()
-                };
-                // Plain text: colour codes inside a cell would count towards its width.
-                let mut row = vec![Cell::new(&cell[0]), Cell::new(source)];
-                row.extend(cell[1..].iter().map(|s| right(s)));
-                table.add_row(row);
-            }
-            style.enlarge(&mut table, 4);
-            table
-        };
-        // The source gets what the other columns, their padding and the borders leave.
-        let probe = build(usize::MAX);
-        let padding: usize = probe.column_iter().map(|c| c.padding_width() as usize).sum();
-        let others: usize = (0..7)
-            .map(|i| {
-                let head = header[if i == 0 { 0 } else { i + 1 }].chars().count();
-                cells.iter().map(|c| c[i].chars().count()).max().unwrap_or(0).max(head)
-            })
-            .sum();
-        let borders = header.len() + 1;
-        let room = style.width.saturating_sub(others + padding + borders).max("source".len());
-        let table = build(room);
-        writeln!(out, "{table}")?;
-        let t = &c.totals;
-        writeln!(
-            out,
-            "{}",
-            crate::render::prose(
-                &format!(
-                    "{}. Occupancy {:.0}% ({} blocks of {} warps per SM, limited by {}; {}); \
-                     {:.0}% of lanes active; {} through L2, {} to and from DRAM.",
-                    crate::render::cost::explain(c),
-                    100.0 * o.theoretical,
-                    o.blocks_per_sm,
-                    o.warps_per_block,
-                    o.limited_by,
-                    if o.registers_from_compiler {
-                        format!("{} registers per thread, from the GPU's compiler", o.registers)
-                    } else {
-                        format!("about {} registers per thread", o.registers)
-                    },
-                    100.0 * t.simt_efficiency(),
-                    crate::render::text::decimal_bytes((t.l2_sectors * 32) as f64),
-                    crate::render::text::decimal_bytes(t.dram_bytes() as f64),
-                ),
-                style
-            )
-        )?;
-        if let Some((line, advice)) = worst {
-            writeln!(out, "{}", style.warn(&crate::render::prose(&format!("line {line}: {advice}"), style)))?;
-        }
-        writeln!(
-            out,
-            "{}",
-            style.dim(&crate::render::prose(
-                "instr: warp instructions; lanes: active lanes per instruction; sectors/req: 32-byte sectors per global load or store, measured / ideal; ways: wavefronts per shared-memory request (1 = no bank conflict); `docs/cost-model.md` explains the model",
-                style
-            ))
-        )
-    }
-}
-
-/// The line that wastes the most, and what to do about it: uncoalesced global access, bank
-/// conflicts, atomics on one address or divergence, judged by how much each costs.
-fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport) -> Option<(u32, String)> {
-    let mut best: Option<(f64, u32, String)> = None;
-    let mut consider = |waste: f64, line: u32, advice: String| {
-        if waste > 0.0 && best.as_ref().is_none_or(|b| waste > b.0) {
-            best = Some((waste, line, advice));
-        }
-    };
-    for (line, _, k) in rows {
-        if k.global_load_requests + k.global_store_requests > 0 {
-            let spr = k.sectors_per_request();
-            let ideal = k.ideal_sectors_per_request();
-            if spr > ideal * 1.5 {
-                consider(
-                    (k.load_sectors + k.store_sectors).saturating_sub(k.ideal_ld_st_sectors) as f64,
-                    *line,
-                    format!(
-                        "the lanes of a warp touch {spr:.1} sectors per request instead of {ideal:.1}: neighbouring threads \
-                         reach addresses far apart; make threadIdx.x index the fastest-changing (last) array index, or stage \
-                         the data through shared memory"
-                    ),
-                );
-            }
-        }
-        if k.shared_requests > 0 && k.wavefronts > k.ideal_wavefronts + k.shared_requests / 10 {
-            let ways = k.wavefronts as f64 / k.shared_requests as f64;
-            consider(
-                (k.wavefronts - k.ideal_wavefronts) as f64 * 4.0,
-                *line,
-                format!(
-                    "{ways:.1}-way shared-memory bank conflicts: lanes of a warp hit different words of the same bank; \
-                     pad the array's row by one element (e.g. `[32][33]`) so a column falls in 32 different banks"
-                ),
-            );
-        }
-        if k.worst_atomic_lanes > 1 && c.estimate.limiter == Limiter::Atomics {
-            consider(
-                k.atomics as f64 * 8.0,
-                *line,
-                format!(
-                    "{} atomics land on one address and run one after another: combine first (a shared-memory or \
-                     warp-shuffle reduction per block) and let one thread per block do the atomic",
-                    thousands(c.hottest_address as u128)
-                ),
-            );
-        }
-        if k.issued > 0 && k.simt_efficiency() < 0.6 && k.issued * 10 > c.totals.issued / 10 {
-            consider(
-                (k.issued as f64) * (1.0 - k.simt_efficiency()),
-                *line,
-                format!(
-                    "only {:.0}% of the lanes are active here: the warp's threads took different branches (divergence); \
-                     branch on something the same for a whole warp, e.g. threadIdx.x / 32",
-                    100.0 * k.simt_efficiency()
-                ),
-            );
-        }
-    }
-    best.map(|(_, line, advice)| (line, advice))
 }

@@ -493,8 +493,8 @@ impl Session {
             if (total + n) as u64 > self.options.max_alloc {
                 let why = format!(
                     "`{name}` ({}) stays in Python only: gridlab's buffers would pass their limit of {}",
-                    crate::render::text::human_bytes(n as u64),
-                    crate::render::text::human_bytes(self.options.max_alloc)
+                    crate::diag::text::human_bytes(n as u64),
+                    crate::diag::text::human_bytes(self.options.max_alloc)
                 );
                 writeln!(out, "{} {why}", self.options.style.warn("warning:"))?;
                 continue;

@@ -20,7 +20,7 @@ use crate::script::{self, Input, InputKind};
 use crate::value::Value;
 
 use super::backend::{Gpu, active_backend};
-use super::{Session, Status, command, worse};
+use super::{Session, Status, dispatch, worse};
 
 /// The module's `#define`s whose bodies are numbers (`16`, `1.5f`, `(1 << 10)`), as values, so
 /// that a launch can say `<<<n / TILE, TILE>>>` after `#define TILE 16`; then its file-scope
@@ -266,7 +266,7 @@ impl Session {
         }
         let status = match input.kind {
             InputKind::Cuda => self.define(id, out)?,
-            InputKind::Command => command::run(self, &input.text, out)?,
+            InputKind::Command => dispatch::run(self, &input.text, out)?,
             InputKind::Statement => self.statement_or_host(id, out)?,
             InputKind::Python => self.define_python(id, out)?,
         };
@@ -457,7 +457,7 @@ impl Session {
                 if new_name && self.buffers.len() + self.scalars.len() >= MAX_NAMES {
                     let d = Diagnostic::error(format!(
                         "a session holds at most {} buffers and scalars",
-                        crate::render::text::thousands(MAX_NAMES as u64)
+                        crate::diag::text::thousands(MAX_NAMES as u64)
                     ))
                     .at(name_span)
                     .label("one name too many")

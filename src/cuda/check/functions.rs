@@ -839,7 +839,7 @@ impl<'m> Fx<'m> {
             E::Binary(op, lhs, rhs) => {
                 let l = self.value_expr(lhs)?;
                 let r = self.value_expr(rhs)?;
-                if let Some(call) = self.operator_call(op_symbol(*op), vec![l.clone(), r.clone()], span)? {
+                if let Some(call) = self.operator_call(op.symbol(), vec![l.clone(), r.clone()], span)? {
                     return Ok(call);
                 }
                 self.binary(*op, l, r, span)
@@ -1140,7 +1140,7 @@ impl<'m> Fx<'m> {
         Ok(target)
     }
 
-    fn assign(&mut self, op: Option<BinOp>, lhs: &syntax::Expr, rhs: &syntax::Expr, span: Span) -> CResult<Expr> {
+    fn assign(&mut self, op: Option<BinaryOp>, lhs: &syntax::Expr, rhs: &syntax::Expr, span: Span) -> CResult<Expr> {
         let op_text = match op {
             None => "=",
             Some(_) => "op=",
@@ -1165,39 +1165,39 @@ impl<'m> Fx<'m> {
         let l = self.lvalue(lhs, op_text)?;
         let r = self.value_expr(rhs)?;
         if matches!(l.ty, Type::Struct(_)) {
-            let sym = format!("{}=", op_symbol(op));
+            let sym = format!("{}=", op.symbol());
             return match self.operator_call(&sym, vec![l.clone(), r], span)? {
                 Some(call) => Ok(call),
                 None => Err(err(span, format!("`{}` has no `operator{sym}`", l.ty.c_name()))
-                    .help(format!("define one, or write `a = a {} b` with the operator it has", op_symbol(op)))),
+                    .help(format!("define one, or write `a = a {} b` with the operator it has", op.symbol()))),
             };
         }
         let ty = l.ty.clone();
         let (op, op_ty, r) = match &ty {
             Type::Ptr { .. } => {
-                if !matches!(op, BinOp::Add | BinOp::Sub) {
+                if !matches!(op, BinaryOp::Add | BinaryOp::Sub) {
                     return Err(err(span, "only `+=` and `-=` work on pointers")
                         .help("move a pointer with `p += n` or `p -= n`"));
                 }
                 self.integer(&r, "+=")?;
-                (bin(op), Scalar::I64, scalar_cast(r, Scalar::I64))
+                (op, Scalar::I64, scalar_cast(r, Scalar::I64))
             }
             Type::Scalar(ls) => {
                 let rs = self.arith(&r, "op=")?;
                 let op_ty = match op {
-                    BinOp::Shl | BinOp::Shr => {
+                    BinaryOp::Shl | BinaryOp::Shr => {
                         self.integer(&l, "<<=")?;
                         self.integer(&r, "<<=")?;
                         promote(*ls)
                     }
-                    BinOp::Rem | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
+                    BinaryOp::Rem | BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor => {
                         self.integer(&l, "%=")?;
                         self.integer(&r, "%=")?;
                         usual(*ls, rs)
                     }
                     _ => usual(*ls, rs),
                 };
-                (bin(op), op_ty, scalar_cast(r, op_ty))
+                (op, op_ty, scalar_cast(r, op_ty))
             }
             t => return Err(err(span, format!("cannot update a `{}`", t.c_name())).help("use a number or pointer")),
         };
@@ -1293,19 +1293,18 @@ impl<'m> Fx<'m> {
         }
     }
 
-    fn binary(&mut self, op: BinOp, l: Expr, r: Expr, span: Span) -> CResult<Expr> {
+    fn binary(&mut self, op: BinaryOp, l: Expr, r: Expr, span: Span) -> CResult<Expr> {
         let mk = |kind, ty| Ok(Expr { kind, ty, span });
-        let sym = op_symbol(op);
+        let sym = op.symbol();
         match op {
-            BinOp::LogAnd | BinOp::LogOr => {
+            BinaryOp::LogAnd | BinaryOp::LogOr => {
                 let (l, r) = (self.to_bool(l)?, self.to_bool(r)?);
-                return mk(
-                    ExprKind::Binary { op: bin(op), lhs: Box::new(l), rhs: Box::new(r) },
-                    Type::Scalar(Scalar::Bool),
-                );
+                return mk(ExprKind::Binary { op, lhs: Box::new(l), rhs: Box::new(r) }, Type::Scalar(Scalar::Bool));
             }
-            BinOp::Add | BinOp::Sub if l.ty.is_pointer() || r.ty.is_pointer() => return self.ptr_arith(op, l, r, span),
-            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+            BinaryOp::Add | BinaryOp::Sub if l.ty.is_pointer() || r.ty.is_pointer() => {
+                return self.ptr_arith(op, l, r, span);
+            }
+            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
                 if l.ty.is_pointer() || r.ty.is_pointer() =>
             {
                 // `p != NULL`, `0 == p`: the null constant becomes a null pointer of `p`'s type.
@@ -1324,54 +1323,51 @@ impl<'m> Fx<'m> {
                     return Err(err(span, format!("cannot compare `{}` with `{}`", l.ty.c_name(), r.ty.c_name()))
                         .help("compare pointers of the same type, or the values they point to"));
                 }
-                return mk(
-                    ExprKind::Binary { op: bin(op), lhs: Box::new(l), rhs: Box::new(r) },
-                    Type::Scalar(Scalar::Bool),
-                );
+                return mk(ExprKind::Binary { op, lhs: Box::new(l), rhs: Box::new(r) }, Type::Scalar(Scalar::Bool));
             }
             _ => {}
         }
         let (ls, rs) = match op {
-            BinOp::Shl | BinOp::Shr | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Rem => {
+            BinaryOp::Shl | BinaryOp::Shr | BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor | BinaryOp::Rem => {
                 (self.integer(&l, sym)?, self.integer(&r, sym)?)
             }
             _ => (self.arith(&l, sym)?, self.arith(&r, sym)?),
         };
         let ty = match op {
-            BinOp::Shl | BinOp::Shr => promote(ls),
+            BinaryOp::Shl | BinaryOp::Shr => promote(ls),
             _ => usual(ls, rs),
         };
         let (l, r) = (scalar_cast(l, ty), scalar_cast(r, ty));
         let result = match op {
-            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => Scalar::Bool,
+            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => Scalar::Bool,
             _ => ty,
         };
-        mk(ExprKind::Binary { op: bin(op), lhs: Box::new(l), rhs: Box::new(r) }, Type::Scalar(result))
+        mk(ExprKind::Binary { op, lhs: Box::new(l), rhs: Box::new(r) }, Type::Scalar(result))
     }
 
-    fn ptr_arith(&mut self, op: BinOp, l: Expr, r: Expr, span: Span) -> CResult<Expr> {
+    fn ptr_arith(&mut self, op: BinaryOp, l: Expr, r: Expr, span: Span) -> CResult<Expr> {
         let mk = |kind, ty| Ok(Expr { kind, ty, span });
         if l.ty.is_pointer() && r.ty.is_pointer() {
-            if op == BinOp::Sub && l.ty.pointee() == r.ty.pointee() {
+            if op == BinaryOp::Sub && l.ty.pointee() == r.ty.pointee() {
                 return mk(ExprKind::PtrDiff { lhs: Box::new(l), rhs: Box::new(r) }, Type::Scalar(Scalar::I64));
             }
             return Err(err(
                 span,
-                format!("cannot {} two pointers", if op == BinOp::Add { "add" } else { "subtract" }),
+                format!("cannot {} two pointers", if op == BinaryOp::Add { "add" } else { "subtract" }),
             )
             .help("add an integer offset to a pointer: `p + i`"));
         }
-        if op == BinOp::Sub && !l.ty.is_pointer() {
+        if op == BinaryOp::Sub && !l.ty.is_pointer() {
             return Err(err(span, "cannot subtract a pointer from a number").help("write `p - n`"));
         }
         let (p, n) = if l.ty.is_pointer() { (l, r) } else { (r, l) };
         if p.ty.pointee() == Some(&Type::Void) {
             return Err(err(p.span, "cannot do arithmetic on a `void *`").help("cast it to a typed pointer first"));
         }
-        self.integer(&n, op_symbol(op))
+        self.integer(&n, op.symbol())
             .map_err(|d| d.help("a pointer moves by a whole number of elements, e.g. `p + i`"))?;
         let mut offset = scalar_cast(n, Scalar::I64);
-        if op == BinOp::Sub {
+        if op == BinaryOp::Sub {
             let s = offset.span;
             offset = Expr {
                 kind: ExprKind::Unary { op: UnaryOp::Neg, operand: Box::new(offset) },
@@ -1617,16 +1613,16 @@ impl<'m> Fx<'m> {
                 for a in args {
                     let v = self.number_arg(a, s, name)?;
                     let v = if signed {
-                        let up = self.binary(BinOp::Shl, v, int_const(8, Scalar::I32, span), span)?;
-                        self.binary(BinOp::Shr, up, int_const(8, Scalar::I32, span), span)?
+                        let up = self.binary(BinaryOp::Shl, v, int_const(8, Scalar::I32, span), span)?;
+                        self.binary(BinaryOp::Shr, up, int_const(8, Scalar::I32, span), span)?
                     } else {
-                        self.binary(BinOp::BitAnd, v, int_const(0xff_ffff, Scalar::U32, span), span)?
+                        self.binary(BinaryOp::BitAnd, v, int_const(0xff_ffff, Scalar::U32, span), span)?
                     };
                     low.push(v);
                 }
                 let b = low.pop().expect("two arguments");
                 let a = low.pop().expect("two arguments");
-                self.binary(BinOp::Mul, a, b, span).map(Some)
+                self.binary(BinaryOp::Mul, a, b, span).map(Some)
             }
             "__shfl_sync" | "__shfl_up_sync" | "__shfl_down_sync" | "__shfl_xor_sync" => {
                 let kind = match name {
@@ -1858,50 +1854,4 @@ pub(super) fn lens_after(fx: &mut Fx, dims: &[Option<syntax::Expr>]) -> CResult<
         }
     }
     Ok(n)
-}
-
-pub(super) fn bin(op: BinOp) -> BinaryOp {
-    match op {
-        BinOp::Add => BinaryOp::Add,
-        BinOp::Sub => BinaryOp::Sub,
-        BinOp::Mul => BinaryOp::Mul,
-        BinOp::Div => BinaryOp::Div,
-        BinOp::Rem => BinaryOp::Rem,
-        BinOp::Shl => BinaryOp::Shl,
-        BinOp::Shr => BinaryOp::Shr,
-        BinOp::BitAnd => BinaryOp::BitAnd,
-        BinOp::BitOr => BinaryOp::BitOr,
-        BinOp::BitXor => BinaryOp::BitXor,
-        BinOp::Eq => BinaryOp::Eq,
-        BinOp::Ne => BinaryOp::Ne,
-        BinOp::Lt => BinaryOp::Lt,
-        BinOp::Le => BinaryOp::Le,
-        BinOp::Gt => BinaryOp::Gt,
-        BinOp::Ge => BinaryOp::Ge,
-        BinOp::LogAnd => BinaryOp::LogAnd,
-        BinOp::LogOr => BinaryOp::LogOr,
-    }
-}
-
-pub(super) fn op_symbol(op: BinOp) -> &'static str {
-    match op {
-        BinOp::Add => "+",
-        BinOp::Sub => "-",
-        BinOp::Mul => "*",
-        BinOp::Div => "/",
-        BinOp::Rem => "%",
-        BinOp::Shl => "<<",
-        BinOp::Shr => ">>",
-        BinOp::BitAnd => "&",
-        BinOp::BitOr => "|",
-        BinOp::BitXor => "^",
-        BinOp::Eq => "==",
-        BinOp::Ne => "!=",
-        BinOp::Lt => "<",
-        BinOp::Le => "<=",
-        BinOp::Gt => ">",
-        BinOp::Ge => ">=",
-        BinOp::LogAnd => "&&",
-        BinOp::LogOr => "||",
-    }
 }

@@ -13,8 +13,9 @@ use crate::buffer::Shape;
 use crate::diag::Diagnostic;
 
 use super::super::ast::{BinOp, Expr, ExprKind};
-use super::{Cx, Env, V, b_lane};
-use crate::render::text::thousands;
+use super::numpy::{V, b_lane};
+use super::{Cx, Env};
+use crate::diag::text::thousands;
 use crate::value::{Array, Data, format_num};
 
 /// How many failing elements a message lists.

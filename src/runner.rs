@@ -4,8 +4,9 @@
 //! message and the PASS/FAIL line read the same wherever they come from.
 
 use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::Duration;
 
-use super::{Case, ScriptResult};
 use crate::render::text::strip_ansi;
 use crate::render::{self, Style};
 use crate::session::{Session, Status, worse};
@@ -17,6 +18,71 @@ pub enum Expect {
     Ok,
     /// Be refused (a lesson's ` ```cuda error ` block): running is the failure.
     Refusal,
+}
+
+/// What happened to one script.
+#[derive(Clone, Debug)]
+pub struct ScriptResult {
+    pub path: PathBuf,
+    pub inputs: usize,
+    pub expects_failed: usize,
+    pub errors: usize,
+    /// Each input that failed, echoed with its output (plain text), for reports.
+    pub failures: Vec<String>,
+    pub elapsed: Duration,
+    /// A lesson's steps, each its own test case in the JUnit report; empty for a script, which
+    /// is one test case.
+    pub cases: Vec<Case>,
+}
+
+/// One test case of a JUnit report: a step of a lesson.
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub name: String,
+    pub failures: Vec<String>,
+    pub elapsed: Duration,
+    /// Why it did not run (a lesson that needs a GPU, without one).
+    pub skipped: Option<String>,
+}
+
+impl Case {
+    pub fn new(name: String) -> Case {
+        Case { name, failures: Vec::new(), elapsed: Duration::ZERO, skipped: None }
+    }
+}
+
+impl ScriptResult {
+    /// Add `other`'s inputs, failures and cases to this one: the same lesson run again in its
+    /// other language is one result.
+    pub fn absorb(&mut self, other: ScriptResult) {
+        self.inputs += other.inputs;
+        self.expects_failed += other.expects_failed;
+        self.errors += other.errors;
+        self.failures.extend(other.failures);
+        self.elapsed += other.elapsed;
+        self.cases.extend(other.cases);
+    }
+
+    pub fn new(path: PathBuf) -> ScriptResult {
+        ScriptResult {
+            path,
+            inputs: 0,
+            expects_failed: 0,
+            errors: 0,
+            failures: Vec::new(),
+            elapsed: Duration::ZERO,
+            cases: Vec::new(),
+        }
+    }
+
+    pub fn passed(&self) -> bool {
+        self.expects_failed == 0 && self.errors == 0
+    }
+
+    /// Every case was skipped (a lesson that needs a GPU, without one).
+    pub fn skipped(&self) -> bool {
+        !self.cases.is_empty() && self.cases.iter().all(|c| c.skipped.is_some())
+    }
 }
 
 /// Runs inputs in a session, writing the transcript (or, when `quiet`, only what failed) and

@@ -13,9 +13,8 @@ use std::io::{self, Write};
 use comfy_table::{Attribute, Cell, CellAlignment, Color, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
-use crate::render::Style;
+use super::Style;
 use crate::script::highlight::{Known, spans};
-use crate::session::command;
 
 /// A piece of text and how many columns it takes on screen.
 struct Word {
@@ -28,6 +27,8 @@ struct Word {
 struct Writer<'a> {
     out: &'a mut dyn Write,
     style: &'a Style,
+    /// The commands and kernels a code block may name, for its colours (they live above).
+    known: &'a Known<'a>,
     /// Prefixes of the containers we are in (quote bars, list indents).
     prefix: Vec<String>,
     /// The first line of a list item shows its bullet instead of the indent.
@@ -70,14 +71,16 @@ impl CellText {
     }
 }
 
-/// Render `md` to `out`.
-pub fn write_markdown(out: &mut dyn Write, md: &str, style: &Style) -> io::Result<()> {
+/// Render `md` to `out`; `known` names the commands and kernels its code blocks may use, which
+/// are coloured as at the prompt.
+pub fn write_markdown(out: &mut dyn Write, md: &str, style: &Style, known: &Known<'_>) -> io::Result<()> {
     // A lesson is someone else's text: escape sequences in it are shown, never obeyed.
     let md = crate::diag::printable(md);
     let md = md.as_ref();
     let mut w = Writer {
         out,
         style,
+        known,
         prefix: Vec::new(),
         bullet: None,
         words: Vec::new(),
@@ -433,9 +436,7 @@ impl Writer<'_> {
         for line in text.trim_end_matches('\n').lines() {
             if highlight {
                 let mut painted = String::new();
-                let is_command = |w: &str| command::find(&command::listing(super::guide::COMMANDS), w).is_some();
-                let known = Known { is_kernel: &|_| false, is_command: &is_command };
-                for (kind, range) in spans(line, &known) {
+                for (kind, range) in spans(line, self.known) {
                     painted.push_str(&self.style.token(kind).paint(&line[range]).to_string());
                 }
                 writeln!(self.out, "{prefix}{painted}")?;
@@ -456,7 +457,8 @@ mod tests {
 
     fn plain(md: &str, width: usize) -> String {
         let mut out = Vec::new();
-        write_markdown(&mut out, md, &Style { color: false, width, big: false, ..Style::plain() }).unwrap();
+        write_markdown(&mut out, md, &Style { color: false, width, big: false, ..Style::plain() }, &Known::NOTHING)
+            .unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -513,7 +515,8 @@ mod tests {
         ");
         // In colour: no backticks, the header bold, code cells coloured as code.
         let mut out = Vec::new();
-        write_markdown(&mut out, md, &Style { color: true, width: 50, big: false, ..Style::plain() }).unwrap();
+        write_markdown(&mut out, md, &Style { color: true, width: 50, big: false, ..Style::plain() }, &Known::NOTHING)
+            .unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("\x1b[1m variable") && text.contains("\x1b[38;5;6m threadIdx.x"), "{text:?}");
         assert!(!text.contains('`'), "{text:?}");
@@ -548,46 +551,6 @@ mod tests {
         assert_eq!(plain("A `blockIdx.x * blockDim.x` b", 26), "A\n`blockIdx.x * blockDim.x`\nb\n");
     }
 
-    /// Every lesson's prose at the widths a learner's terminal may have: no line runs past the
-    /// width (the terminal would cut a word in two), none starts with punctuation. Code blocks
-    /// are exempt: code is never wrapped.
-    #[test]
-    fn the_lessons_prose_fits_every_width() {
-        let course = crate::lesson::Course::builtin().unwrap();
-        for width in [60, 72, 80, 100, 120] {
-            let style = Style { color: false, width, big: false, ..Style::plain() };
-            for lesson in &course.lessons {
-                let mut md = vec![lesson.intro.clone()];
-                for step in &lesson.steps {
-                    for part in &step.parts {
-                        match part {
-                            crate::lesson::Part::Prose(p) => md.push(p.clone()),
-                            crate::lesson::Part::Exercise(ex) => {
-                                md.push(ex.task.clone());
-                                md.extend(ex.hints.iter().cloned());
-                            }
-                            _ => {}
-                        }
-                    }
-                }
-                for md in md {
-                    let mut out = Vec::new();
-                    write_markdown(&mut out, &md, &style).unwrap();
-                    let text = String::from_utf8(out).unwrap();
-                    for line in text.lines() {
-                        let body = line.trim_start_matches("│ ");
-                        if body.starts_with("    ") {
-                            continue;
-                        }
-                        assert!(line.chars().count() <= width, "{} at {width}: {line:?}", lesson.id);
-                        let start = body.trim_start_matches(['•', ' ']);
-                        assert!(!start.starts_with(['.', ',', ';', ')']), "{} at {width}: {line:?}", lesson.id);
-                    }
-                }
-            }
-        }
-    }
-
     #[test]
     fn colour_highlights_code_and_drops_backticks() {
         let mut out = Vec::new();
@@ -595,6 +558,7 @@ mod tests {
             &mut out,
             "Use `atomicAdd`.\n\n```cuda\n__global__ void k() {}\n```",
             &Style { color: true, width: 80, big: false, ..Style::plain() },
+            &Known::NOTHING,
         )
         .unwrap();
         let text = String::from_utf8(out).unwrap();
