@@ -166,6 +166,51 @@ pub fn is_host_code(text: &str) -> bool {
     })
 }
 
+/// A block opened by a line ending in `:` (`def k(a):`, `if i < n:`) whose next line is not
+/// indented more: Python's parser says "expected an indented block" or "unindent does not
+/// match" somewhere after; this says which line and how to write it. Typed at a prompt without
+/// an editor that indents, it is the first thing a Python learner meets.
+fn unindented_body(source: SourceId, text: &str) -> Option<Diagnostic> {
+    let indent = |l: &str| l.len() - l.trim_start_matches([' ', '\t']).len();
+    let mut offset = 0;
+    let mut opener: Option<(&str, usize)> = None;
+    for line in text.split_inclusive('\n') {
+        let bare = line.trim_end_matches(['\n', '\r']);
+        let code = bare.split_once('#').map_or(bare, |(c, _)| c).trim_end();
+        if !code.trim().is_empty() {
+            if let Some((head, depth)) = opener.take()
+                && indent(bare) <= depth
+            {
+                let body = bare.trim_start();
+                let at = offset + indent(bare);
+                let pad = " ".repeat(depth + 4);
+                return Some(
+                    Diagnostic::error(format!("the block under `{}` is not indented", head.trim()))
+                        .at(Span::new(source, at, at + body.len()))
+                        .label("indent this line")
+                        .help(format!(
+                            "Python marks a block by indenting it: write `{pad}{body}` ({} spaces), and indent each line of the block alike",
+                            depth + 4
+                        )),
+                );
+            }
+            if code.ends_with(':') && !code.trim_start().starts_with('@') {
+                opener = Some((code, indent(bare)));
+            }
+        }
+        offset += line.len();
+    }
+    // A block opened on the last line, with nothing under it.
+    let (head, _) = opener?;
+    let at = text.find(head.trim()).unwrap_or(0);
+    Some(
+        Diagnostic::error(format!("the block under `{}` is empty", head.trim()))
+            .at(Span::new(source, at, at + head.trim().len()))
+            .label("its lines go below, indented")
+            .help("Python marks a block by indenting it: put its lines under this one, each indented by 4 spaces more"),
+    )
+}
+
 /// A span in `source` from a RustPython range.
 pub fn span(source: SourceId, range: TextRange) -> Span {
     Span::new(source, range.start().to_usize(), range.end().to_usize())
@@ -182,6 +227,9 @@ pub struct Snippet {
 /// Anything else at the top level is refused with a message: host code belongs to the
 /// statement language at the prompt, or to a `.py` file.
 pub fn read_snippet(source: SourceId, text: &str) -> Result<Snippet, Vec<Diagnostic>> {
+    if let Some(d) = unindented_body(source, text) {
+        return Err(vec![d]);
+    }
     let suite = ast::Suite::parse(text, "<input>").map_err(|e| {
         let at = (e.offset.to_usize()).min(text.len());
         let end = text[at..].chars().next().map_or(at, |c| at + c.len_utf8());

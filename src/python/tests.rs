@@ -218,3 +218,27 @@ fn a_kernels_likely_argument_types_are_read_from_how_it_uses_them() {
         vec![a(DType::F32, 2), a(DType::F32, 1), ArgType::Scalar(DType::I64), a(DType::U64, 2), a(DType::F32, 1)]
     );
 }
+
+#[test]
+fn a_block_typed_without_indentation_is_named_at_its_first_line_with_the_indented_line() {
+    let src = "@cuda.jit\ndef add_half(a, n):\ni = cuda.grid(1)\nif i <= n:\na[i] += 0.5\n";
+    let errs = read_snippet(0, src).expect_err("refused");
+    assert_eq!(errs[0].message, "the block under `def add_half(a, n):` is not indented");
+    let at = errs[0].span.expect("placed").lo as usize;
+    assert_eq!(&src[at..at + 16], "i = cuda.grid(1)");
+    assert!(errs[0].help.as_deref().unwrap().contains("write `    i = cuda.grid(1)` (4 spaces)"), "{errs:?}");
+    // One level down: the `if`'s body.
+    let src = "@cuda.jit\ndef k(a, n):\n    i = cuda.grid(1)\n    if i < n:\n    a[i] = 1\n";
+    let errs = read_snippet(0, src).expect_err("refused");
+    assert_eq!(errs[0].message, "the block under `if i < n:` is not indented");
+    assert!(errs[0].help.as_deref().unwrap().contains("write `        a[i] = 1` (8 spaces)"), "{errs:?}");
+    // Indented as Python wants, with a comment and a blank line: no complaint.
+    let ok = "@cuda.jit\ndef k(a, n):  # a kernel\n\n    i = cuda.grid(1)\n    if i < n:\n        a[i] = 1\n    else:\n        pass\n";
+    assert!(read_snippet(0, ok).is_ok());
+}
+
+#[test]
+fn a_function_with_nothing_under_it_says_where_its_lines_go() {
+    let errs = read_snippet(0, "@cuda.jit\ndef k(a):\n").expect_err("refused");
+    assert_eq!(errs[0].message, "the block under `def k(a):` is empty");
+}

@@ -42,6 +42,15 @@ mod tests {
     }
 
     #[test]
+    fn a_python_kernel_typed_without_indentation_ends_at_a_blank_line_rather_than_never() {
+        let flat = "@cuda.jit\ndef k(a, n):\ni = cuda.grid(1)\nif i <= n:\na[i] += 0.5";
+        assert!(!complete(flat), "the blank line is still to come");
+        assert!(complete(&format!("{flat}\n")), "a blank line ends it, so its error can be shown");
+        assert!(!complete("@cuda.jit\n"), "a decorator alone waits for its function");
+        assert!(!complete("@cuda.jit\ndef k(a):\n    a[0] = 1\n    if a[0] > 0:"), "an open block goes on");
+    }
+
+    #[test]
     fn open_kernels_and_brackets_keep_reading() {
         assert!(!complete("__global__ void k(int *a) {"));
         assert!(!complete("__global__ void k(int *a) {\n  a[0] = 1;"));

@@ -315,6 +315,10 @@ pub struct Pending {
     py_import: bool,
     /// Python whose first line holds its own body (`for i in range(3): print(i)`).
     py_inline: bool,
+    /// Python with a line after the first that is not indented (the `def` under a decorator,
+    /// or a body typed without its indentation): a blank line ends it, as Python's REPL ends
+    /// it there (with an `IndentationError` for a body not indented).
+    py_flat: bool,
     bytes: usize,
     lines: usize,
 }
@@ -338,6 +342,7 @@ impl Pending {
         if self.first == Some(InputKind::Python) && self.lines > 0 {
             self.py_blank = line.trim().is_empty();
             self.py_body |= line.starts_with([' ', '\t']) && !line.trim().is_empty();
+            self.py_flat |= !line.starts_with([' ', '\t']) && !line.trim().is_empty();
         }
         self.c.line(line, base);
         self.statement.statement_line(line, base);
@@ -358,7 +363,7 @@ impl Pending {
             // As in Python's REPL: an import is one line; a function ends at a blank line.
             Some(InputKind::Python) if self.py_import => self.statement.open.is_empty(),
             Some(InputKind::Python) => {
-                (self.py_body || self.py_inline) && self.py_blank && self.statement.open.is_empty()
+                (self.py_body || self.py_inline || self.py_flat) && self.py_blank && self.statement.open.is_empty()
             }
         }
     }
@@ -470,17 +475,28 @@ pub fn split_inputs(text: &str) -> Result<Vec<Input>, Box<SplitError>> {
                 } else {
                     // Decorators, the `def` line, then every line that is indented, blank or a
                     // comment, up to the last indented one.
+                    // A body typed without its indentation (the `def` line followed at once by
+                    // one that is not indented) stays with its function up to the next blank
+                    // line, so that it gets one message saying to indent it, not one per line.
                     let mut last = i;
                     let mut j = i + 1;
+                    let mut flat = false;
                     while j < lines.len() {
                         let l = &text[lines[j].0..lines[j].1];
                         let t = l.trim_start();
+                        if flat && t.is_empty() {
+                            break;
+                        }
                         if t.is_empty() || t.starts_with('#') {
                             j += 1;
                             continue;
                         }
-                        let header = text[lines[last].0..lines[last].1].trim_start().starts_with('@');
-                        if l.starts_with([' ', '\t'])
+                        let above = text[lines[last].0..lines[last].1].trim_start();
+                        let opens = above.split_once('#').map_or(above, |(c, _)| c).trim_end().ends_with(':');
+                        flat |= opens && j == last + 1 && !l.starts_with([' ', '\t']) && !t.starts_with('@');
+                        let header = above.starts_with('@');
+                        if flat
+                            || l.starts_with([' ', '\t'])
                             || (header && (t.starts_with('@') || t.starts_with("def ")))
                             || crate::python::parse::continues_compound(l)
                         {

@@ -1080,3 +1080,16 @@ fn a_field_of_an_undefined_record_says_the_record_is_not_defined() {
     // A scalar that is defined still has no fields.
     assert_eq!(err("n.time_us").message, "`n` has no field `time_us`");
 }
+
+#[test]
+fn a_python_body_typed_without_indentation_stays_with_its_function_up_to_a_blank_line() {
+    use crate::script::{InputKind, split_inputs};
+    let text = "@cuda.jit\ndef k(a, n):\ni = cuda.grid(1)\nif i <= n:\na[i] += 0.5\n\nlet b = 1\n";
+    let inputs = split_inputs(text).unwrap();
+    let kinds: Vec<InputKind> = inputs.iter().map(|i| i.kind).collect();
+    assert_eq!(kinds, [InputKind::Python, InputKind::Statement], "{inputs:?}");
+    assert!(inputs[0].text.ends_with("a[i] += 0.5"), "{:?}", inputs[0].text);
+    // Indented as Python wants, a function still ends where its indented lines do.
+    let inputs = split_inputs("@cuda.jit\ndef k(a):\n    a[0] = 1\nlet b = 1\n").unwrap();
+    assert_eq!(inputs.len(), 2, "{inputs:?}");
+}
