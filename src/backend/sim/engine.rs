@@ -781,6 +781,9 @@ impl Machine<'_, '_> {
             if self.log.is_some() {
                 self.reports.stamp = parallel::stamp(w, warp.steps);
                 self.mem.me = parallel::me(b.linear, b.epoch, w);
+                if let Some(c) = self.cost.as_deref_mut() {
+                    c.stamp = self.reports.stamp;
+                }
             }
             let event = {
                 let Block { warps, shared, shadow, base, acquired, linear, .. } = b;

@@ -2059,8 +2059,8 @@ __global__ void one_block_spins(const float *a, float *b, int n) {
 "#;
 
 /// The same launches with 1, 2 and 3 worker threads give the same buffers, findings, `printf`
-/// lines, step counts and stops, byte for byte, with findings on and off and under the random
-/// (two seeds) and lockstep schedules; and blocks that do not communicate do run on several
+/// lines, step counts, stops and cost counts, byte for byte, with findings and the cost model on
+/// and off and under the random (two seeds) and lockstep schedules; and blocks that do not communicate do run on several
 /// threads, while those that do run on one.
 #[test]
 fn any_number_of_threads_gives_the_same_launch() {
@@ -2076,13 +2076,13 @@ fn any_number_of_threads_gives_the_same_launch() {
     ];
     for (kernel, grid, block, communicates) in cases {
         for (schedule, seed) in [(Schedule::Random, 0), (Schedule::Random, 3), (Schedule::Lockstep, 0)] {
-            for findings in [true, false] {
+            for (findings, cost) in [(true, true), (true, false), (false, false)] {
                 let run = |threads: usize| {
                     let config = SimConfig {
                         schedule,
                         seed,
                         findings,
-                        cost: None,
+                        cost: if cost { SimConfig::default().cost } else { None },
                         threads,
                         max_steps: 200_000,
                         time_limit: None,
@@ -2093,17 +2093,18 @@ fn any_number_of_threads_gives_the_same_launch() {
                     let n = if kernel == "tiled" { 32 } else { n as i32 };
                     let r = sim.launch(kernel, grid, block, &mut [&mut a, &mut b], &[ScalarArg::I32(n)]);
                     let seen = format!(
-                        "{:?}\n{:?}\n{:?}\nsteps {:?} aborted {} truncated {}",
+                        "{:?}\n{:?}\n{:?}\nsteps {:?} aborted {} truncated {}\n{:?}",
                         b.to_f64_vec(),
                         r.findings,
                         r.output,
                         r.steps,
                         r.aborted,
-                        r.output_truncated
+                        r.output_truncated,
+                        r.cost,
                     );
                     (seen, r, sim.backend.last_threads())
                 };
-                let what = format!("{kernel} {schedule:?} seed {seed} findings {findings}");
+                let what = format!("{kernel} {schedule:?} seed {seed} findings {findings} cost model {cost}");
                 let (one, r, threads) = run(1);
                 assert_eq!(threads, 1, "{what}");
                 for n in [2, 3] {
@@ -2119,7 +2120,10 @@ fn any_number_of_threads_gives_the_same_launch() {
                             assert!(one.contains("OutOfBounds") && one.contains("Uninit"), "{what}: {one}");
                         }
                     }
-                    "tiled" => assert!(r.findings.is_empty(), "{what}: {:?}", r.findings),
+                    "tiled" => {
+                        assert!(r.findings.is_empty(), "{what}: {:?}", r.findings);
+                        assert_eq!(r.cost.is_some(), cost, "{what}");
+                    }
                     "lost_update" if schedule == Schedule::Random => {
                         assert!(findings != r.findings.is_empty(), "{what}: {:?}", r.findings);
                     }

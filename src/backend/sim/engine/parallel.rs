@@ -13,7 +13,7 @@
 //!    another warp's of the same block since their last common barrier, where either writes
 //!    (atomics write), voids the speculation: the blocks communicated, and what they saw would
 //!    depend on the interleaving. So does a trap, a step limit, Ctrl-C or the time limit, a
-//!    kernel that fences, the cost model, the sequential schedule and `:map`/`:why` recording:
+//!    kernel that fences, the sequential schedule and `:map`/`:why` recording:
 //!    the buffers are put back and the launch runs on one thread, as it always did. Whether a
 //!    conflict is found does not depend on timing: every claim is one atomic step of a state
 //!    machine in which any two conflicting accesses meet, in either order.
@@ -42,8 +42,10 @@ use super::{Block, Event, Machine, Mem, RESIDENT_BLOCKS, RESIDENT_MEMORY, Stop, 
 use crate::backend::LaunchSpec;
 
 use super::super::compile::{Kernel, Op};
+use super::super::cost::{Counter, Deferred};
 use super::super::memory::{Reports, Shadow};
 use super::super::{Progress, Schedule, SimConfig};
+use crate::cost::Counts;
 
 /// The worker threads a launch may use unless told (`GRIDLAB_THREADS`, `--threads`): every
 /// core.
@@ -61,7 +63,6 @@ pub(super) fn workers(k: &Kernel, spec: &LaunchSpec, config: &SimConfig) -> usiz
     let blocks = spec.grid.count();
     if config.threads <= 1
         || config.schedule == Schedule::Sequential
-        || config.cost.is_some()
         || config.trace_writes
         || config.watch.is_some()
         || blocks < 2
@@ -247,6 +248,10 @@ struct BlockLog {
     warps: Vec<Vec<Ev>>,
     prints: Vec<(u64, Out)>,
     reports: Reports,
+    /// With the cost model on: the block's order-free counts, and its global accesses for the
+    /// launch's caches.
+    counts: Vec<Counts>,
+    deferred: Deferred,
 }
 
 /// Slices of the launch's memory, shared by the workers.
@@ -289,6 +294,7 @@ struct Proto<'k, 'b> {
     max_total: u64,
     max_warp: u64,
     threads: u64,
+    cost: Option<Counter>,
 }
 
 /// When workers stop early: another block failed, Ctrl-C, or the wall-time limit.
@@ -354,7 +360,7 @@ impl<'k, 'b> Worker<'k, 'b> {
             total: 0,
             max_total: p.max_total,
             max_warp: p.max_warp,
-            cost: None,
+            cost: p.cost.as_ref().map(|c| Box::new(c.deferring())),
             param_names: Vec::new(),
             param_per: Vec::new(),
             param_views: Vec::new(),
@@ -389,6 +395,10 @@ impl<'k, 'b> Worker<'k, 'b> {
             t.clear();
             t.resize_with(s.len(), || AtomicU64::new(0));
         }
+        if let Some(c) = m.cost.as_deref_mut() {
+            c.take_counts();
+            c.deferred = Some(Deferred::default());
+        }
         let lanes = b.warps.iter().map(|w| w.live.count_ones()).collect();
         let mut runs = 0u32;
         while b.live_warps > 0 && m.stop.is_none() {
@@ -415,8 +425,14 @@ impl<'k, 'b> Worker<'k, 'b> {
             ctl.abort.store(true, Ordering::Relaxed);
             return None;
         }
+        let (counts, deferred) = match m.cost.as_deref_mut() {
+            Some(c) => (c.take_counts(), c.deferred.take().unwrap_or_default()),
+            None => (Vec::new(), Deferred::default()),
+        };
         let log = m.log.as_deref_mut()?;
         Some(BlockLog {
+            counts,
+            deferred,
             lanes,
             warps: std::mem::take(&mut log.warps),
             prints: std::mem::take(&mut log.prints),
@@ -435,6 +451,9 @@ struct RWarp {
     ev: usize,
     /// (the warp's step, the launch's step) at the start of each run the scheduler gave it.
     chunks: Vec<(u64, u64)>,
+    /// Its deferred global accesses (indices into the block's), and how many are counted.
+    cost: Vec<u32>,
+    counted: usize,
 }
 
 struct RBlock {
@@ -448,11 +467,25 @@ struct RBlock {
 
 impl RBlock {
     fn new(log: BlockLog) -> RBlock {
-        let warps: Vec<RWarp> = log
+        let mut warps: Vec<RWarp> = log
             .lanes
             .iter()
-            .map(|&live| RWarp { live, bar: 0, queued: false, steps: 0, ev: 0, chunks: Vec::new() })
+            .map(|&live| RWarp {
+                live,
+                bar: 0,
+                queued: false,
+                steps: 0,
+                ev: 0,
+                chunks: Vec::new(),
+                cost: Vec::new(),
+                counted: 0,
+            })
             .collect();
+        for (i, e) in log.deferred.events.iter().enumerate() {
+            if let Some(w) = warps.get_mut((e.0 >> 40) as usize) {
+                w.cost.push(i as u32);
+            }
+        }
         RBlock { live_warps: warps.len() as u32, warps, log, arrived: 0, exited: 0, woke: false }
     }
 
@@ -478,7 +511,14 @@ impl RBlock {
     }
 
     /// As `Machine::run_warp`, replaying the record: `None` past a step limit.
-    fn run_warp(&mut self, w: usize, budget: u32, total: &mut u64, limits: (u64, u64, u32)) -> Option<bool> {
+    fn run_warp(
+        &mut self,
+        w: usize,
+        budget: u32,
+        total: &mut u64,
+        limits: (u64, u64, u32),
+        counter: Option<&mut Counter>,
+    ) -> Option<bool> {
         let (max_total, max_warp, block_threads) = limits;
         let (start, at) = (self.warps[w].steps, *total);
         let mut more = true;
@@ -512,6 +552,20 @@ impl RBlock {
         let warp = &mut self.warps[w];
         if warp.steps > start {
             warp.chunks.push((start, at));
+        }
+        // The chunk's global accesses reach the caches now, in the launch's order.
+        if let Some(c) = counter {
+            let d = &self.log.deferred;
+            while let Some(&(stamp, pc, block, op, at, ns, na)) =
+                warp.cost.get(warp.counted).and_then(|&i| d.events.get(i as usize))
+            {
+                if stamp & ((1 << 40) - 1) >= warp.steps {
+                    break;
+                }
+                let (at, ns, na) = (at as usize, ns as usize, na as usize);
+                c.caches(pc, block, op, &d.data[at..at + ns], &d.data[at + ns..at + ns + na]);
+                warp.counted += 1;
+            }
         }
         Some(more)
     }
@@ -549,6 +603,7 @@ pub(super) fn run(m: &mut Machine, blocks: u64, config: &SimConfig, workers: usi
         max_total: m.max_total,
         max_warp: m.max_warp,
         threads: m.threads,
+        cost: m.cost.as_deref().map(Counter::deferring),
     };
     let ctl =
         Control { abort: AtomicBool::new(false), cancel: config.cancel.as_deref(), limit: config.time_limit, start };
@@ -586,6 +641,9 @@ pub(super) fn run(m: &mut Machine, blocks: u64, config: &SimConfig, workers: usi
     let mut merge = |m: &mut Machine, mut b: RBlock| {
         let reports = std::mem::take(&mut b.log.reports);
         m.reports.merge(reports, |s| b.at(s));
+        if let Some(c) = m.cost.as_deref_mut() {
+            c.add_counts(&b.log.counts);
+        }
         prints.extend(std::mem::take(&mut b.log.prints).into_iter().map(|(s, o)| (b.at(s), o)));
     };
     while next < blocks && (slots.len() as u64) < window {
@@ -630,7 +688,7 @@ pub(super) fn run(m: &mut Machine, blocks: u64, config: &SimConfig, workers: usi
             ready.swap_remove(i);
             continue;
         };
-        match b.run_warp(w as usize, budget, &mut total, limits) {
+        match b.run_warp(w as usize, budget, &mut total, limits, m.cost.as_deref_mut()) {
             None => return false,
             Some(true) => cursor = i + 1,
             Some(false) => {
