@@ -1785,8 +1785,11 @@ pub fn run(
     let start = Instant::now();
     let workers = parallel::workers(kernel, spec, config);
     if workers > 1 {
-        // What the buffers held, for the run on one thread after a speculation that failed.
-        let before: Vec<Vec<u8>> = bufs.iter().map(|b| b.to_vec()).collect();
+        // What the buffers held, for the run on one thread after a speculation that failed; a
+        // read-only one keeps it (a write to it is a conflict, which is never made).
+        let read_only = read_only(program, spec, bufs.len());
+        let before: Vec<Option<Vec<u8>>> =
+            bufs.iter().zip(&read_only).map(|(b, ro)| (!ro).then(|| b.to_vec())).collect();
         let views = bufs.iter_mut().map(|b| &mut **b).collect();
         let args = (kernel, program, spec, names, config);
         if let Some(mut out) = launch(args, views, buf_elem.clone(), &buf_unset, scratch, workers, start) {
@@ -1794,11 +1797,28 @@ pub fn run(
             return out;
         }
         for (b, s) in bufs.iter_mut().zip(before) {
-            b.copy_from_slice(&s);
+            if let Some(s) = s {
+                b.copy_from_slice(&s);
+            }
         }
     }
     launch((kernel, program, spec, names, config), bufs, buf_elem, &buf_unset, scratch, 1, start)
         .expect("a launch on one thread always ends")
+}
+
+/// Per buffer, whether the kernel takes it only through `const` pointers, so reads it only (a
+/// write through a cast is a conflict on a worker thread, see `parallel.rs`).
+fn read_only(program: &Program, spec: &LaunchSpec, buffers: usize) -> Vec<bool> {
+    let params = program.function(&spec.kernel).map(|(_, f)| &f.params[..]).unwrap_or(&[]);
+    let mut read_only = vec![true; buffers];
+    for (arg, p) in spec.args.iter().zip(params) {
+        if let Some((i, _)) = arg.pointer()
+            && let Some(ro) = read_only.get_mut(i)
+        {
+            *ro &= matches!(p.ty, crate::cuda::ast::Type::Ptr { is_const: true, .. });
+        }
+    }
+    read_only
 }
 
 /// One run of a launch begun at `start`: on this thread (`workers` 1), or speculated on
@@ -1877,14 +1897,11 @@ fn launch(
         })
         .collect();
     let seq = config.schedule == Schedule::Sequential;
-    let (param_names, param_views, param_per, read_only) = {
+    let (param_names, param_views, param_per) = {
         let kernel_params = program.function(&spec.kernel).map(|(_, f)| &f.params[..]).unwrap_or(&[]);
         let mut names: Vec<Option<String>> = vec![None; bufs.len()];
         let mut views: Vec<Option<(String, u64)>> = vec![None; bufs.len()];
         let mut passed = vec![0u32; bufs.len()];
-        // Passed only to `const` pointers: the kernel only reads it (a write through a cast is
-        // a conflict on a worker thread, see `parallel.rs`).
-        let mut read_only = vec![true; bufs.len()];
         // A buffer passed whole to a `float4 *` holds four of its values per element the kernel
         // indexes: findings count in the kernel's elements (`v[2]`, not the buffer's `v[8]`).
         let mut per = vec![1u64; bufs.len()];
@@ -1900,7 +1917,6 @@ fn launch(
                 // A buffer passed to two parameters has no one name in the kernel, nor has one
                 // passed as a view: `p[0]` of `p = a + 4` is `a[4]`, and findings say `a[4]`.
                 passed[i] += 1;
-                read_only[i] &= matches!(p.ty, crate::cuda::ast::Type::Ptr { is_const: true, .. });
                 names[i] = Some(p.name.clone()).filter(|_| offset == 0);
                 views[i] = (offset != 0).then(|| (p.name.clone(), offset as u64));
             }
@@ -1909,11 +1925,11 @@ fn launch(
             names.into_iter().zip(&passed).map(|(n, k)| n.filter(|_| *k == 1)).collect(),
             views.into_iter().zip(&passed).map(|(v, k)| v.filter(|_| *k == 1)).collect(),
             per,
-            read_only,
         )
     };
     let bufs_bytes: u64 = bufs.iter().map(|b| b.len() as u64).sum();
-    let tags = (workers > 1).then(|| parallel::Tags::new(&bufs, &buf_elem, &globals, &read_only));
+    let tags =
+        (workers > 1).then(|| parallel::Tags::new(&bufs, &buf_elem, &globals, &read_only(program, spec, bufs.len())));
     let max_total = config.max_steps.saturating_mul(if seq { WARP as u64 } else { 1 });
     let mut m = Machine {
         k: kernel,
