@@ -646,75 +646,82 @@ pub(super) fn run(m: &mut Machine, blocks: u64, config: &SimConfig, workers: usi
         }
         prints.extend(std::mem::take(&mut b.log.prints).into_iter().map(|(s, o)| (b.at(s), o)));
     };
-    while next < blocks && (slots.len() as u64) < window {
-        let Some(log) = fetch(&mut logs) else { return false };
-        let mut b = RBlock::new(log);
-        b.enqueue(slots.len(), &mut ready);
-        slots.push(Some(b));
-        next += 1;
-    }
-    let mut cursor = 0usize;
-    let mut polls = 0u32;
     let mut reported: Option<Duration> = None;
-    while !ready.is_empty() {
-        polls = polls.wrapping_add(1);
-        if polls % 64 == 0 {
-            if ctl.stopped() {
-                return false;
-            }
-            let elapsed = start.elapsed();
-            if let Some(sink) = &config.progress
-                && elapsed >= Duration::from_secs(1)
-                && reported.is_none_or(|r| elapsed >= r + Duration::from_millis(500))
-            {
-                reported = Some(elapsed);
-                (sink.0)(Progress { blocks_started: next, blocks, steps: total, elapsed, done: false });
-            }
+    let finished = 'replay: {
+        while next < blocks && (slots.len() as u64) < window {
+            let Some(log) = fetch(&mut logs) else { break 'replay false };
+            let mut b = RBlock::new(log);
+            b.enqueue(slots.len(), &mut ready);
+            slots.push(Some(b));
+            next += 1;
         }
-        let (i, budget) = match config.schedule {
-            Schedule::Random => {
-                let r = rng.next_u64();
-                ((r % ready.len() as u64) as usize, 1 + ((r >> 32) % 16) as u32)
-            }
-            _ => {
-                if cursor >= ready.len() {
-                    cursor = 0;
+        let mut cursor = 0usize;
+        let mut polls = 0u32;
+        while !ready.is_empty() {
+            polls = polls.wrapping_add(1);
+            if polls % 64 == 0 {
+                if ctl.stopped() {
+                    break 'replay false;
                 }
-                (cursor, 1)
+                let elapsed = start.elapsed();
+                if let Some(sink) = &config.progress
+                    && elapsed >= Duration::from_secs(1)
+                    && reported.is_none_or(|r| elapsed >= r + Duration::from_millis(500))
+                {
+                    reported = Some(elapsed);
+                    (sink.0)(Progress { blocks_started: next, blocks, steps: total, elapsed, done: false });
+                }
             }
-        };
-        let (s, w) = ready[i];
-        let Some(b) = slots[s as usize].as_mut() else {
-            ready.swap_remove(i);
-            continue;
-        };
-        match b.run_warp(w as usize, budget, &mut total, limits, m.cost.as_deref_mut()) {
-            None => return false,
-            Some(true) => cursor = i + 1,
-            Some(false) => {
-                b.warps[w as usize].queued = false;
+            let (i, budget) = match config.schedule {
+                Schedule::Random => {
+                    let r = rng.next_u64();
+                    ((r % ready.len() as u64) as usize, 1 + ((r >> 32) % 16) as u32)
+                }
+                _ => {
+                    if cursor >= ready.len() {
+                        cursor = 0;
+                    }
+                    (cursor, 1)
+                }
+            };
+            let (s, w) = ready[i];
+            let Some(b) = slots[s as usize].as_mut() else {
                 ready.swap_remove(i);
+                continue;
+            };
+            match b.run_warp(w as usize, budget, &mut total, limits, m.cost.as_deref_mut()) {
+                None => break 'replay false,
+                Some(true) => cursor = i + 1,
+                Some(false) => {
+                    b.warps[w as usize].queued = false;
+                    ready.swap_remove(i);
+                }
+            }
+            if b.woke {
+                b.woke = false;
+                b.enqueue(s as usize, &mut ready);
+            }
+            if b.live_warps == 0 {
+                if let Some(done) = slots[s as usize].take() {
+                    merge(m, done);
+                }
+                if next < blocks {
+                    let Some(log) = fetch(&mut logs) else { break 'replay false };
+                    let mut nb = RBlock::new(log);
+                    nb.enqueue(s as usize, &mut ready);
+                    slots[s as usize] = Some(nb);
+                    next += 1;
+                }
             }
         }
-        if b.woke {
-            b.woke = false;
-            b.enqueue(s as usize, &mut ready);
-        }
-        if b.live_warps == 0 {
-            if let Some(done) = slots[s as usize].take() {
-                merge(m, done);
-            }
-            if next < blocks {
-                let Some(log) = fetch(&mut logs) else { return false };
-                let mut nb = RBlock::new(log);
-                nb.enqueue(s as usize, &mut ready);
-                slots[s as usize] = Some(nb);
-                next += 1;
-            }
-        }
-    }
+        true
+    };
+    // Stopped or not, the progress shown goes away (the run on one thread shows its own).
     if let (Some(sink), Some(_)) = (&config.progress, reported) {
         (sink.0)(Progress { blocks_started: next, blocks, steps: total, elapsed: start.elapsed(), done: true });
+    }
+    if !finished {
+        return false;
     }
     // Blocks that never finished (all their threads wait at a barrier forever cannot happen):
     // merge whatever is left so nothing recorded is lost.
