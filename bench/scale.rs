@@ -3,8 +3,10 @@
 //! findings only, and neither, beside the same loops in C compiled with `gcc -O1`. Run through
 //! `bash bench/scale/run`, which compiles the C and passes its folder in `GRIDLAB_BENCH_C`.
 //!
-//! Prints a markdown table on stdout: median seconds of the launch alone (the C programs time
-//! their loop alone too), the ratio to C, and warp instructions (steps) per second.
+//! Prints a markdown table on stdout: per case and setting, median seconds of the launch alone
+//! (the C programs time their loop alone too) on 1, 2 and all cores (`SimConfig::threads`), wall
+//! and CPU (all threads together), the best wall time's ratio to C, and warp instructions
+//! (steps) per second at that time.
 //!
 //! `cargo bench --bench scale -- 256 512` runs only the cases whose name holds one of the words.
 
@@ -102,6 +104,15 @@ fn secs(d: Duration) -> String {
     if d.as_secs_f64() < 0.1 { format!("{:.2} ms", d.as_secs_f64() * 1e3) } else { format!("{:.3} s", d.as_secs_f64()) }
 }
 
+/// CPU time of this process so far, all its threads together.
+fn cpu_time() -> Duration {
+    // SAFETY: `getrusage` fills the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let t = |v: libc::timeval| Duration::from_secs(v.tv_sec as u64) + Duration::from_micros(v.tv_usec as u64);
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
 fn main() {
     let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let c_dir = std::env::var_os("GRIDLAB_BENCH_C").map(PathBuf::from);
@@ -109,77 +120,93 @@ fn main() {
     let id = sources.add("scale.cu", KERNELS, 1);
     let mut module = Module::new();
     module.add(id, KERNELS).expect("the benchmark kernels check");
-    println!(
-        "| case | C `gcc -O1` | findings + cost model | / C | warp instr/s | findings only | / C | neither | / C | cost model's cost |"
-    );
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // 1, 2 and all cores (the same as 2 on a 2-core machine).
+    let mut counts = vec![1, 2, cores];
+    counts.dedup();
+    counts.retain(|&n| n <= cores.max(2));
+    let head: Vec<String> =
+        counts.iter().map(|n| format!("{n} thread{}: wall / CPU", if *n == 1 { "" } else { "s" })).collect();
+    println!("| case | findings | cost model | C `gcc -O1` | {} | best / C | warp instr/s |", head.join(" | "));
+    println!("| --- | --- | --- | ---: |{} ---: | ---: |", " ---: |".repeat(counts.len()));
     for case in cases() {
         if !filters.is_empty() && !filters.iter().any(|f| case.name.contains(f.as_str())) {
             continue;
         }
-        let mut row = Vec::new();
-        let mut steps = 0;
-        for (findings, model) in [(true, true), (true, false), (false, false)] {
-            let cost = if model { SimConfig::default().cost } else { None };
-            // No wall-time or step budget: these launches are meant to run to the end.
-            let config = SimConfig {
-                seed: 1,
-                schedule: Schedule::Random,
-                findings,
-                cost,
-                time_limit: None,
-                max_steps: u64::MAX / 64,
-                ..SimConfig::default()
-            };
-            let mut sim = SimBackend::new(config);
-            let mut times = Vec::new();
-            for _ in 0..case.runs {
-                let mut bufs: Vec<Buffer> = (0..case.buffers)
-                    .map(|b| {
-                        let fill =
-                            |i: usize| Num::Float(if b + 1 == case.buffers { 0.0 } else { (i % 7) as f64 * 0.25 });
-                        Buffer::from_nums(DType::F32, Shape::D1(case.len), (0..case.len).map(fill))
-                    })
-                    .collect();
-                let mut args: Vec<Arg> = (0..bufs.len()).map(Arg::Buffer).collect();
-                args.push(Arg::Scalar(ScalarArg::I32(case.n)));
-                let spec = LaunchSpec {
-                    kernel: case.kernel.into(),
-                    grid: case.grid,
-                    block: case.block,
-                    shared_bytes: 0,
-                    args,
-                    symbols: Vec::new(),
-                };
-                let names = (0..bufs.len()).map(|i| format!("b{i}")).collect();
-                let mut lb = LaunchBuffers { names, buffers: bufs.iter_mut().collect() };
-                let start = Instant::now();
-                let report = sim.launch(&module, &spec, &mut lb).expect("the benchmark launch runs");
-                times.push(start.elapsed());
-                assert!(!report.aborted && report.findings.is_empty(), "{}: {:?}", case.name, report.findings);
-                steps = report.steps.unwrap_or(0);
-            }
-            row.push(median(times));
-            eprintln!("{}: findings {findings}, cost model {model}: {}", case.name, secs(row[row.len() - 1]));
-        }
         let c = c_time(&c_dir, &case.c, case.runs.max(3));
-        let ratio = |d: Duration| c.map_or("-".into(), |c| format!("{:.1}x", d.as_secs_f64() / c.as_secs_f64()));
-        println!(
-            "| {} | {} | {} | {} | {:.1}M | {} | {} | {} | {} | {:.2}x |",
-            case.name,
-            c.map_or("-".into(), secs),
-            secs(row[0]),
-            ratio(row[0]),
-            steps as f64 / row[0].as_secs_f64() / 1e6,
-            secs(row[1]),
-            ratio(row[1]),
-            secs(row[2]),
-            ratio(row[2]),
-            row[0].as_secs_f64() / row[1].as_secs_f64(),
-        );
+        for (findings, model) in [(true, true), (true, false), (false, false)] {
+            let mut cells = Vec::new();
+            let mut best = Duration::MAX;
+            let mut steps = 0;
+            for &threads in &counts {
+                let cost = if model { SimConfig::default().cost } else { None };
+                // No wall-time or step budget: these launches are meant to run to the end.
+                let config = SimConfig {
+                    seed: 1,
+                    schedule: Schedule::Random,
+                    findings,
+                    cost,
+                    time_limit: None,
+                    max_steps: u64::MAX / 64,
+                    threads,
+                    ..SimConfig::default()
+                };
+                let mut sim = SimBackend::new(config);
+                let (mut walls, mut cpus) = (Vec::new(), Vec::new());
+                for _ in 0..case.runs {
+                    let mut bufs: Vec<Buffer> = (0..case.buffers)
+                        .map(|b| {
+                            let fill =
+                                |i: usize| Num::Float(if b + 1 == case.buffers { 0.0 } else { (i % 7) as f64 * 0.25 });
+                            Buffer::from_nums(DType::F32, Shape::D1(case.len), (0..case.len).map(fill))
+                        })
+                        .collect();
+                    let mut args: Vec<Arg> = (0..bufs.len()).map(Arg::Buffer).collect();
+                    args.push(Arg::Scalar(ScalarArg::I32(case.n)));
+                    let spec = LaunchSpec {
+                        kernel: case.kernel.into(),
+                        grid: case.grid,
+                        block: case.block,
+                        shared_bytes: 0,
+                        args,
+                        symbols: Vec::new(),
+                    };
+                    let names = (0..bufs.len()).map(|i| format!("b{i}")).collect();
+                    let mut lb = LaunchBuffers { names, buffers: bufs.iter_mut().collect() };
+                    let (start, cpu) = (Instant::now(), cpu_time());
+                    let report = sim.launch(&module, &spec, &mut lb).expect("the benchmark launch runs");
+                    walls.push(start.elapsed());
+                    cpus.push(cpu_time() - cpu);
+                    assert!(!report.aborted && report.findings.is_empty(), "{}: {:?}", case.name, report.findings);
+                    assert_eq!(sim.last_threads(), threads, "{}: ran on fewer threads than asked", case.name);
+                    steps = report.steps.unwrap_or(0);
+                }
+                let (wall, cpu) = (median(walls), median(cpus));
+                best = best.min(wall);
+                cells.push(format!("{} / {}", secs(wall), secs(cpu)));
+                eprintln!(
+                    "{}: findings {findings}, cost model {model}, {threads} threads: {} wall, {} CPU",
+                    case.name,
+                    secs(wall),
+                    secs(cpu)
+                );
+            }
+            let ratio = c.map_or("-".into(), |c| format!("{:.1}x", best.as_secs_f64() / c.as_secs_f64()));
+            println!(
+                "| {} | {} | {} | {} | {} | {} | {:.1}M |",
+                case.name,
+                if findings { "on" } else { "off" },
+                if model { "on" } else { "off" },
+                c.map_or("-".into(), secs),
+                cells.join(" | "),
+                ratio,
+                steps as f64 / best.as_secs_f64() / 1e6,
+            );
+        }
     }
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "\nThe simulator runs a launch on one core; `nproc` here: {}.",
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        "\n`nproc` here: {cores}; load average when the run ended: {}.",
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
     );
 }

@@ -69,6 +69,9 @@ fn options(g: &GlobalArgs) -> Options {
     if g.no_cost_model {
         sim.cost = None;
     }
+    if let Some(n) = g.threads {
+        sim.threads = n as usize;
+    }
     Options {
         style: Style {
             color,

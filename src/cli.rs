@@ -59,6 +59,12 @@ pub struct GlobalArgs {
     #[arg(long, global = true)]
     pub no_cost_model: bool,
 
+    /// Threads the simulator may run a launch's blocks on (default: every core, or
+    /// `GRIDLAB_THREADS`); 1 runs each launch on one thread. The output is the same for any
+    /// number.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..), global = true)]
+    pub threads: Option<u16>,
+
     /// Which GPU to use, when there are several (see `gridlab doctor`).
     #[arg(long, default_value_t = 0, global = true)]
     pub device: usize,

@@ -139,6 +139,10 @@ pub struct SimConfig {
     /// Count what the launch would cost on this reference GPU (the cost model); `None` turns
     /// the model off, for replay speed.
     pub cost: Option<&'static crate::cost::GpuProfile>,
+    /// Worker threads a launch may run its blocks on (`--threads`, `GRIDLAB_THREADS`; every
+    /// core by default). 1 runs every launch on the calling thread; any number gives the same
+    /// output, byte for byte (`docs/simulator.md`, "Launches on several cores").
+    pub threads: usize,
 }
 
 /// How far a running launch has got: blocks started of all, warp steps, time so far; `done`
@@ -193,6 +197,7 @@ impl Default for SimConfig {
             trace_writes: false,
             watch: None,
             cost: Some(crate::cost::profiles::default_profile()),
+            threads: engine::default_threads(),
         }
     }
 }
@@ -205,11 +210,20 @@ pub struct SimBackend {
     cache: HashMap<String, (u64, Arc<compile::Kernel>)>,
     /// Race-detection shadows kept for the next launch.
     scratch: Vec<Vec<memory::Shadow>>,
+    /// Threads the last launch's blocks ran on (see `SimConfig::threads`): 1 when it ran on
+    /// one, as it does wherever blocks communicate; 0 before the first launch.
+    last_threads: usize,
 }
 
 impl SimBackend {
     pub fn new(config: SimConfig) -> SimBackend {
-        SimBackend { config, cache: HashMap::new(), scratch: Vec::new() }
+        SimBackend { config, cache: HashMap::new(), scratch: Vec::new(), last_threads: 1 }
+    }
+
+    /// Threads the last launch's blocks ran on: 1 unless `SimConfig::threads` allowed more and
+    /// its blocks did not communicate (`docs/simulator.md`, "Launches on several cores").
+    pub fn last_threads(&self) -> usize {
+        self.last_threads
     }
 
     fn kernel(&mut self, module: &Module, name: &str) -> Result<Arc<compile::Kernel>, BackendError> {
@@ -329,6 +343,7 @@ impl Backend for SimBackend {
             &self.config,
             &mut self.scratch,
         );
+        self.last_threads = out.workers;
         if out.cancelled {
             if let Some(snapshot) = snapshot {
                 for (b, s) in buffers.buffers.iter_mut().zip(snapshot) {

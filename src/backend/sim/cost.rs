@@ -215,6 +215,20 @@ pub struct Counter {
     atomic_addresses: HashMap<u64, u64>,
     hottest_address: u64,
     block_threads: u32,
+    /// On a worker thread (see `engine/parallel.rs`): what depends on the order of global
+    /// accesses (the caches, atomics' addresses) is recorded here, stamped with
+    /// [`Counter::stamp`], for the launch to count in its own order; the rest is counted as usual.
+    pub deferred: Option<Deferred>,
+    pub stamp: u64,
+}
+
+/// Global accesses a worker's counter left for the launch's (see [`Counter::deferred`]).
+#[derive(Default)]
+pub struct Deferred {
+    /// (stamp, pc, block, kind, where its distinct sectors and then its atomic addresses start
+    /// in `data`, how many sectors, how many addresses).
+    pub events: Vec<(u64, u32, u64, MemOp, u32, u8, u8)>,
+    pub data: Vec<u64>,
 }
 
 impl Counter {
@@ -253,6 +267,41 @@ impl Counter {
             atomic_addresses: HashMap::new(),
             hottest_address: 0,
             block_threads,
+            deferred: None,
+            stamp: 0,
+        }
+    }
+
+    /// A counter like this one, counting from nothing, that leaves what depends on order in
+    /// [`Counter::deferred`] (a worker's).
+    pub fn deferring(&self) -> Counter {
+        Counter {
+            profile: self.profile,
+            per_pc: vec![Counts::default(); self.per_pc.len()],
+            kinds: self.kinds.clone(),
+            weights: self.weights.clone(),
+            statics: self.statics.clone(),
+            l2: L2 { warm: self.l2.warm, capacity: self.l2.capacity, regions: Vec::new(), order: VecDeque::new() },
+            l1: Vec::new(),
+            l1_bytes: self.l1_bytes,
+            atomic_addresses: HashMap::new(),
+            hottest_address: 0,
+            block_threads: self.block_threads,
+            deferred: Some(Deferred::default()),
+            stamp: 0,
+        }
+    }
+
+    /// The counts so far, leaving zeros (a worker's, one block at a time).
+    pub fn take_counts(&mut self) -> Vec<Counts> {
+        let n = self.per_pc.len();
+        std::mem::replace(&mut self.per_pc, vec![Counts::default(); n])
+    }
+
+    /// Add counts a worker took (sums: their order does not matter).
+    pub fn add_counts(&mut self, counts: &[Counts]) {
+        for (c, o) in self.per_pc.iter_mut().zip(counts) {
+            c.add(o);
         }
     }
 
@@ -320,14 +369,9 @@ impl Counter {
             sectors.sort_unstable();
         }
         let mut distinct = 0u64;
+        let mut uniq = [0u64; 2 * WARP];
         let mut lines = 0u64;
         let (mut last, mut last_line) = (u64::MAX, u64::MAX);
-        let sms = self.profile.sms as u64;
-        let sm = (block % sms) as usize;
-        let mut l1_hits = 0;
-        let mut l2_hits = 0;
-        let mut l2_sectors = 0;
-        let (mut dram_read, mut dram_write) = (0, 0);
         let mut partial = 0u64;
         for i in 0..sectors.len() {
             let s = sectors[i];
@@ -341,11 +385,56 @@ impl Counter {
                 }
             }
             last = s;
+            uniq[distinct as usize] = s;
             distinct += 1;
             if s / 4 != last_line {
                 last_line = s / 4;
                 lines += 1;
             }
+        }
+        let lanes = addrs.len() as u64;
+        let c = &mut self.per_pc[pc as usize];
+        c.global_requests += 1;
+        c.sectors += distinct;
+        match op {
+            MemOp::Load => {
+                c.global_load_requests += 1;
+                c.load_sectors += distinct;
+            }
+            MemOp::Store => {
+                c.global_store_requests += 1;
+                c.store_sectors += distinct;
+                c.partial_store_sectors += partial;
+            }
+            MemOp::Atomic => {}
+        }
+        c.ideal_sectors += (lanes * size as u64).div_ceil(SECTOR);
+        if op != MemOp::Atomic {
+            c.ideal_ld_st_sectors += (lanes * size as u64).div_ceil(SECTOR);
+        }
+        c.lines += lines;
+        c.bytes_requested += lanes * size as u64;
+        let uniq = &uniq[..distinct as usize];
+        let atomic = if op == MemOp::Atomic { addrs } else { &[] };
+        if let Some(d) = self.deferred.as_mut() {
+            d.events.push((self.stamp, pc, block, op, d.data.len() as u32, uniq.len() as u8, atomic.len() as u8));
+            d.data.extend_from_slice(uniq);
+            d.data.extend_from_slice(atomic);
+            return;
+        }
+        self.caches(pc, block, op, uniq, atomic);
+    }
+
+    /// The part of a global access that depends on the accesses before it: the SM's L1 and the
+    /// L2 for its distinct `sectors` (sorted), and an atomic's `addrs`.
+    pub fn caches(&mut self, pc: u32, block: u64, op: MemOp, sectors: &[u64], addrs: &[u64]) {
+        let sms = self.profile.sms as u64;
+        let sm = (block % sms) as usize;
+        let mut l1_hits = 0;
+        let mut l2_hits = 0;
+        let mut l2_sectors = 0;
+        let (mut dram_read, mut dram_write) = (0, 0);
+        for &s in sectors {
             // Loads look in the SM's L1 first; stores and atomics go to L2 (L1 is write-through).
             if op == MemOp::Load {
                 if self.l1.len() <= sm {
@@ -371,29 +460,10 @@ impl Counter {
                 dram_write += SECTOR;
             }
         }
-        let lanes = addrs.len() as u64;
         let c = &mut self.per_pc[pc as usize];
-        c.global_requests += 1;
-        c.sectors += distinct;
-        match op {
-            MemOp::Load => {
-                c.global_load_requests += 1;
-                c.load_sectors += distinct;
-                c.l1_hit_requests += u64::from(l1_hits == distinct);
-            }
-            MemOp::Store => {
-                c.global_store_requests += 1;
-                c.store_sectors += distinct;
-                c.partial_store_sectors += partial;
-            }
-            MemOp::Atomic => {}
+        if op == MemOp::Load {
+            c.l1_hit_requests += u64::from(l1_hits == sectors.len() as u64);
         }
-        c.ideal_sectors += (lanes * size as u64).div_ceil(SECTOR);
-        if op != MemOp::Atomic {
-            c.ideal_ld_st_sectors += (lanes * size as u64).div_ceil(SECTOR);
-        }
-        c.lines += lines;
-        c.bytes_requested += lanes * size as u64;
         c.l1_hits += l1_hits;
         c.l2_hits += l2_hits;
         c.l2_sectors += l2_sectors;

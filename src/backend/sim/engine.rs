@@ -7,7 +7,7 @@
 //! for the whole group.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rand_core::{RngCore, SeedableRng};
@@ -25,6 +25,10 @@ use super::memory::{self, Reports, STATIC_REGION_BASE, Shadow, Who, poison};
 use super::printf::{self, Value};
 use super::{Progress, Schedule, SimConfig, Watch};
 use crate::cost::CostReport;
+
+mod parallel;
+
+pub use parallel::default_threads;
 
 const WARP: usize = 32;
 /// Blocks resident at once (`Random`, `Lockstep`), and the memory they may hold together.
@@ -94,6 +98,32 @@ struct Block {
     bar_other_n: u32,
     live_warps: u32,
     woke: bool,
+    /// Barriers the block has passed: accesses of two epochs are ordered (see `parallel.rs`).
+    epoch: u32,
+}
+
+impl Block {
+    fn empty() -> Block {
+        Block {
+            linear: 0,
+            coords: [0; 3],
+            warps: Vec::new(),
+            shared: Vec::new(),
+            shadow: Vec::new(),
+            base: 1,
+            acquired: Vec::new(),
+            bar_count: 0,
+            arrived: 0,
+            exited: 0,
+            bar_first: None,
+            bar_same: 0,
+            bar_other: None,
+            bar_other_n: 0,
+            live_warps: 0,
+            woke: false,
+            epoch: 0,
+        }
+    }
 }
 
 enum Event {
@@ -116,6 +146,9 @@ enum Stop {
     /// The launch's wall time ran out (`SimConfig::time_limit`).
     TimeLimit(Duration),
     Cancelled,
+    /// A block run on a worker thread touched what another block or warp touched unordered
+    /// (see `parallel.rs`): the launch runs again on one thread.
+    Conflict,
 }
 
 /// What the running warp's block contributes to the race check.
@@ -172,6 +205,9 @@ pub struct Outcome {
     pub cost: Option<CostReport>,
     /// Per buffer made with `empty`, the elements still unwritten after the launch.
     pub unset: Vec<Option<Vec<bool>>>,
+    /// Threads the launch's blocks ran on: 1 unless its speculation on several held (see
+    /// `parallel.rs`). Nothing else in the outcome depends on it.
+    pub workers: usize,
 }
 
 /// A watched access as recorded, resolved to a [`WatchedAccess`] when the launch ends.
@@ -195,18 +231,27 @@ struct WatchState {
     pending: bool,
 }
 
-/// Launch-wide memory: buffers, globals and their shadows.
+/// Launch-wide memory: buffers, globals and their shadows. Blocks run on worker threads each
+/// have a `Mem` of their own over the same memory (see `parallel.rs`).
 struct Mem<'b> {
     bufs: Vec<&'b mut [u8]>,
     buf_elem: Vec<u32>,
-    buf_shadow: Vec<Vec<Shadow>>,
+    buf_shadow: Vec<&'b mut [Shadow]>,
     /// Per buffer made with `empty`, a flag per element nothing wrote before the launch (`None`
     /// for every other buffer): read before this launch writes it, it is uninitialised.
-    buf_unset: Vec<Option<Vec<bool>>>,
+    buf_unset: &'b [Option<Vec<bool>>],
     /// Per static: index into `Block::shared` or `globals`.
     slot: Vec<u32>,
-    globals: Vec<Vec<u8>>,
-    global_shadow: Vec<Vec<Shadow>>,
+    globals: Vec<&'b mut [u8]>,
+    global_shadow: Vec<&'b mut [Shadow]>,
+    /// On a worker thread, who last touched each element of the buffers and globals, and of
+    /// the running block's shared arrays (see `parallel.rs`); `None` and empty on one thread.
+    tags: Option<&'b parallel::Tags>,
+    shared_tags: Vec<Vec<AtomicU64>>,
+    /// The running warp as a tag: block, epoch and warp.
+    me: u64,
+    /// An access met another block's or warp's unordered access: the speculation is void.
+    conflict: bool,
     findings: bool,
     /// `trace` or `watch` is on: one branch per access when both are off.
     extra: bool,
@@ -251,6 +296,9 @@ struct Machine<'k, 'b> {
     threads: u64,
     /// Whether the kernel fences: only then do atomics release and acquire.
     fences: bool,
+    /// On a worker thread, what the running block did that the launch replays in order (see
+    /// `parallel.rs`).
+    log: Option<Box<parallel::Log>>,
 }
 
 fn coords(linear: u64, d: Dim3) -> [u32; 3] {
@@ -357,14 +405,16 @@ impl Mem<'_> {
         let mut shared_init = false;
         let mut local_set = None;
         let mut unset: Option<&[bool]> = None;
-        let (bytes, sh, elem): (&mut [u8], Option<&mut Vec<Shadow>>, u32) = if region >= STATIC_REGION_BASE {
+        let mut tag: Option<&[AtomicU64]> = None;
+        let (bytes, sh, elem): (&mut [u8], Option<&mut [Shadow]>, u32) = if region >= STATIC_REGION_BASE {
             let i = (region - STATIC_REGION_BASE) as usize;
             let st = k.statics.get(i).ok_or(Fault::Invalid)?;
             let slot = self.slot[i] as usize;
             match st.kind {
                 StaticKind::Shared => {
                     shared_init = true;
-                    (&mut shared[slot][..], shadow.get_mut(slot), st.elem)
+                    tag = self.shared_tags.get(slot).map(|t| &t[..]);
+                    (&mut shared[slot][..], shadow.get_mut(slot).map(|s| &mut s[..]), st.elem)
                 }
                 StaticKind::Local { offset } => {
                     let start = lane * k.local_bytes as usize + offset as usize;
@@ -372,12 +422,16 @@ impl Mem<'_> {
                     local_set = local.set.get_mut(start..end);
                     (&mut local.bytes[start..end], None, st.elem)
                 }
-                StaticKind::Global { .. } => (&mut self.globals[slot][..], self.global_shadow.get_mut(slot), st.elem),
+                StaticKind::Global { .. } => {
+                    tag = self.tags.and_then(|t| t.globals.get(slot)).map(|t| &t[..]);
+                    (&mut *self.globals[slot], self.global_shadow.get_mut(slot).map(|s| &mut **s), st.elem)
+                }
             }
         } else if region >= 1 && (region as usize) <= self.bufs.len() {
             let i = region as usize - 1;
             unset = self.buf_unset.get(i).and_then(|u| u.as_deref());
-            (&mut *self.bufs[i], self.buf_shadow.get_mut(i), self.buf_elem[i])
+            tag = self.tags.and_then(|t| t.bufs.get(i)).map(|t| &t[..]);
+            (&mut *self.bufs[i], self.buf_shadow.get_mut(i).map(|s| &mut **s), self.buf_elem[i])
         } else {
             return Err(Fault::Invalid);
         };
@@ -409,6 +463,12 @@ impl Mem<'_> {
                     t.out_of_bounds.push((memory::report_index(off, elem), who.thread));
                 }
             }
+            return Ok(None);
+        }
+        if let Some(t) = tag
+            && !parallel::note(t, off, size, elem, self.me, access != Access::Read)
+        {
+            self.conflict = true;
             return Ok(None);
         }
         if self.extra {
@@ -461,7 +521,13 @@ impl Mem<'_> {
         {
             // Element sizes are powers of two: a shift instead of a division on every access.
             let index = if elem.count_ones() == 1 { off >> elem.trailing_zeros() } else { off / elem };
-            if let Some(s) = sh.get_mut(index as usize) {
+            if tag.is_some_and(<[AtomicU64]>::is_empty) {
+                // A read-only buffer on a worker thread (see `access_warp`).
+                if unset.is_some_and(|u| u.get(index as usize) == Some(&true)) {
+                    reports.uninit(region, index, who.thread as u64, who.pc);
+                    reports.poisoned = true;
+                }
+            } else if let Some(s) = sh.get_mut(index as usize) {
                 let fresh = shared_init || unset.is_some_and(|u| u.get(index as usize) == Some(&true));
                 if fresh && s[0] == 0 && access != Access::Write {
                     reports.uninit(region, index, who.thread as u64, who.pc);
@@ -610,6 +676,7 @@ impl Machine<'_, '_> {
         let n = self.block_threads as usize;
         let nwarps = n.div_ceil(WARP);
         b.live_warps = nwarps as u32;
+        b.epoch = 0;
         b.shared.resize_with(k.shared.len(), Vec::new);
         b.shadow.resize_with(k.shared.len(), Vec::new);
         for (i, &s) in k.shared.iter().enumerate() {
@@ -711,6 +778,13 @@ impl Machine<'_, '_> {
                 continue;
             }
             let thread0 = b.linear * self.block_threads as u64 + (w * WARP) as u64;
+            if self.log.is_some() {
+                self.reports.stamp = parallel::stamp(w, warp.steps);
+                self.mem.me = parallel::me(b.linear, b.epoch, w);
+                if let Some(c) = self.cost.as_deref_mut() {
+                    c.stamp = self.reports.stamp;
+                }
+            }
             let event = {
                 let Block { warps, shared, shadow, base, acquired, linear, .. } = b;
                 self.exec(&mut warps[w], shared, shadow, BlockSync { base: *base, acquired, linear: *linear }, thread0)
@@ -721,6 +795,12 @@ impl Machine<'_, '_> {
             self.mem.clock = self.total;
             if warp.steps > self.max_warp || self.total > self.max_total {
                 self.stop.get_or_insert(Stop::StepLimit { warp: warp.steps > self.max_warp });
+            }
+            if let Some(log) = self.log.as_deref_mut() {
+                log.event(w, warp.steps - 1, &event);
+                if std::mem::take(&mut self.mem.conflict) {
+                    self.stop.get_or_insert(Stop::Conflict);
+                }
             }
             match event {
                 Event::None => {}
@@ -770,17 +850,22 @@ impl Machine<'_, '_> {
         if let Some((pc, thread)) = b.bar_first {
             let other = b.bar_other.map(|(p, _)| p);
             let divergent = b.bar_other.is_some() || b.exited > 0;
+            // Which warp reached the barrier first depends on the interleaving: a block on a
+            // worker thread that diverges runs again with the launch on one thread.
+            if divergent && self.log.is_some() {
+                self.stop.get_or_insert(Stop::Conflict);
+            }
             if divergent && self.barrier_seen.insert((pc, other)) {
                 let base = b.linear * self.block_threads as u64;
                 let waiting = self.site(pc, base + thread as u64, Access::Read);
-                let (other, other_threads) = match b.bar_other {
+                let (other_site, other_threads) = match b.bar_other {
                     Some((p, t)) => (Some(self.site(p, base + t as u64, Access::Read)), b.bar_other_n),
                     None => (None, b.exited),
                 };
                 self.barrier_findings.push(Finding::BarrierDivergence {
                     block: b.coords,
                     waiting,
-                    other,
+                    other: other_site,
                     waiting_threads: b.bar_same,
                     other_threads,
                 });
@@ -788,6 +873,7 @@ impl Machine<'_, '_> {
         }
         // Every lane's clock goes above every clock of the block: all it did before is ordered
         // before all it does after; what some threads acquired, all of them know now.
+        b.epoch = b.epoch.saturating_add(1);
         let top = b.warps.iter().flat_map(|w| w.clock).max().unwrap_or(b.base);
         b.base = top.wrapping_add(1).max(b.base);
         let arrived = b.arrived;
@@ -856,30 +942,73 @@ impl Machine<'_, '_> {
         let (a, d) = (addr as usize * WARP, data as usize * WARP);
         let region = memory::region(r[a + mask.trailing_zeros() as usize]);
         let findings = self.mem.findings;
-        let Mem { bufs, buf_elem, buf_shadow, buf_unset, slot, globals, global_shadow, releases, .. } = &mut self.mem;
-        // The region's bytes, race shadow and element size; whether its elements start
-        // unwritten (shared memory), or which do (a buffer made with `empty`).
-        let (bytes, sh, elem, fresh_all, unset): (&mut [u8], _, u32, bool, Option<&[bool]>) =
-            if region >= STATIC_REGION_BASE {
-                let i = (region - STATIC_REGION_BASE) as usize;
-                let (Some(st), Some(&slot)) = (k.statics.get(i), slot.get(i)) else { return false };
-                match st.kind {
-                    StaticKind::Shared => match shared.get_mut(slot as usize) {
-                        Some(b) => (&mut b[..], shadow.get_mut(slot as usize), st.elem, true, None),
-                        None => return false,
-                    },
-                    StaticKind::Global { .. } => match globals.get_mut(slot as usize) {
-                        Some(b) => (&mut b[..], global_shadow.get_mut(slot as usize), st.elem, false, None),
-                        None => return false,
-                    },
-                    StaticKind::Local { .. } => return false,
-                }
-            } else if region >= 1 && (region as usize) <= bufs.len() {
-                let i = region as usize - 1;
-                (&mut *bufs[i], buf_shadow.get_mut(i), buf_elem[i], false, buf_unset.get(i).and_then(|u| u.as_deref()))
-            } else {
-                return false;
-            };
+        let Mem {
+            bufs,
+            buf_elem,
+            buf_shadow,
+            buf_unset,
+            slot,
+            globals,
+            global_shadow,
+            releases,
+            tags,
+            shared_tags,
+            me,
+            conflict,
+            ..
+        } = &mut self.mem;
+        // The region's bytes, race shadow, element size and (on a worker thread) tags; whether
+        // its elements start unwritten (shared memory), or which do (a buffer made with `empty`).
+        #[allow(clippy::type_complexity)]
+        let (bytes, sh, elem, fresh_all, unset, tag): (
+            &mut [u8],
+            Option<&mut [Shadow]>,
+            u32,
+            bool,
+            Option<&[bool]>,
+            Option<&[AtomicU64]>,
+        ) = if region >= STATIC_REGION_BASE {
+            let i = (region - STATIC_REGION_BASE) as usize;
+            let (Some(st), Some(&slot)) = (k.statics.get(i), slot.get(i)) else { return false };
+            let slot = slot as usize;
+            match st.kind {
+                StaticKind::Shared => match shared.get_mut(slot) {
+                    Some(b) => (
+                        &mut b[..],
+                        shadow.get_mut(slot).map(|s| &mut s[..]),
+                        st.elem,
+                        true,
+                        None,
+                        shared_tags.get(slot).map(|t| &t[..]),
+                    ),
+                    None => return false,
+                },
+                StaticKind::Global { .. } => match globals.get_mut(slot) {
+                    Some(b) => (
+                        &mut **b,
+                        global_shadow.get_mut(slot).map(|s| &mut **s),
+                        st.elem,
+                        false,
+                        None,
+                        tags.and_then(|t| t.globals.get(slot)).map(|t| &t[..]),
+                    ),
+                    None => return false,
+                },
+                StaticKind::Local { .. } => return false,
+            }
+        } else if region >= 1 && (region as usize) <= bufs.len() {
+            let i = region as usize - 1;
+            (
+                &mut *bufs[i],
+                buf_shadow.get_mut(i).map(|s| &mut **s),
+                buf_elem[i],
+                false,
+                buf_unset.get(i).and_then(|u| u.as_deref()),
+                tags.and_then(|t| t.bufs.get(i)).map(|t| &t[..]),
+            )
+        } else {
+            return false;
+        };
         let len = bytes.len() as i64;
         let mut offs = [0i64; WARP];
         let mut ok = true;
@@ -891,6 +1020,15 @@ impl Machine<'_, '_> {
         });
         if !ok {
             return false;
+        }
+        if let Some(t) = tag {
+            let elem = elem.max(1) as i64;
+            lanes!(mask, |l| ok &= parallel::note(t, offs[l], size as u32, elem, *me, store));
+            if !ok {
+                // Nothing of it is made: the launch runs again on one thread.
+                *conflict = true;
+                return true;
+            }
         }
         // The checks first, in lane order, then the data: checks read and write only the
         // shadows, so this is what doing both lane by lane would do.
@@ -908,20 +1046,30 @@ impl Machine<'_, '_> {
             }
             // Touch every lane's shadow first: the lanes' cache misses then overlap instead of
             // each waiting for the one before it (the checks are a chain of dependencies).
-            let mut touch = 0u64;
-            lanes!(mask, |l| touch ^= sh.get(index[l]).map_or(0, |s| s[0]));
-            std::hint::black_box(touch);
-            lanes!(mask, |l| if let Some(s) = sh.get_mut(index[l]) {
-                let w = who.at(l);
-                let fresh = fresh_all || unset.is_some_and(|u| u.get(index[l]) == Some(&true));
-                if fresh && s[0] == 0 && !store {
-                    self.reports.uninit(region, index[l] as i64, w.thread as u64, w.pc);
+            if tag.is_some_and(<[AtomicU64]>::is_empty) {
+                // A read-only buffer on a worker thread: nothing writes it in this launch (a
+                // write is a conflict), so a read races with nothing, and reads only what was
+                // written before the launch (see `parallel.rs`).
+                lanes!(mask, |l| if unset.is_some_and(|u| u.get(index[l]) == Some(&true)) {
+                    self.reports.uninit(region, index[l] as i64, who.at(l).thread as u64, who.site);
                     poisoned |= 1 << l;
-                }
-                if let Some(c) = memory::check(s, &w, access, releases) {
-                    self.reports.race(region, index[l] as i64, elements, c, &w, access);
-                }
-            });
+                });
+            } else {
+                let mut touch = 0u64;
+                lanes!(mask, |l| touch ^= sh.get(index[l]).map_or(0, |s| s[0]));
+                std::hint::black_box(touch);
+                lanes!(mask, |l| if let Some(s) = sh.get_mut(index[l]) {
+                    let w = who.at(l);
+                    let fresh = fresh_all || unset.is_some_and(|u| u.get(index[l]) == Some(&true));
+                    if fresh && s[0] == 0 && !store {
+                        self.reports.uninit(region, index[l] as i64, w.thread as u64, w.pc);
+                        poisoned |= 1 << l;
+                    }
+                    if let Some(c) = memory::check(s, &w, access, releases) {
+                        self.reports.race(region, index[l] as i64, elements, c, &w, access);
+                    }
+                });
+            }
         }
         // One loop per access size, so that each lane's access is a fixed-size move.
         macro_rules! data {
@@ -1533,6 +1681,10 @@ impl Machine<'_, '_> {
     }
 
     fn print(&mut self, thread: u64, text: &str) {
+        if let Some(log) = self.log.as_deref_mut() {
+            log.print(self.reports.stamp, thread, text);
+            return;
+        }
         let mut pending = self.pending.remove(&thread).unwrap_or_default();
         pending.push_str(text);
         while let Some(i) = pending.find('\n') {
@@ -1551,6 +1703,10 @@ impl Machine<'_, '_> {
 
     /// Output a thread left without a final newline is printed when it exits.
     fn flush_exited(&mut self, mask: u32, thread0: u64) {
+        if let Some(log) = self.log.as_deref_mut() {
+            log.flush(self.reports.stamp, mask, thread0);
+            return;
+        }
         if self.pending.is_empty() {
             return;
         }
@@ -1619,15 +1775,66 @@ pub fn run(
     kernel: &Kernel,
     program: &Program,
     spec: &LaunchSpec,
-    bufs: Vec<&mut [u8]>,
+    mut bufs: Vec<&mut [u8]>,
     buf_elem: Vec<u32>,
     buf_unset: Vec<Option<Vec<bool>>>,
     names: &[String],
     config: &SimConfig,
     scratch: &mut Vec<Vec<Shadow>>,
 ) -> Outcome {
+    let start = Instant::now();
+    let workers = parallel::workers(kernel, spec, config);
+    if workers > 1 {
+        // What the buffers held, for the run on one thread after a speculation that failed; a
+        // read-only one keeps it (a write to it is a conflict, which is never made).
+        let read_only = read_only(program, spec, bufs.len());
+        let before: Vec<Option<Vec<u8>>> =
+            bufs.iter().zip(&read_only).map(|(b, ro)| (!ro).then(|| b.to_vec())).collect();
+        let views = bufs.iter_mut().map(|b| &mut **b).collect();
+        let args = (kernel, program, spec, names, config);
+        if let Some(mut out) = launch(args, views, buf_elem.clone(), &buf_unset, scratch, workers, start) {
+            out.workers = workers;
+            return out;
+        }
+        for (b, s) in bufs.iter_mut().zip(before) {
+            if let Some(s) = s {
+                b.copy_from_slice(&s);
+            }
+        }
+    }
+    launch((kernel, program, spec, names, config), bufs, buf_elem, &buf_unset, scratch, 1, start)
+        .expect("a launch on one thread always ends")
+}
+
+/// Per buffer, whether the kernel takes it only through `const` pointers, so reads it only (a
+/// write through a cast is a conflict on a worker thread, see `parallel.rs`).
+fn read_only(program: &Program, spec: &LaunchSpec, buffers: usize) -> Vec<bool> {
+    let params = program.function(&spec.kernel).map(|(_, f)| &f.params[..]).unwrap_or(&[]);
+    let mut read_only = vec![true; buffers];
+    for (arg, p) in spec.args.iter().zip(params) {
+        if let Some((i, _)) = arg.pointer()
+            && let Some(ro) = read_only.get_mut(i)
+        {
+            *ro &= matches!(p.ty, crate::cuda::ast::Type::Ptr { is_const: true, .. });
+        }
+    }
+    read_only
+}
+
+/// One run of a launch begun at `start`: on this thread (`workers` 1), or speculated on
+/// `workers` threads (see `parallel.rs`), `None` when the speculation failed.
+#[allow(clippy::type_complexity)]
+fn launch(
+    (kernel, program, spec, names, config): (&Kernel, &Program, &LaunchSpec, &[String], &SimConfig),
+    bufs: Vec<&mut [u8]>,
+    buf_elem: Vec<u32>,
+    buf_unset: &[Option<Vec<bool>>],
+    scratch: &mut Vec<Vec<Shadow>>,
+    workers: usize,
+    start: Instant,
+) -> Option<Outcome> {
     let findings = config.findings;
-    let buf_shadow = bufs
+    let mut shadow_store: Vec<Vec<Shadow>> = bufs
         .iter()
         .zip(&buf_elem)
         .map(|(b, e)| {
@@ -1640,8 +1847,8 @@ pub fn run(
         })
         .collect();
     let mut slot = Vec::new();
-    let mut globals = Vec::new();
-    let mut global_shadow = Vec::new();
+    let mut globals: Vec<Vec<u8>> = Vec::new();
+    let mut global_shadow: Vec<Vec<Shadow>> = Vec::new();
     let mut shared_i = 0;
     for st in &kernel.statics {
         match st.kind {
@@ -1721,6 +1928,8 @@ pub fn run(
         )
     };
     let bufs_bytes: u64 = bufs.iter().map(|b| b.len() as u64).sum();
+    let tags =
+        (workers > 1).then(|| parallel::Tags::new(&bufs, &buf_elem, &globals, &read_only(program, spec, bufs.len())));
     let max_total = config.max_steps.saturating_mul(if seq { WARP as u64 } else { 1 });
     let mut m = Machine {
         k: kernel,
@@ -1734,12 +1943,16 @@ pub fn run(
             releases: memory::Releases::new(),
             bufs,
             buf_elem,
-            buf_shadow,
+            buf_shadow: shadow_store.iter_mut().map(|v| &mut v[..]).collect(),
             buf_unset,
             slot,
-            globals,
-            global_shadow,
+            globals: globals.iter_mut().map(|v| &mut v[..]).collect(),
+            global_shadow: global_shadow.iter_mut().map(|v| &mut v[..]).collect(),
             findings,
+            tags: tags.as_ref(),
+            shared_tags: Vec::new(),
+            me: 0,
+            conflict: false,
         },
         reports: Reports::default(),
         barrier_findings: Vec::new(),
@@ -1765,6 +1978,7 @@ pub fn run(
         param_views,
         threads: u64::try_from(spec.total_threads()).unwrap_or(u64::MAX),
         fences: kernel.code.iter().any(|op| matches!(op, Op::Fence)),
+        log: None,
         cost: config.cost.filter(|_| !seq).map(|p| {
             let data = bufs_bytes
                 + kernel
@@ -1777,27 +1991,34 @@ pub fn run(
             Box::new(Counter::new(kernel, p, spec.block.count() as u32, shared, data))
         }),
     };
-    let busiest = schedule(&mut m, spec.grid.count(), config);
+    let busiest = if workers > 1 {
+        if !parallel::run(&mut m, spec.grid.count(), config, workers, start) {
+            return None;
+        }
+        None
+    } else {
+        schedule(&mut m, spec.grid.count(), config, start)
+    };
     // What the launch wrote of a buffer made with `empty` is written from now on. Without
     // findings there are no shadows to tell: all of it counts as written.
-    let mut unset = std::mem::take(&mut m.mem.buf_unset);
+    let mut unset = buf_unset.to_vec();
     for (u, sh) in unset.iter_mut().zip(&m.mem.buf_shadow) {
         if let Some(u) = u {
             if findings {
-                u.iter_mut().zip(sh).for_each(|(x, s)| *x &= s[0] == 0);
+                u.iter_mut().zip(sh.iter()).for_each(|(x, s)| *x &= s[0] == 0);
             } else {
                 u.fill(false);
             }
         }
     }
-    scratch.append(&mut m.mem.buf_shadow);
     let mut out = finish(m, names, busiest);
+    scratch.append(&mut shadow_store);
     out.unset = unset;
-    out
+    Some(out)
 }
 
 /// The scheduler. Returns the site of the busiest resident warp (for a step-limit finding).
-fn schedule(m: &mut Machine, blocks: u64, config: &SimConfig) -> Option<(u32, u64)> {
+fn schedule(m: &mut Machine, blocks: u64, config: &SimConfig, start: Instant) -> Option<(u32, u64)> {
     // Fewer resident blocks when each needs a lot of memory (big local or shared arrays).
     let per_block = m.k.memory_bytes(m.block_threads as u64, m.dyn_shared as u64).max(1);
     let window = match config.schedule {
@@ -1810,24 +2031,7 @@ fn schedule(m: &mut Machine, blocks: u64, config: &SimConfig) -> Option<(u32, u6
     let mut ready: Vec<(u32, u32)> = Vec::new();
     let mut next = 0u64;
     let new_block = |m: &Machine, pool: &mut Vec<Block>, linear: u64| {
-        let mut b = pool.pop().unwrap_or_else(|| Block {
-            linear: 0,
-            coords: [0; 3],
-            warps: Vec::new(),
-            shared: Vec::new(),
-            shadow: Vec::new(),
-            base: 1,
-            acquired: Vec::new(),
-            bar_count: 0,
-            arrived: 0,
-            exited: 0,
-            bar_first: None,
-            bar_same: 0,
-            bar_other: None,
-            bar_other_n: 0,
-            live_warps: 0,
-            woke: false,
-        });
+        let mut b = pool.pop().unwrap_or_else(Block::empty);
         m.init_block(&mut b, linear);
         b
     };
@@ -1847,7 +2051,6 @@ fn schedule(m: &mut Machine, blocks: u64, config: &SimConfig) -> Option<(u32, u6
     }
     let mut cursor = 0usize;
     let mut polls = 0u32;
-    let start = Instant::now();
     let mut reported: Option<Duration> = None;
     let progress = |m: &Machine, next: u64, done: bool| Progress {
         blocks_started: next,
@@ -2025,7 +2228,8 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
             });
         }
         Some(Stop::Cancelled) => cancelled = true,
-        None => {}
+        // Never finished: such a launch runs again on one thread.
+        Some(Stop::Conflict) | None => {}
     }
     let aborted = findings.iter().any(|f| matches!(f, Finding::Trap { .. } | Finding::StepLimit { .. })) || cancelled;
     let watched = m.mem.watch.take().map(|w| {
@@ -2062,6 +2266,7 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
         .filter(|_| !aborted)
         .map(|c| c.finish(m.k, m.grid_dim.count(), shared_bytes(m.k, m.dyn_shared), m.total));
     Outcome {
+        workers: 1,
         unset: Vec::new(),
         cost,
         steps: m.total,

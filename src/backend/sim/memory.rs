@@ -30,7 +30,7 @@
 //! misjudged, the price of 24-byte shadows. It is O(1) per access (a hash lookup only in
 //! kernels that acquired something) and allocates nothing per access.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::cuda::ast::Scalar;
 use crate::finding::{Access, POISON_F32, POISON_F64, POISON_INT};
@@ -323,6 +323,8 @@ pub struct OobSummary {
     pub first_pc: u32,
     pub first_index: i64,
     pub len: u64,
+    /// When the first such access was made ([`Reports::stamp`]), for merging in order.
+    pub first: u64,
 }
 
 /// Races of one (region, first instruction, second instruction).
@@ -336,6 +338,8 @@ pub struct RaceSummary {
     pub first_access: Access,
     pub second_thread: u64,
     pub second_access: Access,
+    /// When the first such race was seen ([`Reports::stamp`]).
+    pub first: u64,
 }
 
 /// Uninitialised reads of one memory variable or buffer (or local variable).
@@ -347,6 +351,8 @@ pub struct UninitSummary {
     pub first_index: i64,
     pub first_thread: u64,
     pub first_pc: u32,
+    /// When the first such read was made ([`Reports::stamp`]).
+    pub first: u64,
 }
 
 /// Everything the findings are built from, in first-seen order.
@@ -372,6 +378,23 @@ pub struct Reports {
     uninit_seen: Vec<HashMap<u64, u64>>,
     /// The last access read memory nothing had written: the instruction reads `poison` instead.
     pub poisoned: bool,
+    /// When the access being checked is made, recorded with each summary's first access: a
+    /// block run on a worker thread stamps its warp and the warp's step, which the launch turns
+    /// into the launch's step when it merges the block's reports (see `engine/parallel.rs`).
+    pub stamp: u64,
+    /// On a worker thread, where a block's warps run one after another rather than
+    /// interleaved: each summary's first example from every warp, so that the merge can pick
+    /// the one the interleaved launch makes first.
+    pub per_warp: bool,
+    warp_seen: HashSet<(u8, usize, u64)>,
+    alts: Vec<Alt>,
+}
+
+/// A warp's first example of a summary, other than the summary's own (see `Reports::per_warp`).
+enum Alt {
+    Oob(usize, OobSummary),
+    Uninit(usize, UninitSummary),
+    Race(usize, RaceSummary),
 }
 
 /// What a read of uninitialised memory gives, in the register form of `ty` (see
@@ -407,9 +430,15 @@ impl Reports {
                 first_pc: pc,
                 first_index: index,
                 len,
+                first: self.stamp,
             };
             self.oob.push(((region, access), s));
             self.oob_threads.push((HashMap::new(), u64::MAX));
+        }
+        if self.per_warp && self.warp_seen.insert((0, i, self.stamp >> 40)) && i != next {
+            let s = self.oob[i].1;
+            let example = OobSummary { first_thread: thread, first_pc: pc, first_index: index, first: self.stamp, ..s };
+            self.alts.push(Alt::Oob(i, example));
         }
         let s = &mut self.oob[i].1;
         let (seen, last) = &mut self.oob_threads[i];
@@ -430,9 +459,22 @@ impl Reports {
         let next = self.uninit.len();
         let i = *self.uninit_index.entry(region).or_insert(next);
         if i == next {
-            let s = UninitSummary { count: 0, elements: 0, first_index: index, first_thread: thread, first_pc: pc };
+            let s = UninitSummary {
+                count: 0,
+                elements: 0,
+                first_index: index,
+                first_thread: thread,
+                first_pc: pc,
+                first: self.stamp,
+            };
             self.uninit.push((region, s));
             self.uninit_seen.push(HashMap::new());
+        }
+        if self.per_warp && self.warp_seen.insert((1, i, self.stamp >> 40)) && i != next {
+            let s = self.uninit[i].1;
+            let example =
+                UninitSummary { first_thread: thread, first_pc: pc, first_index: index, first: self.stamp, ..s };
+            self.alts.push(Alt::Uninit(i, example));
         }
         let s = &mut self.uninit[i].1;
         s.count += 1;
@@ -462,6 +504,7 @@ impl Reports {
                             first_access: c.first_access,
                             second_thread: who.thread as u64,
                             second_access: access,
+                            first: self.stamp,
                         },
                     ));
                     self.raced.push(vec![0; elements.div_ceil(64) as usize]);
@@ -470,6 +513,19 @@ impl Reports {
                 i
             }
         };
+        if self.per_warp && self.warp_seen.insert((2, i, self.stamp >> 40)) && self.races[i].1.first != self.stamp {
+            let s = self.races[i].1;
+            let example = RaceSummary {
+                index,
+                first_thread: c.first_thread as u64,
+                first_access: c.first_access,
+                second_thread: who.thread as u64,
+                second_access: access,
+                first: self.stamp,
+                ..s
+            };
+            self.alts.push(Alt::Race(i, example));
+        }
         let s = &mut self.races[i].1;
         s.count += 1;
         if let Some(word) = self.raced[i].get_mut(index as usize / 64) {
@@ -477,6 +533,136 @@ impl Reports {
             s.elements += (*word & bit == 0) as u64;
             *word |= bit;
         }
+    }
+}
+
+/// Bits set in `from` are set in `into`; returns how many were new.
+fn union_words(into: &mut HashMap<u64, u64>, from: HashMap<u64, u64>) -> u64 {
+    let mut new = 0;
+    for (k, w) in from {
+        let e = into.entry(k).or_insert(0);
+        new += (w & !*e).count_ones() as u64;
+        *e |= w;
+    }
+    new
+}
+
+impl Reports {
+    /// Add the reports of a block that ran on its own (see `engine/parallel.rs`), whose stamps
+    /// `at` turns into the launch's steps: counts add up (the block's threads are its own),
+    /// distinct elements are counted once over both, and each summary's example is the one
+    /// made first. [`Reports::sort_by_first`] then puts the summaries in first-seen order.
+    pub fn merge(&mut self, other: Reports, at: impl Fn(u64) -> u64) {
+        let (mut oob_at, mut uninit_at, mut race_at) = (Vec::new(), Vec::new(), Vec::new());
+        for (key, mut s) in other.oob {
+            s.first = at(s.first);
+            oob_at.push(self.oob_index.get(&key).copied().unwrap_or(self.oob.len()));
+            match self.oob_index.get(&key) {
+                Some(&i) => {
+                    let t = &mut self.oob[i].1;
+                    t.count += s.count;
+                    t.min = t.min.min(s.min);
+                    t.max = t.max.max(s.max);
+                    if s.first < t.first {
+                        (t.first, t.first_thread, t.first_pc, t.first_index) =
+                            (s.first, s.first_thread, s.first_pc, s.first_index);
+                    }
+                }
+                None => {
+                    self.oob_index.insert(key, self.oob.len());
+                    self.oob.push((key, s));
+                    self.oob_threads.push((HashMap::new(), u64::MAX));
+                }
+            }
+        }
+        for ((region, mut s), seen) in other.uninit.into_iter().zip(other.uninit_seen) {
+            s.first = at(s.first);
+            uninit_at.push(self.uninit_index.get(&region).copied().unwrap_or(self.uninit.len()));
+            match self.uninit_index.get(&region) {
+                Some(&i) => {
+                    let new = union_words(&mut self.uninit_seen[i], seen);
+                    let t = &mut self.uninit[i].1;
+                    t.count += s.count;
+                    t.elements += new;
+                    if s.first < t.first {
+                        (t.first, t.first_thread, t.first_pc, t.first_index) =
+                            (s.first, s.first_thread, s.first_pc, s.first_index);
+                    }
+                }
+                None => {
+                    self.uninit_index.insert(region, self.uninit.len());
+                    self.uninit.push((region, s));
+                    self.uninit_seen.push(seen);
+                }
+            }
+        }
+        for ((key, mut s), raced) in other.races.into_iter().zip(other.raced) {
+            s.first = at(s.first);
+            race_at.push(self.race_index.get(&key).copied().unwrap_or(self.races.len()));
+            match self.race_index.get(&key) {
+                Some(&i) => {
+                    let mine = &mut self.raced[i];
+                    let mut new = 0;
+                    for (a, b) in mine.iter_mut().zip(&raced) {
+                        new += (b & !*a).count_ones() as u64;
+                        *a |= b;
+                    }
+                    let t = &mut self.races[i].1;
+                    t.count += s.count;
+                    t.elements += new;
+                    if s.first < t.first {
+                        let (count, elements) = (t.count, t.elements);
+                        *t = RaceSummary { count, elements, ..s };
+                    }
+                }
+                None => {
+                    self.race_index.insert(key, self.races.len());
+                    self.races.push((key, s));
+                    self.raced.push(raced);
+                }
+            }
+        }
+        // Another warp's first example may come before the one the block's record starts with.
+        for alt in other.alts {
+            match alt {
+                Alt::Oob(i, e) => {
+                    if let Some(t) = oob_at.get(i).and_then(|&j| self.oob.get_mut(j)).map(|t| &mut t.1)
+                        && at(e.first) < t.first
+                    {
+                        (t.first, t.first_thread, t.first_pc, t.first_index) =
+                            (at(e.first), e.first_thread, e.first_pc, e.first_index);
+                    }
+                }
+                Alt::Uninit(i, e) => {
+                    if let Some(t) = uninit_at.get(i).and_then(|&j| self.uninit.get_mut(j)).map(|t| &mut t.1)
+                        && at(e.first) < t.first
+                    {
+                        (t.first, t.first_thread, t.first_pc, t.first_index) =
+                            (at(e.first), e.first_thread, e.first_pc, e.first_index);
+                    }
+                }
+                Alt::Race(i, e) => {
+                    if let Some(t) = race_at.get(i).and_then(|&j| self.races.get_mut(j)).map(|t| &mut t.1)
+                        && at(e.first) < t.first
+                    {
+                        *t = RaceSummary { count: t.count, elements: t.elements, first: at(e.first), ..e };
+                    }
+                }
+            }
+        }
+        self.last_race = None;
+    }
+
+    /// The summaries in the order their first accesses were made, as one thread running the
+    /// whole launch records them. Only for reading: no report may be added after it.
+    pub fn sort_by_first(&mut self) {
+        self.oob.sort_by_key(|(_, s)| s.first);
+        self.uninit.sort_by_key(|(_, s)| s.first);
+        self.races.sort_by_key(|(_, s)| s.first);
+        self.oob_index.clear();
+        self.uninit_index.clear();
+        self.race_index.clear();
+        self.last_race = None;
     }
 }
 

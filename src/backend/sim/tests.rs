@@ -2006,3 +2006,131 @@ __global__ void mix(float *a, double *d, unsigned char *c, float *out, int n) {
         assert_eq!(fast, lane_by_lane, "{schedule}");
     }
 }
+
+/// Kernels for [`any_number_of_threads_gives_the_same_launch`]: blocks that do not communicate
+/// (with a read past the end, a read of shared memory nothing wrote, `printf` from some
+/// threads, barriers in a loop), and blocks that do (a lost update, a block sum with atomics, an
+/// endless loop in one block).
+const THREADED: &str = r#"
+__global__ void scale_and_say(const float *a, float *b, int n) {
+    __shared__ float never[64];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) b[i] = a[i] * 2.0f + a[i + 1];
+    if (threadIdx.x % 37 == 5) printf("block %d thread %d: %.1f\n", blockIdx.x, threadIdx.x, b[i]);
+    if (blockIdx.x % 4 == 3) b[i] += never[threadIdx.x];
+    if (threadIdx.x % 32 == 31) b[i] += a[n + blockIdx.x * 2 + threadIdx.x / 32];
+    if (threadIdx.x == 7) printf("no newline from %d", i);
+}
+#define TILE 8
+__global__ void tiled(const float *A, float *C, int N) {
+    __shared__ float As[TILE][TILE], Bs[TILE][TILE];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
+    float acc = 0.0f;
+    for (int t = 0; t < (N + TILE - 1) / TILE; ++t) {
+        As[ty][tx] = (row < N && t * TILE + tx < N) ? A[row * N + t * TILE + tx] : 0.0f;
+        Bs[ty][tx] = (col < N && t * TILE + ty < N) ? A[(t * TILE + ty) * N + col] : 0.0f;
+        __syncthreads();
+        for (int k = 0; k < TILE; ++k) acc += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+    }
+    if (row < N && col < N) C[row * N + col] = acc;
+}
+__global__ void lost_update(const float *a, float *b, int n) {
+    b[0] += a[blockIdx.x % n];
+    b[1 + blockIdx.x] = 1.0f;
+}
+__global__ void block_sum(const float *a, float *b, int n) {
+    __shared__ float s[64];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    s[threadIdx.x] = i < n ? a[i] : 0.0f;
+    __syncthreads();
+    for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+        if (threadIdx.x < stride) s[threadIdx.x] += s[threadIdx.x + stride];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) atomicAdd(&b[0], s[0]);
+}
+__global__ void one_block_spins(const float *a, float *b, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) b[i] = a[i];
+    if (blockIdx.x == 5) while (true) {}
+}
+"#;
+
+/// The same launches with 1, 2 and 3 worker threads give the same buffers, findings, `printf`
+/// lines, step counts, stops and cost counts, byte for byte, with findings and the cost model on
+/// and off and under the random (two seeds) and lockstep schedules; and blocks that do not communicate do run on several
+/// threads, while those that do run on one.
+#[test]
+fn any_number_of_threads_gives_the_same_launch() {
+    let n = 1024usize;
+    let av: Vec<f64> = (0..n).map(|i| (i % 13) as f64 * 0.5).collect();
+    // (kernel, grid, block, whether its blocks communicate)
+    let cases = [
+        ("scale_and_say", Dim3::linear(16), Dim3::linear(64), false),
+        ("tiled", Dim3::new(4, 4, 1), Dim3::new(8, 8, 1), false),
+        ("lost_update", Dim3::linear(64), Dim3::linear(32), true),
+        ("block_sum", Dim3::linear(16), Dim3::linear(64), true),
+        ("one_block_spins", Dim3::linear(16), Dim3::linear(64), true),
+    ];
+    for (kernel, grid, block, communicates) in cases {
+        for (schedule, seed) in [(Schedule::Random, 0), (Schedule::Random, 3), (Schedule::Lockstep, 0)] {
+            for (findings, cost) in [(true, true), (true, false), (false, false)] {
+                let run = |threads: usize| {
+                    let config = SimConfig {
+                        schedule,
+                        seed,
+                        findings,
+                        cost: if cost { SimConfig::default().cost } else { None },
+                        threads,
+                        max_steps: 200_000,
+                        time_limit: None,
+                        ..SimConfig::default()
+                    };
+                    let mut sim = Sim::of(THREADED).config(config);
+                    let (mut a, mut b) = (floats(&av), floats(&vec![0.0; n]));
+                    let n = if kernel == "tiled" { 32 } else { n as i32 };
+                    let r = sim.launch(kernel, grid, block, &mut [&mut a, &mut b], &[ScalarArg::I32(n)]);
+                    let seen = format!(
+                        "{:?}\n{:?}\n{:?}\nsteps {:?} aborted {} truncated {}\n{:?}",
+                        b.to_f64_vec(),
+                        r.findings,
+                        r.output,
+                        r.steps,
+                        r.aborted,
+                        r.output_truncated,
+                        r.cost,
+                    );
+                    (seen, r, sim.backend.last_threads())
+                };
+                let what = format!("{kernel} {schedule:?} seed {seed} findings {findings} cost model {cost}");
+                let (one, r, threads) = run(1);
+                assert_eq!(threads, 1, "{what}");
+                for n in [2, 3] {
+                    let (many, _, threads) = run(n);
+                    assert_eq!(one, many, "{what}: {n} threads");
+                    assert_eq!(threads, if communicates { 1 } else { n }, "{what}: threads used");
+                }
+                // What each case is there to show.
+                match kernel {
+                    "scale_and_say" => {
+                        assert!(r.output.len() > 16, "{what}: {:?}", r.output);
+                        if findings {
+                            assert!(one.contains("OutOfBounds") && one.contains("Uninit"), "{what}: {one}");
+                        }
+                    }
+                    "tiled" => {
+                        assert!(r.findings.is_empty(), "{what}: {:?}", r.findings);
+                        assert_eq!(r.cost.is_some(), cost, "{what}");
+                    }
+                    "lost_update" if schedule == Schedule::Random => {
+                        assert!(findings != r.findings.is_empty(), "{what}: {:?}", r.findings);
+                    }
+                    "one_block_spins" => assert!(r.aborted, "{what}"),
+                    _ => {}
+                }
+            }
+        }
+    }
+}

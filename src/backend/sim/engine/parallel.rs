@@ -1,0 +1,742 @@
+//! Launches on several cores, with byte for byte the output of one.
+//!
+//! The random and lockstep schedules interleave the warps of up to 8 resident blocks step by
+//! step, and what a learner sees depends on that interleaving. A launch on several threads
+//! keeps it exactly, by construction:
+//!
+//! 1. **Speculate.** Worker threads (a rayon pool) run blocks, each on its own and to the end,
+//!    against the launch's memory, recording per warp the steps at which lanes arrived at a
+//!    barrier or exited, the `printf` output and barrier findings (stamped with the warp and
+//!    its step), and the block's reports. Every access also claims its element in a tag
+//!    ([`claim`]): who touched it (block, barrier epoch, warp) and whether it was written.
+//! 2. **Validate.** An access that meets another block's access to the same element, or
+//!    another warp's of the same block since their last common barrier, where either writes
+//!    (atomics write), voids the speculation: the blocks communicated, and what they saw would
+//!    depend on the interleaving. So does a trap, a step limit, Ctrl-C or the time limit, a
+//!    kernel that fences, the sequential schedule and `:map`/`:why` recording:
+//!    the buffers are put back and the launch runs on one thread, as it always did. Whether a
+//!    conflict is found does not depend on timing: every claim is one atomic step of a state
+//!    machine in which any two conflicting accesses meet, in either order.
+//! 3. **Replay and merge.** Without communication every warp's steps are what they would be in
+//!    any interleaving, so the main thread replays the seeded scheduler over the recorded
+//!    barrier arrivals and exits, executing nothing, and learns at which step of the launch
+//!    each warp step ran. Reports (counts, and as each one's example the access the launch
+//!    makes first, from the first example of every warp) and `printf` lines are merged in
+//!    that order, the order one thread produces them in. A block whose barrier diverges runs
+//!    again on one thread, since which warp waited first depends on the interleaving.
+//!
+//! The race shadows of elements several blocks only read are written by several workers (the
+//! read slots): those values are never read back in a launch that validates, since a write to
+//! such an element is a conflict.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use rayon::prelude::*;
+
+use super::{Block, Event, Machine, Mem, RESIDENT_BLOCKS, RESIDENT_MEMORY, Stop, WARP};
+use crate::backend::LaunchSpec;
+
+use super::super::compile::{Kernel, Op};
+use super::super::cost::{Counter, Deferred};
+use super::super::memory::{Reports, Shadow};
+use super::super::{Progress, Schedule, SimConfig};
+use crate::cost::Counts;
+
+/// The worker threads a launch may use unless told (`GRIDLAB_THREADS`, `--threads`): every
+/// core.
+pub fn default_threads() -> usize {
+    std::env::var("GRIDLAB_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| *n >= 1)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// How many threads this launch runs on: 1 where speculation cannot keep its output (see the
+/// module's doc) or there is one block.
+pub(super) fn workers(k: &Kernel, spec: &LaunchSpec, config: &SimConfig) -> usize {
+    let blocks = spec.grid.count();
+    if config.threads <= 1
+        || config.schedule == Schedule::Sequential
+        || config.trace_writes
+        || config.watch.is_some()
+        || blocks < 2
+        || blocks >= u32::MAX as u64
+        || spec.block.count() > MANY_WARPS * WARP as u64
+        || k.code.iter().any(|op| matches!(op, Op::Fence))
+    {
+        return 1;
+    }
+    config.threads.min(blocks as usize)
+}
+
+/// One rayon pool per thread count, made once.
+fn pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+    let mut pools = POOLS.get_or_init(Default::default).lock().ok()?;
+    if let Some(p) = pools.get(&n) {
+        return Some(p.clone());
+    }
+    let p = Arc::new(
+        rayon::ThreadPoolBuilder::new().num_threads(n).thread_name(|i| format!("gridlab-sim-{i}")).build().ok()?,
+    );
+    pools.insert(n, p.clone());
+    Some(p)
+}
+
+// A tag: block + 1 (bits 0..32, 0: untouched), barrier epoch (32..48), warp (48..54, or
+// `MANY_WARPS`), and whether the recorded warp wrote in this epoch, the block wrote at all, and
+// several blocks read the element (then the block is meaningless, and nobody may write).
+const EPOCH_SHIFT: u32 = 32;
+const WARP_SHIFT: u32 = 48;
+const MANY_WARPS: u64 = 63;
+const LAST_EPOCH: u64 = 0xffff;
+const WROTE_NOW: u64 = 1 << 60;
+const WROTE: u64 = 1 << 61;
+const MANY_BLOCKS: u64 = 1 << 62;
+
+/// Per element of every buffer and `__device__` variable, its tag.
+pub(super) struct Tags {
+    /// None for a buffer the kernel takes as `const` only: its reads need no claim, and a
+    /// write to it is a conflict.
+    pub(super) bufs: Vec<Vec<AtomicU64>>,
+    /// Per byte of each variable (more than its elements; they are few).
+    pub(super) globals: Vec<Vec<AtomicU64>>,
+}
+
+fn zeroed(n: usize) -> Vec<AtomicU64> {
+    std::iter::repeat_with(|| AtomicU64::new(0)).take(n).collect()
+}
+
+impl Tags {
+    pub(super) fn new(bufs: &[&mut [u8]], elem: &[u32], globals: &[Vec<u8>], read_only: &[bool]) -> Tags {
+        let n = |(b, e): (&&mut [u8], &u32)| b.len() / (*e).max(1) as usize;
+        Tags {
+            bufs: bufs.iter().zip(elem).zip(read_only).map(|(b, ro)| zeroed(if *ro { 0 } else { n(b) })).collect(),
+            globals: globals.iter().map(|g| zeroed(g.len())).collect(),
+        }
+    }
+}
+
+/// The running warp as a tag (see [`claim`]).
+pub(super) fn me(linear: u64, epoch: u32, warp: usize) -> u64 {
+    ((linear + 1) & 0xffff_ffff) | (epoch as u64).min(LAST_EPOCH) << EPOCH_SHIFT | (warp as u64 & 63) << WARP_SHIFT
+}
+
+/// A warp's step, as [`Reports::stamp`] records it.
+pub(super) fn stamp(warp: usize, step: u64) -> u64 {
+    (warp as u64) << 40 | step
+}
+
+/// Claim the elements of `tags` that bytes `[off, off + size)` cover (elements of `elem`
+/// bytes) for `me`; `false` when one was touched by another block, or by another warp of this
+/// block since their last common barrier, and either access writes.
+#[inline]
+pub(super) fn note(tags: &[AtomicU64], off: i64, size: u32, elem: i64, me: u64, write: bool) -> bool {
+    if tags.is_empty() {
+        // A buffer the kernel takes as `const` (see `Tags::bufs`); nothing in bounds is in an
+        // empty region.
+        return !write;
+    }
+    let (first, last) = if elem.count_ones() == 1 {
+        let s = elem.trailing_zeros();
+        (off >> s, (off + size as i64 - 1) >> s)
+    } else {
+        (off / elem, (off + size as i64 - 1) / elem)
+    };
+    (first..=last).all(|i| tags.get(i as usize).is_none_or(|t| claim(t, me, write)))
+}
+
+/// One access by `me` to an element with tag `t` (see the module's doc). Each claim is one
+/// atomic step, so two conflicting accesses meet in whichever order they come.
+#[inline]
+fn claim(t: &AtomicU64, me: u64, write: bool) -> bool {
+    let wrote = if write { WROTE_NOW | WROTE } else { 0 };
+    let mut s = t.load(Ordering::Relaxed);
+    loop {
+        let new = if s == 0 {
+            me | wrote
+        } else if s & MANY_BLOCKS != 0 {
+            return !write;
+        } else if s as u32 != me as u32 {
+            if write || s & WROTE != 0 {
+                return false;
+            }
+            s | MANY_BLOCKS
+        } else {
+            let epoch = |v: u64| (v >> EPOCH_SHIFT) & LAST_EPOCH;
+            let warp = |v: u64| (v >> WARP_SHIFT) & 63;
+            if epoch(me) == LAST_EPOCH {
+                return false;
+            }
+            if epoch(s) < epoch(me) {
+                // A barrier of the block orders what came before.
+                me | (s & WROTE) | wrote
+            } else if warp(s) == warp(me) {
+                s | wrote
+            } else if write || s & WROTE_NOW != 0 {
+                return false;
+            } else {
+                s | MANY_WARPS << WARP_SHIFT
+            }
+        };
+        if new == s {
+            return true;
+        }
+        match t.compare_exchange_weak(s, new, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(now) => s = now,
+        }
+    }
+}
+
+/// A barrier arrival or exit of some lanes of a warp, at its own step.
+#[derive(Clone, Copy)]
+struct Ev {
+    step: u64,
+    arrive: u32,
+    exit: u32,
+}
+
+/// Output of a block, in the order the main thread replays it.
+enum Out {
+    Print(u64, String),
+    Flush(u32, u64),
+}
+
+/// What a worker records of the block it runs.
+#[derive(Default)]
+pub(super) struct Log {
+    warps: Vec<Vec<Ev>>,
+    prints: Vec<(u64, Out)>,
+}
+
+impl Log {
+    pub(super) fn event(&mut self, w: usize, step: u64, e: &Event) {
+        let ev = match *e {
+            Event::None => return,
+            Event::Barrier(mask, _) => Ev { step, arrive: mask.count_ones(), exit: 0 },
+            Event::Exit(mask) => Ev { step, arrive: 0, exit: mask.count_ones() },
+        };
+        if let Some(v) = self.warps.get_mut(w) {
+            v.push(ev);
+        }
+    }
+
+    pub(super) fn print(&mut self, stamp: u64, thread: u64, text: &str) {
+        self.prints.push((stamp, Out::Print(thread, text.to_string())));
+    }
+
+    /// Exiting lanes print what they left without a newline; only a block that printed has any.
+    pub(super) fn flush(&mut self, stamp: u64, mask: u32, thread0: u64) {
+        if !self.prints.is_empty() {
+            self.prints.push((stamp, Out::Flush(mask, thread0)));
+        }
+    }
+}
+
+/// A block run to its end on a worker.
+struct BlockLog {
+    /// Live lanes per warp at the start.
+    lanes: Vec<u32>,
+    /// Per warp, its barrier arrivals and exits.
+    warps: Vec<Vec<Ev>>,
+    prints: Vec<(u64, Out)>,
+    reports: Reports,
+    /// With the cost model on: the block's order-free counts, and its global accesses for the
+    /// launch's caches.
+    counts: Vec<Counts>,
+    deferred: Deferred,
+}
+
+/// Slices of the launch's memory, shared by the workers.
+struct Raw<T>(Vec<(*mut T, usize)>);
+
+// SAFETY: the pointers are into the launch's buffers, globals and shadows, which outlive the
+// speculation (the main thread waits for it and touches none of them meanwhile). Workers write
+// the same element only in a speculation that then fails, whose writes are thrown away.
+unsafe impl<T> Send for Raw<T> {}
+unsafe impl<T> Sync for Raw<T> {}
+
+impl<T> Raw<T> {
+    fn of(v: &mut [&mut [T]]) -> Raw<T> {
+        Raw(v.iter_mut().map(|s| (s.as_mut_ptr(), s.len())).collect())
+    }
+
+    /// SAFETY: as for `Raw`'s `Sync`; the slices are used only during the speculation.
+    unsafe fn slices<'a>(&self) -> Vec<&'a mut [T]> {
+        self.0.iter().map(|&(p, n)| unsafe { std::slice::from_raw_parts_mut(p, n) }).collect()
+    }
+}
+
+/// What every worker's machine is made from.
+struct Proto<'k, 'b> {
+    k: &'k Kernel,
+    bufs: Raw<u8>,
+    buf_shadow: Raw<Shadow>,
+    globals: Raw<u8>,
+    global_shadow: Raw<Shadow>,
+    buf_elem: Vec<u32>,
+    buf_unset: &'b [Option<Vec<bool>>],
+    slot: Vec<u32>,
+    findings: bool,
+    tags: &'b Tags,
+    block_dim: crate::backend::Dim3,
+    grid_dim: crate::backend::Dim3,
+    block_threads: u32,
+    dyn_shared: u32,
+    params: Vec<u64>,
+    max_total: u64,
+    max_warp: u64,
+    threads: u64,
+    cost: Option<Counter>,
+}
+
+/// When workers stop early: another block failed, Ctrl-C, or the wall-time limit.
+struct Control<'a> {
+    abort: AtomicBool,
+    cancel: Option<&'a AtomicBool>,
+    limit: Option<Duration>,
+    start: Instant,
+}
+
+impl Control<'_> {
+    fn stopped(&self) -> bool {
+        self.abort.load(Ordering::Relaxed)
+            || self.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+            || self.limit.is_some_and(|l| self.start.elapsed() >= l)
+    }
+}
+
+struct Worker<'k, 'b> {
+    m: Machine<'k, 'b>,
+    pool: Vec<Block>,
+}
+
+impl<'k, 'b> Worker<'k, 'b> {
+    fn new(p: &'b Proto<'k, 'b>) -> Worker<'k, 'b> {
+        // SAFETY: see `Raw`.
+        let (bufs, buf_shadow, globals, global_shadow) =
+            unsafe { (p.bufs.slices(), p.buf_shadow.slices(), p.globals.slices(), p.global_shadow.slices()) };
+        let m = Machine {
+            k: p.k,
+            mem: Mem {
+                bufs,
+                buf_elem: p.buf_elem.clone(),
+                buf_shadow,
+                buf_unset: p.buf_unset,
+                slot: p.slot.clone(),
+                globals,
+                global_shadow,
+                findings: p.findings,
+                extra: false,
+                trace: None,
+                watch: None,
+                clock: 0,
+                releases: Default::default(),
+                tags: Some(p.tags),
+                shared_tags: Vec::new(),
+                me: 0,
+                conflict: false,
+            },
+            reports: Reports::default(),
+            barrier_findings: Vec::new(),
+            barrier_seen: Default::default(),
+            stop: None,
+            output: Vec::new(),
+            pending: HashMap::new(),
+            truncated: false,
+            block_dim: p.block_dim,
+            grid_dim: p.grid_dim,
+            block_threads: p.block_threads,
+            dyn_shared: p.dyn_shared,
+            params: p.params.clone(),
+            seq: false,
+            total: 0,
+            max_total: p.max_total,
+            max_warp: p.max_warp,
+            cost: p.cost.as_ref().map(|c| Box::new(c.deferring())),
+            param_names: Vec::new(),
+            param_per: Vec::new(),
+            param_views: Vec::new(),
+            threads: p.threads,
+            fences: false,
+            log: Some(Box::default()),
+        };
+        Worker { m, pool: Vec::new() }
+    }
+
+    /// Run block `linear` to its end; `None` when its speculation failed.
+    fn speculate(&mut self, linear: u64, ctl: &Control) -> Option<BlockLog> {
+        if ctl.stopped() {
+            return None;
+        }
+        let m = &mut self.m;
+        let mut b = self.pool.pop().unwrap_or_else(Block::empty);
+        m.init_block(&mut b, linear);
+        m.reports = Reports::default();
+        m.reports.per_warp = true;
+        m.barrier_seen.clear();
+        m.barrier_findings.clear();
+        m.total = 0;
+        m.stop = None;
+        if let Some(log) = m.log.as_deref_mut() {
+            log.warps.clear();
+            log.warps.resize_with(b.warps.len(), Vec::new);
+            log.prints.clear();
+        }
+        m.mem.shared_tags.resize_with(b.shared.len(), Vec::new);
+        for (t, s) in m.mem.shared_tags.iter_mut().zip(&b.shared) {
+            t.clear();
+            t.resize_with(s.len(), || AtomicU64::new(0));
+        }
+        if let Some(c) = m.cost.as_deref_mut() {
+            c.take_counts();
+            c.deferred = Some(Deferred::default());
+        }
+        let lanes = b.warps.iter().map(|w| w.live.count_ones()).collect();
+        let mut runs = 0u32;
+        while b.live_warps > 0 && m.stop.is_none() {
+            let mut ran = false;
+            for w in 0..b.warps.len() {
+                while b.warps[w].live & !b.warps[w].bar != 0 && m.stop.is_none() {
+                    ran = true;
+                    m.run_warp(&mut b, w, 1024);
+                    runs = runs.wrapping_add(1);
+                    if runs % 16 == 0 && ctl.stopped() {
+                        m.stop = Some(Stop::Cancelled);
+                    }
+                }
+            }
+            if !ran {
+                // Every live lane waits at a barrier that all have reached: cannot happen, as a
+                // barrier lets its block go once every thread waits or has exited.
+                m.stop = Some(Stop::Conflict);
+            }
+        }
+        b.woke = false;
+        self.pool.push(b);
+        if m.stop.take().is_some() {
+            ctl.abort.store(true, Ordering::Relaxed);
+            return None;
+        }
+        let (counts, deferred) = match m.cost.as_deref_mut() {
+            Some(c) => (c.take_counts(), c.deferred.take().unwrap_or_default()),
+            None => (Vec::new(), Deferred::default()),
+        };
+        let log = m.log.as_deref_mut()?;
+        Some(BlockLog {
+            counts,
+            deferred,
+            lanes,
+            warps: std::mem::take(&mut log.warps),
+            prints: std::mem::take(&mut log.prints),
+            reports: std::mem::take(&mut m.reports),
+        })
+    }
+}
+
+/// A warp in the replay: its lanes, where it is in its record, and which of its steps ran at
+/// which step of the launch.
+struct RWarp {
+    live: u32,
+    bar: u32,
+    queued: bool,
+    steps: u64,
+    ev: usize,
+    /// (the warp's step, the launch's step) at the start of each run the scheduler gave it.
+    chunks: Vec<(u64, u64)>,
+    /// Its deferred global accesses (indices into the block's), and how many are counted.
+    cost: Vec<u32>,
+    counted: usize,
+}
+
+struct RBlock {
+    log: BlockLog,
+    warps: Vec<RWarp>,
+    arrived: u32,
+    exited: u32,
+    live_warps: u32,
+    woke: bool,
+}
+
+impl RBlock {
+    fn new(log: BlockLog) -> RBlock {
+        let mut warps: Vec<RWarp> = log
+            .lanes
+            .iter()
+            .map(|&live| RWarp {
+                live,
+                bar: 0,
+                queued: false,
+                steps: 0,
+                ev: 0,
+                chunks: Vec::new(),
+                cost: Vec::new(),
+                counted: 0,
+            })
+            .collect();
+        for (i, e) in log.deferred.events.iter().enumerate() {
+            if let Some(w) = warps.get_mut((e.0 >> 40) as usize) {
+                w.cost.push(i as u32);
+            }
+        }
+        RBlock { live_warps: warps.len() as u32, warps, log, arrived: 0, exited: 0, woke: false }
+    }
+
+    fn enqueue(&mut self, s: usize, ready: &mut Vec<(u32, u32)>) {
+        for (w, warp) in self.warps.iter_mut().enumerate() {
+            if !warp.queued && warp.live > warp.bar {
+                warp.queued = true;
+                ready.push((s as u32, w as u32));
+            }
+        }
+    }
+
+    /// As `Machine::maybe_release`, on counts.
+    fn maybe_release(&mut self, block_threads: u32) {
+        if self.arrived == 0 || self.arrived + self.exited < block_threads {
+            return;
+        }
+        self.arrived = 0;
+        for w in &mut self.warps {
+            w.bar = 0;
+        }
+        self.woke = true;
+    }
+
+    /// As `Machine::run_warp`, replaying the record: `None` past a step limit.
+    fn run_warp(
+        &mut self,
+        w: usize,
+        budget: u32,
+        total: &mut u64,
+        limits: (u64, u64, u32),
+        counter: Option<&mut Counter>,
+    ) -> Option<bool> {
+        let (max_total, max_warp, block_threads) = limits;
+        let (start, at) = (self.warps[w].steps, *total);
+        let mut more = true;
+        for _ in 0..budget {
+            let warp = &mut self.warps[w];
+            if warp.live <= warp.bar {
+                more = false;
+                break;
+            }
+            let step = warp.steps;
+            warp.steps += 1;
+            *total += 1;
+            if warp.steps > max_warp || *total > max_total {
+                return None;
+            }
+            let Some(&ev) = self.log.warps[w].get(warp.ev).filter(|e| e.step == step) else { continue };
+            warp.ev += 1;
+            if ev.arrive > 0 {
+                warp.bar += ev.arrive;
+                self.arrived += ev.arrive;
+            }
+            if ev.exit > 0 {
+                warp.live -= ev.exit;
+                self.exited += ev.exit;
+                if warp.live == 0 {
+                    self.live_warps -= 1;
+                }
+            }
+            self.maybe_release(block_threads);
+        }
+        let warp = &mut self.warps[w];
+        if warp.steps > start {
+            warp.chunks.push((start, at));
+        }
+        // The chunk's global accesses reach the caches now, in the launch's order.
+        if let Some(c) = counter {
+            let d = &self.log.deferred;
+            while let Some(&(stamp, pc, block, op, at, ns, na)) =
+                warp.cost.get(warp.counted).and_then(|&i| d.events.get(i as usize))
+            {
+                if stamp & ((1 << 40) - 1) >= warp.steps {
+                    break;
+                }
+                let (at, ns, na) = (at as usize, ns as usize, na as usize);
+                c.caches(pc, block, op, &d.data[at..at + ns], &d.data[at + ns..at + ns + na]);
+                warp.counted += 1;
+            }
+        }
+        Some(more)
+    }
+
+    /// The launch's step at which stamp `stamp` of this block ran.
+    fn at(&self, stamp: u64) -> u64 {
+        let (w, step) = ((stamp >> 40) as usize, stamp & ((1 << 40) - 1));
+        let Some(chunks) = self.warps.get(w).map(|w| &w.chunks) else { return 0 };
+        let i = chunks.partition_point(|c| c.0 <= step);
+        i.checked_sub(1).map_or(0, |i| chunks[i].1 + (step - chunks[i].0))
+    }
+}
+
+/// Run the launch on `workers` threads (see the module's doc); `false`, with the buffers and
+/// `m` in no state to use, when it must run on one thread instead.
+pub(super) fn run(m: &mut Machine, blocks: u64, config: &SimConfig, workers: usize, start: Instant) -> bool {
+    let Some(pool) = pool(workers) else { return false };
+    let Some(tags) = m.mem.tags else { return false };
+    let proto = Proto {
+        k: m.k,
+        bufs: Raw::of(&mut m.mem.bufs),
+        buf_shadow: Raw::of(&mut m.mem.buf_shadow),
+        globals: Raw::of(&mut m.mem.globals),
+        global_shadow: Raw::of(&mut m.mem.global_shadow),
+        buf_elem: m.mem.buf_elem.clone(),
+        buf_unset: m.mem.buf_unset,
+        slot: m.mem.slot.clone(),
+        findings: m.mem.findings,
+        tags,
+        block_dim: m.block_dim,
+        grid_dim: m.grid_dim,
+        block_threads: m.block_threads,
+        dyn_shared: m.dyn_shared,
+        params: m.params.clone(),
+        max_total: m.max_total,
+        max_warp: m.max_warp,
+        threads: m.threads,
+        cost: m.cost.as_deref().map(Counter::deferring),
+    };
+    let ctl =
+        Control { abort: AtomicBool::new(false), cancel: config.cancel.as_deref(), limit: config.time_limit, start };
+    // Blocks are speculated a batch at a time, as the replay reaches them: the records held
+    // are those of one batch and the resident blocks.
+    let batch = (workers as u64 * 16).max(32);
+    let mut logs: VecDeque<BlockLog> = VecDeque::new();
+    let mut speculated = 0u64;
+    let mut fetch = |logs: &mut VecDeque<BlockLog>| -> Option<BlockLog> {
+        if logs.is_empty() {
+            let end = blocks.min(speculated + batch);
+            let done: Vec<Option<BlockLog>> = pool.install(|| {
+                (speculated..end)
+                    .into_par_iter()
+                    .map_init(|| Worker::new(&proto), |w, linear| w.speculate(linear, &ctl))
+                    .collect()
+            });
+            speculated = end;
+            for log in done {
+                logs.push_back(log?);
+            }
+        }
+        logs.pop_front()
+    };
+
+    let per_block = m.k.memory_bytes(m.block_threads as u64, m.dyn_shared as u64).max(1);
+    let window = (RESIDENT_MEMORY / per_block).clamp(1, RESIDENT_BLOCKS);
+    let limits = (m.max_total, m.max_warp, m.block_threads);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(config.seed);
+    let mut slots: Vec<Option<RBlock>> = Vec::new();
+    let mut ready: Vec<(u32, u32)> = Vec::new();
+    let mut next = 0u64;
+    let mut total = 0u64;
+    let mut prints: Vec<(u64, Out)> = Vec::new();
+    let mut merge = |m: &mut Machine, mut b: RBlock| {
+        let reports = std::mem::take(&mut b.log.reports);
+        m.reports.merge(reports, |s| b.at(s));
+        if let Some(c) = m.cost.as_deref_mut() {
+            c.add_counts(&b.log.counts);
+        }
+        prints.extend(std::mem::take(&mut b.log.prints).into_iter().map(|(s, o)| (b.at(s), o)));
+    };
+    let mut reported: Option<Duration> = None;
+    let finished = 'replay: {
+        while next < blocks && (slots.len() as u64) < window {
+            let Some(log) = fetch(&mut logs) else { break 'replay false };
+            let mut b = RBlock::new(log);
+            b.enqueue(slots.len(), &mut ready);
+            slots.push(Some(b));
+            next += 1;
+        }
+        let mut cursor = 0usize;
+        let mut polls = 0u32;
+        while !ready.is_empty() {
+            polls = polls.wrapping_add(1);
+            if polls % 64 == 0 {
+                if ctl.stopped() {
+                    break 'replay false;
+                }
+                let elapsed = start.elapsed();
+                if let Some(sink) = &config.progress
+                    && elapsed >= Duration::from_secs(1)
+                    && reported.is_none_or(|r| elapsed >= r + Duration::from_millis(500))
+                {
+                    reported = Some(elapsed);
+                    (sink.0)(Progress { blocks_started: next, blocks, steps: total, elapsed, done: false });
+                }
+            }
+            let (i, budget) = match config.schedule {
+                Schedule::Random => {
+                    let r = rng.next_u64();
+                    ((r % ready.len() as u64) as usize, 1 + ((r >> 32) % 16) as u32)
+                }
+                _ => {
+                    if cursor >= ready.len() {
+                        cursor = 0;
+                    }
+                    (cursor, 1)
+                }
+            };
+            let (s, w) = ready[i];
+            let Some(b) = slots[s as usize].as_mut() else {
+                ready.swap_remove(i);
+                continue;
+            };
+            match b.run_warp(w as usize, budget, &mut total, limits, m.cost.as_deref_mut()) {
+                None => break 'replay false,
+                Some(true) => cursor = i + 1,
+                Some(false) => {
+                    b.warps[w as usize].queued = false;
+                    ready.swap_remove(i);
+                }
+            }
+            if b.woke {
+                b.woke = false;
+                b.enqueue(s as usize, &mut ready);
+            }
+            if b.live_warps == 0 {
+                if let Some(done) = slots[s as usize].take() {
+                    merge(m, done);
+                }
+                if next < blocks {
+                    let Some(log) = fetch(&mut logs) else { break 'replay false };
+                    let mut nb = RBlock::new(log);
+                    nb.enqueue(s as usize, &mut ready);
+                    slots[s as usize] = Some(nb);
+                    next += 1;
+                }
+            }
+        }
+        true
+    };
+    // Stopped or not, the progress shown goes away (the run on one thread shows its own).
+    if let (Some(sink), Some(_)) = (&config.progress, reported) {
+        (sink.0)(Progress { blocks_started: next, blocks, steps: total, elapsed: start.elapsed(), done: true });
+    }
+    if !finished {
+        return false;
+    }
+    // Blocks that never finished (all their threads wait at a barrier forever cannot happen):
+    // merge whatever is left so nothing recorded is lost.
+    for b in slots.into_iter().flatten() {
+        merge(m, b);
+    }
+
+    m.reports.sort_by_first();
+    prints.sort_by_key(|p| p.0);
+    for (_, out) in prints {
+        match out {
+            Out::Print(thread, text) => m.print(thread, &text),
+            Out::Flush(mask, thread0) => m.flush_exited(mask, thread0),
+        }
+    }
+    m.total = total;
+    true
+}
