@@ -120,19 +120,13 @@ pub struct Buffer {
     /// since. A copy keeps both: its bytes are the same.
     stamp: u64,
     changed: bool,
-    /// Where the contents are when they are not in `bytes` (see [`Deferred`]).
-    deferred: Option<Deferred>,
-}
-
-/// Contents that are not in a buffer's bytes yet. A GPU launch leaves its results on the device
-/// until the host needs them (the session reads them back before anything but another launch),
-/// so a run of launches over a large buffer costs no copy to the host per launch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Deferred {
-    /// The contents are the device copy stamped so, held by the GPU worker; the bytes are older
-    /// (what the buffer held before the launches that made it, kept to redo them after a fault;
-    /// a launch's "before" has none until it is read).
-    Device(u64),
+    /// The contents are the device copy with this stamp, held by the GPU worker, and not in
+    /// `bytes` yet: a GPU launch leaves its results on the device until the host needs them
+    /// (the session reads them back before anything but another launch), so a run of launches
+    /// over a large buffer costs no copy to the host per launch. The bytes are older: what the
+    /// buffer held before those launches, kept to redo them after a fault (a launch's "before"
+    /// has none until it is read).
+    on_device: Option<u64>,
 }
 
 impl PartialEq for Buffer {
@@ -162,13 +156,13 @@ impl Buffer {
             unset: None,
             stamp: 0,
             changed: true,
-            deferred: None,
+            on_device: None,
         }
     }
 
-    /// A launch's "before" whose contents are not on the host yet: no bytes until
+    /// A launch's "before", kept on the device under `stamp`: no bytes until
     /// [`Buffer::fill_deferred`] gives them.
-    pub fn deferred_before(of: &Buffer, deferred: Deferred) -> Buffer {
+    pub fn deferred_before(of: &Buffer, stamp: u64) -> Buffer {
         Buffer {
             dtype: of.dtype,
             shape: of.shape,
@@ -176,24 +170,24 @@ impl Buffer {
             unset: of.unset.clone(),
             stamp: 0,
             changed: true,
-            deferred: Some(deferred),
+            on_device: Some(stamp),
         }
     }
 
-    /// Where the contents are while they are not in the bytes.
-    pub fn deferred(&self) -> Option<Deferred> {
-        self.deferred
+    /// The stamp of the device copy that holds the contents, while the bytes do not.
+    pub fn on_device(&self) -> Option<u64> {
+        self.on_device
     }
 
     /// The contents are now the device copy stamped `stamp` (a launch's results, not read back).
     pub fn defer_to_device(&mut self, stamp: u64) {
-        self.deferred = Some(Deferred::Device(stamp));
+        self.on_device = Some(stamp);
     }
 
     /// Forget the deferred contents: the bytes are the contents again (when a worker died with
     /// the results and they could not be made again).
     pub fn drop_deferred(&mut self) {
-        self.deferred = None;
+        self.on_device = None;
         self.changed = true;
     }
 
@@ -202,13 +196,13 @@ impl Buffer {
         let mut bytes = bytes;
         bytes.recycle_when_dropped();
         self.bytes = Storage::Shared(bytes);
-        self.deferred = None;
+        self.on_device = None;
         self.changed = true;
     }
 
     /// The deferred contents were copied into the bytes, which are now those stamped `stamp`.
     pub fn settled(&mut self, stamp: u64) {
-        self.deferred = None;
+        self.on_device = None;
         self.set_stamp(stamp);
     }
 
@@ -302,12 +296,12 @@ impl Buffer {
     }
 
     pub fn bytes(&self) -> &[u8] {
-        debug_assert!(self.deferred.is_none(), "the session reads deferred results back before it reads a buffer");
+        debug_assert!(self.on_device.is_none(), "the session reads deferred results back before it reads a buffer");
         &self.bytes
     }
 
     pub fn bytes_mut(&mut self) -> &mut [u8] {
-        debug_assert!(self.deferred.is_none(), "the session reads deferred results back before it changes a buffer");
+        debug_assert!(self.on_device.is_none(), "the session reads deferred results back before it changes a buffer");
         self.changed = true;
         &mut self.bytes
     }
@@ -330,9 +324,9 @@ impl Buffer {
         if let Storage::Shared(s) = &mut old {
             s.recycle_when_dropped();
         }
-        let before = Buffer { bytes: old, unset: self.unset.clone(), deferred: None, ..*self };
+        let before = Buffer { bytes: old, unset: self.unset.clone(), on_device: None, ..*self };
         self.changed = true;
-        self.deferred = None;
+        self.on_device = None;
         before
     }
 

@@ -4,7 +4,7 @@
 //! loaded module. Each launch hands the worker the launched buffers (large ones as shared memory
 //! both processes map, small ones inline) and runs the kernel with guard regions around every
 //! buffer. Small buffers come back at once. A large buffer's results stay on the device, the
-//! buffer marked [`Deferred::Device`], until the session needs its bytes and calls
+//! buffer marked [`Buffer::on_device`], until the session needs its bytes and calls
 //! [`GpuBackend::settle`], which reads them into a fresh region swapped in; so a run of launches
 //! costs no copy to the host per launch, and the device copy stays until the host changes it.
 //!
@@ -51,8 +51,8 @@ use self::protocol::{
     WireBuffer, WireData,
 };
 use super::{Arg, Backend, BackendError, BackendKind, LaunchBuffers, LaunchReport, LaunchSpec, PrintLine};
+use crate::buffer::Buffer;
 use crate::buffer::shared::SharedBytes;
-use crate::buffer::{Buffer, Deferred};
 use crate::cuda::Module;
 use crate::diag::SourceMap;
 use crate::finding::{Finding, Memory};
@@ -217,12 +217,7 @@ impl GpuBackend {
                 plural(n, "launch", "launches")
             ),
             Err(e) if !self.streak.is_empty() || self.lost.is_some() => {
-                let n = self.streak.len();
-                self.forget_streak(format!(
-                    "the results of the last {} were on the GPU when its worker stopped, and gridlab could not make them again ({e}); those buffers are as they were before {}",
-                    plural(n, "launch", "launches"),
-                    if n == 1 { "it" } else { "them" }
-                ));
+                self.lose_streak("its worker stopped", &e);
                 format!("gridlab could not restart the GPU worker and run your earlier launches again ({e}).")
             }
             Err(e) => format!("gridlab could not restart the GPU worker ({e}); your buffers are safe, and `:backend sim` keeps you going."),
@@ -254,13 +249,25 @@ impl GpuBackend {
         Ok(self.streak.len())
     }
 
-    /// The results only the device had are gone: say so at the next settle.
-    fn forget_streak(&mut self, why: String) {
+    /// Let go of the launches kept to run again and the device copies they made: a worker
+    /// started next starts clean.
+    fn forget_streak(&mut self) {
         self.streak.clear();
         self.streak_regions.clear();
         self.snapshots.clear();
         self.worker = None;
-        self.lost = Some(why);
+    }
+
+    /// The results only the device had are gone, `when` saying how, and `e` why they could
+    /// not be made again: the next settle says so.
+    fn lose_streak(&mut self, when: &str, e: &str) {
+        let n = self.streak.len();
+        self.forget_streak();
+        self.lost = Some(format!(
+            "the results of the last {} were on the GPU when {when}, and gridlab could not make them again ({e}); those buffers are as they were before {}",
+            plural(n, "launch", "launches"),
+            if n == 1 { "it" } else { "them" }
+        ));
     }
 
     /// Whether the session should read results back before the next launch: the launches to
@@ -284,7 +291,7 @@ impl GpuBackend {
     }
 
     /// Bring every result the launches left on the device back to the host: each buffer marked
-    /// [`Deferred::Device`] gets its bytes, copied into its own memory (already mapped and
+    /// [`Buffer::on_device`] gets its bytes, copied into its own memory (already mapped and
     /// pinned by the worker, so at the bus's speed). `Err` when the results are gone (a worker
     /// died and could not make them again, or died while copying them): the caller then keeps
     /// the bytes the buffers hold.
@@ -295,7 +302,7 @@ impl GpuBackend {
         let mut items = Vec::new();
         let mut at = Vec::new();
         for (i, (_, b)) in buffers.iter().enumerate() {
-            if let (Some(Deferred::Device(stamp)), Some(region)) = (b.deferred(), b.shared()) {
+            if let (Some(stamp), Some(region)) = (b.on_device(), b.shared()) {
                 items.push(ReadItem { stamp, len: b.size_bytes() as u64, region: region.id(), keep: true });
                 at.push(i);
             }
@@ -308,7 +315,8 @@ impl GpuBackend {
         // run them again (from half-written bytes).
         let streak = std::mem::take(&mut self.streak);
         self.streak_regions.clear();
-        let names: Vec<&str> = at.iter().map(|&i| buffers[i].0).collect();
+        let named = at.iter().map(|&i| format!("`{}`", buffers[i].0)).collect::<Vec<_>>().join(", ");
+        let launches = plural(streak.len().max(1), "launch", "launches");
         let answer = {
             let regions: Vec<&SharedBytes> = at.iter().filter_map(|&i| buffers[i].1.shared()).collect();
             self.read(&items, regions.into_iter(), "reading results back from the GPU")
@@ -318,20 +326,15 @@ impl GpuBackend {
             Err(e) => {
                 self.snapshots.clear();
                 return Err(BackendError::Aborted(format!(
-                    "{e}; it stopped while copying the results of the last {} back, so {} may hold part of them",
-                    plural(streak.len().max(1), "launch", "launches"),
-                    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                    "{e}; it stopped while copying the results of the last {launches} back, so {named} may hold part of them"
                 )));
             }
         };
         if !missing.is_empty() {
-            self.forget_streak(String::new());
-            self.lost = None;
+            self.forget_streak();
             return Err(BackendError::Aborted(format!(
-                "the GPU worker no longer held the results of the last {}; {} {} as before them",
-                plural(streak.len().max(1), "launch", "launches"),
-                names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "),
-                if names.len() == 1 { "is" } else { "are" }
+                "the GPU worker no longer held the results of the last {launches}; {named} {} as before them",
+                if at.len() == 1 { "is" } else { "are" }
             )));
         }
         for (item, &i) in items.iter().zip(&at) {
@@ -348,7 +351,7 @@ impl GpuBackend {
         let mut regions = Vec::new();
         let mut at = Vec::new();
         for (j, (_, b)) in befores.iter().enumerate() {
-            if let Some(Deferred::Device(stamp)) = b.deferred() {
+            if let Some(stamp) = b.on_device() {
                 let r = SharedBytes::scratch(b.size_bytes())
                     .map_err(|e| BackendError::Launch(format!("could not make room to read a buffer back: {e}")))?;
                 items.push(ReadItem { stamp, len: b.size_bytes() as u64, region: r.id(), keep: false });
@@ -492,10 +495,7 @@ impl GpuBackend {
                 results.push(None);
                 continue;
             };
-            let on_device = match b.deferred() {
-                Some(Deferred::Device(stamp)) => Some(stamp),
-                _ => None,
-            };
+            let on_device = b.on_device();
             let result = write_back.then(|| NEXT_STAMP.fetch_add(1, Ordering::Relaxed));
             // The launch's "before" stays on the device under the stamp of the contents it
             // starts from (a new one for bytes the host changed since their last stamp).
@@ -550,12 +550,7 @@ impl GpuBackend {
                 if !self.streak.is_empty()
                     && let Err(e) = self.restart().and_then(|()| self.redo_streak())
                 {
-                    let n = self.streak.len();
-                    self.forget_streak(format!(
-                        "the results of the last {} were on the GPU when a failing `assert` stopped its worker, and gridlab could not make them again ({e}); those buffers are as they were before {}",
-                        plural(n, "launch", "launches"),
-                        if n == 1 { "it" } else { "them" }
-                    ));
+                    self.lose_streak("a failing `assert` stopped its worker", &e);
                 }
                 Ok(resp)
             }
@@ -603,7 +598,7 @@ fn wire_args(spec: &LaunchSpec, buffers: &LaunchBuffers<'_>) -> Vec<WireArg> {
 }
 
 /// Take a launch's results into `buffers` and return the buffers as they were before it. A
-/// shared buffer's results stay on the device: the buffer is marked [`Deferred::Device`], and
+/// shared buffer's results stay on the device: the buffer is marked [`Buffer::on_device`], and
 /// its "before", also on the device, is a deferred buffer too ([`GpuBackend::settle`] and
 /// [`GpuBackend::settle_befores`] read them); the stamps of those "before" copies come back
 /// too. An inline buffer is copied. Every element counts as written, since the GPU does not say
@@ -619,7 +614,7 @@ fn take_results(
         match result {
             Some((stamp, snapshot)) => {
                 snapshots.push(snapshot);
-                before.push(Buffer::deferred_before(b, Deferred::Device(snapshot)));
+                before.push(Buffer::deferred_before(b, snapshot));
                 b.defer_to_device(stamp);
             }
             None => {

@@ -99,33 +99,27 @@ pub trait TokenAt<'a> {
     fn word(self) -> Option<&'a str>;
 }
 
-impl<'a> TokenAt<'a> for Option<&'a Token> {
-    fn is_punct(&self, p: &str) -> bool {
-        self.is_some_and(|t| t.is_punct(p))
-    }
+/// One implementation for both token types, which answer the same questions.
+macro_rules! token_at {
+    ($t:ty) => {
+        impl<'a> TokenAt<'a> for Option<&'a $t> {
+            fn is_punct(&self, p: &str) -> bool {
+                self.is_some_and(|t| t.is_punct(p))
+            }
 
-    fn is_word(&self, w: &str) -> bool {
-        self.is_some_and(|t| t.is_word(w))
-    }
+            fn is_word(&self, w: &str) -> bool {
+                self.is_some_and(|t| t.is_word(w))
+            }
 
-    fn word(self) -> Option<&'a str> {
-        self.and_then(|t| t.word())
-    }
+            fn word(self) -> Option<&'a str> {
+                self.and_then(|t| t.word())
+            }
+        }
+    };
 }
 
-impl<'a> TokenAt<'a> for Option<&'a Tok> {
-    fn is_punct(&self, p: &str) -> bool {
-        self.is_some_and(|t| t.is_punct(p))
-    }
-
-    fn is_word(&self, w: &str) -> bool {
-        self.is_some_and(|t| t.is_word(w))
-    }
-
-    fn word(self) -> Option<&'a str> {
-        self.and_then(|t| t.word())
-    }
-}
+token_at!(Token);
+token_at!(Tok);
 
 /// Longest first, so `<<=` wins over `<<` and `<`.
 const PUNCTS: &[&str] = &[

@@ -166,9 +166,10 @@ pub fn is_host_code(text: &str) -> bool {
     })
 }
 
-/// A block opened by a line ending in `:` (`def k(a):`, `if i < n:`) whose next line is not
-/// indented more: Python's parser says "expected an indented block" or "unindent does not
-/// match" somewhere after; this says which line and how to write it. Typed at a prompt without
+/// In text Python could not parse, a block opened by a line ending in `:` (`def k(a):`,
+/// `if i < n:`) whose next line is not indented more: Python's parser says "expected an
+/// indented block" or "unindent does not match" somewhere after; this says which line and how
+/// to write it. Typed at a prompt without
 /// an editor that indents, it is the first thing a Python learner meets.
 fn unindented_body(source: SourceId, text: &str) -> Option<Diagnostic> {
     let indent = |l: &str| l.len() - l.trim_start_matches([' ', '\t']).len();
@@ -227,10 +228,11 @@ pub struct Snippet {
 /// Anything else at the top level is refused with a message: host code belongs to the
 /// statement language at the prompt, or to a `.py` file.
 pub fn read_snippet(source: SourceId, text: &str) -> Result<Snippet, Vec<Diagnostic>> {
-    if let Some(d) = unindented_body(source, text) {
-        return Err(vec![d]);
-    }
     let suite = ast::Suite::parse(text, "<input>").map_err(|e| {
+        // Python's own words for a block typed without its indentation name the wrong line.
+        if let Some(d) = unindented_body(source, text) {
+            return vec![d];
+        }
         let at = (e.offset.to_usize()).min(text.len());
         let end = text[at..].chars().next().map_or(at, |c| at + c.len_utf8());
         vec![

@@ -235,6 +235,9 @@ fn a_block_typed_without_indentation_is_named_at_its_first_line_with_the_indente
     // Indented as Python wants, with a comment and a blank line: no complaint.
     let ok = "@cuda.jit\ndef k(a, n):  # a kernel\n\n    i = cuda.grid(1)\n    if i < n:\n        a[i] = 1\n    else:\n        pass\n";
     assert!(read_snippet(0, ok).is_ok());
+    // A line that ends in `:` inside brackets opens no block: Python takes it, and so does this.
+    let sliced = "@cuda.jit\ndef k(a, b):\n    b[0] = a[1:\n][0]\n";
+    assert!(read_snippet(0, sliced).is_ok());
 }
 
 #[test]

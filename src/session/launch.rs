@@ -5,7 +5,7 @@
 //! message that names the limit or the parameter: CUDA's launch limits, argument count, buffer
 //! versus scalar, element types, and scalar ranges.
 //!
-//! A GPU launch leaves a large buffer's results on the device ([`crate::buffer::Deferred`]);
+//! A GPU launch leaves a large buffer's results on the device ([`crate::buffer::Buffer::on_device`]);
 //! [`Session::settle`] reads them back, which [`Session::eval`] does before anything but another
 //! launch, so nothing else ever sees a buffer without its bytes.
 
@@ -81,7 +81,7 @@ impl Session {
         // after a fault, and the device memory they hold, stay bounded.
         if self.has_deferred() && self.on_gpu() {
             let pending: u64 =
-                self.buffers.iter().filter(|(_, b)| b.deferred().is_some()).map(|(_, b)| b.size_bytes() as u64).sum();
+                self.buffers.iter().filter(|(_, b)| b.on_device().is_some()).map(|(_, b)| b.size_bytes() as u64).sum();
             if self.gpu_ready().is_some_and(|g| g.wants_settle(pending)) {
                 self.settle(out)?;
             }
@@ -997,10 +997,20 @@ fn default_arg(p: &crate::cuda::ast::Param) -> Option<Arg> {
     })
 }
 
+/// The GPU backend that holds deferred results (it cannot have gone: only it defers them).
+fn ready(
+    gpu: &mut Option<super::backend::Gpu>,
+) -> Result<&mut crate::backend::gpu::GpuBackend, crate::backend::BackendError> {
+    match gpu {
+        Some(super::backend::Gpu::Ready(g)) => Ok(g),
+        _ => Err(crate::backend::BackendError::Unavailable("the GPU backend is gone".into())),
+    }
+}
+
 impl Session {
     /// Whether a launch left results on the GPU that the host has not read yet.
     pub(crate) fn has_deferred(&self) -> bool {
-        self.buffers.iter().any(|(_, b)| b.deferred().is_some())
+        self.buffers.iter().any(|(_, b)| b.on_device().is_some())
     }
 
     /// Read every result the GPU launches left on the device back into the buffers. Should they
@@ -1013,13 +1023,10 @@ impl Session {
         let Session { gpu, buffers, .. } = self;
         let mut bufs: Vec<(&str, &mut crate::buffer::Buffer)> =
             buffers.iter_mut().map(|(n, b)| (n.as_str(), b)).collect();
-        let settled = match gpu {
-            Some(super::backend::Gpu::Ready(g)) => g.settle(&mut bufs),
-            _ => Err(crate::backend::BackendError::Unavailable("the GPU backend is gone".into())),
-        };
+        let settled = ready(gpu).and_then(|g| g.settle(&mut bufs));
         if let Err(e) = settled {
             for (_, b) in self.buffers.iter_mut() {
-                if b.deferred().is_some() {
+                if b.on_device().is_some() {
                     b.drop_deferred();
                 }
             }
@@ -1035,17 +1042,14 @@ impl Session {
     /// changed elements, a lesson's check). `None` when there is none, or it is gone.
     pub(crate) fn last_settled(&mut self, out: &mut dyn Write) -> io::Result<Option<&LastLaunch>> {
         self.settle(out)?;
-        let deferred = self.last.as_ref().is_some_and(|l| l.before.iter().any(|(_, b)| b.deferred().is_some()));
+        let deferred = self.last.as_ref().is_some_and(|l| l.before.iter().any(|(_, b)| b.on_device().is_some()));
         if deferred {
             let Session { gpu, last, .. } = self;
             let mut befores: Vec<(&str, &mut crate::buffer::Buffer)> = match last {
                 Some(l) => l.before.iter_mut().map(|(n, b)| (n.as_str(), b)).collect(),
                 None => Vec::new(),
             };
-            let settled = match gpu {
-                Some(super::backend::Gpu::Ready(g)) => g.settle_befores(&mut befores),
-                _ => Err(crate::backend::BackendError::Unavailable("the GPU backend is gone".into())),
-            };
+            let settled = ready(gpu).and_then(|g| g.settle_befores(&mut befores));
             if let Err(e) = settled {
                 self.last = None;
                 writeln!(out, "{} {e}", self.options.style.error("error:"))?;

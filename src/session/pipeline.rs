@@ -132,28 +132,20 @@ impl Session {
         out: &mut dyn Write,
     ) -> io::Result<Status> {
         let (inputs, broken) = self.split(name, text);
-        let mut worst = Status::Ok;
-        let outer = self.deferring;
-        self.keep_results_on_device(true, out)?;
-        for input in &inputs {
-            if echo {
-                render::write_echo(out, &input.text, &self.options.style)?;
-            }
-            let status = self.eval_input(name, input, record, out);
-            let status = match status {
-                Ok(s) => s,
-                Err(e) => {
-                    self.keep_results_on_device(outer, out)?;
-                    return Err(e);
+        let mut worst = self.with_results_on_device(out, |s, out| {
+            let mut worst = Status::Ok;
+            for input in &inputs {
+                if echo {
+                    render::write_echo(out, &input.text, &s.options.style)?;
                 }
-            };
-            worst = worse(worst, status);
-            if self.wants_to_quit() {
-                // Pasted text after `exit` is not run.
-                break;
+                worst = worse(worst, s.eval_input(name, input, record, out)?);
+                if s.wants_to_quit() {
+                    // Pasted text after `exit` is not run.
+                    break;
+                }
             }
-        }
-        self.keep_results_on_device(outer, out)?;
+            Ok(worst)
+        })?;
         if self.wants_to_quit() {
             return Ok(worst);
         }
@@ -238,6 +230,20 @@ impl Session {
             self.settle(out)?;
         }
         Ok(())
+    }
+
+    /// Run `f` with GPU results kept on the device between the inputs it runs, then read them
+    /// back (unless the caller keeps them too), whether `f` succeeded or not.
+    pub(super) fn with_results_on_device<R>(
+        &mut self,
+        out: &mut dyn Write,
+        f: impl FnOnce(&mut Session, &mut dyn Write) -> io::Result<R>,
+    ) -> io::Result<R> {
+        let outer = self.deferring;
+        self.keep_results_on_device(true, out)?;
+        let result = f(self, out);
+        self.keep_results_on_device(outer, out)?;
+        result
     }
 
     /// Whether GPU results may stay on the device between inputs now.

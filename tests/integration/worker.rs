@@ -19,7 +19,7 @@ use gridlab::backend::gpu::protocol::{
 };
 use gridlab::backend::{Arg, Backend, BackendError, Dim3, LaunchBuffers, LaunchSpec};
 use gridlab::buffer::shared::{SHARED_MIN_BYTES, SharedBytes};
-use gridlab::buffer::{Buffer, Deferred, Num, Shape};
+use gridlab::buffer::{Buffer, Num, Shape};
 use gridlab::cuda::Module;
 use gridlab::diag::SourceMap;
 use gridlab::dtype::DType;
@@ -413,7 +413,7 @@ fn settle(gpu: &mut GpuBackend, buffer: &mut Buffer, before: &mut Buffer) -> Res
 fn run_large(gpu: &mut GpuBackend, module: &Module, kernel: &str, buffer: &mut Buffer) -> Result<Buffer, BackendError> {
     let mut before = launch_large(gpu, module, kernel, buffer)?;
     settle(gpu, buffer, &mut before)?;
-    assert_eq!((buffer.deferred(), before.deferred()), (None, None));
+    assert_eq!((buffer.on_device(), before.on_device()), (None, None));
     Ok(before)
 }
 
@@ -449,12 +449,12 @@ fn a_run_of_launches_crosses_the_bus_once_each_way() {
     let mut a = Buffer::zeros(DType::U8, Shape::D1(len));
     let mut before = launch_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
     assert_eq!(gpu.last_uploaded_bytes, len as u64);
-    assert!(matches!(a.deferred(), Some(Deferred::Device(_))));
-    assert!(matches!(before.deferred(), Some(Deferred::Device(_))), "kept on the device until asked for");
+    assert!(a.on_device().is_some());
+    assert!(before.on_device().is_some(), "kept on the device until asked for");
     for _ in 2..=5 {
         before = launch_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();
         assert_eq!(gpu.last_uploaded_bytes, 0, "the device's own results are launched again");
-        assert!(matches!(before.deferred(), Some(Deferred::Device(_))), "kept on the device");
+        assert!(before.on_device().is_some(), "kept on the device");
     }
     settle(&mut gpu, &mut a, &mut before).unwrap();
     assert!(a.iter().all(|x| x == Num::Int(5)), "five launches, read once");
@@ -498,7 +498,7 @@ fn a_worker_that_dies_while_copying_results_back_is_an_error_and_the_next_launch
         matches!(&err, BackendError::Aborted(m) if m.contains("copying the results of the last 2 launches back, so `a` may hold part of them")),
         "{err:?}"
     );
-    assert!(a.deferred().is_some(), "the caller decides what the buffer holds now");
+    assert!(a.on_device().is_some(), "the caller decides what the buffer holds now");
     a.drop_deferred();
     a.fill(Num::Int(7));
     run_large(&mut gpu, &module, "fake_bump", &mut a).unwrap();

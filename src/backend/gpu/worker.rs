@@ -501,8 +501,7 @@ impl Worker {
     fn read(&mut self, items: &[protocol::ReadItem]) -> Response {
         let mut missing = Vec::new();
         for item in items {
-            let Some(at) = self.resident.iter().position(|r| r.stamp == item.stamp && r.buf.len as u64 == item.len)
-            else {
+            let Some(at) = self.kept_at(item.stamp, item.len) else {
                 missing.push(item.stamp);
                 continue;
             };
@@ -540,6 +539,42 @@ impl Worker {
             }
         }
         Response::Read { missing }
+    }
+
+    /// Where the device copy of the bytes stamped `stamp` (`len` of them) is kept, if it is.
+    fn kept_at(&self, stamp: u64, len: u64) -> Option<usize> {
+        self.resident.iter().position(|r| r.stamp == stamp && r.buf.len as u64 == len)
+    }
+
+    /// A new allocation holding a copy of `len` device bytes, at the address `source` gives
+    /// once room is made (making room never lets a held copy go, but it moves them about).
+    fn copy_on_device(
+        &mut self,
+        len: usize,
+        source: impl Fn(&Worker) -> Option<sys::CUdeviceptr>,
+    ) -> Result<DeviceBuffer, Response> {
+        let work = self.alloc(len).map_err(|e| {
+            if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                Response::Failed {
+                    message: format!(
+                        "the GPU has no room for a second copy of a buffer of {len} bytes (gridlab keeps one as it was before the launch)"
+                    ),
+                    sticky: false,
+                }
+            } else {
+                failed("allocating buffers", e)
+            }
+        })?;
+        let Some(src) = source(self) else {
+            work.free();
+            return Err(Response::Failed { message: "a held device copy went missing".into(), sticky: false });
+        };
+        // SAFETY: both allocations hold `len` bytes at their `data()`.
+        if let Err(e) = unsafe { result::memcpy_dtod_sync(work.data(), src, len) } {
+            work.free();
+            return Err(failed("copying a buffer on the GPU", e));
+        }
+        Ok(work)
     }
 
     /// Forget the device copy of the bytes stamped `stamp`: the host changed them since.
@@ -595,7 +630,7 @@ impl Worker {
                 && s.fresh
                 && !s.device_only
                 && s.stamp != 0
-                && let Some(at) = self.resident.iter().position(|r| r.stamp == s.stamp && r.buf.len as u64 == s.len)
+                && let Some(at) = self.kept_at(s.stamp, s.len)
             {
                 allocs[i] = Some(self.resident.swap_remove(at).buf);
             }
@@ -614,46 +649,25 @@ impl Worker {
             if !s.device_only {
                 continue;
             }
-            let held =
-                |resident: &[Resident]| resident.iter().position(|r| r.stamp == s.stamp && r.buf.len as u64 == s.len);
-            if held(&self.resident).is_none() {
+            if self.kept_at(s.stamp, s.len).is_none() {
                 free_all(&mut allocs);
                 return Response::Failed {
                     message: format!("the GPU worker no longer holds the results stamped {}", s.stamp),
                     sticky: false,
                 };
             }
-            let work = match self.alloc(s.len as usize) {
-                Ok(d) => d,
-                Err(e) => {
+            let copied =
+                self.copy_on_device(s.len as usize, |w| w.kept_at(s.stamp, s.len).map(|at| w.resident[at].buf.data()));
+            match copied {
+                Ok(work) => allocs[i] = Some(work),
+                Err(r) => {
                     free_all(&mut allocs);
-                    if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-                        return Response::Failed {
-                            message: format!(
-                                "the GPU has no room for a second copy of a buffer of {} bytes (gridlab keeps one as it was before the launch)",
-                                s.len
-                            ),
-                            sticky: false,
-                        };
-                    }
-                    return failed("allocating buffers", e);
+                    return r;
                 }
-            };
-            // Making room never lets a held copy go, but it moves them about.
-            let Some(at) = held(&self.resident) else {
-                work.free();
-                free_all(&mut allocs);
-                return Response::Failed { message: "a held device copy went missing".into(), sticky: false };
-            };
-            self.resident[at].used = self.tick;
-            let src = self.resident[at].buf.data();
-            // SAFETY: both allocations hold `s.len` bytes at their `data()`.
-            if let Err(e) = unsafe { result::memcpy_dtod_sync(work.data(), src, s.len as usize) } {
-                work.free();
-                free_all(&mut allocs);
-                return failed("copying a buffer on the GPU", e);
             }
-            allocs[i] = Some(work);
+            if let Some(at) = self.kept_at(s.stamp, s.len) {
+                self.resident[at].used = self.tick;
+            }
         }
         let mut uploaded = 0u64;
         for i in 0..n {
@@ -701,40 +715,20 @@ impl Worker {
             else {
                 continue;
             };
-            let work = match self.alloc(*len as usize) {
-                Ok(d) => d,
-                Err(e) => {
+            let Some(start) = allocs[i].take() else { continue };
+            let src = start.data();
+            match self.copy_on_device(*len as usize, |_| Some(src)) {
+                Ok(work) => allocs[i] = Some(work),
+                Err(r) => {
+                    start.free();
                     free_all(&mut allocs);
                     for (_, d) in snaps {
                         d.free();
                     }
-                    if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-                        return Response::Failed {
-                            message: format!(
-                                "the GPU has no room for a second copy of a buffer of {len} bytes (gridlab keeps one as it was before the launch)"
-                            ),
-                            sticky: false,
-                        };
-                    }
-                    return failed("allocating buffers", e);
+                    return r;
                 }
-            };
-            let Some(start) = allocs[i].take() else {
-                work.free();
-                continue;
-            };
-            // SAFETY: both allocations hold `len` bytes at their `data()`.
-            if let Err(e) = unsafe { result::memcpy_dtod_sync(work.data(), start.data(), *len as usize) } {
-                work.free();
-                start.free();
-                free_all(&mut allocs);
-                for (_, d) in snaps {
-                    d.free();
-                }
-                return failed("copying a buffer on the GPU", e);
             }
             snaps.push((*stamp, start));
-            allocs[i] = Some(work);
         }
         let bufs: Vec<DeviceBuffer> = allocs.into_iter().flatten().collect();
         let free_bufs = |bufs: Vec<DeviceBuffer>, snaps: Vec<(u64, DeviceBuffer)>| {
