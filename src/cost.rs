@@ -202,6 +202,32 @@ pub struct PlaceCost {
     pub counts: Counts,
 }
 
+/// Where a launch's global atomics queue, and for how long. Atomics are done by the L2's atomic
+/// units, each serving the addresses of one slice of the L2: atomics on one address run one
+/// after another, and a unit handles one 32-byte sector's worth of a warp's atomics at a time.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AtomicLoad {
+    /// Atomics (lanes, after the compiler's warp aggregation) on the busiest single address, and
+    /// the time they take one after another.
+    pub hottest_address: u64,
+    pub hottest_address_ns: f64,
+    /// Sector operations the busiest L2 atomic unit handles, and their time.
+    pub busiest_unit_ops: u64,
+    pub busiest_unit_ns: f64,
+}
+
+impl AtomicLoad {
+    /// The time the atomics need at least, nanoseconds.
+    pub fn ns(&self) -> f64 {
+        self.hottest_address_ns.max(self.busiest_unit_ns)
+    }
+
+    /// Whether one address, rather than one unit's share of many, is what queues.
+    pub fn one_address(&self) -> bool {
+        self.hottest_address_ns >= self.busiest_unit_ns
+    }
+}
+
 /// What a launch would cost on the reference GPU, and why.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CostReport {
@@ -215,8 +241,8 @@ pub struct CostReport {
     /// Blocks in the grid and threads in each (a block of 48 threads is 2 warps, not 64 threads).
     pub blocks: u64,
     pub block_threads: u32,
-    /// Atomics on the busiest single address.
-    pub hottest_address: u64,
+    /// Where the launch's global atomics queue.
+    pub atomics: AtomicLoad,
     /// The launch's buffers fit in the L2 and were taken as resident from the start (as after
     /// the host copied them in): its DRAM bytes are only what is written back.
     pub inputs_in_l2: bool,
@@ -229,7 +255,7 @@ impl CostReport {
         let o = &self.occupancy;
         let block_threads = o.warps_per_block * WARP as u32;
         let occupancy = occupancy(registers.max(1), self.profile, block_threads, o.shared_per_block, blocks);
-        self.estimate = estimate(&self.totals, &occupancy, self.profile, self.hottest_address, blocks);
+        self.estimate = estimate(&self.totals, &occupancy, self.profile, &self.atomics, blocks);
         self.occupancy = Occupancy { registers_from_compiler: true, ..occupancy };
     }
 
@@ -291,7 +317,7 @@ const PARTIAL_WRITE_COST: f64 = 4.0;
 const OVERLAP_NORM: f64 = 3.0;
 
 /// The estimated time from the totals: each limit's time, the largest wins.
-pub fn estimate(t: &Counts, o: &Occupancy, p: &GpuProfile, hottest_address: u64, blocks: u64) -> Estimate {
+pub fn estimate(t: &Counts, o: &Occupancy, p: &GpuProfile, atomic_load: &AtomicLoad, blocks: u64) -> Estimate {
     let clock = p.clock_ghz * 1e9;
     let sms = o.sms_used as f64;
     let resident_warps = (o.achieved * p.max_warps_per_sm as f64).max(1.0);
@@ -316,7 +342,7 @@ pub fn estimate(t: &Counts, o: &Occupancy, p: &GpuProfile, hottest_address: u64,
     let weighted = t.slots as f64 / 4.0;
     let issue_eff = (resident_warps / 4.0 / 2.0).min(1.0);
     let issue = weighted / (sms * 4.0 * clock * issue_eff);
-    let atomics = hottest_address as f64 * p.same_address_atomic_ns * 1e-9;
+    let atomics = atomic_load.ns() * 1e-9;
     // Latency: one block's critical path, once per wave: its warps' instructions back to back,
     // their memory accesses (a few in flight at a time) and barriers.
     let warps = (blocks * o.warps_per_block as u64).max(1) as f64;
@@ -361,7 +387,7 @@ mod tests {
         let p = profiles::default_profile();
         let totals = Counts { issued: 1 << 20, lanes: 32 << 20, slots: 4 << 20, ..Counts::default() };
         let occupancy = occupancy(registers, p, 256, 0, blocks);
-        let estimate = estimate(&totals, &occupancy, p, 0, blocks);
+        let estimate = estimate(&totals, &occupancy, p, &AtomicLoad::default(), blocks);
         CostReport {
             profile: p,
             totals,
@@ -372,7 +398,7 @@ mod tests {
             threads: blocks * 256,
             blocks,
             block_threads: 256,
-            hottest_address: 0,
+            atomics: AtomicLoad::default(),
             inputs_in_l2: false,
         }
     }

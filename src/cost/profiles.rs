@@ -36,14 +36,65 @@ pub struct GpuProfile {
     pub l1_latency: f64,
     pub l2_latency: f64,
     pub dram_latency: f64,
-    /// Nanoseconds between two atomics on the same address (they serialise in L2).
+    /// Nanoseconds between two floating-point atomics on the same address (they serialise in
+    /// L2), and between two integer ones.
     pub same_address_atomic_ns: f64,
+    pub same_address_int_atomic_ns: f64,
+    /// The L2's atomic units: how many, how many bytes of address space each serves in turn
+    /// (addresses map to units in chunks of this size), and nanoseconds a unit takes for one
+    /// 32-byte sector's worth of a warp's atomics.
+    pub atomic_units: u32,
+    pub atomic_unit_bytes: u64,
+    pub atomic_sector_ns: f64,
     /// What one launch costs besides its work, as CUDA events see it, microseconds.
     pub launch_us: f64,
     /// Nanoseconds an SM takes to start and retire one block.
     pub block_launch_ns: f64,
     /// Where the figures come from.
     pub source: &'static str,
+    /// How close the model came to this GPU's measured times, when that was measured.
+    pub validation: Option<Validation>,
+}
+
+/// The model against a real GPU on the kernels of `bench/cost/set` it was not fitted to
+/// (`bench/cost/validate`): what `:time` and `:profile` tell a learner about how far to trust
+/// an estimate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Validation {
+    /// Launches compared.
+    pub launches: u32,
+    /// The median of max(model / GPU, GPU / model).
+    pub median_error: f64,
+    /// The share within 1.5x either way, and the worst ratio.
+    pub within_1_5: f64,
+    pub worst: f64,
+    pub date: &'static str,
+}
+
+impl GpuProfile {
+    /// One sentence on how far to trust an estimate for this GPU.
+    pub fn trust(&self) -> String {
+        match &self.validation {
+            Some(v) => format!(
+                "On {} launches of kernels the model was not tuned on, the {} took within {:.0}% of the estimate for half of them and within 1.5x for {:.0}%; the worst was {:.1}x off (bench/cost/validate, {})",
+                v.launches,
+                self.title,
+                (v.median_error - 1.0) * 100.0,
+                v.within_1_5 * 100.0,
+                v.worst,
+                v.date
+            ),
+            None => match PROFILES.iter().find(|p| p.validation.is_some()) {
+                Some(checked) => format!(
+                    "The model has not been checked against a real {}; its figures come from the data sheet, and on the {}, where it was checked, half its estimates are within {:.0}%: expect larger errors here",
+                    self.title,
+                    checked.title,
+                    (checked.validation.as_ref().map_or(1.0, |v| v.median_error) - 1.0) * 100.0
+                ),
+                None => format!("The model has not been checked against a real {}", self.title),
+            },
+        }
+    }
 }
 
 /// The GPUs the model knows; the first is the default.
@@ -67,13 +118,57 @@ pub const PROFILES: &[GpuProfile] = &[
         l2_latency: 260.0,
         dram_latency: 1000.0,
         same_address_atomic_ns: 1.8,
-        launch_us: 5.0,
+        same_address_int_atomic_ns: 0.75,
+        atomic_units: 64,
+        atomic_unit_bytes: 1024,
+        atomic_sector_ns: 0.5,
+        launch_us: 5.7,
         block_launch_ns: 80.0,
         source: "NVIDIA H100 datasheet and Hopper whitepaper (SMs, clock, HBM3 3.35 TB/s, 50 MB L2, 228 KB \
-                 shared per SM); DRAM efficiency, same-address atomic rate and launch cost measured on an H100 \
-                 in this project (vector add 2^26: 0.295 ms; 65,536 atomics on one address: about 120 us; \
-                 2^18 blocks of 64 threads copying 64 MiB: 165 us, about 80 ns per block per SM); \
-                 latencies from public microbenchmarks of Hopper",
+                 shared per SM); DRAM efficiency and the cost of a block measured on an H100 in this project \
+                 (vector add 2^26: 0.295 ms; 2^18 blocks of 64 threads copying 64 MiB: 165 us, about 80 ns \
+                 per block per SM); the launch, atomic rates and atomic units measured by \
+                 bench/cost/calibrate on an H100 (an empty kernel: 5.7 us; one atomic per warp on one \
+                 address: 1.8 ns float, 0.75 ns integer; 2^20 integer atomics over 128 B to 1 MB: 310 us \
+                 within 1 KB, 97 us over 4 KB, 35 us over 16 KB, 20 us over 64 KB); latencies from public \
+                 microbenchmarks of Hopper",
+        validation: Some(Validation {
+            launches: 94,
+            median_error: 1.13,
+            within_1_5: 0.95,
+            worst: 1.9,
+            date: "2026-11-27",
+        }),
+    },
+    GpuProfile {
+        name: "h200",
+        title: "NVIDIA H200 SXM 141GB",
+        sms: 132,
+        clock_ghz: 1.98,
+        dram_gbs: 4800.0,
+        dram_efficiency: 0.82,
+        l2_bytes: 50 << 20,
+        l2_gbs: 7000.0,
+        l1_shared_bytes: 256 << 10,
+        shared_per_sm: 228 << 10,
+        max_warps_per_sm: 64,
+        max_blocks_per_sm: 32,
+        regs_per_sm: 65536,
+        fp64_ratio: 0.5,
+        l1_latency: 35.0,
+        l2_latency: 260.0,
+        dram_latency: 1000.0,
+        same_address_atomic_ns: 1.8,
+        same_address_int_atomic_ns: 0.75,
+        atomic_units: 64,
+        atomic_unit_bytes: 1024,
+        atomic_sector_ns: 0.5,
+        launch_us: 5.7,
+        block_launch_ns: 80.0,
+        source: "NVIDIA H200 datasheet (the H100's GH100 chip: 132 SMs, 1.98 GHz, 50 MB L2, 228 KB shared per \
+                 SM; HBM3e at 4.8 TB/s); the rest is the H100's, measured there, on the same chip: not yet \
+                 validated on an H200 (bench/cost/validate)",
+        validation: None,
     },
     GpuProfile {
         name: "a100",
@@ -94,10 +189,15 @@ pub const PROFILES: &[GpuProfile] = &[
         l2_latency: 200.0,
         dram_latency: 800.0,
         same_address_atomic_ns: 2.4,
-        launch_us: 5.0,
+        same_address_int_atomic_ns: 1.0,
+        atomic_units: 64,
+        atomic_unit_bytes: 1024,
+        atomic_sector_ns: 0.7,
+        launch_us: 5.7,
         block_launch_ns: 110.0,
         source: "NVIDIA A100 datasheet and Ampere whitepaper (SMs, clock, HBM2e 2.0 TB/s, 40 MB L2, 164 KB shared \
                  per SM); latencies and atomic rate scaled from the H100 figures by clock",
+        validation: None,
     },
     GpuProfile {
         name: "l4",
@@ -118,10 +218,15 @@ pub const PROFILES: &[GpuProfile] = &[
         l2_latency: 230.0,
         dram_latency: 700.0,
         same_address_atomic_ns: 1.8,
-        launch_us: 5.0,
+        same_address_int_atomic_ns: 0.75,
+        atomic_units: 32,
+        atomic_unit_bytes: 1024,
+        atomic_sector_ns: 0.5,
+        launch_us: 5.7,
         block_launch_ns: 80.0,
         source: "NVIDIA L4 datasheet and Ada whitepaper (58 SMs, GDDR6 300 GB/s, 48 MB L2, 100 KB shared per SM, \
                  48 warps per SM); latencies and atomic rate from the H100 figures",
+        validation: None,
     },
     GpuProfile {
         name: "rtx4090",
@@ -142,10 +247,15 @@ pub const PROFILES: &[GpuProfile] = &[
         l2_latency: 230.0,
         dram_latency: 700.0,
         same_address_atomic_ns: 1.5,
-        launch_us: 5.0,
+        same_address_int_atomic_ns: 0.62,
+        atomic_units: 48,
+        atomic_unit_bytes: 1024,
+        atomic_sector_ns: 0.4,
+        launch_us: 5.7,
         block_launch_ns: 80.0,
         source: "NVIDIA Ada whitepaper (128 SMs, 2.52 GHz boost, GDDR6X 1008 GB/s, 72 MB L2, 100 KB shared per SM); \
                  latencies and atomic rate from the H100 figures",
+        validation: None,
     },
 ];
 
@@ -193,6 +303,7 @@ mod tests {
         assert_eq!(find("NVIDIA A100 SXM4").unwrap().name, "a100");
         assert_eq!(find("RTX 4090").unwrap().name, "rtx4090");
         assert_eq!(matching("NVIDIA H100 80GB HBM3").map(|p| p.name), Some("h100"));
+        assert_eq!(matching("NVIDIA H200").map(|p| p.name), Some("h200"));
         assert_eq!(matching("NVIDIA GeForce RTX 4090").map(|p| p.name), Some("rtx4090"));
         assert_eq!(matching("NVIDIA L40S"), None, "an L40S is not an L4");
         let err = find("v100").unwrap_err();

@@ -559,10 +559,13 @@ pub enum Intrinsic {
     /// Args: mask, predicate (`bool`). Result `int` (0 or 1).
     Any,
     All,
-    /// Args and result converted to `ty` (F32 or F64).
+    /// Args and result converted to `ty` (F32 or F64). `fast`: a fast-math intrinsic
+    /// (`__sinf`), one special-function instruction on a GPU, where `sinf` is a longer routine:
+    /// the same value here, a different cost.
     Math {
         f: MathFn,
         ty: Scalar,
+        fast: bool,
     },
     /// `min`, `max`, `abs` on integers or floats; args and result of type `ty`.
     Min {

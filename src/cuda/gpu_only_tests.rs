@@ -172,11 +172,11 @@ fn launching_needs_parameters_gridlab_can_pass() {
     s.gpu(HALF);
     let err = s.m.gpu_only_kernel("k").unwrap().launchable("k").unwrap_err();
     assert!(err.message.contains("parameter `v` of `k`: its type is `__half *`"), "{}", err.message);
-    s.gpu("__global__ void ok(const float *__restrict__ a, double *b, unsigned n) { __ldg(a); }");
+    s.gpu("__global__ void ok(const float *__restrict__ a, double *b, unsigned n) { __nanosleep(n); }");
     let f = s.m.gpu_only_kernel("ok").unwrap().launchable("ok").unwrap();
     let params: Vec<String> = f.params.iter().map(|p| format!("{} {}", p.ty.c_name(), p.name)).collect();
     assert_eq!(params, ["const float * a", "double * b", "unsigned int n"]);
-    assert_eq!(s.gpu_only("ok").unwrap().construct, "`__ldg`");
+    assert_eq!(s.gpu_only("ok").unwrap().construct, "`__nanosleep`");
 }
 
 #[test]

@@ -533,7 +533,7 @@ fn predefined_limits_and_math() {
     let ExprKind::Assign { rhs, .. } = &expr_of(&k.body[3]).kind else { panic!() };
     assert!(matches!(
         rhs.kind,
-        ExprKind::Intrinsic { which: Intrinsic::Math { f: MathFn::Sqrt, ty: Scalar::F64 }, .. }
+        ExprKind::Intrinsic { which: Intrinsic::Math { f: MathFn::Sqrt, ty: Scalar::F64, .. }, .. }
     ));
 }
 

@@ -71,9 +71,17 @@ pub fn explain(c: &CostReport) -> String {
             t.issued,
             100.0 * t.simt_efficiency()
         ),
+        Limiter::Atomics if c.atomics.one_address() => format!(
+            "atomic-bound: {} atomics, up to {} on one address, which run one after another ({:.1} us for that address)",
+            t.atomics,
+            c.atomics.hottest_address,
+            c.atomics.hottest_address_ns / 1000.0
+        ),
         Limiter::Atomics => format!(
-            "atomic-bound: {} atomics, up to {} on one address, which run one after another ({} ns each)",
-            t.atomics, c.hottest_address, p.same_address_atomic_ns
+            "atomic-bound: {} atomics on addresses close together: the L2's atomic unit that serves them handles {} sector operations one after another ({:.1} us); spread the addresses over more memory, or combine in shared memory first",
+            t.atomics,
+            c.atomics.busiest_unit_ops,
+            c.atomics.busiest_unit_ns / 1000.0
         ),
         Limiter::Latency => {
             // The record's `occupancy` is the theoretical one; a small grid fills less of it:

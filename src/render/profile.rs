@@ -131,6 +131,7 @@ pub fn write_profile(
     if let Some((line, advice)) = worst {
         writeln!(out, "{}", style.warn(&super::prose(&format!("line {line}: {advice}"), style)))?;
     }
+    writeln!(out, "{}", style.dim(&super::prose(&format!("{}.", c.profile.trust()), style)))?;
     writeln!(
         out,
         "{}",
@@ -184,7 +185,7 @@ fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport) -> Option<(u
                 format!(
                     "{} atomics land on one address and run one after another: combine first (a shared-memory or \
                      warp-shuffle reduction per block) and let one thread per block do the atomic",
-                    thousands(c.hottest_address as u128)
+                    thousands(c.atomics.hottest_address as u128)
                 ),
             );
         }

@@ -36,6 +36,8 @@ pub struct Timing {
     pub estimates: Vec<f64>,
     pub reference: String,
     pub limiter: String,
+    /// How far to trust the estimate, in words ([`crate::cost::GpuProfile::trust`]).
+    pub trust: String,
     /// Why fewer runs were made than asked, or why their figures are not the kernel's.
     pub note: Option<String>,
 }
@@ -148,6 +150,9 @@ pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Resul
             "the estimate comes from the simulator's counts of memory traffic, instructions and atomics (`:profile` shows them line by line); warp steps count the work, not time"
         };
         writeln!(out, "{}", style.dim(&super::prose(note, style)))?;
+        if !t.estimates.is_empty() && !t.trust.is_empty() {
+            writeln!(out, "{}", style.dim(&super::prose(&format!("{}.", t.trust), style)))?;
+        }
     }
     Ok(())
 }

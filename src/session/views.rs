@@ -317,6 +317,7 @@ impl Session {
             estimates,
             reference: last_cost.as_ref().map(|c| c.profile.title.to_string()).unwrap_or_default(),
             limiter: last_cost.as_ref().map(crate::render::cost::explain).unwrap_or_default(),
+            trust: last_cost.as_ref().map(|c| c.profile.trust()).unwrap_or_default(),
             ..Timing::default()
         };
         render::timing::write_timing(out, &timing, &self.options.style)?;

@@ -265,6 +265,22 @@ pub struct Kernel {
     /// Names of the local variables declared without a value, whose reads are checked
     /// (`Op::CheckInit`): report key `memory::VAR_REGION_BASE + index`.
     pub vars: Vec<String>,
+    /// What an optimising compiler makes of some instructions, for the cost model.
+    pub hints: CostHints,
+}
+
+/// Instructions an optimising compiler (nvcc, NVVM) turns into something the simulator's
+/// bytecode does not show, and the cost model should count: sorted instruction indices.
+#[derive(Clone, Debug, Default)]
+pub struct CostHints {
+    /// Math calls that are full-precision routines (`sinf`), tens of instructions on a GPU,
+    /// rather than one special-function instruction (`__sinf`).
+    pub accurate_math: Vec<u32>,
+    /// Integer atomics on an address the compiler can prove is the same for the whole warp
+    /// (`atomicAdd(count, 1)`): it combines the warp's lanes first and sends one atomic.
+    pub warp_aggregated: Vec<u32>,
+    /// Integer divisions and remainders by a constant (a multiply and shifts, not a routine).
+    pub constant_divisor: Vec<u32>,
 }
 
 impl Kernel {
@@ -435,6 +451,7 @@ struct Compiler<'p> {
     frames: Vec<Frame>,
     loops: Vec<LoopCtx>,
     span: Span,
+    hints: CostHints,
 }
 
 /// Compile kernel `name` of `program`.
@@ -457,6 +474,7 @@ pub fn compile(program: &Program, id: FuncId) -> Result<Kernel> {
         frames: Vec::new(),
         loops: Vec::new(),
         span: func.span,
+        hints: CostHints::default(),
     };
     // Parameters are the first locals, so they land in registers 12.. as the engine expects.
     // A struct parameter takes one register per member (the launch passes its members).
@@ -480,6 +498,7 @@ pub fn compile(program: &Program, id: FuncId) -> Result<Kernel> {
         local_bytes: c.local_bytes,
         printfs: c.printfs,
         vars: c.vars,
+        hints: c.hints,
     })
 }
 
@@ -1251,7 +1270,8 @@ impl Compiler<'_> {
                 let a = self.expr(lhs)?;
                 let b = self.expr(rhs)?;
                 let dst = self.temp();
-                self.emit(Op::Bin { op: *op, ty, dst, a, b });
+                let pc = self.emit(Op::Bin { op: *op, ty, dst, a, b });
+                self.note_division(pc, *op, rhs);
                 dst
             }
             ExprKind::PtrOffset { ptr, offset } => {
@@ -1295,7 +1315,8 @@ impl Compiler<'_> {
                     let lty = self.scalar(&lhs.ty, lhs.span)?;
                     let a = self.cvt(old, lty, *op_ty);
                     let dst = self.temp();
-                    self.emit(Op::Bin { op: *op, ty: *op_ty, dst, a, b: r });
+                    let pc = self.emit(Op::Bin { op: *op, ty: *op_ty, dst, a, b: r });
+                    self.note_division(pc, *op, rhs);
                     self.cvt(dst, *op_ty, lty)
                 };
                 self.store(p, new, &lhs.ty);
@@ -1471,6 +1492,38 @@ impl Compiler<'_> {
             .help("the simulator copies a __device__ function into every place that calls it; call it in a loop instead of from several places, or run it with `:backend gpu`"))
     }
 
+    /// A division or remainder by a constant, which a compiler turns into a multiply and shifts.
+    fn note_division(&mut self, pc: usize, op: BinaryOp, divisor: &Expr) {
+        let mut d = divisor;
+        while let ExprKind::Cast(inner) = &d.kind {
+            d = inner;
+        }
+        if matches!(op, BinaryOp::Div | BinaryOp::Rem) && matches!(d.kind, ExprKind::IntConst(_)) {
+            self.hints.constant_divisor.push(pc as u32);
+        }
+    }
+
+    /// Whether nvcc would combine this atomic's lanes into one per warp: an integer add,
+    /// min, max or bitwise operation whose address depends on nothing that differs between
+    /// the lanes of a warp (the kernel's parameters, constants, `blockIdx`, `blockDim`,
+    /// `gridDim`). Measured on an H100 (`bench/cost/calibrate`): `atomicAdd(count, 1)` from
+    /// every lane costs what one atomic per warp costs.
+    fn warp_aggregated(&self, op: AtomicOp, ty: Scalar, addr: &Expr) -> bool {
+        let combinable = matches!(
+            op,
+            AtomicOp::Add
+                | AtomicOp::Sub
+                | AtomicOp::Min
+                | AtomicOp::Max
+                | AtomicOp::And
+                | AtomicOp::Or
+                | AtomicOp::Xor
+        );
+        let kernel_params =
+            if self.frames.len() == 1 { self.program.functions[self.frames[0].func as usize].params.len() } else { 0 };
+        combinable && !matches!(ty, Scalar::F32 | Scalar::F64) && warp_uniform(addr, kernel_params)
+    }
+
     fn intrinsic(&mut self, which: Intrinsic, args: &[Expr], e: &Expr) -> Result<Reg> {
         let mut r = Vec::new();
         for a in args {
@@ -1496,7 +1549,10 @@ impl Compiler<'_> {
             Intrinsic::Atomic { op, ty } => {
                 let (addr, a) = (arg(0)?, arg(1)?);
                 let b = if op == AtomicOp::Cas { arg(2)? } else { a };
-                self.emit(Op::Atomic { op, ty, dst, addr, a, b });
+                let pc = self.emit(Op::Atomic { op, ty, dst, addr, a, b });
+                if self.warp_aggregated(op, ty, &args[0]) {
+                    self.hints.warp_aggregated.push(pc as u32);
+                }
             }
             Intrinsic::Shfl { kind, .. } => {
                 let (val, lane) = (arg(1)?, arg(2)?);
@@ -1515,11 +1571,14 @@ impl Compiler<'_> {
                 let pred = arg(1)?;
                 self.emit(Op::Vote { kind, dst, pred });
             }
-            Intrinsic::Math { f, ty } => {
+            Intrinsic::Math { f, ty, fast } => {
                 let a = arg(0)?;
                 let b = r.get(1).copied().unwrap_or(a);
                 let c = r.get(2).copied().unwrap_or(a);
-                self.emit(Op::Math { f, ty, dst, a, b, c });
+                let pc = self.emit(Op::Math { f, ty, dst, a, b, c });
+                if !fast {
+                    self.hints.accurate_math.push(pc as u32);
+                }
             }
             Intrinsic::Min { ty } => {
                 let (a, b) = (arg(0)?, arg(1)?);
@@ -1545,5 +1604,24 @@ impl Compiler<'_> {
             }
         }
         Ok(dst)
+    }
+}
+
+/// Whether `e` has one value for every lane of a warp by its form alone, as a compiler sees it:
+/// built from the kernel's first `kernel_params` locals (its parameters, never reassigned in the
+/// kernels a compiler would prove this for), constants and block-wide built-ins.
+fn warp_uniform(e: &Expr, kernel_params: usize) -> bool {
+    let uniform = |e: &Expr| warp_uniform(e, kernel_params);
+    match &e.kind {
+        ExprKind::IntConst(_) | ExprKind::FloatConst(_) | ExprKind::WarpSize | ExprKind::Mem(_) => true,
+        ExprKind::Local(id) => (*id as usize) < kernel_params,
+        ExprKind::Builtin(var, _) => !matches!(var, BuiltinVar::ThreadIdx),
+        ExprKind::Decay(x) | ExprKind::AddrOf(x) | ExprKind::Cast(x) => uniform(x),
+        ExprKind::Unary { operand, .. } => uniform(operand),
+        ExprKind::Binary { lhs, rhs, .. } | ExprKind::PtrDiff { lhs, rhs } => uniform(lhs) && uniform(rhs),
+        ExprKind::PtrOffset { ptr, offset } => uniform(ptr) && uniform(offset),
+        // `&a[i]`: the element's address, not a load.
+        ExprKind::Index { base, index } => uniform(base) && uniform(index),
+        _ => false,
     }
 }

@@ -13,8 +13,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::cost::{CostReport, Counts, GpuProfile, PlaceCost, estimate, occupancy};
-use crate::cuda::ast::{MathFn, Scalar};
+use crate::cost::{AtomicLoad, CostReport, Counts, GpuProfile, PlaceCost, estimate, occupancy};
+use crate::cuda::ast::{BinaryOp, MathFn, Scalar};
 
 use super::compile::{Kernel, Op, StaticKind};
 use super::memory::{self, STATIC_REGION_BASE};
@@ -139,6 +139,30 @@ impl L1 {
     }
 }
 
+/// How the L2 sees an atomic instruction's lanes.
+#[derive(Clone, Copy, Default)]
+struct AtomicKind {
+    /// Floating-point atomics on one address take longer than integer ones.
+    float: bool,
+    /// The compiler combines the warp's lanes and sends one atomic
+    /// ([`super::compile::CostHints`]).
+    aggregated: bool,
+}
+
+fn atomic_kinds(k: &Kernel) -> Vec<AtomicKind> {
+    k.code
+        .iter()
+        .enumerate()
+        .map(|(pc, op)| match op {
+            Op::Atomic { ty, .. } => AtomicKind {
+                float: matches!(ty, Scalar::F32 | Scalar::F64),
+                aggregated: k.hints.warp_aggregated.binary_search(&(pc as u32)).is_ok(),
+            },
+            _ => AtomicKind::default(),
+        })
+        .collect()
+}
+
 /// The kind of work an instruction is, for the issue limit.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -176,21 +200,69 @@ fn kind_of(op: &Op) -> Kind {
 /// compiles straightforwardly: every constant, copy, jump and index multiplication is an
 /// instruction. An optimising compiler folds constants and copies away, strength-reduces index
 /// arithmetic in loops, fuses a multiply and an add into one FMA and unrolls short loops, so
-/// those count for less; memory, shuffle and barrier instructions count in full, special
-/// functions for what their units' rate (16 lanes per cycle per SM against 128) costs, and FP64
-/// for the GPU's FP64 rate.
-pub fn issue_weight(op: &Op, p: &GpuProfile) -> u32 {
+/// those count for less; memory, shuffle and barrier instructions count in full, 64-bit integer
+/// arithmetic for the two or three 32-bit instructions it becomes, special functions for what
+/// their units' rate (16 lanes per cycle per SM against 128) costs, full-precision math
+/// routines (`sinf`, not `__sinf`) for the instructions they run, and FP64 for the GPU's FP64
+/// rate. The integer, 64-bit and math weights were measured by `bench/cost/calibrate`.
+pub fn issue_weight(op: &Op, p: &GpuProfile, accurate_math: bool) -> u32 {
+    let fp64 = (0.5 / p.fp64_ratio).max(1.0);
     match op {
         Op::Imm { .. } | Op::Mov { .. } | Op::Jump { .. } | Op::Exit => 0,
         Op::PtrAdd { .. } | Op::PtrDiff { .. } | Op::Branch { .. } => 1,
         Op::Cvt { .. } => 2,
+        Op::Math { f, ty, .. } if kind_of(op) == Kind::Special => {
+            let quarters = if accurate_math { accurate_math_quarters(*f) } else { 32 };
+            if *ty == Scalar::F64 { (quarters as f64 * 2.0 * fp64).round() as u32 } else { quarters }
+        }
         _ => match kind_of(op) {
-            Kind::Int => 1,
+            Kind::Int if is_64_bit(op) => 8,
+            Kind::Int => 2,
             Kind::F32 => 2,
-            Kind::F64 => (2.0 * (0.5 / p.fp64_ratio).max(1.0)).round() as u32,
+            Kind::F64 => (2.0 * fp64).round() as u32,
             Kind::Special => 32,
             Kind::Other => 4,
         },
+    }
+}
+
+/// Issue quarters of a full-precision math routine in float. Measured on an H100 against the
+/// fast intrinsic (32: one special-function instruction): `sinf` 3.9x, `logf` 3.4x, `sqrtf`
+/// 1.6x, `expf` 1.2x; the others by their kinship with those (inverse trigonometric and
+/// hyperbolic functions run polynomials like `sinf`, `powf` is a `logf` and an `expf`).
+fn accurate_math_quarters(f: MathFn) -> u32 {
+    match f {
+        MathFn::Sin | MathFn::Cos | MathFn::Tan => 124,
+        MathFn::Log | MathFn::Log2 | MathFn::Log10 | MathFn::Log1p => 108,
+        MathFn::Exp | MathFn::Exp2 | MathFn::Expm1 => 40,
+        MathFn::Sqrt | MathFn::Cbrt | MathFn::Hypot => 52,
+        MathFn::Rsqrt => 32,
+        MathFn::Pow | MathFn::Tgamma | MathFn::Lgamma => 150,
+        MathFn::Asin | MathFn::Acos | MathFn::Atan | MathFn::Atan2 => 100,
+        _ => 64,
+    }
+}
+
+/// Issue quarters of an integer division or remainder. By a constant the compiler multiplies
+/// and shifts (a few instructions); by a value known only at run time it runs a routine of about
+/// twenty (a reciprocal estimate and its correction), and several times that in 64 bits.
+fn division_quarters(ty: Scalar, constant_divisor: bool) -> u32 {
+    let wide = matches!(ty, Scalar::I64 | Scalar::U64);
+    match (constant_divisor, wide) {
+        (true, false) => 12,
+        (true, true) => 24,
+        (false, false) => 80,
+        (false, true) => 280,
+    }
+}
+
+/// Whether an integer instruction works on 64-bit values.
+fn is_64_bit(op: &Op) -> bool {
+    match op {
+        Op::Bin { ty, .. } | Op::Un { ty, .. } | Op::Min { ty, .. } | Op::Max { ty, .. } | Op::Abs { ty, .. } => {
+            matches!(ty, Scalar::I64 | Scalar::U64)
+        }
+        _ => false,
     }
 }
 
@@ -212,8 +284,13 @@ pub struct Counter {
     l2: L2,
     l1: Vec<Option<L1>>,
     l1_bytes: u64,
-    atomic_addresses: HashMap<u64, u64>,
-    hottest_address: u64,
+    /// Per instruction, for atomics: how the L2 sees them.
+    atomic_kinds: Vec<AtomicKind>,
+    /// Per address: atomics (lanes) and their time one after another, nanoseconds.
+    atomic_addresses: HashMap<u64, (u64, f64)>,
+    /// Per L2 atomic unit: sector operations and their time, nanoseconds.
+    atomic_units: Vec<(u64, f64)>,
+    atomic_load: AtomicLoad,
     block_threads: u32,
     /// On a worker thread (see `engine/parallel.rs`): what depends on the order of global
     /// accesses (the caches, atomics' addresses) is recorded here, stamped with
@@ -259,13 +336,30 @@ impl Counter {
             profile,
             per_pc: vec![Counts::default(); k.code.len()],
             kinds: k.code.iter().map(kind_of).collect(),
-            weights: k.code.iter().map(|op| issue_weight(op, profile)).collect(),
+            weights: k
+                .code
+                .iter()
+                .enumerate()
+                .map(|(pc, op)| {
+                    let accurate = k.hints.accurate_math.binary_search(&(pc as u32)).is_ok();
+                    match op {
+                        Op::Bin { op: BinaryOp::Div | BinaryOp::Rem, ty, .. }
+                            if !matches!(ty, Scalar::F32 | Scalar::F64) =>
+                        {
+                            division_quarters(*ty, k.hints.constant_divisor.binary_search(&(pc as u32)).is_ok())
+                        }
+                        _ => issue_weight(op, profile, accurate),
+                    }
+                })
+                .collect(),
             statics,
             l2: L2::new(profile.l2_bytes, data_bytes),
             l1: Vec::new(),
             l1_bytes,
+            atomic_kinds: atomic_kinds(k),
             atomic_addresses: HashMap::new(),
-            hottest_address: 0,
+            atomic_units: vec![(0, 0.0); profile.atomic_units as usize],
+            atomic_load: AtomicLoad::default(),
             block_threads,
             deferred: None,
             stamp: 0,
@@ -284,8 +378,10 @@ impl Counter {
             l2: L2 { warm: self.l2.warm, capacity: self.l2.capacity, regions: Vec::new(), order: VecDeque::new() },
             l1: Vec::new(),
             l1_bytes: self.l1_bytes,
+            atomic_kinds: self.atomic_kinds.clone(),
             atomic_addresses: HashMap::new(),
-            hottest_address: 0,
+            atomic_units: vec![(0, 0.0); self.atomic_units.len()],
+            atomic_load: AtomicLoad::default(),
             block_threads: self.block_threads,
             deferred: Some(Deferred::default()),
             stamp: 0,
@@ -474,24 +570,52 @@ impl Counter {
         }
     }
 
+    /// A warp's global atomic at `pc` on `addrs` (one per active lane), as the L2 serves it:
+    /// a warp-aggregated atomic arrives as one; lanes on one address run one after another at
+    /// the address's rate (integer or floating-point); each 32-byte sector the request touches
+    /// is one operation of the atomic unit of its L2 slice, which takes the unit's time plus
+    /// the extra rounds its most contended address needs.
     fn atomics(&mut self, pc: u32, addrs: &[u64]) {
-        let mut worst = 0u64;
+        let p = self.profile;
+        let kind = self.atomic_kinds.get(pc as usize).copied().unwrap_or_default();
+        let rate = if kind.float { p.same_address_atomic_ns } else { p.same_address_int_atomic_ns };
         let mut sorted = [0u64; WARP];
         let sorted = &mut sorted[..addrs.len()];
         sorted.copy_from_slice(addrs);
         sorted.sort_unstable();
-        let mut run = 0;
-        for i in 0..sorted.len() {
-            run = if i > 0 && sorted[i] == sorted[i - 1] { run + 1 } else { 1 };
+        let seen = if kind.aggregated { &sorted[..sorted.len().min(1)] } else { &sorted[..] };
+        let mut worst = 0u64;
+        let (mut run, mut sector_worst) = (0u64, 0u64);
+        for i in 0..seen.len() {
+            run = if i > 0 && seen[i] == seen[i - 1] { run + 1 } else { 1 };
             worst = worst.max(run);
-            if i + 1 == sorted.len() || sorted[i + 1] != sorted[i] {
-                let known = self.atomic_addresses.len() < MAX_ATOMIC_ADDRESSES
-                    || self.atomic_addresses.contains_key(&sorted[i]);
+            sector_worst = sector_worst.max(run);
+            let last_of_address = i + 1 == seen.len() || seen[i + 1] != seen[i];
+            if last_of_address {
+                let known =
+                    self.atomic_addresses.len() < MAX_ATOMIC_ADDRESSES || self.atomic_addresses.contains_key(&seen[i]);
                 if known {
-                    let n = self.atomic_addresses.entry(sorted[i]).or_default();
-                    *n += run;
-                    self.hottest_address = self.hottest_address.max(*n);
+                    let (lanes, ns) = self.atomic_addresses.entry(seen[i]).or_default();
+                    *lanes += run;
+                    *ns += run as f64 * rate;
+                    if *ns > self.atomic_load.hottest_address_ns {
+                        self.atomic_load.hottest_address_ns = *ns;
+                        self.atomic_load.hottest_address = *lanes;
+                    }
                 }
+            }
+            if i + 1 == seen.len() || seen[i + 1] / SECTOR != seen[i] / SECTOR {
+                let units = self.atomic_units.len().max(1) as u64;
+                let unit = ((seen[i] / p.atomic_unit_bytes.max(1)) % units) as usize;
+                if let Some((ops, ns)) = self.atomic_units.get_mut(unit) {
+                    *ops += 1;
+                    *ns += p.atomic_sector_ns + (sector_worst - 1) as f64 * rate;
+                    if *ns > self.atomic_load.busiest_unit_ns {
+                        self.atomic_load.busiest_unit_ns = *ns;
+                        self.atomic_load.busiest_unit_ops = *ops;
+                    }
+                }
+                sector_worst = 0;
             }
         }
         let c = &mut self.per_pc[pc as usize];
@@ -573,7 +697,7 @@ impl Counter {
         let occupancy =
             occupancy(estimated_registers(k), self.profile, self.block_threads, shared_per_block, grid_blocks);
         let threads = grid_blocks * self.block_threads as u64;
-        let estimate = estimate(&totals, &occupancy, self.profile, self.hottest_address, grid_blocks);
+        let estimate = estimate(&totals, &occupancy, self.profile, &self.atomic_load, grid_blocks);
         CostReport {
             profile: self.profile,
             totals,
@@ -584,7 +708,7 @@ impl Counter {
             threads,
             blocks: grid_blocks,
             block_threads: self.block_threads,
-            hottest_address: self.hottest_address,
+            atomics: self.atomic_load,
             inputs_in_l2: self.l2.warm,
         }
     }

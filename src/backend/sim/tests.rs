@@ -1150,7 +1150,7 @@ fn cost_counts_bank_conflicts_and_atomics_and_divergence() {
     let c = cost_of("padded", 1, 32, 32);
     assert_eq!(c.totals.bank_conflicts(), 0, "a padded column falls in 32 banks");
     let c = cost_of("count", 2, 64, 128);
-    assert_eq!((c.totals.atomics, c.hottest_address), (128, 128));
+    assert_eq!((c.totals.atomics, c.atomics.hottest_address), (128, 128));
     let c = cost_of("diverge", 1, 32, 32);
     let body = c.places.iter().filter(|p| p.counts.lanes > 0 && p.counts.lanes < p.counts.issued * 32);
     assert!(body.count() >= 2, "both branches run with half the lanes");
@@ -2133,4 +2133,80 @@ fn any_number_of_threads_gives_the_same_launch() {
             }
         }
     }
+}
+
+const ATOMIC_AND_MATH_KERNELS: &str = r#"
+__global__ void count_uniform(int *c, int *idx) {
+    atomicAdd(c, 1);
+}
+__global__ void count_indexed(int *c, int *idx) {
+    atomicAdd(&c[idx[threadIdx.x]], 1);
+}
+__global__ void spread(int *c, int *idx) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    atomicAdd(&c[idx[i]], 1);
+}
+__global__ void accurate(float *a, float *b) {
+    b[threadIdx.x] = sinf(a[threadIdx.x]);
+}
+__global__ void fast(float *a, float *b) {
+    b[threadIdx.x] = __sinf(a[threadIdx.x]);
+}
+__global__ void div_const(int *a, int *b) {
+    b[threadIdx.x] = a[threadIdx.x] / 3;
+}
+__global__ void div_var(int *a, int *b) {
+    b[threadIdx.x] = a[threadIdx.x] / b[threadIdx.x];
+}
+"#;
+
+fn ints(v: &[i64]) -> Buffer {
+    Buffer::from_nums(DType::I32, Shape::D1(v.len()), v.iter().map(|x| Num::Int(*x as i128)))
+}
+
+fn costed(kernel: &str, grid: u32, block: u32, a: &mut Buffer, b: &mut Buffer) -> crate::cost::CostReport {
+    let mut sim = Sim::of(ATOMIC_AND_MATH_KERNELS);
+    sim.launch(kernel, lin(grid), lin(block), &mut [a, b], &[]).cost.expect("the cost model is on by default")
+}
+
+#[test]
+fn integer_atomics_on_a_warp_uniform_address_count_once_per_warp() {
+    // `atomicAdd(c, 1)`: the compiler combines the warp's lanes; the same address reached
+    // through data (`c[idx[i]]` with every index 0) it cannot see, and the lanes queue.
+    let c = costed("count_uniform", 2, 64, &mut ints(&[0; 4]), &mut ints(&[0; 128]));
+    assert_eq!((c.totals.atomics, c.atomics.hottest_address), (128, 4), "4 warps, one atomic each");
+    let c = costed("count_indexed", 2, 64, &mut ints(&[0; 4]), &mut ints(&[0; 128]));
+    assert_eq!((c.totals.atomics, c.atomics.hottest_address), (128, 128));
+    assert!(c.atomics.one_address());
+}
+
+#[test]
+fn atomics_close_together_queue_at_one_l2_atomic_unit() {
+    let p = crate::cost::profiles::default_profile();
+    let n = 4096usize;
+    // Indices within 1 KB (one unit) against the same number spread over 256 KB.
+    let near: Vec<i64> = (0..n as i64).map(|i| (i * 37) % 256).collect();
+    let far: Vec<i64> = (0..n as i64).map(|i| (i * 37) % 65536).collect();
+    let near = costed("spread", 16, 256, &mut ints(&vec![0; 65536]), &mut ints(&near));
+    let far = costed("spread", 16, 256, &mut ints(&vec![0; 65536]), &mut ints(&far));
+    assert!(!near.atomics.one_address(), "no single address is hot: 16 lanes each");
+    assert!(near.atomics.busiest_unit_ns > 10.0 * far.atomics.busiest_unit_ns);
+    assert!(near.atomics.busiest_unit_ops >= 4096 / 8, "each sector of each warp's request is an operation");
+    assert!(near.estimate.time_us > far.estimate.time_us);
+    assert!(near.atomics.busiest_unit_ns >= near.atomics.busiest_unit_ops as f64 * p.atomic_sector_ns);
+}
+
+#[test]
+fn full_precision_math_and_division_by_a_variable_cost_more_issue_slots() {
+    let slots = |k: &str, a: &mut Buffer, b: &mut Buffer| costed(k, 1, 32, a, b).totals.slots;
+    let (accurate, fast) = (
+        slots("accurate", &mut floats(&[1.0; 32]), &mut floats(&[0.0; 32])),
+        slots("fast", &mut floats(&[1.0; 32]), &mut floats(&[0.0; 32])),
+    );
+    assert!(accurate >= fast + 64, "sinf is a routine, __sinf one instruction: {accurate} vs {fast}");
+    let (by_var, by_const) = (
+        slots("div_var", &mut ints(&[7; 32]), &mut ints(&[3; 32])),
+        slots("div_const", &mut ints(&[7; 32]), &mut ints(&[3; 32])),
+    );
+    assert!(by_var >= by_const + 40, "a run-time divisor needs a routine: {by_var} vs {by_const}");
 }

@@ -9,6 +9,7 @@ pub(crate) const BUILTIN_VARS: &[&str] = &["threadIdx", "blockIdx", "blockDim", 
 /// Every builtin function name, for "did you mean" suggestions.
 pub(crate) const BUILTIN_FUNCS: &[&str] = &[
     "__syncthreads",
+    "__ldg",
     "__syncthreads_count",
     "__syncthreads_and",
     "__syncthreads_or",

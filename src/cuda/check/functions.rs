@@ -1522,6 +1522,18 @@ impl<'m> Fx<'m> {
         let u32t = Type::Scalar(Scalar::U32);
         let intr = |which, args, ty| Ok(Some(Expr { kind: ExprKind::Intrinsic { which, args }, ty, span }));
         match name {
+            // A load through the read-only data cache: in the simulator and the model a load.
+            "__ldg" => {
+                self.arity(name, args, 1, 1, span, "__ldg(&a[i])")?;
+                let p = self.value_expr(&args[0])?;
+                match p.ty.pointee().cloned() {
+                    Some(t) if !matches!(t, Type::Void) => {
+                        Ok(Some(Expr { kind: ExprKind::Deref(Box::new(p)), ty: t, span }))
+                    }
+                    _ => Err(err(args[0].span, format!("`__ldg` reads through a pointer, not a `{}`", p.ty.c_name()))
+                        .help("pass the address of the element: `__ldg(&a[i])`")),
+                }
+            }
             "__syncthreads" => {
                 self.arity(name, args, 0, 0, span, "__syncthreads()")?;
                 intr(Intrinsic::SyncThreads, vec![], Type::Void)
@@ -1703,6 +1715,7 @@ impl<'m> Fx<'m> {
     }
 
     fn math(&mut self, name: &str, args: &[syntax::Expr], span: Span) -> CResult<Option<Expr>> {
+        let fast = FAST_MATH.iter().any(|m| m.0 == name);
         let found = MATH
             .iter()
             .find(|m| m.0 == name)
@@ -1722,7 +1735,7 @@ impl<'m> Fx<'m> {
         });
         let v = v.into_iter().map(|a| scalar_cast(a, ty)).collect();
         Ok(Some(Expr {
-            kind: ExprKind::Intrinsic { which: Intrinsic::Math { f, ty }, args: v },
+            kind: ExprKind::Intrinsic { which: Intrinsic::Math { f, ty, fast }, args: v },
             ty: Type::Scalar(ty),
             span,
         }))
