@@ -29,7 +29,7 @@ mod views;
 
 /// The fields of a `cost` record (`c.time_us` ...), for what documents them.
 pub use cost::FIELDS as COST_FIELDS;
-pub use extension::Extension;
+pub use extension::{Extension, Question};
 pub use host_python::{HostLaunch, host_definition, host_globals};
 pub use python::HostGlobal;
 
@@ -228,7 +228,7 @@ pub struct Session {
     /// A yes/no question for the learner, and the input to run on yes (`:save` over an
     /// existing file asks before writing over it); the REPL asks, elsewhere the message says
     /// what to type instead.
-    question: Option<(String, String)>,
+    question: Option<Question>,
     /// Commands and state a layer above added (the lesson guide), see [`Extension`].
     extension: Option<Box<dyn Extension>>,
     typed: u32,
@@ -374,16 +374,6 @@ impl Session {
         if let Some(last) = self.last.as_mut() {
             last.acknowledged = last.report.findings.iter().map(|f| f.kind()).collect();
         }
-    }
-
-    /// Ask the learner `question`; on yes, the REPL runs `then`.
-    pub(crate) fn ask(&mut self, question: String, then: String) {
-        self.question = Some((question, then));
-    }
-
-    /// The question a command left for the learner, with the input to run on yes.
-    pub fn take_question(&mut self) -> Option<(String, String)> {
-        self.question.take()
     }
 
     /// How many launches ran to a report in this session (not counting the views' runs).
