@@ -146,7 +146,7 @@ fn open_guide(options: &Options, start: &Start, out: &mut dyn Write) -> io::Resu
 
 /// Show the guide's step, after catching up on the steps before it when it resumes mid-lesson.
 fn start_guide(session: &mut Session, mut guide: Guide, out: &mut dyn Write) -> io::Result<()> {
-    let style = session.options.style.clone();
+    let style = session.style().clone();
     if guide.step > 0 {
         let steps = guide.catch_up(session)?;
         let what = if steps == 1 { "step 1".to_string() } else { format!("steps 1 to {steps}") };
@@ -174,7 +174,7 @@ fn report_course_errors(errors: &[LessonError], out: &mut dyn Write, style: &cra
 
 /// Say once, at start, which backend runs kernels and why (when the learner did not pin `sim`).
 fn announce_backend(session: &mut Session, out: &mut impl Write) -> io::Result<()> {
-    if session.options.backend != crate::backend::BackendKind::Sim {
+    if session.options().backend != crate::backend::BackendKind::Sim {
         writeln!(out, "{}", session.resolve_backend())?;
     }
     Ok(())
@@ -335,8 +335,7 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                 };
                 // Kept as it is made: a crash, SIGTERM or a closed terminal loses nothing.
                 let _ = editor.sync_history();
-                session.options.style.width = terminal_width();
-                session.options.style.rows = terminal_rows();
+                session.set_screen(terminal_width(), terminal_rows());
                 let mut out = io::stdout().lock();
                 if text.trim().is_empty() {
                     // In a demo, Enter on an empty line moves the presentation on.
@@ -360,7 +359,7 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                 }
                 // What goes in the editor next: the step's next input, or the one still to run
                 // after a command of the learner's own.
-                let style = session.options.style.clone();
+                let style = session.style().clone();
                 let own_suggestion = session.has_suggestion();
                 session.input_ran(&text, status, true, &mut out)?;
                 if let Some(left) = left {

@@ -22,6 +22,7 @@ pub mod host_python;
 mod launch;
 mod pipeline;
 mod python;
+mod record;
 mod settings;
 mod state;
 mod symbols;
@@ -34,6 +35,8 @@ pub use host_python::{HostLaunch, host_definition, host_globals};
 pub use python::HostGlobal;
 
 pub(crate) use backend::{Gpu, active_backend};
+pub(crate) use record::LastLaunch;
+use record::Record;
 
 use std::time::Duration;
 
@@ -173,19 +176,6 @@ pub fn default_max_alloc() -> u64 {
     total.map_or(4 << 30, |t| t / 2)
 }
 
-/// The last launch, kept for `expect clean`, `expect finding ...` and highlighting what changed.
-pub(crate) struct LastLaunch {
-    pub report: LaunchReport,
-    /// The launched buffers as they were before the launch, by name (in `LaunchBuffers` order).
-    pub before: Vec<(String, Buffer)>,
-    /// What ran and how, so `:why` can run it again exactly.
-    pub spec: LaunchSpec,
-    pub config: SimConfig,
-    /// Finding kinds an `expect finding` has acknowledged since the launch (a replayed script
-    /// fails on a finding nothing acknowledged, see [`Session::unacknowledged`]).
-    pub acknowledged: Vec<crate::finding::FindingKind>,
-}
-
 /// Where a check's run goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunOn {
@@ -219,21 +209,15 @@ pub struct Session {
     pub(crate) gpu: Option<Gpu>,
     /// Where launches run now: `Sim` or `Gpu` (`Auto` until the GPU's start is settled).
     pub(crate) active: BackendKind,
-    pub(crate) options: Options,
-    pub(crate) last: Option<LastLaunch>,
-    /// Inputs that ran, for `:save`.
-    pub(crate) history: Vec<String>,
-    /// What was typed and what it printed (plain and in colour), for `:export`.
-    pub(crate) transcript: Vec<crate::render::handout::Ran>,
+    options: Options,
+    /// What ran: inputs, what they printed, the last launch.
+    record: Record,
     /// A yes/no question for the learner, and the input to run on yes (`:save` over an
     /// existing file asks before writing over it); the REPL asks, elsewhere the message says
     /// what to type instead.
     question: Option<Question>,
     /// Commands and state a layer above added (the lesson guide), see [`Extension`].
     extension: Option<Box<dyn Extension>>,
-    typed: u32,
-    /// Launches that ran to a report: tells `replay --compare` which inputs launched.
-    pub(crate) launches: u64,
     /// Kernels and functions whose definition was refused, with where: launching one points
     /// there instead of saying "define it first".
     pub(crate) refused: Vec<(String, Span)>,
@@ -288,13 +272,9 @@ impl Session {
             gpu,
             active,
             options,
-            last: None,
-            history: Vec::new(),
-            transcript: Vec::new(),
+            record: Record::default(),
             extension: None,
             question: None,
-            typed: 0,
-            launches: 0,
             refused: Vec::new(),
             loading: Vec::new(),
             leave: Leave::default(),
@@ -337,9 +317,42 @@ impl Session {
         &self.module
     }
 
+    /// The settings the session started with, as commands have changed them since.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The terminal's size, for what is drawn next (the REPL reads it before each input).
+    pub fn set_screen(&mut self, width: usize, rows: usize) {
+        self.options.style.width = width;
+        self.options.style.rows = rows;
+    }
+
+    /// Draw in colour or not, and this wide (a lesson check's output is plain and indented).
+    pub(crate) fn set_plain_width(&mut self, width: usize) {
+        self.options.style.color = false;
+        self.options.style.width = width;
+    }
+
+    /// The language lessons are shown in (`:lang`, the course's first start).
+    pub fn set_lang(&mut self, lang: Lang) {
+        self.options.lang = Some(lang);
+    }
+
     /// The findings of the last launch, if there was one.
     pub fn last_findings(&self) -> Option<&[Finding]> {
-        self.last.as_ref().map(|l| l.report.findings.as_slice())
+        self.record.last_findings()
+    }
+
+    /// The last launch as it was kept (its "before" copies may still be on the GPU: see
+    /// [`Session::last_settled`]).
+    pub(crate) fn last(&self) -> Option<&LastLaunch> {
+        self.record.last()
+    }
+
+    /// Forget the last launch: what runs next is looked at alone.
+    pub(crate) fn forget_last(&mut self) {
+        self.record.forget_last();
     }
 
     pub fn buffer(&self, name: &str) -> Option<&Buffer> {
@@ -359,26 +372,17 @@ impl Session {
     /// The kinds of finding the last launch had that no `expect finding` has acknowledged since,
     /// with the launch's number (its [`Session::launch_count`] when it ran).
     pub fn unacknowledged(&self) -> Option<(u64, Vec<crate::finding::FindingKind>)> {
-        let last = self.last.as_ref()?;
-        let mut kinds = Vec::new();
-        for k in last.report.findings.iter().map(|f| f.kind()) {
-            if !kinds.contains(&k) && !last.acknowledged.contains(&k) {
-                kinds.push(k);
-            }
-        }
-        Some((self.launches, kinds))
+        Some((self.record.launch_count(), self.record.unacknowledged()?))
     }
 
     /// Count every finding of the last launch as acknowledged (a runner has reported them).
     pub fn acknowledge_all(&mut self) {
-        if let Some(last) = self.last.as_mut() {
-            last.acknowledged = last.report.findings.iter().map(|f| f.kind()).collect();
-        }
+        self.record.acknowledge_all();
     }
 
     /// How many launches ran to a report in this session (not counting the views' runs).
     pub fn launch_count(&self) -> u64 {
-        self.launches
+        self.record.launch_count()
     }
 
     /// The last launch: the names of the buffers it was given, those it changed, and whether it
@@ -386,7 +390,7 @@ impl Session {
     pub fn last_launch(&mut self) -> Option<LaunchOutline> {
         // What it changed is read from its "before" copies, which may still be on the GPU.
         self.last_settled(&mut std::io::sink()).ok()?;
-        let last = self.last.as_ref()?;
+        let last = self.record.last()?;
         let given: Vec<String> = last.before.iter().map(|(n, _)| n.clone()).collect();
         let changed = last.before.iter().filter(|(n, b)| self.buffer(n) != Some(b)).map(|(n, _)| n.clone()).collect();
         let racy = last.report.findings.iter().any(|f| f.kind() == crate::finding::FindingKind::Race);

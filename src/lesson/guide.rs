@@ -1030,7 +1030,7 @@ pub fn cmd_lesson(session: &mut Session, Call { args, .. }: Call<'_>, out: &mut 
 /// Where the session keeps a course's progress: the learner's file, except in a replayed
 /// script (its file access is confined), whose lesson commands leave saved progress alone.
 fn store_for(session: &Session, course: &str) -> Store {
-    match session.options.files {
+    match session.options().files {
         crate::session::FileAccess::Anywhere => Store::for_course(course),
         crate::session::FileAccess::Within(_) => Store::in_memory(),
     }
@@ -1039,14 +1039,14 @@ fn store_for(session: &Session, course: &str) -> Store {
 /// Load the session's course and open it where the learner left off.
 fn load_guide(session: &mut Session, out: &mut dyn Write) -> io::Result<Result<(), Status>> {
     let style = session.style().clone();
-    match Course::chosen(session.options.course.as_deref()) {
+    match Course::chosen(session.options().course.as_deref()) {
         Ok(course) => {
             let store = store_for(session, &course.name);
             let (mut guide, note) = Guide::resume(course, store);
             if let Some(note) = note {
                 writeln!(out, "{}", style.warn(&format!("note: {note}")))?;
             }
-            if let Some(lang) = session.options.lang {
+            if let Some(lang) = session.options().lang {
                 guide.set_lang(lang, out, &style)?;
             }
             match session.extension_mut::<Lessons>() {
@@ -1091,11 +1091,11 @@ pub fn cmd_lang(session: &mut Session, Call { args, .. }: Call<'_>, out: &mut dy
         // No lesson open: the choice waits for the next one.
         match lang {
             Some(l) => {
-                session.options.lang = Some(l);
+                session.set_lang(l);
                 writeln!(out, "Lessons will be shown in {}. (At the prompt both languages always work.)", l.title())?;
             }
             None => {
-                let l = session.options.lang.unwrap_or_default();
+                let l = session.options().lang.unwrap_or_default();
                 writeln!(out, "Lessons are shown in {}; `:lang cuda` or `:lang python` switches.", l.title())?;
             }
         }
@@ -1113,7 +1113,7 @@ pub fn cmd_lang(session: &mut Session, Call { args, .. }: Call<'_>, out: &mut dy
             )?;
             return Ok(Status::Ok);
         };
-        session.options.lang = Some(lang);
+        session.set_lang(lang);
         if lang == g.lang() {
             writeln!(out, "Lessons are already shown in {}.", lang.title())?;
             g.set_lang(lang, out, style)?;
@@ -1157,7 +1157,7 @@ pub fn cmd_solution(session: &mut Session, Call { args, .. }: Call<'_>, out: &mu
 pub fn cmd_lessons(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
     if !has_guide(session) {
         let style = session.style().clone();
-        match Course::chosen(session.options.course.as_deref()) {
+        match Course::chosen(session.options().course.as_deref()) {
             Ok(course) => {
                 let (progress, _) = store_for(session, &course.name).load();
                 write_course(out, &course, &progress, None, &style)?;

@@ -111,11 +111,12 @@ impl Session {
         out: &mut dyn Write,
     ) -> io::Result<Status> {
         let style = self.options.style.clone();
-        let launches = self.launches;
+        let launches = self.record.launch_count();
         let status = self.launch(launch, text, out)?;
         // The launch's results and "before" are read below: bring them back from the GPU now.
         self.last_settled(out)?;
-        let Some(last) = self.last.as_ref().filter(|_| status == Status::Ok && self.launches > launches) else {
+        let Some(last) = self.record.last().filter(|_| status == Status::Ok && self.record.launch_count() > launches)
+        else {
             writeln!(out, "{}", style.warn("cost: nothing bound: the launch did not run"))?;
             return Ok(Status::Error);
         };
@@ -126,7 +127,7 @@ impl Session {
         let spec = last.spec.clone();
         let before = last.before.clone();
         let on_gpu = self.on_gpu();
-        let model = match self.last.as_ref().and_then(|l| l.report.cost.clone()) {
+        let model = match self.record.last().and_then(|l| l.report.cost.clone()) {
             Some(c) if !on_gpu => c,
             _ => match self.costed_copy(&spec, &before) {
                 Ok((report, _)) if !report.aborted && report.cost.is_some() => report.cost.expect("checked"),

@@ -216,7 +216,7 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(run(&mut s, ":max-steps 1_000_000", &mut out).unwrap(), Status::Ok);
         assert_eq!((s.sim.config.max_steps, s.options.sim.max_steps), (1_000_000, 1_000_000));
-        assert_eq!(s.history.last().map(String::as_str), Some(":max-steps 1000000"));
+        assert_eq!(s.record.history().last().map(String::as_str), Some(":max-steps 1000000"));
         for bad in ["lots", "0", "-5", "999", "100000000001"] {
             let mut out = Vec::new();
             assert_eq!(run(&mut s, &format!(":max-steps {bad}"), &mut out).unwrap(), Status::Error, "{bad}");

@@ -122,8 +122,7 @@ impl Session {
                     writeln!(out, "{}", style.dim("the launch was stopped; its buffers are as they were before it"))?;
                 }
                 let config = self.sim.config.clone();
-                self.last = Some(LastLaunch { report, before, spec, config, acknowledged: Vec::new() });
-                self.launches += 1;
+                self.record.launched(LastLaunch { report, before, spec, config, acknowledged: Vec::new() });
                 Ok(Status::Ok)
             }
             Err(crate::backend::BackendError::Aborted(_)) if !self.on_gpu() => {
@@ -1031,7 +1030,7 @@ impl Session {
                 }
             }
             // Its "before" is gone with the results: `:why` and `cost` have no launch to look at.
-            self.last = None;
+            self.record.forget_last();
             writeln!(out, "{} {e}", self.options.style.error("error:"))?;
         }
         Ok(())
@@ -1042,20 +1041,19 @@ impl Session {
     /// changed elements, a lesson's check). `None` when there is none, or it is gone.
     pub(crate) fn last_settled(&mut self, out: &mut dyn Write) -> io::Result<Option<&LastLaunch>> {
         self.settle(out)?;
-        let deferred = self.last.as_ref().is_some_and(|l| l.before.iter().any(|(_, b)| b.on_device().is_some()));
+        let deferred = self.record.last().is_some_and(|l| l.before.iter().any(|(_, b)| b.on_device().is_some()));
         if deferred {
-            let Session { gpu, last, .. } = self;
-            let mut befores: Vec<(&str, &mut crate::buffer::Buffer)> = match last {
+            let mut befores: Vec<(&str, &mut crate::buffer::Buffer)> = match self.record.last_mut() {
                 Some(l) => l.before.iter_mut().map(|(n, b)| (n.as_str(), b)).collect(),
                 None => Vec::new(),
             };
-            let settled = ready(gpu).and_then(|g| g.settle_befores(&mut befores));
+            let settled = ready(&mut self.gpu).and_then(|g| g.settle_befores(&mut befores));
             if let Err(e) = settled {
-                self.last = None;
+                self.record.forget_last();
                 writeln!(out, "{} {e}", self.options.style.error("error:"))?;
             }
         }
-        Ok(self.last.as_ref())
+        Ok(self.record.last())
     }
 }
 

@@ -106,8 +106,7 @@ impl Write for Tee<'_> {
 impl Session {
     /// Run text typed at a prompt: it may hold several inputs (a pasted script).
     pub fn eval_typed(&mut self, text: &str, out: &mut dyn Write) -> io::Result<Status> {
-        self.typed += 1;
-        let name = format!("<input {}>", self.typed);
+        let name = self.record.next_typed();
         self.eval_recorded(&name, text, false, out)
     }
 
@@ -166,7 +165,7 @@ impl Session {
         if record {
             let output = crate::render::text::strip_ansi(&tee.copy);
             let colored = String::from_utf8_lossy(&tee.copy).into_owned();
-            self.transcript.push(crate::render::handout::Ran {
+            self.record.transcribe(crate::render::handout::Ran {
                 input: input.text.clone(),
                 output,
                 colored,
@@ -277,7 +276,7 @@ impl Session {
             InputKind::Python => self.define_python(id, out)?,
         };
         if status != Status::Error && input.kind != InputKind::Command {
-            self.history.push(input.text.clone());
+            self.record.ran(input.text.clone());
         }
         Ok(status)
     }
@@ -607,7 +606,7 @@ impl Session {
                         (false, format!("the last launch has {} finding(s): {}", findings.len(), kinds.join(", ")))
                     }
                     Expect::Finding(kind, _)
-                        if kind.simulator_only() && self.last.as_ref().is_some_and(|l| l.report.steps.is_none()) =>
+                        if kind.simulator_only() && self.record.last().is_some_and(|l| l.report.steps.is_none()) =>
                     {
                         // Only the simulator watches every access: on the GPU a race cannot be
                         // seen, so the script's claim is neither true nor false there.
@@ -622,7 +621,7 @@ impl Session {
                         return Ok(Status::Ok);
                     }
                     Expect::Finding(FindingKind::OutOfBounds, _)
-                        if self.last.as_ref().is_some_and(|l| l.report.steps.is_none())
+                        if self.record.last().is_some_and(|l| l.report.steps.is_none())
                             && !findings.iter().any(|f| f.kind() == FindingKind::OutOfBounds) =>
                     {
                         // The GPU sees an access past the end only when it writes into a guard
@@ -638,9 +637,7 @@ impl Session {
                     }
                     Expect::Finding(kind, _) => {
                         if findings.iter().any(|f| f.kind() == *kind) {
-                            if let Some(last) = self.last.as_mut() {
-                                last.acknowledged.push(*kind);
-                            }
+                            self.record.acknowledge(*kind);
                             (true, String::new())
                         } else if findings.is_empty() {
                             (false, format!("the last launch has no findings; expected a {} finding", kind.name()))
@@ -681,7 +678,7 @@ impl Session {
         const SHOWN: usize = 5;
         const COLUMNS: usize = 72;
         let style = self.options.style.clone();
-        let Some(last) = self.last.as_ref() else {
+        let Some(last) = self.record.last() else {
             writeln!(
                 out,
                 "{}",
@@ -755,7 +752,7 @@ impl Session {
 
     /// Which elements of `name` the last launch changed, when it was launched with that buffer.
     pub(super) fn changed_mask(&self, name: &str) -> Option<Vec<bool>> {
-        let last = self.last.as_ref()?;
+        let last = self.record.last()?;
         let (_, before) = last.before.iter().find(|(n, _)| n == name)?;
         let now = self.buffer(name)?;
         if before.len() != now.len() || before.dtype() != now.dtype() {

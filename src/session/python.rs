@@ -156,7 +156,7 @@ impl Session {
     /// The last launch's kernel time in milliseconds: measured on the GPU, the cost model's
     /// estimate on the simulator.
     pub fn last_kernel_ms(&self) -> Option<f64> {
-        let report = &self.last.as_ref()?.report;
+        let report = &self.record.last()?.report;
         report.kernel_ms.map(f64::from).or_else(|| report.cost.as_ref().map(|c| c.estimate.time_us / 1000.0))
     }
 

@@ -326,7 +326,7 @@ fn seed(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::Resul
     match args.replace('_', "").parse::<u64>() {
         Ok(n) => {
             session.set_seed(n);
-            session.history.push(format!(":seed {n}"));
+            session.record.ran(format!(":seed {n}"));
             writeln!(out, "seed: {n}")?;
             Ok(Status::Ok)
         }
@@ -343,7 +343,7 @@ fn schedule(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::R
     match Schedule::parse(args) {
         Some(s) => {
             session.set_schedule(s);
-            session.history.push(format!(":schedule {}", s.name()));
+            session.record.ran(format!(":schedule {}", s.name()));
             writeln!(out, "schedule: {}", s.name())?;
             Ok(Status::Ok)
         }
@@ -382,7 +382,7 @@ fn max_steps(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::
         );
     };
     session.set_max_steps(steps);
-    session.history.push(format!(":max-steps {steps}"));
+    session.record.ran(format!(":max-steps {steps}"));
     writeln!(out, "{}", show(steps))?;
     Ok(Status::Ok)
 }

@@ -6,14 +6,13 @@ use crate::backend::sim::Schedule;
 use crate::buffer::Buffer;
 use crate::value::Value;
 
-use super::{LastLaunch, Session};
+use super::Session;
 
 /// What [`Session::save_state`] took out.
 pub(crate) struct Saved {
     buffers: Vec<(String, Buffer)>,
     scalars: Vec<(String, Value)>,
-    last: Option<LastLaunch>,
-    history: Vec<String>,
+    record: super::record::SetAside,
     seed: u64,
     schedule: Schedule,
     active: BackendKind,
@@ -32,8 +31,7 @@ impl Session {
         self.symbols.clear();
         self.buffers.clear();
         self.scalars.clear();
-        self.last = None;
-        self.history.clear();
+        self.record.forget();
     }
 
     /// Take what the learner made (buffers, scalars, the last launch, history) and the run
@@ -42,8 +40,7 @@ impl Session {
         Saved {
             buffers: std::mem::take(&mut self.buffers),
             scalars: std::mem::take(&mut self.scalars),
-            last: self.last.take(),
-            history: self.history.clone(),
+            record: self.record.set_aside(),
             symbols: self.symbols.clone(),
             seed: self.options.sim.seed,
             schedule: self.options.sim.schedule,
@@ -57,8 +54,7 @@ impl Session {
     pub(crate) fn restore_state(&mut self, saved: Saved) {
         self.buffers = saved.buffers;
         self.scalars = saved.scalars;
-        self.last = saved.last;
-        self.history = saved.history;
+        self.record.put_back(saved.record);
         self.symbols = saved.symbols;
         self.set_seed(saved.seed);
         self.set_schedule(saved.schedule);
@@ -72,6 +68,6 @@ impl Session {
         self.symbols.clear();
         self.buffers.clear();
         self.scalars.clear();
-        self.last = None;
+        self.record.forget_last();
     }
 }

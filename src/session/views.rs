@@ -365,7 +365,7 @@ impl Session {
 
     pub(crate) fn why_view(&mut self, _args: &str, out: &mut dyn Write) -> io::Result<Status> {
         self.last_settled(out)?;
-        let Some(last) = self.last.as_ref() else {
+        let Some(last) = self.record.last() else {
             writeln!(out, "no launch yet: `:why` explains the race of the last launch")?;
             return Ok(Status::Ok);
         };
