@@ -34,13 +34,13 @@ pub use extension::{Extension, Question};
 pub use host_python::{HostLaunch, host_definition, host_globals};
 pub use python::HostGlobal;
 
-pub(crate) use backend::{Gpu, active_backend};
+use backend::Backends;
 pub(crate) use record::LastLaunch;
 use record::Record;
 
 use std::time::Duration;
 
-use crate::backend::sim::{Schedule, SimBackend, SimConfig};
+use crate::backend::sim::{Schedule, SimConfig};
 use crate::backend::{BackendKind, LaunchReport, LaunchSpec};
 use crate::buffer::Buffer;
 use crate::cuda::Module;
@@ -205,10 +205,8 @@ pub struct Session {
     /// Values statements gave the module's `__constant__`/`__device__` variables (`coef = [...]`),
     /// written before every launch (see `symbols.rs`).
     pub(crate) symbols: Vec<crate::launch::SymbolWrite>,
-    pub(crate) sim: SimBackend,
-    pub(crate) gpu: Option<Gpu>,
-    /// Where launches run now: `Sim` or `Gpu` (`Auto` until the GPU's start is settled).
-    pub(crate) active: BackendKind,
+    /// Where launches run: the simulator, the GPU, and which of them now.
+    backends: Backends,
     options: Options,
     /// What ran: inputs, what they printed, the last launch.
     record: Record,
@@ -250,27 +248,14 @@ pub(crate) struct Leave {
 
 impl Session {
     pub fn new(options: Options) -> Session {
-        let mut config = options.sim.clone();
-        if config.cost.is_some() {
-            config.cost = Some(options.gpu_profile);
-        }
-        let sim = SimBackend::new(config);
-        // Start the GPU now (see `Gpu::start`), so it is ready by the first launch.
-        let gpu = match options.backend {
-            BackendKind::Sim => None,
-            BackendKind::Gpu | BackendKind::Auto => Some(Gpu::start(&options)),
-        };
-        let active = if options.backend == BackendKind::Sim { BackendKind::Sim } else { BackendKind::Auto };
         Session {
+            backends: Backends::new(&options),
             sources: SourceMap::new(),
             module: Module::new(),
             buffers: Vec::new(),
             scalars: Vec::new(),
             constants: Vec::new(),
             symbols: Vec::new(),
-            sim,
-            gpu,
-            active,
             options,
             record: Record::default(),
             extension: None,
@@ -416,7 +401,7 @@ impl Session {
         }
         let buffers = picked.into_iter().map(|b| b.expect("launch buffers are resolved from session names")).collect();
         let mut lb = crate::backend::LaunchBuffers { names: names.to_vec(), buffers };
-        active_backend(&mut self.sim, &mut self.gpu, self.active).launch(&self.module, spec, &mut lb)
+        self.backends.active().launch(&self.module, spec, &mut lb)
     }
 }
 

@@ -56,7 +56,7 @@ impl Session {
     /// this session runs on when the model knows it, else an H100.
     pub(super) fn reference(&self) -> &'static cost::GpuProfile {
         if !self.options.gpu_profile_chosen
-            && let Some(super::Gpu::Ready(g)) = &self.gpu
+            && let Some(g) = self.backends.gpu_info()
             && let Some(p) = cost::profiles::matching(&g.info().name)
         {
             return p;
@@ -94,7 +94,7 @@ impl Session {
     /// A sim configuration that counts costs: the session's, on a schedule that runs warps as a
     /// GPU does (the sequential schedule runs one lane at a time).
     fn costing_config(&self) -> SimConfig {
-        let mut config = SimConfig { trace_writes: false, watch: None, ..self.sim.config.clone() };
+        let mut config = SimConfig { trace_writes: false, watch: None, ..self.backends.sim_config().clone() };
         if config.schedule == Schedule::Sequential {
             config.schedule = Schedule::Random;
         }
@@ -163,7 +163,7 @@ impl Session {
             names: inputs.iter().map(|(n, _)| n.clone()).collect(),
             buffers: copies.iter_mut().collect(),
         };
-        let Some(super::Gpu::Ready(gpu)) = &mut self.gpu else { return None };
+        let gpu = self.backends.gpu()?;
         let median = |mut ms: Vec<f32>| {
             ms.sort_by(f32::total_cmp);
             ms.get(ms.len() / 2).map(|m| *m as f64 * 1e3)
@@ -328,9 +328,7 @@ impl Session {
                 Ok(p) => {
                     self.options.gpu_profile = p;
                     self.options.gpu_profile_chosen = true;
-                    if self.sim.config.cost.is_some() {
-                        self.sim.config.cost = Some(p);
-                    }
+                    self.backends.set_reference(p);
                     writeln!(out, "reference GPU: {}", p.title)?;
                     return Ok(Status::Ok);
                 }
@@ -356,7 +354,7 @@ impl Session {
             ]);
         }
         writeln!(out, "{table}")?;
-        if self.sim.config.cost.is_none() {
+        if self.backends.sim_config().cost.is_none() {
             writeln!(
                 out,
                 "{}",

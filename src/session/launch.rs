@@ -121,7 +121,7 @@ impl Session {
                 if report.aborted {
                     writeln!(out, "{}", style.dim("the launch was stopped; its buffers are as they were before it"))?;
                 }
-                let config = self.sim.config.clone();
+                let config = self.backends.sim_config().clone();
                 self.record.launched(LastLaunch { report, before, spec, config, acknowledged: Vec::new() });
                 Ok(Status::Ok)
             }
@@ -141,7 +141,7 @@ impl Session {
                     self.options.sim.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::SeqCst));
                 if matches!(e, crate::backend::BackendError::Aborted(_))
                     && !interrupted
-                    && let Ok((report, _)) = self.run_copy(&spec, &before, self.sim.config.clone())
+                    && let Ok((report, _)) = self.run_copy(&spec, &before, self.backends.sim_config().clone())
                     && !report.findings.is_empty()
                 {
                     writeln!(out, "{}", style.dim("The same launch on the simulator shows where it went wrong:"))?;
@@ -300,7 +300,7 @@ impl Session {
         if self.module.generation() == previous.generation() {
             return Ok(());
         }
-        let backend = super::active_backend(&mut self.sim, &mut self.gpu, self.active);
+        let backend = self.backends.active();
         if let Err(e) = backend.load(&self.module, &self.sources) {
             self.module = previous;
             return Err(match e {
@@ -998,12 +998,9 @@ fn default_arg(p: &crate::cuda::ast::Param) -> Option<Arg> {
 
 /// The GPU backend that holds deferred results (it cannot have gone: only it defers them).
 fn ready(
-    gpu: &mut Option<super::backend::Gpu>,
+    backends: &mut super::backend::Backends,
 ) -> Result<&mut crate::backend::gpu::GpuBackend, crate::backend::BackendError> {
-    match gpu {
-        Some(super::backend::Gpu::Ready(g)) => Ok(g),
-        _ => Err(crate::backend::BackendError::Unavailable("the GPU backend is gone".into())),
-    }
+    backends.gpu().ok_or_else(|| crate::backend::BackendError::Unavailable("the GPU backend is gone".into()))
 }
 
 impl Session {
@@ -1019,10 +1016,10 @@ impl Session {
         if !self.has_deferred() {
             return Ok(());
         }
-        let Session { gpu, buffers, .. } = self;
+        let Session { backends, buffers, .. } = self;
         let mut bufs: Vec<(&str, &mut crate::buffer::Buffer)> =
             buffers.iter_mut().map(|(n, b)| (n.as_str(), b)).collect();
-        let settled = ready(gpu).and_then(|g| g.settle(&mut bufs));
+        let settled = ready(backends).and_then(|g| g.settle(&mut bufs));
         if let Err(e) = settled {
             for (_, b) in self.buffers.iter_mut() {
                 if b.on_device().is_some() {
@@ -1047,7 +1044,7 @@ impl Session {
                 Some(l) => l.before.iter_mut().map(|(n, b)| (n.as_str(), b)).collect(),
                 None => Vec::new(),
             };
-            let settled = ready(&mut self.gpu).and_then(|g| g.settle_befores(&mut befores));
+            let settled = ready(&mut self.backends).and_then(|g| g.settle_befores(&mut befores));
             if let Err(e) = settled {
                 self.record.forget_last();
                 writeln!(out, "{} {e}", self.options.style.error("error:"))?;
@@ -1076,7 +1073,7 @@ mod tests {
     #[test]
     fn gpu_only_kernels_are_defined_listed_checked_and_refused_by_the_simulator() {
         let mut s = Session::new(Options::default());
-        s.active = BackendKind::Gpu;
+        s.backends.set_active(BackendKind::Gpu);
         let (status, out) = run(&mut s, KERNELS);
         assert_eq!(status, Status::Ok, "{out}");
         // A script is split into one input per item: one note each.
@@ -1134,7 +1131,7 @@ mod tests {
     #[test]
     fn the_gpu_scripts_definitions_are_accepted() {
         let mut s = Session::new(Options::default());
-        s.active = BackendKind::Gpu;
+        s.backends.set_active(BackendKind::Gpu);
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/gpu/gpu_only.gridlab");
         let text = std::fs::read_to_string(path).unwrap();
         let defs: String = text.split("\nlet ").next().unwrap().to_string();
@@ -1160,7 +1157,7 @@ mod tests {
     #[test]
     fn refusals_name_the_construct_keep_the_defines_and_are_remembered() {
         let mut s = Session::new(Options::default());
-        s.active = BackendKind::Sim;
+        s.backends.set_active(BackendKind::Sim);
         let (status, out) = run(
             &mut s,
             "#define N 8\n#define TILE 4\n__global__ void k(int *a) {\n    if (a[0]) goto done;\n    a[0] = TILE;\n}\nlet a = zeros(N, i32)\nk<<<1, 1>>>(a)\n",
@@ -1210,7 +1207,7 @@ mod tests {
     #[test]
     fn views_write_into_their_buffer_and_findings_name_it() {
         let mut s = Session::new(Options::default());
-        s.active = BackendKind::Sim;
+        s.backends.set_active(BackendKind::Sim);
         let (status, out) = run(
             &mut s,
             "__global__ void put(float *p, int n, float v) { if (threadIdx.x < n) p[threadIdx.x] = v; }\n\

@@ -19,7 +19,6 @@ use crate::script::input::SplitError;
 use crate::script::{self, Input, InputKind};
 use crate::value::Value;
 
-use super::backend::{Gpu, active_backend};
 use super::{Session, Status, dispatch, worse};
 
 /// The module's `#define`s whose bodies are numbers (`16`, `1.5f`, `(1 << 10)`), as values, so
@@ -295,7 +294,7 @@ impl Session {
         let text = self.text(id);
         // Only the GPU's compiler can refuse a module the front end took: keep the module to go
         // back to only then (a copy costs as much as the module is large).
-        let previous = (self.active != BackendKind::Sim).then(|| self.module.clone());
+        let previous = (self.backends.active_kind() != BackendKind::Sim).then(|| self.module.clone());
         let added = match self.module.add(id, &text) {
             // Outside the simulator's subset: on the GPU, NVRTC takes it (and judges it).
             Err(errors) if self.module.gpu_could_take(&errors, &text) && self.on_gpu() => {
@@ -310,7 +309,7 @@ impl Session {
                 }
                 self.refused.retain(|(n, _)| !outcome.defined.iter().any(|d| &d.name == n));
                 self.ensure_resolved();
-                let backend = active_backend(&mut self.sim, &mut self.gpu, self.active);
+                let backend = self.backends.active();
                 if let Err(e) = backend.load(&self.module, &self.sources) {
                     // The GPU's compiler said no: the session keeps the module it had.
                     if let Some(previous) = previous {
@@ -369,8 +368,8 @@ impl Session {
                     writeln!(out, "{} {what} {}", self.options.style.dim(verb), self.options.style.bold(&sig))?;
                 }
                 self.forget_redeclared(&outcome.defined, out)?;
-                if self.active == BackendKind::Gpu
-                    && let Some(Gpu::Ready(g)) = &self.gpu
+                if self.backends.active_kind() == BackendKind::Gpu
+                    && let Some(g) = self.backends.gpu_info()
                     && let Some(stat) = &g.last_compile
                 {
                     writeln!(out, "{}", self.options.style.dim(&format!("  ({})", stat.describe())))?;
@@ -421,7 +420,7 @@ impl Session {
         }
         let previous = self.module.clone();
         let Ok(outcome) = self.module.add(id, &only) else { return Ok(()) };
-        let backend = active_backend(&mut self.sim, &mut self.gpu, self.active);
+        let backend = self.backends.active();
         if backend.load(&self.module, &self.sources).is_err() {
             self.module = previous;
             return Ok(());

@@ -9,7 +9,6 @@
 
 use std::io::{self, Write};
 
-use super::backend::active_backend;
 use super::{Session, Status};
 use crate::backend::BackendError;
 use crate::buffer::{Buffer, Shape};
@@ -306,7 +305,7 @@ impl Session {
         let previous = self.module.clone();
         self.module.add(id, text)?;
         self.ensure_resolved();
-        let backend = active_backend(&mut self.sim, &mut self.gpu, self.active);
+        let backend = self.backends.active();
         if let Err(e) = backend.load(&self.module, &self.sources) {
             self.module = previous;
             return Err(match e {

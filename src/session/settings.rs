@@ -214,7 +214,7 @@ fn device(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result
             ),
         ]);
     } else {
-        let config = session.sim.config.clone();
+        let config = session.backends.sim_config().clone();
         t.add_row(["backend", "sim: gridlab's CPU simulator of CUDA C"]);
         t.add_row(["threads", "run as warps of 32 lanes in lockstep; warps interleave like a GPU's"]);
         t.add_row(["schedule".to_string(), format!("{} (seed {})", schedule_name(config.schedule), config.seed)]);
@@ -320,7 +320,7 @@ fn backend(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::Re
 fn seed(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
     let args = call.args;
     if args.is_empty() {
-        writeln!(out, "seed: {}", session.sim.config.seed)?;
+        writeln!(out, "seed: {}", session.backends.sim_config().seed)?;
         return Ok(Status::Ok);
     }
     match args.replace('_', "").parse::<u64>() {
@@ -337,7 +337,7 @@ fn seed(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::Resul
 fn schedule(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
     let args = call.args;
     if args.is_empty() {
-        writeln!(out, "schedule: {}", session.sim.config.schedule.name())?;
+        writeln!(out, "schedule: {}", session.backends.sim_config().schedule.name())?;
         return Ok(Status::Ok);
     }
     match Schedule::parse(args) {
@@ -362,7 +362,7 @@ fn max_steps(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::
         )
     };
     if args.is_empty() {
-        writeln!(out, "{}", show(session.sim.config.max_steps))?;
+        writeln!(out, "{}", show(session.backends.sim_config().max_steps))?;
         return Ok(Status::Ok);
     }
     let steps = if args == "default" {

@@ -44,7 +44,7 @@ impl Session {
             symbols: self.symbols.clone(),
             seed: self.options.sim.seed,
             schedule: self.options.sim.schedule,
-            active: self.active,
+            active: self.backends.active_kind(),
             color: self.options.style.color,
             width: self.options.style.width,
         }
@@ -58,7 +58,7 @@ impl Session {
         self.symbols = saved.symbols;
         self.set_seed(saved.seed);
         self.set_schedule(saved.schedule);
-        self.active = saved.active;
+        self.backends.set_active(saved.active);
         self.options.style.color = saved.color;
         self.options.style.width = saved.width;
     }

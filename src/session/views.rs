@@ -112,25 +112,23 @@ impl Session {
         config: SimConfig,
     ) -> Result<(LaunchReport, Vec<Buffer>), BackendError> {
         let mut copies: Vec<Buffer> = inputs.iter().map(|(_, b)| b.clone()).collect();
-        let saved = std::mem::replace(&mut self.sim.config, config);
         let result = {
             let mut lb = LaunchBuffers {
                 names: inputs.iter().map(|(n, _)| n.clone()).collect(),
                 buffers: copies.iter_mut().collect(),
             };
-            self.sim.launch(&self.module, spec, &mut lb)
+            self.backends.run_sim_with(config, &self.module, spec, &mut lb)
         };
-        self.sim.config = saved;
         result.map(|r| (r, copies))
     }
 
     /// `runs` launches of `p` on the GPU, each on fresh copies of the session's buffers.
     fn gpu_runs(&mut self, p: &Prepared, runs: u32) -> Result<Vec<Run>, BackendError> {
         let inputs = self.inputs(&p.names);
-        let Some(super::Gpu::Ready(gpu)) = &mut self.gpu else {
+        let Some(gpu) = self.backends.gpu() else {
             return Err(BackendError::Unavailable("the GPU backend is not ready".into()));
         };
-        repeat_on(gpu.as_mut(), &self.module, &p.spec, &inputs, runs)
+        repeat_on(gpu, &self.module, &p.spec, &inputs, runs)
     }
 
     pub(super) fn inputs(&self, names: &[String]) -> Vec<(String, Buffer)> {
@@ -138,14 +136,14 @@ impl Session {
     }
 
     fn config(&self, schedule: Schedule, seed: u64) -> SimConfig {
-        let cost = self.sim.config.cost.map(|_| self.reference());
-        SimConfig { schedule, seed, trace_writes: false, watch: None, cost, ..self.sim.config.clone() }
+        let cost = self.backends.sim_config().cost.map(|_| self.reference());
+        SimConfig { schedule, seed, trace_writes: false, watch: None, cost, ..self.backends.sim_config().clone() }
     }
 
     /// The sequential reference and `runs` random-schedule runs from the session's seed.
     pub(crate) fn outcomes(&mut self, p: &Prepared, runs: u32) -> Result<Outcomes, BackendError> {
         let inputs = self.inputs(&p.names);
-        let base = self.sim.config.seed;
+        let base = self.backends.sim_config().seed;
         let (report, buffers) = self.run_copy(&p.spec, &inputs, self.config(Schedule::Sequential, 0))?;
         let mut race_found = has_race(&report);
         let reference_wrong = sequential_is_wrong(&report);
@@ -227,7 +225,10 @@ impl Session {
         }
         let Some(p) = self.prepare_text("map", args.trim(), out)? else { return Ok(Status::Error) };
         let inputs = self.inputs(&p.names);
-        let config = SimConfig { trace_writes: true, ..self.config(self.sim.config.schedule, self.sim.config.seed) };
+        let config = SimConfig {
+            trace_writes: true,
+            ..self.config(self.backends.sim_config().schedule, self.backends.sim_config().seed)
+        };
         match self.run_copy(&p.spec, &inputs, config) {
             Ok((report, _)) => {
                 let traces = report.writes.unwrap_or_default();
@@ -257,8 +258,8 @@ impl Session {
         if self.on_gpu() {
             return self.time_on_gpu(&p.spec, &p.title(), inputs, runs as usize, out);
         }
-        let base = self.sim.config.seed;
-        let schedule = self.sim.config.schedule;
+        let base = self.backends.sim_config().seed;
+        let schedule = self.backends.sim_config().schedule;
         let explicit = text.len() != args.trim().len();
         let started = std::time::Instant::now();
         let mut steps = Vec::new();
@@ -309,7 +310,7 @@ impl Session {
         let timing = Timing {
             note,
             launch: p.title(),
-            backend: self.sim.label(),
+            backend: self.backends.sim().label(),
             schedule: schedule.name().to_string(),
             seeds: if runs == 1 { base.to_string() } else { format!("{base}..{}", base.wrapping_add(runs as u64 - 1)) },
             threads: p.spec.total_threads(),
@@ -336,7 +337,7 @@ impl Session {
         let bytes: u64 = inputs.iter().map(|(_, b)| b.size_bytes() as u64).sum();
         let names = inputs.iter().map(|(n, _)| n.clone()).collect();
         let lb = crate::backend::LaunchBuffers { names, buffers: inputs.iter_mut().map(|(_, b)| b).collect() };
-        let Some(crate::session::Gpu::Ready(gpu)) = &mut self.gpu else {
+        let Some(gpu) = self.backends.gpu() else {
             return self.view_error(out, "the GPU backend is not ready");
         };
         let peak = gpu.info().peak_bandwidth_gbs;
