@@ -87,8 +87,8 @@ impl Names {
         Names {
             kernels: session.module().kernel_names().into_iter().map(str::to_string).collect(),
             device_functions,
-            buffers: session.buffers.iter().map(|(n, _)| n.clone()).collect(),
-            scalars: session.scalars.iter().map(|(n, _)| n.clone()).collect(),
+            buffers: session.buffers().iter().map(|(n, _)| n.clone()).collect(),
+            scalars: session.scalars().iter().map(|(n, _)| n.clone()).collect(),
             lessons: session
                 .extension::<Lessons>()
                 .and_then(|l| l.guide.as_ref())

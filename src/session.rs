@@ -27,6 +27,7 @@ mod settings;
 mod state;
 mod symbols;
 mod views;
+mod workspace;
 
 /// The fields of a `cost` record (`c.time_us` ...), for what documents them.
 pub use cost::FIELDS as COST_FIELDS;
@@ -37,6 +38,7 @@ pub use python::HostGlobal;
 use backend::Backends;
 pub(crate) use record::LastLaunch;
 use record::Record;
+use workspace::Workspace;
 
 use std::time::Duration;
 
@@ -44,7 +46,7 @@ use crate::backend::sim::{Schedule, SimConfig};
 use crate::backend::{BackendKind, LaunchReport, LaunchSpec};
 use crate::buffer::Buffer;
 use crate::cuda::Module;
-use crate::diag::{SourceMap, Span};
+use crate::diag::SourceMap;
 use crate::finding::Finding;
 use crate::render::Style;
 use crate::script::eval::Env;
@@ -195,16 +197,8 @@ pub struct LaunchOutline {
 }
 
 pub struct Session {
-    pub(crate) sources: SourceMap,
-    pub(crate) module: Module,
-    pub(crate) buffers: Vec<(String, Buffer)>,
-    pub(crate) scalars: Vec<(String, Value)>,
-    /// The module's `#define`s that are numbers, usable in statements like scalars (a `let` of
-    /// the same name wins).
-    constants: Vec<(String, Value)>,
-    /// Values statements gave the module's `__constant__`/`__device__` variables (`coef = [...]`),
-    /// written before every launch (see `symbols.rs`).
-    pub(crate) symbols: Vec<crate::launch::SymbolWrite>,
+    /// What the learner made: module, sources, buffers, scalars, module variables' values.
+    work: Workspace,
     /// Where launches run: the simulator, the GPU, and which of them now.
     backends: Backends,
     options: Options,
@@ -216,15 +210,10 @@ pub struct Session {
     question: Option<Question>,
     /// Commands and state a layer above added (the lesson guide), see [`Extension`].
     extension: Option<Box<dyn Extension>>,
-    /// Kernels and functions whose definition was refused, with where: launching one points
-    /// there instead of saying "define it first".
-    pub(crate) refused: Vec<(String, Span)>,
     /// The scripts `:load` is running now, outermost first (one may not load itself).
-    pub(crate) loading: Vec<std::path::PathBuf>,
+    loading: Vec<std::path::PathBuf>,
     /// `exit`, `quit`, `:q` and `:quit` leave: see [`Session::allow_quit`].
-    pub(crate) leave: Leave,
-    /// `@cuda.jit` kernels and device functions, and the CUDA C each was lowered to.
-    pub(crate) python: python::PythonKernels,
+    leave: Leave,
     /// The caller runs a series of inputs and reads results back at its end
     /// ([`Session::keep_results_on_device`]): a GPU launch's results may stay on the device
     /// from one input to the next launch.
@@ -250,20 +239,13 @@ impl Session {
     pub fn new(options: Options) -> Session {
         Session {
             backends: Backends::new(&options),
-            sources: SourceMap::new(),
-            module: Module::new(),
-            buffers: Vec::new(),
-            scalars: Vec::new(),
-            constants: Vec::new(),
-            symbols: Vec::new(),
+            work: Workspace::default(),
             options,
             record: Record::default(),
             extension: None,
             question: None,
-            refused: Vec::new(),
             loading: Vec::new(),
             leave: Leave::default(),
-            python: python::PythonKernels::default(),
             deferring: false,
             depth: 0,
         }
@@ -295,11 +277,11 @@ impl Session {
     }
 
     pub fn sources(&self) -> &SourceMap {
-        &self.sources
+        self.work.sources()
     }
 
     pub fn module(&self) -> &Module {
-        &self.module
+        self.work.module()
     }
 
     /// The settings the session started with, as commands have changed them since.
@@ -341,17 +323,22 @@ impl Session {
     }
 
     pub fn buffer(&self, name: &str) -> Option<&Buffer> {
-        self.buffers.iter().find(|(n, _)| n == name).map(|(_, b)| b)
+        self.work.buffer(name)
     }
 
     /// Every buffer, by name, in the order they were made.
     pub fn buffers(&self) -> &[(String, Buffer)] {
-        &self.buffers
+        self.work.buffers()
+    }
+
+    /// Where the last definition of kernel or function `name` was refused, if it was.
+    pub(crate) fn refused_at(&self, name: &str) -> Option<crate::diag::Span> {
+        self.work.refused(name)
     }
 
     /// Every scalar, by name, in the order they were made.
     pub fn scalars(&self) -> &[(String, Value)] {
-        &self.scalars
+        self.work.scalars()
     }
 
     /// The kinds of finding the last launch had that no `expect finding` has acknowledged since,
@@ -383,7 +370,7 @@ impl Session {
     }
 
     pub(crate) fn total_buffer_bytes(&self) -> u64 {
-        self.buffers.iter().map(|(_, b)| b.size_bytes() as u64).sum()
+        self.work.total_bytes()
     }
 
     fn run_launch(
@@ -392,16 +379,8 @@ impl Session {
         names: &[String],
     ) -> Result<LaunchReport, crate::backend::BackendError> {
         self.ensure_resolved();
-        let mut picked: Vec<Option<&mut Buffer>> = Vec::new();
-        picked.resize_with(names.len(), || None);
-        for (n, b) in self.buffers.iter_mut() {
-            if let Some(i) = names.iter().position(|x| x == n) {
-                picked[i] = Some(b);
-            }
-        }
-        let buffers = picked.into_iter().map(|b| b.expect("launch buffers are resolved from session names")).collect();
-        let mut lb = crate::backend::LaunchBuffers { names: names.to_vec(), buffers };
-        self.backends.active().launch(&self.module, spec, &mut lb)
+        let (module, mut lb) = self.work.for_launch(names);
+        self.backends.active().launch(module, spec, &mut lb)
     }
 }
 
@@ -410,9 +389,8 @@ impl Env for Session {
         Session::buffer(self, name)
     }
 
-    fn scalar<'a>(&'a self, name: &str) -> Option<&'a Value> {
-        let named = |list: &'a [(String, Value)]| list.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v);
-        named(&self.scalars).or_else(|| named(&self.constants))
+    fn scalar(&self, name: &str) -> Option<&Value> {
+        self.work.scalar(name)
     }
 
     fn max_alloc_bytes(&self) -> u64 {
@@ -420,7 +398,7 @@ impl Env for Session {
     }
 
     fn dims(&self, name: &str) -> Option<Vec<usize>> {
-        self.python.host_shape(name).map(<[usize]>::to_vec)
+        self.work.python().host_shape(name).map(<[usize]>::to_vec)
     }
 
     fn cancelled(&self) -> bool {
@@ -429,13 +407,12 @@ impl Env for Session {
 
     fn module_variable(&self, name: &str) -> Option<&'static str> {
         // A file-scope `__shared__` is each block's own: no statement reaches it.
-        let g = self.module.program().globals.iter().find(|g| g.var.name == name && !g.is_shared)?;
+        let g = self.work.module().program().globals.iter().find(|g| g.var.name == name && !g.is_shared)?;
         Some(if g.is_constant { "__constant__" } else { "__device__" })
     }
 
     fn names(&self) -> Vec<String> {
-        let scalars = self.scalars.iter().chain(&self.constants);
-        self.buffers.iter().map(|(n, _)| n.clone()).chain(scalars.map(|(n, _)| n.clone())).collect()
+        self.work.names()
     }
 }
 

@@ -267,7 +267,7 @@ fn observe(session: &Session, seen: &mut Vec<Observed>, left: &mut Vec<(String, 
 fn refused_kernel(session: &Session, path: &str, planned: &[Planned]) -> Option<Failure> {
     let (name, at) = planned.iter().find_map(|p| {
         let name = p.kernel.as_deref()?;
-        session.refused.iter().find(|(n, _)| n == name).map(|(n, at)| (n.clone(), *at))
+        session.refused_at(name).map(|at| (name.to_string(), at))
     })?;
     let line = planned.iter().find(|p| p.kernel.as_deref() == Some(name.as_str())).map_or(0, |p| p.input.line);
     let before = if session.module().kernel(&name).is_some() || session.module().gpu_only_kernel(&name).is_some() {

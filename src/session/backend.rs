@@ -229,8 +229,8 @@ impl Session {
         match self.backends.gpu_ready(cancel) {
             Some(gpu) => {
                 let name = gpu.info().name.clone();
-                if !self.module.is_empty() {
-                    gpu.load(&self.module, &self.sources)
+                if !self.work.module().is_empty() {
+                    gpu.load(self.work.module(), self.work.sources())
                         .map_err(|e| format!("the GPU could not compile the session's kernels: {e}"))?;
                 }
                 self.backends.set_active(BackendKind::Gpu);
@@ -292,7 +292,7 @@ impl Session {
                 if let Some(gpu) = self.backends.gpu() {
                     // Kernels made while the simulator ran (a Python kernel's instance, a
                     // template's) are the GPU's too; a failure shows at the launch.
-                    let _ = gpu.load(&self.module, &self.sources);
+                    let _ = gpu.load(self.work.module(), self.work.sources());
                     self.backends.set_active(BackendKind::Gpu);
                 }
             }

@@ -148,7 +148,7 @@ impl Session {
         if let Some((n, _)) = &name {
             self.unbind_record(n);
             for ((field, _), v) in FIELDS.iter().zip(&values) {
-                self.scalars.push((format!("{n}.{field}"), v.clone()));
+                self.work.push_scalar(format!("{n}.{field}"), v.clone());
             }
         }
         self.write_record(out, &label, &spec, &model, &values, measured.is_some())?;
@@ -184,13 +184,13 @@ impl Session {
     /// Forget a record's fields (before `let NAME = ...` binds the name anew).
     pub(super) fn unbind_record(&mut self, name: &str) {
         let prefix = format!("{name}.");
-        self.scalars.retain(|(n, _)| !n.starts_with(&prefix));
+        self.work.remove_scalars(|n| n.starts_with(&prefix));
     }
 
     /// The fields of the record `name`, if there is one.
     pub(super) fn record(&self, name: &str) -> Vec<(String, Value)> {
         let prefix = format!("{name}.");
-        self.scalars.iter().filter(|(n, _)| n.starts_with(&prefix)).cloned().collect()
+        self.work.scalars().iter().filter(|(n, _)| n.starts_with(&prefix)).cloned().collect()
     }
 
     fn write_record(
@@ -267,11 +267,11 @@ impl Session {
                 self.options.style.warn("the launch was stopped before it finished: nothing to profile")
             )?;
             for f in &report.findings {
-                crate::render::findings::write_finding(out, f, &self.sources, &self.options.style)?;
+                crate::render::findings::write_finding(out, f, self.work.sources(), &self.options.style)?;
             }
             return Ok(Status::Error);
         };
-        crate::render::profile::write_profile(out, &p.text, &c, &self.sources, &self.options.style)?;
+        crate::render::profile::write_profile(out, &p.text, &c, self.work.sources(), &self.options.style)?;
         Ok(Status::Ok)
     }
 

@@ -80,8 +80,13 @@ impl Session {
         // Results kept on the GPU are read back now and then, so that the launches to run again
         // after a fault, and the device memory they hold, stay bounded.
         if self.has_deferred() && self.on_gpu() {
-            let pending: u64 =
-                self.buffers.iter().filter(|(_, b)| b.on_device().is_some()).map(|(_, b)| b.size_bytes() as u64).sum();
+            let pending: u64 = self
+                .work
+                .buffers()
+                .iter()
+                .filter(|(_, b)| b.on_device().is_some())
+                .map(|(_, b)| b.size_bytes() as u64)
+                .sum();
             if self.gpu_ready().is_some_and(|g| g.wants_settle(pending)) {
                 self.settle(out)?;
             }
@@ -108,7 +113,7 @@ impl Session {
             Ok(report) => {
                 if report.aborted {
                     for (name, old) in &before {
-                        if let Some((_, b)) = self.buffers.iter_mut().find(|(n, _)| n == name) {
+                        if let Some(b) = self.work.buffer_mut(name) {
                             *b = old.clone();
                         }
                     }
@@ -116,7 +121,7 @@ impl Session {
                 render::launch::write_summary_as(out, &spec, &self.backend_label(), &report, &style, syntax)?;
                 render::launch::write_output(out, &report, &style)?;
                 for f in &report.findings {
-                    render::findings::write_finding(out, f, &self.sources, &style)?;
+                    render::findings::write_finding(out, f, self.work.sources(), &style)?;
                 }
                 if report.aborted {
                     writeln!(out, "{}", style.dim("the launch was stopped; its buffers are as they were before it"))?;
@@ -146,7 +151,7 @@ impl Session {
                 {
                     writeln!(out, "{}", style.dim("The same launch on the simulator shows where it went wrong:"))?;
                     for f in &report.findings {
-                        render::findings::write_finding(out, f, &self.sources, &style)?;
+                        render::findings::write_finding(out, f, self.work.sources(), &style)?;
                     }
                 }
                 Ok(Status::Error)
@@ -239,7 +244,7 @@ impl Session {
     /// compiled) if it is new.
     fn template_instance(&mut self, launch: &Launch, text: &str) -> Result<Option<String>, Vec<Diagnostic>> {
         let Some(span) = launch.template_args else {
-            if let Some(t) = self.module.template(&launch.kernel) {
+            if let Some(t) = self.work.module().template(&launch.kernel) {
                 // Deduce type parameters from the buffers passed to `T *` parameters.
                 let types: Vec<Option<&str>> = launch
                     .args
@@ -248,8 +253,8 @@ impl Session {
                     .collect();
                 if let Some(args) = t.deduce(&types) {
                     let at = launch.kernel_span;
-                    let previous = self.module.clone();
-                    let name = self.module.instantiate(&launch.kernel, args, at)?;
+                    let previous = self.work.module().clone();
+                    let name = self.work.module_mut().instantiate(&launch.kernel, args, at)?;
                     self.reload_after_instance(previous, at)?;
                     return Ok(Some(name));
                 }
@@ -289,20 +294,20 @@ impl Session {
             args.clear();
         }
         let at = launch.kernel_span.to(Span::new(source, lo, span.hi as usize + 1));
-        let previous = self.module.clone();
-        let name = self.module.instantiate(&launch.kernel, args, at)?;
+        let previous = self.work.module().clone();
+        let name = self.work.module_mut().instantiate(&launch.kernel, args, at)?;
         self.reload_after_instance(previous, at)?;
         Ok(Some(name))
     }
 
     /// Give the backend the module with a new template instance (the GPU compiles it again).
     fn reload_after_instance(&mut self, previous: crate::cuda::Module, at: Span) -> Result<(), Vec<Diagnostic>> {
-        if self.module.generation() == previous.generation() {
+        if self.work.module().generation() == previous.generation() {
             return Ok(());
         }
         let backend = self.backends.active();
-        if let Err(e) = backend.load(&self.module, &self.sources) {
-            self.module = previous;
+        if let Err(e) = backend.load(self.work.module(), self.work.sources()) {
+            self.work.restore_module(previous);
             return Err(match e {
                 crate::backend::BackendError::Compile(d) => d,
                 other => vec![Diagnostic::error(other.to_string()).at(at)],
@@ -313,14 +318,14 @@ impl Session {
 
     fn find_kernel(&self, launch: &Launch, text: &str) -> Result<&Function, Diagnostic> {
         let (name, span) = (launch.kernel.as_str(), launch.kernel_span);
-        if let Some(k) = self.module.kernel(name) {
+        if let Some(k) = self.work.module().kernel(name) {
             return Ok(k);
         }
-        if let Some(g) = self.module.gpu_only_kernel(name) {
+        if let Some(g) = self.work.module().gpu_only_kernel(name) {
             // Checked like any kernel; the simulator refuses it at launch, naming why.
             return g.launchable(name).map_err(|d| d.at(span));
         }
-        if let Some((_, f)) = self.module.program().function(name)
+        if let Some((_, f)) = self.work.module().program().function(name)
             && f.kind == FuncKind::Device
         {
             return Err(Diagnostic::error(format!(
@@ -329,14 +334,14 @@ impl Session {
             .at(span)
             .help("call it from a kernel, or declare it `__global__ void`"));
         }
-        if let Some((_, at)) = self.refused.iter().find(|(n, _)| n == name) {
+        if let Some(at) = self.work.refused(name) {
             return Err(Diagnostic::error(format!("`{name}` is not defined: its definition was refused"))
                 .at(span)
                 .label("refused earlier")
-                .note(format!("the refused definition starts at {}", self.sources.location(*at)))
+                .note(format!("the refused definition starts at {}", self.work.sources().location(at)))
                 .help(format!("fix the error shown for `{name}` above and enter it again")));
         }
-        let kernels = self.module.kernel_names();
+        let kernels = self.work.module().kernel_names();
         let mut d = Diagnostic::error(format!("no kernel named `{name}`")).at(span).label("not defined");
         d = match crate::diag::suggest::closest(name, kernels.iter().copied()) {
             Some(best) => d.help(format!("did you mean `{best}`?")),
@@ -467,7 +472,7 @@ impl Session {
                 .at(e.span)
                 .help("pass a buffer made with zeros(...), arange(...) or similar")
             } else {
-                let names = self.buffers.iter().map(|(n, _)| n.as_str());
+                let names = self.work.buffers().iter().map(|(n, _)| n.as_str());
                 let d = Diagnostic::error(format!("no buffer named `{name}`")).at(e.span);
                 match crate::diag::suggest::closest(&name, names) {
                     Some(best) => d.help(format!("did you mean `{best}`?")),
@@ -627,7 +632,7 @@ impl Session {
             && let ExprKind::Name(n) = &lhs.kind
             && eval::eval(lhs, self, text).is_err()
         {
-            let names = self.buffers.iter().map(|(n, _)| n.as_str());
+            let names = self.work.buffers().iter().map(|(n, _)| n.as_str());
             let d = Diagnostic::error(format!("no buffer named `{n}`")).at(lhs.span);
             return match crate::diag::suggest::closest(n, names) {
                 Some(best) => d.help(format!("did you mean `{best}`?")),
@@ -1006,7 +1011,7 @@ fn ready(
 impl Session {
     /// Whether a launch left results on the GPU that the host has not read yet.
     pub(crate) fn has_deferred(&self) -> bool {
-        self.buffers.iter().any(|(_, b)| b.on_device().is_some())
+        self.work.buffers().iter().any(|(_, b)| b.on_device().is_some())
     }
 
     /// Read every result the GPU launches left on the device back into the buffers. Should they
@@ -1016,12 +1021,11 @@ impl Session {
         if !self.has_deferred() {
             return Ok(());
         }
-        let Session { backends, buffers, .. } = self;
-        let mut bufs: Vec<(&str, &mut crate::buffer::Buffer)> =
-            buffers.iter_mut().map(|(n, b)| (n.as_str(), b)).collect();
+        let Session { backends, work, .. } = self;
+        let mut bufs: Vec<(&str, &mut crate::buffer::Buffer)> = work.buffers_mut().collect();
         let settled = ready(backends).and_then(|g| g.settle(&mut bufs));
         if let Err(e) = settled {
-            for (_, b) in self.buffers.iter_mut() {
+            for (_, b) in self.work.buffers_mut() {
                 if b.on_device().is_some() {
                     b.drop_deferred();
                 }

@@ -163,13 +163,13 @@ pub const COMMANDS: &[CommandSpec] = &[
 ];
 
 fn buffers(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
-    if session.buffers.is_empty() && session.scalars.is_empty() {
+    if session.buffers().is_empty() && session.scalars().is_empty() {
         writeln!(out, "no buffers or scalars yet; make one with `let a = zeros(1000)`")?;
         return Ok(Status::Ok);
     }
     let mut t = render::fitted_table(session.style().width);
     t.set_header(["name", "kind", "dtype", "shape", "bytes"]);
-    for (name, b) in &session.buffers {
+    for (name, b) in session.work.buffers() {
         t.add_row([
             name.clone(),
             "buffer".into(),
@@ -178,7 +178,7 @@ fn buffers(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Resul
             b.size_bytes().to_string(),
         ]);
     }
-    for (name, v) in &session.scalars {
+    for (name, v) in session.work.scalars() {
         t.add_row([name.clone(), "scalar".into(), v.type_name(), String::new(), String::new()]);
     }
     writeln!(out, "{t}")?;
@@ -242,9 +242,10 @@ fn schedule_name(s: Schedule) -> &'static str {
 }
 
 fn kernels(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
-    let program = session.module.program();
+    let program = session.work.module().program();
     let gpu_only: Vec<_> = session
-        .module
+        .work
+        .module()
         .items()
         .iter()
         .filter(|i| matches!(i.kind, ItemKind::Kernel | ItemKind::DeviceFunction))
@@ -252,7 +253,7 @@ fn kernels(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Resul
         .collect();
     let python = session.python_rows();
     // Python kernels are listed as Python; their lowered C is not listed again.
-    let lowered = |name: &str| session.python.get(name).is_some();
+    let lowered = |name: &str| session.work.python().get(name).is_some();
     if program.functions.iter().all(|f| lowered(&f.name)) && gpu_only.is_empty() && python.is_empty() {
         writeln!(out, "no kernels yet; type one, starting with `__global__ void` (or `@cuda.jit` in Python)")?;
         return Ok(Status::Ok);
@@ -267,12 +268,12 @@ fn kernels(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Resul
             crate::cuda::ast::FuncKind::Kernel => "__global__",
             crate::cuda::ast::FuncKind::Device => "__device__",
         };
-        t.add_row([kind.to_string(), render::signature(f), session.sources.location(f.name_span)]);
+        t.add_row([kind.to_string(), render::signature(f), session.work.sources().location(f.name_span)]);
     }
     // GPU-only functions are marked: the simulator does not run them.
     for (item, g) in gpu_only {
         let kind = if item.kind == ItemKind::Kernel { "__global__ (GPU only)" } else { "__device__ (GPU only)" };
-        t.add_row([kind.to_string(), g.signature(&item.name), session.sources.location(item.span)]);
+        t.add_row([kind.to_string(), g.signature(&item.name), session.work.sources().location(item.span)]);
     }
     // Kinds and locations stay whole; a long signature wraps instead.
     for i in [0, 2] {
@@ -407,7 +408,7 @@ fn needs_gpu(session: &mut Session, cmd: &str, what: &str, out: &mut dyn Write) 
 
 /// Refuse a name that is not a kernel of the session, suggesting the closest one.
 fn not_a_kernel(session: &Session, name: &str, out: &mut dyn Write) -> io::Result<Option<Status>> {
-    let kernels = session.module.kernel_names();
+    let kernels = session.work.module().kernel_names();
     if kernels.contains(&name) {
         return Ok(None);
     }
@@ -433,7 +434,7 @@ fn ptx(session: &mut Session, Call { args, .. }: Call<'_>, out: &mut dyn Write) 
     {
         return Ok(status);
     }
-    if session.module.is_empty() {
+    if session.work.module().is_empty() {
         writeln!(out, "no kernels yet; type one, starting with `__global__ void`")?;
         return Ok(Status::Ok);
     }

@@ -3,34 +3,24 @@
 
 use crate::backend::BackendKind;
 use crate::backend::sim::Schedule;
-use crate::buffer::Buffer;
-use crate::value::Value;
 
 use super::Session;
 
 /// What [`Session::save_state`] took out.
 pub(crate) struct Saved {
-    buffers: Vec<(String, Buffer)>,
-    scalars: Vec<(String, Value)>,
+    data: super::workspace::Data,
     record: super::record::SetAside,
     seed: u64,
     schedule: Schedule,
     active: BackendKind,
     color: bool,
     width: usize,
-    symbols: Vec<crate::launch::SymbolWrite>,
 }
 
 impl Session {
     /// Forget kernels, buffers, scalars and findings; keep the settings.
     pub fn reset(&mut self) {
-        self.module.clear();
-        self.python.clear();
-        self.refused.clear();
-        self.constants.clear();
-        self.symbols.clear();
-        self.buffers.clear();
-        self.scalars.clear();
+        self.work.reset();
         self.record.forget();
     }
 
@@ -38,10 +28,8 @@ impl Session {
     /// settings out of the session, for a lesson check to run in a scratch copy; the module stays.
     pub(crate) fn save_state(&mut self) -> Saved {
         Saved {
-            buffers: std::mem::take(&mut self.buffers),
-            scalars: std::mem::take(&mut self.scalars),
+            data: self.work.set_aside(),
             record: self.record.set_aside(),
-            symbols: self.symbols.clone(),
             seed: self.options.sim.seed,
             schedule: self.options.sim.schedule,
             active: self.backends.active_kind(),
@@ -52,10 +40,8 @@ impl Session {
 
     /// Put back what [`Session::save_state`] took, dropping whatever a check made meanwhile.
     pub(crate) fn restore_state(&mut self, saved: Saved) {
-        self.buffers = saved.buffers;
-        self.scalars = saved.scalars;
+        self.work.put_back(saved.data);
         self.record.put_back(saved.record);
-        self.symbols = saved.symbols;
         self.set_seed(saved.seed);
         self.set_schedule(saved.schedule);
         self.backends.set_active(saved.active);
@@ -65,9 +51,7 @@ impl Session {
 
     /// Forget buffers, scalars and the last launch, keeping kernels and settings.
     pub(crate) fn clear_data(&mut self) {
-        self.symbols.clear();
-        self.buffers.clear();
-        self.scalars.clear();
+        self.work.clear_data();
         self.record.forget_last();
     }
 }

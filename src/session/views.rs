@@ -66,7 +66,7 @@ pub(crate) fn split_runs(args: &str, max: u32) -> Result<(&str, u32), String> {
 impl Session {
     /// Parse and check a launch typed as a command argument; reports problems itself.
     pub(crate) fn prepare_text(&mut self, cmd: &str, text: &str, out: &mut dyn Write) -> io::Result<Option<Prepared>> {
-        let id = self.sources.add(format!("<:{cmd}>"), text, 1);
+        let id = self.work.sources_mut().add(format!("<:{cmd}>"), text, 1);
         let stmt = match script::parse_statement(id, text) {
             Ok(s) => s,
             Err(diag) => {
@@ -117,7 +117,7 @@ impl Session {
                 names: inputs.iter().map(|(n, _)| n.clone()).collect(),
                 buffers: copies.iter_mut().collect(),
             };
-            self.backends.run_sim_with(config, &self.module, spec, &mut lb)
+            self.backends.run_sim_with(config, self.work.module(), spec, &mut lb)
         };
         result.map(|r| (r, copies))
     }
@@ -128,7 +128,7 @@ impl Session {
         let Some(gpu) = self.backends.gpu() else {
             return Err(BackendError::Unavailable("the GPU backend is not ready".into()));
         };
-        repeat_on(gpu, &self.module, &p.spec, &inputs, runs)
+        repeat_on(gpu, self.work.module(), &p.spec, &inputs, runs)
     }
 
     pub(super) fn inputs(&self, names: &[String]) -> Vec<(String, Buffer)> {
@@ -403,7 +403,7 @@ impl Session {
                     second,
                     events,
                 };
-                render::why::write_why(out, &view, &self.sources, &self.options.style)?;
+                render::why::write_why(out, &view, self.work.sources(), &self.options.style)?;
                 Ok(Status::Ok)
             }
             Err(e) => self.backend_error(out, &e),
@@ -636,7 +636,7 @@ let m = zeros((12, 20), i32)
         assert_eq!(s.eval_text("setup", KERNELS, false, &mut out).unwrap(), Status::Ok);
         let p = s.prepare_text("race", "add_half_everywhere<<<8, 64>>>(a, len(a))", &mut out).unwrap().unwrap();
         let inputs = s.inputs(&p.names);
-        let module = s.module.clone();
+        let module = s.work.module().clone();
         let gpu = repeat_on(&mut FakeGpu { launches: 0, stable: false }, &module, &p.spec, &inputs, 5).unwrap();
         let o = s.outcomes(&p, SIM_RUNS_BESIDE_GPU).unwrap().with_gpu_runs(gpu);
         let mut out = Vec::new();
@@ -675,7 +675,7 @@ let m = zeros((12, 20), i32)
             Session::new(Options { style: Style { color, width, big: false, ..Style::plain() }, ..Options::default() });
         let mut out = Vec::new();
         assert_eq!(s.eval_text("setup", KERNELS, false, &mut out).unwrap(), Status::Ok);
-        let module = s.module.clone();
+        let module = s.work.module().clone();
         let mut outcomes = Vec::new();
         for (launch, stable) in
             [("add_half_everywhere<<<8, 64>>>(a, len(a))", false), ("add_half_atomic<<<8, 64>>>(a, len(a))", true)]
