@@ -1,16 +1,26 @@
 //! A gridlab session: the state behind the prompt, and `Session::eval` that runs one input.
 //!
-//! The rooms: `pipeline.rs` (an input from text to its effect), `backend.rs` (where launches
-//! run), `launch.rs` (checking and running a launch statement), `cost.rs` (the `cost` statement
-//! and the cost views), `views.rs` (`:race`, `:map`, `:why`, `:time`), `command.rs` (what a `:`
-//! command is, defined once), `dispatch.rs` (running a `:` line, `:help`), `settings.rs` (the
-//! settings, listings and views), `files.rs` (`:load`, `:save`, `:export`), `extension.rs` (how `lesson` adds its commands), `state.rs` (reset, save, restore),
-//! `symbols.rs` (`__constant__` variables set from statements).
+//! A session is three parts with walls of their own, and what ties them together:
+//! - `workspace.rs`, `Workspace`: what the learner made: the CUDA module and its sources,
+//!   buffers (host copies, the single source of truth), scalars, the module's constants, module
+//!   variables' values, Python kernels, refused definitions;
+//! - `backend.rs`, `Backends`: where launches run: the simulator, the GPU backend (started in
+//!   the background) and which of them now;
+//! - `record.rs`, `Record`: what ran: inputs for `:save`, the transcript for `:export`, the
+//!   last launch and its findings.
+//!
+//! The rooms that use them: `pipeline.rs` (an input from text to its effect), `launch.rs`
+//! (checking and running a launch statement), `cost.rs` (the `cost` statement and the cost
+//! views), `views.rs` (`:race`, `:map`, `:why`, `:time`), `command.rs` (what a `:` command is,
+//! defined once), `dispatch.rs` (running a `:` line, `:help`), `settings.rs` (the settings,
+//! listings and views), `files.rs` (`:load`, `:save`, `:export`), `extension.rs` (how `lesson`
+//! adds its commands, and the one channel between the session and it), `state.rs` (reset, save,
+//! restore), `symbols.rs` (`__constant__` variables set from statements), `python.rs` and
+//! `host_python.rs` (Numba kernels and host Python).
 //!
 //! The REPL, `replay` and lessons all feed inputs through the same `eval`, so a statement means
-//! the same thing wherever it is typed. The session owns everything the learner made: the CUDA
-//! module, the buffers (host copies, the single source of truth), scalars, and the findings of
-//! the last launch. A backend only ever borrows buffers for the length of one launch.
+//! the same thing wherever it is typed. Nothing outside `session/` sees a field of [`Session`]:
+//! callers use its methods. A backend only ever borrows buffers for the length of one launch.
 
 mod backend;
 pub mod command;
