@@ -1,0 +1,161 @@
+//! One way to walk a pass's tokens: a position in a token slice that answers what is here or a
+//! few tokens ahead, steps over what it expects, and finds where a bracket closes. The parser
+//! reads with it, and the passes that rewrite tokens (`template.rs`, `coop.rs`) split bracketed
+//! argument lists with it, so "what is the next token" and "where does this `(` end" have one
+//! answer in the front end.
+
+use super::lexer::{Tok, Token, TokenAt};
+use crate::diag::Span;
+
+/// A position in `toks`; `end` is where a message about the end of the input points.
+#[derive(Clone, Copy, Debug)]
+pub struct Cursor<'a> {
+    toks: &'a [Token],
+    pos: usize,
+    end: Span,
+}
+
+impl<'a> Cursor<'a> {
+    /// At the first of `toks`.
+    pub fn new(toks: &'a [Token], end: Span) -> Cursor<'a> {
+        Cursor { toks, pos: 0, end }
+    }
+
+    /// At `toks[pos]`, for a pass that walks by index and asks the cursor's questions there
+    /// (the end of the input is the last token's end).
+    pub fn at(toks: &'a [Token], pos: usize) -> Cursor<'a> {
+        let end = toks.last().map_or_else(Span::default, |t| Span { lo: t.span.hi, ..t.span });
+        Cursor { toks, pos, end }
+    }
+
+    /// The index of the token here.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// Go back (or on) to index `pos`, saved from [`Cursor::pos`].
+    pub fn seek(&mut self, pos: usize) {
+        self.pos = pos;
+    }
+
+    /// Every token has been read.
+    pub fn done(&self) -> bool {
+        self.pos >= self.toks.len()
+    }
+
+    /// Past the last token.
+    pub fn to_end(&mut self) {
+        self.pos = self.toks.len();
+    }
+
+    /// Step over `n` tokens.
+    pub fn advance(&mut self, n: usize) {
+        self.pos += n;
+    }
+
+    /// The token here, if any.
+    pub fn peek(&self) -> Option<&'a Tok> {
+        self.peek_at(0)
+    }
+
+    /// The token `ahead` tokens on, if any.
+    pub fn peek_at(&self, ahead: usize) -> Option<&'a Tok> {
+        self.toks.get(self.pos + ahead).map(|t| &t.tok)
+    }
+
+    /// The token before this one, if any.
+    pub fn peek_back(&self) -> Option<&'a Tok> {
+        self.pos.checked_sub(1).and_then(|i| self.toks.get(i)).map(|t| &t.tok)
+    }
+
+    /// Where the token here is (the end of the input past the last one).
+    pub fn span(&self) -> Span {
+        self.toks.get(self.pos).map_or(self.end, |t| t.span)
+    }
+
+    /// Where the token just read is (the first token's place before any is read).
+    pub fn prev_span(&self) -> Span {
+        if self.pos == 0 { self.span() } else { self.toks[self.pos - 1].span }
+    }
+
+    /// Whether the token here is the punctuation `p`.
+    pub fn is(&self, p: &str) -> bool {
+        self.peek().is_punct(p)
+    }
+
+    /// Whether the token `ahead` tokens on is the punctuation `p`.
+    pub fn is_at(&self, ahead: usize, p: &str) -> bool {
+        self.peek_at(ahead).is_punct(p)
+    }
+
+    /// Whether the token here is the word `w`.
+    pub fn is_word(&self, w: &str) -> bool {
+        self.peek().is_word(w)
+    }
+
+    /// The word `ahead` tokens on, if it is one.
+    pub fn word_at(&self, ahead: usize) -> Option<&'a str> {
+        self.peek_at(ahead).word()
+    }
+
+    /// Step over the punctuation `p` if it is here.
+    pub fn eat(&mut self, p: &str) -> bool {
+        let here = self.is(p);
+        if here {
+            self.pos += 1;
+        }
+        here
+    }
+
+    /// Step over the word `w` if it is here.
+    pub fn eat_word(&mut self, w: &str) -> bool {
+        let here = self.is_word(w);
+        if here {
+            self.pos += 1;
+        }
+        here
+    }
+
+    /// The comma-separated pieces from here, just after an `open` bracket, to the `close` that
+    /// matches it (brackets of that pair nest; a comma inside them is part of a piece), and the
+    /// index just past the `close`; `None` when it never closes.
+    pub fn pieces_to(&self, open: &str, close: &str) -> Option<(Vec<Vec<Token>>, usize)> {
+        let mut pieces = vec![Vec::new()];
+        let mut depth = 0usize;
+        for (i, t) in self.toks.iter().enumerate().skip(self.pos) {
+            if t.is_punct(open) {
+                depth += 1;
+            } else if t.is_punct(close) {
+                if depth == 0 {
+                    return Some((pieces, i + 1));
+                }
+                depth -= 1;
+            } else if t.is_punct(",") && depth == 0 {
+                pieces.push(Vec::new());
+                continue;
+            }
+            pieces.last_mut().expect("one at least").push(t.clone());
+        }
+        None
+    }
+
+    /// From an `open` bracket here, the index just past the `close` that matches it (brackets
+    /// of that pair nest); `None` when it never closes.
+    pub fn closing(&self, open: &str, close: &str) -> Option<usize> {
+        if !self.is(open) {
+            return None;
+        }
+        let mut depth = 0usize;
+        for (i, t) in self.toks.iter().enumerate().skip(self.pos) {
+            if t.is_punct(open) {
+                depth += 1;
+            } else if t.is_punct(close) {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+        }
+        None
+    }
+}
