@@ -89,11 +89,7 @@ impl Names {
             device_functions,
             buffers: session.buffers().iter().map(|(n, _)| n.clone()).collect(),
             scalars: session.scalars().iter().map(|(n, _)| n.clone()).collect(),
-            lessons: session
-                .extension::<Lessons>()
-                .and_then(|l| l.guide.as_ref())
-                .map(|g| g.course.lessons.iter().map(|l| (l.id.clone(), l.meta.title.clone())).collect())
-                .unwrap_or_default(),
+            lessons: session.lessons(),
         }
     }
 }

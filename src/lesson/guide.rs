@@ -819,6 +819,11 @@ impl Extension for Lessons {
         self.guide.as_ref().map(Guide::label)
     }
 
+    fn lessons(&self) -> Vec<(String, String)> {
+        let Some(g) = self.guide.as_ref() else { return Vec::new() };
+        g.course.lessons.iter().map(|l| (l.id.clone(), l.meta.title.clone())).collect()
+    }
+
     fn input_ran(
         &mut self,
         text: &str,

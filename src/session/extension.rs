@@ -64,6 +64,12 @@ pub trait Extension: Any {
         None
     }
 
+    /// What a command's [`Args::Lesson`](super::command::Args::Lesson) argument may name, as
+    /// `(id, title)`, for completion.
+    fn lessons(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
     /// After every input the driver ran (`text`), before the next prompt; `editor`: the driver
     /// has an editor to put a suggestion in.
     fn input_ran(
@@ -120,6 +126,11 @@ impl Session {
     /// For the prompt: where the learner is, when an extension says.
     pub fn prompt_label(&self) -> Option<String> {
         self.extension.as_deref()?.prompt_label()
+    }
+
+    /// What a command's lesson argument may name, `(id, title)`, when an extension says.
+    pub fn lessons(&self) -> Vec<(String, String)> {
+        self.extension.as_deref().map(|e| e.lessons()).unwrap_or_default()
     }
 
     /// Tell the extension that the driver ran `text` (with `status`); `editor`: the driver has
