@@ -1,19 +1,47 @@
 //! One way to walk a pass's tokens: a position in a token slice that answers what is here or a
 //! few tokens ahead, steps over what it expects, and finds where a bracket closes. The parser
-//! reads with it, and the passes that rewrite tokens (`template.rs`, `coop.rs`) split bracketed
-//! argument lists with it, so "what is the next token" and "where does this `(` end" have one
-//! answer in the front end.
+//! reads with it; the passes that rewrite tokens (`template.rs`, `coop.rs`) split bracketed
+//! argument lists with it; and `sketch.rs`, which reads what the front end cannot with tokens
+//! of its own (they never fail), finds its brackets' ends with it too. So "what is the next
+//! token" and "where does this `(` end" have one answer in the front end.
 
-use super::lexer::{Tok, Token, TokenAt};
+use super::lexer::{Tok, Token};
 use crate::diag::Span;
 
+/// What the cursor asks of a token: the lexer's [`Token`], and the sketch's own.
+pub trait Lexeme {
+    /// Whether this is the punctuation `p`.
+    fn is_punct(&self, p: &str) -> bool;
+    /// The word this is, if it is one.
+    fn word(&self) -> Option<&str>;
+}
+
+impl Lexeme for Token {
+    fn is_punct(&self, p: &str) -> bool {
+        Token::is_punct(self, p)
+    }
+
+    fn word(&self) -> Option<&str> {
+        Token::word(self)
+    }
+}
+
 /// A position in `toks`; `end` is where a message about the end of the input points.
-#[derive(Clone, Copy, Debug)]
-pub struct Cursor<'a> {
-    toks: &'a [Token],
+#[derive(Debug)]
+pub struct Cursor<'a, L = Token> {
+    toks: &'a [L],
     pos: usize,
     end: Span,
 }
+
+// By hand: a cursor copies whatever its tokens are (a derive would ask `L: Copy`).
+impl<L> Clone for Cursor<'_, L> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<L> Copy for Cursor<'_, L> {}
 
 impl<'a> Cursor<'a> {
     /// At the first of `toks`.
@@ -21,11 +49,36 @@ impl<'a> Cursor<'a> {
         Cursor { toks, pos: 0, end }
     }
 
-    /// At `toks[pos]`, for a pass that walks by index and asks the cursor's questions there
-    /// (the end of the input is the last token's end).
-    pub fn at(toks: &'a [Token], pos: usize) -> Cursor<'a> {
-        let end = toks.last().map_or_else(Span::default, |t| Span { lo: t.span.hi, ..t.span });
-        Cursor { toks, pos, end }
+    /// The token here, if any.
+    pub fn peek(&self) -> Option<&'a Tok> {
+        self.peek_at(0)
+    }
+
+    /// The token `ahead` tokens on, if any.
+    pub fn peek_at(&self, ahead: usize) -> Option<&'a Tok> {
+        self.toks.get(self.pos + ahead).map(|t| &t.tok)
+    }
+
+    /// The token before this one, if any.
+    pub fn peek_back(&self) -> Option<&'a Tok> {
+        self.pos.checked_sub(1).and_then(|i| self.toks.get(i)).map(|t| &t.tok)
+    }
+
+    /// Where the token here is (the end of the input past the last one).
+    pub fn span(&self) -> Span {
+        self.toks.get(self.pos).map_or(self.end, |t| t.span)
+    }
+
+    /// Where the token just read is (the first token's place before any is read).
+    pub fn prev_span(&self) -> Span {
+        if self.pos == 0 { self.span() } else { self.toks[self.pos - 1].span }
+    }
+}
+
+impl<'a, L: Lexeme> Cursor<'a, L> {
+    /// At `toks[pos]`, for a pass that walks by index and asks the cursor's questions there.
+    pub fn at(toks: &'a [L], pos: usize) -> Cursor<'a, L> {
+        Cursor { toks, pos, end: Span::default() }
     }
 
     /// The index of the token here.
@@ -53,49 +106,24 @@ impl<'a> Cursor<'a> {
         self.pos += n;
     }
 
-    /// The token here, if any.
-    pub fn peek(&self) -> Option<&'a Tok> {
-        self.peek_at(0)
-    }
-
-    /// The token `ahead` tokens on, if any.
-    pub fn peek_at(&self, ahead: usize) -> Option<&'a Tok> {
-        self.toks.get(self.pos + ahead).map(|t| &t.tok)
-    }
-
-    /// The token before this one, if any.
-    pub fn peek_back(&self) -> Option<&'a Tok> {
-        self.pos.checked_sub(1).and_then(|i| self.toks.get(i)).map(|t| &t.tok)
-    }
-
-    /// Where the token here is (the end of the input past the last one).
-    pub fn span(&self) -> Span {
-        self.toks.get(self.pos).map_or(self.end, |t| t.span)
-    }
-
-    /// Where the token just read is (the first token's place before any is read).
-    pub fn prev_span(&self) -> Span {
-        if self.pos == 0 { self.span() } else { self.toks[self.pos - 1].span }
-    }
-
     /// Whether the token here is the punctuation `p`.
     pub fn is(&self, p: &str) -> bool {
-        self.peek().is_punct(p)
+        self.toks.get(self.pos).is_some_and(|t| t.is_punct(p))
     }
 
     /// Whether the token `ahead` tokens on is the punctuation `p`.
     pub fn is_at(&self, ahead: usize, p: &str) -> bool {
-        self.peek_at(ahead).is_punct(p)
+        self.toks.get(self.pos + ahead).is_some_and(|t| t.is_punct(p))
     }
 
     /// Whether the token here is the word `w`.
     pub fn is_word(&self, w: &str) -> bool {
-        self.peek().is_word(w)
+        self.word_at(0) == Some(w)
     }
 
     /// The word `ahead` tokens on, if it is one.
     pub fn word_at(&self, ahead: usize) -> Option<&'a str> {
-        self.peek_at(ahead).word()
+        self.toks.get(self.pos + ahead).and_then(|t| t.word())
     }
 
     /// Step over the punctuation `p` if it is here.
@@ -119,7 +147,10 @@ impl<'a> Cursor<'a> {
     /// The comma-separated pieces from here, just after an `open` bracket, to the `close` that
     /// matches it (brackets of that pair nest; a comma inside them is part of a piece), and the
     /// index just past the `close`; `None` when it never closes.
-    pub fn pieces_to(&self, open: &str, close: &str) -> Option<(Vec<Vec<Token>>, usize)> {
+    pub fn pieces_to(&self, open: &str, close: &str) -> Option<(Vec<Vec<L>>, usize)>
+    where
+        L: Clone,
+    {
         let mut pieces = vec![Vec::new()];
         let mut depth = 0usize;
         for (i, t) in self.toks.iter().enumerate().skip(self.pos) {
