@@ -137,7 +137,7 @@ fn unsupported_type(name: &str) -> Option<(String, &'static str)> {
 }
 
 impl Parser<'_> {
-    // ----- token helpers -----
+    // ----- messages about the token here (`cur` walks the tokens) -----
 
     fn found(&self) -> String {
         match self.cur.peek() {
