@@ -190,3 +190,37 @@ impl<'a, L: Lexeme> Cursor<'a, L> {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuda::lexer::lex;
+
+    #[test]
+    fn a_bracket_closes_past_the_brackets_nested_in_it() {
+        let toks = lex(0, "f(a, (b, c), d[1]) + g").unwrap();
+        let at_open = Cursor::at(&toks, 1);
+        assert_eq!(at_open.closing("(", ")"), Some(15));
+        assert_eq!(Cursor::at(&toks, 0).closing("(", ")"), None, "not at a bracket");
+        let unclosed = lex(0, "f(a, (b)").unwrap();
+        assert_eq!(Cursor::at(&unclosed, 1).closing("(", ")"), None);
+        let (pieces, past) = Cursor::at(&toks, 2).pieces_to("(", ")").unwrap();
+        let words: Vec<usize> = pieces.iter().map(Vec::len).collect();
+        assert_eq!((words, past), (vec![1, 5, 4], 15));
+    }
+
+    #[test]
+    fn the_parser_s_questions_look_ahead_and_step_over_only_what_is_there() {
+        let toks = lex(0, "int x ;").unwrap();
+        let end = Span { lo: 7, hi: 7, ..toks[2].span };
+        let mut c = Cursor::new(&toks, end);
+        assert!(c.is_word("int") && c.is_at(2, ";") && c.word_at(1) == Some("x"));
+        assert!(!c.eat(";") && c.eat_word("int") && c.pos() == 1);
+        c.advance(1);
+        assert!(c.eat(";") && c.done());
+        assert_eq!((c.span(), c.prev_span()), (end, toks[2].span));
+        c.seek(0);
+        assert_eq!(c.peek_back(), None);
+        assert_eq!(c.peek(), Some(&Tok::Ident("int".into())));
+    }
+}

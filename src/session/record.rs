@@ -144,3 +144,23 @@ impl Record {
         self.last = saved.last;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_check_sets_the_last_launch_aside_and_its_own_inputs_leave_no_trace() {
+        let mut r = Record::default();
+        r.ran("let a = zeros(4)".into());
+        assert_eq!(r.next_typed(), "<input 1>");
+        let saved = r.set_aside();
+        r.ran("k<<<1, 4>>>(a)".into());
+        r.put_back(saved);
+        assert_eq!(r.history(), ["let a = zeros(4)"]);
+        assert!(r.last().is_none());
+        assert_eq!(r.next_typed(), "<input 2>");
+        r.forget();
+        assert!(r.history().is_empty());
+    }
+}

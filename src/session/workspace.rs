@@ -311,3 +311,58 @@ fn constants(module: &Module) -> Vec<(String, Value)> {
     }
     out.0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::Shape;
+    use crate::dtype::DType;
+    use crate::value::Array;
+
+    fn array(n: usize) -> Value {
+        Value::Array(Array::numbers(Buffer::zeros(DType::F32, Shape::D1(n))))
+    }
+
+    #[test]
+    fn a_name_holds_one_thing_and_binding_it_again_replaces_it_of_either_kind() {
+        let mut w = Workspace::default();
+        w.bind("a".into(), Value::Int(1));
+        w.bind("b".into(), array(4));
+        assert_eq!((w.scalar("a"), w.buffer("b").map(Buffer::len)), (Some(&Value::Int(1)), Some(4)));
+        w.bind("a".into(), array(2));
+        w.bind("b".into(), Value::Float(0.5));
+        assert_eq!(w.scalar("a"), None);
+        assert_eq!(w.buffer("a").map(Buffer::len), Some(2));
+        assert_eq!(w.buffer("b"), None);
+        assert_eq!(w.scalar("b"), Some(&Value::Float(0.5)));
+        assert_eq!(w.name_count(), 2);
+        assert_eq!(w.names(), ["a", "b"]);
+    }
+
+    #[test]
+    fn a_shorter_value_for_a_module_variable_changes_its_first_bytes_only() {
+        let mut w = Workspace::default();
+        w.set_symbol("coef", vec![1, 2, 3, 4]);
+        w.set_symbol("coef", vec![9, 9]);
+        assert_eq!(w.symbols()[0].bytes, [9, 9, 3, 4]);
+        w.set_symbol("coef", vec![5, 5, 5, 5, 5]);
+        assert_eq!(w.symbols()[0].bytes, [5, 5, 5, 5, 5]);
+        assert!(w.forget_symbol("coef"));
+        assert!(!w.forget_symbol("coef"));
+    }
+
+    #[test]
+    fn a_check_sets_the_data_aside_and_gets_it_back_as_it_was() {
+        let mut w = Workspace::default();
+        w.bind("a".into(), array(3));
+        w.bind("n".into(), Value::Int(3));
+        w.set_symbol("coef", vec![1]);
+        let data = w.set_aside();
+        assert_eq!((w.buffers().len(), w.scalars().len()), (0, 0));
+        w.bind("scratch".into(), Value::Int(0));
+        w.set_symbol("coef", vec![2]);
+        w.put_back(data);
+        assert_eq!(w.names(), ["a", "n"]);
+        assert_eq!(w.symbols()[0].bytes, [1]);
+    }
+}
