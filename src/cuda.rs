@@ -27,6 +27,7 @@
 pub mod ast;
 pub mod check;
 pub mod coop;
+pub mod cursor;
 pub mod fold;
 pub mod lexer;
 pub mod parser;

@@ -27,7 +27,7 @@ use std::fmt;
 
 pub use crate::session::Lang;
 pub use course::Course;
-pub use guide::{Lessons, guide_of};
+pub use guide::Lessons;
 
 use crate::session::command::CommandSpec;
 use crate::session::dispatch;

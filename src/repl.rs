@@ -30,9 +30,9 @@ use reedline::{
 };
 
 use crate::cuda::ast::FuncKind;
-use crate::lesson::guide::{Guide, Question};
+use crate::lesson::guide::Guide;
 use crate::lesson::progress::Store;
-use crate::lesson::{Course, LessonError, Lessons, guide_of};
+use crate::lesson::{Course, LessonError, Lessons};
 use crate::runner::ScriptResult;
 use crate::runner::{Expect, Runner};
 use crate::script;
@@ -87,13 +87,9 @@ impl Names {
         Names {
             kernels: session.module().kernel_names().into_iter().map(str::to_string).collect(),
             device_functions,
-            buffers: session.buffers.iter().map(|(n, _)| n.clone()).collect(),
-            scalars: session.scalars.iter().map(|(n, _)| n.clone()).collect(),
-            lessons: session
-                .extension::<Lessons>()
-                .and_then(|l| l.guide.as_ref())
-                .map(|g| g.course.lessons.iter().map(|l| (l.id.clone(), l.meta.title.clone())).collect())
-                .unwrap_or_default(),
+            buffers: session.buffers().iter().map(|(n, _)| n.clone()).collect(),
+            scalars: session.scalars().iter().map(|(n, _)| n.clone()).collect(),
+            lessons: session.lessons(),
         }
     }
 }
@@ -146,7 +142,7 @@ fn open_guide(options: &Options, start: &Start, out: &mut dyn Write) -> io::Resu
 
 /// Show the guide's step, after catching up on the steps before it when it resumes mid-lesson.
 fn start_guide(session: &mut Session, mut guide: Guide, out: &mut dyn Write) -> io::Result<()> {
-    let style = session.options.style.clone();
+    let style = session.style().clone();
     if guide.step > 0 {
         let steps = guide.catch_up(session)?;
         let what = if steps == 1 { "step 1".to_string() } else { format!("steps 1 to {steps}") };
@@ -174,7 +170,7 @@ fn report_course_errors(errors: &[LessonError], out: &mut dyn Write, style: &cra
 
 /// Say once, at start, which backend runs kernels and why (when the learner did not pin `sim`).
 fn announce_backend(session: &mut Session, out: &mut impl Write) -> io::Result<()> {
-    if session.options.backend != crate::backend::BackendKind::Sim {
+    if session.options().backend != crate::backend::BackendKind::Sim {
         writeln!(out, "{}", session.resolve_backend())?;
     }
     Ok(())
@@ -312,8 +308,8 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
     // The learner's unfinished input, left in the editor by a `:` command typed under it.
     let mut unfinished: Option<String> = None;
     loop {
-        prompt.lesson = guide_of(&mut session).map(|g| g.label());
-        let suggestion = guide_of(&mut session).and_then(Guide::take_suggestion);
+        prompt.lesson = session.prompt_label();
+        let suggestion = session.take_suggestion();
         if let Some(text) = suggestion.as_ref().or(unfinished.as_ref()) {
             editor
                 .run_edit_commands(&[reedline::EditCommand::Clear, reedline::EditCommand::InsertString(text.clone())]);
@@ -335,22 +331,11 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                 };
                 // Kept as it is made: a crash, SIGTERM or a closed terminal loses nothing.
                 let _ = editor.sync_history();
-                session.options.style.width = terminal_width();
-                session.options.style.rows = terminal_rows();
+                session.set_screen(terminal_width(), terminal_rows());
                 let mut out = io::stdout().lock();
                 if text.trim().is_empty() {
                     // In a demo, Enter on an empty line moves the presentation on.
-                    let style = session.options.style.clone();
-                    match guide_of(&mut session) {
-                        Some(g) if g.demo => {
-                            // The empty prompt line the Enter left is taken back: on a
-                            // projector's few rows, every line counts.
-                            write!(out, "\x1b[1A\x1b[2K")?;
-                            g.advance(&mut out, &style)?
-                        }
-                        Some(g) => g.restore_offer(),
-                        None => {}
-                    }
+                    session.empty_input(&mut out)?;
                     continue;
                 }
                 cancel.store(false, Ordering::SeqCst);
@@ -361,35 +346,25 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
                 if session.wants_to_quit() || signals::received().is_some() {
                     break;
                 }
-                if let Some(Question::Solution) = guide_of(&mut session).and_then(Guide::take_question) {
+                if let Some(question) = session.take_question() {
                     drop(out);
-                    if confirm(&mut editor, "Show a solution? Trying first teaches more. [y/N] ")? {
-                        session.eval_typed(":solution yes", &mut io::stdout().lock())?;
-                    }
-                    out = io::stdout().lock();
-                } else if let Some((question, then)) = session.take_question() {
-                    drop(out);
-                    if confirm(&mut editor, &question)? {
-                        session.eval_typed(&then, &mut io::stdout().lock())?;
+                    if confirm(&mut editor, &question.ask)? {
+                        session.eval_typed(&question.then, &mut io::stdout().lock())?;
                     }
                     out = io::stdout().lock();
                 }
                 // What goes in the editor next: the step's next input, or the one still to run
                 // after a command of the learner's own.
-                let style = session.options.style.clone();
-                let own_suggestion = guide_of(&mut session).is_some_and(|g| g.has_suggestion());
-                if let Some(g) = guide_of(&mut session) {
-                    g.input_ran(&text, status == Status::Error, &mut out, &style)?;
-                }
+                let style = session.style().clone();
+                let own_suggestion = session.has_suggestion();
+                session.input_ran(&text, status, true, &mut out)?;
                 if let Some(left) = left {
                     if own_suggestion {
                         // The command put something in the editor itself (`:next`, `:solution`).
                         writeln!(out, "{}", style.dim("(what you were typing is in history: Up brings it back)"))?;
                     } else {
                         // Not the step's input again: the learner's own text wins.
-                        if let Some(g) = guide_of(&mut session) {
-                            g.take_suggestion();
-                        }
+                        session.take_suggestion();
                         unfinished = Some(left);
                     }
                 }
@@ -400,8 +375,8 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
             }
             // reedline has already cleared the line; a cleared lesson input stays pending.
             Ok(Signal::CtrlC) => {
-                if prefilled && let Some(g) = guide_of(&mut session) {
-                    g.set_offer_aside();
+                if prefilled {
+                    session.set_aside();
                 }
             }
             Ok(Signal::ExternalBreak(_)) if signals::received().is_some() => break,
@@ -560,17 +535,13 @@ fn lines(options: Options, start: &Start) -> io::Result<ExitCode> {
         }
         // The lesson follows piped inputs as it follows typed ones (a step is done when its
         // inputs have run); with no editor, what it would put there is dropped.
-        let style = runner.session.style().clone();
         let (session, out) = runner.parts();
-        if let Some(g) = guide_of(session) {
-            g.piped = true;
-            g.take_suggestion();
-            g.input_ran(&text, status == Status::Error, out, &style)?;
-            g.take_suggestion();
-        }
+        session.take_suggestion();
+        session.input_ran(&text, status, false, out)?;
+        session.take_suggestion();
         // No editor to ask in: say how to answer instead.
-        if let Some(Question::Solution) = guide_of(runner.session).and_then(Guide::take_question) {
-            writeln!(runner.out(), "Sure? Trying first teaches more. `:solution yes` shows one.")?;
+        if let Some(otherwise) = runner.session.take_question().and_then(|q| q.otherwise) {
+            writeln!(runner.out(), "{otherwise}")?;
         }
         prompt(runner.out(), false)?;
     }

@@ -1,16 +1,26 @@
 //! A gridlab session: the state behind the prompt, and `Session::eval` that runs one input.
 //!
-//! The rooms: `pipeline.rs` (an input from text to its effect), `backend.rs` (where launches
-//! run), `launch.rs` (checking and running a launch statement), `cost.rs` (the `cost` statement
-//! and the cost views), `views.rs` (`:race`, `:map`, `:why`, `:time`), `command.rs` (what a `:`
-//! command is, defined once), `dispatch.rs` (running a `:` line, `:help`), `settings.rs` (the
-//! settings, listings and views), `files.rs` (`:load`, `:save`, `:export`), `extension.rs` (how `lesson` adds its commands), `state.rs` (reset, save, restore),
-//! `symbols.rs` (`__constant__` variables set from statements).
+//! A session is three parts with walls of their own, and what ties them together:
+//! - `workspace.rs`, `Workspace`: what the learner made: the CUDA module and its sources,
+//!   buffers (host copies, the single source of truth), scalars, the module's constants, module
+//!   variables' values, Python kernels, refused definitions;
+//! - `backend.rs`, `Backends`: where launches run: the simulator, the GPU backend (started in
+//!   the background) and which of them now;
+//! - `record.rs`, `Record`: what ran: inputs for `:save`, the transcript for `:export`, the
+//!   last launch and its findings.
+//!
+//! The rooms that use them: `pipeline.rs` (an input from text to its effect), `launch.rs`
+//! (checking and running a launch statement), `cost.rs` (the `cost` statement and the cost
+//! views), `views.rs` (`:race`, `:map`, `:why`, `:time`), `command.rs` (what a `:` command is,
+//! defined once), `dispatch.rs` (running a `:` line, `:help`), `settings.rs` (the settings,
+//! listings and views), `files.rs` (`:load`, `:save`, `:export`), `extension.rs` (how `lesson`
+//! adds its commands, and the one channel between the session and it), `state.rs` (reset, save,
+//! restore), `symbols.rs` (`__constant__` variables set from statements), `python.rs` and
+//! `host_python.rs` (Numba kernels and host Python).
 //!
 //! The REPL, `replay` and lessons all feed inputs through the same `eval`, so a statement means
-//! the same thing wherever it is typed. The session owns everything the learner made: the CUDA
-//! module, the buffers (host copies, the single source of truth), scalars, and the findings of
-//! the last launch. A backend only ever borrows buffers for the length of one launch.
+//! the same thing wherever it is typed. Nothing outside `session/` sees a field of [`Session`]:
+//! callers use its methods. A backend only ever borrows buffers for the length of one launch.
 
 mod backend;
 pub mod command;
@@ -22,26 +32,31 @@ pub mod host_python;
 mod launch;
 mod pipeline;
 mod python;
+mod record;
 mod settings;
 mod state;
 mod symbols;
 mod views;
+mod workspace;
 
 /// The fields of a `cost` record (`c.time_us` ...), for what documents them.
 pub use cost::FIELDS as COST_FIELDS;
-pub use extension::Extension;
+pub use extension::{Extension, Question};
 pub use host_python::{HostLaunch, host_definition, host_globals};
 pub use python::HostGlobal;
 
-pub(crate) use backend::{Gpu, active_backend};
+use backend::Backends;
+pub(crate) use record::LastLaunch;
+use record::Record;
+use workspace::Workspace;
 
 use std::time::Duration;
 
-use crate::backend::sim::{Schedule, SimBackend, SimConfig};
+use crate::backend::sim::{Schedule, SimConfig};
 use crate::backend::{BackendKind, LaunchReport, LaunchSpec};
 use crate::buffer::Buffer;
 use crate::cuda::Module;
-use crate::diag::{SourceMap, Span};
+use crate::diag::SourceMap;
 use crate::finding::Finding;
 use crate::render::Style;
 use crate::script::eval::Env;
@@ -173,19 +188,6 @@ pub fn default_max_alloc() -> u64 {
     total.map_or(4 << 30, |t| t / 2)
 }
 
-/// The last launch, kept for `expect clean`, `expect finding ...` and highlighting what changed.
-pub(crate) struct LastLaunch {
-    pub report: LaunchReport,
-    /// The launched buffers as they were before the launch, by name (in `LaunchBuffers` order).
-    pub before: Vec<(String, Buffer)>,
-    /// What ran and how, so `:why` can run it again exactly.
-    pub spec: LaunchSpec,
-    pub config: SimConfig,
-    /// Finding kinds an `expect finding` has acknowledged since the launch (a replayed script
-    /// fails on a finding nothing acknowledged, see [`Session::unacknowledged`]).
-    pub acknowledged: Vec<crate::finding::FindingKind>,
-}
-
 /// Where a check's run goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunOn {
@@ -205,44 +207,23 @@ pub struct LaunchOutline {
 }
 
 pub struct Session {
-    pub(crate) sources: SourceMap,
-    pub(crate) module: Module,
-    pub(crate) buffers: Vec<(String, Buffer)>,
-    pub(crate) scalars: Vec<(String, Value)>,
-    /// The module's `#define`s that are numbers, usable in statements like scalars (a `let` of
-    /// the same name wins).
-    constants: Vec<(String, Value)>,
-    /// Values statements gave the module's `__constant__`/`__device__` variables (`coef = [...]`),
-    /// written before every launch (see `symbols.rs`).
-    pub(crate) symbols: Vec<crate::launch::SymbolWrite>,
-    pub(crate) sim: SimBackend,
-    pub(crate) gpu: Option<Gpu>,
-    /// Where launches run now: `Sim` or `Gpu` (`Auto` until the GPU's start is settled).
-    pub(crate) active: BackendKind,
-    pub(crate) options: Options,
-    pub(crate) last: Option<LastLaunch>,
-    /// Inputs that ran, for `:save`.
-    pub(crate) history: Vec<String>,
-    /// What was typed and what it printed (plain and in colour), for `:export`.
-    pub(crate) transcript: Vec<crate::render::handout::Ran>,
+    /// What the learner made: module, sources, buffers, scalars, module variables' values.
+    work: Workspace,
+    /// Where launches run: the simulator, the GPU, and which of them now.
+    backends: Backends,
+    options: Options,
+    /// What ran: inputs, what they printed, the last launch.
+    record: Record,
     /// A yes/no question for the learner, and the input to run on yes (`:save` over an
     /// existing file asks before writing over it); the REPL asks, elsewhere the message says
     /// what to type instead.
-    question: Option<(String, String)>,
+    question: Option<Question>,
     /// Commands and state a layer above added (the lesson guide), see [`Extension`].
     extension: Option<Box<dyn Extension>>,
-    typed: u32,
-    /// Launches that ran to a report: tells `replay --compare` which inputs launched.
-    pub(crate) launches: u64,
-    /// Kernels and functions whose definition was refused, with where: launching one points
-    /// there instead of saying "define it first".
-    pub(crate) refused: Vec<(String, Span)>,
     /// The scripts `:load` is running now, outermost first (one may not load itself).
-    pub(crate) loading: Vec<std::path::PathBuf>,
+    loading: Vec<std::path::PathBuf>,
     /// `exit`, `quit`, `:q` and `:quit` leave: see [`Session::allow_quit`].
-    pub(crate) leave: Leave,
-    /// `@cuda.jit` kernels and device functions, and the CUDA C each was lowered to.
-    pub(crate) python: python::PythonKernels,
+    leave: Leave,
     /// The caller runs a series of inputs and reads results back at its end
     /// ([`Session::keep_results_on_device`]): a GPU launch's results may stay on the device
     /// from one input to the next launch.
@@ -266,39 +247,15 @@ pub(crate) struct Leave {
 
 impl Session {
     pub fn new(options: Options) -> Session {
-        let mut config = options.sim.clone();
-        if config.cost.is_some() {
-            config.cost = Some(options.gpu_profile);
-        }
-        let sim = SimBackend::new(config);
-        // Start the GPU now (see `Gpu::start`), so it is ready by the first launch.
-        let gpu = match options.backend {
-            BackendKind::Sim => None,
-            BackendKind::Gpu | BackendKind::Auto => Some(Gpu::start(&options)),
-        };
-        let active = if options.backend == BackendKind::Sim { BackendKind::Sim } else { BackendKind::Auto };
         Session {
-            sources: SourceMap::new(),
-            module: Module::new(),
-            buffers: Vec::new(),
-            scalars: Vec::new(),
-            constants: Vec::new(),
-            symbols: Vec::new(),
-            sim,
-            gpu,
-            active,
+            backends: Backends::new(&options),
+            work: Workspace::default(),
             options,
-            last: None,
-            history: Vec::new(),
-            transcript: Vec::new(),
+            record: Record::default(),
             extension: None,
             question: None,
-            typed: 0,
-            launches: 0,
-            refused: Vec::new(),
             loading: Vec::new(),
             leave: Leave::default(),
-            python: python::PythonKernels::default(),
             deferring: false,
             depth: 0,
         }
@@ -330,65 +287,84 @@ impl Session {
     }
 
     pub fn sources(&self) -> &SourceMap {
-        &self.sources
+        self.work.sources()
     }
 
     pub fn module(&self) -> &Module {
-        &self.module
+        self.work.module()
+    }
+
+    /// The settings the session started with, as commands have changed them since.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The terminal's size, for what is drawn next (the REPL reads it before each input).
+    pub fn set_screen(&mut self, width: usize, rows: usize) {
+        self.options.style.width = width;
+        self.options.style.rows = rows;
+    }
+
+    /// Draw in colour or not, and this wide (a lesson check's output is plain and indented).
+    pub(crate) fn set_plain_width(&mut self, width: usize) {
+        self.options.style.color = false;
+        self.options.style.width = width;
+    }
+
+    /// The language lessons are shown in (`:lang`, the course's first start).
+    pub fn set_lang(&mut self, lang: Lang) {
+        self.options.lang = Some(lang);
     }
 
     /// The findings of the last launch, if there was one.
     pub fn last_findings(&self) -> Option<&[Finding]> {
-        self.last.as_ref().map(|l| l.report.findings.as_slice())
+        self.record.last_findings()
+    }
+
+    /// The last launch as it was kept (its "before" copies may still be on the GPU: see
+    /// [`Session::last_settled`]).
+    pub(crate) fn last(&self) -> Option<&LastLaunch> {
+        self.record.last()
+    }
+
+    /// Forget the last launch: what runs next is looked at alone.
+    pub(crate) fn forget_last(&mut self) {
+        self.record.forget_last();
     }
 
     pub fn buffer(&self, name: &str) -> Option<&Buffer> {
-        self.buffers.iter().find(|(n, _)| n == name).map(|(_, b)| b)
+        self.work.buffer(name)
     }
 
     /// Every buffer, by name, in the order they were made.
     pub fn buffers(&self) -> &[(String, Buffer)] {
-        &self.buffers
+        self.work.buffers()
+    }
+
+    /// Where the last definition of kernel or function `name` was refused, if it was.
+    pub(crate) fn refused_at(&self, name: &str) -> Option<crate::diag::Span> {
+        self.work.refused(name)
     }
 
     /// Every scalar, by name, in the order they were made.
     pub fn scalars(&self) -> &[(String, Value)] {
-        &self.scalars
+        self.work.scalars()
     }
 
     /// The kinds of finding the last launch had that no `expect finding` has acknowledged since,
     /// with the launch's number (its [`Session::launch_count`] when it ran).
     pub fn unacknowledged(&self) -> Option<(u64, Vec<crate::finding::FindingKind>)> {
-        let last = self.last.as_ref()?;
-        let mut kinds = Vec::new();
-        for k in last.report.findings.iter().map(|f| f.kind()) {
-            if !kinds.contains(&k) && !last.acknowledged.contains(&k) {
-                kinds.push(k);
-            }
-        }
-        Some((self.launches, kinds))
+        Some((self.record.launch_count(), self.record.unacknowledged()?))
     }
 
     /// Count every finding of the last launch as acknowledged (a runner has reported them).
     pub fn acknowledge_all(&mut self) {
-        if let Some(last) = self.last.as_mut() {
-            last.acknowledged = last.report.findings.iter().map(|f| f.kind()).collect();
-        }
-    }
-
-    /// Ask the learner `question`; on yes, the REPL runs `then`.
-    pub(crate) fn ask(&mut self, question: String, then: String) {
-        self.question = Some((question, then));
-    }
-
-    /// The question a command left for the learner, with the input to run on yes.
-    pub fn take_question(&mut self) -> Option<(String, String)> {
-        self.question.take()
+        self.record.acknowledge_all();
     }
 
     /// How many launches ran to a report in this session (not counting the views' runs).
     pub fn launch_count(&self) -> u64 {
-        self.launches
+        self.record.launch_count()
     }
 
     /// The last launch: the names of the buffers it was given, those it changed, and whether it
@@ -396,7 +372,7 @@ impl Session {
     pub fn last_launch(&mut self) -> Option<LaunchOutline> {
         // What it changed is read from its "before" copies, which may still be on the GPU.
         self.last_settled(&mut std::io::sink()).ok()?;
-        let last = self.last.as_ref()?;
+        let last = self.record.last()?;
         let given: Vec<String> = last.before.iter().map(|(n, _)| n.clone()).collect();
         let changed = last.before.iter().filter(|(n, b)| self.buffer(n) != Some(b)).map(|(n, _)| n.clone()).collect();
         let racy = last.report.findings.iter().any(|f| f.kind() == crate::finding::FindingKind::Race);
@@ -404,7 +380,7 @@ impl Session {
     }
 
     pub(crate) fn total_buffer_bytes(&self) -> u64 {
-        self.buffers.iter().map(|(_, b)| b.size_bytes() as u64).sum()
+        self.work.total_bytes()
     }
 
     fn run_launch(
@@ -413,16 +389,8 @@ impl Session {
         names: &[String],
     ) -> Result<LaunchReport, crate::backend::BackendError> {
         self.ensure_resolved();
-        let mut picked: Vec<Option<&mut Buffer>> = Vec::new();
-        picked.resize_with(names.len(), || None);
-        for (n, b) in self.buffers.iter_mut() {
-            if let Some(i) = names.iter().position(|x| x == n) {
-                picked[i] = Some(b);
-            }
-        }
-        let buffers = picked.into_iter().map(|b| b.expect("launch buffers are resolved from session names")).collect();
-        let mut lb = crate::backend::LaunchBuffers { names: names.to_vec(), buffers };
-        active_backend(&mut self.sim, &mut self.gpu, self.active).launch(&self.module, spec, &mut lb)
+        let (module, mut lb) = self.work.for_launch(names);
+        self.backends.active().launch(module, spec, &mut lb)
     }
 }
 
@@ -431,9 +399,8 @@ impl Env for Session {
         Session::buffer(self, name)
     }
 
-    fn scalar<'a>(&'a self, name: &str) -> Option<&'a Value> {
-        let named = |list: &'a [(String, Value)]| list.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v);
-        named(&self.scalars).or_else(|| named(&self.constants))
+    fn scalar(&self, name: &str) -> Option<&Value> {
+        self.work.scalar(name)
     }
 
     fn max_alloc_bytes(&self) -> u64 {
@@ -441,7 +408,7 @@ impl Env for Session {
     }
 
     fn dims(&self, name: &str) -> Option<Vec<usize>> {
-        self.python.host_shape(name).map(<[usize]>::to_vec)
+        self.work.python().host_shape(name).map(<[usize]>::to_vec)
     }
 
     fn cancelled(&self) -> bool {
@@ -450,13 +417,12 @@ impl Env for Session {
 
     fn module_variable(&self, name: &str) -> Option<&'static str> {
         // A file-scope `__shared__` is each block's own: no statement reaches it.
-        let g = self.module.program().globals.iter().find(|g| g.var.name == name && !g.is_shared)?;
+        let g = self.work.module().program().globals.iter().find(|g| g.var.name == name && !g.is_shared)?;
         Some(if g.is_constant { "__constant__" } else { "__device__" })
     }
 
     fn names(&self) -> Vec<String> {
-        let scalars = self.scalars.iter().chain(&self.constants);
-        self.buffers.iter().map(|(n, _)| n.clone()).chain(scalars.map(|(n, _)| n.clone())).collect()
+        self.work.names()
     }
 }
 

@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 
 use super::ast::Scalar;
+use super::cursor::Cursor;
 use super::lexer::{Tok, Token, TokenAt};
 use crate::diag::{Diagnostic, Span};
 
@@ -96,11 +97,12 @@ fn qualify(
     while i < tokens.len() {
         let t = &tokens[i];
         // namespace cg = cooperative_groups ;
+        let here = Cursor::at(&tokens, i);
         if t.word() == Some("namespace")
-            && let Some(alias) = tokens.get(i + 1).word()
-            && tokens.get(i + 2).is_punct("=")
-            && tokens.get(i + 3).word() == Some("cooperative_groups")
-            && tokens.get(i + 4).is_punct(";")
+            && let Some(alias) = here.word_at(1)
+            && here.is_at(2, "=")
+            && here.word_at(3) == Some("cooperative_groups")
+            && here.is_at(4, ";")
         {
             aliases.push(alias.to_string());
             lines.push(NamespaceLine { name: alias.to_string(), span: t.span.to(tokens[i + 4].span) });
@@ -108,8 +110,8 @@ fn qualify(
             continue;
         }
         // using namespace X ;
-        if t.word() == Some("using") && tokens.get(i + 1).word() == Some("namespace") {
-            let name = tokens.get(i + 2).word().unwrap_or("");
+        if t.word() == Some("using") && here.word_at(1) == Some("namespace") {
+            let name = here.word_at(2).unwrap_or("");
             using |= aliases.iter().any(|a| a == name);
             let mut j = i + 2;
             while j < tokens.len() && !tokens.get(j).is_punct(";") {
@@ -122,8 +124,8 @@ fn qualify(
         }
         if let Some(w) = t.word()
             && aliases.iter().any(|a| a == w)
-            && tokens.get(i + 1).is_punct("::")
-            && let Some(name) = tokens.get(i + 2).word()
+            && here.is_at(1, "::")
+            && let Some(name) = here.word_at(2)
         {
             out.push(Token { tok: Tok::Ident(format!("cg::{name}")), span: t.span.to(tokens[i + 2].span) });
             i += 3;
@@ -187,25 +189,8 @@ fn initialiser(tokens: &[Token], i: usize) -> Result<Option<(Handle, usize)>, Di
             Ok(Some((Handle::Block, i + 3)))
         }
         Some("cg::tiled_partition") => {
-            let (n, mut j) = tile_size(tokens, i + 1, tokens[i].span)?;
-            if !tokens.get(j).is_punct("(") {
-                return Ok(None);
-            }
-            let mut depth = 0usize;
-            while let Some(t) = tokens.get(j) {
-                match &t.tok {
-                    Tok::Punct("(") => depth += 1,
-                    Tok::Punct(")") => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Ok(Some((Handle::Tile(n), j + 1)));
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-            Ok(None)
+            let (n, j) = tile_size(tokens, i + 1, tokens[i].span)?;
+            Ok(Cursor::at(tokens, j).closing("(", ")").map(|end| (Handle::Tile(n), end)))
         }
         Some(w @ ("cg::this_grid" | "cg::coalesced_threads")) => Err(outside(tokens[i].span, &format!("`{w}()`"))),
         _ => Ok(None),

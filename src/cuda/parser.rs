@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::ast::{self, BinaryOp, Scalar, StructDef, Type};
+use super::cursor::Cursor;
 use super::lexer::{Tok, Token, TokenAt, describe};
 use super::syntax::*;
 use crate::diag::suggest;
@@ -79,15 +80,14 @@ pub const TYPE_NAMES: &[&str] =
     &["void", "bool", "char", "int", "unsigned", "long", "float", "double", "size_t", "const"];
 
 pub struct Parser<'a> {
-    toks: &'a [Token],
-    pos: usize,
+    /// Where the parser is in the snippet's tokens.
+    cur: Cursor<'a>,
     typedefs: &'a mut HashMap<String, TypeName>,
     /// Member functions of the structs read so far, emitted after their struct's item.
     methods: Vec<Item>,
     depth: usize,
     /// The depth of the tree being built: nesting plus the links of operator chains.
     tree: usize,
-    end: Span,
     /// Names taken the address of (`&x`) in the function being read.
     addressed: Vec<String>,
 }
@@ -107,10 +107,11 @@ fn struct_type(def: Arc<StructDef>, span: Span) -> TypeName {
 
 /// Parse a whole snippet. `typedefs` holds the session's typedefs and receives the snippet's.
 pub fn parse(toks: &[Token], typedefs: &mut HashMap<String, TypeName>, end: Span) -> PResult<Vec<Item>> {
-    let mut p = Parser { toks, pos: 0, typedefs, methods: Vec::new(), depth: 0, tree: 0, end, addressed: Vec::new() };
+    let cur = Cursor::new(toks, end);
+    let mut p = Parser { cur, typedefs, methods: Vec::new(), depth: 0, tree: 0, addressed: Vec::new() };
     let mut items = Vec::new();
-    while p.pos < p.toks.len() {
-        if p.eat(";") {
+    while !p.cur.done() {
+        if p.cur.eat(";") {
             continue;
         }
         items.extend(p.item()?);
@@ -136,78 +137,32 @@ fn unsupported_type(name: &str) -> Option<(String, &'static str)> {
 }
 
 impl Parser<'_> {
-    // ----- token helpers -----
-
-    fn peek(&self) -> Option<&Tok> {
-        self.toks.get(self.pos).map(|t| &t.tok)
-    }
-
-    fn peek_at(&self, ahead: usize) -> Option<&Tok> {
-        self.toks.get(self.pos + ahead).map(|t| &t.tok)
-    }
-
-    fn span(&self) -> Span {
-        self.toks.get(self.pos).map_or(self.end, |t| t.span)
-    }
-
-    fn prev_span(&self) -> Span {
-        if self.pos == 0 { self.span() } else { self.toks[self.pos - 1].span }
-    }
-
-    fn is(&self, p: &str) -> bool {
-        self.peek().is_punct(p)
-    }
-
-    fn is_at(&self, ahead: usize, p: &str) -> bool {
-        self.peek_at(ahead).is_punct(p)
-    }
-
-    fn is_word(&self, w: &str) -> bool {
-        self.peek().is_word(w)
-    }
-
-    fn eat(&mut self, p: &str) -> bool {
-        if self.is(p) {
-            self.pos += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn eat_word(&mut self, w: &str) -> bool {
-        if self.is_word(w) {
-            self.pos += 1;
-            true
-        } else {
-            false
-        }
-    }
+    // ----- messages about the token here (`cur` walks the tokens) -----
 
     fn found(&self) -> String {
-        match self.peek() {
+        match self.cur.peek() {
             Some(t) => describe(t),
             None => "the end of the input".into(),
         }
     }
 
     fn expected(&self, what: &str) -> Diagnostic {
-        let help = match self.peek() {
+        let help = match self.cur.peek() {
             None => "the code ends too early: is a `}` or `)` missing?",
             Some(Tok::Punct(_)) => "check for a missing or extra symbol just before this point",
             Some(_) => "check the code just before this point for a typo or a missing operator",
         };
-        Diagnostic::error(format!("expected {what}, found {}", self.found())).at(self.span()).help(help)
+        Diagnostic::error(format!("expected {what}, found {}", self.found())).at(self.cur.span()).help(help)
     }
 
     fn expect(&mut self, p: &str) -> PResult<Span> {
-        if self.is(p) {
-            self.pos += 1;
-            return Ok(self.prev_span());
+        if self.cur.is(p) {
+            self.cur.advance(1);
+            return Ok(self.cur.prev_span());
         }
         if p == ";" {
             // Point just after the previous token: that is where the `;` is missing.
-            let prev = self.prev_span();
+            let prev = self.cur.prev_span();
             let at = Span { lo: prev.hi, hi: prev.hi, ..prev };
             return Err(Diagnostic::error(format!("expected `;`, found {}", self.found()))
                 .at(at)
@@ -218,11 +173,11 @@ impl Parser<'_> {
     }
 
     fn ident(&mut self, what: &str) -> PResult<(String, Span)> {
-        match self.peek() {
+        match self.cur.peek() {
             Some(Tok::Ident(s)) => {
                 let s = s.clone();
-                self.pos += 1;
-                Ok((s, self.prev_span()))
+                self.cur.advance(1);
+                Ok((s, self.cur.prev_span()))
             }
             _ => Err(self.expected(what)),
         }
@@ -233,7 +188,7 @@ impl Parser<'_> {
         self.tree += 1;
         if self.depth > MAX_DEPTH {
             return Err(Diagnostic::error("the code is nested too deeply")
-                .at(self.span())
+                .at(self.cur.span())
                 .label(format!("more than {MAX_DEPTH} levels of nesting"))
                 .help("split the expression or block into smaller pieces"));
         }
@@ -254,7 +209,7 @@ impl Parser<'_> {
     fn tree_limit(&self) -> PResult<()> {
         if self.tree > MAX_TREE_DEPTH {
             return Err(Diagnostic::error("this expression is too long")
-                .at(self.span())
+                .at(self.cur.span())
                 .label(format!("more than {MAX_TREE_DEPTH} operators in one chain"))
                 .help("add it up in several statements, e.g. `s += ...;` a part at a time"));
         }
@@ -266,7 +221,7 @@ impl Parser<'_> {
     /// Reject a word that starts something the subset does not have; unsupported type names
     /// only when `types` (elsewhere they may be ordinary names, like a function `half`).
     fn reject_unsupported_word(&self, types: bool) -> PResult<()> {
-        let Some(Tok::Ident(w)) = self.peek() else { return Ok(()) };
+        let Some(Tok::Ident(w)) = self.cur.peek() else { return Ok(()) };
         let code = format!("`{w}`");
         let (msg, help, construct): (String, &str, String) = match w.as_str() {
             // File-scope function and struct templates were taken out before parsing
@@ -296,10 +251,10 @@ impl Parser<'_> {
             "new" | "delete" | "malloc" | "free" | "throw" | "try" => {
                 (format!("`{w}` is not supported in kernels"), "allocate buffers in the gridlab session", code)
             }
-            "long" if matches!(self.peek_at(1), Some(Tok::Ident(n)) if n == "double") => {
+            "long" if matches!(self.cur.peek_at(1), Some(Tok::Ident(n)) if n == "double") => {
                 // NVRTC has no `long double` in device code either: a plain error.
                 return Err(Diagnostic::error("`long double` is not supported")
-                    .at(self.span())
+                    .at(self.cur.span())
                     .label("not supported")
                     .help("use `double`"));
             }
@@ -309,13 +264,13 @@ impl Parser<'_> {
                 None => return Ok(()),
             },
         };
-        Err(Diagnostic::error(msg).at(self.span()).label("not supported").help(help).outside_subset(construct))
+        Err(Diagnostic::error(msg).at(self.cur.span()).label("not supported").help(help).outside_subset(construct))
     }
 
     // ----- types -----
 
     fn at_type(&self) -> bool {
-        match self.peek() {
+        match self.cur.peek() {
             Some(Tok::Ident(w)) => self.names_type(w, 0),
             _ => false,
         }
@@ -328,11 +283,11 @@ impl Parser<'_> {
             || self.typedefs.contains_key(w)
             || ast::is_vector_type(w)
             || (matches!(w, "struct" | "class")
-                && matches!(self.peek_at(ahead + 1), Some(Tok::Ident(n)) if self.typedefs.contains_key(n)))
+                && matches!(self.cur.peek_at(ahead + 1), Some(Tok::Ident(n)) if self.typedefs.contains_key(n)))
     }
 
     fn at_type_at(&self, ahead: usize) -> bool {
-        match self.peek_at(ahead) {
+        match self.cur.peek_at(ahead) {
             Some(Tok::Ident(w)) => self.names_type(w, ahead) || unsupported_type(w).is_some(),
             _ => false,
         }
@@ -340,7 +295,7 @@ impl Parser<'_> {
 
     /// An identifier where a type belongs but that names no type: report it with a suggestion.
     fn unknown_type(&self) -> Diagnostic {
-        let (name, span) = match (self.peek(), self.span()) {
+        let (name, span) = match (self.cur.peek(), self.cur.span()) {
             (Some(Tok::Ident(n)), s) => (n.clone(), s),
             _ => return self.expected("a type"),
         };
@@ -355,7 +310,7 @@ impl Parser<'_> {
 
     /// Type specifiers and qualifiers, then `*`s: `const unsigned long long *__restrict__`.
     fn type_name(&mut self) -> PResult<TypeName> {
-        let start = self.span();
+        let start = self.cur.span();
         self.reject_unsupported_word(true)?;
         let mut is_const = false;
         let mut restrict = false;
@@ -365,7 +320,7 @@ impl Parser<'_> {
         loop {
             let nothing_yet = base.is_none() && from_typedef.is_none() && !unsigned && !signed && longs == 0;
             self.reject_unsupported_word(nothing_yet)?;
-            let Some(Tok::Ident(w)) = self.peek() else { break };
+            let Some(Tok::Ident(w)) = self.cur.peek() else { break };
             let w = w.clone();
             match w.as_str() {
                 // A `constexpr` local is a `const` one whose value is known, which the checker
@@ -385,7 +340,7 @@ impl Parser<'_> {
                         ptrs: Vec::new(),
                         restrict: false,
                         auto: true,
-                        span: self.span(),
+                        span: self.cur.span(),
                     });
                 }
                 // `short int` is `short`.
@@ -417,12 +372,12 @@ impl Parser<'_> {
                         ptrs: Vec::new(),
                         restrict: false,
                         auto: false,
-                        span: self.span(),
+                        span: self.cur.span(),
                     });
                 }
                 "void" | "bool" | "char" | "short" | "int" | "float" | "double" | "size_t" => {
                     return Err(Diagnostic::error("two types in one declaration")
-                        .at(self.span())
+                        .at(self.cur.span())
                         .label("a second type")
                         .help("write one type, e.g. `float x;`"));
                 }
@@ -443,28 +398,28 @@ impl Parser<'_> {
                         ptrs: Vec::new(),
                         restrict: false,
                         auto: false,
-                        span: self.span(),
+                        span: self.cur.span(),
                     });
                 }
                 // `struct P p;`: C's elaborated name for a struct defined before.
                 "struct" | "class"
                     if nothing_yet
-                        && matches!(self.peek_at(1), Some(Tok::Ident(n)) if self.typedefs.get(n).is_some_and(|t| t.strukt.is_some())) =>
+                        && matches!(self.cur.peek_at(1), Some(Tok::Ident(n)) if self.typedefs.get(n).is_some_and(|t| t.strukt.is_some())) =>
                     {}
                 _ => break,
             }
-            self.pos += 1;
+            self.cur.advance(1);
         }
         let bad = |msg: &str| Diagnostic::error(msg.to_string()).at(start).help("write a supported type such as `int`");
         let base = if let Some(t) = from_typedef {
             is_const |= t.is_const;
-            let mut t = TypeName { is_const, restrict, span: start.to(self.prev_span()), ..t };
+            let mut t = TypeName { is_const, restrict, span: start.to(self.cur.prev_span()), ..t };
             self.pointers(&mut t.ptrs, &mut t.restrict);
-            t.span = start.to(self.prev_span());
+            t.span = start.to(self.cur.prev_span());
             return Ok(t);
         } else {
             if base.is_none() && !unsigned && !signed && longs == 0 {
-                return Err(if matches!(self.peek(), Some(Tok::Ident(_))) {
+                return Err(if matches!(self.cur.peek(), Some(Tok::Ident(_))) {
                     self.unknown_type()
                 } else {
                     self.expected("a type")
@@ -478,19 +433,19 @@ impl Parser<'_> {
         }
         let mut ptrs = Vec::new();
         self.pointers(&mut ptrs, &mut restrict);
-        Ok(TypeName { base, strukt: None, is_const, ptrs, restrict, auto: false, span: start.to(self.prev_span()) })
+        Ok(TypeName { base, strukt: None, is_const, ptrs, restrict, auto: false, span: start.to(self.cur.prev_span()) })
     }
 
     /// `*`, `* const`, `* __restrict__` ...
     fn pointers(&mut self, ptrs: &mut Vec<bool>, restrict: &mut bool) {
-        while self.eat("*") {
+        while self.cur.eat("*") {
             let mut c = false;
             loop {
-                if self.eat_word("const") {
+                if self.cur.eat_word("const") {
                     c = true;
-                } else if self.eat_word("__restrict__") {
+                } else if self.cur.eat_word("__restrict__") {
                     *restrict = true;
-                } else if !self.eat_word("volatile") {
+                } else if !self.cur.eat_word("volatile") {
                     break;
                 }
             }
@@ -501,12 +456,12 @@ impl Parser<'_> {
     // ----- items -----
 
     fn item(&mut self) -> PResult<Vec<Item>> {
-        let start = self.span();
-        if self.is_word("typedef") {
+        let start = self.cur.span();
+        if self.cur.is_word("typedef") {
             return self.typedef().map(|i| vec![i]);
         }
-        if (self.is_word("struct") || self.is_word("class")) && self.struct_body_ahead() {
-            self.pos += 1;
+        if (self.cur.is_word("struct") || self.cur.is_word("class")) && self.struct_body_ahead() {
+            self.cur.advance(1);
             let (tag, def) = self.struct_def()?;
             let Some(name) = tag else {
                 return Err(Diagnostic::error("this struct has no name")
@@ -514,12 +469,12 @@ impl Parser<'_> {
                     .help("name it, `struct Point { ... };`, or write `typedef struct { ... } Point;`"));
             };
             // `struct P { ... } p;` declares a variable too: not in the subset's file scope.
-            if !self.is(";") {
+            if !self.cur.is(";") {
                 return Err(self.expected("`;` after the struct's closing brace"));
             }
-            self.pos += 1;
-            let tn = struct_type(def, start.to(self.prev_span()));
-            return Ok(vec![Item { name, kind: ItemKind::Typedef(tn), span: start.to(self.prev_span()) }]);
+            self.cur.advance(1);
+            let tn = struct_type(def, start.to(self.cur.prev_span()));
+            return Ok(vec![Item { name, kind: ItemKind::Typedef(tn), span: start.to(self.cur.prev_span()) }]);
         }
         let mut storage = Storage::Auto;
         let (mut global, mut device, mut host) = (false, false, false);
@@ -527,7 +482,7 @@ impl Parser<'_> {
         let mut extern_ = false;
         loop {
             self.reject_unsupported_word(true)?;
-            let Some(Tok::Ident(w)) = self.peek() else { break };
+            let Some(Tok::Ident(w)) = self.cur.peek() else { break };
             match w.as_str() {
                 "__global__" => global = true,
                 "__device__" => device = true,
@@ -542,24 +497,27 @@ impl Parser<'_> {
                 // File-scope shared memory: one copy per block, seen by every function.
                 "__shared__" => storage = Storage::Shared,
                 "__launch_bounds__" => {
-                    self.pos += 1;
+                    self.cur.advance(1);
                     self.skip_parens()?;
                     continue;
                 }
                 _ => break,
             }
-            self.pos += 1;
+            self.cur.advance(1);
         }
         let mut ty = self.type_name()?;
-        if self.is("&") && (matches!(self.peek_at(1), Some(Tok::Ident(w)) if w == "operator") || self.is_at(2, "(")) {
+        if self.cur.is("&")
+            && (matches!(self.cur.peek_at(1), Some(Tok::Ident(w)) if w == "operator") || self.cur.is_at(2, "("))
+        {
             // A function returning a reference: gridlab returns the value.
-            self.pos += 1;
+            self.cur.advance(1);
         }
-        if self.eat_word("__launch_bounds__") {
+        if self.cur.eat_word("__launch_bounds__") {
             self.skip_parens()?;
         }
-        let (name, name_span) = if self.is_word("operator") { self.operator_name()? } else { self.ident("a name")? };
-        if self.is("(") {
+        let (name, name_span) =
+            if self.cur.is_word("operator") { self.operator_name()? } else { self.ident("a name")? };
+        if self.cur.is("(") {
             let qual = match (global, device, host) {
                 (true, _, _) => FuncQual::Global,
                 (false, true, _) => FuncQual::Device,
@@ -593,11 +551,11 @@ impl Parser<'_> {
     /// a use of a struct defined before (`struct P *p`).
     fn struct_body_ahead(&self) -> bool {
         let mut i = 1;
-        if matches!(self.peek_at(i), Some(Tok::Ident(w)) if w == "__align__" || w == "__builtin_align__") {
+        if matches!(self.cur.peek_at(i), Some(Tok::Ident(w)) if w == "__align__" || w == "__builtin_align__") {
             i += 1;
             let mut depth = 0;
             loop {
-                match self.peek_at(i) {
+                match self.cur.peek_at(i) {
                     Some(Tok::Punct("(")) => depth += 1,
                     Some(Tok::Punct(")")) => {
                         depth -= 1;
@@ -612,10 +570,10 @@ impl Parser<'_> {
                 i += 1;
             }
         }
-        if matches!(self.peek_at(i), Some(Tok::Ident(_))) {
+        if matches!(self.cur.peek_at(i), Some(Tok::Ident(_))) {
             i += 1;
         }
-        self.is_at(i, "{")
+        self.cur.is_at(i, "{")
     }
 
     /// After `struct`: `[__align__(n)] [Name] { members }`. Registers a named struct as a type
@@ -623,24 +581,24 @@ impl Parser<'_> {
     /// can use it. Member functions, constructors and operators are outside the simulator's
     /// subset and make the struct GPU-only.
     fn struct_def(&mut self) -> PResult<(Option<String>, Arc<StructDef>)> {
-        let start = self.span();
+        let start = self.cur.span();
         let mut min_align = 1u64;
-        if self.eat_word("__align__") || self.eat_word("__builtin_align__") {
+        if self.cur.eat_word("__align__") || self.cur.eat_word("__builtin_align__") {
             self.expect("(")?;
-            match self.peek().cloned() {
+            match self.cur.peek().cloned() {
                 Some(Tok::Int(n, _)) if n.is_power_of_two() && n <= 4096 => {
                     min_align = n;
-                    self.pos += 1;
+                    self.cur.advance(1);
                 }
                 _ => {
                     return Err(Diagnostic::error("`__align__` takes a power of two")
-                        .at(self.span())
+                        .at(self.cur.span())
                         .help("write e.g. `struct __align__(16) Particle { ... };`"));
                 }
             }
             self.expect(")")?;
         }
-        let tag = match self.peek() {
+        let tag = match self.cur.peek() {
             Some(Tok::Ident(_)) => Some(self.ident("the struct's name")?),
             _ => None,
         };
@@ -652,27 +610,32 @@ impl Parser<'_> {
         }
         let mut fields: Vec<(String, Type, Span)> = Vec::new();
         let mut methods: Vec<usize> = Vec::new();
-        while !self.eat("}") {
-            if self.peek().is_none() {
+        while !self.cur.eat("}") {
+            if self.cur.peek().is_none() {
                 return Err(self.expected("`}` to close the struct"));
             }
-            if self.eat(";") {
+            if self.cur.eat(";") {
                 continue;
             }
             // `public:`, `private:`: access makes no difference to the layout.
-            if (self.is_word("public") || self.is_word("private") || self.is_word("protected")) && self.is_at(1, ":") {
-                self.pos += 2;
+            if (self.cur.is_word("public") || self.cur.is_word("private") || self.cur.is_word("protected"))
+                && self.cur.is_at(1, ":")
+            {
+                self.cur.advance(2);
                 continue;
             }
-            let member_start = self.span();
+            let member_start = self.cur.span();
             let looks_like_function = (0..64)
-                .map_while(|i| self.peek_at(i))
+                .map_while(|i| self.cur.peek_at(i))
                 .take_while(|t| !matches!(t, Tok::Punct(";" | "{" | "}" | "=")))
                 .any(|t| matches!(t, Tok::Punct("(")));
-            if looks_like_function || self.is_word("__device__") || self.is_word("__host__") || self.is_word("operator")
+            if looks_like_function
+                || self.cur.is_word("__device__")
+                || self.cur.is_word("__host__")
+                || self.cur.is_word("operator")
             {
                 // Read once the layout is known: a member function may use the struct itself.
-                methods.push(self.pos);
+                methods.push(self.cur.pos());
                 self.skip_member_function(member_start)?;
                 continue;
             }
@@ -684,15 +647,15 @@ impl Parser<'_> {
                 let (name, span) = self.ident("a member name")?;
                 let mut ty = tn.resolve(&ptrs);
                 let mut dims = Vec::new();
-                while self.eat("[") {
-                    match self.peek().cloned() {
+                while self.cur.eat("[") {
+                    match self.cur.peek().cloned() {
                         Some(Tok::Int(n, _)) if n > 0 && n <= 1 << 20 => {
-                            self.pos += 1;
+                            self.cur.advance(1);
                             dims.push(n as u32);
                         }
                         _ => {
                             return Err(Diagnostic::error("a member array's size must be a number")
-                                .at(self.span())
+                                .at(self.cur.span())
                                 .help("write e.g. `float v[4];`, or a `#define`d size"));
                         }
                     }
@@ -713,9 +676,9 @@ impl Parser<'_> {
                         .at(span)
                         .help(format!("hold a pointer instead: `{tag} *{name};`")));
                 }
-                if self.is("=") {
+                if self.cur.is("=") {
                     return Err(Diagnostic::error("member initialisers run on the GPU backend only")
-                        .at(self.span())
+                        .at(self.cur.span())
                         .help("give the member its value where the struct is made, e.g. `P p = {1, 2};`")
                         .outside_subset("member initialisers"));
                 }
@@ -726,7 +689,7 @@ impl Parser<'_> {
                         .help("give each member its own name"));
                 }
                 fields.push((name, ty, span));
-                if !self.eat(",") {
+                if !self.cur.eat(",") {
                     break;
                 }
             }
@@ -748,16 +711,16 @@ impl Parser<'_> {
         if !methods.is_empty() {
             if tag.is_none() {
                 return Err(Diagnostic::error("member functions need a named struct")
-                    .at(self.span())
+                    .at(self.cur.span())
                     .help("name it: `struct Complex { ... };`"));
             }
-            let end = self.pos;
+            let end = self.cur.pos();
             for at in methods {
-                self.pos = at;
+                self.cur.seek(at);
                 let f = self.member_function(&def)?;
                 self.methods.push(f);
             }
-            self.pos = end;
+            self.cur.seek(end);
         }
         Ok((tag.map(|(n, _)| n), def))
     }
@@ -767,9 +730,9 @@ impl Parser<'_> {
         let mut depth = 0usize;
         let mut seen_params = false;
         loop {
-            let prev_ident = matches!(self.toks.get(self.pos.wrapping_sub(1)).map(|t| &t.tok),
+            let prev_ident = matches!(self.cur.peek_back(),
                 Some(Tok::Ident(w)) if !matches!(w.as_str(), "const" | "noexcept" | "override"));
-            match self.peek() {
+            match self.cur.peek() {
                 None => {
                     return Err(Diagnostic::error("this member function has no end")
                         .at(start)
@@ -797,38 +760,34 @@ impl Parser<'_> {
                 }
                 _ => {}
             }
-            self.pos += 1;
+            self.cur.advance(1);
         }
     }
 
     /// Past a balanced `{ ... }` starting here.
     fn skip_braces(&mut self) -> PResult<()> {
-        let start = self.expect("{")?;
-        let mut depth = 1;
-        while depth > 0 {
-            match self.peek() {
-                None => {
-                    return Err(Diagnostic::error("unclosed `{`")
-                        .at(start)
-                        .label("this `{` has no matching `}`")
-                        .help("add `}` at the end of the block"));
-                }
-                Some(Tok::Punct("{")) => depth += 1,
-                Some(Tok::Punct("}")) => depth -= 1,
-                _ => {}
-            }
-            self.pos += 1;
+        if !self.cur.is("{") {
+            return self.expect("{").map(|_| ());
         }
-        Ok(())
+        match self.cur.closing("{", "}") {
+            Some(end) => {
+                self.cur.seek(end);
+                Ok(())
+            }
+            None => Err(Diagnostic::error("unclosed `{`")
+                .at(self.cur.span())
+                .label("this `{` has no matching `}`")
+                .help("add `}` at the end of the block")),
+        }
     }
 
     /// A member function, constructor or operator of `def`, read where
     /// [`Parser::skip_member_function`] left it.
     fn member_function(&mut self, def: &Arc<StructDef>) -> PResult<Item> {
-        let start = self.span();
+        let start = self.cur.span();
         let (mut device, mut host) = (false, false);
         loop {
-            match self.peek() {
+            match self.cur.peek() {
                 Some(Tok::Ident(w)) if w == "__device__" => device = true,
                 Some(Tok::Ident(w)) if w == "__host__" => host = true,
                 Some(Tok::Ident(w))
@@ -836,43 +795,43 @@ impl Parser<'_> {
                 Some(Tok::Ident(w)) if matches!(w.as_str(), "static" | "virtual" | "friend" | "explicit") => {
                     let w = w.clone();
                     if w == "explicit" {
-                        self.pos += 1;
+                        self.cur.advance(1);
                         continue;
                     }
                     return Err(Diagnostic::error(format!("`{w}` member functions run on the GPU backend only"))
-                        .at(self.span())
+                        .at(self.cur.span())
                         .help("write it as a plain `__device__` member function, or a free function")
                         .outside_subset(format!("`{w}` member functions")));
                 }
                 _ => break,
             }
-            self.pos += 1;
+            self.cur.advance(1);
         }
         let _ = host;
         let qual = if device { FuncQual::Device } else { FuncQual::Host };
-        if self.is("~") {
+        if self.cur.is("~") {
             return Err(Diagnostic::error("destructors run on the GPU backend only")
-                .at(self.span())
+                .at(self.cur.span())
                 .help("a struct in device code needs no destructor: remove it")
                 .outside_subset("destructors"));
         }
-        let is_ctor = self.peek().is_word(&def.name) && self.is_at(1, "(");
+        let is_ctor = self.cur.peek().is_word(&def.name) && self.cur.is_at(1, "(");
         let (ret, name, name_span) = if is_ctor {
             let (name, span) = self.ident("the constructor's name")?;
             (struct_type(def.clone(), span), name, span)
-        } else if self.is_word("operator") && self.at_type_at(1) {
+        } else if self.cur.is_word("operator") && self.at_type_at(1) {
             // `operator float *()`: a conversion, named by the type it gives.
-            let at = self.span();
-            self.pos += 1;
+            let at = self.cur.span();
+            self.cur.advance(1);
             let ret = self.type_name()?;
-            self.eat("&");
+            self.cur.eat("&");
             let name = format!("operator {}", ret.resolve(&[]).c_name());
-            (ret, name, at.to(self.prev_span()))
+            (ret, name, at.to(self.cur.prev_span()))
         } else {
             let ret = self.type_name()?;
             // `Complex &operator+=(...)`: the result is returned as a value.
-            self.eat("&");
-            if self.is_word("operator") {
+            self.cur.eat("&");
+            if self.cur.is_word("operator") {
                 let (name, span) = self.operator_name()?;
                 (ret, name, span)
             } else {
@@ -894,16 +853,16 @@ impl Parser<'_> {
             });
         }
         params.extend(self.param_list_after_open()?);
-        while self.eat_word("const") || self.eat_word("noexcept") || self.eat_word("override") {}
+        while self.cur.eat_word("const") || self.cur.eat_word("noexcept") || self.cur.eat_word("override") {}
         let mut inits = Vec::new();
-        if is_ctor && self.eat(":") {
+        if is_ctor && self.cur.eat(":") {
             loop {
                 let (member, span) = self.ident("a member to initialise")?;
-                let (open, close) = if self.is("{") { ("{", "}") } else { ("(", ")") };
+                let (open, close) = if self.cur.is("{") { ("{", "}") } else { ("(", ")") };
                 self.expect(open)?;
                 let args = self.expr_list(close)?;
                 inits.push((member, span, args));
-                if !self.eat(",") {
+                if !self.cur.eat(",") {
                     break;
                 }
             }
@@ -912,7 +871,7 @@ impl Parser<'_> {
         let body = self.block();
         let addressed = std::mem::replace(&mut self.addressed, saved);
         let StmtKind::Block(body) = body?.kind else { unreachable!("block() returns a block") };
-        let span = start.to(self.prev_span());
+        let span = start.to(self.cur.prev_span());
         let written = name.clone();
         let key = overload_name(&format!("{}::{name}", def.name), &params[usize::from(!is_ctor)..]);
         let method = Method { of: def.clone(), name: written, ctor: is_ctor.then_some(inits) };
@@ -923,7 +882,7 @@ impl Parser<'_> {
 
     /// `(a, b)` or `{a, b}` after a struct's name.
     fn construct_args(&mut self) -> PResult<Vec<Expr>> {
-        let close = if self.eat("{") {
+        let close = if self.cur.eat("{") {
             "}"
         } else {
             self.expect("(")?;
@@ -935,10 +894,10 @@ impl Parser<'_> {
     /// Comma-separated expressions after an opening bracket, through `close`.
     fn expr_list(&mut self, close: &str) -> PResult<Vec<Expr>> {
         let mut args = Vec::new();
-        if !self.is(close) {
+        if !self.cur.is(close) {
             loop {
                 args.push(self.assign()?);
-                if !self.eat(",") {
+                if !self.cur.eat(",") {
                     break;
                 }
             }
@@ -949,45 +908,47 @@ impl Parser<'_> {
 
     /// `operator+`, `operator+=`, `operator[]`, `operator()` ... after the word `operator`.
     fn operator_name(&mut self) -> PResult<(String, Span)> {
-        let start = self.span();
-        self.pos += 1;
-        let op = match self.peek().cloned() {
-            Some(Tok::Punct("(")) if self.is_at(1, ")") => {
-                self.pos += 1;
+        let start = self.cur.span();
+        self.cur.advance(1);
+        let op = match self.cur.peek().cloned() {
+            Some(Tok::Punct("(")) if self.cur.is_at(1, ")") => {
+                self.cur.advance(1);
                 "()".to_string()
             }
-            Some(Tok::Punct("[")) if self.is_at(1, "]") => {
-                self.pos += 1;
+            Some(Tok::Punct("[")) if self.cur.is_at(1, "]") => {
+                self.cur.advance(1);
                 "[]".to_string()
             }
             Some(Tok::Punct(p)) if p != "(" => p.to_string(),
             _ => return Err(self.expected("an operator after `operator`, e.g. `operator+`")),
         };
-        self.pos += 1;
-        Ok((format!("operator{op}"), start.to(self.prev_span())))
+        self.cur.advance(1);
+        Ok((format!("operator{op}"), start.to(self.cur.prev_span())))
     }
 
     fn skip_parens(&mut self) -> PResult<()> {
-        self.expect("(")?;
-        let mut depth = 1;
-        while depth > 0 {
-            match self.peek() {
-                None => return Err(self.expected("`)`")),
-                Some(Tok::Punct("(")) => depth += 1,
-                Some(Tok::Punct(")")) => depth -= 1,
-                _ => {}
-            }
-            self.pos += 1;
+        if !self.cur.is("(") {
+            return self.expect("(").map(|_| ());
         }
-        Ok(())
+        match self.cur.closing("(", ")") {
+            Some(end) => {
+                self.cur.seek(end);
+                Ok(())
+            }
+            None => {
+                // Said where the input ends, where the `)` is missing.
+                self.cur.to_end();
+                Err(self.expected("`)`"))
+            }
+        }
     }
 
     fn typedef(&mut self) -> PResult<Item> {
-        let start = self.span();
-        self.pos += 1;
+        let start = self.cur.span();
+        self.cur.advance(1);
         // `typedef struct [Tag] { ... } Name;`
-        if (self.is_word("struct") || self.is_word("class")) && self.struct_body_ahead() {
-            self.pos += 1;
+        if (self.cur.is_word("struct") || self.cur.is_word("class")) && self.struct_body_ahead() {
+            self.cur.advance(1);
             let (tag, def) = self.struct_def()?;
             let (alias, _) = self.ident("the new type's name")?;
             self.expect(";")?;
@@ -995,21 +956,21 @@ impl Parser<'_> {
             if tag.is_none() {
                 def.name = alias.clone();
             }
-            let tn = struct_type(Arc::new(def), start.to(self.prev_span()));
+            let tn = struct_type(Arc::new(def), start.to(self.cur.prev_span()));
             self.typedefs.insert(alias.clone(), tn.clone());
-            return Ok(Item { name: alias, kind: ItemKind::Typedef(tn), span: start.to(self.prev_span()) });
+            return Ok(Item { name: alias, kind: ItemKind::Typedef(tn), span: start.to(self.cur.prev_span()) });
         }
         let mut ty = self.type_name()?;
         let (name, _) = self.ident("the new type's name")?;
-        if self.is("[") || self.is("(") {
+        if self.cur.is("[") || self.cur.is("(") {
             return Err(Diagnostic::error("only typedefs of scalar and pointer types are supported")
-                .at(self.span())
+                .at(self.cur.span())
                 .help("write e.g. `typedef float real;`"));
         }
         self.expect(";")?;
-        ty.span = start.to(self.prev_span());
+        ty.span = start.to(self.cur.prev_span());
         self.typedefs.insert(name.clone(), ty.clone());
-        Ok(Item { name, kind: ItemKind::Typedef(ty), span: start.to(self.prev_span()) })
+        Ok(Item { name, kind: ItemKind::Typedef(ty), span: start.to(self.cur.prev_span()) })
     }
 
     fn function(
@@ -1021,19 +982,19 @@ impl Parser<'_> {
         name_span: Span,
     ) -> PResult<Option<Item>> {
         let params = self.param_list()?;
-        while self.eat_word("const") || self.eat_word("noexcept") {}
-        if self.eat(";") {
+        while self.cur.eat_word("const") || self.cur.eat_word("noexcept") {}
+        if self.cur.eat(";") {
             // A prototype: the module resolves calls by name in any order, so it adds nothing.
             return Ok(None);
         }
-        if !self.is("{") {
+        if !self.cur.is("{") {
             return Err(self.expected("`{` to start the function body"));
         }
         let saved = std::mem::take(&mut self.addressed);
         let body = self.block();
         let addressed = std::mem::replace(&mut self.addressed, saved);
         let StmtKind::Block(body) = body?.kind else { unreachable!("block() returns a block") };
-        let span = start.to(self.prev_span());
+        let span = start.to(self.cur.prev_span());
         // Operators are overloaded by their operands' types: the item's name says which.
         let name = if name.starts_with("operator") { overload_name(&name, &params) } else { name };
         let f = FuncDef { method: None, qual, ret, name: name.clone(), name_span, params, body, span, addressed };
@@ -1049,13 +1010,13 @@ impl Parser<'_> {
     /// A parameter list after its `(`, through its `)`.
     fn param_list_after_open(&mut self) -> PResult<Vec<ParamDecl>> {
         let mut params = Vec::new();
-        if self.is_word("void") && self.is_at(1, ")") {
-            self.pos += 1;
+        if self.cur.is_word("void") && self.cur.is_at(1, ")") {
+            self.cur.advance(1);
         }
-        if !self.is(")") {
+        if !self.cur.is(")") {
             loop {
                 params.push(self.param()?);
-                if !self.eat(",") {
+                if !self.cur.eat(",") {
                     break;
                 }
             }
@@ -1065,14 +1026,14 @@ impl Parser<'_> {
     }
 
     fn param(&mut self) -> PResult<ParamDecl> {
-        let start = self.span();
-        if self.is("...") {
+        let start = self.cur.span();
+        if self.cur.is("...") {
             return Err(Diagnostic::error("variadic functions are not supported")
                 .at(start)
                 .help("give the function a fixed list of parameters")
                 .outside_subset("variadic functions"));
         }
-        if let Some(Tok::Ident(w)) = self.peek()
+        if let Some(Tok::Ident(w)) = self.cur.peek()
             && !self.at_type()
             && unsupported_type(w).is_none()
             && !["template", "struct", "class", "union", "enum"].contains(&w.as_str())
@@ -1080,31 +1041,31 @@ impl Parser<'_> {
             return Err(self.unknown_type());
         }
         let ty = self.type_name()?;
-        if self.is("&&") {
+        if self.cur.is("&&") {
             return Err(Diagnostic::error("rvalue references (`&&`) are not supported by the simulator")
-                .at(self.span())
+                .at(self.cur.span())
                 .label("an rvalue reference")
                 .help("take the parameter by value (`float x`) or by reference (`float &x`)")
                 .outside_subset("rvalue references"));
         }
-        let by_ref = self.eat("&");
-        let name = match self.peek() {
+        let by_ref = self.cur.eat("&");
+        let name = match self.cur.peek() {
             Some(Tok::Ident(_)) => Some(self.ident("a parameter name")?),
             _ => None,
         };
         let mut array_dims = 0;
         // The text of each `[...]`, for the message about 2-D arrays.
         let mut sizes: Vec<String> = Vec::new();
-        while self.eat("[") {
+        while self.cur.eat("[") {
             let mut size = String::new();
-            while !self.is("]") && self.peek().is_some() {
-                match self.peek() {
+            while !self.cur.is("]") && self.cur.peek().is_some() {
+                match self.cur.peek() {
                     Some(Tok::Ident(w)) => size.push_str(w),
                     Some(Tok::Int(v, _)) => size.push_str(&v.to_string()),
                     Some(Tok::Punct(p)) => size.push_str(p),
                     _ => size.push('?'),
                 }
-                self.pos += 1;
+                self.cur.advance(1);
             }
             self.expect("]")?;
             array_dims += 1;
@@ -1129,14 +1090,14 @@ impl Parser<'_> {
             return Err(Diagnostic::error(format!(
                 "`{elem} {star}{pname}{dims}` is a {array_dims}-D array parameter, which gridlab cannot pass"
             ))
-            .at(start.to(self.prev_span()))
+            .at(start.to(self.cur.prev_span()))
             .label("a pointer to rows, in C")
             .help(format!(
                 "buffers reach a kernel as flat pointers, a 2-D buffer row after row: declare `{elem} {star}*{pname}` and index it as `{index}`"
             )));
         }
-        let default = if self.eat("=") { Some(self.assign()?) } else { None };
-        Ok(ParamDecl { ty, name, array_dims, by_ref, default, span: start.to(self.prev_span()) })
+        let default = if self.cur.eat("=") { Some(self.assign()?) } else { None };
+        Ok(ParamDecl { ty, name, array_dims, by_ref, default, span: start.to(self.cur.prev_span()) })
     }
 
     /// The declarators after a type: `a = 1, *p, v[4] = {1, 2}` and the closing `;`.
@@ -1159,8 +1120,8 @@ impl Parser<'_> {
                 }
             };
             let mut dims = Vec::new();
-            while self.eat("[") {
-                if self.eat("]") {
+            while self.cur.eat("[") {
+                if self.cur.eat("]") {
                     dims.push(None);
                 } else {
                     let e = self.expr()?;
@@ -1168,51 +1129,51 @@ impl Parser<'_> {
                     dims.push(Some(e));
                 }
             }
-            if (self.is("(") || self.is("{")) && ty.strukt.is_some() && ptrs.is_empty() && dims.is_empty() {
+            if (self.cur.is("(") || self.cur.is("{")) && ty.strukt.is_some() && ptrs.is_empty() && dims.is_empty() {
                 // `Complex c(a, b);`, `Complex c{a, b};`: made by the constructor.
-                let at = self.span();
+                let at = self.cur.span();
                 let args = self.construct_args()?;
-                let span = at.to(self.prev_span());
+                let span = at.to(self.cur.prev_span());
                 let e = Expr { kind: ExprKind::Construct { ty: ty.clone(), args }, span };
                 declarators.push(Declarator { name, name_span, ptrs, dims, init: Some(Init::Expr(e)) });
-                if !self.eat(",") {
+                if !self.cur.eat(",") {
                     break;
                 }
                 continue;
             }
-            if self.is("(") {
+            if self.cur.is("(") {
                 return Err(Diagnostic::error("constructor-style initialisation is not supported")
-                    .at(self.span())
+                    .at(self.cur.span())
                     .help(format!("write `{name} = value;`"))
                     .outside_subset("constructor-style initialisation"));
             }
-            let init = if self.eat("=") { Some(self.init()?) } else { None };
+            let init = if self.cur.eat("=") { Some(self.init()?) } else { None };
             declarators.push(Declarator { name, name_span, ptrs, dims, init });
-            if !self.eat(",") {
+            if !self.cur.eat(",") {
                 break;
             }
         }
         self.expect(";")?;
-        Ok(Decl { storage, ty, declarators, span: start.to(self.prev_span()) })
+        Ok(Decl { storage, ty, declarators, span: start.to(self.cur.prev_span()) })
     }
 
     fn init(&mut self) -> PResult<Init> {
-        if !self.is("{") {
+        if !self.cur.is("{") {
             return Ok(Init::Expr(self.assign()?));
         }
-        let start = self.span();
+        let start = self.cur.span();
         self.enter()?;
-        self.pos += 1;
+        self.cur.advance(1);
         let mut items = Vec::new();
-        while !self.is("}") {
+        while !self.cur.is("}") {
             items.push(self.init()?);
-            if !self.eat(",") {
+            if !self.cur.eat(",") {
                 break;
             }
         }
         self.expect("}")?;
         self.leave();
-        Ok(Init::List(items, start.to(self.prev_span())))
+        Ok(Init::List(items, start.to(self.cur.prev_span())))
     }
 
     // ----- statements -----
@@ -1221,8 +1182,8 @@ impl Parser<'_> {
         let start = self.expect("{")?;
         self.enter()?;
         let mut stmts = Vec::new();
-        while !self.is("}") {
-            if self.peek().is_none() {
+        while !self.cur.is("}") {
+            if self.cur.peek().is_none() {
                 return Err(Diagnostic::error("unclosed `{`")
                     .at(start)
                     .label("this `{` has no matching `}`")
@@ -1230,9 +1191,9 @@ impl Parser<'_> {
             }
             stmts.push(self.stmt()?);
         }
-        self.pos += 1;
+        self.cur.advance(1);
         self.leave();
-        Ok(Stmt { kind: StmtKind::Block(stmts), span: start.to(self.prev_span()) })
+        Ok(Stmt { kind: StmtKind::Block(stmts), span: start.to(self.cur.prev_span()) })
     }
 
     fn stmt(&mut self) -> PResult<Stmt> {
@@ -1243,28 +1204,28 @@ impl Parser<'_> {
     }
 
     fn stmt_inner(&mut self) -> PResult<Stmt> {
-        let start = self.span();
-        let done = |p: &Self, kind| Ok(Stmt { kind, span: start.to(p.prev_span()) });
-        if self.is("{") {
+        let start = self.cur.span();
+        let done = |p: &Self, kind| Ok(Stmt { kind, span: start.to(p.cur.prev_span()) });
+        if self.cur.is("{") {
             return self.block();
         }
-        if self.eat(";") {
+        if self.cur.eat(";") {
             return done(self, StmtKind::Empty);
         }
-        let declares = matches!(self.peek_at(1), Some(Tok::Ident(_)));
+        let declares = matches!(self.cur.peek_at(1), Some(Tok::Ident(_)));
         self.reject_unsupported_word(declares)?;
-        let word = match self.peek() {
+        let word = match self.cur.peek() {
             Some(Tok::Ident(w)) => w.clone(),
             _ => String::new(),
         };
         match word.as_str() {
             "if" => {
-                self.pos += 1;
+                self.cur.advance(1);
                 let cond = self.paren_expr()?;
                 let then = Box::new(self.stmt()?);
-                let else_ = if !self.eat_word("else") {
+                let else_ = if !self.cur.eat_word("else") {
                     None
-                } else if self.is_word("if") {
+                } else if self.cur.is_word("if") {
                     // `else if` chains are flat for a reader, however long: a link of the chain
                     // deepens the tree only.
                     self.tree += 1;
@@ -1272,7 +1233,7 @@ impl Parser<'_> {
                     // its condition, says what is too long.
                     if self.tree + 64 > MAX_TREE_DEPTH {
                         return Err(Diagnostic::error("this `if` ... `else if` chain is too long")
-                            .at(self.span())
+                            .at(self.cur.span())
                             .label(format!("more than {} branches", MAX_TREE_DEPTH - 64))
                             .help("look the value up in an array, or use a `switch`"));
                     }
@@ -1285,15 +1246,15 @@ impl Parser<'_> {
                 return done(self, StmtKind::If(cond, then, else_));
             }
             "while" => {
-                self.pos += 1;
+                self.cur.advance(1);
                 let cond = self.paren_expr()?;
                 let body = Box::new(self.stmt()?);
                 return done(self, StmtKind::While(cond, body));
             }
             "do" => {
-                self.pos += 1;
+                self.cur.advance(1);
                 let body = Box::new(self.stmt()?);
-                if !self.eat_word("while") {
+                if !self.cur.eat_word("while") {
                     return Err(self.expected("`while` after the body of `do`"));
                 }
                 let cond = self.paren_expr()?;
@@ -1302,7 +1263,7 @@ impl Parser<'_> {
             }
             "for" => return self.for_stmt(),
             "switch" => {
-                self.pos += 1;
+                self.cur.advance(1);
                 let value = self.paren_expr()?;
                 self.enter()?;
                 let r = self.switch_body();
@@ -1310,13 +1271,13 @@ impl Parser<'_> {
                 return done(self, StmtKind::Switch(value, r?));
             }
             "break" | "continue" => {
-                self.pos += 1;
+                self.cur.advance(1);
                 self.expect(";")?;
                 return done(self, if word == "break" { StmtKind::Break } else { StmtKind::Continue });
             }
             "return" => {
-                self.pos += 1;
-                let value = if self.is(";") { None } else { Some(self.expr()?) };
+                self.cur.advance(1);
+                let value = if self.cur.is(";") { None } else { Some(self.expr()?) };
                 self.expect(";")?;
                 return done(self, StmtKind::Return(value));
             }
@@ -1340,11 +1301,11 @@ impl Parser<'_> {
         if let Some(decl) = self.local_decl()? {
             return Ok(Stmt { span: decl.span, kind: StmtKind::Decl(decl) });
         }
-        if matches!(self.peek(), Some(Tok::Ident(_))) && self.is_at(1, ":") && !self.is_at(1, "::") {
+        if matches!(self.cur.peek(), Some(Tok::Ident(_))) && self.cur.is_at(1, ":") && !self.cur.is_at(1, "::") {
             // A label names the statement after it; with no `goto` (which is refused on its
             // own) it changes nothing, as C says.
-            self.pos += 2;
-            if self.is("}") {
+            self.cur.advance(2);
+            if self.cur.is("}") {
                 return Ok(Stmt { kind: StmtKind::Empty, span: start });
             }
             return self.stmt();
@@ -1356,38 +1317,38 @@ impl Parser<'_> {
 
     /// A declaration inside a function, if one starts here.
     fn local_decl(&mut self) -> PResult<Option<Decl>> {
-        let start = self.span();
+        let start = self.cur.span();
         let mut storage = Storage::Auto;
-        if self.eat_word("__shared__") {
+        if self.cur.eat_word("__shared__") {
             storage = Storage::Shared;
-        } else if self.is_word("extern") {
-            self.pos += 1;
-            if !self.eat_word("__shared__") {
+        } else if self.cur.is_word("extern") {
+            self.cur.advance(1);
+            if !self.cur.eat_word("__shared__") {
                 return Err(Diagnostic::error("only `extern __shared__` is allowed inside a function")
                     .at(start)
                     .help("write `extern __shared__ float buf[];`"));
             }
             storage = Storage::ExternShared;
-        } else if self.eat_word("static") {
+        } else if self.cur.eat_word("static") {
             storage = Storage::Static;
         }
-        while self.eat_word("__shared__") || self.eat_word("static") {
+        while self.cur.eat_word("__shared__") || self.cur.eat_word("static") {
             if storage == Storage::Static {
                 storage = Storage::Shared;
             }
         }
         if storage == Storage::Auto && !self.at_type() {
             // `flaot x` / `flaot *x`: a name followed by a declarator is a misspelt type.
-            if let (Some(Tok::Ident(w)), Some(Tok::Ident(_))) = (self.peek(), self.peek_at(1))
+            if let (Some(Tok::Ident(w)), Some(Tok::Ident(_))) = (self.cur.peek(), self.cur.peek_at(1))
                 && w != "sizeof"
             {
                 return Err(self.unknown_type());
             }
             return Ok(None);
         }
-        if storage == Storage::Shared && self.is_word("extern") {
+        if storage == Storage::Shared && self.cur.is_word("extern") {
             return Err(Diagnostic::error("write `extern __shared__`, in that order")
-                .at(self.span())
+                .at(self.cur.span())
                 .help("write `extern __shared__ float buf[];`"));
         }
         let ty = self.type_name()?;
@@ -1395,42 +1356,42 @@ impl Parser<'_> {
     }
 
     fn for_stmt(&mut self) -> PResult<Stmt> {
-        let start = self.span();
-        self.pos += 1;
+        let start = self.cur.span();
+        self.cur.advance(1);
         self.expect("(")?;
-        let init = if self.eat(";") {
+        let init = if self.cur.eat(";") {
             None
         } else if let Some(decl) = self.local_decl()? {
             Some(Box::new(Stmt { span: decl.span, kind: StmtKind::Decl(decl) }))
         } else {
-            let s = self.span();
+            let s = self.cur.span();
             let e = self.expr()?;
             self.expect(";")?;
-            Some(Box::new(Stmt { kind: StmtKind::Expr(e), span: s.to(self.prev_span()) }))
+            Some(Box::new(Stmt { kind: StmtKind::Expr(e), span: s.to(self.cur.prev_span()) }))
         };
-        let cond = if self.is(";") { None } else { Some(self.expr()?) };
+        let cond = if self.cur.is(";") { None } else { Some(self.expr()?) };
         self.expect(";")?;
-        let step = if self.is(")") { None } else { Some(self.expr()?) };
+        let step = if self.cur.is(")") { None } else { Some(self.expr()?) };
         self.expect(")")?;
         let body = Box::new(self.stmt()?);
-        Ok(Stmt { kind: StmtKind::For { init, cond, step, body }, span: start.to(self.prev_span()) })
+        Ok(Stmt { kind: StmtKind::For { init, cond, step, body }, span: start.to(self.cur.prev_span()) })
     }
 
     /// `{ case 1: ... default: ... }` after `switch (value)`.
     fn switch_body(&mut self) -> PResult<Vec<SwitchPart>> {
         self.expect("{")?;
         let mut parts = Vec::new();
-        while !self.eat("}") {
-            if self.peek().is_none() {
+        while !self.cur.eat("}") {
+            if self.cur.peek().is_none() {
                 return Err(self.expected("`}` to close the `switch`"));
             }
-            if self.eat_word("case") {
+            if self.cur.eat_word("case") {
                 let e = self.binary(0)?;
                 self.expect(":")?;
                 parts.push(SwitchPart::Case(e));
-            } else if self.is_word("default") && matches!(self.peek_at(1), Some(Tok::Punct(":"))) {
-                let span = self.span();
-                self.pos += 2;
+            } else if self.cur.is_word("default") && matches!(self.cur.peek_at(1), Some(Tok::Punct(":"))) {
+                let span = self.cur.span();
+                self.cur.advance(2);
                 parts.push(SwitchPart::Default(span));
             } else {
                 parts.push(SwitchPart::Stmt(self.stmt()?));
@@ -1440,10 +1401,10 @@ impl Parser<'_> {
     }
 
     fn paren_expr(&mut self) -> PResult<Expr> {
-        if !self.is("(") {
+        if !self.cur.is("(") {
             return Err(self.expected("`(`"));
         }
-        self.pos += 1;
+        self.cur.advance(1);
         let e = self.expr()?;
         self.expect(")")?;
         Ok(e)
@@ -1454,7 +1415,7 @@ impl Parser<'_> {
     pub fn expr(&mut self) -> PResult<Expr> {
         let mut lhs = self.assign()?;
         let mut chain = 0;
-        while self.eat(",") {
+        while self.cur.eat(",") {
             self.enter_chain()?;
             chain += 1;
             let rhs = self.assign()?;
@@ -1474,7 +1435,7 @@ impl Parser<'_> {
 
     fn assign_inner(&mut self) -> PResult<Expr> {
         let lhs = self.cond()?;
-        let op = match self.peek() {
+        let op = match self.cur.peek() {
             Some(Tok::Punct(p)) => match *p {
                 "=" => None,
                 "+=" => Some(BinaryOp::Add),
@@ -1491,7 +1452,7 @@ impl Parser<'_> {
             },
             _ => return Ok(lhs),
         };
-        self.pos += 1;
+        self.cur.advance(1);
         let rhs = self.assign()?;
         let span = lhs.span.to(rhs.span);
         Ok(Expr { kind: ExprKind::Assign(op, Box::new(lhs), Box::new(rhs)), span })
@@ -1499,7 +1460,7 @@ impl Parser<'_> {
 
     fn cond(&mut self) -> PResult<Expr> {
         let c = self.binary(0)?;
-        if !self.eat("?") {
+        if !self.cur.eat("?") {
             return Ok(c);
         }
         let then = self.expr()?;
@@ -1514,7 +1475,7 @@ impl Parser<'_> {
     }
 
     fn binop(&self) -> Option<(BinaryOp, usize)> {
-        let Some(Tok::Punct(p)) = self.peek() else { return None };
+        let Some(Tok::Punct(p)) = self.cur.peek() else { return None };
         Some(match *p {
             "||" => (BinaryOp::LogOr, 1),
             "&&" => (BinaryOp::LogAnd, 2),
@@ -1547,7 +1508,7 @@ impl Parser<'_> {
             if prec <= min_prec {
                 break Ok(lhs);
             }
-            self.pos += 1;
+            self.cur.advance(1);
             // A long left-leaning chain is as deep as a nested one for the checker.
             if let Err(e) = self.enter_chain() {
                 break Err(e);
@@ -1572,8 +1533,8 @@ impl Parser<'_> {
     }
 
     fn unary_inner(&mut self) -> PResult<Expr> {
-        let start = self.span();
-        let op = match self.peek() {
+        let start = self.cur.span();
+        let op = match self.cur.peek() {
             Some(Tok::Punct("-")) => Some(UnOp::Neg),
             Some(Tok::Punct("+")) => Some(UnOp::Plus),
             Some(Tok::Punct("!")) => Some(UnOp::LogNot),
@@ -1583,7 +1544,7 @@ impl Parser<'_> {
             _ => None,
         };
         if let Some(op) = op {
-            self.pos += 1;
+            self.cur.advance(1);
             let e = self.unary()?;
             if let (UnOp::AddrOf, ExprKind::Name(n)) = (op, &e.kind)
                 && !self.addressed.contains(n)
@@ -1593,27 +1554,27 @@ impl Parser<'_> {
             let span = start.to(e.span);
             return Ok(Expr { kind: ExprKind::Unary(op, Box::new(e)), span });
         }
-        if self.is("++") || self.is("--") {
-            let increment = self.is("++");
-            self.pos += 1;
+        if self.cur.is("++") || self.cur.is("--") {
+            let increment = self.cur.is("++");
+            self.cur.advance(1);
             let e = self.unary()?;
             let span = start.to(e.span);
             return Ok(Expr { kind: ExprKind::IncDec { operand: Box::new(e), increment, prefix: true }, span });
         }
-        if self.is_word("sizeof") {
-            self.pos += 1;
-            if self.is("(") && self.at_type_at(1) {
-                self.pos += 1;
+        if self.cur.is_word("sizeof") {
+            self.cur.advance(1);
+            if self.cur.is("(") && self.at_type_at(1) {
+                self.cur.advance(1);
                 let ty = self.type_name()?;
                 self.expect(")")?;
-                return Ok(Expr { kind: ExprKind::SizeofType(ty), span: start.to(self.prev_span()) });
+                return Ok(Expr { kind: ExprKind::SizeofType(ty), span: start.to(self.cur.prev_span()) });
             }
             let e = self.unary()?;
             let span = start.to(e.span);
             return Ok(Expr { kind: ExprKind::SizeofExpr(Box::new(e)), span });
         }
-        if self.is("(") && self.at_type_at(1) {
-            self.pos += 1;
+        if self.cur.is("(") && self.at_type_at(1) {
+            self.cur.advance(1);
             let ty = self.type_name()?;
             self.expect(")")?;
             let e = self.unary()?;
@@ -1645,57 +1606,57 @@ impl Parser<'_> {
     /// One postfix operator applied to `e`; `false` when there was none.
     fn postfix_step(&mut self, e: Expr) -> PResult<(Expr, bool)> {
         let start = e.span;
-        if self.eat("[") {
+        if self.cur.eat("[") {
             let index = self.expr()?;
             self.expect("]")?;
-            let span = start.to(self.prev_span());
+            let span = start.to(self.cur.prev_span());
             return Ok((Expr { kind: ExprKind::Index(Box::new(e), Box::new(index)), span }, true));
         }
-        if self.eat(".") {
+        if self.cur.eat(".") {
             let (field, field_span) = self.ident("a member name such as `x`")?;
             let span = start.to(field_span);
             return Ok((Expr { kind: ExprKind::Member(Box::new(e), field, field_span), span }, true));
         }
-        if self.eat("->") {
+        if self.cur.eat("->") {
             // `p->x` is `(*p).x`.
             let (field, field_span) = self.ident("a member name")?;
             let span = start.to(field_span);
             let target = Expr { kind: ExprKind::Unary(UnOp::Deref, Box::new(e)), span: start };
             return Ok((Expr { kind: ExprKind::Member(Box::new(target), field, field_span), span }, true));
         }
-        if self.is("++") || self.is("--") {
-            let increment = self.is("++");
-            self.pos += 1;
-            let span = start.to(self.prev_span());
+        if self.cur.is("++") || self.cur.is("--") {
+            let increment = self.cur.is("++");
+            self.cur.advance(1);
+            let span = start.to(self.cur.prev_span());
             return Ok((
                 Expr { kind: ExprKind::IncDec { operand: Box::new(e), increment, prefix: false }, span },
                 true,
             ));
         }
-        if self.is("(")
+        if self.cur.is("(")
             && let ExprKind::Member(object, name, name_span) = &e.kind
         {
             let (object, name, name_span) = (object.clone(), name.clone(), *name_span);
-            self.pos += 1;
+            self.cur.advance(1);
             let args = self.expr_list(")")?;
-            let span = start.to(self.prev_span());
+            let span = start.to(self.cur.prev_span());
             return Ok((Expr { kind: ExprKind::MethodCall { object, name, name_span, args }, span }, true));
         }
-        if self.is("(") {
+        if self.cur.is("(") {
             let ExprKind::Name(name) = &e.kind else {
                 return Err(Diagnostic::error("only named functions can be called")
-                    .at(self.span())
+                    .at(self.cur.span())
                     .help("call a function by its name, e.g. `square(x)`"));
             };
             let name = name.clone();
-            self.pos += 1;
+            self.cur.advance(1);
             let args = self.expr_list(")")?;
-            let span = start.to(self.prev_span());
+            let span = start.to(self.cur.prev_span());
             return Ok((Expr { kind: ExprKind::Call { name, name_span: start, args }, span }, true));
         }
-        if self.is("<<") && self.is_at(1, "<") && matches!(e.kind, ExprKind::Name(_)) {
+        if self.cur.is("<<") && self.cur.is_at(1, "<") && matches!(e.kind, ExprKind::Name(_)) {
             return Err(Diagnostic::error("kernels cannot be launched from CUDA code here")
-                .at(self.span())
+                .at(self.cur.span())
                 .label("a launch inside a kernel (dynamic parallelism)")
                 .help("launch kernels from the gridlab prompt, e.g. `kernel<<<1, 32>>>(a, n)`"));
         }
@@ -1703,8 +1664,8 @@ impl Parser<'_> {
     }
 
     fn primary(&mut self) -> PResult<Expr> {
-        let start = self.span();
-        let Some(tok) = self.peek().cloned() else {
+        let start = self.cur.span();
+        let Some(tok) = self.cur.peek().cloned() else {
             return Err(self.expected("an expression"));
         };
         let kind = match tok {
@@ -1713,34 +1674,34 @@ impl Parser<'_> {
             Tok::Char(c) => ExprKind::Char(c),
             Tok::Str(s) => {
                 let mut s = s;
-                while let Some(Tok::Str(more)) = self.peek_at(1) {
+                while let Some(Tok::Str(more)) = self.cur.peek_at(1) {
                     s.push_str(more);
-                    self.pos += 1;
+                    self.cur.advance(1);
                 }
                 ExprKind::Str(s)
             }
             Tok::Punct("(") => {
-                self.pos += 1;
+                self.cur.advance(1);
                 let e = self.expr()?;
                 self.expect(")")?;
-                return Ok(Expr { kind: e.kind, span: start.to(self.prev_span()) });
+                return Ok(Expr { kind: e.kind, span: start.to(self.cur.prev_span()) });
             }
             Tok::Ident(w) if w == "true" || w == "false" => ExprKind::Bool(w == "true"),
             Tok::Ident(w) if matches!(w.as_str(), "static_cast" | "reinterpret_cast" | "const_cast") => {
                 return self.cpp_cast(w);
             }
             Tok::Ident(w)
-                if (self.is_at(1, "(") || self.is_at(1, "{"))
+                if (self.cur.is_at(1, "(") || self.cur.is_at(1, "{"))
                     && self.typedefs.get(&w).is_some_and(|t| t.strukt.is_some() && t.ptrs.is_empty()) =>
             {
                 // `Complex(a, b)`: a struct made in an expression.
                 let ty = self.type_name()?;
                 let args = self.construct_args()?;
-                return Ok(Expr { kind: ExprKind::Construct { ty, args }, span: start.to(self.prev_span()) });
+                return Ok(Expr { kind: ExprKind::Construct { ty, args }, span: start.to(self.cur.prev_span()) });
             }
             // `float(i)`: C++'s functional cast, the same as `(float)i`.
             Tok::Ident(w)
-                if self.is_at(1, "(")
+                if self.cur.is_at(1, "(")
                     && (matches!(
                         w.as_str(),
                         "float" | "double" | "int" | "char" | "bool" | "short" | "unsigned" | "size_t"
@@ -1751,7 +1712,7 @@ impl Parser<'_> {
                 self.expect("(")?;
                 let e = self.expr()?;
                 self.expect(")")?;
-                return Ok(Expr { kind: ExprKind::Cast(ty, Box::new(e)), span: start.to(self.prev_span()) });
+                return Ok(Expr { kind: ExprKind::Cast(ty, Box::new(e)), span: start.to(self.cur.prev_span()) });
             }
             Tok::Ident(w) => {
                 self.reject_unsupported_word(false)?;
@@ -1764,7 +1725,7 @@ impl Parser<'_> {
             }
             _ => return Err(self.expected("an expression")),
         };
-        self.pos += 1;
+        self.cur.advance(1);
         Ok(Expr { kind, span: start })
     }
 
@@ -1772,15 +1733,15 @@ impl Parser<'_> {
     /// between pointer types (`reinterpret_cast<float4 *>(a)` for vector loads): all three
     /// are C casts to the checker, which allows what C allows.
     fn cpp_cast(&mut self, _which: String) -> PResult<Expr> {
-        let start = self.span();
-        self.pos += 1;
+        let start = self.cur.span();
+        self.cur.advance(1);
         self.expect("<")?;
         let ty = self.type_name()?;
         self.expect(">")?;
         self.expect("(")?;
         let e = self.expr()?;
         self.expect(")")?;
-        Ok(Expr { kind: ExprKind::Cast(ty, Box::new(e)), span: start.to(self.prev_span()) })
+        Ok(Expr { kind: ExprKind::Cast(ty, Box::new(e)), span: start.to(self.cur.prev_span()) })
     }
 }
 

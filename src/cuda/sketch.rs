@@ -8,6 +8,7 @@
 
 use super::ItemKind;
 use super::ast::{Param, Scalar, Type};
+use super::cursor::{Cursor, Lexeme};
 use crate::diag::Span;
 
 /// One top-level item of a snippet, as sketched.
@@ -188,6 +189,16 @@ fn tokens(text: &str) -> Vec<Tok> {
         }
     }
     out
+}
+
+impl Lexeme for Tok {
+    fn is_punct(&self, p: &str) -> bool {
+        is_p(self, p)
+    }
+
+    fn word(&self) -> Option<&str> {
+        word(self)
+    }
 }
 
 fn is_p(t: &Tok, p: &str) -> bool {
@@ -458,25 +469,13 @@ fn skip_angles(toks: &[Tok], i: usize) -> usize {
     toks.len()
 }
 
-/// The index past the `(...)` starting at `i` (if there is one).
+/// The index past the `(...)` starting at `i` (if there is one; the end when it never closes).
 fn skip_parens(toks: &[Tok], i: usize) -> usize {
-    if !toks.get(i).is_some_and(|t| is_p(t, "(")) {
+    let here = Cursor::at(toks, i);
+    if !here.is("(") {
         return i;
     }
-    let mut depth = 0usize;
-    for (k, t) in toks.iter().enumerate().skip(i) {
-        match &t.t {
-            T::Punct("(") => depth += 1,
-            T::Punct(")") => {
-                depth -= 1;
-                if depth == 0 {
-                    return k + 1;
-                }
-            }
-            _ => {}
-        }
-    }
-    toks.len()
+    here.closing("(", ")").unwrap_or(toks.len())
 }
 
 /// A function's name from the tokens before its `(`: the last word, or `operator+` and friends.

@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 
+use super::cursor::Cursor;
 use super::lexer::{Tok, Token};
 use super::syntax::TypeName;
 use crate::diag::{Diagnostic, Span};
@@ -217,7 +218,7 @@ fn struct_template(
     // `struct __align__(16) Name`: the attribute stays with the struct.
     if tokens.get(k).is_some_and(|t| t.is_word("__align__") || t.is_word("__builtin_align__"))
         && tokens.get(k + 1).is_some_and(|t| t.is_punct("("))
-        && let Some((_, past)) = split_args_in(tokens, k + 2, "(", ")")
+        && let Some((_, past)) = Cursor::at(tokens, k + 2).pieces_to("(", ")")
     {
         k = past;
     }
@@ -373,7 +374,7 @@ impl Template {
     /// that type; others take their defaults. `None` when some parameter stays unknown.
     pub fn deduce(&self, args: &[Option<&str>]) -> Option<Vec<Vec<Token>>> {
         let open = self.name_at + 1;
-        let (params, _) = split_args_in(&self.tokens, open + 1, "(", ")")?;
+        let (params, _) = Cursor::at(&self.tokens, open + 1).pieces_to("(", ")")?;
         let mut out: Vec<Option<Vec<Token>>> = vec![None; self.params.len()];
         for (decl, arg) in params.iter().zip(args) {
             let Some(c_type) = arg else { continue };
@@ -398,29 +399,6 @@ impl Template {
         }
         Some(full)
     }
-}
-
-/// The comma-separated pieces from just after an `open` bracket to its `close`.
-fn split_args_in(tokens: &[Token], mut i: usize, open: &str, close: &str) -> Option<(Vec<Vec<Token>>, usize)> {
-    let mut args = vec![Vec::new()];
-    let mut depth = 0usize;
-    while let Some(t) = tokens.get(i) {
-        if t.is_punct(open) {
-            depth += 1;
-        } else if t.is_punct(close) {
-            if depth == 0 {
-                return Some((args, i + 1));
-            }
-            depth -= 1;
-        } else if t.is_punct(",") && depth == 0 {
-            args.push(Vec::new());
-            i += 1;
-            continue;
-        }
-        args.last_mut().expect("one at least").push(t.clone());
-        i += 1;
-    }
-    None
 }
 
 /// Replace every `name<args>` of a template in `templates` by the instance's name, returning

@@ -228,8 +228,7 @@ pub fn run_observed(
     let width = session.style().width;
     let saved = session.save_state();
     // Plain, and narrower: a failure shows the output indented under its statement.
-    session.options.style.color = false;
-    session.options.style.width = width.saturating_sub(2).max(40);
+    session.set_plain_width(width.saturating_sub(2).max(40));
     let result = (|| -> io::Result<Option<Failure>> {
         for config in &configs {
             for (i, &run) in runs.iter().enumerate() {
@@ -249,7 +248,7 @@ pub fn run_observed(
 /// Note what the launch just run was given; `left` holds what earlier launches of this run
 /// left in their buffers (kernel, buffer, values).
 fn observe(session: &Session, seen: &mut Vec<Observed>, left: &mut Vec<(String, String, Vec<f64>)>) {
-    let Some(last) = session.last.as_ref() else { return };
+    let Some(last) = session.last() else { return };
     let kernel = last.spec.kernel.clone();
     let buffers: Vec<(String, Vec<f64>)> = last.before.iter().map(|(n, b)| (n.clone(), b.to_f64_vec())).collect();
     let again = buffers.iter().any(|(n, v)| left.iter().any(|(k, m, after)| *k == kernel && m == n && after == v));
@@ -268,7 +267,7 @@ fn observe(session: &Session, seen: &mut Vec<Observed>, left: &mut Vec<(String, 
 fn refused_kernel(session: &Session, path: &str, planned: &[Planned]) -> Option<Failure> {
     let (name, at) = planned.iter().find_map(|p| {
         let name = p.kernel.as_deref()?;
-        session.refused.iter().find(|(n, _)| n == name).map(|(n, at)| (n.clone(), *at))
+        session.refused_at(name).map(|at| (name.to_string(), at))
     })?;
     let line = planned.iter().find(|p| p.kernel.as_deref() == Some(name.as_str())).map_or(0, |p| p.input.line);
     let before = if session.module().kernel(&name).is_some() || session.module().gpu_only_kernel(&name).is_some() {
@@ -368,7 +367,7 @@ fn one_run(
     }
     for p in planned {
         if p.launch {
-            session.last = None;
+            session.forget_last();
         }
         let mut out = Vec::new();
         let status = session.eval(path, &p.input, &mut out)?;
@@ -419,7 +418,7 @@ fn one_run(
 /// of the elements its threads could reach and none beyond: why its results are wrong, said
 /// ("512 threads for 10,000 elements of `out` ...") rather than left to a list of numbers.
 fn unreached(session: &Session) -> Option<String> {
-    let last = session.last.as_ref()?;
+    let last = session.last()?;
     let threads = last.spec.grid.count().saturating_mul(last.spec.block.count());
     last.before.iter().find_map(|(name, before)| {
         let now = session.buffer(name)?;

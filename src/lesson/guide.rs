@@ -3,11 +3,11 @@
 //! :lessons` commands that move them along.
 //!
 //! The guide lives in the [`Session`] as its [`Extension`] ([`Lessons`]), so the lesson commands
-//! run like any other. It talks to the editor through two small hand-offs the REPL picks up
-//! after each input: a *suggestion* (text to put in the editor: the step's next statement, a
-//! starter, a solution) and a *question* (`:solution` asks before it gives the answer away).
-//! The REPL reports every input back ([`Guide::input_ran`]), so the step's next input follows
-//! whatever the learner ran, `:` commands included.
+//! run like any other, and the REPL reaches it only through the session's extension channel:
+//! after each input it picks up a *suggestion* (text to put in the editor: the step's next
+//! statement, a starter, a solution) and a *question* (`:solution` asks before it gives the
+//! answer away), and reports the input back ([`Guide::input_ran`]), so the step's next input
+//! follows whatever the learner ran, `:` commands included.
 //!
 //! In a demo (`gridlab demo ID`), a step is shown a piece at a time: each Enter on an empty
 //! line shows the next paragraph or puts the next statement in the editor. An exercise is
@@ -25,14 +25,7 @@ use super::{Course, Lang, Lesson, Part, check};
 use crate::render::{self, Style};
 use crate::script;
 use crate::session::command::{Args, Call, CommandSpec};
-use crate::session::{Extension, Session, Status};
-
-/// Something the REPL must ask the learner before the guide goes on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Question {
-    /// Show the solution of the current exercise?
-    Solution,
-}
+use crate::session::{Extension, Question, Session, Status};
 
 /// An input queued for the editor.
 #[derive(Clone, Debug)]
@@ -64,8 +57,6 @@ pub struct Guide {
     pub step: usize,
     /// A live presentation: shown a piece at a time, progress left alone.
     pub demo: bool,
-    /// Input comes from a pipe, with no editor to put anything in (`gridlab learn 1 < steps`).
-    pub piped: bool,
     /// The step's inputs still to offer, in order, each with whether gridlab is meant to
     /// refuse it (from an `error` block).
     queue: VecDeque<Offer>,
@@ -131,7 +122,6 @@ impl Guide {
             lesson,
             step,
             demo,
-            piped: false,
             queue: VecDeque::new(),
             suggestion: None,
             offered: None,
@@ -262,7 +252,17 @@ impl Guide {
     ///   so the next input is offered, and when there is none the step says it is done. An input
     ///   that failed keeps the step where it is (the learner fixes it from history), unless
     ///   failing was the point.
-    pub fn input_ran(&mut self, text: &str, failed: bool, out: &mut dyn Write, style: &Style) -> io::Result<()> {
+    ///
+    /// `editor`: there is an editor to put anything in (not input from a pipe, as in
+    /// `gridlab learn 1 < steps`).
+    pub fn input_ran(
+        &mut self,
+        text: &str,
+        failed: bool,
+        editor: bool,
+        out: &mut dyn Write,
+        style: &Style,
+    ) -> io::Result<()> {
         if self.suggestion.is_some() {
             return Ok(());
         }
@@ -281,7 +281,7 @@ impl Guide {
             // The offer stays pending: Enter on an empty line brings it back. When the learner
             // had set it aside (Ctrl-C) to type something else, it comes back at once.
             let set_aside = std::mem::take(&mut self.set_aside);
-            if text.trim_end().contains('\n') && has_cuda(text) && !self.piped {
+            if text.trim_end().contains('\n') && has_cuda(text) && editor {
                 // A kernel of several lines that did not compile goes back in the editor to be
                 // fixed where it is, rather than fished out of history.
                 self.suggestion = Some(text.trim_end().to_string());
@@ -683,7 +683,11 @@ impl Guide {
             return Ok(Status::Ok);
         };
         if !confirmed {
-            self.question = Some(Question::Solution);
+            self.question = Some(Question {
+                ask: "Show a solution? Trying first teaches more. [y/N] ".into(),
+                then: ":solution yes".into(),
+                otherwise: Some("Sure? Trying first teaches more. `:solution yes` shows one.".into()),
+            });
             return Ok(Status::Ok);
         }
         writeln!(out, "{}", style.bold("A solution (it is in your editor: Enter defines it, then :check):"))?;
@@ -810,6 +814,63 @@ impl Extension for Lessons {
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
         self
     }
+
+    fn prompt_label(&self) -> Option<String> {
+        self.guide.as_ref().map(Guide::label)
+    }
+
+    fn lessons(&self) -> Vec<(String, String)> {
+        let Some(g) = self.guide.as_ref() else { return Vec::new() };
+        g.course.lessons.iter().map(|l| (l.id.clone(), l.meta.title.clone())).collect()
+    }
+
+    fn input_ran(
+        &mut self,
+        text: &str,
+        failed: bool,
+        editor: bool,
+        out: &mut dyn Write,
+        style: &Style,
+    ) -> io::Result<()> {
+        match self.guide.as_mut() {
+            Some(g) => g.input_ran(text, failed, editor, out, style),
+            None => Ok(()),
+        }
+    }
+
+    fn take_suggestion(&mut self) -> Option<String> {
+        self.guide.as_mut()?.take_suggestion()
+    }
+
+    fn has_suggestion(&self) -> bool {
+        self.guide.as_ref().is_some_and(Guide::has_suggestion)
+    }
+
+    fn take_question(&mut self) -> Option<Question> {
+        self.guide.as_mut()?.take_question()
+    }
+
+    fn empty_input(&mut self, out: &mut dyn Write, style: &Style) -> io::Result<()> {
+        match self.guide.as_mut() {
+            // In a demo, Enter on an empty line moves the presentation on. The empty prompt
+            // line the Enter left is taken back: on a projector's few rows, every line counts.
+            Some(g) if g.demo => {
+                write!(out, "\x1b[1A\x1b[2K")?;
+                g.advance(out, style)
+            }
+            Some(g) => {
+                g.restore_offer();
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn set_aside(&mut self) {
+        if let Some(g) = self.guide.as_mut() {
+            g.set_offer_aside();
+        }
+    }
 }
 
 /// A lesson's Markdown, drawn by `render::markdown` with the code blocks' `:` commands coloured
@@ -819,11 +880,6 @@ fn write_markdown(out: &mut dyn Write, md: &str, style: &Style) -> io::Result<()
     let is_command = |w: &str| crate::session::command::find(&listing, w).is_some();
     let known = script::highlight::Known { is_kernel: &|_| false, is_command: &is_command };
     render::markdown::write_markdown(out, md, style, &known)
-}
-
-/// The guide of the lesson open in `session`, if any.
-pub fn guide_of(session: &mut Session) -> Option<&mut Guide> {
-    session.extension_mut::<Lessons>()?.guide.as_mut()
 }
 
 /// The lesson commands, in the order `:help` lists them.
@@ -979,7 +1035,7 @@ pub fn cmd_lesson(session: &mut Session, Call { args, .. }: Call<'_>, out: &mut 
 /// Where the session keeps a course's progress: the learner's file, except in a replayed
 /// script (its file access is confined), whose lesson commands leave saved progress alone.
 fn store_for(session: &Session, course: &str) -> Store {
-    match session.options.files {
+    match session.options().files {
         crate::session::FileAccess::Anywhere => Store::for_course(course),
         crate::session::FileAccess::Within(_) => Store::in_memory(),
     }
@@ -988,14 +1044,14 @@ fn store_for(session: &Session, course: &str) -> Store {
 /// Load the session's course and open it where the learner left off.
 fn load_guide(session: &mut Session, out: &mut dyn Write) -> io::Result<Result<(), Status>> {
     let style = session.style().clone();
-    match Course::chosen(session.options.course.as_deref()) {
+    match Course::chosen(session.options().course.as_deref()) {
         Ok(course) => {
             let store = store_for(session, &course.name);
             let (mut guide, note) = Guide::resume(course, store);
             if let Some(note) = note {
                 writeln!(out, "{}", style.warn(&format!("note: {note}")))?;
             }
-            if let Some(lang) = session.options.lang {
+            if let Some(lang) = session.options().lang {
                 guide.set_lang(lang, out, &style)?;
             }
             match session.extension_mut::<Lessons>() {
@@ -1040,11 +1096,11 @@ pub fn cmd_lang(session: &mut Session, Call { args, .. }: Call<'_>, out: &mut dy
         // No lesson open: the choice waits for the next one.
         match lang {
             Some(l) => {
-                session.options.lang = Some(l);
+                session.set_lang(l);
                 writeln!(out, "Lessons will be shown in {}. (At the prompt both languages always work.)", l.title())?;
             }
             None => {
-                let l = session.options.lang.unwrap_or_default();
+                let l = session.options().lang.unwrap_or_default();
                 writeln!(out, "Lessons are shown in {}; `:lang cuda` or `:lang python` switches.", l.title())?;
             }
         }
@@ -1062,7 +1118,7 @@ pub fn cmd_lang(session: &mut Session, Call { args, .. }: Call<'_>, out: &mut dy
             )?;
             return Ok(Status::Ok);
         };
-        session.options.lang = Some(lang);
+        session.set_lang(lang);
         if lang == g.lang() {
             writeln!(out, "Lessons are already shown in {}.", lang.title())?;
             g.set_lang(lang, out, style)?;
@@ -1106,7 +1162,7 @@ pub fn cmd_solution(session: &mut Session, Call { args, .. }: Call<'_>, out: &mu
 pub fn cmd_lessons(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
     if !has_guide(session) {
         let style = session.style().clone();
-        match Course::chosen(session.options.course.as_deref()) {
+        match Course::chosen(session.options().course.as_deref()) {
             Ok(course) => {
                 let (progress, _) = store_for(session, &course.name).load();
                 write_course(out, &course, &progress, None, &style)?;
@@ -1179,7 +1235,7 @@ mod tests {
 
     fn ran(g: &mut Guide, text: &str, failed: bool, style: &Style) -> String {
         let mut out = Vec::new();
-        g.input_ran(text, failed, &mut out, style).unwrap();
+        g.input_ran(text, failed, true, &mut out, style).unwrap();
         String::from_utf8(out).unwrap()
     }
 

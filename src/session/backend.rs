@@ -1,17 +1,152 @@
-//! Where launches run: starting the GPU backend in the background, settling `auto`'s choice,
-//! switching with `:backend`, and pointing the next launches at the simulator (with a seed and
-//! schedule) or the GPU. The rest of the session asks [`Session::backend`] and never which.
+//! Where launches run: [`Backends`], the simulator and the GPU backend (started in the
+//! background) with which of them runs launches now; and the session's side of it: settling
+//! `auto`'s choice, switching with `:backend`, and pointing the next launches at the simulator
+//! (with a seed and schedule) or the GPU. The rest of the session asks [`Session::backend`] for
+//! the one that runs launches now, and reaches a particular one only for what only it does (the
+//! simulator's watched runs in the views, the GPU's timings).
 
 use std::thread::JoinHandle;
 
 use crate::backend::gpu::GpuBackend;
-use crate::backend::sim::{Schedule, SimBackend};
+use crate::backend::sim::{Schedule, SimBackend, SimConfig};
 use crate::backend::{Backend, BackendKind};
 
 use super::{Options, RunOn, Session};
 
+/// The session's backends: the simulator, always there; the GPU backend, when one was asked
+/// for; and which of them runs launches now.
+pub(crate) struct Backends {
+    sim: SimBackend,
+    gpu: Option<Gpu>,
+    /// Where launches run now: `Sim` or `Gpu` (`Auto` until the GPU's start is settled).
+    active: BackendKind,
+}
+
+impl Backends {
+    /// The simulator as `options` configure it, and the GPU started in the background (so it
+    /// is ready by the first launch) unless the learner pinned the simulator.
+    pub fn new(options: &Options) -> Backends {
+        let mut config = options.sim.clone();
+        if config.cost.is_some() {
+            config.cost = Some(options.gpu_profile);
+        }
+        let gpu = match options.backend {
+            BackendKind::Sim => None,
+            BackendKind::Gpu | BackendKind::Auto => Some(Gpu::start(options)),
+        };
+        let active = if options.backend == BackendKind::Sim { BackendKind::Sim } else { BackendKind::Auto };
+        Backends { sim: SimBackend::new(config), gpu, active }
+    }
+
+    /// The backend that runs launches now (the simulator while `auto` is unsettled), borrowed
+    /// alone so that the module and sources can be borrowed beside it rather than copied.
+    pub fn active(&mut self) -> &mut dyn Backend {
+        match &mut self.gpu {
+            Some(Gpu::Ready(g)) if self.active == BackendKind::Gpu => g.as_mut(),
+            _ => &mut self.sim,
+        }
+    }
+
+    /// Which one runs launches now: `Sim`, `Gpu`, or `Auto` while the GPU's start is unsettled.
+    pub fn active_kind(&self) -> BackendKind {
+        self.active
+    }
+
+    pub fn set_active(&mut self, kind: BackendKind) {
+        self.active = kind;
+    }
+
+    /// The simulator, whichever backend runs launches: the views run it on copies.
+    pub fn sim(&self) -> &SimBackend {
+        &self.sim
+    }
+
+    /// The simulator's settings, to change for the launches after this.
+    pub fn sim_config_mut(&mut self) -> &mut SimConfig {
+        &mut self.sim.config
+    }
+
+    /// The simulator's settings now (seed, schedule, step budget, the cost model's GPU).
+    pub fn sim_config(&self) -> &SimConfig {
+        &self.sim.config
+    }
+
+    /// The cost model estimates times for `profile` from now on (when it is on).
+    pub fn set_reference(&mut self, profile: &'static crate::cost::GpuProfile) {
+        if self.sim.config.cost.is_some() {
+            self.sim.config.cost = Some(profile);
+        }
+    }
+
+    /// Run `spec` on the simulator with `config` for this launch only (the views' watched and
+    /// seeded runs), whichever backend runs launches.
+    pub fn run_sim_with(
+        &mut self,
+        config: SimConfig,
+        module: &crate::cuda::Module,
+        spec: &crate::launch::LaunchSpec,
+        buffers: &mut crate::backend::LaunchBuffers<'_>,
+    ) -> Result<crate::launch::LaunchReport, crate::backend::BackendError> {
+        let saved = std::mem::replace(&mut self.sim.config, config);
+        let result = self.sim.launch(module, spec, buffers);
+        self.sim.config = saved;
+        result
+    }
+
+    /// The GPU backend when it has started (without waiting for a start under way).
+    pub fn gpu(&mut self) -> Option<&mut GpuBackend> {
+        match &mut self.gpu {
+            Some(Gpu::Ready(g)) => Some(g.as_mut()),
+            _ => None,
+        }
+    }
+
+    /// The GPU backend when it has started, to read.
+    pub fn gpu_info(&self) -> Option<&GpuBackend> {
+        match &self.gpu {
+            Some(Gpu::Ready(g)) => Some(g.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// Start the GPU backend in the background, when it was never asked for.
+    pub fn start_gpu(&mut self, options: &Options) {
+        if self.gpu.is_none() {
+            self.gpu = Some(Gpu::start(options));
+        }
+    }
+
+    /// Wait for the GPU started in the background, if it is still starting; a launch it runs
+    /// is stopped by `cancel`.
+    pub fn gpu_ready(
+        &mut self,
+        cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    ) -> Option<&mut GpuBackend> {
+        if let Some(Gpu::Starting(_)) = &self.gpu {
+            let Some(Gpu::Starting(handle)) = self.gpu.take() else { unreachable!("matched above") };
+            self.gpu = Some(match handle.join() {
+                Ok(Ok(mut gpu)) => {
+                    gpu.cancel = cancel;
+                    Gpu::Ready(Box::new(gpu))
+                }
+                Ok(Err(why)) => Gpu::Unusable(why),
+                Err(_) => Gpu::Unusable("the GPU backend failed to start".into()),
+            });
+        }
+        self.gpu()
+    }
+
+    /// Why the GPU backend does not run launches.
+    pub fn gpu_unusable_reason(&self) -> String {
+        match &self.gpu {
+            Some(Gpu::Unusable(why)) => why.clone(),
+            _ => "no GPU".into(),
+        }
+    }
+}
+
 /// The GPU backend: being started in the background, started, or not usable (and why).
-pub(crate) enum Gpu {
+enum Gpu {
     Starting(JoinHandle<Result<GpuBackend, String>>),
     Ready(Box<GpuBackend>),
     Unusable(String),
@@ -20,7 +155,7 @@ pub(crate) enum Gpu {
 impl Gpu {
     /// Start the GPU backend on a background thread: creating a CUDA context takes half a
     /// second, and the learner should not wait for it at the prompt.
-    pub(super) fn start(options: &Options) -> Gpu {
+    fn start(options: &Options) -> Gpu {
         let (device, timeout) = (options.device, options.timeout);
         let started = std::thread::Builder::new()
             .name("gridlab-gpu-start".into())
@@ -39,38 +174,10 @@ fn auto_fallback(why: &str) -> String {
     format!("backend: sim (auto: {short}; `gridlab doctor` says more)")
 }
 
-/// The backend that runs launches, borrowed from the session's fields alone so that the module
-/// and sources can be borrowed beside it (rather than copied for every launch).
-pub(crate) fn active_backend<'a>(
-    sim: &'a mut SimBackend,
-    gpu: &'a mut Option<Gpu>,
-    active: BackendKind,
-) -> &'a mut dyn Backend {
-    match gpu {
-        Some(Gpu::Ready(g)) if active == BackendKind::Gpu => g.as_mut(),
-        _ => sim,
-    }
-}
-
 impl Session {
     /// Wait for the GPU started in the background, if it is still starting.
     pub(super) fn gpu_ready(&mut self) -> Option<&mut GpuBackend> {
-        if let Some(Gpu::Starting(_)) = &self.gpu {
-            let Some(Gpu::Starting(handle)) = self.gpu.take() else { unreachable!("matched above") };
-            let cancel = self.options.sim.cancel.clone();
-            self.gpu = Some(match handle.join() {
-                Ok(Ok(mut gpu)) => {
-                    gpu.cancel = cancel;
-                    Gpu::Ready(Box::new(gpu))
-                }
-                Ok(Err(why)) => Gpu::Unusable(why),
-                Err(_) => Gpu::Unusable("the GPU backend failed to start".into()),
-            });
-        }
-        match &mut self.gpu {
-            Some(Gpu::Ready(g)) => Some(g),
-            _ => None,
-        }
+        self.backends.gpu_ready(self.options.sim.cancel.clone())
     }
 
     /// Why launches do not run on the GPU, when they do not (after settling `auto`'s choice).
@@ -85,26 +192,23 @@ impl Session {
     }
 
     pub(super) fn gpu_unusable_reason(&self) -> String {
-        match &self.gpu {
-            Some(Gpu::Unusable(why)) => why.clone(),
-            _ => "no GPU".into(),
-        }
+        self.backends.gpu_unusable_reason()
     }
 
     /// Settle which backend runs launches (`auto` waits for the GPU's start) and say why, once.
     pub fn resolve_backend(&mut self) -> String {
         let requested = self.options.backend;
         if requested == BackendKind::Sim {
-            self.active = BackendKind::Sim;
+            self.backends.set_active(BackendKind::Sim);
             return "backend: sim".into();
         }
         match self.gpu_ready().map(|g| g.info().name.clone()) {
             Some(name) => {
-                self.active = BackendKind::Gpu;
+                self.backends.set_active(BackendKind::Gpu);
                 format!("backend: gpu ({name})")
             }
             None => {
-                self.active = BackendKind::Sim;
+                self.backends.set_active(BackendKind::Sim);
                 let why = self.gpu_unusable_reason();
                 match requested {
                     BackendKind::Gpu => format!("backend: sim, because the GPU backend is not usable: {why}"),
@@ -117,26 +221,24 @@ impl Session {
     /// Switch backends (`:backend`). Moving to the GPU gives it the module.
     pub(crate) fn switch_backend(&mut self, kind: BackendKind) -> Result<String, String> {
         if kind == BackendKind::Sim {
-            self.active = BackendKind::Sim;
+            self.backends.set_active(BackendKind::Sim);
             return Ok("backend: sim".into());
         }
-        if self.gpu.is_none() {
-            self.gpu = Some(Gpu::start(&self.options));
-        }
-        let ready = self.gpu_ready().is_some();
-        match &mut self.gpu {
-            Some(Gpu::Ready(gpu)) if ready => {
+        self.backends.start_gpu(&self.options);
+        let cancel = self.options.sim.cancel.clone();
+        match self.backends.gpu_ready(cancel) {
+            Some(gpu) => {
                 let name = gpu.info().name.clone();
-                if !self.module.is_empty() {
-                    gpu.load(&self.module, &self.sources)
+                if !self.work.module().is_empty() {
+                    gpu.load(self.work.module(), self.work.sources())
                         .map_err(|e| format!("the GPU could not compile the session's kernels: {e}"))?;
                 }
-                self.active = BackendKind::Gpu;
+                self.backends.set_active(BackendKind::Gpu);
                 Ok(format!("backend: gpu ({name})"))
             }
-            _ => {
+            None => {
                 let why = self.gpu_unusable_reason();
-                self.active = BackendKind::Sim;
+                self.backends.set_active(BackendKind::Sim);
                 if kind == BackendKind::Auto {
                     Ok(auto_fallback(&why))
                 } else {
@@ -147,7 +249,7 @@ impl Session {
     }
 
     pub(super) fn ensure_resolved(&mut self) {
-        if self.active == BackendKind::Auto {
+        if self.backends.active_kind() == BackendKind::Auto {
             self.resolve_backend();
         }
     }
@@ -155,7 +257,7 @@ impl Session {
     /// The backend that runs launches now.
     pub(crate) fn backend(&mut self) -> &mut dyn Backend {
         self.ensure_resolved();
-        active_backend(&mut self.sim, &mut self.gpu, self.active)
+        self.backends.active()
     }
 
     pub(crate) fn backend_label(&mut self) -> String {
@@ -165,16 +267,16 @@ impl Session {
     /// The GPU backend, when launches run on it now.
     pub(crate) fn active_gpu(&mut self) -> Option<&mut GpuBackend> {
         self.ensure_resolved();
-        match &mut self.gpu {
-            Some(Gpu::Ready(g)) if self.active == BackendKind::Gpu => Some(g.as_mut()),
-            _ => None,
+        if self.backends.active_kind() != BackendKind::Gpu {
+            return None;
         }
+        self.backends.gpu()
     }
 
     /// Whether launches run on the GPU now.
     pub fn on_gpu(&mut self) -> bool {
         self.ensure_resolved();
-        self.active == BackendKind::Gpu
+        self.backends.active_kind() == BackendKind::Gpu
     }
 
     /// Run the next launches on the simulator with this seed and schedule, or on the GPU (when
@@ -182,28 +284,28 @@ impl Session {
     pub(crate) fn run_on(&mut self, target: RunOn) {
         match target {
             RunOn::Sim { seed, schedule } => {
-                self.active = BackendKind::Sim;
+                self.backends.set_active(BackendKind::Sim);
                 self.set_seed(seed);
                 self.set_schedule(schedule);
             }
             RunOn::Gpu => {
-                if let Some(Gpu::Ready(gpu)) = &mut self.gpu {
-                    self.active = BackendKind::Gpu;
+                if let Some(gpu) = self.backends.gpu() {
                     // Kernels made while the simulator ran (a Python kernel's instance, a
                     // template's) are the GPU's too; a failure shows at the launch.
-                    let _ = gpu.load(&self.module, &self.sources);
+                    let _ = gpu.load(self.work.module(), self.work.sources());
+                    self.backends.set_active(BackendKind::Gpu);
                 }
             }
         }
     }
 
     pub(crate) fn set_schedule(&mut self, schedule: Schedule) {
-        self.sim.config.schedule = schedule;
+        self.backends.sim_config_mut().schedule = schedule;
         self.options.sim.schedule = schedule;
     }
 
     pub(crate) fn set_seed(&mut self, seed: u64) {
-        self.sim.config.seed = seed;
+        self.backends.sim_config_mut().seed = seed;
         self.options.sim.seed = seed;
     }
 
@@ -211,11 +313,11 @@ impl Session {
     /// return the bound it had: `dev check --mutants` gives endless mutants little time.
     pub(crate) fn set_time_limit(&mut self, limit: Option<std::time::Duration>) -> Option<std::time::Duration> {
         self.options.sim.time_limit = limit;
-        std::mem::replace(&mut self.sim.config.time_limit, limit)
+        std::mem::replace(&mut self.backends.sim_config_mut().time_limit, limit)
     }
 
     pub(crate) fn set_max_steps(&mut self, steps: u64) {
-        self.sim.config.max_steps = steps;
+        self.backends.sim_config_mut().max_steps = steps;
         self.options.sim.max_steps = steps;
     }
 }

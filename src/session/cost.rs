@@ -56,7 +56,7 @@ impl Session {
     /// this session runs on when the model knows it, else an H100.
     pub(super) fn reference(&self) -> &'static cost::GpuProfile {
         if !self.options.gpu_profile_chosen
-            && let Some(super::Gpu::Ready(g)) = &self.gpu
+            && let Some(g) = self.backends.gpu_info()
             && let Some(p) = cost::profiles::matching(&g.info().name)
         {
             return p;
@@ -94,7 +94,7 @@ impl Session {
     /// A sim configuration that counts costs: the session's, on a schedule that runs warps as a
     /// GPU does (the sequential schedule runs one lane at a time).
     fn costing_config(&self) -> SimConfig {
-        let mut config = SimConfig { trace_writes: false, watch: None, ..self.sim.config.clone() };
+        let mut config = SimConfig { trace_writes: false, watch: None, ..self.backends.sim_config().clone() };
         if config.schedule == Schedule::Sequential {
             config.schedule = Schedule::Random;
         }
@@ -111,11 +111,12 @@ impl Session {
         out: &mut dyn Write,
     ) -> io::Result<Status> {
         let style = self.options.style.clone();
-        let launches = self.launches;
+        let launches = self.record.launch_count();
         let status = self.launch(launch, text, out)?;
         // The launch's results and "before" are read below: bring them back from the GPU now.
         self.last_settled(out)?;
-        let Some(last) = self.last.as_ref().filter(|_| status == Status::Ok && self.launches > launches) else {
+        let Some(last) = self.record.last().filter(|_| status == Status::Ok && self.record.launch_count() > launches)
+        else {
             writeln!(out, "{}", style.warn("cost: nothing bound: the launch did not run"))?;
             return Ok(Status::Error);
         };
@@ -126,7 +127,7 @@ impl Session {
         let spec = last.spec.clone();
         let before = last.before.clone();
         let on_gpu = self.on_gpu();
-        let model = match self.last.as_ref().and_then(|l| l.report.cost.clone()) {
+        let model = match self.record.last().and_then(|l| l.report.cost.clone()) {
             Some(c) if !on_gpu => c,
             _ => match self.costed_copy(&spec, &before) {
                 Ok((report, _)) if !report.aborted && report.cost.is_some() => report.cost.expect("checked"),
@@ -147,7 +148,7 @@ impl Session {
         if let Some((n, _)) = &name {
             self.unbind_record(n);
             for ((field, _), v) in FIELDS.iter().zip(&values) {
-                self.scalars.push((format!("{n}.{field}"), v.clone()));
+                self.work.push_scalar(format!("{n}.{field}"), v.clone());
             }
         }
         self.write_record(out, &label, &spec, &model, &values, measured.is_some())?;
@@ -162,7 +163,7 @@ impl Session {
             names: inputs.iter().map(|(n, _)| n.clone()).collect(),
             buffers: copies.iter_mut().collect(),
         };
-        let Some(super::Gpu::Ready(gpu)) = &mut self.gpu else { return None };
+        let gpu = self.backends.gpu()?;
         let median = |mut ms: Vec<f32>| {
             ms.sort_by(f32::total_cmp);
             ms.get(ms.len() / 2).map(|m| *m as f64 * 1e3)
@@ -183,13 +184,13 @@ impl Session {
     /// Forget a record's fields (before `let NAME = ...` binds the name anew).
     pub(super) fn unbind_record(&mut self, name: &str) {
         let prefix = format!("{name}.");
-        self.scalars.retain(|(n, _)| !n.starts_with(&prefix));
+        self.work.remove_scalars(|n| n.starts_with(&prefix));
     }
 
     /// The fields of the record `name`, if there is one.
     pub(super) fn record(&self, name: &str) -> Vec<(String, Value)> {
         let prefix = format!("{name}.");
-        self.scalars.iter().filter(|(n, _)| n.starts_with(&prefix)).cloned().collect()
+        self.work.scalars().iter().filter(|(n, _)| n.starts_with(&prefix)).cloned().collect()
     }
 
     fn write_record(
@@ -266,11 +267,11 @@ impl Session {
                 self.options.style.warn("the launch was stopped before it finished: nothing to profile")
             )?;
             for f in &report.findings {
-                crate::render::findings::write_finding(out, f, &self.sources, &self.options.style)?;
+                crate::render::findings::write_finding(out, f, self.work.sources(), &self.options.style)?;
             }
             return Ok(Status::Error);
         };
-        crate::render::profile::write_profile(out, &p.text, &c, &self.sources, &self.options.style)?;
+        crate::render::profile::write_profile(out, &p.text, &c, self.work.sources(), &self.options.style)?;
         Ok(Status::Ok)
     }
 
@@ -327,9 +328,7 @@ impl Session {
                 Ok(p) => {
                     self.options.gpu_profile = p;
                     self.options.gpu_profile_chosen = true;
-                    if self.sim.config.cost.is_some() {
-                        self.sim.config.cost = Some(p);
-                    }
+                    self.backends.set_reference(p);
                     writeln!(out, "reference GPU: {}", p.title)?;
                     return Ok(Status::Ok);
                 }
@@ -355,7 +354,7 @@ impl Session {
             ]);
         }
         writeln!(out, "{table}")?;
-        if self.sim.config.cost.is_none() {
+        if self.backends.sim_config().cost.is_none() {
             writeln!(
                 out,
                 "{}",

@@ -215,17 +215,17 @@ mod tests {
         let mut s = Session::new(Options::default());
         let mut out = Vec::new();
         assert_eq!(run(&mut s, ":max-steps 1_000_000", &mut out).unwrap(), Status::Ok);
-        assert_eq!((s.sim.config.max_steps, s.options.sim.max_steps), (1_000_000, 1_000_000));
-        assert_eq!(s.history.last().map(String::as_str), Some(":max-steps 1000000"));
+        assert_eq!((s.backends.sim_config().max_steps, s.options.sim.max_steps), (1_000_000, 1_000_000));
+        assert_eq!(s.record.history().last().map(String::as_str), Some(":max-steps 1000000"));
         for bad in ["lots", "0", "-5", "999", "100000000001"] {
             let mut out = Vec::new();
             assert_eq!(run(&mut s, &format!(":max-steps {bad}"), &mut out).unwrap(), Status::Error, "{bad}");
             let out = String::from_utf8(out).unwrap();
             assert!(out.contains("is not a step budget") && out.contains("usage: :max-steps [N|default]"), "{out}");
         }
-        assert_eq!(s.sim.config.max_steps, 1_000_000);
+        assert_eq!(s.backends.sim_config().max_steps, 1_000_000);
         assert_eq!(run(&mut s, ":max-steps default", &mut Vec::new()).unwrap(), Status::Ok);
-        assert_eq!(s.sim.config.max_steps, SimConfig::DEFAULT_MAX_STEPS);
+        assert_eq!(s.backends.sim_config().max_steps, SimConfig::DEFAULT_MAX_STEPS);
         let (_, help) = run_on_sim(":help\n");
         assert!(help.contains(":max-steps [N|default]"), "{help}");
         let (_, device) = run_on_sim(":device\n");

@@ -138,11 +138,11 @@ fn save(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::Resul
     let Some(path) = writable(session, "save", args, force, out)? else { return Ok(Status::Error) };
     let path = path.as_path();
     let mut text = String::from("# saved by gridlab: replay with `gridlab replay FILE` or `:load FILE`\n");
-    for input in &session.history {
+    for input in session.record.history() {
         text.push_str(input.trim_end());
         text.push('\n');
     }
-    let n = session.history.len();
+    let n = session.record.history().len();
     let what = format!("saved {n} input{} to {}", if n == 1 { "" } else { "s" }, path.display());
     write_file(session, path, &text, &what, out)
 }
@@ -161,8 +161,8 @@ fn export(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::Res
     let doc = session
         .extension
         .as_deref()
-        .and_then(|e| e.handout(&session.transcript))
-        .unwrap_or_else(|| session_document(&session.transcript, &backend));
+        .and_then(|e| e.handout(session.record.transcript()))
+        .unwrap_or_else(|| session_document(session.record.transcript(), &backend));
     let html = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
     let text = if html { doc.html() } else { doc.markdown() };
     // What the file holds, not what the session ran: a lesson's handout takes that lesson's

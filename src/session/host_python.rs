@@ -192,7 +192,7 @@ impl Session {
         said_first: bool,
         out: &mut dyn Write,
     ) -> io::Result<Status> {
-        let (name, text, first) = match self.sources.get(id) {
+        let (name, text, first) = match self.work.sources().get(id) {
             Some(f) => (f.name.clone(), f.text.clone(), f.first_line),
             None => return Ok(Status::Error),
         };
@@ -215,7 +215,7 @@ impl Session {
             Err(e) => {
                 // The interpreter died (killed, out of memory, a crash in an extension): say so,
                 // start a fresh one next time. The session's buffers are as the last sync left them.
-                let mut host = self.python.host.host.take();
+                let mut host = self.work.python_mut().host.host.take();
                 let how = host.as_mut().map(Host::stop).unwrap_or_default();
                 let stderr = host.as_mut().map(Host::stderr).unwrap_or_default();
                 let mut d = Diagnostic::error(format!("Python stopped while running this input ({how}: {e})"))
@@ -264,10 +264,10 @@ impl Session {
     }
 
     fn start_host(&mut self) -> Result<(), String> {
-        if self.python.host.host.is_some() {
+        if self.work.python().host.host.is_some() {
             return Ok(());
         }
-        if let Some(why) = &self.python.host.unavailable {
+        if let Some(why) = &self.work.python().host.unavailable {
             return Err(why.clone());
         }
         let python = host::interpreter();
@@ -275,13 +275,13 @@ impl Session {
         let mut h = match started {
             Ok(h) => h,
             Err(why) => {
-                self.python.host.unavailable = Some(why.clone());
+                self.work.python_mut().host.unavailable = Some(why.clone());
                 return Err(why);
             }
         };
         let why = match h.receive() {
             Ok(Some((hello, _))) if hello["op"] == "ready" => {
-                self.python.host.host = Some(h);
+                self.work.python_mut().host.host = Some(h);
                 return Ok(());
             }
             Ok(Some((hello, _))) if hello["op"] == "missing" => {
@@ -296,21 +296,21 @@ impl Session {
                 )
             }
         };
-        self.python.host.unavailable = Some(why.clone());
+        self.work.python_mut().host.unavailable = Some(why.clone());
         Err(why)
     }
 
     /// The `exec` message: the input and the session's workspace.
     fn workspace_message(&self, file: &str, text: &str, first: u32) -> (Json, Vec<u8>) {
-        let total: usize = self.buffers.iter().map(|(_, b)| b.bytes().len()).sum();
+        let total: usize = self.work.buffers().iter().map(|(_, b)| b.bytes().len()).sum();
         let named = names_in(text);
         let mut arrays = Vec::new();
         let mut payload = Vec::new();
-        for (name, b) in &self.buffers {
+        for (name, b) in self.work.buffers() {
             if total > SEND_ALL_BELOW && !named.contains(name) {
                 continue;
             }
-            let shape: Vec<usize> = match self.python.host_shape(name) {
+            let shape: Vec<usize> = match self.work.python().host_shape(name) {
                 Some(s) if s.iter().product::<usize>() == b.len() => s.to_vec(),
                 _ => match b.shape() {
                     Shape::D1(n) => vec![n],
@@ -321,7 +321,7 @@ impl Session {
             payload.extend_from_slice(b.bytes());
         }
         let mut scalars = serde_json::Map::new();
-        for (name, v) in &self.scalars {
+        for (name, v) in self.work.scalars() {
             let s = match v {
                 Value::Int(i) => match i64::try_from(*i) {
                     Ok(i) => json!({"kind": "int", "value": i}),
@@ -335,13 +335,13 @@ impl Session {
             };
             scalars.insert(name.clone(), s);
         }
-        let mut kernels: Vec<String> = self.module.kernel_names().iter().map(|s| s.to_string()).collect();
+        let mut kernels: Vec<String> = self.work.module().kernel_names().iter().map(|s| s.to_string()).collect();
         kernels.extend(self.python_kernel_names().iter().map(|s| s.to_string()));
         // Names gridlab's module owns (kernels, functions, `__device__` variables) never come back as data.
         let mut skip = kernels.clone();
-        skip.extend(self.module.program().globals.iter().map(|g| g.var.name.clone()));
+        skip.extend(self.work.module().program().globals.iter().map(|g| g.var.name.clone()));
         let mut source = String::new();
-        for line in &self.python.import_lines {
+        for line in &self.work.python().import_lines {
             source.push_str(line);
             source.push('\n');
         }
@@ -439,7 +439,12 @@ impl Session {
     }
 
     fn host(&mut self) -> io::Result<&mut Host> {
-        self.python.host.host.as_mut().ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "no interpreter"))
+        self.work
+            .python_mut()
+            .host
+            .host
+            .as_mut()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "no interpreter"))
     }
 
     /// A `@cuda.jit` function defined in the Python: define it here, as if typed.
@@ -489,7 +494,8 @@ impl Session {
             let n = shape.iter().product::<usize>() * dtype.size();
             let Some(bytes) = data.get(at..at + n) else { break };
             at += n;
-            let total: usize = self.buffers.iter().filter(|(b, _)| b != name).map(|(_, b)| b.bytes().len()).sum();
+            let total: usize =
+                self.work.buffers().iter().filter(|(b, _)| b != name).map(|(_, b)| b.bytes().len()).sum();
             if (total + n) as u64 > self.options.max_alloc {
                 let why = format!(
                     "`{name}` ({}) stays in Python only: gridlab's buffers would pass their limit of {}",
@@ -500,7 +506,7 @@ impl Session {
                 continue;
             }
             let fresh = a["fresh"].as_bool().unwrap_or(false);
-            self.scalars.retain(|(s, _)| s != name);
+            self.work.remove_scalars(|s| s == name);
             if let Err(e) = self.set_host_array(name, dtype, &shape, bytes, fresh) {
                 writeln!(out, "{} {e}", self.options.style.warn("warning:"))?;
             }

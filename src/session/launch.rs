@@ -80,8 +80,13 @@ impl Session {
         // Results kept on the GPU are read back now and then, so that the launches to run again
         // after a fault, and the device memory they hold, stay bounded.
         if self.has_deferred() && self.on_gpu() {
-            let pending: u64 =
-                self.buffers.iter().filter(|(_, b)| b.on_device().is_some()).map(|(_, b)| b.size_bytes() as u64).sum();
+            let pending: u64 = self
+                .work
+                .buffers()
+                .iter()
+                .filter(|(_, b)| b.on_device().is_some())
+                .map(|(_, b)| b.size_bytes() as u64)
+                .sum();
             if self.gpu_ready().is_some_and(|g| g.wants_settle(pending)) {
                 self.settle(out)?;
             }
@@ -108,7 +113,7 @@ impl Session {
             Ok(report) => {
                 if report.aborted {
                     for (name, old) in &before {
-                        if let Some((_, b)) = self.buffers.iter_mut().find(|(n, _)| n == name) {
+                        if let Some(b) = self.work.buffer_mut(name) {
                             *b = old.clone();
                         }
                     }
@@ -116,14 +121,13 @@ impl Session {
                 render::launch::write_summary_as(out, &spec, &self.backend_label(), &report, &style, syntax)?;
                 render::launch::write_output(out, &report, &style)?;
                 for f in &report.findings {
-                    render::findings::write_finding(out, f, &self.sources, &style)?;
+                    render::findings::write_finding(out, f, self.work.sources(), &style)?;
                 }
                 if report.aborted {
                     writeln!(out, "{}", style.dim("the launch was stopped; its buffers are as they were before it"))?;
                 }
-                let config = self.sim.config.clone();
-                self.last = Some(LastLaunch { report, before, spec, config, acknowledged: Vec::new() });
-                self.launches += 1;
+                let config = self.backends.sim_config().clone();
+                self.record.launched(LastLaunch { report, before, spec, config, acknowledged: Vec::new() });
                 Ok(Status::Ok)
             }
             Err(crate::backend::BackendError::Aborted(_)) if !self.on_gpu() => {
@@ -142,12 +146,12 @@ impl Session {
                     self.options.sim.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::SeqCst));
                 if matches!(e, crate::backend::BackendError::Aborted(_))
                     && !interrupted
-                    && let Ok((report, _)) = self.run_copy(&spec, &before, self.sim.config.clone())
+                    && let Ok((report, _)) = self.run_copy(&spec, &before, self.backends.sim_config().clone())
                     && !report.findings.is_empty()
                 {
                     writeln!(out, "{}", style.dim("The same launch on the simulator shows where it went wrong:"))?;
                     for f in &report.findings {
-                        render::findings::write_finding(out, f, &self.sources, &style)?;
+                        render::findings::write_finding(out, f, self.work.sources(), &style)?;
                     }
                 }
                 Ok(Status::Error)
@@ -240,7 +244,7 @@ impl Session {
     /// compiled) if it is new.
     fn template_instance(&mut self, launch: &Launch, text: &str) -> Result<Option<String>, Vec<Diagnostic>> {
         let Some(span) = launch.template_args else {
-            if let Some(t) = self.module.template(&launch.kernel) {
+            if let Some(t) = self.work.module().template(&launch.kernel) {
                 // Deduce type parameters from the buffers passed to `T *` parameters.
                 let types: Vec<Option<&str>> = launch
                     .args
@@ -249,8 +253,8 @@ impl Session {
                     .collect();
                 if let Some(args) = t.deduce(&types) {
                     let at = launch.kernel_span;
-                    let previous = self.module.clone();
-                    let name = self.module.instantiate(&launch.kernel, args, at)?;
+                    let previous = self.work.module().clone();
+                    let name = self.work.module_mut().instantiate(&launch.kernel, args, at)?;
                     self.reload_after_instance(previous, at)?;
                     return Ok(Some(name));
                 }
@@ -290,20 +294,20 @@ impl Session {
             args.clear();
         }
         let at = launch.kernel_span.to(Span::new(source, lo, span.hi as usize + 1));
-        let previous = self.module.clone();
-        let name = self.module.instantiate(&launch.kernel, args, at)?;
+        let previous = self.work.module().clone();
+        let name = self.work.module_mut().instantiate(&launch.kernel, args, at)?;
         self.reload_after_instance(previous, at)?;
         Ok(Some(name))
     }
 
     /// Give the backend the module with a new template instance (the GPU compiles it again).
     fn reload_after_instance(&mut self, previous: crate::cuda::Module, at: Span) -> Result<(), Vec<Diagnostic>> {
-        if self.module.generation() == previous.generation() {
+        if self.work.module().generation() == previous.generation() {
             return Ok(());
         }
-        let backend = super::active_backend(&mut self.sim, &mut self.gpu, self.active);
-        if let Err(e) = backend.load(&self.module, &self.sources) {
-            self.module = previous;
+        let backend = self.backends.active();
+        if let Err(e) = backend.load(self.work.module(), self.work.sources()) {
+            self.work.restore_module(previous);
             return Err(match e {
                 crate::backend::BackendError::Compile(d) => d,
                 other => vec![Diagnostic::error(other.to_string()).at(at)],
@@ -314,14 +318,14 @@ impl Session {
 
     fn find_kernel(&self, launch: &Launch, text: &str) -> Result<&Function, Diagnostic> {
         let (name, span) = (launch.kernel.as_str(), launch.kernel_span);
-        if let Some(k) = self.module.kernel(name) {
+        if let Some(k) = self.work.module().kernel(name) {
             return Ok(k);
         }
-        if let Some(g) = self.module.gpu_only_kernel(name) {
+        if let Some(g) = self.work.module().gpu_only_kernel(name) {
             // Checked like any kernel; the simulator refuses it at launch, naming why.
             return g.launchable(name).map_err(|d| d.at(span));
         }
-        if let Some((_, f)) = self.module.program().function(name)
+        if let Some((_, f)) = self.work.module().program().function(name)
             && f.kind == FuncKind::Device
         {
             return Err(Diagnostic::error(format!(
@@ -330,14 +334,14 @@ impl Session {
             .at(span)
             .help("call it from a kernel, or declare it `__global__ void`"));
         }
-        if let Some((_, at)) = self.refused.iter().find(|(n, _)| n == name) {
+        if let Some(at) = self.work.refused(name) {
             return Err(Diagnostic::error(format!("`{name}` is not defined: its definition was refused"))
                 .at(span)
                 .label("refused earlier")
-                .note(format!("the refused definition starts at {}", self.sources.location(*at)))
+                .note(format!("the refused definition starts at {}", self.work.sources().location(at)))
                 .help(format!("fix the error shown for `{name}` above and enter it again")));
         }
-        let kernels = self.module.kernel_names();
+        let kernels = self.work.module().kernel_names();
         let mut d = Diagnostic::error(format!("no kernel named `{name}`")).at(span).label("not defined");
         d = match crate::diag::suggest::closest(name, kernels.iter().copied()) {
             Some(best) => d.help(format!("did you mean `{best}`?")),
@@ -468,7 +472,7 @@ impl Session {
                 .at(e.span)
                 .help("pass a buffer made with zeros(...), arange(...) or similar")
             } else {
-                let names = self.buffers.iter().map(|(n, _)| n.as_str());
+                let names = self.work.buffers().iter().map(|(n, _)| n.as_str());
                 let d = Diagnostic::error(format!("no buffer named `{name}`")).at(e.span);
                 match crate::diag::suggest::closest(&name, names) {
                     Some(best) => d.help(format!("did you mean `{best}`?")),
@@ -628,7 +632,7 @@ impl Session {
             && let ExprKind::Name(n) = &lhs.kind
             && eval::eval(lhs, self, text).is_err()
         {
-            let names = self.buffers.iter().map(|(n, _)| n.as_str());
+            let names = self.work.buffers().iter().map(|(n, _)| n.as_str());
             let d = Diagnostic::error(format!("no buffer named `{n}`")).at(lhs.span);
             return match crate::diag::suggest::closest(n, names) {
                 Some(best) => d.help(format!("did you mean `{best}`?")),
@@ -999,18 +1003,15 @@ fn default_arg(p: &crate::cuda::ast::Param) -> Option<Arg> {
 
 /// The GPU backend that holds deferred results (it cannot have gone: only it defers them).
 fn ready(
-    gpu: &mut Option<super::backend::Gpu>,
+    backends: &mut super::backend::Backends,
 ) -> Result<&mut crate::backend::gpu::GpuBackend, crate::backend::BackendError> {
-    match gpu {
-        Some(super::backend::Gpu::Ready(g)) => Ok(g),
-        _ => Err(crate::backend::BackendError::Unavailable("the GPU backend is gone".into())),
-    }
+    backends.gpu().ok_or_else(|| crate::backend::BackendError::Unavailable("the GPU backend is gone".into()))
 }
 
 impl Session {
     /// Whether a launch left results on the GPU that the host has not read yet.
     pub(crate) fn has_deferred(&self) -> bool {
-        self.buffers.iter().any(|(_, b)| b.on_device().is_some())
+        self.work.buffers().iter().any(|(_, b)| b.on_device().is_some())
     }
 
     /// Read every result the GPU launches left on the device back into the buffers. Should they
@@ -1020,18 +1021,17 @@ impl Session {
         if !self.has_deferred() {
             return Ok(());
         }
-        let Session { gpu, buffers, .. } = self;
-        let mut bufs: Vec<(&str, &mut crate::buffer::Buffer)> =
-            buffers.iter_mut().map(|(n, b)| (n.as_str(), b)).collect();
-        let settled = ready(gpu).and_then(|g| g.settle(&mut bufs));
+        let Session { backends, work, .. } = self;
+        let mut bufs: Vec<(&str, &mut crate::buffer::Buffer)> = work.buffers_mut().collect();
+        let settled = ready(backends).and_then(|g| g.settle(&mut bufs));
         if let Err(e) = settled {
-            for (_, b) in self.buffers.iter_mut() {
+            for (_, b) in self.work.buffers_mut() {
                 if b.on_device().is_some() {
                     b.drop_deferred();
                 }
             }
             // Its "before" is gone with the results: `:why` and `cost` have no launch to look at.
-            self.last = None;
+            self.record.forget_last();
             writeln!(out, "{} {e}", self.options.style.error("error:"))?;
         }
         Ok(())
@@ -1042,20 +1042,19 @@ impl Session {
     /// changed elements, a lesson's check). `None` when there is none, or it is gone.
     pub(crate) fn last_settled(&mut self, out: &mut dyn Write) -> io::Result<Option<&LastLaunch>> {
         self.settle(out)?;
-        let deferred = self.last.as_ref().is_some_and(|l| l.before.iter().any(|(_, b)| b.on_device().is_some()));
+        let deferred = self.record.last().is_some_and(|l| l.before.iter().any(|(_, b)| b.on_device().is_some()));
         if deferred {
-            let Session { gpu, last, .. } = self;
-            let mut befores: Vec<(&str, &mut crate::buffer::Buffer)> = match last {
+            let mut befores: Vec<(&str, &mut crate::buffer::Buffer)> = match self.record.last_mut() {
                 Some(l) => l.before.iter_mut().map(|(n, b)| (n.as_str(), b)).collect(),
                 None => Vec::new(),
             };
-            let settled = ready(gpu).and_then(|g| g.settle_befores(&mut befores));
+            let settled = ready(&mut self.backends).and_then(|g| g.settle_befores(&mut befores));
             if let Err(e) = settled {
-                self.last = None;
+                self.record.forget_last();
                 writeln!(out, "{} {e}", self.options.style.error("error:"))?;
             }
         }
-        Ok(self.last.as_ref())
+        Ok(self.record.last())
     }
 }
 
@@ -1078,7 +1077,7 @@ mod tests {
     #[test]
     fn gpu_only_kernels_are_defined_listed_checked_and_refused_by_the_simulator() {
         let mut s = Session::new(Options::default());
-        s.active = BackendKind::Gpu;
+        s.backends.set_active(BackendKind::Gpu);
         let (status, out) = run(&mut s, KERNELS);
         assert_eq!(status, Status::Ok, "{out}");
         // A script is split into one input per item: one note each.
@@ -1136,7 +1135,7 @@ mod tests {
     #[test]
     fn the_gpu_scripts_definitions_are_accepted() {
         let mut s = Session::new(Options::default());
-        s.active = BackendKind::Gpu;
+        s.backends.set_active(BackendKind::Gpu);
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/gpu/gpu_only.gridlab");
         let text = std::fs::read_to_string(path).unwrap();
         let defs: String = text.split("\nlet ").next().unwrap().to_string();
@@ -1162,7 +1161,7 @@ mod tests {
     #[test]
     fn refusals_name_the_construct_keep_the_defines_and_are_remembered() {
         let mut s = Session::new(Options::default());
-        s.active = BackendKind::Sim;
+        s.backends.set_active(BackendKind::Sim);
         let (status, out) = run(
             &mut s,
             "#define N 8\n#define TILE 4\n__global__ void k(int *a) {\n    if (a[0]) goto done;\n    a[0] = TILE;\n}\nlet a = zeros(N, i32)\nk<<<1, 1>>>(a)\n",
@@ -1212,7 +1211,7 @@ mod tests {
     #[test]
     fn views_write_into_their_buffer_and_findings_name_it() {
         let mut s = Session::new(Options::default());
-        s.active = BackendKind::Sim;
+        s.backends.set_active(BackendKind::Sim);
         let (status, out) = run(
             &mut s,
             "__global__ void put(float *p, int n, float v) { if (threadIdx.x < n) p[threadIdx.x] = v; }\n\

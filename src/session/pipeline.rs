@@ -7,76 +7,17 @@
 use std::io::{self, Write};
 
 use crate::backend::{BackendError, BackendKind};
-use crate::buffer::Buffer;
-use crate::cuda::ast::{ExprKind as CExpr, Scalar, Type};
-use crate::cuda::{ItemKind, Module};
+use crate::cuda::ItemKind;
 use crate::diag::{Diagnostic, SourceId, Span};
 use crate::finding::FindingKind;
 use crate::render;
 use crate::script::ast::{BinOp, Expect, ExprKind, StmtKind};
-use crate::script::eval::{self, Env};
+use crate::script::eval;
 use crate::script::input::SplitError;
 use crate::script::{self, Input, InputKind};
 use crate::value::Value;
 
-use super::backend::{Gpu, active_backend};
 use super::{Session, Status, dispatch, worse};
-
-/// The module's `#define`s whose bodies are numbers (`16`, `1.5f`, `(1 << 10)`), as values, so
-/// that a launch can say `<<<n / TILE, TILE>>>` after `#define TILE 16`; then its file-scope
-/// `const` numbers (`const int N = 1 << 20;`, CUDA source since it starts with `const`), with
-/// the values the checker gave them.
-fn constants(module: &Module) -> Vec<(String, Value)> {
-    /// The constants so far: a body may use the macros defined before it (`#define N (TILE * 4)`).
-    struct Earlier(Vec<(String, Value)>);
-    impl Env for Earlier {
-        fn buffer(&self, _: &str) -> Option<&Buffer> {
-            None
-        }
-        fn scalar(&self, name: &str) -> Option<&Value> {
-            self.0.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v)
-        }
-        fn max_alloc_bytes(&self) -> u64 {
-            0
-        }
-    }
-    let mut out = Earlier(Vec::new());
-    for (name, body) in module.defines() {
-        // C's literal suffixes (`16u`, `1.5f`) mean nothing to the session language.
-        let body: String = body.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_')).fold(
-            body.to_string(),
-            |text, word| {
-                let bare = word.trim_end_matches(['f', 'F', 'u', 'U', 'l', 'L']);
-                let numeric = bare.chars().next().is_some_and(|c| c.is_ascii_digit()) && !bare.contains(['x', 'X']);
-                if numeric && bare != word { text.replacen(word, bare, 1) } else { text }
-            },
-        );
-        let text = format!("let {name} = {body}");
-        let Ok(stmt) = script::parse_statement(0, &text) else { continue };
-        if let StmtKind::Let { value, .. } = stmt.kind
-            && let Ok(v @ (Value::Int(_) | Value::Float(_))) = eval::eval(&value, &out, &text)
-        {
-            out.0.push((name.to_string(), v));
-        }
-    }
-    // File-scope constants as the checker folded them (macros expanded, converted to their
-    // declared type): `const int blocks = imin(32, (N + 255) / 256);` is a number here too.
-    for (name, e) in &module.program().constants {
-        let v = match (&e.kind, &e.ty) {
-            (CExpr::FloatConst(f), _) => Value::Float(*f),
-            (CExpr::IntConst(bits), Type::Scalar(Scalar::Bool)) => Value::Bool(*bits != 0),
-            (CExpr::IntConst(bits), Type::Scalar(s)) if s.is_signed() => Value::Int(*bits as i64 as i128),
-            (CExpr::IntConst(bits), Type::Scalar(s)) => {
-                let width = s.size() * 8;
-                let bits = if width >= 64 { *bits } else { *bits & ((1u64 << width) - 1) };
-                Value::Int(bits as i128)
-            }
-            _ => continue,
-        };
-        out.0.push((name.clone(), v));
-    }
-    out.0
-}
 
 /// A session binds at most this many buffers and scalars: every `let` looks its name up among
 /// them, so a script of endless distinct names would slow down with the square of their number.
@@ -106,8 +47,7 @@ impl Write for Tee<'_> {
 impl Session {
     /// Run text typed at a prompt: it may hold several inputs (a pasted script).
     pub fn eval_typed(&mut self, text: &str, out: &mut dyn Write) -> io::Result<Status> {
-        self.typed += 1;
-        let name = format!("<input {}>", self.typed);
+        let name = self.record.next_typed();
         self.eval_recorded(&name, text, false, out)
     }
 
@@ -166,7 +106,7 @@ impl Session {
         if record {
             let output = crate::render::text::strip_ansi(&tee.copy);
             let colored = String::from_utf8_lossy(&tee.copy).into_owned();
-            self.transcript.push(crate::render::handout::Ran {
+            self.record.transcribe(crate::render::handout::Ran {
                 input: input.text.clone(),
                 output,
                 colored,
@@ -196,7 +136,7 @@ impl Session {
             Ok(inputs) => (shift(inputs), None),
             Err(e) => {
                 let e = SplitError { inputs: shift(e.inputs), ..*e };
-                let id = self.sources.add(name, text, first_line);
+                let id = self.work.sources_mut().add(name, text, first_line);
                 let diag = Diagnostic { span: e.diag.span.map(|s| crate::diag::Span { source: id, ..s }), ..e.diag };
                 (e.inputs, Some(diag))
             }
@@ -256,7 +196,7 @@ impl Session {
             writeln!(out, "{} {name}:{}: {why}", self.options.style.error("error:"), input.line)?;
             return Ok(Status::Error);
         }
-        let id = self.sources.add(name, input.text.as_str(), input.line);
+        let id = self.work.sources_mut().add(name, input.text.as_str(), input.line);
         // Text with control characters (an escape sequence in a script or lesson) never runs:
         // it could only be a mistake or an attempt on the learner's terminal.
         if let Some((at, c)) = crate::diag::first_control(&input.text) {
@@ -277,18 +217,18 @@ impl Session {
             InputKind::Python => self.define_python(id, out)?,
         };
         if status != Status::Error && input.kind != InputKind::Command {
-            self.history.push(input.text.clone());
+            self.record.ran(input.text.clone());
         }
         Ok(status)
     }
 
     pub(super) fn report(&self, diag: &Diagnostic, out: &mut dyn Write) -> io::Result<Status> {
-        diag.render(&self.sources, out, self.options.style.color, self.options.style.width)?;
+        diag.render(self.work.sources(), out, self.options.style.color, self.options.style.width)?;
         Ok(if diag.is_error() { Status::Error } else { Status::Ok })
     }
 
     pub(super) fn text(&self, id: SourceId) -> String {
-        self.sources.get(id).map(|f| f.text.clone()).unwrap_or_default()
+        self.work.sources().get(id).map(|f| f.text.clone()).unwrap_or_default()
     }
 
     /// CUDA source: add it to the module, checked against everything defined so far.
@@ -296,11 +236,11 @@ impl Session {
         let text = self.text(id);
         // Only the GPU's compiler can refuse a module the front end took: keep the module to go
         // back to only then (a copy costs as much as the module is large).
-        let previous = (self.active != BackendKind::Sim).then(|| self.module.clone());
-        let added = match self.module.add(id, &text) {
+        let previous = (self.backends.active_kind() != BackendKind::Sim).then(|| self.work.module().clone());
+        let added = match self.work.module_mut().add(id, &text) {
             // Outside the simulator's subset: on the GPU, NVRTC takes it (and judges it).
-            Err(errors) if self.module.gpu_could_take(&errors, &text) && self.on_gpu() => {
-                self.module.add_for_gpu(id, &text)
+            Err(errors) if self.work.module().gpu_could_take(&errors, &text) && self.on_gpu() => {
+                self.work.module_mut().add_for_gpu(id, &text)
             }
             added => added,
         };
@@ -309,13 +249,15 @@ impl Session {
                 for w in &outcome.warnings {
                     self.report(w, out)?;
                 }
-                self.refused.retain(|(n, _)| !outcome.defined.iter().any(|d| &d.name == n));
+                for d in &outcome.defined {
+                    self.work.accept(&d.name);
+                }
                 self.ensure_resolved();
-                let backend = active_backend(&mut self.sim, &mut self.gpu, self.active);
-                if let Err(e) = backend.load(&self.module, &self.sources) {
+                let backend = self.backends.active();
+                if let Err(e) = backend.load(self.work.module(), self.work.sources()) {
                     // The GPU's compiler said no: the session keeps the module it had.
                     if let Some(previous) = previous {
-                        self.module = previous;
+                        self.work.restore_module(previous);
                     }
                     match e {
                         BackendError::Compile(diags) => {
@@ -330,7 +272,7 @@ impl Session {
                 if let Some(note) = outcome.gpu_note() {
                     writeln!(out, "{}", self.options.style.dim(&note))?;
                 }
-                self.constants = constants(&self.module);
+                self.work.refresh_constants();
                 // Typed input is named by the kernel it defined: `kernel add_one, line 3`.
                 // (A struct's member functions come with it: the struct names the input.)
                 let find = |kind: ItemKind| outcome.defined.iter().find(move |d| d.kind == kind);
@@ -346,7 +288,7 @@ impl Session {
                 if let Some((what, d)) = named {
                     // Overloads are named with their parameter types: `operator+(float2, float2)`.
                     let name = crate::cuda::ast::display_name(&d.name);
-                    self.sources.name_item(id, format!("{what} {name}"));
+                    self.work.sources_mut().name_item(id, format!("{what} {name}"));
                 }
                 for d in &outcome.defined {
                     let what = match d.kind {
@@ -359,19 +301,20 @@ impl Session {
                     let verb = if d.replaced { "redefined" } else { "defined" };
                     let sig = match d.kind {
                         ItemKind::Kernel | ItemKind::DeviceFunction => self
-                            .module
+                            .work
+                            .module()
                             .program()
                             .function(&d.name)
                             .map(|(_, f)| render::signature(f))
-                            .or_else(|| self.module.gpu_only_signature(&d.name))
+                            .or_else(|| self.work.module().gpu_only_signature(&d.name))
                             .unwrap_or_else(|| d.name.clone()),
                         _ => d.name.clone(),
                     };
                     writeln!(out, "{} {what} {}", self.options.style.dim(verb), self.options.style.bold(&sig))?;
                 }
                 self.forget_redeclared(&outcome.defined, out)?;
-                if self.active == BackendKind::Gpu
-                    && let Some(Gpu::Ready(g)) = &self.gpu
+                if self.backends.active_kind() == BackendKind::Gpu
+                    && let Some(g) = self.backends.gpu_info()
                     && let Some(stat) = &g.last_compile
                 {
                     writeln!(out, "{}", self.options.style.dim(&format!("  ({})", stat.describe())))?;
@@ -379,7 +322,7 @@ impl Session {
                 Ok(Status::Ok)
             }
             Err(diags) => {
-                let gpu_runs_it = !self.on_gpu() && self.module.gpu_could_take(&diags, &text);
+                let gpu_runs_it = !self.on_gpu() && self.work.module().gpu_could_take(&diags, &text);
                 for d in &diags {
                     let mut d = d.clone();
                     // Only where the GPU's path would take it: a construct outside the subset.
@@ -391,8 +334,7 @@ impl Session {
                 }
                 for piece in crate::cuda::sketch::sketch(&text) {
                     if matches!(piece.kind, ItemKind::Kernel | ItemKind::DeviceFunction) {
-                        self.refused.retain(|(n, _)| n != &piece.name);
-                        self.refused.push((piece.name.clone(), Span::new(id, piece.lo, piece.hi)));
+                        self.work.refuse(&piece.name, Span::new(id, piece.lo, piece.hi));
                     }
                 }
                 self.keep_defines(id, &text, out)?;
@@ -420,14 +362,14 @@ impl Session {
         if !any || only.len() != text.len() {
             return Ok(());
         }
-        let previous = self.module.clone();
-        let Ok(outcome) = self.module.add(id, &only) else { return Ok(()) };
-        let backend = active_backend(&mut self.sim, &mut self.gpu, self.active);
-        if backend.load(&self.module, &self.sources).is_err() {
-            self.module = previous;
+        let previous = self.work.module().clone();
+        let Ok(outcome) = self.work.module_mut().add(id, &only) else { return Ok(()) };
+        let backend = self.backends.active();
+        if backend.load(self.work.module(), self.work.sources()).is_err() {
+            self.work.restore_module(previous);
             return Ok(());
         }
-        self.constants = constants(&self.module);
+        self.work.refresh_constants();
         let names: Vec<String> = outcome.defined.iter().map(|d| format!("`{}`", d.name)).collect();
         if !names.is_empty() {
             let msg = format!("kept the snippet's #defines: {}", names.join(", "));
@@ -445,22 +387,23 @@ impl Session {
         // `a = np.zeros(10, np.float32)`, as Python writes it: a new name is a `let`. Only the
         // module's variables (and mistaken function names) are set as symbols.
         if let StmtKind::SetSymbol { name, name_span, value, .. } = &stmt.kind
-            && !self.module.program().globals.iter().any(|g| g.var.name == *name)
-            && self.module.program().function(name).is_none()
-            && !self.module.kernel_names().contains(&name.as_str())
+            && !self.work.module().program().globals.iter().any(|g| g.var.name == *name)
+            && self.work.module().program().function(name).is_none()
+            && !self.work.module().kernel_names().contains(&name.as_str())
             && !self.is_python_kernel(name)
-            && crate::diag::suggest::closest(name, self.module.program().globals.iter().map(|g| g.var.name.as_str()))
-                .is_none()
+            && crate::diag::suggest::closest(
+                name,
+                self.work.module().program().globals.iter().map(|g| g.var.name.as_str()),
+            )
+            .is_none()
         {
             stmt.kind =
                 StmtKind::Let { name: name.clone(), name_span: *name_span, value: value.clone(), declared: None };
         }
         match stmt.kind {
             StmtKind::Let { name, name_span, value, declared } => {
-                let known = |n: &String| *n == name;
-                let new_name =
-                    !self.buffers.iter().map(|(n, _)| n).chain(self.scalars.iter().map(|(n, _)| n)).any(known);
-                if new_name && self.buffers.len() + self.scalars.len() >= MAX_NAMES {
+                let new_name = !self.work.is_bound(&name);
+                if new_name && self.work.name_count() >= MAX_NAMES {
                     let d = Diagnostic::error(format!(
                         "a session holds at most {} buffers and scalars",
                         crate::diag::text::thousands(MAX_NAMES as u64)
@@ -487,7 +430,7 @@ impl Session {
                     Ok(a) => a,
                     Err(diag) => return self.report(&diag, out),
                 };
-                if let Some((_, buf)) = self.buffers.iter_mut().find(|(n, _)| *n == a.name) {
+                if let Some(buf) = self.work.buffer_mut(&a.name) {
                     match a.values[..] {
                         [v] => a.positions.iter().for_each(|&i| buf.set(i, v)),
                         _ => a.positions.iter().zip(&a.values).for_each(|(&i, &v)| buf.set(i, v)),
@@ -554,7 +497,7 @@ impl Session {
         {
             let changed = self.changed_mask(name);
             // Three dimensions live in the shape a Python program gave the array.
-            if let Some(&[p, r, c]) = self.python.host_shape(name)
+            if let Some(&[p, r, c]) = self.work.python().host_shape(name)
                 && p * r * c == buf.len()
             {
                 render::array::write_array_3d(out, name, buf, [p, r, c], &style.array(changed))?;
@@ -578,13 +521,7 @@ impl Session {
     }
 
     pub(super) fn bind(&mut self, name: String, v: Value) {
-        self.buffers.retain(|(n, _)| *n != name);
-        self.scalars.retain(|(n, _)| *n != name);
-        match v {
-            // The array becomes the buffer, without a copy.
-            Value::Array(a) => self.buffers.push((name, a.into_buffer())),
-            scalar => self.scalars.push((name, scalar)),
-        }
+        self.work.bind(name, v);
     }
 
     pub(super) fn expect(&mut self, expect: &Expect, text: &str, out: &mut dyn Write) -> io::Result<Status> {
@@ -607,7 +544,7 @@ impl Session {
                         (false, format!("the last launch has {} finding(s): {}", findings.len(), kinds.join(", ")))
                     }
                     Expect::Finding(kind, _)
-                        if kind.simulator_only() && self.last.as_ref().is_some_and(|l| l.report.steps.is_none()) =>
+                        if kind.simulator_only() && self.record.last().is_some_and(|l| l.report.steps.is_none()) =>
                     {
                         // Only the simulator watches every access: on the GPU a race cannot be
                         // seen, so the script's claim is neither true nor false there.
@@ -622,7 +559,7 @@ impl Session {
                         return Ok(Status::Ok);
                     }
                     Expect::Finding(FindingKind::OutOfBounds, _)
-                        if self.last.as_ref().is_some_and(|l| l.report.steps.is_none())
+                        if self.record.last().is_some_and(|l| l.report.steps.is_none())
                             && !findings.iter().any(|f| f.kind() == FindingKind::OutOfBounds) =>
                     {
                         // The GPU sees an access past the end only when it writes into a guard
@@ -638,9 +575,7 @@ impl Session {
                     }
                     Expect::Finding(kind, _) => {
                         if findings.iter().any(|f| f.kind() == *kind) {
-                            if let Some(last) = self.last.as_mut() {
-                                last.acknowledged.push(*kind);
-                            }
+                            self.record.acknowledge(*kind);
                             (true, String::new())
                         } else if findings.is_empty() {
                             (false, format!("the last launch has no findings; expected a {} finding", kind.name()))
@@ -681,7 +616,7 @@ impl Session {
         const SHOWN: usize = 5;
         const COLUMNS: usize = 72;
         let style = self.options.style.clone();
-        let Some(last) = self.last.as_ref() else {
+        let Some(last) = self.record.last() else {
             writeln!(
                 out,
                 "{}",
@@ -755,7 +690,7 @@ impl Session {
 
     /// Which elements of `name` the last launch changed, when it was launched with that buffer.
     pub(super) fn changed_mask(&self, name: &str) -> Option<Vec<bool>> {
-        let last = self.last.as_ref()?;
+        let last = self.record.last()?;
         let (_, before) = last.before.iter().find(|(n, _)| n == name)?;
         let now = self.buffer(name)?;
         if before.len() != now.len() || before.dtype() != now.dtype() {

@@ -9,7 +9,6 @@
 
 use std::io::{self, Write};
 
-use super::backend::active_backend;
 use super::{Session, Status};
 use crate::backend::BackendError;
 use crate::buffer::{Buffer, Shape};
@@ -62,7 +61,7 @@ impl super::Session {
 
     /// The Python kernels defined (not device functions), by name.
     pub fn python_kernel_names(&self) -> Vec<&str> {
-        self.python.functions().iter().filter(|f| !f.device).map(|f| f.name.as_str()).collect()
+        self.work.python().functions().iter().filter(|f| !f.device).map(|f| f.name.as_str()).collect()
     }
 }
 
@@ -95,10 +94,12 @@ impl Session {
     pub fn python_globals(&mut self, globals: Vec<(String, HostGlobal)>) {
         for (name, g) in globals {
             match g {
-                HostGlobal::Path(path) => self.python.imports.bind(&name, &python::parse::canonical_module(&path)),
+                HostGlobal::Path(path) => {
+                    self.work.python_mut().imports.bind(&name, &python::parse::canonical_module(&path))
+                }
                 HostGlobal::Value(v) => {
-                    self.python.globals.retain(|(n, _)| n != &name);
-                    self.python.globals.push((name, v));
+                    self.work.python_mut().globals.retain(|(n, _)| n != &name);
+                    self.work.python_mut().globals.push((name, v));
                 }
             }
         }
@@ -126,9 +127,9 @@ impl Session {
         };
         let same =
             self.buffer(name).is_some_and(|b| b.dtype() == dtype && b.shape() == buf_shape && b.bytes() == bytes);
-        self.python.host_shapes.retain(|(n, _)| n != name);
+        self.work.python_mut().host_shapes.retain(|(n, _)| n != name);
         if shape.len() == 3 || shape.is_empty() {
-            self.python.host_shapes.push((name.to_string(), shape.to_vec()));
+            self.work.python_mut().host_shapes.push((name.to_string(), shape.to_vec()));
         }
         if same {
             return Ok(());
@@ -140,23 +141,20 @@ impl Session {
             b.bytes_mut().copy_from_slice(bytes);
             b
         };
-        match self.buffers.iter_mut().find(|(n, _)| n == name) {
-            Some((_, b)) => *b = buf,
-            None => self.buffers.push((name.to_string(), buf)),
-        }
+        self.work.set_buffer(name, buf);
         Ok(())
     }
 
     /// The types of the next launch's arguments where its text cannot say them (`None` for
     /// those it can).
     pub fn python_next_types(&mut self, types: Vec<Option<ArgType>>) {
-        self.python.next_types = Some(types);
+        self.work.python_mut().next_types = Some(types);
     }
 
     /// The last launch's kernel time in milliseconds: measured on the GPU, the cost model's
     /// estimate on the simulator.
     pub fn last_kernel_ms(&self) -> Option<f64> {
-        let report = &self.last.as_ref()?.report;
+        let report = &self.record.last()?.report;
         report.kernel_ms.map(f64::from).or_else(|| report.cost.as_ref().map(|c| c.estimate.time_us / 1000.0))
     }
 
@@ -176,23 +174,23 @@ impl Session {
                 return Ok(Status::Error);
             }
         };
-        self.python.imports.merge(&snippet.imports);
+        self.work.python_mut().imports.merge(&snippet.imports);
         for line in text.lines().filter(|l| l.starts_with("import ") || l.starts_with("from ")) {
-            if !self.python.import_lines.iter().any(|l2| l2 == line) {
-                self.python.import_lines.push(line.to_string());
+            if !self.work.python().import_lines.iter().any(|l2| l2 == line) {
+                self.work.python_mut().import_lines.push(line.to_string());
             }
         }
         let mut status = Status::Ok;
         for f in snippet.functions {
-            let replaced = self.python.functions.iter().any(|g| g.name == f.name);
-            self.python.functions.retain(|g| g.name != f.name);
-            self.python.instances.retain(|(i, _)| i.kernel != f.name);
+            let replaced = self.work.python().functions.iter().any(|g| g.name == f.name);
+            self.work.python_mut().functions.retain(|g| g.name != f.name);
+            self.work.python_mut().instances.retain(|(i, _)| i.kernel != f.name);
             let what = if f.device { "device function" } else { "kernel" };
-            self.sources.name_item(id, format!("{what} {}", f.name));
+            self.work.sources_mut().name_item(id, format!("{what} {}", f.name));
             let params: Vec<&str> = f.params.iter().map(|(p, _)| p.as_str()).collect();
             let verb = if replaced { "redefined" } else { "defined" };
             let sig = format!("{}({})", f.name, params.join(", "));
-            self.python.functions.push(f.clone());
+            self.work.python_mut().functions.push(f.clone());
             writeln!(out, "{} Python {what} {}", self.options.style.dim(verb), self.options.style.bold(&sig))?;
             if f.device {
                 continue;
@@ -230,18 +228,19 @@ impl Session {
     }
 
     fn lower(&self, f: &PyFunction, args: &[ArgType]) -> Result<Instance, Vec<Diagnostic>> {
-        let functions = |name: &str| self.python.get(name).cloned();
+        let functions = |name: &str| self.work.python().get(name).cloned();
         let globals = |name: &str| self.python_global(name);
-        let env = Env { functions: &functions, globals: &globals, imports: &self.python.imports };
+        let env = Env { functions: &functions, globals: &globals, imports: &self.work.python().imports };
         python::lower(&env, f, args)
     }
 
     /// A module-level name a kernel reads: a session scalar or `#define`, or a dtype.
     fn python_global(&self, name: &str) -> Option<Global> {
-        if let Some((_, g)) = self.python.globals.iter().rev().find(|(n, _)| n == name) {
+        if let Some((_, g)) = self.work.python().globals.iter().rev().find(|(n, _)| n == name) {
             return Some(g.clone());
         }
-        let value = self.scalars.iter().chain(&self.constants).rev().find(|(n, _)| n == name).map(|(_, v)| v);
+        let value =
+            self.work.scalars().iter().chain(self.work.constants()).rev().find(|(n, _)| n == name).map(|(_, v)| v);
         match value {
             Some(Value::Int(i)) => i64::try_from(*i).ok().map(Global::Int),
             Some(Value::Float(f)) => Some(Global::Float(*f)),
@@ -252,20 +251,20 @@ impl Session {
 
     /// Whether `name` is a Python kernel.
     pub(super) fn is_python_kernel(&self, name: &str) -> bool {
-        self.python.get(name).is_some()
+        self.work.python().get(name).is_some()
     }
 
     /// A launch of a Python kernel: lower it for the arguments' types, put the C in the
     /// module, and launch that with each array's shape passed after it.
     pub(super) fn python_launch(&mut self, launch: &Launch, text: &str) -> Result<Launch, Vec<Diagnostic>> {
-        let Some(f) = self.python.get(&launch.kernel).cloned() else {
+        let Some(f) = self.work.python().get(&launch.kernel).cloned() else {
             return Err(vec![
                 Diagnostic::error(format!("`{}` is not a Python kernel", launch.kernel)).at(launch.kernel_span),
             ]);
         };
         let mut types = Vec::new();
         let mut shapes = Vec::new();
-        let given = self.python.next_types.take().unwrap_or_default();
+        let given = self.work.python_mut().next_types.take().unwrap_or_default();
         for (i, arg) in launch.args.iter().enumerate() {
             let (ty, shape) = self.python_arg(arg, text).map_err(|d| vec![d])?;
             let ty = match (given.get(i), &ty) {
@@ -275,16 +274,16 @@ impl Session {
             types.push(ty);
             shapes.push(shape);
         }
-        let current = self.python.instances.iter().find(|(i, _)| i.kernel == f.name && i.args == types).cloned();
+        let current = self.work.python().instances.iter().find(|(i, _)| i.kernel == f.name && i.args == types).cloned();
         let instance = match current {
             Some((inst, _)) => inst,
             None => {
                 let inst = self.lower(&f, &types)?;
                 let name = format!("{} (CUDA C from Python)", f.name);
-                let id = self.sources.add_generated(name, inst.text.clone(), inst.map.clone());
+                let id = self.work.sources_mut().add_generated(name, inst.text.clone(), inst.map.clone());
                 self.add_generated(id, &inst.text)?;
-                self.python.instances.retain(|(i, _)| i.kernel != f.name);
-                self.python.instances.push((inst.clone(), id));
+                self.work.python_mut().instances.retain(|(i, _)| i.kernel != f.name);
+                self.work.python_mut().instances.push((inst.clone(), id));
                 inst
             }
         };
@@ -303,12 +302,12 @@ impl Session {
 
     /// Put generated C in the module and load it, as typed C is.
     fn add_generated(&mut self, id: SourceId, text: &str) -> Result<(), Vec<Diagnostic>> {
-        let previous = self.module.clone();
-        self.module.add(id, text)?;
+        let previous = self.work.module().clone();
+        self.work.module_mut().add(id, text)?;
         self.ensure_resolved();
-        let backend = active_backend(&mut self.sim, &mut self.gpu, self.active);
-        if let Err(e) = backend.load(&self.module, &self.sources) {
-            self.module = previous;
+        let backend = self.backends.active();
+        if let Err(e) = backend.load(self.work.module(), self.work.sources()) {
+            self.work.restore_module(previous);
             return Err(match e {
                 BackendError::Compile(diags) => diags,
                 other => vec![Diagnostic::error(other.to_string())],
@@ -320,10 +319,14 @@ impl Session {
     /// The type a launch argument gives a Python kernel, and an array's shape.
     fn python_arg(&self, arg: &Expr, text: &str) -> Result<(ArgType, Vec<usize>), Diagnostic> {
         if let ExprKind::Name(name) = &arg.kind
-            && let Some((_, buf)) = self.buffers.iter().find(|(n, _)| n == name)
+            && let Some((_, buf)) = self.work.buffers().iter().find(|(n, _)| n == name)
         {
-            let host =
-                self.python.host_shapes.iter().find(|(n, s)| n == name && s.iter().product::<usize>() == buf.len());
+            let host = self
+                .work
+                .python()
+                .host_shapes
+                .iter()
+                .find(|(n, s)| n == name && s.iter().product::<usize>() == buf.len());
             let shape = match (host, buf.shape()) {
                 (Some((_, s)), _) if !s.is_empty() => s.clone(),
                 (_, Shape::D1(n)) => vec![n],
@@ -348,7 +351,7 @@ impl Session {
         let name = name.trim();
         if name.is_empty() {
             let names: Vec<&str> =
-                self.python.functions().iter().filter(|f| !f.device).map(|f| f.name.as_str()).collect();
+                self.work.python().functions().iter().filter(|f| !f.device).map(|f| f.name.as_str()).collect();
             if names.is_empty() {
                 writeln!(out, "no Python kernels yet; define one with `@cuda.jit` above a `def`")?;
             } else {
@@ -356,16 +359,16 @@ impl Session {
             }
             return Ok(Status::Ok);
         }
-        let Some(f) = self.python.get(name).cloned() else {
+        let Some(f) = self.work.python().get(name).cloned() else {
             let d = Diagnostic::error(format!("no Python kernel named `{name}`"));
-            let names: Vec<&str> = self.python.functions().iter().map(|f| f.name.as_str()).collect();
+            let names: Vec<&str> = self.work.python().functions().iter().map(|f| f.name.as_str()).collect();
             let d = match crate::diag::suggest::closest(name, names.iter().copied()) {
                 Some(s) => d.help(format!("did you mean `{s}`?")),
                 None => d.help("define one with `@cuda.jit` above a `def`; `:kernels` lists what there is"),
             };
             return self.report(&d, out);
         };
-        let (inst, note) = match self.python.instance(name).cloned() {
+        let (inst, note) = match self.work.python().instance(name).cloned() {
             Some(i) => {
                 let types: Vec<String> = i.args.iter().map(arg_name).collect();
                 (i, format!("// {} as launched last, for ({})", f.name, types.join(", ")))
@@ -390,13 +393,14 @@ impl Session {
 
     /// One row per Python function for `:kernels`: kind, signature, where defined.
     pub(super) fn python_rows(&self) -> Vec<[String; 3]> {
-        self.python
+        self.work
+            .python()
             .functions()
             .iter()
             .map(|f| {
                 let kind = if f.device { "@cuda.jit(device=True)" } else { "@cuda.jit" };
                 let params: Vec<&str> = f.params.iter().map(|(p, _)| p.as_str()).collect();
-                [kind.to_string(), format!("{}({})", f.name, params.join(", ")), self.sources.location(f.span)]
+                [kind.to_string(), format!("{}({})", f.name, params.join(", ")), self.work.sources().location(f.span)]
             })
             .collect()
     }

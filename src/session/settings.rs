@@ -163,13 +163,13 @@ pub const COMMANDS: &[CommandSpec] = &[
 ];
 
 fn buffers(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
-    if session.buffers.is_empty() && session.scalars.is_empty() {
+    if session.buffers().is_empty() && session.scalars().is_empty() {
         writeln!(out, "no buffers or scalars yet; make one with `let a = zeros(1000)`")?;
         return Ok(Status::Ok);
     }
     let mut t = render::fitted_table(session.style().width);
     t.set_header(["name", "kind", "dtype", "shape", "bytes"]);
-    for (name, b) in &session.buffers {
+    for (name, b) in session.work.buffers() {
         t.add_row([
             name.clone(),
             "buffer".into(),
@@ -178,7 +178,7 @@ fn buffers(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Resul
             b.size_bytes().to_string(),
         ]);
     }
-    for (name, v) in &session.scalars {
+    for (name, v) in session.work.scalars() {
         t.add_row([name.clone(), "scalar".into(), v.type_name(), String::new(), String::new()]);
     }
     writeln!(out, "{t}")?;
@@ -214,7 +214,7 @@ fn device(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result
             ),
         ]);
     } else {
-        let config = session.sim.config.clone();
+        let config = session.backends.sim_config().clone();
         t.add_row(["backend", "sim: gridlab's CPU simulator of CUDA C"]);
         t.add_row(["threads", "run as warps of 32 lanes in lockstep; warps interleave like a GPU's"]);
         t.add_row(["schedule".to_string(), format!("{} (seed {})", schedule_name(config.schedule), config.seed)]);
@@ -242,9 +242,10 @@ fn schedule_name(s: Schedule) -> &'static str {
 }
 
 fn kernels(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
-    let program = session.module.program();
+    let program = session.work.module().program();
     let gpu_only: Vec<_> = session
-        .module
+        .work
+        .module()
         .items()
         .iter()
         .filter(|i| matches!(i.kind, ItemKind::Kernel | ItemKind::DeviceFunction))
@@ -252,7 +253,7 @@ fn kernels(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Resul
         .collect();
     let python = session.python_rows();
     // Python kernels are listed as Python; their lowered C is not listed again.
-    let lowered = |name: &str| session.python.get(name).is_some();
+    let lowered = |name: &str| session.work.python().get(name).is_some();
     if program.functions.iter().all(|f| lowered(&f.name)) && gpu_only.is_empty() && python.is_empty() {
         writeln!(out, "no kernels yet; type one, starting with `__global__ void` (or `@cuda.jit` in Python)")?;
         return Ok(Status::Ok);
@@ -267,12 +268,12 @@ fn kernels(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Resul
             crate::cuda::ast::FuncKind::Kernel => "__global__",
             crate::cuda::ast::FuncKind::Device => "__device__",
         };
-        t.add_row([kind.to_string(), render::signature(f), session.sources.location(f.name_span)]);
+        t.add_row([kind.to_string(), render::signature(f), session.work.sources().location(f.name_span)]);
     }
     // GPU-only functions are marked: the simulator does not run them.
     for (item, g) in gpu_only {
         let kind = if item.kind == ItemKind::Kernel { "__global__ (GPU only)" } else { "__device__ (GPU only)" };
-        t.add_row([kind.to_string(), g.signature(&item.name), session.sources.location(item.span)]);
+        t.add_row([kind.to_string(), g.signature(&item.name), session.work.sources().location(item.span)]);
     }
     // Kinds and locations stay whole; a long signature wraps instead.
     for i in [0, 2] {
@@ -320,13 +321,13 @@ fn backend(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::Re
 fn seed(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
     let args = call.args;
     if args.is_empty() {
-        writeln!(out, "seed: {}", session.sim.config.seed)?;
+        writeln!(out, "seed: {}", session.backends.sim_config().seed)?;
         return Ok(Status::Ok);
     }
     match args.replace('_', "").parse::<u64>() {
         Ok(n) => {
             session.set_seed(n);
-            session.history.push(format!(":seed {n}"));
+            session.record.ran(format!(":seed {n}"));
             writeln!(out, "seed: {n}")?;
             Ok(Status::Ok)
         }
@@ -337,13 +338,13 @@ fn seed(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::Resul
 fn schedule(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
     let args = call.args;
     if args.is_empty() {
-        writeln!(out, "schedule: {}", session.sim.config.schedule.name())?;
+        writeln!(out, "schedule: {}", session.backends.sim_config().schedule.name())?;
         return Ok(Status::Ok);
     }
     match Schedule::parse(args) {
         Some(s) => {
             session.set_schedule(s);
-            session.history.push(format!(":schedule {}", s.name()));
+            session.record.ran(format!(":schedule {}", s.name()));
             writeln!(out, "schedule: {}", s.name())?;
             Ok(Status::Ok)
         }
@@ -362,7 +363,7 @@ fn max_steps(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::
         )
     };
     if args.is_empty() {
-        writeln!(out, "{}", show(session.sim.config.max_steps))?;
+        writeln!(out, "{}", show(session.backends.sim_config().max_steps))?;
         return Ok(Status::Ok);
     }
     let steps = if args == "default" {
@@ -382,7 +383,7 @@ fn max_steps(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::
         );
     };
     session.set_max_steps(steps);
-    session.history.push(format!(":max-steps {steps}"));
+    session.record.ran(format!(":max-steps {steps}"));
     writeln!(out, "{}", show(steps))?;
     Ok(Status::Ok)
 }
@@ -407,7 +408,7 @@ fn needs_gpu(session: &mut Session, cmd: &str, what: &str, out: &mut dyn Write) 
 
 /// Refuse a name that is not a kernel of the session, suggesting the closest one.
 fn not_a_kernel(session: &Session, name: &str, out: &mut dyn Write) -> io::Result<Option<Status>> {
-    let kernels = session.module.kernel_names();
+    let kernels = session.work.module().kernel_names();
     if kernels.contains(&name) {
         return Ok(None);
     }
@@ -433,7 +434,7 @@ fn ptx(session: &mut Session, Call { args, .. }: Call<'_>, out: &mut dyn Write) 
     {
         return Ok(status);
     }
-    if session.module.is_empty() {
+    if session.work.module().is_empty() {
         writeln!(out, "no kernels yet; type one, starting with `__global__ void`")?;
         return Ok(Status::Ok);
     }

@@ -52,7 +52,7 @@ impl Session {
         text: &str,
         out: &mut dyn Write,
     ) -> io::Result<Status> {
-        let globals = &self.module.program().globals;
+        let globals = &self.work.module().program().globals;
         let Some(global) = globals.iter().find(|g| g.var.name == name && !g.is_shared) else {
             let d = self.not_a_symbol(name, name_span, eq_span, text);
             return self.report(&d, out);
@@ -80,26 +80,23 @@ impl Session {
         let bytes = Buffer::from_nums(dtype, Shape::D1(values.len()), values).bytes().to_vec();
         // Fewer values than before change the first elements only, as a shorter copy to the
         // symbol leaves the rest of device memory as it was.
-        match self.symbols.iter_mut().find(|w| w.name == name) {
-            Some(w) if w.bytes.len() > bytes.len() => w.bytes[..bytes.len()].copy_from_slice(&bytes),
-            Some(w) => w.bytes = bytes,
-            None => self.symbols.push(SymbolWrite { name: name.to_string(), bytes }),
-        }
+        self.work.set_symbol(name, bytes);
         Ok(Status::Ok)
     }
 
     /// Why `name = ...` sets nothing: a kernel or function is no variable; a near miss of a
     /// variable's name is probably one; anything else is a name that wants `let`.
     fn not_a_symbol(&self, name: &str, name_span: Span, eq_span: Span, text: &str) -> Diagnostic {
-        if self.module.program().function(name).is_some() || self.module.kernel_names().contains(&name) {
+        if self.work.module().program().function(name).is_some() || self.work.module().kernel_names().contains(&name) {
             return Diagnostic::error(format!("`{name}` is a function, not a `__constant__` or `__device__` variable"))
                 .at(name_span)
                 .help(
                     "a statement sets module variables such as `__constant__ float coef[4];`, and `let` names values",
                 );
         }
-        let is_session_name = self.buffer(name).is_some() || self.scalars.iter().any(|(n, _)| n == name);
-        let variables = self.module.program().globals.iter().filter(|g| !g.is_shared).map(|g| g.var.name.as_str());
+        let is_session_name = self.work.is_bound(name);
+        let variables =
+            self.work.module().program().globals.iter().filter(|g| !g.is_shared).map(|g| g.var.name.as_str());
         if !is_session_name && let Some(near) = crate::diag::suggest::closest(name, variables) {
             return Diagnostic::error(format!("`{name}` is not a variable of the module"))
                 .at(name_span)
@@ -111,16 +108,20 @@ impl Session {
 
     /// The values set from statements, for a launch: those whose variable the module still has.
     pub(super) fn symbol_writes(&self) -> Vec<SymbolWrite> {
-        let globals = &self.module.program().globals;
-        self.symbols.iter().filter(|w| globals.iter().any(|g| g.var.name == w.name && !g.is_shared)).cloned().collect()
+        let globals = &self.work.module().program().globals;
+        self.work
+            .symbols()
+            .iter()
+            .filter(|w| globals.iter().any(|g| g.var.name == w.name && !g.is_shared))
+            .cloned()
+            .collect()
     }
 
     /// A snippet declared variables anew: their set values are gone, as a recompiled program's
     /// constant memory is. Says so, naming how to set them again.
     pub(super) fn forget_redeclared(&mut self, defined: &[Defined], out: &mut dyn Write) -> io::Result<()> {
         for d in defined.iter().filter(|d| d.kind == ItemKind::Global) {
-            if let Some(i) = self.symbols.iter().position(|w| w.name == d.name) {
-                self.symbols.remove(i);
+            if self.work.forget_symbol(&d.name) {
                 let note = format!(
                     "note: `{}` is declared anew and starts from its initialiser; set it again with `{} = ...`",
                     d.name, d.name

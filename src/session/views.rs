@@ -66,7 +66,7 @@ pub(crate) fn split_runs(args: &str, max: u32) -> Result<(&str, u32), String> {
 impl Session {
     /// Parse and check a launch typed as a command argument; reports problems itself.
     pub(crate) fn prepare_text(&mut self, cmd: &str, text: &str, out: &mut dyn Write) -> io::Result<Option<Prepared>> {
-        let id = self.sources.add(format!("<:{cmd}>"), text, 1);
+        let id = self.work.sources_mut().add(format!("<:{cmd}>"), text, 1);
         let stmt = match script::parse_statement(id, text) {
             Ok(s) => s,
             Err(diag) => {
@@ -112,25 +112,23 @@ impl Session {
         config: SimConfig,
     ) -> Result<(LaunchReport, Vec<Buffer>), BackendError> {
         let mut copies: Vec<Buffer> = inputs.iter().map(|(_, b)| b.clone()).collect();
-        let saved = std::mem::replace(&mut self.sim.config, config);
         let result = {
             let mut lb = LaunchBuffers {
                 names: inputs.iter().map(|(n, _)| n.clone()).collect(),
                 buffers: copies.iter_mut().collect(),
             };
-            self.sim.launch(&self.module, spec, &mut lb)
+            self.backends.run_sim_with(config, self.work.module(), spec, &mut lb)
         };
-        self.sim.config = saved;
         result.map(|r| (r, copies))
     }
 
     /// `runs` launches of `p` on the GPU, each on fresh copies of the session's buffers.
     fn gpu_runs(&mut self, p: &Prepared, runs: u32) -> Result<Vec<Run>, BackendError> {
         let inputs = self.inputs(&p.names);
-        let Some(super::Gpu::Ready(gpu)) = &mut self.gpu else {
+        let Some(gpu) = self.backends.gpu() else {
             return Err(BackendError::Unavailable("the GPU backend is not ready".into()));
         };
-        repeat_on(gpu.as_mut(), &self.module, &p.spec, &inputs, runs)
+        repeat_on(gpu, self.work.module(), &p.spec, &inputs, runs)
     }
 
     pub(super) fn inputs(&self, names: &[String]) -> Vec<(String, Buffer)> {
@@ -138,14 +136,14 @@ impl Session {
     }
 
     fn config(&self, schedule: Schedule, seed: u64) -> SimConfig {
-        let cost = self.sim.config.cost.map(|_| self.reference());
-        SimConfig { schedule, seed, trace_writes: false, watch: None, cost, ..self.sim.config.clone() }
+        let cost = self.backends.sim_config().cost.map(|_| self.reference());
+        SimConfig { schedule, seed, trace_writes: false, watch: None, cost, ..self.backends.sim_config().clone() }
     }
 
     /// The sequential reference and `runs` random-schedule runs from the session's seed.
     pub(crate) fn outcomes(&mut self, p: &Prepared, runs: u32) -> Result<Outcomes, BackendError> {
         let inputs = self.inputs(&p.names);
-        let base = self.sim.config.seed;
+        let base = self.backends.sim_config().seed;
         let (report, buffers) = self.run_copy(&p.spec, &inputs, self.config(Schedule::Sequential, 0))?;
         let mut race_found = has_race(&report);
         let reference_wrong = sequential_is_wrong(&report);
@@ -227,7 +225,10 @@ impl Session {
         }
         let Some(p) = self.prepare_text("map", args.trim(), out)? else { return Ok(Status::Error) };
         let inputs = self.inputs(&p.names);
-        let config = SimConfig { trace_writes: true, ..self.config(self.sim.config.schedule, self.sim.config.seed) };
+        let config = SimConfig {
+            trace_writes: true,
+            ..self.config(self.backends.sim_config().schedule, self.backends.sim_config().seed)
+        };
         match self.run_copy(&p.spec, &inputs, config) {
             Ok((report, _)) => {
                 let traces = report.writes.unwrap_or_default();
@@ -257,8 +258,8 @@ impl Session {
         if self.on_gpu() {
             return self.time_on_gpu(&p.spec, &p.title(), inputs, runs as usize, out);
         }
-        let base = self.sim.config.seed;
-        let schedule = self.sim.config.schedule;
+        let base = self.backends.sim_config().seed;
+        let schedule = self.backends.sim_config().schedule;
         let explicit = text.len() != args.trim().len();
         let started = std::time::Instant::now();
         let mut steps = Vec::new();
@@ -309,7 +310,7 @@ impl Session {
         let timing = Timing {
             note,
             launch: p.title(),
-            backend: self.sim.label(),
+            backend: self.backends.sim().label(),
             schedule: schedule.name().to_string(),
             seeds: if runs == 1 { base.to_string() } else { format!("{base}..{}", base.wrapping_add(runs as u64 - 1)) },
             threads: p.spec.total_threads(),
@@ -337,7 +338,7 @@ impl Session {
         let bytes: u64 = inputs.iter().map(|(_, b)| b.size_bytes() as u64).sum();
         let names = inputs.iter().map(|(n, _)| n.clone()).collect();
         let lb = crate::backend::LaunchBuffers { names, buffers: inputs.iter_mut().map(|(_, b)| b).collect() };
-        let Some(crate::session::Gpu::Ready(gpu)) = &mut self.gpu else {
+        let Some(gpu) = self.backends.gpu() else {
             return self.view_error(out, "the GPU backend is not ready");
         };
         let peak = gpu.info().peak_bandwidth_gbs;
@@ -366,7 +367,7 @@ impl Session {
 
     pub(crate) fn why_view(&mut self, _args: &str, out: &mut dyn Write) -> io::Result<Status> {
         self.last_settled(out)?;
-        let Some(last) = self.last.as_ref() else {
+        let Some(last) = self.record.last() else {
             writeln!(out, "no launch yet: `:why` explains the race of the last launch")?;
             return Ok(Status::Ok);
         };
@@ -403,7 +404,7 @@ impl Session {
                     second,
                     events,
                 };
-                render::why::write_why(out, &view, &self.sources, &self.options.style)?;
+                render::why::write_why(out, &view, self.work.sources(), &self.options.style)?;
                 Ok(Status::Ok)
             }
             Err(e) => self.backend_error(out, &e),
@@ -636,7 +637,7 @@ let m = zeros((12, 20), i32)
         assert_eq!(s.eval_text("setup", KERNELS, false, &mut out).unwrap(), Status::Ok);
         let p = s.prepare_text("race", "add_half_everywhere<<<8, 64>>>(a, len(a))", &mut out).unwrap().unwrap();
         let inputs = s.inputs(&p.names);
-        let module = s.module.clone();
+        let module = s.work.module().clone();
         let gpu = repeat_on(&mut FakeGpu { launches: 0, stable: false }, &module, &p.spec, &inputs, 5).unwrap();
         let o = s.outcomes(&p, SIM_RUNS_BESIDE_GPU).unwrap().with_gpu_runs(gpu);
         let mut out = Vec::new();
@@ -675,7 +676,7 @@ let m = zeros((12, 20), i32)
             Session::new(Options { style: Style { color, width, big: false, ..Style::plain() }, ..Options::default() });
         let mut out = Vec::new();
         assert_eq!(s.eval_text("setup", KERNELS, false, &mut out).unwrap(), Status::Ok);
-        let module = s.module.clone();
+        let module = s.work.module().clone();
         let mut outcomes = Vec::new();
         for (launch, stable) in
             [("add_half_everywhere<<<8, 64>>>(a, len(a))", false), ("add_half_atomic<<<8, 64>>>(a, len(a))", true)]
