@@ -134,7 +134,7 @@ pub const PROFILES: &[GpuProfile] = &[
                  microbenchmarks of Hopper",
         validation: Some(Validation {
             launches: 94,
-            median_error: 1.13,
+            median_error: 1.14,
             within_1_5: 0.95,
             worst: 1.9,
             date: "2026-11-27",

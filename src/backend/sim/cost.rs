@@ -216,7 +216,7 @@ pub fn issue_weight(op: &Op, p: &GpuProfile, accurate_math: bool) -> u32 {
             if *ty == Scalar::F64 { (quarters as f64 * 2.0 * fp64).round() as u32 } else { quarters }
         }
         _ => match kind_of(op) {
-            Kind::Int if is_64_bit(op) => 8,
+            Kind::Int if is_64_bit(op) => 5,
             Kind::Int => 2,
             Kind::F32 => 2,
             Kind::F64 => (2.0 * fp64).round() as u32,
