@@ -428,8 +428,20 @@ fn ask_lang(style: &crate::render::Style) -> io::Result<crate::session::Lang> {
     use crate::session::Lang;
     let mut out = io::stdout().lock();
     writeln!(out, "{}", style.bold("Which language do you want to write kernels in?"))?;
-    writeln!(out, "  1  CUDA C           __global__ void add(float *a) {{ ... }}   add<<<blocks, threads>>>(a)")?;
-    writeln!(out, "  2  Python (Numba)   @cuda.jit  def add(a): ...            add[blocks, threads](a)")?;
+    // Each choice with a kernel and a launch in that language: on one line where the terminal
+    // is wide enough, else the example under the name, so no code is cut mid-word.
+    let choices = [
+        ("1", "CUDA C", "__global__ void add(float *a) { ... }", "add<<<blocks, threads>>>(a)"),
+        ("2", "Python (Numba)", "@cuda.jit  def add(a): ...", "add[blocks, threads](a)"),
+    ];
+    for (key, name, kernel, launch) in choices {
+        if style.width >= 92 {
+            writeln!(out, "  {key}  {name:<16} {kernel:<38}  {launch}")?;
+        } else {
+            writeln!(out, "  {key}  {name}")?;
+            writeln!(out, "{}", style.dim(&format!("       {kernel}  {launch}")))?;
+        }
+    }
     write!(out, "{}", style.dim("1 or 2 (Enter: CUDA C; `:lang` switches any time): "))?;
     out.flush()?;
     let mut answer = String::new();

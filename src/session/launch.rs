@@ -365,6 +365,14 @@ impl Session {
                 None => {
                     let ty = match eval::eval(e, self, text) {
                         Ok(Value::Float(_)) => "float ",
+                        // An array made in the launch (`zeros(n)`) is a buffer like a named one.
+                        Ok(Value::Array(a)) => {
+                            let elem = a.dtype().map_or("bool", |d| d.c_name());
+                            let name = if used.iter().any(|u| u == "a") { format!("a{k}") } else { "a".to_string() };
+                            used.push(name.clone());
+                            params.push(format!("{elem} *{name}"));
+                            continue;
+                        }
                         _ => "int ",
                     };
                     let name = match &e.kind {
