@@ -15,7 +15,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::backend::{Arg, Dim3, LaunchSpec, PrintLine, WatchedAccess, WriteTrace};
 use crate::buffer::Num;
-use crate::cuda::ast::{BarrierReduce, BinaryOp, Program, Scalar, ShflKind};
+use crate::cuda::ast::{BarrierReduce, Program, Scalar, ShflKind};
 use crate::finding::{Access, Finding, Memory, Site, ThreadRef};
 
 use super::alu;
@@ -359,23 +359,7 @@ macro_rules! lanes {
     }};
 }
 
-/// `dst = f(a, b)` for the lanes of `mask`; the full-warp case is a plain loop, which the
-/// compiler vectorises.
-#[inline(always)]
-fn map2(mask: u32, r: &mut [u64], dst: u32, a: u32, b: u32, f: impl Fn(u64, u64) -> u64) {
-    let (d, a, b) = (dst as usize * WARP, a as usize * WARP, b as usize * WARP);
-    if mask == u32::MAX {
-        // Into a copy first: `dst` may be `a` or `b`.
-        let mut out = [0u64; WARP];
-        let (x, y) = (&r[a..a + WARP], &r[b..b + WARP]);
-        for l in 0..WARP {
-            out[l] = f(x[l], y[l]);
-        }
-        r[d..d + WARP].copy_from_slice(&out);
-    } else {
-        lanes!(mask, |l| r[d + l] = f(r[a + l], r[b + l]));
-    }
-}
+mod arith;
 
 fn f32x(v: u64) -> f32 {
     f32::from_bits(v as u32)
@@ -648,6 +632,60 @@ impl Warp {
     }
 }
 
+/// Run the warp's group through instructions that touch only its registers (see `arith.rs`),
+/// jumps and branches every lane of it takes the same way, up to `room` steps: until one that
+/// needs the machine, a divergent branch, or the point where the group merges with other lanes
+/// (then the warp chooses its group again). Returns how many it ran; what each of them did is
+/// what [`Machine::exec`] would have done, cost counts included.
+#[inline(always)]
+fn run_pure(code: &[Op], warp: &mut Warp, room: u64, mut cost: Option<&mut Counter>) -> u64 {
+    let mask = warp.gmask;
+    let mut pc = warp.gpc;
+    let mut n = 0;
+    let mut merge = false;
+    while n < room {
+        let Some(&op) = code.get(pc as usize) else { break };
+        let next = match op {
+            Op::Jump { target } => target,
+            Op::Branch { cond, when, target } => {
+                let c = cond as usize * WARP;
+                let mut taken = 0u32;
+                lanes!(mask, |l| if (warp.regs[c + l] != 0) == when {
+                    taken |= 1 << l
+                });
+                if taken == mask {
+                    target
+                } else if taken == 0 {
+                    pc + 1
+                } else {
+                    break;
+                }
+            }
+            _ => {
+                if !arith::exec(op, mask, &mut warp.regs) {
+                    break;
+                }
+                pc + 1
+            }
+        };
+        if let Some(c) = cost.as_deref_mut() {
+            c.issue(pc, mask);
+        }
+        n += 1;
+        pc = next;
+        if next >= warp.wait_pc {
+            merge = true;
+            break;
+        }
+    }
+    warp.gpc = pc;
+    if merge {
+        warp.flush();
+        warp.reselect = true;
+    }
+    n
+}
+
 impl Machine<'_, '_> {
     fn thread_ref(&self, global: u64) -> ThreadRef {
         let bt = self.block_threads.max(1) as u64;
@@ -767,10 +805,28 @@ impl Machine<'_, '_> {
     /// or waiting at a barrier).
     fn run_warp(&mut self, b: &mut Block, w: usize, budget: u32) -> bool {
         let code = &self.k.code;
-        for _ in 0..budget {
+        let mut left = budget as u64;
+        while left > 0 {
+            left -= 1;
             let warp = &mut b.warps[w];
             if warp.reselect && !warp.select(self.seq, code) {
                 return false;
+            }
+            if !self.seq {
+                // Instructions that touch only registers run in a loop of their own, as many as
+                // the budget and the step limits allow (the step that reaches a limit is run
+                // below, which stops the launch as before).
+                let room = (left + 1)
+                    .min(self.max_warp - warp.steps.min(self.max_warp))
+                    .min(self.max_total - self.total.min(self.max_total));
+                let n = run_pure(code, warp, room, self.cost.as_deref_mut());
+                if n > 0 {
+                    warp.steps += n;
+                    self.total += n;
+                    self.mem.clock = self.total;
+                    left = left + 1 - n;
+                    continue;
+                }
             }
             if self.seq && !warp.coll_group && code[warp.gpc as usize].is_collective() {
                 warp.flush();
@@ -1088,10 +1144,24 @@ impl Machine<'_, '_> {
                 }
             };
         }
-        match size {
-            4 => data!(4),
-            8 => data!(8),
-            2 => data!(2),
+        // The common loads as whole words, widened as `read` does, with the type's match out
+        // of the loop.
+        macro_rules! load {
+            ($n:literal, $t:ty, $widen:expr) => {
+                lanes!(mask, |l| {
+                    let o = offs[l] as usize;
+                    let v: [u8; $n] = bytes[o..o + $n].try_into().expect("the access size");
+                    r[d + l] = $widen(<$t>::from_le_bytes(v));
+                })
+            };
+        }
+        match (size, ty) {
+            (4, Scalar::I32) if !store => load!(4, i32, |v: i32| v as i64 as u64),
+            (4, Scalar::U32 | Scalar::F32) if !store => load!(4, u32, |v: u32| v as u64),
+            (8, Scalar::I64 | Scalar::U64 | Scalar::F64) if !store => load!(8, u64, |v: u64| v),
+            (4, _) => data!(4),
+            (8, _) => data!(8),
+            (2, _) => data!(2),
             _ => data!(1),
         }
         if poisoned != 0 {
@@ -1232,7 +1302,7 @@ impl Machine<'_, '_> {
         let mut next = pc + 1;
         if let Some(c) = self.cost.as_deref_mut() {
             let op = &k.code[pc as usize];
-            c.issue(pc, mask, matches!(op, Op::SyncThreads | Op::SyncThreadsReduce { .. }));
+            c.issue(pc, mask);
             let mem = match *op {
                 Op::Load { ty, addr, .. } => Some((MemOp::Load, addr, ty.size())),
                 Op::Store { ty, addr, .. } => Some((MemOp::Store, addr, ty.size())),
@@ -1252,63 +1322,9 @@ impl Machine<'_, '_> {
                 c.memory(pc, thread0 / block_threads.max(1) as u64, kind, &addrs[..n], size);
             }
         }
-        match k.code[pc as usize] {
-            Op::Imm { dst, val } if mask == u32::MAX => r[at(dst, 0)..at(dst, WARP)].fill(val),
-            Op::Imm { dst, val } => lanes!(mask, |l| r[at(dst, l)] = val),
-            Op::Mov { dst, src } if mask == u32::MAX => r.copy_within(at(src, 0)..at(src, WARP), at(dst, 0)),
-            Op::Mov { dst, src } => lanes!(mask, |l| r[at(dst, l)] = r[at(src, l)]),
-            Op::Bin { op, ty, dst, a, b } if !matches!(op, BinaryOp::Div | BinaryOp::Rem) || ty.is_float() => {
-                // Each common operator and type gets a loop of its own, with `alu::bin`'s
-                // matches folded away: one dispatch per warp instruction, not one per lane.
-                macro_rules! by_type {
-                    ($o:ident) => {
-                        match ty {
-                            Scalar::I32 => {
-                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::I32, x, y).unwrap_or(0))
-                            }
-                            Scalar::U32 => {
-                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::U32, x, y).unwrap_or(0))
-                            }
-                            Scalar::I64 => {
-                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::I64, x, y).unwrap_or(0))
-                            }
-                            Scalar::U64 => {
-                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::U64, x, y).unwrap_or(0))
-                            }
-                            Scalar::F32 => {
-                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::F32, x, y).unwrap_or(0))
-                            }
-                            Scalar::F64 => {
-                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::F64, x, y).unwrap_or(0))
-                            }
-                            _ => map2(mask, r, dst, a, b, |x, y| alu::bin(op, ty, x, y).unwrap_or(0)),
-                        }
-                    };
-                }
-                match op {
-                    // `int`s are held sign-extended: comparing the whole patterns is the same.
-                    BinaryOp::Lt if ty == Scalar::I32 => {
-                        map2(mask, r, dst, a, b, |x, y| ((x as i64) < (y as i64)) as u64)
-                    }
-                    BinaryOp::Add => by_type!(Add),
-                    BinaryOp::Sub => by_type!(Sub),
-                    BinaryOp::Mul => by_type!(Mul),
-                    BinaryOp::Div => by_type!(Div),
-                    BinaryOp::Lt => by_type!(Lt),
-                    BinaryOp::Le => by_type!(Le),
-                    BinaryOp::Gt => by_type!(Gt),
-                    BinaryOp::Ge => by_type!(Ge),
-                    BinaryOp::Eq => by_type!(Eq),
-                    BinaryOp::Ne => by_type!(Ne),
-                    BinaryOp::BitAnd => by_type!(BitAnd),
-                    BinaryOp::BitOr => by_type!(BitOr),
-                    BinaryOp::BitXor => by_type!(BitXor),
-                    BinaryOp::Shl => by_type!(Shl),
-                    BinaryOp::Shr => by_type!(Shr),
-                    _ => map2(mask, r, dst, a, b, |x, y| alu::bin(op, ty, x, y).unwrap_or(0)),
-                }
-            }
-            Op::Bin { op, ty, dst, a, b } => {
+        let op = k.code[pc as usize];
+        match op {
+            Op::Bin { op, ty, dst, a, b } if arith::traps(op, ty) => {
                 let mut div0 = None;
                 lanes!(mask, |l| match alu::bin(op, ty, r[at(a, l)], r[at(b, l)]) {
                     Some(v) => r[at(dst, l)] = v,
@@ -1320,37 +1336,6 @@ impl Machine<'_, '_> {
                     self.trap(pc, thread0 + l as u64, "integer division by zero");
                 }
             }
-            Op::Un { op, ty, dst, a } => lanes!(mask, |l| r[at(dst, l)] = alu::un(op, ty, r[at(a, l)])),
-            Op::Cvt { from, to, dst, a } => {
-                // As for `Bin`: the common conversions each get a loop of their own.
-                macro_rules! to_type {
-                    ($f:ident) => {
-                        match to {
-                            Scalar::I32 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::I32)),
-                            Scalar::U32 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::U32)),
-                            Scalar::I64 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::I64)),
-                            Scalar::U64 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::U64)),
-                            Scalar::F32 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::F32)),
-                            Scalar::F64 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::F64)),
-                            _ => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, from, to)),
-                        }
-                    };
-                }
-                match from {
-                    Scalar::I32 => to_type!(I32),
-                    Scalar::U32 => to_type!(U32),
-                    Scalar::I64 => to_type!(I64),
-                    Scalar::U64 => to_type!(U64),
-                    Scalar::F32 => to_type!(F32),
-                    Scalar::F64 => to_type!(F64),
-                    _ => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, from, to)),
-                }
-            }
-            Op::PtrAdd { dst, ptr, idx, scale } => {
-                map2(mask, r, dst, ptr, idx, |p, i| memory::moved(p, i as i64, scale as i64))
-            }
-            Op::PtrDiff { dst, a, b, scale } => lanes!(mask, |l| r[at(dst, l)] =
-                ((r[at(a, l)].wrapping_sub(r[at(b, l)]) as i64) / scale.max(1) as i64) as u64),
             Op::Load { ty, dst, addr } => {
                 let lanes = lane_who!();
                 if !self.access_warp(r, &lanes, shared, shadow, mask, addr, ty, dst, false) {
@@ -1563,16 +1548,6 @@ impl Machine<'_, '_> {
                 };
                 lanes!(mask, |l| r[at(dst, l)] = v);
             }
-            Op::Math { f, ty, dst, a, b, c } => {
-                lanes!(mask, |l| r[at(dst, l)] = alu::math(f, ty, r[at(a, l)], r[at(b, l)], r[at(c, l)]))
-            }
-            Op::Min { ty, dst, a, b } => {
-                lanes!(mask, |l| r[at(dst, l)] = alu::min_max(false, ty, r[at(a, l)], r[at(b, l)]))
-            }
-            Op::Max { ty, dst, a, b } => {
-                lanes!(mask, |l| r[at(dst, l)] = alu::min_max(true, ty, r[at(a, l)], r[at(b, l)]))
-            }
-            Op::Abs { ty, dst, a } => lanes!(mask, |l| r[at(dst, l)] = alu::abs(ty, r[at(a, l)])),
             Op::Clock { dst } => {
                 let now = warp.steps;
                 lanes!(mask, |l| r[at(dst, l)] = now)
@@ -1634,6 +1609,10 @@ impl Machine<'_, '_> {
                     };
                     self.print(thread0 + l as u64, &text);
                 });
+            }
+            // The rest touch only registers.
+            _ => {
+                arith::exec(op, mask, r);
             }
         }
         warp.gpc = next;
