@@ -638,7 +638,26 @@ impl Warp {
 /// (then the warp chooses its group again). Returns how many it ran; what each of them did is
 /// what [`Machine::exec`] would have done, cost counts included.
 #[inline(always)]
-fn run_pure(code: &[Op], warp: &mut Warp, room: u64, mut cost: Option<&mut Counter>) -> u64 {
+fn run_pure(code: &[Op], warp: &mut Warp, room: u64, cost: Option<&mut Counter>) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2, checked just above.
+        return unsafe { run_pure_avx2(code, warp, room, cost) };
+    }
+    run_pure_in(code, warp, room, cost)
+}
+
+/// [`run_pure_in`] compiled for AVX2, which most x86 processors of the last ten years have: the
+/// lanes' arithmetic then goes four 64-bit lanes to an instruction instead of two, with the
+/// same results (no contraction or reassociation: the same IEEE operations).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn run_pure_avx2(code: &[Op], warp: &mut Warp, room: u64, cost: Option<&mut Counter>) -> u64 {
+    run_pure_in(code, warp, room, cost)
+}
+
+#[inline(always)]
+fn run_pure_in(code: &[Op], warp: &mut Warp, room: u64, mut cost: Option<&mut Counter>) -> u64 {
     let mask = warp.gmask;
     let mut pc = warp.gpc;
     let mut n = 0;
@@ -979,6 +998,48 @@ impl Machine<'_, '_> {
     /// the per-lane path (which reports what is out of bounds and stops on a fault).
     #[allow(clippy::too_many_arguments)]
     fn access_warp(
+        &mut self,
+        r: &mut [u64],
+        who: &LaneWho,
+        shared: &mut [Vec<u8>],
+        shadow: &mut [Vec<Shadow>],
+        mask: u32,
+        addr: u32,
+        ty: Scalar,
+        data: u32,
+        store: bool,
+    ) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor has AVX2, checked just above.
+            return unsafe { self.access_warp_avx2(r, who, shared, shadow, mask, addr, ty, data, store) };
+        }
+        self.access_warp_in(r, who, shared, shadow, mask, addr, ty, data, store)
+    }
+
+    /// [`Machine::access_warp`] compiled for AVX2 (as `run_pure_avx2`): its per-lane loops
+    /// (offsets, bounds, element indices) go four lanes to an instruction.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[allow(clippy::too_many_arguments)]
+    fn access_warp_avx2(
+        &mut self,
+        r: &mut [u64],
+        who: &LaneWho,
+        shared: &mut [Vec<u8>],
+        shadow: &mut [Vec<Shadow>],
+        mask: u32,
+        addr: u32,
+        ty: Scalar,
+        data: u32,
+        store: bool,
+    ) -> bool {
+        self.access_warp_in(r, who, shared, shadow, mask, addr, ty, data, store)
+    }
+
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn access_warp_in(
         &mut self,
         r: &mut [u64],
         who: &LaneWho,
