@@ -174,6 +174,28 @@ struct LaneWho<'a> {
 }
 
 impl LaneWho<'_> {
+    /// Whether no lane of the warp nor its block acquired anything through atomics (every
+    /// kernel without fences): then [`LaneWho::plain`] is who each lane is.
+    fn acquired_nothing(&self) -> bool {
+        self.block_acquired.is_empty() && self.acquired.iter().all(Vec::is_empty)
+    }
+
+    /// [`LaneWho::at`] where [`LaneWho::acquired_nothing`] holds.
+    #[inline(always)]
+    fn plain(&self, l: usize) -> Who<'_> {
+        Who {
+            thread: (self.thread0 + l as u64) as u32,
+            clock: self.clock[l],
+            base: self.base,
+            block_threads: self.block_threads,
+            block_first: self.block_first,
+            warp_first: self.thread0 as u32,
+            pc: self.site,
+            warp: self.known.map(|k| &k[l]),
+            acquired: [&[], &[]],
+        }
+    }
+
     #[inline(always)]
     fn at(&self, l: usize) -> Who<'_> {
         Who {
@@ -1175,17 +1197,29 @@ impl Machine<'_, '_> {
                 let mut touch = 0u64;
                 lanes!(mask, |l| touch ^= sh.get(index[l]).map_or(0, |s| s[0]));
                 std::hint::black_box(touch);
-                lanes!(mask, |l| if let Some(s) = sh.get_mut(index[l]) {
-                    let w = who.at(l);
-                    let fresh = fresh_all || unset.is_some_and(|u| u.get(index[l]) == Some(&true));
-                    if fresh && s[0] == 0 && !store {
-                        self.reports.uninit(region, index[l] as i64, w.thread as u64, w.pc);
-                        poisoned |= 1 << l;
-                    }
-                    if let Some(c) = memory::check(s, &w, access, releases) {
-                        self.reports.race(region, index[l] as i64, elements, c, &w, access);
-                    }
-                });
+                // One loop per access kind and per whether any lane acquired anything (rare:
+                // only kernels that fence), so that the check's branches on them fold away.
+                macro_rules! checks {
+                    ($access:expr, $plain:expr) => {
+                        lanes!(mask, |l| if let Some(s) = sh.get_mut(index[l]) {
+                            let w = if $plain { who.plain(l) } else { who.at(l) };
+                            let fresh = fresh_all || unset.is_some_and(|u| u.get(index[l]) == Some(&true));
+                            if fresh && s[0] == 0 && $access == Access::Read {
+                                self.reports.uninit(region, index[l] as i64, w.thread as u64, w.pc);
+                                poisoned |= 1 << l;
+                            }
+                            if let Some(c) = memory::check(s, &w, $access, releases) {
+                                self.reports.race(region, index[l] as i64, elements, c, &w, $access);
+                            }
+                        })
+                    };
+                }
+                match (access, who.acquired_nothing()) {
+                    (Access::Read, true) => checks!(Access::Read, true),
+                    (Access::Read, false) => checks!(Access::Read, false),
+                    (_, true) => checks!(Access::Write, true),
+                    (_, false) => checks!(Access::Write, false),
+                }
             }
         }
         // One loop per access size, so that each lane's access is a fixed-size move.
