@@ -853,10 +853,11 @@ impl Machine<'_, '_> {
             if warp.reselect && !warp.select(self.seq, code) {
                 return false;
             }
-            if !self.seq {
+            if !warp.coll_group {
                 // Instructions that touch only registers run in a loop of their own, as many as
                 // the budget and the step limits allow (the step that reaches a limit is run
-                // below, which stops the launch as before).
+                // below, which stops the launch as before). On the sequential schedule the
+                // group is one lane; a group of lanes parked at a warp collective runs it below.
                 let room = (left + 1)
                     .min(self.max_warp - warp.steps.min(self.max_warp))
                     .min(self.max_total - self.total.min(self.max_total));
