@@ -8,7 +8,9 @@
 //! and CPU (all threads together), the best wall time's ratio to C, and warp instructions
 //! (steps) per second at that time.
 //!
-//! `cargo bench --bench scale -- 256 512` runs only the cases whose name holds one of the words.
+//! `cargo bench --bench scale -- 256 512` runs only the cases whose name holds one of the words;
+//! `--threads=1` (or `=1,2`) picks the thread counts, `--settings=on-on,off-off` the settings
+//! (findings-cost model), and `--runs=N` the launches per figure.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -114,7 +116,14 @@ fn cpu_time() -> Duration {
 }
 
 fn main() {
-    let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    let option = |name: &str| args.iter().find_map(|a| a.strip_prefix(&format!("--{name}=")).map(str::to_string));
+    let runs: Option<usize> = option("runs").and_then(|r| r.parse().ok());
+    let settings: Vec<(bool, bool)> = option("settings")
+        .map_or(vec![(true, true), (true, false), (false, false)], |s| {
+            s.split(',').filter_map(|w| w.split_once('-')).map(|(f, m)| (f == "on", m == "on")).collect()
+        });
     let c_dir = std::env::var_os("GRIDLAB_BENCH_C").map(PathBuf::from);
     let mut sources = SourceMap::new();
     let id = sources.add("scale.cu", KERNELS, 1);
@@ -125,6 +134,9 @@ fn main() {
     let mut counts = vec![1, 2, cores];
     counts.dedup();
     counts.retain(|&n| n <= cores.max(2));
+    if let Some(t) = option("threads") {
+        counts = t.split(',').filter_map(|n| n.parse().ok()).collect();
+    }
     let head: Vec<String> =
         counts.iter().map(|n| format!("{n} thread{}: wall / CPU", if *n == 1 { "" } else { "s" })).collect();
     println!("| case | findings | cost model | C `gcc -O1` | {} | best / C | warp instr/s |", head.join(" | "));
@@ -134,7 +146,8 @@ fn main() {
             continue;
         }
         let c = c_time(&c_dir, &case.c, case.runs.max(3));
-        for (findings, model) in [(true, true), (true, false), (false, false)] {
+        let case_runs = runs.unwrap_or(case.runs);
+        for &(findings, model) in &settings {
             let mut cells = Vec::new();
             let mut best = Duration::MAX;
             let mut steps = 0;
@@ -153,7 +166,7 @@ fn main() {
                 };
                 let mut sim = SimBackend::new(config);
                 let (mut walls, mut cpus) = (Vec::new(), Vec::new());
-                for _ in 0..case.runs {
+                for _ in 0..case_runs {
                     let mut bufs: Vec<Buffer> = (0..case.buffers)
                         .map(|b| {
                             let fill =

@@ -413,20 +413,30 @@ impl Counter {
 
     /// One warp instruction issued at `pc` for the lanes in `mask`.
     #[inline]
-    pub fn issue(&mut self, pc: u32, mask: u32, barrier: bool) {
+    pub fn issue(&mut self, pc: u32, mask: u32) {
+        // What follows from the instruction alone (its issue slots, kind, whether it is a
+        // barrier) is counted once per instruction when the launch ends (`settle`): here only
+        // what changes from one issue to the next.
         let c = &mut self.per_pc[pc as usize];
         c.issued += 1;
         c.lanes += mask.count_ones() as u64;
-        c.slots += self.weights[pc as usize] as u64;
-        match self.kinds[pc as usize] {
-            Kind::Int => c.int_ops += 1,
-            Kind::F32 => c.f32_ops += 1,
-            Kind::F64 => c.f64_ops += 1,
-            Kind::Special => c.special_ops += 1,
-            Kind::Other => {}
-        }
-        if barrier {
-            c.barriers += 1;
+    }
+
+    /// Fill in the counts that follow from each instruction's issues alone (see `issue`).
+    fn settle(&mut self, code: &[Op]) {
+        for (pc, c) in self.per_pc.iter_mut().enumerate() {
+            let n = c.issued;
+            c.slots += n * self.weights[pc] as u64;
+            match self.kinds[pc] {
+                Kind::Int => c.int_ops += n,
+                Kind::F32 => c.f32_ops += n,
+                Kind::F64 => c.f64_ops += n,
+                Kind::Special => c.special_ops += n,
+                Kind::Other => {}
+            }
+            if matches!(code.get(pc), Some(Op::SyncThreads | Op::SyncThreadsReduce { .. })) {
+                c.barriers += n;
+            }
         }
     }
 
@@ -679,7 +689,8 @@ impl Counter {
     }
 
     /// The report, once the launch has run: `sites` groups instructions by source place.
-    pub fn finish(self, k: &Kernel, grid_blocks: u64, shared_per_block: u64, warp_steps: u64) -> CostReport {
+    pub fn finish(mut self, k: &Kernel, grid_blocks: u64, shared_per_block: u64, warp_steps: u64) -> CostReport {
+        self.settle(&k.code);
         let mut totals = Counts::default();
         let mut by_site: HashMap<u32, Counts> = HashMap::new();
         for (pc, c) in self.per_pc.iter().enumerate() {

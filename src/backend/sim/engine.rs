@@ -15,7 +15,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::backend::{Arg, Dim3, LaunchSpec, PrintLine, WatchedAccess, WriteTrace};
 use crate::buffer::Num;
-use crate::cuda::ast::{BarrierReduce, BinaryOp, Program, Scalar, ShflKind};
+use crate::cuda::ast::{BarrierReduce, Program, Scalar, ShflKind};
 use crate::finding::{Access, Finding, Memory, Site, ThreadRef};
 
 use super::alu;
@@ -174,6 +174,28 @@ struct LaneWho<'a> {
 }
 
 impl LaneWho<'_> {
+    /// Whether no lane of the warp nor its block acquired anything through atomics (every
+    /// kernel without fences): then [`LaneWho::plain`] is who each lane is.
+    fn acquired_nothing(&self) -> bool {
+        self.block_acquired.is_empty() && self.acquired.iter().all(Vec::is_empty)
+    }
+
+    /// [`LaneWho::at`] where [`LaneWho::acquired_nothing`] holds.
+    #[inline(always)]
+    fn plain(&self, l: usize) -> Who<'_> {
+        Who {
+            thread: (self.thread0 + l as u64) as u32,
+            clock: self.clock[l],
+            base: self.base,
+            block_threads: self.block_threads,
+            block_first: self.block_first,
+            warp_first: self.thread0 as u32,
+            pc: self.site,
+            warp: self.known.map(|k| &k[l]),
+            acquired: [&[], &[]],
+        }
+    }
+
     #[inline(always)]
     fn at(&self, l: usize) -> Who<'_> {
         Who {
@@ -359,23 +381,7 @@ macro_rules! lanes {
     }};
 }
 
-/// `dst = f(a, b)` for the lanes of `mask`; the full-warp case is a plain loop, which the
-/// compiler vectorises.
-#[inline(always)]
-fn map2(mask: u32, r: &mut [u64], dst: u32, a: u32, b: u32, f: impl Fn(u64, u64) -> u64) {
-    let (d, a, b) = (dst as usize * WARP, a as usize * WARP, b as usize * WARP);
-    if mask == u32::MAX {
-        // Into a copy first: `dst` may be `a` or `b`.
-        let mut out = [0u64; WARP];
-        let (x, y) = (&r[a..a + WARP], &r[b..b + WARP]);
-        for l in 0..WARP {
-            out[l] = f(x[l], y[l]);
-        }
-        r[d..d + WARP].copy_from_slice(&out);
-    } else {
-        lanes!(mask, |l| r[d + l] = f(r[a + l], r[b + l]));
-    }
-}
+mod arith;
 
 fn f32x(v: u64) -> f32 {
     f32::from_bits(v as u32)
@@ -648,6 +654,79 @@ impl Warp {
     }
 }
 
+/// Run the warp's group through instructions that touch only its registers (see `arith.rs`),
+/// jumps and branches every lane of it takes the same way, up to `room` steps: until one that
+/// needs the machine, a divergent branch, or the point where the group merges with other lanes
+/// (then the warp chooses its group again). Returns how many it ran; what each of them did is
+/// what [`Machine::exec`] would have done, cost counts included.
+#[inline(always)]
+fn run_pure(code: &[Op], warp: &mut Warp, room: u64, cost: Option<&mut Counter>) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2, checked just above.
+        return unsafe { run_pure_avx2(code, warp, room, cost) };
+    }
+    run_pure_in(code, warp, room, cost)
+}
+
+/// [`run_pure_in`] compiled for AVX2, which most x86 processors of the last ten years have: the
+/// lanes' arithmetic then goes four 64-bit lanes to an instruction instead of two, with the
+/// same results (no contraction or reassociation: the same IEEE operations).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn run_pure_avx2(code: &[Op], warp: &mut Warp, room: u64, cost: Option<&mut Counter>) -> u64 {
+    run_pure_in(code, warp, room, cost)
+}
+
+#[inline(always)]
+fn run_pure_in(code: &[Op], warp: &mut Warp, room: u64, mut cost: Option<&mut Counter>) -> u64 {
+    let mask = warp.gmask;
+    let mut pc = warp.gpc;
+    let mut n = 0;
+    let mut merge = false;
+    while n < room {
+        let Some(&op) = code.get(pc as usize) else { break };
+        let next = match op {
+            Op::Jump { target } => target,
+            Op::Branch { cond, when, target } => {
+                let c = cond as usize * WARP;
+                let mut taken = 0u32;
+                lanes!(mask, |l| if (warp.regs[c + l] != 0) == when {
+                    taken |= 1 << l
+                });
+                if taken == mask {
+                    target
+                } else if taken == 0 {
+                    pc + 1
+                } else {
+                    break;
+                }
+            }
+            _ => {
+                if !arith::exec(op, mask, &mut warp.regs) {
+                    break;
+                }
+                pc + 1
+            }
+        };
+        if let Some(c) = cost.as_deref_mut() {
+            c.issue(pc, mask);
+        }
+        n += 1;
+        pc = next;
+        if next >= warp.wait_pc {
+            merge = true;
+            break;
+        }
+    }
+    warp.gpc = pc;
+    if merge {
+        warp.flush();
+        warp.reselect = true;
+    }
+    n
+}
+
 impl Machine<'_, '_> {
     fn thread_ref(&self, global: u64) -> ThreadRef {
         let bt = self.block_threads.max(1) as u64;
@@ -767,10 +846,29 @@ impl Machine<'_, '_> {
     /// or waiting at a barrier).
     fn run_warp(&mut self, b: &mut Block, w: usize, budget: u32) -> bool {
         let code = &self.k.code;
-        for _ in 0..budget {
+        let mut left = budget as u64;
+        while left > 0 {
+            left -= 1;
             let warp = &mut b.warps[w];
             if warp.reselect && !warp.select(self.seq, code) {
                 return false;
+            }
+            if !warp.coll_group {
+                // Instructions that touch only registers run in a loop of their own, as many as
+                // the budget and the step limits allow (the step that reaches a limit is run
+                // below, which stops the launch as before). On the sequential schedule the
+                // group is one lane; a group of lanes parked at a warp collective runs it below.
+                let room = (left + 1)
+                    .min(self.max_warp - warp.steps.min(self.max_warp))
+                    .min(self.max_total - self.total.min(self.max_total));
+                let n = run_pure(code, warp, room, self.cost.as_deref_mut());
+                if n > 0 {
+                    warp.steps += n;
+                    self.total += n;
+                    self.mem.clock = self.total;
+                    left = left + 1 - n;
+                    continue;
+                }
             }
             if self.seq && !warp.coll_group && code[warp.gpc as usize].is_collective() {
                 warp.flush();
@@ -934,6 +1032,48 @@ impl Machine<'_, '_> {
         data: u32,
         store: bool,
     ) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor has AVX2, checked just above.
+            return unsafe { self.access_warp_avx2(r, who, shared, shadow, mask, addr, ty, data, store) };
+        }
+        self.access_warp_in(r, who, shared, shadow, mask, addr, ty, data, store)
+    }
+
+    /// [`Machine::access_warp`] compiled for AVX2 (as `run_pure_avx2`): its per-lane loops
+    /// (offsets, bounds, element indices) go four lanes to an instruction.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[allow(clippy::too_many_arguments)]
+    fn access_warp_avx2(
+        &mut self,
+        r: &mut [u64],
+        who: &LaneWho,
+        shared: &mut [Vec<u8>],
+        shadow: &mut [Vec<Shadow>],
+        mask: u32,
+        addr: u32,
+        ty: Scalar,
+        data: u32,
+        store: bool,
+    ) -> bool {
+        self.access_warp_in(r, who, shared, shadow, mask, addr, ty, data, store)
+    }
+
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn access_warp_in(
+        &mut self,
+        r: &mut [u64],
+        who: &LaneWho,
+        shared: &mut [Vec<u8>],
+        shadow: &mut [Vec<Shadow>],
+        mask: u32,
+        addr: u32,
+        ty: Scalar,
+        data: u32,
+        store: bool,
+    ) -> bool {
         if self.mem.extra || mask == 0 {
             return false;
         }
@@ -1058,17 +1198,29 @@ impl Machine<'_, '_> {
                 let mut touch = 0u64;
                 lanes!(mask, |l| touch ^= sh.get(index[l]).map_or(0, |s| s[0]));
                 std::hint::black_box(touch);
-                lanes!(mask, |l| if let Some(s) = sh.get_mut(index[l]) {
-                    let w = who.at(l);
-                    let fresh = fresh_all || unset.is_some_and(|u| u.get(index[l]) == Some(&true));
-                    if fresh && s[0] == 0 && !store {
-                        self.reports.uninit(region, index[l] as i64, w.thread as u64, w.pc);
-                        poisoned |= 1 << l;
-                    }
-                    if let Some(c) = memory::check(s, &w, access, releases) {
-                        self.reports.race(region, index[l] as i64, elements, c, &w, access);
-                    }
-                });
+                // One loop per access kind and per whether any lane acquired anything (rare:
+                // only kernels that fence), so that the check's branches on them fold away.
+                macro_rules! checks {
+                    ($access:expr, $plain:expr) => {
+                        lanes!(mask, |l| if let Some(s) = sh.get_mut(index[l]) {
+                            let w = if $plain { who.plain(l) } else { who.at(l) };
+                            let fresh = fresh_all || unset.is_some_and(|u| u.get(index[l]) == Some(&true));
+                            if fresh && s[0] == 0 && $access == Access::Read {
+                                self.reports.uninit(region, index[l] as i64, w.thread as u64, w.pc);
+                                poisoned |= 1 << l;
+                            }
+                            if let Some(c) = memory::check(s, &w, $access, releases) {
+                                self.reports.race(region, index[l] as i64, elements, c, &w, $access);
+                            }
+                        })
+                    };
+                }
+                match (access, who.acquired_nothing()) {
+                    (Access::Read, true) => checks!(Access::Read, true),
+                    (Access::Read, false) => checks!(Access::Read, false),
+                    (_, true) => checks!(Access::Write, true),
+                    (_, false) => checks!(Access::Write, false),
+                }
             }
         }
         // One loop per access size, so that each lane's access is a fixed-size move.
@@ -1088,10 +1240,24 @@ impl Machine<'_, '_> {
                 }
             };
         }
-        match size {
-            4 => data!(4),
-            8 => data!(8),
-            2 => data!(2),
+        // The common loads as whole words, widened as `read` does, with the type's match out
+        // of the loop.
+        macro_rules! load {
+            ($n:literal, $t:ty, $widen:expr) => {
+                lanes!(mask, |l| {
+                    let o = offs[l] as usize;
+                    let v: [u8; $n] = bytes[o..o + $n].try_into().expect("the access size");
+                    r[d + l] = $widen(<$t>::from_le_bytes(v));
+                })
+            };
+        }
+        match (size, ty) {
+            (4, Scalar::I32) if !store => load!(4, i32, |v: i32| v as i64 as u64),
+            (4, Scalar::U32 | Scalar::F32) if !store => load!(4, u32, |v: u32| v as u64),
+            (8, Scalar::I64 | Scalar::U64 | Scalar::F64) if !store => load!(8, u64, |v: u64| v),
+            (4, _) => data!(4),
+            (8, _) => data!(8),
+            (2, _) => data!(2),
             _ => data!(1),
         }
         if poisoned != 0 {
@@ -1232,7 +1398,7 @@ impl Machine<'_, '_> {
         let mut next = pc + 1;
         if let Some(c) = self.cost.as_deref_mut() {
             let op = &k.code[pc as usize];
-            c.issue(pc, mask, matches!(op, Op::SyncThreads | Op::SyncThreadsReduce { .. }));
+            c.issue(pc, mask);
             let mem = match *op {
                 Op::Load { ty, addr, .. } => Some((MemOp::Load, addr, ty.size())),
                 Op::Store { ty, addr, .. } => Some((MemOp::Store, addr, ty.size())),
@@ -1252,63 +1418,9 @@ impl Machine<'_, '_> {
                 c.memory(pc, thread0 / block_threads.max(1) as u64, kind, &addrs[..n], size);
             }
         }
-        match k.code[pc as usize] {
-            Op::Imm { dst, val } if mask == u32::MAX => r[at(dst, 0)..at(dst, WARP)].fill(val),
-            Op::Imm { dst, val } => lanes!(mask, |l| r[at(dst, l)] = val),
-            Op::Mov { dst, src } if mask == u32::MAX => r.copy_within(at(src, 0)..at(src, WARP), at(dst, 0)),
-            Op::Mov { dst, src } => lanes!(mask, |l| r[at(dst, l)] = r[at(src, l)]),
-            Op::Bin { op, ty, dst, a, b } if !matches!(op, BinaryOp::Div | BinaryOp::Rem) || ty.is_float() => {
-                // Each common operator and type gets a loop of its own, with `alu::bin`'s
-                // matches folded away: one dispatch per warp instruction, not one per lane.
-                macro_rules! by_type {
-                    ($o:ident) => {
-                        match ty {
-                            Scalar::I32 => {
-                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::I32, x, y).unwrap_or(0))
-                            }
-                            Scalar::U32 => {
-                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::U32, x, y).unwrap_or(0))
-                            }
-                            Scalar::I64 => {
-                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::I64, x, y).unwrap_or(0))
-                            }
-                            Scalar::U64 => {
-                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::U64, x, y).unwrap_or(0))
-                            }
-                            Scalar::F32 => {
-                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::F32, x, y).unwrap_or(0))
-                            }
-                            Scalar::F64 => {
-                                map2(mask, r, dst, a, b, |x, y| alu::bin(BinaryOp::$o, Scalar::F64, x, y).unwrap_or(0))
-                            }
-                            _ => map2(mask, r, dst, a, b, |x, y| alu::bin(op, ty, x, y).unwrap_or(0)),
-                        }
-                    };
-                }
-                match op {
-                    // `int`s are held sign-extended: comparing the whole patterns is the same.
-                    BinaryOp::Lt if ty == Scalar::I32 => {
-                        map2(mask, r, dst, a, b, |x, y| ((x as i64) < (y as i64)) as u64)
-                    }
-                    BinaryOp::Add => by_type!(Add),
-                    BinaryOp::Sub => by_type!(Sub),
-                    BinaryOp::Mul => by_type!(Mul),
-                    BinaryOp::Div => by_type!(Div),
-                    BinaryOp::Lt => by_type!(Lt),
-                    BinaryOp::Le => by_type!(Le),
-                    BinaryOp::Gt => by_type!(Gt),
-                    BinaryOp::Ge => by_type!(Ge),
-                    BinaryOp::Eq => by_type!(Eq),
-                    BinaryOp::Ne => by_type!(Ne),
-                    BinaryOp::BitAnd => by_type!(BitAnd),
-                    BinaryOp::BitOr => by_type!(BitOr),
-                    BinaryOp::BitXor => by_type!(BitXor),
-                    BinaryOp::Shl => by_type!(Shl),
-                    BinaryOp::Shr => by_type!(Shr),
-                    _ => map2(mask, r, dst, a, b, |x, y| alu::bin(op, ty, x, y).unwrap_or(0)),
-                }
-            }
-            Op::Bin { op, ty, dst, a, b } => {
+        let op = k.code[pc as usize];
+        match op {
+            Op::Bin { op, ty, dst, a, b } if arith::traps(op, ty) => {
                 let mut div0 = None;
                 lanes!(mask, |l| match alu::bin(op, ty, r[at(a, l)], r[at(b, l)]) {
                     Some(v) => r[at(dst, l)] = v,
@@ -1320,37 +1432,6 @@ impl Machine<'_, '_> {
                     self.trap(pc, thread0 + l as u64, "integer division by zero");
                 }
             }
-            Op::Un { op, ty, dst, a } => lanes!(mask, |l| r[at(dst, l)] = alu::un(op, ty, r[at(a, l)])),
-            Op::Cvt { from, to, dst, a } => {
-                // As for `Bin`: the common conversions each get a loop of their own.
-                macro_rules! to_type {
-                    ($f:ident) => {
-                        match to {
-                            Scalar::I32 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::I32)),
-                            Scalar::U32 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::U32)),
-                            Scalar::I64 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::I64)),
-                            Scalar::U64 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::U64)),
-                            Scalar::F32 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::F32)),
-                            Scalar::F64 => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, Scalar::$f, Scalar::F64)),
-                            _ => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, from, to)),
-                        }
-                    };
-                }
-                match from {
-                    Scalar::I32 => to_type!(I32),
-                    Scalar::U32 => to_type!(U32),
-                    Scalar::I64 => to_type!(I64),
-                    Scalar::U64 => to_type!(U64),
-                    Scalar::F32 => to_type!(F32),
-                    Scalar::F64 => to_type!(F64),
-                    _ => map2(mask, r, dst, a, a, |x, _| alu::cvt(x, from, to)),
-                }
-            }
-            Op::PtrAdd { dst, ptr, idx, scale } => {
-                map2(mask, r, dst, ptr, idx, |p, i| memory::moved(p, i as i64, scale as i64))
-            }
-            Op::PtrDiff { dst, a, b, scale } => lanes!(mask, |l| r[at(dst, l)] =
-                ((r[at(a, l)].wrapping_sub(r[at(b, l)]) as i64) / scale.max(1) as i64) as u64),
             Op::Load { ty, dst, addr } => {
                 let lanes = lane_who!();
                 if !self.access_warp(r, &lanes, shared, shadow, mask, addr, ty, dst, false) {
@@ -1563,16 +1644,6 @@ impl Machine<'_, '_> {
                 };
                 lanes!(mask, |l| r[at(dst, l)] = v);
             }
-            Op::Math { f, ty, dst, a, b, c } => {
-                lanes!(mask, |l| r[at(dst, l)] = alu::math(f, ty, r[at(a, l)], r[at(b, l)], r[at(c, l)]))
-            }
-            Op::Min { ty, dst, a, b } => {
-                lanes!(mask, |l| r[at(dst, l)] = alu::min_max(false, ty, r[at(a, l)], r[at(b, l)]))
-            }
-            Op::Max { ty, dst, a, b } => {
-                lanes!(mask, |l| r[at(dst, l)] = alu::min_max(true, ty, r[at(a, l)], r[at(b, l)]))
-            }
-            Op::Abs { ty, dst, a } => lanes!(mask, |l| r[at(dst, l)] = alu::abs(ty, r[at(a, l)])),
             Op::Clock { dst } => {
                 let now = warp.steps;
                 lanes!(mask, |l| r[at(dst, l)] = now)
@@ -1634,6 +1705,10 @@ impl Machine<'_, '_> {
                     };
                     self.print(thread0 + l as u64, &text);
                 });
+            }
+            // The rest touch only registers.
+            _ => {
+                arith::exec(op, mask, r);
             }
         }
         warp.gpc = next;

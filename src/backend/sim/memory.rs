@@ -90,6 +90,18 @@ pub fn offset(p: u64) -> i64 {
     (p & OFFSET_MASK) as i64 - BIAS as i64
 }
 
+/// Whether a pointer can hold offset `off` (see [`moved`]).
+#[inline(always)]
+pub fn in_range(off: i64) -> bool {
+    (MIN_OFFSET..=MAX_OFFSET).contains(&off)
+}
+
+/// `p` with its offset set to `off` (one [`in_range`]), in the same region.
+#[inline(always)]
+pub fn with_offset(p: u64, off: i64) -> u64 {
+    (p & !OFFSET_MASK) | ((off as u64).wrapping_add(BIAS) & OFFSET_MASK)
+}
+
 /// One recorded access packed in 64 bits: thread + 1 (bits 0..32, 0 = none), instruction
 /// (32..48), the thread's clock modulo 2^15 (48..63), atomic (63).
 type Acc = u64;
