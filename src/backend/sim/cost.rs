@@ -196,23 +196,29 @@ fn kind_of(op: &Op) -> Kind {
     }
 }
 
-/// Issue slots (in quarters) a GPU spends on one of the simulator's instructions. The simulator
+/// Issue slots (in quarters) a GPU spends on instruction `pc` of `k`. The simulator
 /// compiles straightforwardly: every constant, copy, jump and index multiplication is an
 /// instruction. An optimising compiler folds constants and copies away, strength-reduces index
 /// arithmetic in loops, fuses a multiply and an add into one FMA and unrolls short loops, so
 /// those count for less; memory, shuffle and barrier instructions count in full, 64-bit integer
 /// arithmetic for the two or three 32-bit instructions it becomes, special functions for what
 /// their units' rate (16 lanes per cycle per SM against 128) costs, full-precision math
-/// routines (`sinf`, not `__sinf`) for the instructions they run, and FP64 for the GPU's FP64
-/// rate. The integer, 64-bit and math weights were measured by `bench/cost/calibrate`.
-pub fn issue_weight(op: &Op, p: &GpuProfile, accurate_math: bool) -> u32 {
+/// routines (`sinf`, not `__sinf`) and integer division by a run-time value for the instructions
+/// they run, and FP64 for the GPU's FP64 rate. The integer, 64-bit and math weights were
+/// measured by `bench/cost/calibrate`.
+pub fn issue_weight(k: &Kernel, pc: usize, p: &GpuProfile) -> u32 {
     let fp64 = (0.5 / p.fp64_ratio).max(1.0);
+    let hinted = |pcs: &[u32]| pcs.binary_search(&(pc as u32)).is_ok();
+    let op = &k.code[pc];
     match op {
         Op::Imm { .. } | Op::Mov { .. } | Op::Jump { .. } | Op::Exit => 0,
         Op::PtrAdd { .. } | Op::PtrDiff { .. } | Op::Branch { .. } => 1,
         Op::Cvt { .. } => 2,
+        Op::Bin { op: BinaryOp::Div | BinaryOp::Rem, ty, .. } if !matches!(ty, Scalar::F32 | Scalar::F64) => {
+            division_quarters(*ty, hinted(&k.hints.constant_divisor))
+        }
         Op::Math { f, ty, .. } if kind_of(op) == Kind::Special => {
-            let quarters = if accurate_math { accurate_math_quarters(*f) } else { 32 };
+            let quarters = if hinted(&k.hints.accurate_math) { accurate_math_quarters(*f) } else { 32 };
             if *ty == Scalar::F64 { (quarters as f64 * 2.0 * fp64).round() as u32 } else { quarters }
         }
         _ => match kind_of(op) {
@@ -336,22 +342,7 @@ impl Counter {
             profile,
             per_pc: vec![Counts::default(); k.code.len()],
             kinds: k.code.iter().map(kind_of).collect(),
-            weights: k
-                .code
-                .iter()
-                .enumerate()
-                .map(|(pc, op)| {
-                    let accurate = k.hints.accurate_math.binary_search(&(pc as u32)).is_ok();
-                    match op {
-                        Op::Bin { op: BinaryOp::Div | BinaryOp::Rem, ty, .. }
-                            if !matches!(ty, Scalar::F32 | Scalar::F64) =>
-                        {
-                            division_quarters(*ty, k.hints.constant_divisor.binary_search(&(pc as u32)).is_ok())
-                        }
-                        _ => issue_weight(op, profile, accurate),
-                    }
-                })
-                .collect(),
+            weights: (0..k.code.len()).map(|pc| issue_weight(k, pc, profile)).collect(),
             statics,
             l2: L2::new(profile.l2_bytes, data_bytes),
             l1: Vec::new(),
