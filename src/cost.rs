@@ -158,7 +158,7 @@ impl Limiter {
             Limiter::L1 => "L1 throughput",
             Limiter::Shared => "shared-memory throughput",
             Limiter::Issue => "instruction issue",
-            Limiter::Atomics => "atomics on one address",
+            Limiter::Atomics => "atomics queueing in L2",
             Limiter::Latency => "latency",
             Limiter::Blocks => "block scheduling",
             Limiter::Launch => "launch overhead",

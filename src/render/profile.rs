@@ -178,7 +178,18 @@ fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport) -> Option<(u
                 ),
             );
         }
-        if k.worst_atomic_lanes > 1 && c.estimate.limiter == Limiter::Atomics {
+        if k.atomics > 0 && c.estimate.limiter == Limiter::Atomics && !c.atomics.one_address() {
+            consider(
+                k.atomics as f64 * 8.0,
+                *line,
+                format!(
+                    "{} atomics on a few nearby addresses queue at one of the L2's atomic units: count in shared \
+                     memory per block first (a private copy, as a histogram does), then add each block's counts \
+                     to global memory",
+                    thousands(k.atomics as u128)
+                ),
+            );
+        } else if k.worst_atomic_lanes > 1 && c.estimate.limiter == Limiter::Atomics {
             consider(
                 k.atomics as f64 * 8.0,
                 *line,

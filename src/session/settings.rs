@@ -125,7 +125,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         args: Args::Text("LAUNCH [xN]"),
         aliases: &[],
         summary: "time a launch over N runs (estimated on the simulator)",
-        help: "`:time add_half<<<4, 256>>>(a, len(a)) x5` runs the launch 5 times on copies of its buffers (seeds from the session's) and reports the minimum, median and maximum. On the simulator: the time the cost model estimates on the reference GPU (`:reference`), what limits it (DRAM bandwidth, L2, shared memory, instruction issue, atomics on one address, latency, block scheduling or the launch itself), and the simulated warp steps, the work done, deterministic for a seed. On the GPU: kernel times measured with CUDA events and the host's launch overhead. `:profile` shows the estimate line by line; `docs/cost-model.md` explains it.",
+        help: "`:time add_half<<<4, 256>>>(a, len(a)) x5` runs the launch 5 times on copies of its buffers (seeds from the session's) and reports the minimum, median and maximum. On the simulator: the time the cost model estimates on the reference GPU (`:reference`), what limits it (DRAM bandwidth, L2, shared memory, instruction issue, atomics queueing in L2, latency, block scheduling or the launch itself), and the simulated warp steps, the work done, deterministic for a seed. On the GPU: kernel times measured with CUDA events and the host's launch overhead. `:profile` shows the estimate line by line; `docs/cost-model.md` explains it.",
         run: |s, c, o| s.time_view(c.args, o),
     },
     CommandSpec {
