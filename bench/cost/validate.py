@@ -132,11 +132,11 @@ def counts_table(sim, ncu):
         ),
         "SIMT efficiency": (
             lambda s: s.get("simt_efficiency"),
-            lambda r: (num(r, "smsp__thread_inst_executed_per_inst_executed.ratio") or 0) / 32 or None,
+            lambda r: scaled(num(r, "smsp__thread_inst_executed_per_inst_executed.ratio"), 1 / 32),
         ),
         "theoretical occupancy": (
             lambda s: s.get("occupancy"),
-            lambda r: (num(r, "sm__maximum_warps_per_active_cycle_pct") or 0) / 100 or None,
+            lambda r: scaled(num(r, "sm__maximum_warps_per_active_cycle_pct"), 1 / 100),
         ),
         "DRAM bytes": (
             lambda s: s.get("dram_bytes"),
@@ -155,7 +155,7 @@ def counts_table(sim, ncu):
             m, g = model(sim.get(name, {})), measured(r)
             if m is None or g is None:
                 continue
-            if m == 0 and g < 1e-9 * max(1, abs(m)) + 0.5:
+            if m == 0 and g < 0.5:
                 rs.append(1.0)
             elif m > 0 and g > 0:
                 rs.append(m / g)
@@ -165,6 +165,10 @@ def counts_table(sim, ncu):
             close = sum(0.95 <= x <= 1.05 for x in rs) / len(rs)
             lines.append(f"| {label} | {len(rs)} | {close:.0%} | {statistics.median(rs):.2f} |")
     return lines
+
+
+def scaled(v, factor):
+    return v * factor if v else None
 
 
 def sum_of(r, *keys):
@@ -181,12 +185,10 @@ def main():
     set_dir = Path(__file__).parent / "set"
     sim, gpu = records(out / "sim.txt"), records(out / "gpu.txt")
     ncu = ncu_rows(out / "ncu.csv", launches_in_order(set_dir))
-    gpu_name = ""
-    for p in (out / "gpu.txt",):
-        if p.exists():
-            m = re.search(r"\(measured on (.+?)\)|estimated for (.+?)\)", p.read_text(errors="replace"))
-            if m:
-                gpu_name = m.group(1) or m.group(2)
+    # The GPU backend's records name the profile it picked for the GPU present.
+    gpu_text = (out / "gpu.txt").read_text(errors="replace") if (out / "gpu.txt").exists() else ""
+    m = re.search(r"time measured on this GPU; the rest from the simulator's model of (.+?)\)", gpu_text)
+    gpu_name = m.group(1) if m else ""
     cases = []
     print("| launch | kernel | half | model (us) | limited by (model) | GPU (us) | model / GPU |")
     print("| --- | --- | --- | ---: | --- | ---: | ---: |")

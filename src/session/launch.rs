@@ -362,26 +362,19 @@ impl Session {
         for (k, e) in launch.args.iter().enumerate() {
             let (ty, mut name) = match self.pointer_base(e) {
                 Some(n) => (format!("{} *", self.buffer(n).map_or("float", |b| b.dtype().c_name())), n.to_string()),
-                None => {
-                    let ty = match eval::eval(e, self, text) {
-                        Ok(Value::Float(_)) => "float ",
-                        // An array made in the launch (`zeros(n)`) is a buffer like a named one.
-                        Ok(Value::Array(a)) => {
-                            let elem = a.dtype().map_or("bool", |d| d.c_name());
-                            let name = if used.iter().any(|u| u == "a") { format!("a{k}") } else { "a".to_string() };
-                            used.push(name.clone());
-                            params.push(format!("{elem} *{name}"));
-                            continue;
-                        }
-                        _ => "int ",
-                    };
-                    let name = match &e.kind {
-                        ExprKind::Name(n) => n.clone(),
-                        _ if ty == "int " => "n".to_string(),
-                        _ => "x".to_string(),
-                    };
-                    (ty.to_string(), name)
-                }
+                None => match eval::eval(e, self, text) {
+                    // An array made in the launch (`zeros(n)`) is a buffer like a named one.
+                    Ok(Value::Array(a)) => (format!("{} *", a.dtype().map_or("bool", |d| d.c_name())), "a".to_string()),
+                    value => {
+                        let ty = if matches!(value, Ok(Value::Float(_))) { "float " } else { "int " };
+                        let name = match &e.kind {
+                            ExprKind::Name(n) => n.clone(),
+                            _ if ty == "int " => "n".to_string(),
+                            _ => "x".to_string(),
+                        };
+                        (ty.to_string(), name)
+                    }
+                },
             };
             if used.contains(&name) {
                 name = format!("{name}{k}");

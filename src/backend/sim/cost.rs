@@ -296,7 +296,6 @@ pub struct Counter {
     atomic_addresses: HashMap<u64, (u64, f64)>,
     /// Per L2 atomic unit: sector operations and their time, nanoseconds.
     atomic_units: Vec<(u64, f64)>,
-    atomic_load: AtomicLoad,
     block_threads: u32,
     /// On a worker thread (see `engine/parallel.rs`): what depends on the order of global
     /// accesses (the caches, atomics' addresses) is recorded here, stamped with
@@ -350,7 +349,6 @@ impl Counter {
             atomic_kinds: atomic_kinds(k),
             atomic_addresses: HashMap::new(),
             atomic_units: vec![(0, 0.0); profile.atomic_units as usize],
-            atomic_load: AtomicLoad::default(),
             block_threads,
             deferred: None,
             stamp: 0,
@@ -372,7 +370,6 @@ impl Counter {
             atomic_kinds: self.atomic_kinds.clone(),
             atomic_addresses: HashMap::new(),
             atomic_units: vec![(0, 0.0); self.atomic_units.len()],
-            atomic_load: AtomicLoad::default(),
             block_threads: self.block_threads,
             deferred: Some(Deferred::default()),
             stamp: 0,
@@ -599,10 +596,6 @@ impl Counter {
                     let (lanes, ns) = self.atomic_addresses.entry(seen[i]).or_default();
                     *lanes += run;
                     *ns += run as f64 * rate;
-                    if *ns > self.atomic_load.hottest_address_ns {
-                        self.atomic_load.hottest_address_ns = *ns;
-                        self.atomic_load.hottest_address = *lanes;
-                    }
                 }
             }
             if i + 1 == seen.len() || seen[i + 1] / SECTOR != seen[i] / SECTOR {
@@ -611,10 +604,6 @@ impl Counter {
                 if let Some((ops, ns)) = self.atomic_units.get_mut(unit) {
                     *ops += 1;
                     *ns += p.atomic_sector_ns + (sector_worst - 1) as f64 * rate;
-                    if *ns > self.atomic_load.busiest_unit_ns {
-                        self.atomic_load.busiest_unit_ns = *ns;
-                        self.atomic_load.busiest_unit_ops = *ops;
-                    }
                 }
                 sector_worst = 0;
             }
@@ -623,6 +612,28 @@ impl Counter {
         c.atomics += addrs.len() as u64;
         c.atomic_requests += 1;
         c.worst_atomic_lanes = c.worst_atomic_lanes.max(worst);
+    }
+
+    /// The busiest address and L2 atomic unit of the launch (ties go to the larger count, then
+    /// the lower address or unit, so the report never depends on the hash map's order).
+    fn atomic_load(&self) -> AtomicLoad {
+        let hottest = self
+            .atomic_addresses
+            .iter()
+            .max_by(|a, b| a.1.1.total_cmp(&b.1.1).then(a.1.0.cmp(&b.1.0)).then(b.0.cmp(a.0)))
+            .map_or((0, 0.0), |(_, &v)| v);
+        let busiest = self
+            .atomic_units
+            .iter()
+            .rev()
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
+            .map_or((0, 0.0), |&v| v);
+        AtomicLoad {
+            hottest_address: hottest.0,
+            hottest_address_ns: hottest.1,
+            busiest_unit_ops: busiest.0,
+            busiest_unit_ns: busiest.1,
+        }
     }
 
     fn shared(&mut self, pc: u32, op: MemOp, addrs: &[u64], size: u32) {
@@ -699,7 +710,8 @@ impl Counter {
         let occupancy =
             occupancy(estimated_registers(k), self.profile, self.block_threads, shared_per_block, grid_blocks);
         let threads = grid_blocks * self.block_threads as u64;
-        let estimate = estimate(&totals, &occupancy, self.profile, &self.atomic_load, grid_blocks);
+        let atomics = self.atomic_load();
+        let estimate = estimate(&totals, &occupancy, self.profile, &atomics, grid_blocks);
         CostReport {
             profile: self.profile,
             totals,
@@ -710,7 +722,7 @@ impl Counter {
             threads,
             blocks: grid_blocks,
             block_threads: self.block_threads,
-            atomics: self.atomic_load,
+            atomics,
             inputs_in_l2: self.l2.warm,
         }
     }
