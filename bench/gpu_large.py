@@ -4,13 +4,15 @@ Usage (on a machine with a GPU and CuPy):
 
     python3 bench/gpu_large.py [--gridlab target/release/gridlab] [--baseline OLD_GRIDLAB]
 
-For n = 2^26 floats (256 MiB) and n = 2^10, gridlab replays scripts with 0, 1, 5 and 20
+For n = 2^26 floats (256 MiB) and n = 2^10, gridlab replays scripts with 0, 1, 5, 20 and 200
 launches of `bump` (`a[i] += 1`) after the same set-up (the kernel, `let a = ones(n)`), each
 ending by reading the result (`expect a[0] == K + 1`, and the last element). A script's wall
 time less the set-up's is what its launches cost: uploading, running, bringing the results back.
 CuPy does the same in one process (compile and warm-up not counted): `cp.asarray` of the host
 array (made once, like gridlab's `ones`), the launches, `.get()`. The 5- and 20-launch rows give
-the cost of one more launch once the first has been made. `--baseline` runs an older gridlab on
+the cost of one more launch once the first has been made, and the 20- and 200-launch rows over
+2^10 floats the per-launch overhead, beside CuPy both queueing its launches and waiting for each
+(gridlab waits for each: it times every launch and must see a fault before the next). `--baseline` runs an older gridlab on
 the same cases, for a before/after in the same run. Prints one JSON line per measurement, then a Markdown table.
 """
 
@@ -62,7 +64,9 @@ def gridlab_case(gridlab, log2n, launches, folder):
     return total - base, total
 
 
-def cupy_case(log2n, launches):
+def cupy_case(log2n, launches, wait_each=False):
+    """CuPy's upload, launches and download; `wait_each` waits for every launch to finish, as
+    gridlab does (it times each launch and must see its fault before the next)."""
     import cupy as cp
     import numpy as np
 
@@ -76,6 +80,8 @@ def cupy_case(log2n, launches):
         d = cp.asarray(host)
         for _ in range(launches):
             k(grid, (256,), (d, np.int32(n)))
+            if wait_each:
+                cp.cuda.runtime.deviceSynchronize()
         out = d.get()
         seconds = time.perf_counter() - start
         assert out[0] == launches + 1 and out[-1] == launches + 1
@@ -92,18 +98,22 @@ def main():
     args = p.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        for log2n, launches in [(26, 1), (26, 5), (26, 20), (10, 20)]:
+        for log2n, launches in [(26, 1), (26, 5), (26, 20), (10, 20), (10, 200)]:
             row = {"n": f"2^{log2n}", "launches": launches}
             row["gridlab_s"], row["gridlab_total_s"] = gridlab_case(args.gridlab, log2n, launches, folder)
             row["cupy_s"] = cupy_case(log2n, launches)
+            row["cupy_wait_s"] = cupy_case(log2n, launches, wait_each=True)
             if args.baseline:
                 row["baseline_s"], row["baseline_total_s"] = gridlab_case(args.baseline, log2n, launches, folder)
             print(json.dumps(row), flush=True)
             rows.append(row)
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True)
     print(f"\nGPU: {gpu.stdout.strip() or 'unknown'}\n")
-    print("| case | gridlab | per launch | CuPy | gridlab / CuPy | gridlab before | script, start-up included |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(
+        "| case | gridlab | per launch | CuPy | gridlab / CuPy | CuPy, waiting for each launch | per launch "
+        "| gridlab before | script, start-up included |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     by = {(r["n"], r["launches"]): r for r in rows}
     five, twenty = by.get(("2^26", 5)), by.get(("2^26", 20))
     for r in rows:
@@ -111,12 +121,22 @@ def main():
         print(
             f'| {r["launches"]} launch{"es" if r["launches"] > 1 else ""} over {r["n"]} floats '
             f'| {r["gridlab_s"]:.3f} s | {r["gridlab_s"] / r["launches"] * 1e3:.1f} ms | {r["cupy_s"]:.4f} s '
-            f'| {r["gridlab_s"] / r["cupy_s"]:.1f}x | {before} | {r["gridlab_total_s"]:.2f} s |'
+            f'| {r["gridlab_s"] / r["cupy_s"]:.1f}x | {r["cupy_wait_s"]:.4f} s '
+            f'| {r["cupy_wait_s"] / r["launches"] * 1e3:.2f} ms | {before} | {r["gridlab_total_s"]:.2f} s |'
         )
     if five and twenty:
         more = (twenty["gridlab_s"] - five["gridlab_s"]) / 15
         cupy_more = (twenty["cupy_s"] - five["cupy_s"]) / 15
         print(f"\nOne more launch over 2^26 floats: gridlab {more * 1e3:.1f} ms, CuPy {cupy_more * 1e3:.2f} ms.")
+    few, many = by.get(("2^10", 20)), by.get(("2^10", 200))
+    if few and many:
+        each = (many["gridlab_s"] - few["gridlab_s"]) / 180
+        wait = (many["cupy_wait_s"] - few["cupy_wait_s"]) / 180
+        queued = (many["cupy_s"] - few["cupy_s"]) / 180
+        print(
+            f"One more launch over 2^10 floats: gridlab {each * 1e6:.0f} us; CuPy {wait * 1e6:.0f} us waiting for it, "
+            f"{queued * 1e6:.0f} us queued."
+        )
 
 
 if __name__ == "__main__":

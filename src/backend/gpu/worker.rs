@@ -54,6 +54,57 @@ struct Worker {
     budget: usize,
     /// Counts launches, for the least recently used device copy.
     tick: u64,
+    /// Allocations a launch is done with, kept for the next launch of the same sizes: a
+    /// `cuMemFree` waits for the whole device, and most launches repeat the last one's sizes.
+    spare: Vec<DeviceBuffer>,
+    /// Pinned host memory that a launch's guards and small results are copied back into, all
+    /// queued at once and waited for once.
+    staging: Staging,
+    /// The two timing events, made once.
+    events: Option<(sys::CUevent, sys::CUevent)>,
+}
+
+/// At most this many bytes of spare allocations, none larger than [`SPARE_LARGEST`].
+const SPARE_BYTES: usize = 64 << 20;
+const SPARE_LARGEST: usize = 16 << 20;
+
+/// Pinned host memory (`cuMemHostAlloc`), grown when a launch needs more, or plain memory
+/// where the driver will not pin (the copies are then slower, never wrong).
+#[derive(Default)]
+struct Staging {
+    pinned: Option<(*mut u8, usize)>,
+    plain: Vec<u8>,
+}
+
+impl Staging {
+    /// At least `len` bytes to copy into.
+    fn get(&mut self, len: usize) -> &mut [u8] {
+        if self.pinned.is_some_and(|(_, have)| have < len) {
+            self.release();
+        }
+        if self.pinned.is_none() && self.plain.len() < len {
+            let size = len.next_power_of_two();
+            // SAFETY: a plain pinned allocation; its bytes are written before they are read.
+            match unsafe { result::malloc_host(size, 0) } {
+                Ok(ptr) => self.pinned = Some((ptr as *mut u8, size)),
+                Err(_) => self.plain.resize(len, 0),
+            }
+        }
+        match self.pinned {
+            // SAFETY: `ptr` holds `have >= len` bytes, owned by this value until `release`.
+            Some((ptr, have)) => unsafe { std::slice::from_raw_parts_mut(ptr, have) },
+            None => &mut self.plain,
+        }
+    }
+
+    fn release(&mut self) {
+        if let Some((ptr, _)) = self.pinned.take() {
+            // SAFETY: allocated by `malloc_host` in `get`, freed once.
+            unsafe {
+                let _ = result::free_host(ptr as *mut c_void);
+            }
+        }
+    }
 }
 
 /// A device allocation: a guard region, `len` bytes of buffer, another guard region.
@@ -111,6 +162,9 @@ pub fn main(ordinal: usize) -> ExitCode {
         resident: Vec::new(),
         budget: 0,
         tick: 0,
+        spare: Vec::new(),
+        staging: Staging::default(),
+        events: None,
     };
     loop {
         let request = match protocol::recv::<Request>(&mut input) {
@@ -470,6 +524,9 @@ impl Worker {
     /// them go before an allocation is refused for want of memory.
     fn alloc(&mut self, len: usize) -> Result<DeviceBuffer, result::DriverError> {
         let total = len + 2 * GUARD_BYTES;
+        if let Some(at) = self.spare.iter().position(|d| d.len == len) {
+            return Ok(self.spare.swap_remove(at));
+        }
         let kept = |resident: &[Resident]| resident.iter().map(|r| r.buf.len + 2 * GUARD_BYTES).sum::<usize>();
         while kept(&self.resident) + total > self.budget {
             // Held copies are the only copy of their bytes: they never go to make room.
@@ -482,11 +539,14 @@ impl Worker {
         }
         // SAFETY: a plain allocation.
         let ptr = match unsafe { result::malloc_sync(total) } {
-            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY && self.resident.iter().any(|r| !r.held) => {
-                let (held, spare): (Vec<Resident>, Vec<Resident>) = self.resident.drain(..).partition(|r| r.held);
+            Err(e)
+                if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY
+                    && (!self.spare.is_empty() || self.resident.iter().any(|r| !r.held)) =>
+            {
+                let (held, unheld): (Vec<Resident>, Vec<Resident>) = self.resident.drain(..).partition(|r| r.held);
                 self.resident = held;
-                for r in spare {
-                    r.buf.free();
+                for d in unheld.into_iter().map(|r| r.buf).chain(self.spare.drain(..)) {
+                    d.free();
                 }
                 // SAFETY: as above.
                 unsafe { result::malloc_sync(total) }?
@@ -494,6 +554,43 @@ impl Worker {
             r => r?,
         };
         Ok(DeviceBuffer { ptr, len })
+    }
+
+    /// Done with `d`: kept for the next launch of its size while the spares stay small, else
+    /// freed.
+    fn release(&mut self, d: DeviceBuffer) {
+        let spare_bytes: usize = self.spare.iter().map(|d| d.len).sum();
+        if d.len <= SPARE_LARGEST && spare_bytes + d.len <= SPARE_BYTES {
+            self.spare.push(d);
+        } else {
+            d.free();
+        }
+    }
+
+    fn release_all(&mut self, bufs: impl IntoIterator<Item = DeviceBuffer>) {
+        for d in bufs {
+            self.release(d);
+        }
+    }
+
+    /// The launch's two timing events, made on first use.
+    fn events(&mut self) -> Result<(sys::CUevent, sys::CUevent), result::DriverError> {
+        if let Some(pair) = self.events {
+            return Ok(pair);
+        }
+        let start = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)?;
+        let stop = match result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT) {
+            Ok(e) => e,
+            Err(e) => {
+                // SAFETY: created just above, not used.
+                unsafe {
+                    let _ = result::event::destroy(start);
+                }
+                return Err(e);
+            }
+        };
+        self.events = Some((start, stop));
+        Ok((start, stop))
     }
 
     /// Copy device copies into shared regions (the session reading results back). A "before"
@@ -535,7 +632,8 @@ impl Worker {
                 r.held = false;
                 r.used = self.tick;
             } else {
-                self.resident.swap_remove(at).buf.free();
+                let d = self.resident.swap_remove(at).buf;
+                self.release(d);
             }
         }
         Response::Read { missing }
@@ -566,12 +664,12 @@ impl Worker {
             }
         })?;
         let Some(src) = source(self) else {
-            work.free();
+            self.release(work);
             return Err(Response::Failed { message: "a held device copy went missing".into(), sticky: false });
         };
         // SAFETY: both allocations hold `len` bytes at their `data()`.
         if let Err(e) = unsafe { result::memcpy_dtod_sync(work.data(), src, len) } {
-            work.free();
+            self.release(work);
             return Err(failed("copying a buffer on the GPU", e));
         }
         Ok(work)
@@ -580,7 +678,8 @@ impl Worker {
     /// Forget the device copy of the bytes stamped `stamp`: the host changed them since.
     fn drop_resident(&mut self, stamp: u64) {
         while let Some(i) = self.resident.iter().position(|r| r.stamp == stamp) {
-            self.resident.swap_remove(i).buf.free();
+            let d = self.resident.swap_remove(i).buf;
+            self.release(d);
         }
     }
 
@@ -635,11 +734,6 @@ impl Worker {
                 allocs[i] = Some(self.resident.swap_remove(at).buf);
             }
         }
-        let free_all = |allocs: &mut Vec<Option<DeviceBuffer>>| {
-            for d in allocs.drain(..).flatten() {
-                d.free();
-            }
-        };
         // Contents only the device has (an earlier launch's results, not read back) stay where
         // they are, held under their stamp, as this launch's "before" (the session reads it back,
         // or lets it go after the next launch); the kernel runs on a copy. Whatever fails from
@@ -650,7 +744,7 @@ impl Worker {
                 continue;
             }
             if self.kept_at(s.stamp, s.len).is_none() {
-                free_all(&mut allocs);
+                self.release_all(allocs.drain(..).flatten());
                 return Response::Failed {
                     message: format!("the GPU worker no longer holds the results stamped {}", s.stamp),
                     sticky: false,
@@ -661,7 +755,7 @@ impl Worker {
             match copied {
                 Ok(work) => allocs[i] = Some(work),
                 Err(r) => {
-                    free_all(&mut allocs);
+                    self.release_all(allocs.drain(..).flatten());
                     return r;
                 }
             }
@@ -677,7 +771,7 @@ impl Worker {
                 let d = match self.alloc(len) {
                     Ok(d) => d,
                     Err(e) => {
-                        free_all(&mut allocs);
+                        self.release_all(allocs.drain(..).flatten());
                         if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
                             return Response::Failed {
                                 message: format!("the GPU has no room for a buffer of {len} bytes (and its guards)"),
@@ -699,7 +793,7 @@ impl Worker {
                     },
                 };
                 if let Err(e) = copied {
-                    free_all(&mut allocs);
+                    self.release_all(allocs.drain(..).flatten());
                     return failed("copying buffers to the GPU", e);
                 }
                 uploaded += len as u64;
@@ -720,22 +814,15 @@ impl Worker {
             match self.copy_on_device(*len as usize, |_| Some(src)) {
                 Ok(work) => allocs[i] = Some(work),
                 Err(r) => {
-                    start.free();
-                    free_all(&mut allocs);
-                    for (_, d) in snaps {
-                        d.free();
-                    }
+                    self.release(start);
+                    self.release_all(allocs.drain(..).flatten());
+                    self.release_all(snaps.into_iter().map(|(_, d)| d));
                     return r;
                 }
             }
             snaps.push((*stamp, start));
         }
         let bufs: Vec<DeviceBuffer> = allocs.into_iter().flatten().collect();
-        let free_bufs = |bufs: Vec<DeviceBuffer>, snaps: Vec<(u64, DeviceBuffer)>| {
-            for d in bufs.into_iter().chain(snaps.into_iter().map(|(_, d)| d)) {
-                d.free();
-            }
-        };
         // Fill the guards with the pattern, before and after every buffer, at every launch.
         for d in &bufs {
             // SAFETY: both ranges lie inside the allocation.
@@ -745,7 +832,7 @@ impl Worker {
                     .and_then(|_| sys::cuMemsetD8_v2(d.data() + d.len as u64, PATTERN, GUARD_BYTES).result())
             };
             if let Err(e) = r {
-                free_bufs(bufs, snaps);
+                self.release_all(bufs.into_iter().chain(snaps.into_iter().map(|(_, d)| d)));
                 return failed("filling the guard regions", e);
             }
         }
@@ -765,22 +852,11 @@ impl Worker {
         let mut params: Vec<*mut c_void> = storage.iter_mut().map(|s| s.as_mut_ptr() as *mut c_void).collect();
         let mut kernel_ms = Vec::new();
         let mut launch_us = Vec::new();
-        let events = (
-            result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT),
-            result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT),
-        );
-        let (start_ev, stop_ev) = match events {
-            (Ok(a), Ok(b)) => (a, b),
-            (Err(e), _) | (_, Err(e)) => {
-                free_bufs(bufs, snaps);
+        let (start_ev, stop_ev) = match self.events() {
+            Ok(pair) => pair,
+            Err(e) => {
+                self.release_all(bufs.into_iter().chain(snaps.into_iter().map(|(_, d)| d)));
                 return failed("creating timing events", e);
-            }
-        };
-        let destroy_events = || {
-            // SAFETY: events created above, not used after.
-            unsafe {
-                let _ = result::event::destroy(start_ev);
-                let _ = result::event::destroy(stop_ev);
             }
         };
         let g = (req.grid[0], req.grid[1], req.grid[2]);
@@ -790,8 +866,7 @@ impl Worker {
             // Before every launch, as the simulator starts each launch from them: a kernel
             // that writes a `__device__` variable the session set sees the set values again.
             if let Err(r) = self.set_symbols(&req.symbols) {
-                free_bufs(bufs, snaps);
-                destroy_events();
+                self.release_all(bufs.into_iter().chain(snaps.into_iter().map(|(_, d)| d)));
                 return r;
             }
             // SAFETY: the function, its arguments and the buffers are valid for the launch.
@@ -813,43 +888,54 @@ impl Worker {
                 }
                 let response = failed(&format!("running `{}`", req.kernel), e);
                 if !matches!(response, Response::Failed { sticky: true, .. }) {
-                    free_bufs(bufs, snaps);
-                    destroy_events();
+                    self.release_all(bufs.into_iter().chain(snaps.into_iter().map(|(_, d)| d)));
                 }
                 return response;
             }
         }
-        destroy_events();
         // The kernel finished: check the guards and copy the inline buffers' results into the
         // answer; the shared ones stay on the device until the session reads them.
         let mut out = Vec::new();
         let mut guard_hits = Vec::new();
-        let mut copy_out = || -> Result<(), result::DriverError> {
+        // Each buffer's two guards, then the inline buffers' bytes, one after another in the
+        // staging memory: every copy is queued, then waited for once.
+        let inline = |i: usize| matches!(req.buffers[i].data, WireData::Inline(_));
+        let need: usize =
+            bufs.iter().enumerate().map(|(i, d)| 2 * GUARD_BYTES + if inline(i) { d.len } else { 0 }).sum();
+        let stage = self.staging.get(need);
+        let copy_out = |stage: &mut [u8]| -> Result<(), result::DriverError> {
             result::ctx::synchronize()?;
+            let mut at = 0;
             for (i, d) in bufs.iter().enumerate() {
-                let mut before = vec![0u8; GUARD_BYTES];
-                let mut after = vec![0u8; GUARD_BYTES];
-                // SAFETY: both guards lie inside the allocation.
-                unsafe {
-                    result::memcpy_dtoh_sync(&mut before, d.ptr)?;
-                    result::memcpy_dtoh_sync(&mut after, d.data() + d.len as u64)?;
-                }
-                if let Some(hit) = guard::check(i as u32, &before, &after, d.len, req.buffers[i].elem_size as usize) {
-                    guard_hits.push(hit);
-                }
-                match &req.buffers[i].data {
-                    WireData::Inline(_) => {
-                        let mut host = vec![0u8; d.len];
-                        // SAFETY: the allocation holds `d.len` bytes at `data()`.
-                        unsafe { result::memcpy_dtoh_sync(&mut host, d.data()) }?;
-                        out.push(ByteBuf::from(host));
-                    }
-                    WireData::Shared(_) => out.push(ByteBuf::new()),
+                let pieces = [(d.ptr, GUARD_BYTES), (d.data() + d.len as u64, GUARD_BYTES)];
+                let data = inline(i).then_some((d.data(), d.len));
+                for (src, len) in pieces.into_iter().chain(data) {
+                    // SAFETY: the source range lies inside the allocation; `stage` holds `need`
+                    // bytes and the pieces add up to `need`.
+                    unsafe { result::memcpy_dtoh_async(&mut stage[at..at + len], src, stream) }?;
+                    at += len;
                 }
             }
-            Ok(())
+            // SAFETY: the default stream, on which every copy above was queued.
+            unsafe { result::stream::synchronize(stream) }
         };
-        let copied = copy_out();
+        let copied = copy_out(stage);
+        if copied.is_ok() {
+            let mut at = 0;
+            for (i, d) in bufs.iter().enumerate() {
+                let (before, after) = (&stage[at..at + GUARD_BYTES], &stage[at + GUARD_BYTES..at + 2 * GUARD_BYTES]);
+                if let Some(hit) = guard::check(i as u32, before, after, d.len, req.buffers[i].elem_size as usize) {
+                    guard_hits.push(hit);
+                }
+                at += 2 * GUARD_BYTES;
+                if inline(i) {
+                    out.push(ByteBuf::from(stage[at..at + d.len].to_vec()));
+                    at += d.len;
+                } else {
+                    out.push(ByteBuf::new());
+                }
+            }
+        }
         let printf = self.take_printf();
         if let Err(e) = copied {
             if e.0 == sys::CUresult::CUDA_ERROR_ASSERT {
@@ -857,7 +943,7 @@ impl Worker {
             }
             let response = failed(&format!("running `{}`", req.kernel), e);
             if !matches!(response, Response::Failed { sticky: true, .. }) {
-                free_bufs(bufs, snaps);
+                self.release_all(bufs.into_iter().chain(snaps.into_iter().map(|(_, d)| d)));
             }
             return response;
         }
@@ -869,7 +955,7 @@ impl Worker {
                 WireData::Shared(SharedBuffer { result: Some(stamp), .. }) => {
                     self.resident.push(Resident { stamp: *stamp, buf: d, used: self.tick, held: true });
                 }
-                _ => d.free(),
+                _ => self.release(d),
             }
         }
         for stamp in &req.drop_after {
