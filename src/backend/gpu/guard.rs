@@ -16,6 +16,11 @@ pub const PATTERN: u8 = 0xA5;
 /// The element range written in the guards before (`before`) and after (`after`) a buffer of
 /// `len` bytes with elements of `elem_size` bytes.
 pub fn check(buffer: u32, before: &[u8], after: &[u8], len: usize, elem_size: usize) -> Option<GuardHit> {
+    // Nearly every launch leaves its guards alone: say so at the speed of memory, eight bytes at
+    // a time with no branch, rather than byte by byte (128 KiB a buffer, every launch).
+    if untouched(before) && untouched(after) {
+        return None;
+    }
     let elem_size = elem_size.max(1) as i64;
     let mut indices = Vec::new();
     // Guard bytes before the buffer: byte k of `before` is at offset k - before.len().
@@ -36,6 +41,15 @@ pub fn check(buffer: u32, before: &[u8], after: &[u8], len: usize, elem_size: us
     distinct.sort_unstable();
     distinct.dedup();
     Some(GuardHit { buffer, min_index, max_index, count: distinct.len() as u64 })
+}
+
+/// Whether every byte of `guard` still holds the pattern.
+fn untouched(guard: &[u8]) -> bool {
+    let pattern = u64::from_ne_bytes([PATTERN; 8]);
+    let words = guard.chunks_exact(8);
+    let tail = words.remainder().iter().all(|b| *b == PATTERN);
+    let changed = words.fold(0u64, |acc, w| acc | (u64::from_ne_bytes(w.try_into().unwrap_or([PATTERN; 8])) ^ pattern));
+    tail && changed == 0
 }
 
 #[cfg(test)]
@@ -60,6 +74,16 @@ mod tests {
         before[60] = 1;
         let hit = check(2, &before, &[PATTERN; 8], 40, 4).unwrap();
         assert_eq!((hit.buffer, hit.min_index, hit.max_index), (2, -1, -1));
+    }
+
+    #[test]
+    fn one_changed_byte_anywhere_is_seen() {
+        for at in [0, 7, 8, 55, 56, 62] {
+            let mut after = vec![PATTERN; 63];
+            after[at] = 0;
+            let hit = check(0, &[PATTERN; 64], &after, 40, 4).unwrap();
+            assert_eq!(hit.min_index, (40 + at as i64) / 4, "byte {at}");
+        }
     }
 
     #[test]

@@ -111,6 +111,9 @@ impl Staging {
 struct DeviceBuffer {
     ptr: sys::CUdeviceptr,
     len: usize,
+    /// Both guards are known to hold the pattern (filled, and found untouched by every launch
+    /// since), so the next launch need not fill them again.
+    guards_clean: bool,
 }
 
 impl DeviceBuffer {
@@ -553,7 +556,7 @@ impl Worker {
             }
             r => r?,
         };
-        Ok(DeviceBuffer { ptr, len })
+        Ok(DeviceBuffer { ptr, len, guards_clean: false })
     }
 
     /// Done with `d`: kept for the next launch of its size while the spares stay small, else
@@ -822,9 +825,10 @@ impl Worker {
             }
             snaps.push((*stamp, start));
         }
-        let bufs: Vec<DeviceBuffer> = allocs.into_iter().flatten().collect();
-        // Fill the guards with the pattern, before and after every buffer, at every launch.
-        for d in &bufs {
+        let mut bufs: Vec<DeviceBuffer> = allocs.into_iter().flatten().collect();
+        // Fill the guards with the pattern, before and after every buffer, where a launch may
+        // have written them since they were last filled.
+        for d in bufs.iter_mut().filter(|d| !d.guards_clean) {
             // SAFETY: both ranges lie inside the allocation.
             let r = unsafe {
                 sys::cuMemsetD8_v2(d.ptr, PATTERN, GUARD_BYTES)
@@ -835,6 +839,10 @@ impl Worker {
                 self.release_all(bufs.into_iter().chain(snaps.into_iter().map(|(_, d)| d)));
                 return failed("filling the guard regions", e);
             }
+        }
+        // Until the guards are read back and found untouched, the kernel may have written them.
+        for d in &mut bufs {
+            d.guards_clean = false;
         }
         // Argument storage must outlive the launch; params point into it.
         let mut storage: Vec<Vec<u8>> = req
@@ -922,10 +930,11 @@ impl Worker {
         let copied = copy_out(stage);
         if copied.is_ok() {
             let mut at = 0;
-            for (i, d) in bufs.iter().enumerate() {
+            for (i, d) in bufs.iter_mut().enumerate() {
                 let (before, after) = (&stage[at..at + GUARD_BYTES], &stage[at + GUARD_BYTES..at + 2 * GUARD_BYTES]);
-                if let Some(hit) = guard::check(i as u32, before, after, d.len, req.buffers[i].elem_size as usize) {
-                    guard_hits.push(hit);
+                match guard::check(i as u32, before, after, d.len, req.buffers[i].elem_size as usize) {
+                    Some(hit) => guard_hits.push(hit),
+                    None => d.guards_clean = true,
                 }
                 at += 2 * GUARD_BYTES;
                 if inline(i) {
