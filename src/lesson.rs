@@ -8,6 +8,8 @@
 //! - [`course`] finds the lessons of a course (the built-in one, or a folder) and resolves ids;
 //! - [`check`] runs an exercise's check over its configurations, seeds and schedules (for
 //!   `:check`, and for `replay/lesson.rs`, which walks a lesson without a learner);
+//! - [`figures`] finds the figures a lesson's prose quotes, for `replay` and `dev check` to hold
+//!   against what its blocks printed;
 //! - [`lang`] shows a lesson in the learner's language: its Python twins or its CUDA C;
 //! - [`progress`] remembers where the learner is, written atomically;
 //! - [`guide`] is the guided mode's state behind `:lesson`, `:next`, `:hint`, `:check` ..., added
@@ -16,6 +18,7 @@
 pub mod check;
 pub mod course;
 pub mod coverage;
+pub mod figures;
 pub mod guide;
 pub mod handout;
 pub mod lang;

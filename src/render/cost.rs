@@ -104,7 +104,7 @@ pub fn explain(c: &CostReport) -> String {
         }
         Limiter::Blocks => format!(
             "block-scheduling-bound: {} blocks of {} thread{}, {} per SM one after another; larger blocks (or a \
-             grid-stride loop) do the same work in fewer",
+             grid-stride loop) do the same work in fewer blocks",
             thousands(c.blocks as u128),
             c.block_threads,
             if c.block_threads == 1 { "" } else { "s" },

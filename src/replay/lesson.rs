@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
 use crate::finding::FindingKind;
-use crate::lesson::{Code, Exercise, Lang, Lesson, Part, Shown, check, mutants};
+use crate::lesson::{Code, Exercise, Lang, Lesson, Part, Shown, check, figures, mutants};
 use crate::render::text::strip_ansi;
 use crate::runner::{Case, ScriptResult};
 use crate::runner::{Expect, Runner};
@@ -73,6 +73,9 @@ pub fn run_lesson(
         return Ok(result);
     }
     let mut runner = Runner::new(&mut session, result, quiet, out);
+    // Everything the lesson's blocks printed so far, for the figures its prose quotes.
+    let mut printed_so_far = String::new();
+    let file = std::fs::read_to_string(&lesson.path).unwrap_or_default();
     for (i, step) in lesson.steps.iter().enumerate() {
         let step_start = Instant::now();
         let mut case = Case::new(step_name_in(lesson, lang, i, &step.title));
@@ -84,19 +87,22 @@ pub fn run_lesson(
                 Part::Prose(_) => {}
                 Part::Cuda(code) | Part::Python(code) | Part::Gridlab(code) => {
                     let shown: Vec<&Shown> = step.outputs.iter().filter(|o| o.after == code.line).collect();
-                    if shown.is_empty() {
-                        run_code(&mut runner, lesson, code, &mut case)?;
-                    } else {
-                        runner.capture();
-                        run_code(&mut runner, lesson, code, &mut case)?;
-                        let printed = runner.take_captured();
+                    runner.capture();
+                    run_code(&mut runner, lesson, code, &mut case)?;
+                    let printed = runner.take_captured();
+                    if !shown.is_empty() {
                         compare_output(&mut runner, lesson, &shown, &printed, &mut case)?;
                     }
+                    printed_so_far.push_str(&printed);
                 }
                 Part::Exercise(ex) => exercise(&mut runner, lesson, ex, mode, lang, &mut case)?,
             }
         }
         runner.settle(Some(&mut case))?;
+        if lang == Lang::Cuda {
+            let intro = if i == 0 { lesson.intro.as_str() } else { "" };
+            compare_figures(&mut runner, lesson, &file, step, intro, &printed_so_far, &mut case)?;
+        }
         case.elapsed = step_start.elapsed();
         runner.result.cases.push(case);
     }
@@ -146,6 +152,49 @@ fn compare_output(
                 lesson.path,
                 s.line,
                 printed.trim_end()
+            );
+            let style = runner.style.clone();
+            writeln!(runner.out(), "{} {msg}", style.error("✗"))?;
+            runner.fail(Some(case), true, msg);
+        }
+    }
+    Ok(())
+}
+
+/// The figures the step's prose quotes (`intro` too, for the first step): each must be one
+/// that the lesson's blocks printed up to the end of the step. Only for CUDA C on the
+/// simulator: the prose is shared by both languages and speaks of the CUDA C, and a GPU's
+/// figures differ from run to run.
+fn compare_figures(
+    runner: &mut Runner<'_>,
+    lesson: &Lesson,
+    file: &str,
+    step: &crate::lesson::Step,
+    intro: &str,
+    printed_so_far: &str,
+    case: &mut Case,
+) -> io::Result<()> {
+    if runner.session.on_gpu() {
+        return Ok(());
+    }
+    let printed = figures::printed(printed_so_far);
+    let prose = step.parts.iter().filter_map(|p| if let Part::Prose(md) = p { Some(md.as_str()) } else { None });
+    for md in std::iter::once(intro).chain(prose) {
+        for figure in figures::in_prose(md) {
+            if figures::backed(&figure, &printed) {
+                continue;
+            }
+            let number =
+                figure.text.split_whitespace().find(|w| w.starts_with(|c: char| c.is_ascii_digit())).unwrap_or("");
+            let line = file
+                .lines()
+                .enumerate()
+                .skip(if intro.is_empty() { step.line as usize } else { 0 })
+                .find(|(_, l)| l.contains(number))
+                .map_or(step.line, |(n, _)| n as u32 + 1);
+            let msg = format!(
+                "{}:{line}: the prose quotes `{}`, which the lesson's blocks never printed (up to this step's end): quote what gridlab prints, put it in an ` ```output ` block, or say in the sentence that a GPU measured it",
+                lesson.path, figure.text
             );
             let style = runner.style.clone();
             writeln!(runner.out(), "{} {msg}", style.error("✗"))?;

@@ -572,3 +572,27 @@ fn a_failed_check_says_why_and_hint_gives_that_first() {
     let flat = hint.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(flat.contains("each thread should own its element"), "{}", run.stdout);
 }
+
+#[test]
+fn figures_in_prose_must_be_what_the_lesson_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let lesson = "+++\ntitle = \"Steps\"\nsummary = \"s\"\n+++\n## Count\n\n```cuda\n__global__ void k(float *a) { a[threadIdx.x] = 1; }\n```\n\n```gridlab\nlet a = zeros(64)\nk<<<1, 64>>>(a)\n```\n\nThat launch took 10 warp steps. On an H100 it takes 3 us.\n";
+    std::fs::write(dir.path().join("01-steps.md"), lesson).unwrap();
+    let run = gridlab().args(["replay", dir.path().to_str().unwrap(), "--backend", "sim"]).run();
+    assert_eq!(run.code, 0, "the figure holds, and the H100's is not the simulator's to check:\n{}", run.stdout);
+
+    // Prose that drifted from what the simulator prints fails, at its line, in replay and dev check.
+    std::fs::write(dir.path().join("01-steps.md"), lesson.replace("took 10 warp", "took 12 warp")).unwrap();
+    for command in [&["replay"][..], &["dev", "check"]] {
+        let mut args = command.to_vec();
+        args.extend([dir.path().to_str().unwrap(), "--backend", "sim"]);
+        let run = gridlab().args(args).run();
+        assert_eq!(run.code, 1, "{command:?}: a figure the lesson never printed fails:\n{}", run.stdout);
+        assert!(
+            run.stdout
+                .contains("01-steps.md:16: the prose quotes `12 warp steps`, which the lesson's blocks never printed"),
+            "{}",
+            run.stdout
+        );
+    }
+}
