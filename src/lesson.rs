@@ -72,6 +72,8 @@ pub struct Lesson {
 pub struct Meta {
     pub title: String,
     pub summary: String,
+    /// `summary_numba`: the summary in Python, where the CUDA C one names C (`__global__`).
+    pub summary_numba: Option<String>,
     pub concepts: Vec<String>,
     /// The least a lesson needs to run: the simulator (every lesson of the built-in course), or
     /// a GPU.

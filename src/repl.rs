@@ -169,9 +169,9 @@ fn report_course_errors(errors: &[LessonError], out: &mut dyn Write, style: &cra
 }
 
 /// Say once, at start, which backend runs kernels and why (when the learner did not pin `sim`).
-fn announce_backend(session: &mut Session, out: &mut impl Write) -> io::Result<()> {
+fn announce_backend(session: &mut Session, out: &mut impl Write, width: usize) -> io::Result<()> {
     if session.options().backend != crate::backend::BackendKind::Sim {
-        writeln!(out, "{}", session.resolve_backend())?;
+        writeln!(out, "{}", crate::diag::wrap(&session.resolve_backend(), width, 0))?;
     }
     Ok(())
 }
@@ -290,8 +290,10 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
         } else {
             "Type :help for help, :lessons for the course, Tab to complete, Ctrl-D to leave."
         };
-        writeln!(out, "{}", style.dim(keys))?;
-        announce_backend(&mut session, &mut out)?;
+        // Wrapped at words: the terminal would cut `saved` into `sav` / `ed` at 80 columns.
+        let width = terminal_width();
+        writeln!(out, "{}", style.dim(&crate::diag::wrap(keys, width, 0)))?;
+        announce_backend(&mut session, &mut out, width)?;
         if let Some(guide) = guide {
             start_guide(&mut session, guide, &mut out)?;
         }

@@ -53,6 +53,12 @@ impl Lesson {
     /// The lesson with only the blocks of `lang`.
     pub fn in_lang(&self, lang: Lang) -> Lesson {
         let mut lesson = self.clone();
+        lesson.intro = prose_in(&lesson.intro, lang);
+        if lang == Lang::Python
+            && let Some(summary) = lesson.meta.summary_numba.clone()
+        {
+            lesson.meta.summary = summary;
+        }
         for step in &mut lesson.steps {
             project_step(step, lang);
         }
@@ -82,6 +88,7 @@ fn project_step(step: &mut Step, lang: Lang) {
                 step.parts.push(Part::Gridlab(code));
             }
             Part::Exercise(ex) => step.parts.push(Part::Exercise(Box::new(exercise_in(*ex, lang)))),
+            Part::Prose(md) => step.parts.push(Part::Prose(prose_in(&md, lang))),
             other => step.parts.push(other),
         }
     }
@@ -99,6 +106,47 @@ fn project_step(step: &mut Step, lang: Lang) {
             }
         }
     }
+}
+
+/// Prose as a learner of `lang` reads it: a ` ```md cuda ` block's Markdown is part of the prose
+/// in CUDA C and left out in Python, a ` ```md numba ` block's the other way round
+/// (`lessons/README.md`). A block that holds fenced code is fenced with four backticks.
+fn prose_in(md: &str, lang: Lang) -> String {
+    let mut out = String::with_capacity(md.len());
+    // The open twin block: its fence's length, and whether it is the learner's language.
+    let mut open: Option<(usize, bool)> = None;
+    for line in md.split_inclusive('\n') {
+        let t = line.trim();
+        let ticks = t.len() - t.trim_start_matches('`').len();
+        match open {
+            Some((n, _)) if ticks >= n && t.trim_start_matches('`').is_empty() => open = None,
+            Some((_, keep)) => {
+                if keep {
+                    out.push_str(line);
+                }
+            }
+            None if ticks >= 3 => match twin_of(&t[ticks..]) {
+                Some(of) => open = Some((ticks, of == lang)),
+                None => out.push_str(line),
+            },
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
+/// The language a fence's info (`md numba`, `markdown cuda`) gives its Markdown to.
+fn twin_of(info: &str) -> Option<Lang> {
+    let mut words = info.split_whitespace();
+    if !matches!(words.next(), Some("md" | "markdown")) {
+        return None;
+    }
+    let lang = match words.next()? {
+        "cuda" => Lang::Cuda,
+        "numba" => Lang::Python,
+        _ => return None,
+    };
+    words.next().is_none().then_some(lang)
 }
 
 /// Markdown with the launches inside its ` ```output ` blocks written as Numba writes them.
@@ -212,6 +260,18 @@ mod tests {
         assert_eq!(numba_launches(":compare k1<<<1, 32>>>(a) k2<<<2, 16>>>(a)"), ":compare k1[1, 32](a) k2[2, 16](a)");
         assert_eq!(numba_launches("let x = 1 << 3"), "let x = 1 << 3");
         assert_eq!(numba_launches("x >> 2"), "x >> 2");
+    }
+
+    #[test]
+    fn prose_twins_show_one_language() {
+        let md = "Shared.\n\n```md cuda\n`float *a` is a pointer.\n```\n\n````md numba\n`a` is an array:\n\n```python\na.size\n```\n````\nAfter.\n\n```text\nkept\n```\n";
+        let c = prose_in(md, Lang::Cuda);
+        assert!(c.contains("`float *a` is a pointer.") && !c.contains("is an array") && !c.contains("md "), "{c}");
+        let py = prose_in(md, Lang::Python);
+        assert!(py.contains("`a` is an array:\n\n```python\na.size\n```\n") && !py.contains("pointer"), "{py}");
+        for shown in [&c, &py] {
+            assert!(shown.starts_with("Shared.") && shown.contains("After.") && shown.contains("```text\nkept\n```"));
+        }
     }
 }
 

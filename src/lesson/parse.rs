@@ -33,6 +33,8 @@ const SHOWN_LANGUAGES: &[&str] = &[
 struct FrontMatter {
     title: String,
     summary: String,
+    /// The summary as a Python learner reads it, where it names CUDA C.
+    summary_numba: Option<String>,
     #[serde(default)]
     concepts: Vec<String>,
     backend: Option<String>,
@@ -133,7 +135,16 @@ fn front_matter(text: &str, lines: &LineIndex) -> Result<(Meta, usize), (u32, St
             return Err((line, format!("front matter: backend is \"sim\" or \"gpu\", not {other:?}")));
         }
     };
-    Ok((Meta { title: fm.title, summary: fm.summary, concepts: fm.concepts, needs_gpu }, close.1))
+    Ok((
+        Meta {
+            title: fm.title,
+            summary: fm.summary,
+            summary_numba: fm.summary_numba,
+            concepts: fm.concepts,
+            needs_gpu,
+        },
+        close.1,
+    ))
 }
 
 struct PendingExercise {

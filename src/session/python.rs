@@ -213,8 +213,9 @@ impl Session {
                     for w in &inst.warnings {
                         self.report(w, out)?;
                     }
-                    let hint = format!("  (typed at each launch, as Numba does; `:cuda {}` shows its CUDA C)", f.name);
-                    writeln!(out, "{}", self.options.style.dim(&hint))?;
+                    let hint = format!("(typed at each launch, as Numba does; `:cuda {}` shows its CUDA C)", f.name);
+                    let hint = crate::diag::wrap(&hint, self.options.style.width, 2);
+                    writeln!(out, "  {}", self.options.style.dim(&hint))?;
                 }
                 Err(diags) => {
                     for d in &diags {
