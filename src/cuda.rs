@@ -620,7 +620,7 @@ impl Module {
             .filter(|i| i.kind == ItemKind::Typedef && i.syntax.is_none() && i.gpu_only.is_none())
             .map(|i| i.text.as_str())
             .collect();
-        let tokens = preprocess::strip_decorations(tokens);
+        let tokens = preprocess::strip_decorations(tokens)?;
         let (tokens, namespaces) = coop::rewrite(tokens, &earlier)?;
         let (tokens, mut templates) = template::extract(tokens)?;
         let mut known = template_params(context);

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::ast::{self, BinaryOp, Scalar, StructDef, Type};
 use super::cursor::Cursor;
-use super::lexer::{Tok, Token, TokenAt, describe};
+use super::lexer::{Tok, Token, describe};
 use super::syntax::*;
 use crate::diag::suggest;
 use crate::diag::{Diagnostic, Span};
@@ -815,7 +815,7 @@ impl Parser<'_> {
                 .help("a struct in device code needs no destructor: remove it")
                 .outside_subset("destructors"));
         }
-        let is_ctor = self.cur.peek().is_word(&def.name) && self.cur.is_at(1, "(");
+        let is_ctor = self.cur.is_word(&def.name) && self.cur.is_at(1, "(");
         let (ret, name, name_span) = if is_ctor {
             let (name, span) = self.ident("the constructor's name")?;
             (struct_type(def.clone(), span), name, span)

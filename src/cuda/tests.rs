@@ -1045,3 +1045,56 @@ fn a_label_without_goto_changes_nothing() {
     let e = errors("__global__ void k(float *a) {\n    goto end;\n    end: a[0] = 1.0f;\n}");
     assert!(e.contains("goto is not supported by the simulator"), "{e}");
 }
+
+/// Input whose brackets never close, close twice or stand alone: every pass that walks tokens
+/// (the preprocessor, templates, cooperative groups, the parser) answers with an error at the
+/// learner's own line, never a panic (debug builds check every subtraction).
+#[test]
+fn hostile_brackets_are_an_error_at_the_learners_line() {
+    let cases: &[(&str, usize)] = &[
+        ("namespace cg = cooperative_groups;\n__global__ void k(int *a) {\n cg::sync) ;\n}", 3),
+        ("namespace cg = cooperative_groups;\n__global__ void k(int *a) {\n cg::sync ]\n}", 3),
+        ("namespace cg = cooperative_groups;\n__global__ void k(int *a) {\n auto t = cg::tiled_partition<8>);\n}", 3),
+        (
+            "namespace cg = cooperative_groups;\n__global__ void k(int *a) {\n cg::thread_block b = cg::this_thread_block();\n b.sync) ;\n}",
+            4,
+        ),
+        ("using namespace cooperative_groups;\n__global__ void k(int *a) {\n sync(\n}", 3),
+        (">", 1),
+        ("\n>>", 2),
+        ("__global__ void k(int *a) {\n k<<<1, 1(a);\n}", 2),
+        ("__global__ void k(int *a) {\n a[0] = 1;\n}\n>>>", 4),
+        (
+            "template <typename T>\n__device__ T f(T x) { return x; }\n__global__ void k(float *a) { a[0] = f<float(1.0f); }",
+            3,
+        ),
+        (
+            "template <typename T>\n__device__ T f(T x) { return x; }\n__global__ void k(float *a) { a[0] = f<float>>(1.0f); }",
+            3,
+        ),
+        ("\ntemplate <typename T", 2),
+        ("\ntemplate <int N> __global__ void k(int *a) { a[0] = N;", 2),
+        ("\ntemplate <int N> __global__ void k(int *a) ) }", 2),
+        ("\n\ntemplate <> __device__ int f<int>(int x { return x; }", 3),
+        ("template <typename T>\n__device__ T f(T x) { return (x; }", 2),
+        ("\ntemplate <typename T> struct Box<T { T v; };", 2),
+        ("#define M(a) a\n__global__ void k(int *a) {\n a[0] = M(1;\n}", 3),
+        ("#define M(a) a\n__global__ void k(int *a) {\n a[0] = M(1]);\n}", 3),
+        ("__global__ void k(int *a) __attribute__((\n{ }", 1),
+        ("extern \"C\" {\n__global__ void k(int *a) { }", 1),
+        ("__global__ void k(int *a) {\n [[ a[0] = 1;\n}", 2),
+        ("__global__ void k(int *a) {\n a[0] = (1;\n}", 2),
+        ("__global__ void k(int *a) {\n a[0] = 1);\n}", 2),
+        ("}\n", 1),
+        (")", 1),
+        ("(", 1),
+        ("__global__ void k(int *a) { a[0] = 1; }\n}", 2),
+    ];
+    for (text, line) in cases {
+        let e = errors(text);
+        assert!(e.contains(&format!("<input 1>:{line}:")), "for\n{text}\nexpected an error at line {line}, got:\n{e}");
+    }
+    // Nothing at all is nothing to check.
+    module("");
+    module("  \n ");
+}
