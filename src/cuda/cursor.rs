@@ -353,6 +353,24 @@ impl<'a, L: Lexeme> Cursor<'a, L> {
         None
     }
 
+    /// The first bracket of `pairs` from here on that is out of place, matching each closer
+    /// with the innermost open bracket of its own kind; `None` when all pair up.
+    pub fn unbalanced(&self, pairs: Pairs<'_>) -> Option<Unbalanced> {
+        let mut open: Vec<(usize, usize)> = Vec::new();
+        for (at, t) in self.toks.iter().enumerate().skip(self.pos) {
+            if let Some(k) = pairs.iter().position(|(o, _)| t.is_punct(o)) {
+                open.push((at, k));
+            } else if let Some(k) = pairs.iter().position(|(_, c)| t.is_punct(c)) {
+                match open.pop() {
+                    Some((_, inner)) if inner == k => {}
+                    Some((inner_at, _)) => return Some(Unbalanced::NeverClosed(inner_at)),
+                    None => return Some(Unbalanced::ClosesNothing(at)),
+                }
+            }
+        }
+        open.pop().map(|(at, _)| Unbalanced::NeverClosed(at))
+    }
+
     /// Where the top-level item that starts here ends (depth counted over `(`, `[` and `{`):
     /// past a `;` at depth 0; past a `}` back at depth 0 when `body_ends`, given the item's
     /// head (its tokens before the first `{` at depth 0), says those braces are its body (a
@@ -382,6 +400,16 @@ impl<'a, L: Lexeme> Cursor<'a, L> {
         }
         ItemEnd::Unfinished { braces_closed: braces == 0 }
     }
+}
+
+/// The first bracket out of place, as [`Cursor::unbalanced`] finds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unbalanced {
+    /// The closer at this index closes nothing.
+    ClosesNothing(usize),
+    /// The opener at this index is never closed: the tokens end, or a closer of another kind
+    /// comes while it is the innermost open (the `}` after `f( {}` belongs further out).
+    NeverClosed(usize),
 }
 
 /// A list whose one piece is empty, `()` or `<>`, read as no pieces.
@@ -441,6 +469,16 @@ mod tests {
         let toks = lex(0, "(a ], b)").unwrap();
         let (pieces, past) = Cursor::at(&toks, 1).pieces(")", ALL).unwrap();
         assert_eq!((pieces.iter().map(Vec::len).collect::<Vec<_>>(), past), (vec![2, 1], 6));
+    }
+
+    #[test]
+    fn the_bracket_out_of_place_is_the_one_named() {
+        let out = |text: &str| Cursor::at(&lex(0, text).unwrap(), 0).unbalanced(ALL);
+        assert_eq!(out("f(a[1], {b}) ;"), None);
+        assert_eq!(out(""), None);
+        assert_eq!(out("a ) ("), Some(Unbalanced::ClosesNothing(1)));
+        assert_eq!(out("{ f( { } }"), Some(Unbalanced::NeverClosed(2)), "the `(`, not the outer `{{`");
+        assert_eq!(out("{ a [ b"), Some(Unbalanced::NeverClosed(2)), "the innermost");
     }
 
     #[test]

@@ -377,7 +377,7 @@ fn describe(item: &[Tok], lo: usize, hi: usize) -> Sketch {
         s.name = rest.get(k).and_then(word).unwrap_or("").to_string();
         // `template <> struct SharedMemory<double>`: a specialisation is an item of its own,
         // beside the template it specialises.
-        if rest.get(k + 1).is_some_and(|t| is_p(t, "<")) {
+        if Cursor::at(rest, k).is_at(1, "<") {
             let end = skip_angles(rest, k + 1);
             let mut args = String::new();
             for t in &rest[k + 1..end] {

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use super::cursor::{ALL, Bracket, Cursor, ItemEnd, ROUND};
+use super::cursor::{ALL, Cursor, ItemEnd, ROUND, Unbalanced};
 use super::lexer::{Tok, Token, describe};
 use super::syntax::TypeName;
 use crate::diag::{Diagnostic, Span};
@@ -168,31 +168,20 @@ fn item_end(tokens: &[Token], i: usize) -> Result<(usize, bool), Diagnostic> {
 /// A template is kept as tokens until it is used, so a bracket in it that closes nothing, or
 /// that nothing closes, is said now, where it was written, not at some later use (or never).
 fn balanced(item: &[Token]) -> Result<(), Diagnostic> {
-    let what = |t: &Token| describe(&t.tok);
-    let mut walk = Cursor::at(item, 0).walk(ALL);
-    // The latest bracket opened at each depth: after the walk, the ones never closed.
-    let mut open: Vec<&Token> = Vec::new();
-    for step in walk.by_ref() {
-        match step.bracket {
-            Bracket::Open => {
-                open.truncate(step.depth);
-                open.push(step.tok);
-            }
-            Bracket::Stray => {
-                return Err(Diagnostic::error(format!("this {} closes nothing", what(step.tok)))
-                    .at(step.tok.span)
-                    .label("no bracket before it is open")
-                    .help("remove it, or add the bracket it closes"));
-            }
-            Bracket::Close | Bracket::Not => {}
-        }
-    }
-    match walk.depth().checked_sub(1).and_then(|d| open.get(d)) {
-        Some(t) => Err(Diagnostic::error(format!("this {} is never closed", what(t)))
-            .at(t.span)
-            .label("nothing after it closes it")
-            .help("add the bracket that closes it, in the same input")),
+    match Cursor::at(item, 0).unbalanced(ALL) {
         None => Ok(()),
+        Some(Unbalanced::ClosesNothing(at)) => {
+            Err(Diagnostic::error(format!("this {} closes nothing", describe(&item[at].tok)))
+                .at(item[at].span)
+                .label("no bracket before it is open")
+                .help("remove it, or add the bracket it closes"))
+        }
+        Some(Unbalanced::NeverClosed(at)) => {
+            Err(Diagnostic::error(format!("this {} is never closed", describe(&item[at].tok)))
+                .at(item[at].span)
+                .label("nothing after it closes it")
+                .help("add the bracket that closes it, in the same input"))
+        }
     }
 }
 

@@ -1089,6 +1089,10 @@ fn hostile_brackets_are_an_error_at_the_learners_line() {
         (")", 1),
         ("(", 1),
         ("__global__ void k(int *a) { a[0] = 1; }\n}", 2),
+        ("struct P {\n int v;\n __device__ int get(int x { return v; }\n};", 3),
+        ("struct P {\n int v;\n __device__ int get()) { return v; }\n};", 3),
+        ("\nstruct __align__(16 P { int x; };", 2),
+        ("template <typename T> struct Box {\n T v;\n __device__ T get( { return v; }\n};", 3),
     ];
     for (text, line) in cases {
         let e = errors(text);
