@@ -1102,3 +1102,16 @@ fn hostile_brackets_are_an_error_at_the_learners_line() {
     module("");
     module("  \n ");
 }
+
+/// A template parameter's default may hold angle brackets of its own, closed by `>>` as C++11
+/// reads it, and a comparison in parentheses.
+#[test]
+fn template_defaults_nest_brackets_as_cpp_reads_them() {
+    let m = module(
+        "template <typename T> struct Box { T v; };\n\
+         template <typename T, typename B = Box<T>> __device__ T unbox(B b) { return b.v; }\n\
+         template <int N = 4, bool Big = (N > 2)> __device__ int f() { return N + Big; }\n\
+         __global__ void k(int *a) { Box<int> b; b.v = 3; a[0] = unbox<int>(b) + f<>() + f<1>(); }",
+    );
+    assert!(m.kernel("k").is_some());
+}
