@@ -749,6 +749,23 @@ mod props {
             add(&toks.concat());
         }
 
+        /// Every pass that walks brackets meets them unbalanced, in every pairing, around the
+        /// words that send tokens to it (cooperative groups, templates, macros, decorations):
+        /// an error or a module, never a panic (debug builds check every subtraction).
+        #[test]
+        fn bracket_soup_around_every_pass_never_panics(picks in proptest::collection::vec(any::<prop::sample::Index>(), 0..40)) {
+            const PIECES: &[&str] = &[
+                "namespace cg = cooperative_groups;\n", "using namespace cooperative_groups;\n",
+                "__global__ void k(int *a) ", "__device__ int f", "template ", "template <typename T> ",
+                "struct ", "S ", "#define M(x) x\n", "M", "__attribute__", "extern \"C\" ", "__align__",
+                "cg::sync", "cg::this_thread_block()", "cg::tiled_partition", "cg::thread_block b = ",
+                "auto t = ", "b.sync", "t.shfl_down", "sync", "f<", "k<<<", ">>>", "(", ")", "[", "]",
+                "[[", "]]", "{", "}", "<", ">", ">>", ";", ",", "=", "x", "1", "int ", "\n",
+            ];
+            let text: String = picks.iter().map(|i| PIECES[i.index(PIECES.len())]).collect();
+            add(&text);
+        }
+
         #[test]
         fn mutated_seed_characters_never_panic(edits in proptest::collection::vec((any::<bool>(), any::<prop::sample::Index>(), any::<char>()), 1..8)) {
             let mut chars: Vec<char> = SEEDS.chars().collect();
