@@ -3,11 +3,12 @@
 //! ([`Cursor::walk`], the one place the front end counts bracket depth, so a stray closer can
 //! never take a count below zero), where a bracket closes or opens, a bracketed list's
 //! comma-separated pieces (a call's, a macro's, a template's `<...>`), and where a top-level item
-//! ends. The parser reads with it; the passes that rewrite tokens (`preprocess.rs`,
+//! ends. The parser and `fold.rs` read with it; the passes that rewrite tokens (`preprocess.rs`,
 //! `template.rs`, `coop.rs`) find their brackets and lists with it; and `sketch.rs`, which reads
 //! what the front end cannot with tokens of its own (they never fail), splits items and finds
 //! its brackets with it too. So "what is the next token", "where does this `(` end" and "where
-//! does this item end" have one answer in the front end, and no pass walks brackets by hand.
+//! does this item end" have one answer in the front end, and no pass counts `(`, `[` or `{`
+//! by hand.
 
 use super::lexer::{Tok, Token};
 use crate::diag::Span;
