@@ -544,3 +544,48 @@ fn the_scanner_resolves_paths_however_they_are_spelt() {
     assert_eq!(file_of(&m("render::text::strip_ansi"), &files), Some(&PathBuf::from("render/text.rs")));
     assert_eq!(file_of(&m("render::Style"), &files), Some(&PathBuf::from("render.rs")));
 }
+
+/// `docs/architecture.md` is how a newcomer finds their way: its table of layers is `LAYERS`,
+/// row for row, and every source file it names is there, so the page cannot drift from the
+/// code as files move.
+#[test]
+fn the_architecture_page_draws_the_layers_and_files_that_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(root.join("docs/architecture.md")).expect("docs/architecture.md is readable");
+    let ticked = |cell: &str| -> Vec<String> { cell.split('`').skip(1).step_by(2).map(String::from).collect() };
+    let table = page.split("## The layers, lowest first").nth(1).expect("the page has its table of layers");
+    let rows: Vec<(String, Vec<String>)> = table
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let mut modules = ticked(cells[2]);
+            modules.sort();
+            (cells[1].to_string(), modules)
+        })
+        .collect();
+    let layers: Vec<(String, Vec<String>)> = LAYERS
+        .iter()
+        .map(|(name, mods)| {
+            let mut modules: Vec<String> = mods.iter().map(|m| m.to_string()).collect();
+            modules.sort();
+            (name.to_string(), modules)
+        })
+        .collect();
+    assert_eq!(rows, layers, "the page's table of layers is not LAYERS");
+    let mut missing = Vec::new();
+    for name in ticked(&page) {
+        let name = name.trim_end_matches('/');
+        let is_path = name.ends_with(".rs") || name.starts_with("cuda/") || name.starts_with("backend/");
+        if !is_path || name.contains(' ') {
+            continue;
+        }
+        let path = name.strip_prefix("src/").unwrap_or(name);
+        if !root.join("src").join(path).exists() {
+            missing.push(name.to_string());
+        }
+    }
+    assert!(missing.is_empty(), "docs/architecture.md names files that are not in src/: {missing:?}");
+}

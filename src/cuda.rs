@@ -22,7 +22,9 @@
 //! `preprocess.rs` (macros and `#if`), `template.rs` and `coop.rs` (templates and cooperative
 //! groups, rewritten on tokens), `parser.rs` (the untyped tree of `syntax.rs`) and `check/`
 //! (types and C's conversions, to the typed [`ast`]); `fold.rs` folds a constant expression
-//! while it is still tokens, for `#if` and for a template's value arguments.
+//! while it is still tokens, for `#if` and for a template's value arguments. Every pass walks
+//! tokens with `cursor.rs`, the one place that counts brackets, so a bracket the learner left
+//! open or closed twice is an error at it in whichever pass meets it first.
 
 pub mod ast;
 pub mod check;
@@ -620,7 +622,7 @@ impl Module {
             .filter(|i| i.kind == ItemKind::Typedef && i.syntax.is_none() && i.gpu_only.is_none())
             .map(|i| i.text.as_str())
             .collect();
-        let tokens = preprocess::strip_decorations(tokens);
+        let tokens = preprocess::strip_decorations(tokens)?;
         let (tokens, namespaces) = coop::rewrite(tokens, &earlier)?;
         let (tokens, mut templates) = template::extract(tokens)?;
         let mut known = template_params(context);

@@ -14,8 +14,8 @@
 use std::collections::HashMap;
 
 use super::ast::Scalar;
-use super::cursor::Cursor;
-use super::lexer::{Tok, Token, TokenAt};
+use super::cursor::{Cursor, ROUND_SQUARE};
+use super::lexer::{Tok, Token};
 use crate::diag::{Diagnostic, Span};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -113,10 +113,7 @@ fn qualify(
         if t.word() == Some("using") && here.word_at(1) == Some("namespace") {
             let name = here.word_at(2).unwrap_or("");
             using |= aliases.iter().any(|a| a == name);
-            let mut j = i + 2;
-            while j < tokens.len() && !tokens.get(j).is_punct(";") {
-                j += 1;
-            }
+            let j = tokens.iter().skip(i + 2).position(|t| t.is_punct(";")).map_or(tokens.len(), |k| i + 2 + k);
             let end = tokens.get(j).unwrap_or(&tokens[tokens.len() - 1]).span;
             lines.push(NamespaceLine { name: format!("namespace {name}"), span: t.span.to(end) });
             i = j + 1;
@@ -134,8 +131,8 @@ fn qualify(
         if using
             && let Some(w) = t.word()
             && NAMES.contains(&w)
-            && !out.last().is_punct(".")
-            && !out.last().is_punct("->")
+            && !follows(&out, ".")
+            && !follows(&out, "->")
         {
             out.push(Token { tok: Tok::Ident(format!("cg::{w}")), span: t.span });
             i += 1;
@@ -150,7 +147,7 @@ fn qualify(
 /// A handle type starting at `i` (`cg::thread_block`, `cg::thread_block_tile<N>`), with the
 /// index just past it.
 fn handle_type(tokens: &[Token], i: usize) -> Result<Option<(Handle, usize)>, Diagnostic> {
-    match tokens.get(i).word() {
+    match Cursor::at(tokens, i).word_at(0) {
         Some("cg::thread_block") => Ok(Some((Handle::Block, i + 1))),
         Some("cg::thread_block_tile") => {
             let n = tile_size(tokens, i + 1, tokens[i].span)?;
@@ -165,8 +162,9 @@ fn handle_type(tokens: &[Token], i: usize) -> Result<Option<(Handle, usize)>, Di
 
 /// `<N>` at `i`: the tile size, a power of two up to 32, and the index past the `>`.
 fn tile_size(tokens: &[Token], i: usize, at: Span) -> Result<(u64, usize), Diagnostic> {
-    let n = match (tokens.get(i), tokens.get(i + 1), tokens.get(i + 2)) {
-        (Some(a), Some(Token { tok: Tok::Int(n, _), .. }), Some(c)) if a.is_punct("<") && c.is_punct(">") => *n,
+    let here = Cursor::at(tokens, i);
+    let n = match here.peek_at(1) {
+        Some(Tok::Int(n, _)) if here.is("<") && here.is_at(2, ">") => *n,
         _ => {
             return Err(Diagnostic::error("a tile needs its size as a number, e.g. `thread_block_tile<32>`")
                 .at(at)
@@ -184,13 +182,19 @@ fn tile_size(tokens: &[Token], i: usize, at: Span) -> Result<(u64, usize), Diagn
 /// The value a handle is initialised with: `cg::this_thread_block()` or
 /// `cg::tiled_partition<N>(parent)`.
 fn initialiser(tokens: &[Token], i: usize) -> Result<Option<(Handle, usize)>, Diagnostic> {
-    match tokens.get(i).word() {
-        Some("cg::this_thread_block") if tokens.get(i + 1).is_punct("(") && tokens.get(i + 2).is_punct(")") => {
-            Ok(Some((Handle::Block, i + 3)))
-        }
+    let here = Cursor::at(tokens, i);
+    match here.word_at(0) {
+        Some("cg::this_thread_block") if here.is_at(1, "(") && here.is_at(2, ")") => Ok(Some((Handle::Block, i + 3))),
         Some("cg::tiled_partition") => {
             let (n, j) = tile_size(tokens, i + 1, tokens[i].span)?;
-            Ok(Cursor::at(tokens, j).closing("(", ")").map(|end| (Handle::Tile(n), end)))
+            match Cursor::at(tokens, j).closing("(", ")") {
+                Some(end) => Ok(Some((Handle::Tile(n), end))),
+                None => Err(not_a_call(
+                    tokens[i].span.to(tokens[j - 1].span),
+                    &format!("tiled_partition<{n}>"),
+                    &format!("cg::tiled_partition<{n}>(cta)"),
+                )),
+            }
         }
         Some(w @ ("cg::this_grid" | "cg::coalesced_threads")) => Err(outside(tokens[i].span, &format!("`{w}()`"))),
         _ => Ok(None),
@@ -205,20 +209,21 @@ fn declarations(tokens: Vec<Token>) -> Result<(Vec<Token>, HashMap<String, Handl
     let mut i = 0;
     while i < tokens.len() {
         let t = &tokens[i];
-        let konst = t.word() == Some("const");
+        let konst = t.is_word("const");
         let at = if konst { i + 1 } else { i };
-        let auto = tokens.get(at).word() == Some("auto");
+        let auto = Cursor::at(&tokens, at).is_word("auto");
         let typed = if auto { None } else { handle_type(&tokens, at)? };
         if typed.is_some() || auto {
             let after_type = typed.map_or(at + 1, |(_, j)| j);
-            let amp = tokens.get(after_type).is_punct("&");
+            let amp = Cursor::at(&tokens, after_type).is("&");
             let name_at = after_type + amp as usize;
-            if let Some(name) = tokens.get(name_at).word() {
+            let named = Cursor::at(&tokens, name_at);
+            if let Some(name) = named.word_at(0) {
                 let name = name.to_string();
                 // A parameter: `cg::thread_block_tile<32> g` after `(` or `,`, before `,` or `)`.
                 if let Some((h, _)) = typed
-                    && (out.last().is_punct("(") || out.last().is_punct(","))
-                    && (tokens.get(name_at + 1).is_punct(",") || tokens.get(name_at + 1).is_punct(")"))
+                    && (follows(&out, "(") || follows(&out, ","))
+                    && (named.is_at(1, ",") || named.is_at(1, ")"))
                 {
                     handles.insert(name.clone(), h);
                     out.push(Token { tok: Tok::Ident("int".into()), span: tokens[at].span });
@@ -227,9 +232,9 @@ fn declarations(tokens: Vec<Token>) -> Result<(Vec<Token>, HashMap<String, Handl
                     continue;
                 }
                 // A local: `cg::thread_block cta = cg::this_thread_block();`
-                if tokens.get(name_at + 1).is_punct("=")
+                if named.is_at(1, "=")
                     && let Some((h, end)) = initialiser(&tokens, name_at + 2)?
-                    && tokens.get(end).is_punct(";")
+                    && Cursor::at(&tokens, end).is(";")
                     && typed.is_none_or(|(k, _)| k == h)
                 {
                     handles.insert(name, h);
@@ -320,41 +325,26 @@ fn code(text: &str, span: Span) -> Vec<Token> {
     out
 }
 
+/// `name` written without its call's `(` ... `)` (at `span`): what to write instead.
+fn not_a_call(span: Span, name: &str, example: &str) -> Diagnostic {
+    Diagnostic::error(format!("`{name}` is a call: its `(` ... `)` is missing or never closed"))
+        .at(span)
+        .label("needs `(` ... `)`")
+        .help(format!("write it like `{example}`"))
+}
+
 /// The arguments of a call whose `(` is at `open`, split at top-level commas, and the index
-/// just past its `)`.
+/// just past its `)`; `None` when no `(` is there or it never closes.
 fn call_args(tokens: &[Token], open: usize) -> Option<(Vec<Vec<Token>>, usize)> {
-    let mut args = vec![Vec::new()];
-    let mut depth = 0usize;
-    let mut j = open;
-    while let Some(t) = tokens.get(j) {
-        match &t.tok {
-            Tok::Punct("(") | Tok::Punct("[") => {
-                depth += 1;
-                if depth == 1 {
-                    j += 1;
-                    continue;
-                }
-            }
-            Tok::Punct(")") | Tok::Punct("]") => {
-                depth -= 1;
-                if depth == 0 {
-                    if args.len() == 1 && args[0].is_empty() {
-                        args.clear();
-                    }
-                    return Some((args, j + 1));
-                }
-            }
-            Tok::Punct(",") if depth == 1 => {
-                args.push(Vec::new());
-                j += 1;
-                continue;
-            }
-            _ => {}
-        }
-        args.last_mut().expect("one at least").push(t.clone());
-        j += 1;
+    if !Cursor::at(tokens, open).is("(") {
+        return None;
     }
-    None
+    Cursor::at(tokens, open + 1).arguments(")", ROUND_SQUARE)
+}
+
+/// Whether the last token written out is the punctuation `p`.
+fn follows(out: &[Token], p: &str) -> bool {
+    out.last().is_some_and(|t| t.is_punct(p))
 }
 
 /// Replace every use of a handle: method calls by what they mean, an argument by `0`.
@@ -364,11 +354,14 @@ fn uses(tokens: Vec<Token>, handles: &HashMap<String, Handle>) -> Result<Vec<Tok
     while i < tokens.len() {
         let t = &tokens[i];
         let w = t.word();
+        let here = Cursor::at(&tokens, i);
         // cg::sync(cta)
         if w == Some("cg::sync") {
-            let Some((args, end)) = call_args(&tokens, i + 1) else { return Err(outside(t.span, "`cg::sync`")) };
+            let Some((args, end)) = call_args(&tokens, i + 1) else {
+                return Err(not_a_call(t.span, "cg::sync", "cg::sync(cta)"));
+            };
             let h = match &args[..] {
-                [a] if a.len() == 1 => a.first().word().and_then(|n| handles.get(n)).copied(),
+                [a] if a.len() == 1 => a[0].word().and_then(|n| handles.get(n)).copied(),
                 _ => None,
             };
             let Some(h) = h else { return Err(outside(t.span, "`cg::sync` of this group")) };
@@ -380,11 +373,11 @@ fn uses(tokens: Vec<Token>, handles: &HashMap<String, Handle>) -> Result<Vec<Tok
         // (After a type word it is the parameter `int g` that stands for the handle.)
         if let Some(name) = w
             && let Some(&h) = handles.get(name)
-            && !out.last().is_punct(".")
-            && !matches!(out.last().map(|t: &Token| &t.tok), Some(Tok::Ident(_)))
+            && !follows(&out, ".")
+            && out.last().is_none_or(|t| t.word().is_none())
         {
-            if tokens.get(i + 1).is_punct(".")
-                && let Some(method) = tokens.get(i + 2).word()
+            if here.is_at(1, ".")
+                && let Some(method) = here.word_at(2)
                 && let Some((args, end)) = call_args(&tokens, i + 3)
             {
                 let span = t.span.to(tokens[end - 1].span);
@@ -392,9 +385,7 @@ fn uses(tokens: Vec<Token>, handles: &HashMap<String, Handle>) -> Result<Vec<Tok
                 i = end;
                 continue;
             }
-            if (out.last().is_punct("(") || out.last().is_punct(","))
-                && (tokens.get(i + 1).is_punct(",") || tokens.get(i + 1).is_punct(")"))
-            {
+            if (follows(&out, "(") || follows(&out, ",")) && (here.is_at(1, ",") || here.is_at(1, ")")) {
                 out.push(Token { tok: Tok::Int(0, Scalar::I32), span: t.span });
                 i += 1;
                 continue;

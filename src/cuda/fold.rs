@@ -2,14 +2,15 @@
 //! condition (`preprocess.rs`) and a template's value argument (`template.rs`, so `256` and
 //! `2 * 128` name one instance). Expressions in parsed code are folded by `check/consteval.rs`.
 
+use super::cursor::Cursor;
 use super::lexer::{Tok, Token};
 
 /// Fold a constant integer expression: numbers, `true`/`false`, parentheses, unary `-`/`+`/`~`/`!`
 /// and the binary arithmetic, shift, bitwise and comparison operators.
 pub fn fold(tokens: &[Token]) -> Option<i128> {
-    let mut pos = 0;
-    let v = fold_bin(tokens, &mut pos, 0, 0)?;
-    (pos == tokens.len()).then_some(v)
+    let mut cur = Cursor::at(tokens, 0);
+    let v = fold_bin(&mut cur, 0, 0)?;
+    cur.done().then_some(v)
 }
 
 fn prec(p: &str) -> Option<usize> {
@@ -28,17 +29,16 @@ fn prec(p: &str) -> Option<usize> {
     })
 }
 
-fn fold_bin(t: &[Token], pos: &mut usize, min: usize, depth: usize) -> Option<i128> {
+fn fold_bin(cur: &mut Cursor<'_>, min: usize, depth: usize) -> Option<i128> {
     if depth > 64 {
         return None;
     }
-    let mut lhs = fold_un(t, pos, depth + 1)?;
-    while let Some(Tok::Punct(p)) = t.get(*pos).map(|x| &x.tok) {
+    let mut lhs = fold_un(cur, depth + 1)?;
+    while let Some(Tok::Punct(p)) = cur.peek() {
         let Some(pr) = prec(p).filter(|&pr| pr > min) else { break };
-        let p = *p;
-        *pos += 1;
-        let rhs = fold_bin(t, pos, pr, depth + 1)?;
-        lhs = match p {
+        cur.advance(1);
+        let rhs = fold_bin(cur, pr, depth + 1)?;
+        lhs = match *p {
             "+" => lhs.checked_add(rhs)?,
             "-" => lhs.checked_sub(rhs)?,
             "*" => lhs.checked_mul(rhs)?,
@@ -66,25 +66,24 @@ fn fold_bin(t: &[Token], pos: &mut usize, min: usize, depth: usize) -> Option<i1
     Some(lhs)
 }
 
-fn fold_un(t: &[Token], pos: &mut usize, depth: usize) -> Option<i128> {
+fn fold_un(cur: &mut Cursor<'_>, depth: usize) -> Option<i128> {
     if depth > 64 {
         return None;
     }
-    let tok = &t.get(*pos)?.tok;
-    *pos += 1;
+    let tok = cur.peek()?;
+    cur.advance(1);
     match tok {
         Tok::Int(v, _) => Some(*v as i128),
         Tok::Char(c) => Some(*c as i128),
         Tok::Ident(w) if w == "true" => Some(1),
         Tok::Ident(w) if w == "false" => Some(0),
-        Tok::Punct("-") => fold_un(t, pos, depth + 1)?.checked_neg(),
-        Tok::Punct("+") => fold_un(t, pos, depth + 1),
-        Tok::Punct("~") => Some(!fold_un(t, pos, depth + 1)?),
-        Tok::Punct("!") => Some((fold_un(t, pos, depth + 1)? == 0) as i128),
+        Tok::Punct("-") => fold_un(cur, depth + 1)?.checked_neg(),
+        Tok::Punct("+") => fold_un(cur, depth + 1),
+        Tok::Punct("~") => Some(!fold_un(cur, depth + 1)?),
+        Tok::Punct("!") => Some((fold_un(cur, depth + 1)? == 0) as i128),
         Tok::Punct("(") => {
-            let v = fold_bin(t, pos, 0, depth + 1)?;
-            matches!(t.get(*pos).map(|x| &x.tok), Some(Tok::Punct(")"))).then(|| *pos += 1)?;
-            Some(v)
+            let v = fold_bin(cur, 0, depth + 1)?;
+            cur.eat(")").then_some(v)
         }
         _ => None,
     }

@@ -2,8 +2,8 @@
 //! `#if`, `#include`, `#pragma` ...) are read here, where line boundaries are still visible,
 //! into [`Directive`] tokens; `preprocess.rs` then applies them and expands macros at token
 //! level. The questions every later pass asks of a token (is it this punctuation, this word,
-//! which word) are answered here once, on [`Tok`], [`Token`] and, for a position that may be
-//! past the end, [`TokenAt`].
+//! which word) are answered here once, on [`Tok`] and [`Token`]; of a position among tokens
+//! (what is there or ahead, where a bracket closes), by `cursor.rs`.
 
 use super::ast::Scalar;
 use crate::diag::{Diagnostic, SourceId, Span};
@@ -89,37 +89,6 @@ impl Token {
         self.tok.word()
     }
 }
-
-/// The same questions of a position that may be past the end (`tokens.get(i)`), where the
-/// answer is `false` or `None`: the passes that rewrite tokens (`preprocess.rs`, `template.rs`,
-/// `coop.rs`) and the parser all read tokens through these, one set of helpers.
-pub trait TokenAt<'a> {
-    fn is_punct(&self, p: &str) -> bool;
-    fn is_word(&self, w: &str) -> bool;
-    fn word(self) -> Option<&'a str>;
-}
-
-/// One implementation for both token types, which answer the same questions.
-macro_rules! token_at {
-    ($t:ty) => {
-        impl<'a> TokenAt<'a> for Option<&'a $t> {
-            fn is_punct(&self, p: &str) -> bool {
-                self.is_some_and(|t| t.is_punct(p))
-            }
-
-            fn is_word(&self, w: &str) -> bool {
-                self.is_some_and(|t| t.is_word(w))
-            }
-
-            fn word(self) -> Option<&'a str> {
-                self.and_then(|t| t.word())
-            }
-        }
-    };
-}
-
-token_at!(Token);
-token_at!(Tok);
 
 /// Longest first, so `<<=` wins over `<<` and `<`.
 const PUNCTS: &[&str] = &[

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::ast::{self, BinaryOp, Scalar, StructDef, Type};
 use super::cursor::Cursor;
-use super::lexer::{Tok, Token, TokenAt, describe};
+use super::lexer::{Tok, Token, describe};
 use super::syntax::*;
 use crate::diag::suggest;
 use crate::diag::{Diagnostic, Span};
@@ -552,23 +552,10 @@ impl Parser<'_> {
     fn struct_body_ahead(&self) -> bool {
         let mut i = 1;
         if matches!(self.cur.peek_at(i), Some(Tok::Ident(w)) if w == "__align__" || w == "__builtin_align__") {
-            i += 1;
-            let mut depth = 0;
-            loop {
-                match self.cur.peek_at(i) {
-                    Some(Tok::Punct("(")) => depth += 1,
-                    Some(Tok::Punct(")")) => {
-                        depth -= 1;
-                        if depth <= 0 {
-                            i += 1;
-                            break;
-                        }
-                    }
-                    None => return false,
-                    _ => {}
-                }
-                i += 1;
-            }
+            let mut open = self.cur;
+            open.advance(2);
+            let Some(past) = open.closing("(", ")") else { return false };
+            i = past - self.cur.pos();
         }
         if matches!(self.cur.peek_at(i), Some(Tok::Ident(_))) {
             i += 1;
@@ -727,7 +714,6 @@ impl Parser<'_> {
 
     /// Past a member function's definition, without reading it: to its body's closing `}`.
     fn skip_member_function(&mut self, start: Span) -> PResult<()> {
-        let mut depth = 0usize;
         let mut seen_params = false;
         loop {
             let prev_ident = matches!(self.cur.peek_back(),
@@ -738,23 +724,33 @@ impl Parser<'_> {
                         .at(start)
                         .help("close its body with `}` before the struct's `}`"));
                 }
-                Some(Tok::Punct("(")) => depth += 1,
-                Some(Tok::Punct(")")) => {
-                    depth = depth.saturating_sub(1);
-                    seen_params |= depth == 0;
-                }
-                Some(Tok::Punct(";")) if depth == 0 => {
+                // Past the parameters (or an attribute's arguments) whole.
+                Some(Tok::Punct("(")) => match self.cur.closing("(", ")") {
+                    Some(end) => {
+                        self.cur.seek(end);
+                        seen_params = true;
+                        continue;
+                    }
+                    None => {
+                        return Err(Diagnostic::error("this member function has no end")
+                            .at(start)
+                            .help("close its parameters with `)` and its body with `}` before the struct's `}`"));
+                    }
+                },
+                // A `)` that closes nothing: the parser says so where it reads it.
+                Some(Tok::Punct(")")) => seen_params = true,
+                Some(Tok::Punct(";")) => {
                     return Err(Diagnostic::error("a member function declared here is defined elsewhere")
                         .at(start)
                         .help("define it inside the struct, body and all: `__device__ float f() { ... }`")
                         .outside_subset("member functions defined outside their struct"));
                 }
                 // `: x{a}` in a constructor's initialisers follows a name; the body does not.
-                Some(Tok::Punct("{")) if depth == 0 && seen_params && !prev_ident => {
+                Some(Tok::Punct("{")) if seen_params && !prev_ident => {
                     self.skip_braces()?;
                     return Ok(());
                 }
-                Some(Tok::Punct("{")) if depth == 0 => {
+                Some(Tok::Punct("{")) => {
                     self.skip_braces()?;
                     continue;
                 }
@@ -815,7 +811,7 @@ impl Parser<'_> {
                 .help("a struct in device code needs no destructor: remove it")
                 .outside_subset("destructors"));
         }
-        let is_ctor = self.cur.peek().is_word(&def.name) && self.cur.is_at(1, "(");
+        let is_ctor = self.cur.is_word(&def.name) && self.cur.is_at(1, "(");
         let (ret, name, name_span) = if is_ctor {
             let (name, span) = self.ident("the constructor's name")?;
             (struct_type(def.clone(), span), name, span)

@@ -7,7 +7,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::ast::Scalar;
-use super::lexer::{Directive, Tok, Token, TokenAt};
+use super::cursor::{ALL, Cursor};
+use super::lexer::{Directive, Tok, Token};
 use crate::diag::{Diagnostic, SourceId, Span};
 
 /// A macro: its parameters when it is function-like, and its body.
@@ -68,23 +69,17 @@ struct Cond {
 /// ...`, which only changes the name the linker sees; gridlab finds kernels by their C name);
 /// and spells `__restrict` (nvcc's other spelling) `__restrict__`. The GPU backend compiles the
 /// text as written, so nothing is lost there.
-pub fn strip_decorations(tokens: Vec<Token>) -> Vec<Token> {
-    // The index past the bracket that closes the one at `open`.
-    let closing = |open: usize, o: &str, c: &str| {
-        let mut depth = 0usize;
-        for (j, t) in tokens.iter().enumerate().skip(open) {
-            match &t.tok {
-                Tok::Punct(p) if *p == o => depth += 1,
-                Tok::Punct(p) if *p == c => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return Some(j + 1);
-                    }
-                }
-                _ => {}
-            }
-        }
-        None
+/// A decoration whose bracket never closes is an error at it: what follows it would otherwise
+/// read as part of the decoration.
+pub fn strip_decorations(tokens: Vec<Token>) -> Result<Vec<Token>, Diagnostic> {
+    let unclosed = |t: &Token, what: &str, close: &str| {
+        Diagnostic::error(format!(
+            "the `{}` of `{what}` has no closing `{close}`",
+            if close == ")" { "(" } else { "{" }
+        ))
+        .at(t.span)
+        .label("never closed")
+        .help(format!("add the `{close}`, in the same input"))
     };
     let mut out = Vec::with_capacity(tokens.len());
     // Indices of `}` that close an `extern "C" {`: dropped when reached.
@@ -96,20 +91,23 @@ pub fn strip_decorations(tokens: Vec<Token>) -> Vec<Token> {
             i += 1;
             continue;
         }
+        let here = Cursor::at(&tokens, i);
         match &t.tok {
-            Tok::Ident(w) if w == "__attribute__" && tokens.get(i + 1).is_punct("(") => {
-                if let Some(end) = closing(i + 1, "(", ")") {
-                    i = end;
-                    continue;
-                }
+            Tok::Ident(w) if w == "__attribute__" && here.is_at(1, "(") => {
+                let Some(end) = Cursor::at(&tokens, i + 1).closing("(", ")") else {
+                    return Err(unclosed(t, "__attribute__", ")"));
+                };
+                i = end;
+                continue;
             }
-            Tok::Ident(w) if w == "extern" && matches!(tokens.get(i + 1).map(|t| &t.tok), Some(Tok::Str(_))) => {
-                if tokens.get(i + 2).is_punct("{") {
-                    if let Some(end) = closing(i + 2, "{", "}") {
-                        drop_close.push(end - 1);
-                        i += 3;
-                        continue;
-                    }
+            Tok::Ident(w) if w == "extern" && matches!(here.peek_at(1), Some(Tok::Str(_))) => {
+                if here.is_at(2, "{") {
+                    let Some(end) = Cursor::at(&tokens, i + 2).closing("{", "}") else {
+                        return Err(unclosed(&tokens[i + 2], "extern \"C\"", "}"));
+                    };
+                    drop_close.push(end - 1);
+                    i += 3;
+                    continue;
                 } else {
                     i += 2;
                     continue;
@@ -120,9 +118,10 @@ pub fn strip_decorations(tokens: Vec<Token>) -> Vec<Token> {
                 i += 1;
                 continue;
             }
-            Tok::Punct("[") if tokens.get(i + 1).is_punct("[") => {
-                if let Some(end) = closing(i, "[", "]")
-                    && tokens.get(end - 2).is_punct("]")
+            // `[[attribute]]`: the outer `]` right after the inner one.
+            Tok::Punct("[") if here.is_at(1, "[") => {
+                if let Some(end) = here.closing("[", "]")
+                    && Cursor::at(&tokens, end - 2).is("]")
                 {
                     i = end;
                     continue;
@@ -133,7 +132,7 @@ pub fn strip_decorations(tokens: Vec<Token>) -> Vec<Token> {
         out.push(t.clone());
         i += 1;
     }
-    out
+    Ok(out)
 }
 
 /// Expand macros in `tokens` and apply the conditional lines. `defines` starts with the
@@ -221,17 +220,18 @@ fn condition(cond: &[Token], defines: &HashMap<String, Macro>, span: Span) -> Re
     let mut resolved = Vec::new();
     let mut i = 0;
     while i < cond.len() {
-        if matches!(&cond[i].tok, Tok::Ident(w) if w == "defined") {
-            let paren = matches!(cond.get(i + 1).map(|t| &t.tok), Some(Tok::Punct("(")));
-            let at = if paren { i + 2 } else { i + 1 };
-            let Some(Tok::Ident(name)) = cond.get(at).map(|t| &t.tok) else {
+        let here = Cursor::at(cond, i);
+        if here.is_word("defined") {
+            let paren = here.is_at(1, "(");
+            let at = if paren { 2 } else { 1 };
+            let Some(name) = here.word_at(at) else {
                 return Err(Diagnostic::error("`defined` needs a macro name")
                     .at(cond[i].span)
                     .help("write `defined(NAME)`"));
             };
             let v = defines.contains_key(name) as u64;
             resolved.push(Token { tok: Tok::Int(v, Scalar::I32), span: cond[i].span });
-            i = at + 1 + paren as usize;
+            i += at + 1 + paren as usize;
             continue;
         }
         resolved.push(cond[i].clone());
@@ -287,7 +287,7 @@ fn expand_list(
                 m.body.iter().map(respan).collect()
             }
             // A function-like macro's name without `(` after it is just a name.
-            Some(_) if !matches!(tokens.get(i + 1).map(|t| &t.tok), Some(Tok::Punct("("))) => {
+            Some(_) if !Cursor::at(tokens, i).is_at(1, "(") => {
                 out.push(token.clone());
                 i += 1;
                 continue;
@@ -336,25 +336,10 @@ fn expand_list(
 
 /// A function-like macro's arguments from just after its `(`, split at top-level commas;
 /// returns them and the index just past the `)`.
-fn macro_args(tokens: &[Token], mut i: usize, at: Span, name: &str) -> Result<(Vec<Vec<Token>>, usize), Diagnostic> {
-    let mut args = vec![Vec::new()];
-    let mut depth = 0usize;
-    while let Some(t) = tokens.get(i) {
-        match &t.tok {
-            Tok::Punct("(") | Tok::Punct("[") | Tok::Punct("{") => depth += 1,
-            Tok::Punct(")") if depth == 0 => return Ok((args, i + 1)),
-            Tok::Punct(")") | Tok::Punct("]") | Tok::Punct("}") => depth = depth.saturating_sub(1),
-            Tok::Punct(",") if depth == 0 => {
-                args.push(Vec::new());
-                i += 1;
-                continue;
-            }
-            _ => {}
-        }
-        args.last_mut().expect("one argument at least").push(t.clone());
-        i += 1;
-    }
-    Err(Diagnostic::error(format!("the arguments of macro `{name}` have no closing `)`"))
-        .at(at)
-        .help(format!("write `{name}(a, b)` on one line")))
+fn macro_args(tokens: &[Token], i: usize, at: Span, name: &str) -> Result<(Vec<Vec<Token>>, usize), Diagnostic> {
+    Cursor::at(tokens, i).pieces(")", ALL).ok_or_else(|| {
+        Diagnostic::error(format!("the arguments of macro `{name}` have no closing `)`"))
+            .at(at)
+            .help(format!("write `{name}(a, b)` on one line"))
+    })
 }

@@ -8,7 +8,7 @@
 
 use super::ItemKind;
 use super::ast::{Param, Scalar, Type};
-use super::cursor::{Cursor, Lexeme};
+use super::cursor::{ALL, Bracket, Cursor, ItemEnd, Lexeme};
 use crate::diag::Span;
 
 /// One top-level item of a snippet, as sketched.
@@ -199,6 +199,11 @@ impl Lexeme for Tok {
     fn word(&self) -> Option<&str> {
         word(self)
     }
+
+    fn first_of_shift(&self) -> Self {
+        // The sketch reads `>>` as two `>` already; this is for the cursor's sake.
+        Tok { t: T::Punct(">"), lo: self.lo, hi: (self.lo + 1).min(self.hi) }
+    }
 }
 
 fn is_p(t: &Tok, p: &str) -> bool {
@@ -276,45 +281,21 @@ pub fn sketch(text: &str) -> Vec<Sketch> {
 }
 
 /// The index just past the item starting at `start`: its `;` at depth 0, or the `}` that closes
-/// a function's (or namespace's) body.
+/// a function's (or namespace's) body; a preprocessor line at depth 0 ends it before itself.
 fn item_end(toks: &[Tok], start: usize) -> usize {
-    let mut depth = 0usize;
-    let mut paren_before_brace = false;
-    let mut seen_brace = false;
-    let block_item = matches!(word(&toks[start]), Some("namespace"))
-        || (word(&toks[start]) == Some("extern") && toks.get(start + 2).is_some_and(|t| is_p(t, "{")));
-    let mut i = start;
-    while i < toks.len() {
-        let t = &toks[i];
-        if matches!(t.t, T::Directive { .. }) && depth == 0 {
-            return i;
-        }
-        match &t.t {
-            T::Punct("(") | T::Punct("[") => {
-                if depth == 0 && !seen_brace && is_p(t, "(") && !after_attribute(toks, i) {
-                    paren_before_brace = true;
-                }
-                depth += 1;
-            }
-            T::Punct("{") => {
-                if depth == 0 {
-                    seen_brace = true;
-                }
-                depth += 1;
-            }
-            T::Punct(")") | T::Punct("]") => depth = depth.saturating_sub(1),
-            T::Punct("}") => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 && (paren_before_brace || block_item) {
-                    return i + 1;
-                }
-            }
-            T::Punct(";") if depth == 0 => return i + 1,
-            _ => {}
-        }
-        i += 1;
+    let here = Cursor::at(toks, start);
+    let block_item = here.is_word("namespace") || (here.is_word("extern") && here.is_at(2, "{"));
+    // A function's head has its parameters' `(` before the body (an attribute's is not it).
+    let body_ends = |head: &[Tok]| {
+        block_item
+            || Cursor::at(head, 0)
+                .walk(ALL)
+                .any(|s| s.depth == 0 && s.bracket == Bracket::Open && is_p(s.tok, "(") && !after_attribute(head, s.at))
+    };
+    match here.item_end(body_ends, |t| matches!(t.t, T::Directive { .. })) {
+        ItemEnd::Declaration(end) | ItemEnd::Body(end) | ItemEnd::Stopped(end) => end,
+        ItemEnd::Unfinished { .. } => toks.len(),
     }
-    toks.len()
 }
 
 /// Whether the `(` at `i` opens an attribute's arguments (`__launch_bounds__(256)`).
@@ -345,22 +326,15 @@ fn describe(item: &[Tok], lo: usize, hi: usize) -> Sketch {
     let rest = &item[i..];
     let first_word = rest.first().and_then(word).unwrap_or("");
     // The first `(` at depth 0 that is not an attribute's, and the first `{`, `=`.
-    let mut depth = 0usize;
     let mut paren = None;
     let mut brace = None;
     let mut assign = None;
-    for (k, t) in rest.iter().enumerate() {
-        match &t.t {
-            T::Punct("(") if depth == 0 && paren.is_none() && brace.is_none() && !after_attribute(rest, k) => {
-                paren = Some(k)
-            }
-            T::Punct("{") if depth == 0 && brace.is_none() => brace = Some(k),
-            T::Punct("=") if depth == 0 && assign.is_none() => assign = Some(k),
-            _ => {}
-        }
-        match &t.t {
-            T::Punct("(" | "[" | "{") => depth += 1,
-            T::Punct(")" | "]" | "}") => depth = depth.saturating_sub(1),
+    for step in Cursor::at(rest, 0).walk(ALL).filter(|s| s.depth == 0) {
+        let k = step.at;
+        match &step.tok.t {
+            T::Punct("(") if paren.is_none() && brace.is_none() && !after_attribute(rest, k) => paren = Some(k),
+            T::Punct("{") if brace.is_none() => brace = Some(k),
+            T::Punct("=") if assign.is_none() => assign = Some(k),
             _ => {}
         }
     }
@@ -403,7 +377,7 @@ fn describe(item: &[Tok], lo: usize, hi: usize) -> Sketch {
         s.name = rest.get(k).and_then(word).unwrap_or("").to_string();
         // `template <> struct SharedMemory<double>`: a specialisation is an item of its own,
         // beside the template it specialises.
-        if rest.get(k + 1).is_some_and(|t| is_p(t, "<")) {
+        if Cursor::at(rest, k).is_at(1, "<") {
             let end = skip_angles(rest, k + 1);
             let mut args = String::new();
             for t in &rest[k + 1..end] {
@@ -449,24 +423,13 @@ fn describe(item: &[Tok], lo: usize, hi: usize) -> Sketch {
     s
 }
 
-/// The index past the `<...>` starting at `i` (if there is one).
+/// The index past the `<...>` starting at `i` (if there is one; the end when it never closes).
 fn skip_angles(toks: &[Tok], i: usize) -> usize {
-    if !toks.get(i).is_some_and(|t| is_p(t, "<")) {
+    let here = Cursor::at(toks, i);
+    if !here.is("<") {
         return i;
     }
-    let mut depth = 0i32;
-    for (k, t) in toks.iter().enumerate().skip(i) {
-        match &t.t {
-            T::Punct("<") => depth += 1,
-            T::Punct(">") => depth -= 1,
-            T::Punct(">>") => depth -= 2,
-            _ => {}
-        }
-        if depth <= 0 {
-            return k + 1;
-        }
-    }
-    toks.len()
+    Cursor::at(toks, i + 1).template_args().map_or(toks.len(), |(_, past)| past)
 }
 
 /// The index past the `(...)` starting at `i` (if there is one; the end when it never closes).
@@ -497,17 +460,7 @@ fn function_name(before: &[Tok]) -> String {
 
 /// The last word at depth 0 (a typedef's new name).
 fn last_name(toks: &[Tok]) -> Option<String> {
-    let mut depth = 0usize;
-    let mut last = None;
-    for t in toks {
-        match &t.t {
-            T::Punct("(" | "[" | "{") => depth += 1,
-            T::Punct(")" | "]" | "}") => depth = depth.saturating_sub(1),
-            T::Word(w) if depth == 0 => last = Some(w.clone()),
-            _ => {}
-        }
-    }
-    last
+    Cursor::at(toks, 0).walk(ALL).filter(|s| s.depth == 0).filter_map(|s| word(s.tok)).last().map(str::to_string)
 }
 
 /// Parameters split at commas outside brackets (angle brackets too: `Vec<float, 4> v`).
@@ -516,15 +469,13 @@ fn split_params(toks: &[Tok]) -> Vec<&[Tok]> {
         return Vec::new();
     }
     let mut out = Vec::new();
-    let (mut depth, mut angles, mut from) = (0usize, 0i32, 0);
-    for (k, t) in toks.iter().enumerate() {
-        match &t.t {
-            T::Punct("(" | "[" | "{") => depth += 1,
-            T::Punct(")" | "]" | "}") => depth = depth.saturating_sub(1),
+    let (mut angles, mut from) = (0i32, 0);
+    for step in Cursor::at(toks, 0).walk(ALL) {
+        let k = step.at;
+        match &step.tok.t {
             T::Punct("<") => angles += 1,
             T::Punct(">") => angles -= 1,
-            T::Punct(">>") => angles -= 2,
-            T::Punct(",") if depth == 0 && angles <= 0 => {
+            T::Punct(",") if step.depth == 0 && angles <= 0 => {
                 out.push(&toks[from..k]);
                 from = k + 1;
             }

@@ -13,8 +13,8 @@
 
 use std::collections::HashMap;
 
-use super::cursor::Cursor;
-use super::lexer::{Tok, Token};
+use super::cursor::{ALL, Cursor, ItemEnd, ROUND, Unbalanced};
+use super::lexer::{Tok, Token, describe};
 use super::syntax::TypeName;
 use crate::diag::{Diagnostic, Span};
 
@@ -79,85 +79,57 @@ pub struct Instance {
 pub fn extract(tokens: Vec<Token>) -> Result<(Vec<Token>, Vec<Template>), Diagnostic> {
     let mut rest = Vec::with_capacity(tokens.len());
     let mut out = Vec::new();
-    let mut i = 0;
-    let mut depth = 0usize;
-    while i < tokens.len() {
-        let t = &tokens[i];
-        if depth == 0 && t.is_word("template") && tokens.get(i + 1).is_some_and(|n| n.is_punct("<")) {
-            let (params, after) = params(&tokens, i + 2)?;
-            if tokens.get(after).is_some_and(|n| n.is_word("struct") || n.is_word("class")) {
-                let (t, end) = struct_template(&tokens, i, after, params)?;
-                out.extend(t);
-                i = end;
-                continue;
-            }
+    // Where the walk goes on from after a template; always outside braces.
+    let mut from = 0;
+    'walk: loop {
+        for step in Cursor::at(&tokens, from).walk(&[("{", "}")]) {
+            let (i, t) = (step.at, step.tok);
             // Union templates are left to the parser, which says they run on the GPU only.
-            if tokens.get(after).is_some_and(|n| n.is_word("union")) {
-                rest.push(t.clone());
-                i += 1;
-                continue;
+            if step.depth == 0
+                && t.is_word("template")
+                && Cursor::at(&tokens, i).is_at(1, "<")
+                && let (params, after) = params(&tokens, i + 2)?
+                && !Cursor::at(&tokens, after).is_word("union")
+            {
+                let next = Cursor::at(&tokens, after);
+                if next.is_word("struct") || next.is_word("class") {
+                    let (t, end) = struct_template(&tokens, i, after, params)?;
+                    balanced(&tokens[i..end])?;
+                    out.extend(t);
+                    from = end;
+                    continue 'walk;
+                }
+                let (end, body) = item_end(&tokens, after)?;
+                balanced(&tokens[i..end])?;
+                if body && let Some(t) = template(&tokens[i..end], after - i, params)? {
+                    out.push(t);
+                }
+                from = end;
+                continue 'walk;
             }
-            let (end, body) = item_end(&tokens, after);
-            if body && let Some(t) = template(&tokens[i..end], after - i, params)? {
-                out.push(t);
-            }
-            i = end;
-            continue;
+            rest.push(t.clone());
         }
-        if t.is_punct("{") {
-            depth += 1;
-        } else if t.is_punct("}") {
-            depth = depth.saturating_sub(1);
-        }
-        rest.push(t.clone());
-        i += 1;
+        return Ok((rest, out));
     }
-    Ok((rest, out))
 }
 
 /// The parameters from just after `template <` to the closing `>`; returns them and the index
 /// just past the `>`.
-fn params(tokens: &[Token], mut i: usize) -> Result<(Vec<TParam>, usize), Diagnostic> {
+fn params(tokens: &[Token], i: usize) -> Result<(Vec<TParam>, usize), Diagnostic> {
+    let head = tokens[i - 2].span;
+    let Ok((pieces, past)) = Cursor::at(tokens, i).template_args() else {
+        return Err(Diagnostic::error("this template's parameter list has no closing `>`")
+            .at(head)
+            .help("write it like `template <typename T, int N>`"));
+    };
+    let close = tokens[past - 1].span;
     let mut params = Vec::new();
-    let start = tokens.get(i.saturating_sub(2)).map(|t| t.span);
-    loop {
-        let mut words = Vec::new();
-        let mut default = None;
-        let mut paren = 0usize;
-        while let Some(t) = tokens.get(i) {
-            if paren == 0 && (t.is_punct(",") || t.is_punct(">")) {
-                break;
-            }
-            if paren == 0 && t.is_punct("=") {
-                let mut d = Vec::new();
-                i += 1;
-                while let Some(t) = tokens.get(i) {
-                    if paren == 0 && (t.is_punct(",") || t.is_punct(">")) {
-                        break;
-                    }
-                    paren = match &t.tok {
-                        Tok::Punct("(") => paren + 1,
-                        Tok::Punct(")") => paren.saturating_sub(1),
-                        _ => paren,
-                    };
-                    d.push(t.clone());
-                    i += 1;
-                }
-                default = Some(d);
-                break;
-            }
-            paren = match &t.tok {
-                Tok::Punct("(") => paren + 1,
-                Tok::Punct(")") => paren.saturating_sub(1),
-                _ => paren,
-            };
-            words.push(t.clone());
-            i += 1;
-        }
-        let Some(close) = tokens.get(i) else {
-            return Err(Diagnostic::error("this template's parameter list has no closing `>`")
-                .at(start.unwrap_or_default())
-                .help("write it like `template <typename T, int N>`"));
+    for piece in pieces {
+        // `unsigned BLOCK = 256`: the default is what follows the first `=` outside parentheses.
+        let eq = Cursor::at(&piece, 0).walk(ROUND).find(|s| s.depth == 0 && s.tok.is_punct("=")).map(|s| s.at);
+        let (words, default) = match eq {
+            Some(k) => (&piece[..k], Some(piece[k + 1..].to_vec())),
+            None => (&piece[..], None),
         };
         let is_type = words.first().is_some_and(|w| w.is_word("typename") || w.is_word("class"));
         match words.last().map(|w| &w.tok) {
@@ -165,43 +137,52 @@ fn params(tokens: &[Token], mut i: usize) -> Result<(Vec<TParam>, usize), Diagno
                 let is_bool = words.len() == 2 && words[0].is_word("bool");
                 params.push(TParam { name: name.clone(), is_type, is_bool, default });
             }
-            _ if words.is_empty() && params.is_empty() && close.is_punct(">") => {}
             _ => {
-                let at = words.first().map_or(close.span, |w| w.span);
+                let at = words.first().map_or(close, |w| w.span);
                 return Err(Diagnostic::error("expected a template parameter like `typename T` or `int N`")
                     .at(at)
                     .help("gridlab takes type parameters (`typename T`, `class T`) and number parameters (`int N`, `unsigned BLOCK = 256`)"));
             }
         }
-        i += 1;
-        if close.is_punct(">") {
-            return Ok((params, i));
+    }
+    Ok((params, past))
+}
+
+/// The end of the item starting at `i`: just past its body's `}` (and `true`), or past a `;`
+/// that ends a declaration (and `false`); an error when a `{` of it never closes.
+fn item_end(tokens: &[Token], i: usize) -> Result<(usize, bool), Diagnostic> {
+    match Cursor::at(tokens, i).item_end(|_| true, |_| false) {
+        ItemEnd::Body(end) => Ok((end, true)),
+        ItemEnd::Declaration(end) | ItemEnd::Stopped(end) => Ok((end, false)),
+        ItemEnd::Unfinished { braces_closed: true } => Ok((tokens.len(), true)),
+        ItemEnd::Unfinished { braces_closed: false } => {
+            let open = tokens[i..].iter().find(|t| t.is_punct("{")).map_or(tokens[i].span, |t| t.span);
+            Err(Diagnostic::error("unclosed `{`")
+                .at(open)
+                .label("this `{` has no matching `}`")
+                .help("add `}` at the end of the template, in the same input"))
         }
     }
 }
 
-/// The end of the item starting at `i`: just past its body's `}` (and `true`), or past a `;`
-/// that ends a declaration (and `false`).
-fn item_end(tokens: &[Token], mut i: usize) -> (usize, bool) {
-    let mut depth = 0usize;
-    let mut paren = 0usize;
-    while let Some(t) = tokens.get(i) {
-        match &t.tok {
-            Tok::Punct("(") => paren += 1,
-            Tok::Punct(")") => paren = paren.saturating_sub(1),
-            Tok::Punct("{") => depth += 1,
-            Tok::Punct("}") => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    return (i + 1, true);
-                }
-            }
-            Tok::Punct(";") if depth == 0 && paren == 0 => return (i + 1, false),
-            _ => {}
+/// A template is kept as tokens until it is used, so a bracket in it that closes nothing, or
+/// that nothing closes, is said now, where it was written, not at some later use (or never).
+fn balanced(item: &[Token]) -> Result<(), Diagnostic> {
+    match Cursor::at(item, 0).unbalanced(ALL) {
+        None => Ok(()),
+        Some(Unbalanced::ClosesNothing(at)) => {
+            Err(Diagnostic::error(format!("this {} closes nothing", describe(&item[at].tok)))
+                .at(item[at].span)
+                .label("no bracket before it is open")
+                .help("remove it, or add the bracket it closes"))
         }
-        i += 1;
+        Some(Unbalanced::NeverClosed(at)) => {
+            Err(Diagnostic::error(format!("this {} is never closed", describe(&item[at].tok)))
+                .at(item[at].span)
+                .label("nothing after it closes it")
+                .help("add the bracket that closes it, in the same input"))
+        }
     }
-    (i, depth == 0)
 }
 
 /// `template <params> struct Name { ... };` (or `template <> struct Name<args> { ... };`) from
@@ -216,9 +197,9 @@ fn struct_template(
     let head = tokens[start].span;
     let mut k = at + 1;
     // `struct __align__(16) Name`: the attribute stays with the struct.
-    if tokens.get(k).is_some_and(|t| t.is_word("__align__") || t.is_word("__builtin_align__"))
-        && tokens.get(k + 1).is_some_and(|t| t.is_punct("("))
-        && let Some((_, past)) = Cursor::at(tokens, k + 2).pieces_to("(", ")")
+    let attribute = Cursor::at(tokens, k);
+    if (attribute.is_word("__align__") || attribute.is_word("__builtin_align__"))
+        && let Some(past) = Cursor::at(tokens, k + 1).closing("(", ")")
     {
         k = past;
     }
@@ -230,8 +211,8 @@ fn struct_template(
     let name_at = k;
     let mut body_at = k + 1;
     let mut specialises = None;
-    if tokens.get(k + 1).is_some_and(|t| t.is_punct("<")) {
-        let (args, past) = split_args(tokens, k + 2, tokens[k].span)?;
+    if Cursor::at(tokens, k).is_at(1, "<") {
+        let (args, past) = template_args(tokens, k + 2, tokens[k].span)?;
         if !params.is_empty() {
             return Err(Diagnostic::error("partial specialisations of a struct template run on the GPU backend only")
                 .at(tokens[k].span.to(tokens[past - 1].span))
@@ -248,12 +229,12 @@ fn struct_template(
             .at(tokens[k].span)
             .help(format!("write `template <> struct {name}<float> {{ ... }};`")));
     }
-    let (mut end, body) = item_end(tokens, body_at);
+    let (mut end, body) = item_end(tokens, body_at)?;
     if !body {
         // A declaration, `template <typename T> struct Box;`: it adds nothing.
         return Ok((None, end));
     }
-    if tokens.get(end).is_some_and(|t| t.is_punct(";")) {
+    if Cursor::at(tokens, end).is(";") {
         end += 1;
     }
     let mut item: Vec<Token> = tokens[at..=name_at].to_vec();
@@ -285,23 +266,9 @@ fn template(item: &[Token], header: usize, params: Vec<TParam>) -> Result<Option
     // attribute's.
     let mut open = open;
     while open > 0 && tokens[open - 1].is_word("__launch_bounds__") {
-        let mut depth = 0usize;
-        let mut j = open;
-        while let Some(t) = tokens.get(j) {
-            match &t.tok {
-                Tok::Punct("(") => depth += 1,
-                Tok::Punct(")") => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                _ => {}
-            }
-            j += 1;
-        }
-        match tokens[j..].iter().position(|t| t.is_punct("(")) {
-            Some(k) => open = j + k,
+        let Some(past) = Cursor::at(&tokens, open).closing("(", ")") else { return Ok(None) };
+        match tokens[past..].iter().position(|t| t.is_punct("(")) {
+            Some(k) => open = past + k,
             None => return Ok(None),
         }
     }
@@ -310,28 +277,11 @@ fn template(item: &[Token], header: usize, params: Vec<TParam>) -> Result<Option
     // `template <> __device__ int warpReduceSum<int>(...)`: a full specialisation, the function
     // for those arguments (not `operator>`, whose `>` is its name).
     if open >= 2 && tokens[open - 1].is_punct(">") && !tokens[open - 2].is_word("operator") {
-        let mut depth = 0usize;
-        let mut lt = open - 1;
-        loop {
-            match &tokens[lt].tok {
-                Tok::Punct(">") => depth += 1,
-                Tok::Punct("<") => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                _ => {}
-            }
-            if lt == 0 {
-                return Ok(None);
-            }
-            lt -= 1;
-        }
+        let Some(lt) = Cursor::at(&tokens, open - 1).opening("<", ">") else { return Ok(None) };
         if lt == 0 {
             return Ok(None);
         }
-        let (args, past) = split_args(&tokens, lt + 1, tokens[lt - 1].span)?;
+        let (args, past) = template_args(&tokens, lt + 1, tokens[lt - 1].span)?;
         if !params.is_empty() {
             return Err(Diagnostic::error("a function template cannot be partially specialised")
                 .at(tokens[lt - 1].span.to(tokens[past - 1].span))
@@ -374,7 +324,7 @@ impl Template {
     /// that type; others take their defaults. `None` when some parameter stays unknown.
     pub fn deduce(&self, args: &[Option<&str>]) -> Option<Vec<Vec<Token>>> {
         let open = self.name_at + 1;
-        let (params, _) = Cursor::at(&self.tokens, open + 1).pieces_to("(", ")")?;
+        let (params, _) = Cursor::at(&self.tokens, open + 1).pieces(")", ROUND)?;
         let mut out: Vec<Option<Vec<Token>>> = vec![None; self.params.len()];
         for (decl, arg) in params.iter().zip(args) {
             let Some(c_type) = arg else { continue };
@@ -414,9 +364,9 @@ pub fn rewrite_uses(
         let t = &tokens[i];
         if let Tok::Ident(name) = &t.tok
             && let Some(known) = templates.get(name)
-            && tokens.get(i + 1).is_some_and(|n| n.is_punct("<"))
+            && Cursor::at(&tokens, i).is_at(1, "<")
         {
-            let (args, end) = split_args(&tokens, i + 2, t.span)?;
+            let (args, end) = template_args(&tokens, i + 2, t.span)?;
             let span = t.span.to(tokens[end - 1].span);
             let inst = instance(name, &known.params, args, span)?;
             out.push(Token { tok: Tok::Ident(inst.name.clone()), span: t.span });
@@ -428,7 +378,7 @@ pub fn rewrite_uses(
         // checker's types; a declaration (`float sq(float x)`) follows a type word instead.
         if let Tok::Ident(name) = &t.tok
             && let Some(Known { params, is_struct: false }) = templates.get(name)
-            && tokens.get(i + 1).is_some_and(|n| n.is_punct("("))
+            && Cursor::at(&tokens, i).is_at(1, "(")
             && !tokens[..i].last().is_some_and(|p| matches!(&p.tok, Tok::Ident(w) if w != "return"))
         {
             let example: Vec<String> = params.iter().map(|p| p.name.clone()).collect();
@@ -447,45 +397,14 @@ pub fn rewrite_uses(
     Ok((out, instances))
 }
 
-/// The arguments from just after `<` to the matching `>`, split at top-level commas; returns
-/// them and the index just past the `>`.
-fn split_args(tokens: &[Token], mut i: usize, at: Span) -> Result<(Vec<Vec<Token>>, usize), Diagnostic> {
-    let mut args = vec![Vec::new()];
-    let (mut paren, mut angle) = (0usize, 0usize);
-    while let Some(t) = tokens.get(i) {
-        match &t.tok {
-            Tok::Punct("(") | Tok::Punct("[") => paren += 1,
-            Tok::Punct(")") | Tok::Punct("]") => paren = paren.saturating_sub(1),
-            Tok::Punct("<") if paren == 0 => angle += 1,
-            Tok::Punct(">") if paren == 0 && angle == 0 => {
-                if args.len() == 1 && args[0].is_empty() {
-                    args.clear();
-                }
-                return Ok((args, i + 1));
-            }
-            Tok::Punct(">") if paren == 0 => angle -= 1,
-            // `Box<Max<float>>`: C++11 reads `>>` as two closing brackets here.
-            Tok::Punct(">>") if paren == 0 && angle > 0 => {
-                args.last_mut().expect("one argument at least").push(Token { tok: Tok::Punct(">"), span: t.span });
-                if args.len() == 1 && args[0].is_empty() {
-                    args.clear();
-                }
-                return Ok((args, i + 1));
-            }
-            Tok::Punct(",") if paren == 0 && angle == 0 => {
-                args.push(Vec::new());
-                i += 1;
-                continue;
-            }
-            Tok::Punct(";") | Tok::Punct("{") | Tok::Punct("}") => break,
-            _ => {}
-        }
-        args.last_mut().expect("one argument at least").push(t.clone());
-        i += 1;
-    }
-    Err(Diagnostic::error("this template's arguments have no closing `>`")
-        .at(at)
-        .help("write the arguments in angle brackets, e.g. `reduce<float, 256>(...)`"))
+/// The arguments from just after `<` to the matching `>` (the use of a template named at
+/// `at`); returns them and the index just past the `>`.
+fn template_args(tokens: &[Token], i: usize, at: Span) -> Result<(Vec<Vec<Token>>, usize), Diagnostic> {
+    Cursor::at(tokens, i).template_args().map_err(|_| {
+        Diagnostic::error("this template's arguments have no closing `>`")
+            .at(at)
+            .help("write the arguments in angle brackets, e.g. `reduce<float, 256>(...)`")
+    })
 }
 
 /// The instance of template `name` for `args`, with defaults filled in and number arguments
@@ -648,7 +567,7 @@ pub fn instantiate(t: &Template, inst: &Instance) -> Vec<Token> {
     out.extend(substitute(tail, &t.params, &inst.args));
     if t.is_struct {
         for k in t.name_at + 1..out.len() {
-            if out[k].is_word(&t.name) && !out.get(k + 1).is_some_and(|n| n.is_punct("<")) {
+            if out[k].is_word(&t.name) && !Cursor::at(&out, k).is_at(1, "<") {
                 out[k].tok = Tok::Ident(inst.name.clone());
             }
         }

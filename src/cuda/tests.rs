@@ -749,6 +749,23 @@ mod props {
             add(&toks.concat());
         }
 
+        /// Every pass that walks brackets meets them unbalanced, in every pairing, around the
+        /// words that send tokens to it (cooperative groups, templates, macros, decorations):
+        /// an error or a module, never a panic (debug builds check every subtraction).
+        #[test]
+        fn bracket_soup_around_every_pass_never_panics(picks in proptest::collection::vec(any::<prop::sample::Index>(), 0..40)) {
+            const PIECES: &[&str] = &[
+                "namespace cg = cooperative_groups;\n", "using namespace cooperative_groups;\n",
+                "__global__ void k(int *a) ", "__device__ int f", "template ", "template <typename T> ",
+                "struct ", "S ", "#define M(x) x\n", "M", "__attribute__", "extern \"C\" ", "__align__",
+                "cg::sync", "cg::this_thread_block()", "cg::tiled_partition", "cg::thread_block b = ",
+                "auto t = ", "b.sync", "t.shfl_down", "sync", "f<", "k<<<", ">>>", "(", ")", "[", "]",
+                "[[", "]]", "{", "}", "<", ">", ">>", ";", ",", "=", "x", "1", "int ", "\n",
+            ];
+            let text: String = picks.iter().map(|i| PIECES[i.index(PIECES.len())]).collect();
+            add(&text);
+        }
+
         #[test]
         fn mutated_seed_characters_never_panic(edits in proptest::collection::vec((any::<bool>(), any::<prop::sample::Index>(), any::<char>()), 1..8)) {
             let mut chars: Vec<char> = SEEDS.chars().collect();
@@ -1044,4 +1061,74 @@ fn a_label_without_goto_changes_nothing() {
     assert_eq!(kernel(&m, "k").body.len(), 2);
     let e = errors("__global__ void k(float *a) {\n    goto end;\n    end: a[0] = 1.0f;\n}");
     assert!(e.contains("goto is not supported by the simulator"), "{e}");
+}
+
+/// Input whose brackets never close, close twice or stand alone: every pass that walks tokens
+/// (the preprocessor, templates, cooperative groups, the parser) answers with an error at the
+/// learner's own line, never a panic (debug builds check every subtraction).
+#[test]
+fn hostile_brackets_are_an_error_at_the_learners_line() {
+    let cases: &[(&str, usize)] = &[
+        ("namespace cg = cooperative_groups;\n__global__ void k(int *a) {\n cg::sync) ;\n}", 3),
+        ("namespace cg = cooperative_groups;\n__global__ void k(int *a) {\n cg::sync ]\n}", 3),
+        ("namespace cg = cooperative_groups;\n__global__ void k(int *a) {\n auto t = cg::tiled_partition<8>);\n}", 3),
+        (
+            "namespace cg = cooperative_groups;\n__global__ void k(int *a) {\n cg::thread_block b = cg::this_thread_block();\n b.sync) ;\n}",
+            4,
+        ),
+        ("using namespace cooperative_groups;\n__global__ void k(int *a) {\n sync(\n}", 3),
+        (">", 1),
+        ("\n>>", 2),
+        ("__global__ void k(int *a) {\n k<<<1, 1(a);\n}", 2),
+        ("__global__ void k(int *a) {\n a[0] = 1;\n}\n>>>", 4),
+        (
+            "template <typename T>\n__device__ T f(T x) { return x; }\n__global__ void k(float *a) { a[0] = f<float(1.0f); }",
+            3,
+        ),
+        (
+            "template <typename T>\n__device__ T f(T x) { return x; }\n__global__ void k(float *a) { a[0] = f<float>>(1.0f); }",
+            3,
+        ),
+        ("\ntemplate <typename T", 2),
+        ("\ntemplate <int N> __global__ void k(int *a) { a[0] = N;", 2),
+        ("\ntemplate <int N> __global__ void k(int *a) ) }", 2),
+        ("\n\ntemplate <> __device__ int f<int>(int x { return x; }", 3),
+        ("template <typename T>\n__device__ T f(T x) { return (x; }", 2),
+        ("\ntemplate <typename T> struct Box<T { T v; };", 2),
+        ("#define M(a) a\n__global__ void k(int *a) {\n a[0] = M(1;\n}", 3),
+        ("#define M(a) a\n__global__ void k(int *a) {\n a[0] = M(1]);\n}", 3),
+        ("__global__ void k(int *a) __attribute__((\n{ }", 1),
+        ("extern \"C\" {\n__global__ void k(int *a) { }", 1),
+        ("__global__ void k(int *a) {\n [[ a[0] = 1;\n}", 2),
+        ("__global__ void k(int *a) {\n a[0] = (1;\n}", 2),
+        ("__global__ void k(int *a) {\n a[0] = 1);\n}", 2),
+        ("}\n", 1),
+        (")", 1),
+        ("(", 1),
+        ("__global__ void k(int *a) { a[0] = 1; }\n}", 2),
+        ("struct P {\n int v;\n __device__ int get(int x { return v; }\n};", 3),
+        ("struct P {\n int v;\n __device__ int get()) { return v; }\n};", 3),
+        ("\nstruct __align__(16 P { int x; };", 2),
+        ("template <typename T> struct Box {\n T v;\n __device__ T get( { return v; }\n};", 3),
+    ];
+    for (text, line) in cases {
+        let e = errors(text);
+        assert!(e.contains(&format!("<input 1>:{line}:")), "for\n{text}\nexpected an error at line {line}, got:\n{e}");
+    }
+    // Nothing at all is nothing to check.
+    module("");
+    module("  \n ");
+}
+
+/// A template parameter's default may hold angle brackets of its own, closed by `>>` as C++11
+/// reads it, and a comparison in parentheses.
+#[test]
+fn template_defaults_nest_brackets_as_cpp_reads_them() {
+    let m = module(
+        "template <typename T> struct Box { T v; };\n\
+         template <typename T, typename B = Box<T>> __device__ T unbox(B b) { return b.v; }\n\
+         template <int N = 4, bool Big = (N > 2)> __device__ int f() { return N + Big; }\n\
+         __global__ void k(int *a) { Box<int> b; b.v = 3; a[0] = unbox<int>(b) + f<>() + f<1>(); }",
+    );
+    assert!(m.kernel("k").is_some());
 }

@@ -926,7 +926,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lang",
-        args: Args::Choice { value: None, words: &["cuda", "python"] },
+        args: Args::Choice { value: None, words: &["cuda", "python"], what: "a language gridlab teaches" },
         aliases: &[],
         summary: "the language lessons are in: CUDA C or Python (Numba)",
         help: "`:lang python` shows the lessons in Numba's Python (`@cuda.jit`, `kernel[blocks, threads](a)`), with each kernel's CUDA C beside it; `:lang cuda` in CUDA C. Exercises put their starter in that language and check your kernel in it. The choice is saved with your progress (`--lang` on the command line). At the prompt both languages always work.",
@@ -1075,21 +1075,12 @@ fn load_guide(session: &mut Session, out: &mut dyn Write) -> io::Result<Result<(
 }
 
 /// `:lang [cuda|python]`: say which language lessons are in, or switch and show the step again.
-pub fn cmd_lang(session: &mut Session, Call { args, .. }: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
-    let style = session.style().clone();
-    let word = args.trim();
-    let lang = match word {
+pub fn cmd_lang(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
+    let lang = match call.args.trim() {
         "" => None,
         w => match Lang::parse(w) {
             Some(l) => Some(l),
-            None => {
-                writeln!(
-                    out,
-                    "{} `{w}` is not a language gridlab teaches: `:lang cuda` (CUDA C) or `:lang python` (Numba)",
-                    style.error("error:")
-                )?;
-                return Ok(Status::Error);
-            }
+            None => return call.not_a_choice(session, out),
         },
     };
     if !has_guide(session) {

@@ -32,6 +32,17 @@ impl Call<'_> {
         writeln!(out, "usage: :{} {}", self.spec.name, self.spec.args.synopsis())?;
         Ok(Status::Error)
     }
+
+    /// The word typed is none of the command's choices: the one message for it, from the row
+    /// (what a word names, and the words in the synopsis). Dispatch says it before the command
+    /// runs ([`Args::accepts`]), so a command's function meets only its own words.
+    pub fn not_a_choice(&self, session: &Session, out: &mut dyn Write) -> io::Result<Status> {
+        let what = match self.spec.args {
+            Args::Choice { what, .. } => what,
+            _ => "what it takes",
+        };
+        self.usage(session, out, &format!("`{}` is not {what}", self.args))
+    }
 }
 
 /// What a command takes after its name: `:help` shows it as a synopsis, Tab completes it.
@@ -40,8 +51,9 @@ pub enum Args {
     /// Nothing.
     None,
     /// Optionally one of `words`, or a `value` of the learner's (`[N|default]`): Tab offers
-    /// the words.
-    Choice { value: Option<&'static str>, words: &'static [&'static str] },
+    /// the words. Without a `value`, dispatch refuses any other word before the command runs,
+    /// saying it is not `what` (`a schedule`) and listing the words.
+    Choice { value: Option<&'static str>, words: &'static [&'static str], what: &'static str },
     /// A file of the learner's, as the synopsis says (`[--force] FILE`): Tab offers paths, and a
     /// lesson may not run the command (a course never reads or writes the learner's files).
     Path(&'static str),
@@ -58,12 +70,21 @@ impl Args {
     pub fn synopsis(&self) -> String {
         match self {
             Args::None => String::new(),
-            Args::Choice { value, words } => {
+            Args::Choice { value, words, .. } => {
                 format!("[{}]", value.iter().chain(words.iter()).copied().collect::<Vec<_>>().join("|"))
             }
             Args::Path(s) | Args::Text(s) => s.to_string(),
             Args::Lesson => "[ID]".into(),
             Args::Command => "[topic]".into(),
+        }
+    }
+
+    /// Whether `args` (trimmed) may reach the command: anything, but for a choice of words
+    /// alone, nothing or one of them. The command judges the rest (a number, a path).
+    pub fn accepts(&self, args: &str) -> bool {
+        match self {
+            Args::Choice { value: None, words, .. } => args.is_empty() || words.contains(&args),
+            _ => true,
         }
     }
 }

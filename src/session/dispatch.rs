@@ -86,7 +86,13 @@ pub fn run(session: &mut Session, line: &str, out: &mut dyn Write) -> io::Result
     let (name, args) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
     let all = commands_of(session);
     match find(&all, name) {
-        Some(spec) => (spec.run)(session, Call { name, args: args.trim(), spec }, out),
+        Some(spec) => {
+            let call = Call { name, args: args.trim(), spec };
+            if !spec.args.accepts(call.args) {
+                return call.not_a_choice(session, out);
+            }
+            (spec.run)(session, call, out)
+        }
         None => {
             let style = session.style();
             let suggestion = crate::diag::suggest::closest(name, entries(&all).iter().map(|e| e.name))
@@ -184,7 +190,8 @@ mod tests {
     }
 
     use super::*;
-    use crate::backend::sim::SimConfig;
+    use crate::backend::BackendKind;
+    use crate::backend::sim::{Schedule, SimConfig};
     use crate::session::Options;
 
     fn run_on_sim(script: &str) -> (Status, String) {
@@ -230,6 +237,38 @@ mod tests {
         assert!(help.contains(":max-steps [N|default]"), "{help}");
         let (_, device) = run_on_sim(":device\n");
         assert!(device.replace('\n', " ").contains("50,000,000 for one warp"), "{device}");
+    }
+
+    #[test]
+    fn a_word_that_is_no_choice_is_refused_from_the_row_before_the_command_runs() {
+        let choices: Vec<_> = listing(&[])
+            .into_iter()
+            .filter_map(|c| match c.args {
+                Args::Choice { value: None, words, what } => Some((c.name, words, what)),
+                _ => None,
+            })
+            .collect();
+        assert!(choices.len() >= 2, "the session has choice commands: {choices:?}");
+        for (name, words, what) in choices {
+            let mut s = Session::new(Options::default());
+            let before = s.record.history().len();
+            let mut out = Vec::new();
+            assert_eq!(run(&mut s, &format!(":{name} sideways"), &mut out).unwrap(), Status::Error, ":{name}");
+            let out = String::from_utf8(out).unwrap();
+            let usage = format!("usage: :{name} [{}]", words.join("|"));
+            assert_eq!(out, format!("error: `sideways` is not {what}\n{usage}\n"), ":{name}");
+            assert_eq!(s.record.history().len(), before, "a refused `:{name}` changes nothing");
+        }
+        // Each word of a row is one its command reads.
+        let words = |name: &str| match find(&listing(&[]), name).map(|c| c.args) {
+            Some(Args::Choice { words, .. }) => words,
+            _ => panic!("`:{name}` takes a choice"),
+        };
+        assert!(words("backend").iter().all(|w| BackendKind::parse(w).is_some()));
+        assert!(words("schedule").iter().all(|w| Schedule::parse(w).is_some()));
+        let (status, out) = run_on_sim(":schedule lockstep\n:schedule\n");
+        assert_eq!(status, Status::Ok, "{out}");
+        assert!(out.ends_with("schedule: lockstep\n"), "{out}");
     }
 
     #[test]

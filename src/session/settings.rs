@@ -58,7 +58,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "backend",
-        args: Args::Choice { value: None, words: &["sim", "gpu", "auto"] },
+        args: Args::Choice { value: None, words: &["sim", "gpu", "auto"], what: "a backend" },
         aliases: &[],
         summary: "show or choose where kernels run",
         help: "`sim` is gridlab's CPU simulator: it runs everywhere and reports races and out-of-bounds accesses. `gpu` runs on an NVIDIA GPU; `auto` picks the GPU when one works.",
@@ -74,7 +74,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "schedule",
-        args: Args::Choice { value: None, words: &["random", "lockstep", "sequential"] },
+        args: Args::Choice { value: None, words: &["random", "lockstep", "sequential"], what: "a schedule" },
         aliases: &[],
         summary: "show or set how the simulator interleaves threads",
         help: "`random` (default) interleaves warps in a seeded random order, as a GPU might; `lockstep` advances every resident warp one step at a time; `sequential` runs one thread at a time to completion (or to a barrier): what a CPU loop computes, the reference answer for racy kernels.",
@@ -82,7 +82,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "max-steps",
-        args: Args::Choice { value: Some("N"), words: &["default"] },
+        args: Args::Choice { value: Some("N"), words: &["default"], what: "a step budget" },
         aliases: &[],
         summary: "show or set the simulator's step budget per launch",
         help: "The simulator stops a launch that takes more than N warp steps in all, or a single warp that takes more than a quarter of N, with a step-limit finding (\"possible infinite loop\"): an endless loop ends there instead of hanging the session. On the sequential schedule a step runs one lane, so both are 32 times as many. `:max-steps` shows the budget, `:max-steps 1000000000` raises it for a kernel that really needs more (a bigger budget lets an endless loop run longer before it is stopped), `:max-steps default` puts back 200,000,000. `--max-steps N` sets it on the command line.",
@@ -303,9 +303,7 @@ fn backend(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::Re
         writeln!(out, "backend: {label} ({what})")?;
         return Ok(Status::Ok);
     }
-    let Some(kind) = BackendKind::parse(args) else {
-        return call.usage(session, out, &format!("`{args}` is not a backend"));
-    };
+    let Some(kind) = BackendKind::parse(args) else { return call.not_a_choice(session, out) };
     match session.switch_backend(kind) {
         Ok(msg) => {
             writeln!(out, "{msg}")?;
@@ -348,7 +346,7 @@ fn schedule(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::R
             writeln!(out, "schedule: {}", s.name())?;
             Ok(Status::Ok)
         }
-        None => call.usage(session, out, &format!("`{args}` is not a schedule")),
+        None => call.not_a_choice(session, out),
     }
 }
 
