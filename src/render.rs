@@ -8,6 +8,7 @@ pub mod findings;
 pub mod handout;
 pub mod info;
 pub mod launch;
+pub mod listing;
 pub mod map;
 pub mod markdown;
 pub mod pager;
@@ -110,8 +111,7 @@ pub fn signature(f: &Function) -> String {
     format!("{name}({})", params.join(", "))
 }
 
-/// A table that wraps its cells to fit `width` columns: the tables of `:buffers`, `:device`,
-/// `:kernels` and `:info`.
+/// A table that wraps its cells to fit `width` columns: the listings (`listing.rs`) and `:info`.
 pub fn fitted_table(width: usize) -> comfy_table::Table {
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);

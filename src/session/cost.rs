@@ -7,7 +7,7 @@
 
 use std::io::{self, Write};
 
-use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
+use crate::render::listing::{Listing, write_listing};
 
 use super::{Session, Status};
 use crate::backend::sim::{Schedule, SimConfig};
@@ -335,25 +335,26 @@ impl Session {
                 Err(msg) => return self.view_error(out, &msg),
             }
         }
-        let mut table = Table::new();
-        table.load_preset(UTF8_FULL_CONDENSED);
-        table.force_no_tty();
-        table.set_header(["", "name", "GPU", "SMs", "clock", "DRAM", "L2", "shared/SM"]);
-        let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+        // As wide as its content: the GPUs' names stay on one line.
+        let mut table = Listing {
+            header: vec!["", "name", "GPU", "SMs", "clock", "DRAM", "L2", "shared/SM"],
+            right: vec![3, 4, 5, 6, 7],
+            ..Listing::default()
+        };
         for p in cost::PROFILES {
             let chosen = p == self.reference();
-            table.add_row(vec![
-                Cell::new(if chosen { "▶" } else { "" }),
-                Cell::new(p.name),
-                Cell::new(p.title),
-                right(p.sms.to_string()),
-                right(format!("{:.2} GHz", p.clock_ghz)),
-                right(format!("{:.2} TB/s", p.dram_gbs / 1000.0)),
-                right(format!("{} MB", p.l2_bytes >> 20)),
-                right(format!("{} KB", p.shared_per_sm >> 10)),
+            table.row([
+                (if chosen { "▶" } else { "" }).to_string(),
+                p.name.to_string(),
+                p.title.to_string(),
+                p.sms.to_string(),
+                format!("{:.2} GHz", p.clock_ghz),
+                format!("{:.2} TB/s", p.dram_gbs / 1000.0),
+                format!("{} MB", p.l2_bytes >> 20),
+                format!("{} KB", p.shared_per_sm >> 10),
             ]);
         }
-        writeln!(out, "{table}")?;
+        write_listing(out, self.options.style.width, &table)?;
         if self.backends.sim_config().cost.is_none() {
             writeln!(
                 out,

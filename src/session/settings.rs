@@ -5,14 +5,13 @@
 
 use std::io::{self, Write};
 
-use comfy_table::ColumnConstraint;
-
 use super::command::{Args, Call, CommandSpec};
 use super::{Session, Status};
 use crate::backend::BackendKind;
 use crate::backend::sim::{Schedule, SimConfig};
 use crate::cuda::ItemKind;
 use crate::render;
+use crate::render::listing::{Listing, write_listing};
 
 /// The session's own commands, in the order `:help` lists them after `:help` itself.
 pub const COMMANDS: &[CommandSpec] = &[
@@ -167,10 +166,9 @@ fn buffers(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Resul
         writeln!(out, "no buffers or scalars yet; make one with `let a = zeros(1000)`")?;
         return Ok(Status::Ok);
     }
-    let mut t = render::fitted_table(session.style().width);
-    t.set_header(["name", "kind", "dtype", "shape", "bytes"]);
+    let mut t = Listing::new(&["name", "kind", "dtype", "shape", "bytes"]);
     for (name, b) in session.work.buffers() {
-        t.add_row([
+        t.row([
             name.clone(),
             "buffer".into(),
             b.dtype().to_string(),
@@ -179,31 +177,30 @@ fn buffers(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Resul
         ]);
     }
     for (name, v) in session.work.scalars() {
-        t.add_row([name.clone(), "scalar".into(), v.type_name(), String::new(), String::new()]);
+        t.row([name.clone(), "scalar".into(), v.type_name(), String::new(), String::new()]);
     }
-    writeln!(out, "{t}")?;
+    write_listing(out, session.style().width, &t)?;
     Ok(Status::Ok)
 }
 
 /// `:device`: the backend's device as a table of properties.
 fn device(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
     let width = session.style().width;
-    let mut t = render::fitted_table(width);
-    t.set_header(["", "device"]);
+    let mut t = Listing::new(&["", "device"]);
     if let Some(gpu) = session.active_gpu() {
         let i = gpu.info().clone();
         let [bx, by, bz] = i.max_block;
         let [gx, gy, gz] = i.max_grid;
-        t.add_row(["backend".to_string(), format!("gpu {}: {}", i.ordinal, i.name)]);
-        t.add_row(["compute capability".to_string(), format!("{}.{}", i.compute_capability.0, i.compute_capability.1)]);
-        t.add_row(["SMs".to_string(), i.sm_count.to_string()]);
-        t.add_row(["memory".to_string(), format!("{:.1} GiB", i.total_mem as f64 / f64::from(1u32 << 30))]);
-        t.add_row(["peak memory bandwidth".to_string(), format!("{:.0} GB/s", i.peak_bandwidth_gbs)]);
-        t.add_row(["threads per block".to_string(), format!("at most {}", i.max_threads_per_block)]);
-        t.add_row(["block".to_string(), format!("at most ({bx}, {by}, {bz})")]);
-        t.add_row(["grid".to_string(), format!("at most ({gx}, {gy}, {gz})")]);
-        t.add_row(["shared memory".to_string(), format!("{} KiB per block", i.max_shared_per_block / 1024)]);
-        t.add_row([
+        t.row(["backend".to_string(), format!("gpu {}: {}", i.ordinal, i.name)]);
+        t.row(["compute capability".to_string(), format!("{}.{}", i.compute_capability.0, i.compute_capability.1)]);
+        t.row(["SMs".to_string(), i.sm_count.to_string()]);
+        t.row(["memory".to_string(), format!("{:.1} GiB", i.total_mem as f64 / f64::from(1u32 << 30))]);
+        t.row(["peak memory bandwidth".to_string(), format!("{:.0} GB/s", i.peak_bandwidth_gbs)]);
+        t.row(["threads per block".to_string(), format!("at most {}", i.max_threads_per_block)]);
+        t.row(["block".to_string(), format!("at most ({bx}, {by}, {bz})")]);
+        t.row(["grid".to_string(), format!("at most ({gx}, {gy}, {gz})")]);
+        t.row(["shared memory".to_string(), format!("{} KiB per block", i.max_shared_per_block / 1024)]);
+        t.row([
             "CUDA".to_string(),
             format!(
                 "driver {}.{}, NVRTC {}.{}",
@@ -215,10 +212,10 @@ fn device(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result
         ]);
     } else {
         let config = session.backends.sim_config().clone();
-        t.add_row(["backend", "sim: gridlab's CPU simulator of CUDA C"]);
-        t.add_row(["threads", "run as warps of 32 lanes in lockstep; warps interleave like a GPU's"]);
-        t.add_row(["schedule".to_string(), format!("{} (seed {})", schedule_name(config.schedule), config.seed)]);
-        t.add_row([
+        t.row(["backend", "sim: gridlab's CPU simulator of CUDA C"]);
+        t.row(["threads", "run as warps of 32 lanes in lockstep; warps interleave like a GPU's"]);
+        t.row(["schedule".to_string(), format!("{} (seed {})", schedule_name(config.schedule), config.seed)]);
+        t.row([
             "step budget".to_string(),
             format!(
                 "{} warp steps per launch, {} for one warp (`:max-steps` changes it); 32 times as many on the sequential schedule, which runs one lane per step",
@@ -226,10 +223,10 @@ fn device(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result
                 crate::diag::text::thousands((config.max_steps / 4).max(1))
             ),
         ]);
-        t.add_row(["limits", "CUDA's: 1024 threads per block, block (1024, 1024, 64), grid (2147483647, 65535, 65535), 48 KiB shared memory per block"]);
-        t.add_row(["SMs", "none: it has no hardware to fill (an H100 has 132); `:backend gpu` and `gridlab doctor` tell about a real GPU"]);
+        t.row(["limits", "CUDA's: 1024 threads per block, block (1024, 1024, 64), grid (2147483647, 65535, 65535), 48 KiB shared memory per block"]);
+        t.row(["SMs", "none: it has no hardware to fill (an H100 has 132); `:backend gpu` and `gridlab doctor` tell about a real GPU"]);
     }
-    writeln!(out, "{t}")?;
+    write_listing(out, width, &t)?;
     Ok(Status::Ok)
 }
 
@@ -258,30 +255,25 @@ fn kernels(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Resul
         writeln!(out, "no kernels yet; type one, starting with `__global__ void` (or `@cuda.jit` in Python)")?;
         return Ok(Status::Ok);
     }
-    let mut t = render::fitted_table(session.style().width);
-    t.set_header(["kind", "signature", "defined at"]);
+    let mut t = Listing::new(&["kind", "signature", "defined at"]);
     for row in python {
-        t.add_row(row);
+        t.row(row);
     }
     for f in program.functions.iter().filter(|f| !lowered(&f.name)) {
         let kind = match f.kind {
             crate::cuda::ast::FuncKind::Kernel => "__global__",
             crate::cuda::ast::FuncKind::Device => "__device__",
         };
-        t.add_row([kind.to_string(), render::signature(f), session.work.sources().location(f.name_span)]);
+        t.row([kind.to_string(), render::signature(f), session.work.sources().location(f.name_span)]);
     }
     // GPU-only functions are marked: the simulator does not run them.
     for (item, g) in gpu_only {
         let kind = if item.kind == ItemKind::Kernel { "__global__ (GPU only)" } else { "__device__ (GPU only)" };
-        t.add_row([kind.to_string(), g.signature(&item.name), session.work.sources().location(item.span)]);
+        t.row([kind.to_string(), g.signature(&item.name), session.work.sources().location(item.span)]);
     }
     // Kinds and locations stay whole; a long signature wraps instead.
-    for i in [0, 2] {
-        if let Some(c) = t.column_mut(i) {
-            c.set_constraint(ColumnConstraint::ContentWidth);
-        }
-    }
-    writeln!(out, "{t}")?;
+    t.whole = vec![0, 2];
+    write_listing(out, session.style().width, &t)?;
     Ok(Status::Ok)
 }
 
