@@ -262,6 +262,11 @@ struct Mem<'b> {
     /// Per buffer made with `empty`, a flag per element nothing wrote before the launch (`None`
     /// for every other buffer): read before this launch writes it, it is uninitialised.
     buf_unset: &'b [Option<Vec<bool>>],
+    /// Per buffer, whether the launch assumes nothing writes it (the kernel takes it through
+    /// `const` pointers only): its reads then need no race shadow, since they race with
+    /// nothing, and a write to it voids the run (`conflict`), which runs again without the
+    /// assumption (see `run`).
+    read_only: &'b [bool],
     /// Per static: index into `Block::shared` or `globals`.
     slot: Vec<u32>,
     globals: Vec<&'b mut [u8]>,
@@ -412,6 +417,7 @@ impl Mem<'_> {
         let mut local_set = None;
         let mut unset: Option<&[bool]> = None;
         let mut tag: Option<&[AtomicU64]> = None;
+        let mut ro = false;
         let (bytes, sh, elem): (&mut [u8], Option<&mut [Shadow]>, u32) = if region >= STATIC_REGION_BASE {
             let i = (region - STATIC_REGION_BASE) as usize;
             let st = k.statics.get(i).ok_or(Fault::Invalid)?;
@@ -437,6 +443,7 @@ impl Mem<'_> {
             let i = region as usize - 1;
             unset = self.buf_unset.get(i).and_then(|u| u.as_deref());
             tag = self.tags.and_then(|t| t.bufs.get(i)).map(|t| &t[..]);
+            ro = self.read_only.get(i) == Some(&true);
             (&mut *self.bufs[i], self.buf_shadow.get_mut(i).map(|s| &mut **s), self.buf_elem[i])
         } else {
             return Err(Fault::Invalid);
@@ -469,6 +476,11 @@ impl Mem<'_> {
                     t.out_of_bounds.push((memory::report_index(off, elem), who.thread));
                 }
             }
+            return Ok(None);
+        }
+        if ro && access != Access::Read {
+            // Made nothing: the launch runs again without assuming the buffer is only read.
+            self.conflict = true;
             return Ok(None);
         }
         if let Some(t) = tag
@@ -527,8 +539,8 @@ impl Mem<'_> {
         {
             // Element sizes are powers of two: a shift instead of a division on every access.
             let index = if elem.count_ones() == 1 { off >> elem.trailing_zeros() } else { off / elem };
-            if tag.is_some_and(<[AtomicU64]>::is_empty) {
-                // A read-only buffer on a worker thread (see `access_warp`).
+            if ro {
+                // A read-only buffer (see `access_warp`).
                 if unset.is_some_and(|u| u.get(index as usize) == Some(&true)) {
                     reports.uninit(region, index, who.thread as u64, who.pc);
                     reports.poisoned = true;
@@ -891,6 +903,12 @@ impl Machine<'_, '_> {
             warp.steps += 1;
             self.total += 1;
             self.mem.clock = self.total;
+            if self.mem.conflict && self.log.is_none() {
+                // A write to a buffer assumed read-only, on one thread: the launch runs again
+                // (see `run`), whatever else this step did.
+                self.stop = Some(Stop::Conflict);
+                return true;
+            }
             if warp.steps > self.max_warp || self.total > self.max_total {
                 self.stop.get_or_insert(Stop::StepLimit { warp: warp.steps > self.max_warp });
             }
@@ -1087,6 +1105,7 @@ impl Machine<'_, '_> {
             buf_elem,
             buf_shadow,
             buf_unset,
+            read_only,
             slot,
             globals,
             global_shadow,
@@ -1100,13 +1119,14 @@ impl Machine<'_, '_> {
         // The region's bytes, race shadow, element size and (on a worker thread) tags; whether
         // its elements start unwritten (shared memory), or which do (a buffer made with `empty`).
         #[allow(clippy::type_complexity)]
-        let (bytes, sh, elem, fresh_all, unset, tag): (
+        let (bytes, sh, elem, fresh_all, unset, tag, ro): (
             &mut [u8],
             Option<&mut [Shadow]>,
             u32,
             bool,
             Option<&[bool]>,
             Option<&[AtomicU64]>,
+            bool,
         ) = if region >= STATIC_REGION_BASE {
             let i = (region - STATIC_REGION_BASE) as usize;
             let (Some(st), Some(&slot)) = (k.statics.get(i), slot.get(i)) else { return false };
@@ -1120,6 +1140,7 @@ impl Machine<'_, '_> {
                         true,
                         None,
                         shared_tags.get(slot).map(|t| &t[..]),
+                        false,
                     ),
                     None => return false,
                 },
@@ -1131,6 +1152,7 @@ impl Machine<'_, '_> {
                         false,
                         None,
                         tags.and_then(|t| t.globals.get(slot)).map(|t| &t[..]),
+                        false,
                     ),
                     None => return false,
                 },
@@ -1145,6 +1167,7 @@ impl Machine<'_, '_> {
                 false,
                 buf_unset.get(i).and_then(|u| u.as_deref()),
                 tags.and_then(|t| t.bufs.get(i)).map(|t| &t[..]),
+                read_only.get(i) == Some(&true),
             )
         } else {
             return false;
@@ -1160,6 +1183,12 @@ impl Machine<'_, '_> {
         });
         if !ok {
             return false;
+        }
+        if ro && store {
+            // Nothing of it is made: the launch runs again without assuming the buffer is
+            // only read.
+            *conflict = true;
+            return true;
         }
         if let Some(t) = tag {
             let elem = elem.max(1) as i64;
@@ -1186,10 +1215,10 @@ impl Machine<'_, '_> {
             }
             // Touch every lane's shadow first: the lanes' cache misses then overlap instead of
             // each waiting for the one before it (the checks are a chain of dependencies).
-            if tag.is_some_and(<[AtomicU64]>::is_empty) {
-                // A read-only buffer on a worker thread: nothing writes it in this launch (a
-                // write is a conflict), so a read races with nothing, and reads only what was
-                // written before the launch (see `parallel.rs`).
+            if ro {
+                // A read-only buffer: nothing writes it in this launch (a write is a conflict),
+                // so a read races with nothing, and reads only what was written before the
+                // launch; it has no shadow.
                 lanes!(mask, |l| if unset.is_some_and(|u| u.get(index[l]) == Some(&true)) {
                     self.reports.uninit(region, index[l] as i64, who.at(l).thread as u64, who.site);
                     poisoned |= 1 << l;
@@ -1859,26 +1888,49 @@ pub fn run(
 ) -> Outcome {
     let start = Instant::now();
     let workers = parallel::workers(kernel, spec, config);
-    if workers > 1 {
-        // What the buffers held, for the run on one thread after a speculation that failed; a
-        // read-only one keeps it (a write to it is a conflict, which is never made).
-        let read_only = read_only(program, spec, bufs.len());
+    let read_only = read_only(program, spec, bufs.len());
+    // On one thread, buffers the kernel takes as `const` need no race shadow while nothing
+    // writes them; the run that assumes so keeps a copy of the other buffers, to run again
+    // from if a write comes (through a cast). Only where the shadows it saves (24 bytes an
+    // element) outweigh that copy, so that a launch needs no more memory than without it.
+    let bytes = |ro: bool| -> (u64, u64) {
+        let mut n = (0, 0);
+        for ((b, e), r) in bufs.iter().zip(&buf_elem).zip(&read_only) {
+            if *r == ro {
+                n.0 += b.len() as u64;
+                n.1 += (b.len() / (*e).max(1) as usize) as u64;
+            }
+        }
+        n
+    };
+    let saved = bytes(true).1 * std::mem::size_of::<Shadow>() as u64;
+    let assume =
+        config.findings && !config.trace_writes && config.watch.is_none() && saved > 0 && saved >= bytes(false).0;
+    if workers > 1 || assume {
+        // What the buffers held, for a run after one that failed; a read-only one keeps it (a
+        // write to it is a conflict, which is never made).
         let before: Vec<Option<Vec<u8>>> =
             bufs.iter().zip(&read_only).map(|(b, ro)| (!ro).then(|| b.to_vec())).collect();
-        let views = bufs.iter_mut().map(|b| &mut **b).collect();
         let args = (kernel, program, spec, names, config);
-        if let Some(mut out) = launch(args, views, buf_elem.clone(), &buf_unset, scratch, workers, start) {
-            out.workers = workers;
-            return out;
-        }
-        for (b, s) in bufs.iter_mut().zip(before) {
-            if let Some(s) = s {
-                b.copy_from_slice(&s);
+        let tries = [(workers > 1).then_some(workers), assume.then_some(1)];
+        for threads in tries.into_iter().flatten() {
+            let views = bufs.iter_mut().map(|b| &mut **b).collect();
+            if let Some(mut out) =
+                launch(args, views, buf_elem.clone(), &buf_unset, &read_only, scratch, threads, start)
+            {
+                out.workers = threads;
+                return out;
+            }
+            for (b, s) in bufs.iter_mut().zip(&before) {
+                if let Some(s) = s {
+                    b.copy_from_slice(s);
+                }
             }
         }
     }
-    launch((kernel, program, spec, names, config), bufs, buf_elem, &buf_unset, scratch, 1, start)
-        .expect("a launch on one thread always ends")
+    let writable = vec![false; bufs.len()];
+    launch((kernel, program, spec, names, config), bufs, buf_elem, &buf_unset, &writable, scratch, 1, start)
+        .expect("a launch that assumes nothing always ends")
 }
 
 /// Per buffer, whether the kernel takes it only through `const` pointers, so reads it only (a
@@ -1898,12 +1950,13 @@ fn read_only(program: &Program, spec: &LaunchSpec, buffers: usize) -> Vec<bool> 
 
 /// One run of a launch begun at `start`: on this thread (`workers` 1), or speculated on
 /// `workers` threads (see `parallel.rs`), `None` when the speculation failed.
-#[allow(clippy::type_complexity)]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 fn launch(
     (kernel, program, spec, names, config): (&Kernel, &Program, &LaunchSpec, &[String], &SimConfig),
     bufs: Vec<&mut [u8]>,
     buf_elem: Vec<u32>,
     buf_unset: &[Option<Vec<bool>>],
+    read_only: &[bool],
     scratch: &mut Vec<Vec<Shadow>>,
     workers: usize,
     start: Instant,
@@ -1912,10 +1965,11 @@ fn launch(
     let mut shadow_store: Vec<Vec<Shadow>> = bufs
         .iter()
         .zip(&buf_elem)
-        .map(|(b, e)| {
+        .zip(read_only)
+        .map(|((b, e), ro)| {
             let mut v = scratch.pop().unwrap_or_default();
             v.clear();
-            if findings {
+            if findings && !ro {
                 v.resize(b.len() / *e.max(&1) as usize, Shadow::default());
             }
             v
@@ -2003,8 +2057,7 @@ fn launch(
         )
     };
     let bufs_bytes: u64 = bufs.iter().map(|b| b.len() as u64).sum();
-    let tags =
-        (workers > 1).then(|| parallel::Tags::new(&bufs, &buf_elem, &globals, &read_only(program, spec, bufs.len())));
+    let tags = (workers > 1).then(|| parallel::Tags::new(&bufs, &buf_elem, &globals, read_only));
     let max_total = config.max_steps.saturating_mul(if seq { WARP as u64 } else { 1 });
     let mut m = Machine {
         k: kernel,
@@ -2020,6 +2073,7 @@ fn launch(
             buf_elem,
             buf_shadow: shadow_store.iter_mut().map(|v| &mut v[..]).collect(),
             buf_unset,
+            read_only,
             slot,
             globals: globals.iter_mut().map(|v| &mut v[..]).collect(),
             global_shadow: global_shadow.iter_mut().map(|v| &mut v[..]).collect(),
@@ -2072,7 +2126,11 @@ fn launch(
         }
         None
     } else {
-        schedule(&mut m, spec.grid.count(), config, start)
+        let busiest = schedule(&mut m, spec.grid.count(), config, start);
+        if m.mem.conflict {
+            return None;
+        }
+        busiest
     };
     // What the launch wrote of a buffer made with `empty` is written from now on. Without
     // findings there are no shadows to tell: all of it counts as written.

@@ -2135,6 +2135,52 @@ fn any_number_of_threads_gives_the_same_launch() {
     }
 }
 
+/// A kernel writing through a cast to a buffer it takes as `const` (`CONST` is `const`, or as
+/// many spaces, so that every span is the same without it).
+const CAST_AWAY: &str = r#"
+__global__ void through_cast(CONST float *a, float *b, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    b[i] = a[(i + 33) % n];
+    if (i % 3 == 0) printf("thread %d read %.1f\n", i, b[i]);
+    ((float *) a)[i] = b[i] + 1.0f;
+}
+"#;
+
+/// A launch assumes a `const` buffer is only read, and keeps no race shadow for it; a write
+/// through a cast runs the launch again without the assumption: the same races (between
+/// blocks too), values, output and cost as the kernel taking the buffer plain, on any number
+/// of threads and schedule.
+#[test]
+fn a_write_through_a_cast_to_a_const_buffer_is_found_as_without_const() {
+    let n = 512usize;
+    let av: Vec<f64> = (0..n).map(|i| (i % 5) as f64).collect();
+    for (schedule, seed) in [(Schedule::Random, 1), (Schedule::Lockstep, 0), (Schedule::Sequential, 0)] {
+        for threads in [1, 2] {
+            let run = |qualifier: &str| {
+                let config = SimConfig { schedule, seed, threads, time_limit: None, ..SimConfig::default() };
+                let mut sim = Sim::of(&CAST_AWAY.replace("CONST", qualifier)).config(config);
+                let (mut a, mut b) = (floats(&av), floats(&vec![0.0; n]));
+                let r = sim.launch("through_cast", lin(8), lin(64), &mut [&mut a, &mut b], &[ScalarArg::I32(n as i32)]);
+                let races = r.findings.iter().filter(|f| matches!(f, Finding::Race { .. })).count();
+                let seen = format!(
+                    "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+                    a.to_f64_vec(),
+                    b.to_f64_vec(),
+                    r.findings,
+                    r.output,
+                    r.steps,
+                    r.cost.map(|c| c.totals)
+                );
+                (seen, races)
+            };
+            let (cast, races) = run("const");
+            let what = format!("{schedule:?} seed {seed}, {threads} threads");
+            assert_eq!(cast, run("     ").0, "{what}");
+            assert!(races > 0, "{what}: {cast}");
+        }
+    }
+}
+
 const ATOMIC_AND_MATH_KERNELS: &str = r#"
 __global__ void count_uniform(int *c, int *idx) {
     atomicAdd(c, 1);
