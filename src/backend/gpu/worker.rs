@@ -576,6 +576,11 @@ impl Worker {
         }
     }
 
+    /// A launch that did not finish is done with its buffers and its "before" copies.
+    fn release_launch(&mut self, bufs: Vec<DeviceBuffer>, snaps: Vec<(u64, DeviceBuffer)>) {
+        self.release_all(bufs.into_iter().chain(snaps.into_iter().map(|(_, d)| d)));
+    }
+
     /// The launch's two timing events, made on first use.
     fn events(&mut self) -> Result<(sys::CUevent, sys::CUevent), result::DriverError> {
         if let Some(pair) = self.events {
@@ -836,7 +841,7 @@ impl Worker {
                     .and_then(|_| sys::cuMemsetD8_v2(d.data() + d.len as u64, PATTERN, GUARD_BYTES).result())
             };
             if let Err(e) = r {
-                self.release_all(bufs.into_iter().chain(snaps.into_iter().map(|(_, d)| d)));
+                self.release_launch(bufs, snaps);
                 return failed("filling the guard regions", e);
             }
         }
@@ -863,7 +868,7 @@ impl Worker {
         let (start_ev, stop_ev) = match self.events() {
             Ok(pair) => pair,
             Err(e) => {
-                self.release_all(bufs.into_iter().chain(snaps.into_iter().map(|(_, d)| d)));
+                self.release_launch(bufs, snaps);
                 return failed("creating timing events", e);
             }
         };
@@ -874,7 +879,7 @@ impl Worker {
             // Before every launch, as the simulator starts each launch from them: a kernel
             // that writes a `__device__` variable the session set sees the set values again.
             if let Err(r) = self.set_symbols(&req.symbols) {
-                self.release_all(bufs.into_iter().chain(snaps.into_iter().map(|(_, d)| d)));
+                self.release_launch(bufs, snaps);
                 return r;
             }
             // SAFETY: the function, its arguments and the buffers are valid for the launch.
@@ -896,7 +901,7 @@ impl Worker {
                 }
                 let response = failed(&format!("running `{}`", req.kernel), e);
                 if !matches!(response, Response::Failed { sticky: true, .. }) {
-                    self.release_all(bufs.into_iter().chain(snaps.into_iter().map(|(_, d)| d)));
+                    self.release_launch(bufs, snaps);
                 }
                 return response;
             }
@@ -952,7 +957,7 @@ impl Worker {
             }
             let response = failed(&format!("running `{}`", req.kernel), e);
             if !matches!(response, Response::Failed { sticky: true, .. }) {
-                self.release_all(bufs.into_iter().chain(snaps.into_iter().map(|(_, d)| d)));
+                self.release_launch(bufs, snaps);
             }
             return response;
         }
