@@ -97,78 +97,55 @@ impl GpuProfile {
     }
 }
 
+/// The default profile, which the H200's shares but for its memory.
+const H100: GpuProfile = GpuProfile {
+    name: "h100",
+    title: "NVIDIA H100 SXM5 80GB",
+    sms: 132,
+    clock_ghz: 1.98,
+    dram_gbs: 3350.0,
+    dram_efficiency: 0.82,
+    l2_bytes: 50 << 20,
+    l2_gbs: 7000.0,
+    l1_shared_bytes: 256 << 10,
+    shared_per_sm: 228 << 10,
+    max_warps_per_sm: 64,
+    max_blocks_per_sm: 32,
+    regs_per_sm: 65536,
+    fp64_ratio: 0.5,
+    l1_latency: 35.0,
+    l2_latency: 260.0,
+    dram_latency: 1000.0,
+    same_address_atomic_ns: 1.8,
+    same_address_int_atomic_ns: 0.75,
+    atomic_units: 64,
+    atomic_unit_bytes: 1024,
+    atomic_sector_ns: 0.5,
+    launch_us: 5.7,
+    block_launch_ns: 80.0,
+    source: "NVIDIA H100 datasheet and Hopper whitepaper (SMs, clock, HBM3 3.35 TB/s, 50 MB L2, 228 KB \
+             shared per SM); DRAM efficiency and the cost of a block measured on an H100 in this project \
+             (vector add 2^26: 0.295 ms; 2^18 blocks of 64 threads copying 64 MiB: 165 us, about 80 ns \
+             per block per SM); the launch, atomic rates and atomic units measured by \
+             bench/cost/calibrate on an H100 (an empty kernel: 5.7 us; one atomic per warp on one \
+             address: 1.8 ns float, 0.75 ns integer; 2^20 integer atomics over 128 B to 1 MB: 310 us \
+             within 1 KB, 97 us over 4 KB, 35 us over 16 KB, 20 us over 64 KB); latencies from public \
+             microbenchmarks of Hopper",
+    validation: Some(Validation { launches: 94, median_error: 1.14, within_1_5: 0.95, worst: 1.9, date: "2026-11-27" }),
+};
+
 /// The GPUs the model knows; the first is the default.
 pub const PROFILES: &[GpuProfile] = &[
-    GpuProfile {
-        name: "h100",
-        title: "NVIDIA H100 SXM5 80GB",
-        sms: 132,
-        clock_ghz: 1.98,
-        dram_gbs: 3350.0,
-        dram_efficiency: 0.82,
-        l2_bytes: 50 << 20,
-        l2_gbs: 7000.0,
-        l1_shared_bytes: 256 << 10,
-        shared_per_sm: 228 << 10,
-        max_warps_per_sm: 64,
-        max_blocks_per_sm: 32,
-        regs_per_sm: 65536,
-        fp64_ratio: 0.5,
-        l1_latency: 35.0,
-        l2_latency: 260.0,
-        dram_latency: 1000.0,
-        same_address_atomic_ns: 1.8,
-        same_address_int_atomic_ns: 0.75,
-        atomic_units: 64,
-        atomic_unit_bytes: 1024,
-        atomic_sector_ns: 0.5,
-        launch_us: 5.7,
-        block_launch_ns: 80.0,
-        source: "NVIDIA H100 datasheet and Hopper whitepaper (SMs, clock, HBM3 3.35 TB/s, 50 MB L2, 228 KB \
-                 shared per SM); DRAM efficiency and the cost of a block measured on an H100 in this project \
-                 (vector add 2^26: 0.295 ms; 2^18 blocks of 64 threads copying 64 MiB: 165 us, about 80 ns \
-                 per block per SM); the launch, atomic rates and atomic units measured by \
-                 bench/cost/calibrate on an H100 (an empty kernel: 5.7 us; one atomic per warp on one \
-                 address: 1.8 ns float, 0.75 ns integer; 2^20 integer atomics over 128 B to 1 MB: 310 us \
-                 within 1 KB, 97 us over 4 KB, 35 us over 16 KB, 20 us over 64 KB); latencies from public \
-                 microbenchmarks of Hopper",
-        validation: Some(Validation {
-            launches: 94,
-            median_error: 1.14,
-            within_1_5: 0.95,
-            worst: 1.9,
-            date: "2026-11-27",
-        }),
-    },
+    H100,
     GpuProfile {
         name: "h200",
         title: "NVIDIA H200 SXM 141GB",
-        sms: 132,
-        clock_ghz: 1.98,
         dram_gbs: 4800.0,
-        dram_efficiency: 0.82,
-        l2_bytes: 50 << 20,
-        l2_gbs: 7000.0,
-        l1_shared_bytes: 256 << 10,
-        shared_per_sm: 228 << 10,
-        max_warps_per_sm: 64,
-        max_blocks_per_sm: 32,
-        regs_per_sm: 65536,
-        fp64_ratio: 0.5,
-        l1_latency: 35.0,
-        l2_latency: 260.0,
-        dram_latency: 1000.0,
-        same_address_atomic_ns: 1.8,
-        same_address_int_atomic_ns: 0.75,
-        atomic_units: 64,
-        atomic_unit_bytes: 1024,
-        atomic_sector_ns: 0.5,
-        launch_us: 5.7,
-        block_launch_ns: 80.0,
         source: "NVIDIA H200 datasheet (the H100's GH100 chip: 132 SMs, 1.98 GHz, 50 MB L2, 228 KB shared per \
                  SM; HBM3e at 4.8 TB/s); the rest is the H100's, measured there, on the same chip: not yet \
                  validated on an H200 (bench/cost/validate)",
         validation: None,
+        ..H100
     },
     GpuProfile {
         name: "a100",

@@ -73,8 +73,8 @@ pub fn run_lesson(
         return Ok(result);
     }
     let mut runner = Runner::new(&mut session, result, quiet, out);
-    // Everything the lesson's blocks printed so far, for the figures its prose quotes.
-    let mut printed_so_far = String::new();
+    // The figures the lesson's blocks printed so far, for those its prose quotes.
+    let mut printed_so_far = Vec::new();
     let file = std::fs::read_to_string(&lesson.path).unwrap_or_default();
     for (i, step) in lesson.steps.iter().enumerate() {
         let step_start = Instant::now();
@@ -93,7 +93,9 @@ pub fn run_lesson(
                     if !shown.is_empty() {
                         compare_output(&mut runner, lesson, &shown, &printed, &mut case)?;
                     }
-                    printed_so_far.push_str(&printed);
+                    if lang == Lang::Cuda {
+                        printed_so_far.extend(figures::printed(&printed));
+                    }
                 }
                 Part::Exercise(ex) => exercise(&mut runner, lesson, ex, mode, lang, &mut case)?,
             }
@@ -171,17 +173,16 @@ fn compare_figures(
     file: &str,
     step: &crate::lesson::Step,
     intro: &str,
-    printed_so_far: &str,
+    printed: &[figures::Figure],
     case: &mut Case,
 ) -> io::Result<()> {
     if runner.session.on_gpu() {
         return Ok(());
     }
-    let printed = figures::printed(printed_so_far);
     let prose = step.parts.iter().filter_map(|p| if let Part::Prose(md) = p { Some(md.as_str()) } else { None });
     for md in std::iter::once(intro).chain(prose) {
         for figure in figures::in_prose(md) {
-            if figures::backed(&figure, &printed) {
+            if figures::backed(&figure, printed) {
                 continue;
             }
             let number =
