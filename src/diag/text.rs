@@ -40,6 +40,15 @@ pub fn format_us(us: f64) -> String {
     }
 }
 
+/// Items in prose: "`a`", "`a` and `b`", "`a`, `b` and `c`".
+pub fn list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 /// `1048576` -> `1,048,576`.
 pub fn thousands(n: impl Into<u128>) -> String {
     let s = n.into().to_string();
@@ -56,6 +65,15 @@ pub fn thousands(n: impl Into<u128>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lists_read_as_prose() {
+        let items = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(list(&items(&[])), "");
+        assert_eq!(list(&items(&["`a`"])), "`a`");
+        assert_eq!(list(&items(&["`a`", "`b`"])), "`a` and `b`");
+        assert_eq!(list(&items(&["`a`", "`b`", "`c`"])), "`a`, `b` and `c`");
+    }
 
     #[test]
     fn numbers_read_the_same_everywhere() {

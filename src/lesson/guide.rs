@@ -173,6 +173,38 @@ impl Guide {
         Ok(self.step)
     }
 
+    /// `:next` from a step whose inputs were not all run: define, quietly, what they would have
+    /// defined and the session still lacks (kernels, functions, `let` names), so the steps ahead
+    /// find what they build on. Nothing of the learner's is replaced, launches and views are not
+    /// run, and an exercise is left to the learner: its solution, defined quietly, would pass
+    /// its `:check`. Returns the names defined.
+    pub fn fill_in_step(&self, session: &mut Session) -> io::Result<Vec<String>> {
+        let lesson = self.current();
+        let Some(step) = lesson.steps.get(self.step) else { return Ok(Vec::new()) };
+        if self.step + 1 >= lesson.steps.len() {
+            // The next lesson starts afresh: nothing of this one is needed there.
+            return Ok(Vec::new());
+        }
+        let mut sink = Vec::new();
+        let mut defined = Vec::new();
+        for part in &step.parts {
+            let code = match part {
+                Part::Cuda(code) | Part::Python(code) | Part::Gridlab(code) if !code.refused => code.clone(),
+                _ => continue,
+            };
+            let (inputs, _) = session.split(&lesson.path, &code.padded());
+            for input in &inputs {
+                if let Some(names) = session.new_names(input)
+                    && session.eval(&lesson.path, input, &mut sink)? == Status::Ok
+                {
+                    defined.extend(names);
+                }
+                sink.clear();
+            }
+        }
+        Ok(defined)
+    }
+
     /// After `:lang` switched: define the kernels of the steps before this one in the new
     /// language, quietly, so the statements of this step find them as the lesson writes them.
     /// Buffers and the learner's own kernels are left as they are. Returns how many were defined.
@@ -192,6 +224,11 @@ impl Guide {
             }
         }
         Ok(defined)
+    }
+
+    /// The current step's number as the learner reads it (from 1).
+    pub fn step_number(&self) -> usize {
+        self.step + 1
     }
 
     pub fn current(&self) -> &Lesson {
@@ -1129,7 +1166,22 @@ pub fn cmd_lang(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> i
 }
 
 pub fn cmd_next(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
-    with_guide(session, out, |g, _, out, style| g.next(out, style).map(|_| Status::Ok))
+    with_guide(session, out, |g, session, out, style| {
+        let defined = g.fill_in_step(session)?;
+        if !defined.is_empty() {
+            let names: Vec<String> = defined.iter().map(|n| format!("`{n}`")).collect();
+            let note = format!(
+                "(you moved past step {} without running all of it: its {} {} defined for you, as the lesson writes {}, for the steps that build on {})",
+                g.step_number(),
+                crate::diag::text::list(&names),
+                if names.len() == 1 { "is" } else { "are" },
+                if names.len() == 1 { "it" } else { "them" },
+                if names.len() == 1 { "it" } else { "them" },
+            );
+            writeln!(out, "{}", style.dim(&render::prose(&note, style)))?;
+        }
+        g.next(out, style).map(|_| Status::Ok)
+    })
 }
 
 pub fn cmd_back(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {

@@ -143,6 +143,50 @@ impl Session {
         }
     }
 
+    /// The names `input` would define when every one of them is new to the session: the items
+    /// of a CUDA snippet, the functions of a Python one, the name of a `let`. `None` when it
+    /// defines nothing, or would replace something the learner already has. A lesson uses it to
+    /// fill in what a step the learner moved past would have defined, without touching their work.
+    pub fn new_names(&self, input: &Input) -> Option<Vec<String>> {
+        let names: Vec<String> = match input.kind {
+            InputKind::Cuda => {
+                let names: Vec<String> = crate::cuda::sketch::sketch(&input.text).into_iter().map(|s| s.name).collect();
+                let module = self.work.module();
+                if names.iter().any(|n| module.items().iter().any(|i| &i.name == n)) {
+                    return None;
+                }
+                names
+            }
+            InputKind::Python => {
+                // Top-level `def`s; an input of imports only is safe to run again.
+                let names: Vec<String> = input
+                    .text
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("def "))
+                    .filter_map(|l| l.split('(').next())
+                    .map(|n| n.trim().to_string())
+                    .collect();
+                if names.iter().any(|n| self.work.python().get(n).is_some()) {
+                    return None;
+                }
+                names
+            }
+            InputKind::Statement => match script::parse_statement(0, &input.text).map(|s| s.kind) {
+                Ok(StmtKind::Let { name, .. }) if !self.work.is_bound(&name) => vec![name],
+                // `n = 128`, as Python writes a new name (see `statement`).
+                Ok(StmtKind::SetSymbol { name, .. })
+                    if !self.work.is_bound(&name)
+                        && !self.work.module().program().globals.iter().any(|g| g.var.name == name) =>
+                {
+                    vec![name]
+                }
+                _ => return None,
+            },
+            InputKind::Command => return None,
+        };
+        (!names.is_empty() || input.kind == InputKind::Python).then_some(names)
+    }
+
     /// Run one input. `name` is the file (or `<input N>`) it came from, for error locations.
     ///
     /// GPU results left on the device are read back before anything but another launch runs,

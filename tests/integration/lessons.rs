@@ -596,3 +596,20 @@ fn figures_in_prose_must_be_what_the_lesson_printed() {
         );
     }
 }
+
+#[test]
+fn a_step_moved_past_defines_what_the_steps_ahead_build_on_and_keeps_the_learners_own() {
+    let data = tempfile::tempdir().unwrap();
+    // Step 1 skipped whole: its kernel and buffer are defined, so step 2's launch finds them.
+    let run = in_home(data.path(), &["learn", "1"], ":next\nfill<<<1, 1>>>(a, len(a))\na\n");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let flat = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("you moved past step 1 without running all of it: its `fill` and `a` are defined"), "{flat}");
+    assert!(flat.contains("[0. 1. 2. 3.]"), "{flat}");
+    // A kernel and a buffer of the learner's own under those names are kept as they are.
+    let mine = "__global__ void fill(float *a, int n) { for (int i = 0; i < n; ++i) a[i] = 7; }\nlet a = zeros(2)\n";
+    let run = in_home(data.path(), &["learn", "1"], &format!("{mine}:next\nfill<<<1, 1>>>(a, len(a))\na\n"));
+    let flat = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(!flat.contains("you moved past"), "{flat}");
+    assert!(flat.contains("[7. 7.]"), "{flat}");
+}
