@@ -11,6 +11,7 @@ pub mod host;
 pub mod lower;
 pub mod parse;
 pub mod types;
+pub mod words;
 
 #[cfg(test)]
 mod tests;

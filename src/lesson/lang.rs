@@ -9,8 +9,8 @@
 //! launches in Numba's brackets (`k[blocks, threads](a)`), which the prompt takes for either
 //! language's kernels.
 
-use super::parse::split_top_level;
 use super::{Course, Exercise, Lang, Lesson, Part, Step};
+use crate::python::words;
 
 impl Course {
     /// The course as a learner of `lang` sees it.
@@ -83,7 +83,7 @@ fn project_step(step: &mut Step, lang: Lang) {
             Part::Gridlab(code) if code.lang.is_some_and(|l| l != lang) => {}
             Part::Gridlab(mut code) => {
                 if code.lang.is_none() && lang == Lang::Python {
-                    code.text = numba_launches(&code.text);
+                    code.text = words::launches(&code.text);
                 }
                 step.parts.push(Part::Gridlab(code));
             }
@@ -98,7 +98,7 @@ fn project_step(step: &mut Step, lang: Lang) {
     // take more warp steps) as `...`.
     if lang == Lang::Python {
         for shown in &mut step.outputs {
-            shown.text = numba_launches(&shown.text);
+            shown.text = words::launches(&shown.text);
         }
         for part in &mut step.parts {
             if let Part::Prose(md) = part {
@@ -111,10 +111,15 @@ fn project_step(step: &mut Step, lang: Lang) {
 /// Prose as a learner of `lang` reads it: a ` ```md cuda ` block's Markdown is part of the prose
 /// in CUDA C and left out in Python, a ` ```md numba ` block's the other way round
 /// (`lessons/README.md`). A block that holds fenced code is fenced with four backticks.
+///
+/// Prose both languages share is written in CUDA C's words; in Python, its quoted code
+/// (`threadIdx.x`, `__syncthreads()`, `k<<<g, b>>>`) is said in Numba's (`crate::python::words`),
+/// except in a sidebar headed **In Numba**, which compares the two on purpose.
 fn prose_in(md: &str, lang: Lang) -> String {
     let mut out = String::with_capacity(md.len());
     // The open twin block: its fence's length, and whether it is the learner's language.
     let mut open: Option<(usize, bool)> = None;
+    let mut shared = SharedProse::default();
     for line in md.split_inclusive('\n') {
         let t = line.trim();
         let ticks = t.len() - t.trim_start_matches('`').len();
@@ -125,13 +130,66 @@ fn prose_in(md: &str, lang: Lang) -> String {
                     out.push_str(line);
                 }
             }
-            None if ticks >= 3 => match twin_of(&t[ticks..]) {
-                Some(of) => open = Some((ticks, of == lang)),
-                None => out.push_str(line),
-            },
+            None if ticks >= 3 && twin_of(&t[ticks..]).is_some() => {
+                open = twin_of(&t[ticks..]).map(|of| (ticks, of == lang));
+            }
+            None if lang == Lang::Python => out.push_str(&shared.in_python(line)),
             None => out.push_str(line),
         }
     }
+    out
+}
+
+/// Where a line of shared prose stands, to say its quoted code in Numba's words.
+#[derive(Default)]
+struct SharedProse {
+    /// Inside a fenced block: whether it is a ` ```text ` block (quoted code), and its fence.
+    fence: Option<(bool, usize)>,
+    /// Inside a blockquote headed **In Numba**.
+    numba_sidebar: bool,
+}
+
+impl SharedProse {
+    fn in_python(&mut self, line: &str) -> String {
+        let t = line.trim_start_matches(['>', ' ']).trim_end();
+        let quoted = line.trim_start().starts_with('>');
+        if !quoted {
+            self.numba_sidebar = false;
+        } else if t.starts_with("**In Numba**") {
+            self.numba_sidebar = true;
+        }
+        let ticks = t.len() - t.trim_start_matches('`').len();
+        if ticks >= 3 {
+            match self.fence {
+                Some((_, n)) if ticks >= n && t[ticks..].is_empty() => self.fence = None,
+                Some(_) => {}
+                None => self.fence = Some((t[ticks..].trim() == "text", ticks)),
+            }
+            return line.to_string();
+        }
+        match self.fence {
+            _ if self.numba_sidebar => line.to_string(),
+            Some((true, _)) => words::words(line),
+            Some((false, _)) => line.to_string(),
+            None => code_spans_in_python(line),
+        }
+    }
+}
+
+/// Each `code span` of a line of prose in Numba's words.
+fn code_spans_in_python(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(open) = rest.find('`') {
+        let Some(len) = rest[open + 1..].find('`') else { break };
+        let span = &rest[open + 1..open + 1 + len];
+        out.push_str(&rest[..open]);
+        out.push('`');
+        out.push_str(&words::code(span));
+        out.push('`');
+        rest = &rest[open + len + 2..];
+    }
+    out.push_str(rest);
     out
 }
 
@@ -159,7 +217,7 @@ fn output_fences_in_python(md: &str) -> String {
             in_output = !in_output && t.trim_start_matches('`').split_whitespace().next() == Some("output");
             out.push_str(line);
         } else if in_output {
-            out.push_str(&numba_launches(line));
+            out.push_str(&words::launches(line));
         } else {
             out.push_str(line);
         }
@@ -185,61 +243,20 @@ fn exercise_in(ex: Exercise, lang: Lang) -> Exercise {
             let mut check = py.check.unwrap_or(ex.check);
             check.kernels = super::parse::python_signatures(&py.solution.text);
             Exercise {
-                task: py.task.unwrap_or(ex.task),
+                task: py.task.unwrap_or_else(|| prose_in(&ex.task, lang)),
                 line: ex.line,
                 starter: py.starter,
                 check,
                 solution: py.solution,
-                hints: if py.hints.is_empty() { ex.hints } else { py.hints },
+                hints: if py.hints.is_empty() {
+                    ex.hints.iter().map(|h| prose_in(h, lang)).collect()
+                } else {
+                    py.hints
+                },
                 python: None,
             }
         }
         (_, _) => Exercise { python: None, ..ex },
-    }
-}
-
-/// `k<<<g, b>>>(a)` as Numba writes it, `k[g, b](a)`, wherever a launch appears in `text`
-/// (statements, `:race`, `:time`, `cost` ...): `dim3(x, y)` becomes `(x, y)`, and the shared
-/// bytes and stream of `<<<g, b, bytes, stream>>>` trade places as Numba orders them
-/// (`[g, b, stream, bytes]`). Text with no launch comes back as it was.
-pub fn numba_launches(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(open) = rest.find("<<<") {
-        let Some(close) = rest[open..].find(">>>").map(|c| open + c) else { break };
-        let inner = &rest[open + 3..close];
-        let parts: Vec<String> = split_top_level(inner).into_iter().map(|p| dim(p.trim())).collect();
-        out.push_str(&rest[..open]);
-        let config = match parts.as_slice() {
-            [g, b] => format!("{g}, {b}"),
-            [g, b, bytes] => format!("{g}, {b}, 0, {bytes}"),
-            [g, b, bytes, stream] => format!("{g}, {b}, {stream}, {bytes}"),
-            _ => {
-                // Not a launch gridlab knows how to write in brackets: left as written.
-                out.push_str(&rest[open..close + 3]);
-                rest = &rest[close + 3..];
-                continue;
-            }
-        };
-        out.push('[');
-        out.push_str(&config);
-        out.push(']');
-        rest = &rest[close + 3..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// `dim3(x, y)` as a tuple `(x, y)`, `dim3(x)` as `x`; anything else as it is.
-fn dim(text: &str) -> String {
-    let Some(args) = text.strip_prefix("dim3").map(str::trim_start).and_then(|t| t.strip_prefix('(')) else {
-        return text.to_string();
-    };
-    let Some(args) = args.strip_suffix(')') else { return text.to_string() };
-    let items = split_top_level(args);
-    match items.as_slice() {
-        [one] => one.trim().to_string(),
-        many => format!("({})", many.iter().map(|s| s.trim()).collect::<Vec<_>>().join(", ")),
     }
 }
 
@@ -248,18 +265,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn launches_are_written_in_numbas_brackets() {
-        assert_eq!(numba_launches("k<<<4, 256>>>(a, n)"), "k[4, 256](a, n)");
-        assert_eq!(numba_launches(":race add<<<(n + 255) / 256, 256>>>(a)"), ":race add[(n + 255) / 256, 256](a)");
-        assert_eq!(
-            numba_launches("let c = cost mm<<<dim3(4, 4), dim3(16, 16)>>>(a, b, c, n)"),
-            "let c = cost mm[(4, 4), (16, 16)](a, b, c, n)"
+    fn shared_prose_quotes_code_in_numbas_words_for_python() {
+        let md = "Each thread reads `threadIdx.x`, then `__syncthreads()`; launch `k<<<g, 256>>>`.\n\n```text\ni = blockIdx.x * blockDim.x + threadIdx.x\n```\n\n```cuda\nint i = threadIdx.x;\n```\n\n> **In Numba**\n>\n> `cuda.grid(1)` is `blockIdx.x * blockDim.x + threadIdx.x`.\n\nAfter: `atomicAdd(&t[0], v)` and `a[i] += 0.5f`.\n\n```md numba\nTwin: `__global__` kept.\n```\n";
+        let py = prose_in(md, Lang::Python);
+        assert!(py.contains("reads `cuda.threadIdx.x`, then `cuda.syncthreads()`; launch `k[g, 256]`."), "{py}");
+        assert!(py.contains("```text\ni = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x\n```"), "{py}");
+        assert!(py.contains("```cuda\nint i = threadIdx.x;\n```"), "code blocks are code, not prose: {py}");
+        assert!(
+            py.contains("> `cuda.grid(1)` is `blockIdx.x * blockDim.x + threadIdx.x`."),
+            "the sidebar compares: {py}"
         );
-        assert_eq!(numba_launches("k<<<dim3(8), 32, 1024>>>(a)"), "k[8, 32, 0, 1024](a)");
-        assert_eq!(numba_launches("k<<<g, b, 1024, s>>>(a)"), "k[g, b, s, 1024](a)");
-        assert_eq!(numba_launches(":compare k1<<<1, 32>>>(a) k2<<<2, 16>>>(a)"), ":compare k1[1, 32](a) k2[2, 16](a)");
-        assert_eq!(numba_launches("let x = 1 << 3"), "let x = 1 << 3");
-        assert_eq!(numba_launches("x >> 2"), "x >> 2");
+        assert!(py.contains("After: `cuda.atomic.add(t, 0, v)` and `a[i] += 0.5`."), "{py}");
+        assert!(py.contains("Twin: `__global__` kept."), "a twin is written for its language: {py}");
+        assert_eq!(prose_in(md, Lang::Cuda).matches("threadIdx.x`").count(), 2, "CUDA C reads it as written");
     }
 
     #[test]

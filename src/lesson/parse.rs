@@ -623,23 +623,7 @@ fn config(text: &str, line: u32) -> Result<Config, String> {
 }
 
 /// Split at commas outside parentheses, brackets and braces (`shape = (4, 4), n = 16`).
-pub(super) fn split_top_level(text: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&text[start..]);
-    parts
-}
+pub(super) use crate::python::words::split_top_level;
 
 #[cfg(test)]
 mod tests {

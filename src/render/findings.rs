@@ -50,43 +50,14 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
     }
 }
 
-/// CUDA C in advice, said as Numba's Python says it.
+/// CUDA C in advice, said as Numba's Python says it (`crate::python::words`), with the global
+/// index as Numba's idiom, `cuda.grid(1)`.
 fn in_python(text: &str) -> String {
-    let mut s = text
+    let s = text
         .replace("blockIdx.x * blockDim.x + threadIdx.x", "cuda.grid(1)")
-        .replace("__syncthreads()", "cuda.syncthreads()")
-        .replace("__syncwarp()", "cuda.syncwarp()")
-        .replace("`if (i < n) { ... }`", "`if i < n:`");
-    // Quoted C conditions and updates read as Python: `if (i > n)` is `if i > n:`.
-    for (c, py) in [("&&", "and"), ("||", "or")] {
-        s = s.replace(&format!(" {c} "), &format!(" {py} "));
-    }
-    // `atomicAdd(&a[0], ...)` is `cuda.atomic.add(a, 0, ...)`, `atomicExch` `cuda.atomic.exch`.
-    for (c, py) in [("atomicAdd(&", "cuda.atomic.add("), ("atomicExch(&", "cuda.atomic.exch(")] {
-        while let Some(at) = s.find(c) {
-            let rest = &s[at + c.len()..];
-            let Some(open) = rest.find('[') else { break };
-            let Some(close) = rest.find(']') else { break };
-            if close < open {
-                break;
-            }
-            let (name, index) = (&rest[..open], &rest[open + 1..close]);
-            let tail = rest[close + 1..].to_string();
-            s = format!("{}{py}{name}, {index}{tail}", &s[..at]);
-        }
-    }
-    for axis in ["x", "y", "z"] {
-        for v in ["threadIdx", "blockIdx", "blockDim", "gridDim"] {
-            let c = format!("{v}.{axis}");
-            let marker = format!("\u{1}{v}.{axis}");
-            s = s
-                .replace(&format!("cuda.{c}"), &marker)
-                .replace(&c, &format!("cuda.{c}"))
-                .replace(&marker, &format!("cuda.{c}"));
-        }
-    }
-    // `As[12][0]` is `As[12, 0]` in Python.
-    s.replace("] = 0;`", "] = 0`").replace("][", ", ")
+        .replace("`if (i < n) { ... }`", "`if i < n:`")
+        .replace("] = 0;`", "] = 0`");
+    crate::python::words::words(&s)
 }
 
 fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {

@@ -93,18 +93,14 @@ pub fn run_lesson(
                     if !shown.is_empty() {
                         compare_output(&mut runner, lesson, &shown, &printed, &mut case)?;
                     }
-                    if lang == Lang::Cuda {
-                        printed_so_far.extend(figures::printed(&printed));
-                    }
+                    printed_so_far.extend(figures::printed(&printed));
                 }
                 Part::Exercise(ex) => exercise(&mut runner, lesson, ex, mode, lang, &mut case)?,
             }
         }
         runner.settle(Some(&mut case))?;
-        if lang == Lang::Cuda {
-            let intro = if i == 0 { lesson.intro.as_str() } else { "" };
-            compare_figures(&mut runner, lesson, &file, step, intro, &printed_so_far, &mut case)?;
-        }
+        let intro = if i == 0 { lesson.intro.as_str() } else { "" };
+        compare_figures(&mut runner, lesson, &file, step, intro, &printed_so_far, &mut case)?;
         case.elapsed = step_start.elapsed();
         runner.result.cases.push(case);
     }
@@ -164,9 +160,9 @@ fn compare_output(
 }
 
 /// The figures the step's prose quotes (`intro` too, for the first step): each must be one
-/// that the lesson's blocks printed up to the end of the step. Only for CUDA C on the
-/// simulator: the prose is shared by both languages and speaks of the CUDA C, and a GPU's
-/// figures differ from run to run.
+/// that the lesson's blocks printed up to the end of the step. In each language, against that
+/// language's run (prose that quotes counts has a twin per language); only on the simulator,
+/// because a GPU's figures differ from run to run.
 fn compare_figures(
     runner: &mut Runner<'_>,
     lesson: &Lesson,
