@@ -197,15 +197,20 @@ impl Session {
             } else {
                 format!("{required} to {}", kernel.params.len())
             };
-            return Err(Diagnostic::error(format!(
-                "`{}` takes {takes} argument{}, but {} {} given",
-                kernel.name,
-                if kernel.params.len() == 1 { "" } else { "s" },
-                launch.args.len(),
-                if launch.args.len() == 1 { "was" } else { "were" },
-            ))
-            .at(launch.span)
-            .help(format!("the kernel is `{}`", render::signature(kernel))));
+            let next_is_length = kernel
+                .params
+                .get(launch.args.len())
+                .is_some_and(|p| matches!(&p.ty, Type::Scalar(s) if s.is_integer()));
+            return Err(wrong_arg_count(
+                launch,
+                text,
+                &kernel.name,
+                &takes,
+                kernel.params.len(),
+                &render::signature(kernel),
+                next_is_length && launch.args.len() + 1 == required,
+                |name| self.work.buffer(name).is_some(),
+            ));
         }
         let mut names: Vec<String> = Vec::new();
         let mut args = Vec::with_capacity(launch.args.len());
@@ -896,6 +901,41 @@ impl Session {
             ))
             .at(e.span)),
         }
+    }
+}
+
+/// A launch with the wrong number of arguments (of either language's kernel), with the kernel's
+/// signature; when the one argument missing is a number right after an array (`k<<<1, 1>>>(a)`
+/// for `k(float *a, int n)`, as a Numba habit writes it), the launch with `len(a)` added.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn wrong_arg_count(
+    launch: &Launch,
+    text: &str,
+    kernel: &str,
+    takes: &str,
+    params: usize,
+    signature: &str,
+    length_missing: bool,
+    is_buffer: impl Fn(&str) -> bool,
+) -> Diagnostic {
+    let given = launch.args.len();
+    let d = Diagnostic::error(format!(
+        "`{kernel}` takes {takes} argument{}, but {given} {} given",
+        if params == 1 { "" } else { "s" },
+        if given == 1 { "was" } else { "were" },
+    ))
+    .at(launch.span);
+    // The length of the array just before it: `(a)` for `(a, n)`, not `(a, n)` for `(a, n, m)`.
+    let array = launch.args.last().and_then(|a| match &a.kind {
+        ExprKind::Name(name) if is_buffer(name) => Some(name.as_str()),
+        _ => None,
+    });
+    let typed = src(text, launch.span).trim_end();
+    match (length_missing, array, typed.strip_suffix(')')) {
+        (true, Some(array), Some(open)) => d.help(format!(
+            "the kernel is `{signature}`: a kernel does not know its array's length, so pass it, `{open}, len({array}))`"
+        )),
+        _ => d.help(format!("the kernel is `{signature}`")),
     }
 }
 

@@ -263,6 +263,23 @@ impl Session {
                 Diagnostic::error(format!("`{}` is not a Python kernel", launch.kernel)).at(launch.kernel_span),
             ]);
         };
+        if launch.args.len() != f.params.len() {
+            let params: Vec<&str> = f.params.iter().map(|(p, _)| p.as_str()).collect();
+            // A Python parameter has no type until a launch gives one: one the kernel never
+            // indexes is taken for a number, as when the kernel is read at its definition.
+            let guess = python::guess_types(&f);
+            let length = matches!(guess.get(launch.args.len()), Some(ArgType::Scalar(d)) if !d.is_float());
+            return Err(vec![super::launch::wrong_arg_count(
+                launch,
+                text,
+                &f.name,
+                &f.params.len().to_string(),
+                f.params.len(),
+                &format!("{}({})", f.name, params.join(", ")),
+                length && launch.args.len() + 1 == f.params.len(),
+                |name| self.work.buffer(name).is_some(),
+            )]);
+        }
         let mut types = Vec::new();
         let mut shapes = Vec::new();
         let given = self.work.python_mut().next_types.take().unwrap_or_default();
