@@ -242,6 +242,8 @@ fn exercise_in(ex: Exercise, lang: Lang) -> Exercise {
         (Lang::Python, Some(py)) => {
             let mut check = py.check.unwrap_or(ex.check);
             check.kernels = super::parse::python_signatures(&py.solution.text);
+            // A failed check quotes its launch: in the brackets the learner writes.
+            check.body.text = words::launches(&check.body.text);
             Exercise {
                 task: py.task.unwrap_or_else(|| prose_in(&ex.task, lang)),
                 line: ex.line,

@@ -436,36 +436,53 @@ pub struct LoopBarrier {
 pub fn barrier_only_inside_loop(text: &str, a: usize, b: usize) -> Option<LoopBarrier> {
     let code = without_comments(text);
     let (lo, hi) = (a.min(b), a.max(b));
-    let range = function_around(&code, lo);
-    let word_at = |i: usize, w: &[u8]| {
-        code[i..].starts_with(w)
-            && (i == 0 || !is_ident(code[i - 1]))
-            && code.get(i + w.len()).is_none_or(|&c| !is_ident(c))
-    };
-    // The innermost `for` or `while` whose braced body holds both accesses.
-    let mut inner: Option<(usize, usize, usize)> = None;
-    for i in range.start..lo {
-        if !(word_at(i, b"for") || word_at(i, b"while")) {
-            continue;
-        }
-        let Some(open) = (i..range.end).find(|&k| code[k] == b'(') else { continue };
-        let close = matching_close(&code, open, range.end);
-        let Some(brace) = (close + 1..range.end).find(|&k| !code[k].is_ascii_whitespace()) else { continue };
-        if code[brace] != b'{' {
-            continue;
-        }
-        let end = matching_brace(&code, brace, range.end);
-        if brace < lo && hi < end {
-            inner = Some((i, brace, end));
-        }
-    }
-    let (loop_at, _, end) = inner?;
-    let barriers: Vec<usize> = (lo..end).filter(|&k| word_at(k, b"__syncthreads")).collect();
+    let (loop_at, _, end) = innermost_loop(&code, lo, hi)?;
+    let barriers: Vec<usize> = (lo..end).filter(|&k| word_at(&code, k, b"__syncthreads")).collect();
     let between = barriers.iter().copied().find(|&k| k < hi)?;
     if barriers.iter().any(|&k| k > hi) {
         return None;
     }
     Some(LoopBarrier { loop_at, barrier_at: between })
+}
+
+/// Two accesses inside one loop whose body has no barrier at all (a tree reduction's
+/// `s[tid] += s[tid + stride]` with the `__syncthreads()` left out): each pass reads what the
+/// last one wrote, so the barrier belongs at the end of the body. Where the loop starts and
+/// where its body ends (its `}`), as byte offsets.
+pub fn loop_without_barrier(text: &str, a: usize, b: usize) -> Option<(usize, usize)> {
+    let code = without_comments(text);
+    let (loop_at, brace, end) = innermost_loop(&code, a.min(b), a.max(b))?;
+    let any = (brace..end).any(|k| word_at(&code, k, b"__syncthreads"));
+    (!any).then_some((loop_at, end))
+}
+
+fn word_at(code: &[u8], i: usize, w: &[u8]) -> bool {
+    code[i..].starts_with(w)
+        && (i == 0 || !is_ident(code[i - 1]))
+        && code.get(i + w.len()).is_none_or(|&c| !is_ident(c))
+}
+
+/// The innermost `for` or `while` whose braced body holds `lo..hi`: where it starts, its `{`
+/// and its `}`.
+fn innermost_loop(code: &[u8], lo: usize, hi: usize) -> Option<(usize, usize, usize)> {
+    let range = function_around(code, lo);
+    let mut inner: Option<(usize, usize, usize)> = None;
+    for i in range.start..lo {
+        if !(word_at(code, i, b"for") || word_at(code, i, b"while")) {
+            continue;
+        }
+        let Some(open) = (i..range.end).find(|&k| code[k] == b'(') else { continue };
+        let close = matching_close(code, open, range.end);
+        let Some(brace) = (close + 1..range.end).find(|&k| !code[k].is_ascii_whitespace()) else { continue };
+        if code[brace] != b'{' {
+            continue;
+        }
+        let end = matching_brace(code, brace, range.end);
+        if brace < lo && hi < end {
+            inner = Some((i, brace, end));
+        }
+    }
+    inner
 }
 
 /// The `}` that closes the `{` at `open`, or `end`.

@@ -521,6 +521,16 @@ fn race_advice(
                     at(lb.loop_at)
                 );
             }
+            if same_line
+                && first.span.source == second.span.source
+                && let Some((loop_at, _)) = advice::loop_without_barrier(&text, other, pos)
+            {
+                let at = sources.line_of(crate::diag::Span::new(second.span.source, loop_at, loop_at + 1));
+                return format!(
+                    "line {} reads what another thread wrote there in the loop's last pass, and nothing orders the passes: add __syncthreads() as the last thing in the body of the loop on line {at}, where every thread of the block reaches it (not inside an `if`), so that each pass starts once the last one's writes are done",
+                    line(sources, second)
+                );
+            }
             format!("put {barrier} between the write and the read by another thread")
         }
         _ => {
