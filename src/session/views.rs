@@ -201,7 +201,7 @@ impl Session {
             Ok(ok) => ok,
             Err(msg) => return self.view_error(out, &msg),
         };
-        let Some((a, b)) = text.split_once(" vs ") else {
+        let Some((a, b)) = text.split_once(" vs ").or_else(|| two_launches(&text)) else {
             return self
                 .view_error(out, "compare two launches: `:compare racy<<<4, 256>>>(a) vs fixed<<<4, 256>>>(a)`");
         };
@@ -478,11 +478,49 @@ fn sequential_is_wrong(r: &LaunchReport) -> Option<String> {
     })
 }
 
+/// `k1<<<1, 32>>>(a) k2<<<2, 16>>>(a)`, two launches side by side without the `vs`: split where
+/// the first one's argument list closes and a name follows.
+fn two_launches(text: &str) -> Option<(&str, &str)> {
+    let mut depth = 0i32;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => {
+                depth -= 1;
+                let rest = &text[i + 1..];
+                let next = rest.trim_start();
+                if depth == 0
+                    && c == ')'
+                    && rest.starts_with(char::is_whitespace)
+                    && next.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                {
+                    return Some((&text[..=i], next));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::render::Style;
     use crate::session::Options;
+
+    #[test]
+    fn two_launches_side_by_side_need_no_vs() {
+        assert_eq!(
+            two_launches("racy<<<4, 256>>>(a, len(a)) good<<<(2, 2), 256>>>(a, len(a))"),
+            Some(("racy<<<4, 256>>>(a, len(a))", "good<<<(2, 2), 256>>>(a, len(a))"))
+        );
+        assert_eq!(
+            two_launches("racy[(2, 2), 256](a) good[4, 256](a)"),
+            Some(("racy[(2, 2), 256](a)", "good[4, 256](a)"))
+        );
+        assert_eq!(two_launches("k<<<(4, 4), 256>>>(a)"), None);
+    }
 
     const KERNELS: &str = r#"
 __global__ void add_half_everywhere(float *a, int n) {
