@@ -2,16 +2,16 @@
 
 Usage (on a machine with a GPU and CuPy):
 
-    python3 bench/gpu_large.py [--gridlab target/release/gridlab] [--baseline OLD_GRIDLAB]
+    python3 bench/gpu_large.py [--gridlab target/release/gridlab] [--baseline OLD_GRIDLAB] [--small]
 
-For n = 2^26 floats (256 MiB) and n = 2^10, gridlab replays scripts with 0, 1, 5, 20 and 200
+For n = 2^26 floats (256 MiB) and n = 2^10, gridlab replays scripts with 0, 1, 5, 20, 200 and 2000
 launches of `bump` (`a[i] += 1`) after the same set-up (the kernel, `let a = ones(n)`), each
 ending by reading the result (`expect a[0] == K + 1`, and the last element). A script's wall
 time less the set-up's is what its launches cost: uploading, running, bringing the results back.
 CuPy does the same in one process (compile and warm-up not counted): `cp.asarray` of the host
 array (made once, like gridlab's `ones`), the launches, `.get()`. The 5- and 20-launch rows give
-the cost of one more launch once the first has been made, and the 20- and 200-launch rows over
-2^10 floats the per-launch overhead, beside CuPy both queueing its launches and waiting for each
+the cost of one more launch once the first has been made, and the 200- and 2000-launch rows over
+2^10 floats the per-launch overhead (the 20- and 200-launch rows where 2000 was not run), beside CuPy both queueing its launches and waiting for each
 (gridlab waits for each: it times every launch and must see a fault before the next). `--baseline` runs an older gridlab on
 the same cases, for a before/after in the same run. Prints one JSON line per measurement, then a Markdown table.
 """
@@ -95,10 +95,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--gridlab", default="target/release/gridlab")
     p.add_argument("--baseline")
+    p.add_argument("--small", action="store_true", help="only the launches over 2^10 floats (the per-launch overhead)")
     args = p.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        for log2n, launches in [(26, 1), (26, 5), (26, 20), (10, 20), (10, 200)]:
+        cases = [(26, 1), (26, 5), (26, 20), (10, 20), (10, 200), (10, 2000)]
+        for log2n, launches in [c for c in cases if not args.small or c[0] == 10]:
             row = {"n": f"2^{log2n}", "launches": launches}
             row["gridlab_s"], row["gridlab_total_s"] = gridlab_case(args.gridlab, log2n, launches, folder)
             row["cupy_s"] = cupy_case(log2n, launches)
@@ -128,14 +130,20 @@ def main():
         more = (twenty["gridlab_s"] - five["gridlab_s"]) / 15
         cupy_more = (twenty["cupy_s"] - five["cupy_s"]) / 15
         print(f"\nOne more launch over 2^26 floats: gridlab {more * 1e3:.1f} ms, CuPy {cupy_more * 1e3:.2f} ms.")
-    few, many = by.get(("2^10", 20)), by.get(("2^10", 200))
+    few, many = by.get(("2^10", 200)), by.get(("2^10", 2000))
+    if not (few and many):
+        few, many = by.get(("2^10", 20)), by.get(("2^10", 200))
     if few and many:
-        each = (many["gridlab_s"] - few["gridlab_s"]) / 180
-        wait = (many["cupy_wait_s"] - few["cupy_wait_s"]) / 180
-        queued = (many["cupy_s"] - few["cupy_s"]) / 180
+        more = many["launches"] - few["launches"]
+
+        def each(key):
+            return (many[key] - few[key]) / more * 1e6
+
+        before = f", before {each('baseline_s'):.0f} us" if "baseline_s" in many else ""
         print(
-            f"One more launch over 2^10 floats: gridlab {each * 1e6:.0f} us; CuPy {wait * 1e6:.0f} us waiting for it, "
-            f"{queued * 1e6:.0f} us queued."
+            f"One more launch over 2^10 floats ({few['launches']} to {many['launches']} launches): gridlab "
+            f"{each('gridlab_s'):.0f} us{before}; CuPy {each('cupy_wait_s'):.0f} us waiting for it, "
+            f"{each('cupy_s'):.0f} us queued."
         )
 
 

@@ -31,7 +31,7 @@ pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
 /// How long the session asks the pipe for an answer without sleeping (`FrameReader`): a small
 /// launch is answered well within it, and waking a sleeping process costs about as much again.
-const ANSWER_SPIN: Duration = Duration::from_millis(2);
+const ANSWER_SPIN: Duration = Duration::from_millis(1);
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {

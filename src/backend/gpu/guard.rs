@@ -22,31 +22,39 @@ pub const CHECK_KERNEL: &str = "gridlab_check_guards";
 /// What a flag holds before the check kernel writes 0 (untouched) or 1 (changed).
 pub const UNCHECKED: u32 = u32::MAX;
 
+/// Threads in a block of the check kernel.
+pub const CHECK_THREADS: u32 = 512;
+
 /// The check kernel: one block per guard region, each thread folding the differences from the
-/// pattern of a stride of words (eight bytes at a time where the guard's address allows, as after
-/// a buffer whose length is a multiple of 8), the block agreeing with `__syncthreads_or`, and one
-/// thread writing the guard's flag.
+/// pattern of a fixed stride of words (eight bytes at a time where the guard's address allows, as
+/// after a buffer whose length is a multiple of 8), its loads unrolled so that they are all in
+/// flight at once rather than one memory latency after another; the block agrees with
+/// `__syncthreads_or`, and one thread writes the guard's flag.
 pub fn check_source() -> String {
     let p = PATTERN as u64;
     let (p8, p4) = (p * 0x0101_0101_0101_0101, p * 0x0101_0101);
+    let t = CHECK_THREADS;
     format!(
         r#"struct Guards {{ const unsigned char *at[{GUARDS_PER_CHECK}]; }};
 
-extern "C" __global__ void {CHECK_KERNEL}(Guards guards, unsigned int count, volatile unsigned int *flags) {{
+template <typename W>
+__device__ unsigned long long differs(const unsigned char *p, W pattern) {{
+    const W *w = (const W *)p;
+    W diff = 0;
+#pragma unroll
+    for (unsigned int k = 0; k < {GUARD_BYTES} / sizeof(W) / {t}; k++) diff |= w[k * {t} + threadIdx.x] ^ pattern;
+    return diff;
+}}
+
+extern "C" __global__ void __launch_bounds__({t}) {CHECK_KERNEL}(Guards guards, unsigned int count, volatile unsigned int *flags) {{
     const unsigned int g = blockIdx.x;
     if (g >= count) return;
     const unsigned char *p = guards.at[g];
     const unsigned long long address = (unsigned long long)p;
-    unsigned long long diff = 0;
-    if ((address & 7) == 0) {{
-        const unsigned long long *w = (const unsigned long long *)p;
-        for (unsigned int i = threadIdx.x; i < {GUARD_BYTES} / 8; i += blockDim.x) diff |= w[i] ^ {p8:#x}ull;
-    }} else if ((address & 3) == 0) {{
-        const unsigned int *w = (const unsigned int *)p;
-        for (unsigned int i = threadIdx.x; i < {GUARD_BYTES} / 4; i += blockDim.x) diff |= w[i] ^ {p4:#x}u;
-    }} else {{
-        for (unsigned int i = threadIdx.x; i < {GUARD_BYTES}; i += blockDim.x) diff |= p[i] ^ {p:#x}u;
-    }}
+    unsigned long long diff;
+    if ((address & 7) == 0) diff = differs<unsigned long long>(p, {p8:#x}ull);
+    else if ((address & 3) == 0) diff = differs<unsigned int>(p, {p4:#x}u);
+    else diff = differs<unsigned char>(p, (unsigned char){p:#x}u);
     const int changed = __syncthreads_or(diff != 0);
     if (threadIdx.x == 0) flags[g] = changed ? 1u : 0u;
 }}
@@ -130,9 +138,14 @@ mod tests {
     #[test]
     fn the_check_kernel_compares_with_the_pattern_at_every_width() {
         let src = check_source();
-        assert!(src.contains(&format!("void {CHECK_KERNEL}(")));
-        assert!(src.contains("0xa5a5a5a5a5a5a5a5ull") && src.contains("0xa5a5a5a5u") && src.contains("^ 0xa5u"));
-        assert!(src.contains(&format!("at[{GUARDS_PER_CHECK}]")) && src.contains(&format!("{GUARD_BYTES} / 8")));
+        assert!(src.contains(&format!(" {CHECK_KERNEL}(Guards guards, unsigned int count,")));
+        assert!(src.contains("0xa5a5a5a5a5a5a5a5ull") && src.contains("0xa5a5a5a5u") && src.contains(")0xa5u"));
+        // Every word of a guard is read: the guard divides evenly among the block's threads.
+        assert_eq!(GUARD_BYTES % (CHECK_THREADS as usize * 8), 0);
+        assert!(
+            src.contains(&format!("at[{GUARDS_PER_CHECK}]"))
+                && src.contains(&format!("{GUARD_BYTES} / sizeof(W) / {CHECK_THREADS}"))
+        );
     }
 
     #[test]

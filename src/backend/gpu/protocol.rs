@@ -272,7 +272,7 @@ pub fn send<T: Serialize>(out: &mut impl Write, msg: &T) -> io::Result<()> {
 }
 
 /// How long a worker that has answered asks its stdin for the next request before it sleeps.
-pub const REQUEST_SPIN: Duration = Duration::from_millis(2);
+pub const REQUEST_SPIN: Duration = Duration::from_millis(1);
 
 /// What [`FrameReader::next`] found.
 #[derive(Debug, PartialEq)]
@@ -288,20 +288,28 @@ pub enum Next<T> {
 ///
 /// A launch's round trip is a few tens of microseconds, and a process that sleeps in `read` or
 /// `poll` takes about as long again to be woken (more in a virtual machine, whose idle vCPU the
-/// host must wake): each side first asks the pipe again and again, without sleeping, for
-/// [`FrameReader::next`]'s `spin`, and only then sleeps in `poll`. The descriptor is made
+/// host must wake): each side first asks the pipe again and again, without sleeping but yielding
+/// the core to any thread ready to run, for [`FrameReader::next`]'s `spin`, and only then sleeps
+/// in `poll`. The descriptor is made
 /// non-blocking, so a wait always ends by its deadline (a worker that sent half a message and
 /// hung is a timeout, not a hang), and no thread sits between the pipe and the caller.
 pub struct FrameReader {
     file: std::fs::File,
+    /// Bytes read and not yet taken are `buf[..end]`; the rest is room for the next read, made
+    /// once and kept (a wait asks the pipe many times, and each ask must cost no more than the
+    /// system call).
     buf: Vec<u8>,
+    end: usize,
 }
+
+/// Room kept for reads: a small launch's whole answer.
+const READ_ROOM: usize = 64 << 10;
 
 impl FrameReader {
     /// Read from `fd`, which this puts in non-blocking mode (its own end of a pipe).
     pub fn new(fd: OwnedFd) -> io::Result<FrameReader> {
         rustix::io::ioctl_fionbio(&fd, true)?;
-        Ok(FrameReader { file: fd.into(), buf: Vec::new() })
+        Ok(FrameReader { file: fd.into(), buf: vec![0; READ_ROOM], end: 0 })
     }
 
     /// The next message, waiting until `until` (forever if `None`) for it to arrive whole, the
@@ -317,16 +325,18 @@ impl FrameReader {
             if let Some(msg) = self.take()? {
                 return Ok(Next::Message(msg));
             }
-            // Room for the rest of the message, or 64 KiB, whichever is more; the length is not
-            // trusted up front (a corrupt one grows the buffer only as bytes arrive).
-            let have = self.buf.len();
+            // Room for the rest of the message, or the usual room, whichever is more; the length
+            // is not trusted up front (a corrupt one grows the buffer only as bytes arrive).
+            let have = self.end;
             let want = match self.frame_len() {
-                Some(len) => (4 + len).saturating_sub(have).clamp(1, 16 << 20),
-                None => 64 << 10,
+                Some(len) => (4 + len).saturating_sub(have).clamp(READ_ROOM, 16 << 20),
+                None => READ_ROOM,
             };
-            self.buf.resize(have + want, 0);
-            let read = (&self.file).read(&mut self.buf[have..]);
-            self.buf.truncate(have + *read.as_ref().unwrap_or(&0));
+            if self.buf.len() < have + want {
+                self.buf.resize(have + want, 0);
+            }
+            let read = (&self.file).read(&mut self.buf[have..have + want]);
+            self.end += *read.as_ref().unwrap_or(&0);
             match read {
                 Ok(0) if have == 0 => return Ok(Next::Closed),
                 Ok(0) => {
@@ -343,7 +353,10 @@ impl FrameReader {
                         return Ok(Next::Waiting);
                     }
                     if now < spin_until {
-                        std::hint::spin_loop();
+                        // Asking again at once, but letting any other thread that is ready to
+                        // run have the core first: on a machine with fewer free cores than
+                        // processes (two on a busy laptop) the other end may be waiting for it.
+                        std::thread::yield_now();
                         continue;
                     }
                     // Woken by data, the other end closing, or the deadline; each is looked at
@@ -387,19 +400,24 @@ impl FrameReader {
 
     /// The length the buffered frame announces, once its four bytes are in.
     fn frame_len(&self) -> Option<usize> {
-        let len: [u8; 4] = self.buf.get(..4)?.try_into().ok()?;
+        let len: [u8; 4] = self.buf.get(..4.min(self.end))?.try_into().ok()?;
         Some(u32::from_le_bytes(len) as usize)
     }
 
     /// The first buffered message, if it is whole.
     fn take<T: for<'de> Deserialize<'de>>(&mut self) -> io::Result<Option<T>> {
         let Some(len) = self.frame_len() else { return Ok(None) };
-        if self.buf.len() < 4 + len {
+        if self.end < 4 + len {
             return Ok(None);
         }
         let msg =
             postcard::from_bytes(&self.buf[4..4 + len]).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e));
-        self.buf.drain(..4 + len);
+        self.buf.copy_within(4 + len..self.end, 0);
+        self.end -= 4 + len;
+        // A large message grew the room: give it back once it is taken.
+        if self.end == 0 && self.buf.len() > 16 * READ_ROOM {
+            self.buf = vec![0; READ_ROOM];
+        }
         msg.map(Some)
     }
 }
