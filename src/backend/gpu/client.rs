@@ -135,7 +135,7 @@ impl Worker {
                 .map_err(|e| format!("could not read the worker's pipe: {e}"))
                 .and_then(|responses| {
                     let stderr = read_stderr(err_pipe)
-                        .map_err(|e| format!("could not start a thread to read the worker: {e}"))?;
+                        .map_err(|e| format!("could not start a thread to read the worker's stderr: {e}"))?;
                     Ok((stdin, responses, stderr))
                 }),
             _ => Err("the worker's pipes were not set up".to_string()),

@@ -1,6 +1,7 @@
 //! The typed protocol between the session (parent) and the GPU worker process: requests and
 //! responses as serde types, framed on the pipes as a little-endian `u32` length followed by a
-//! postcard payload.
+//! postcard payload. Both ends read with [`FrameReader`], straight from the pipe, asking it again
+//! for a moment before they sleep: a small launch's round trip is shorter than waking a process.
 //!
 //! The worker's own stdout is not the channel: device `printf` writes there, so the worker moves
 //! its stdout aside at start and speaks the protocol on a duplicate of the original descriptor.

@@ -3,6 +3,11 @@
 //! buffers; the session owns everything else. A kernel that faults or never ends can only take
 //! this process down, and the session starts a new one.
 //!
+//! A launch over small buffers queues everything on the stream and waits once: the upload from
+//! pinned staging memory, the kernel between its timing events, the guard check kernel
+//! (`guard.rs`, compiled on first use), the copies of the results back into the staging memory.
+//! Only a guard the check flagged is copied to the host and read there, to name what was written.
+//!
 //! Device `printf` writes to file descriptor 1, so at start the worker moves its stdout to an
 //! in-memory file and speaks the protocol on a duplicate of the original descriptor.
 //!
