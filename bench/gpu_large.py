@@ -2,18 +2,19 @@
 
 Usage (on a machine with a GPU and CuPy):
 
-    python3 bench/gpu_large.py [--gridlab target/release/gridlab] [--baseline OLD_GRIDLAB]
+    python3 bench/gpu_large.py [--gridlab target/release/gridlab] [--baseline OLD_GRIDLAB] [--small]
 
-For n = 2^26 floats (256 MiB) and n = 2^10, gridlab replays scripts with 0, 1, 5, 20 and 200
-launches of `bump` (`a[i] += 1`) after the same set-up (the kernel, `let a = ones(n)`), each
-ending by reading the result (`expect a[0] == K + 1`, and the last element). A script's wall
-time less the set-up's is what its launches cost: uploading, running, bringing the results back.
-CuPy does the same in one process (compile and warm-up not counted): `cp.asarray` of the host
-array (made once, like gridlab's `ones`), the launches, `.get()`. The 5- and 20-launch rows give
-the cost of one more launch once the first has been made, and the 20- and 200-launch rows over
-2^10 floats the per-launch overhead, beside CuPy both queueing its launches and waiting for each
-(gridlab waits for each: it times every launch and must see a fault before the next). `--baseline` runs an older gridlab on
-the same cases, for a before/after in the same run. Prints one JSON line per measurement, then a Markdown table.
+For n = 2^26 floats (256 MiB) and n = 2^10, gridlab replays scripts with 0, 1, 5, 20, 200 and
+2000 launches (with `--small`, only 200, 2000 and 20000 over 2^10 floats) of `bump` (`a[i] += 1`)
+after the same set-up (the kernel, `let a = ones(n)`), each ending by reading the result (`expect
+a[0] == K + 1`, and the last element). A script's wall time less the set-up's is what its launches
+cost: uploading, running, bringing the results back. CuPy does the same in one process (compile
+and warm-up not counted): `cp.asarray` of the host array (made once, like gridlab's `ones`), the
+launches, `.get()`. The 5- and 20-launch rows give the cost of one more launch once the first has
+been made, and the two longest runs over 2^10 floats the per-launch overhead, beside CuPy both
+queueing its launches and waiting for each (gridlab waits for each: it times every launch and
+must see a fault before the next). `--baseline` runs an older gridlab on the same cases, for a
+before/after in the same run. Prints one JSON line per measurement, then a Markdown table.
 """
 
 import argparse
@@ -91,14 +92,27 @@ def cupy_case(log2n, launches, wait_each=False):
     return statistics.median(once() for _ in range(REPEATS))
 
 
+def each(seconds):
+    """A time per launch, in the unit that shows it: `2.5 ms`, `46 us`."""
+    return f"{seconds * 1e3:.1f} ms" if abs(seconds) >= 1e-3 else f"{seconds * 1e6:.0f} us"
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--gridlab", default="target/release/gridlab")
     p.add_argument("--baseline")
+    p.add_argument(
+        "--small",
+        action="store_true",
+        help="only launches over 2^10 floats, up to 20000 of them (the per-launch overhead, less noisy)",
+    )
     args = p.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        for log2n, launches in [(26, 1), (26, 5), (26, 20), (10, 20), (10, 200)]:
+        cases = [(26, 1), (26, 5), (26, 20), (10, 20), (10, 200), (10, 2000)]
+        if args.small:
+            cases = [(10, 200), (10, 2000), (10, 20000)]
+        for log2n, launches in cases:
             row = {"n": f"2^{log2n}", "launches": launches}
             row["gridlab_s"], row["gridlab_total_s"] = gridlab_case(args.gridlab, log2n, launches, folder)
             row["cupy_s"] = cupy_case(log2n, launches)
@@ -120,22 +134,29 @@ def main():
         before = f'{r["baseline_s"]:.3f} s' if "baseline_s" in r else "-"
         print(
             f'| {r["launches"]} launch{"es" if r["launches"] > 1 else ""} over {r["n"]} floats '
-            f'| {r["gridlab_s"]:.3f} s | {r["gridlab_s"] / r["launches"] * 1e3:.1f} ms | {r["cupy_s"]:.4f} s '
+            f'| {r["gridlab_s"]:.3f} s | {each(r["gridlab_s"] / r["launches"])} | {r["cupy_s"]:.4f} s '
             f'| {r["gridlab_s"] / r["cupy_s"]:.1f}x | {r["cupy_wait_s"]:.4f} s '
-            f'| {r["cupy_wait_s"] / r["launches"] * 1e3:.2f} ms | {before} | {r["gridlab_total_s"]:.2f} s |'
+            f'| {each(r["cupy_wait_s"] / r["launches"])} | {before} | {r["gridlab_total_s"]:.2f} s |'
         )
     if five and twenty:
         more = (twenty["gridlab_s"] - five["gridlab_s"]) / 15
         cupy_more = (twenty["cupy_s"] - five["cupy_s"]) / 15
         print(f"\nOne more launch over 2^26 floats: gridlab {more * 1e3:.1f} ms, CuPy {cupy_more * 1e3:.2f} ms.")
-    few, many = by.get(("2^10", 20)), by.get(("2^10", 200))
+    # The two longest runs of small launches: their difference is launches alone, start-up and
+    # set-up cancelled out.
+    small = sorted((r for r in rows if r["n"] == "2^10"), key=lambda r: r["launches"])
+    few, many = (small[-2], small[-1]) if len(small) >= 2 else (None, None)
     if few and many:
-        each = (many["gridlab_s"] - few["gridlab_s"]) / 180
-        wait = (many["cupy_wait_s"] - few["cupy_wait_s"]) / 180
-        queued = (many["cupy_s"] - few["cupy_s"]) / 180
+        more = many["launches"] - few["launches"]
+
+        def per_launch(key):
+            return (many[key] - few[key]) / more * 1e6
+
+        before = f", before {per_launch('baseline_s'):.0f} us" if "baseline_s" in many else ""
         print(
-            f"One more launch over 2^10 floats: gridlab {each * 1e6:.0f} us; CuPy {wait * 1e6:.0f} us waiting for it, "
-            f"{queued * 1e6:.0f} us queued."
+            f"One more launch over 2^10 floats ({few['launches']} to {many['launches']} launches): gridlab "
+            f"{per_launch('gridlab_s'):.0f} us{before}; CuPy {per_launch('cupy_wait_s'):.0f} us waiting for it, "
+            f"{per_launch('cupy_s'):.0f} us queued."
         )
 
 

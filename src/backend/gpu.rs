@@ -25,7 +25,8 @@
 //!   testing the client and the restarts on machines without a GPU (`gridlab worker --fake`);
 //! - `ptx.rs` cuts one kernel's `.entry` out of a module's PTX (for `:ptx`);
 //! - `source.rs` generates the module's CUDA source and maps NVRTC's errors back;
-//! - `guard.rs` checks the guard regions after a launch.
+//! - `guard.rs` checks the guard regions after a launch: the kernel that checks them on the device,
+//!   and the host check that names the elements written.
 
 pub mod cache;
 pub mod client;

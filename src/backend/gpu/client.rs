@@ -12,23 +12,26 @@
 //! hangs and garbage are tested on machines without a GPU.
 
 use std::ffi::OsString;
-use std::io::{self, BufReader, Read};
+use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStderr, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use super::libs::Libraries;
-use super::protocol::{self, Request, Response};
+use super::protocol::{self, FrameReader, Next, Request, Response};
 use super::transport;
 
 /// How long a worker whose stdin was closed may take to exit before it is killed.
 pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
+
+/// How long the session asks the pipe for an answer without sleeping (`FrameReader`): a small
+/// launch is answered well within it, and waking a sleeping process costs about as much again.
+const ANSWER_SPIN: Duration = Duration::from_millis(1);
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
@@ -90,7 +93,9 @@ pub struct Worker {
     stdin: Option<ChildStdin>,
     /// The session's end of the socket that carries shared regions' descriptors (`transport.rs`).
     socket: OwnedFd,
-    responses: Receiver<Option<Response>>,
+    /// The worker's stdout, read directly: waiting for an answer spins a little, then sleeps in
+    /// `poll` with a deadline.
+    responses: FrameReader,
     stderr: Arc<Mutex<String>>,
     /// Finishes when the worker's stderr closes, that is when the worker has gone: waited for
     /// (briefly) before reading the tail, so the reason a worker died is not lost to a race.
@@ -126,9 +131,13 @@ impl Worker {
         drop(theirs);
         let mut child = spawned.map_err(|e| WorkerError::Spawn(e.to_string()))?;
         let readers = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
-            (Some(stdin), Some(stdout), Some(err_pipe)) => read_responses(stdout)
-                .and_then(|responses| Ok((stdin, responses, read_stderr(err_pipe)?)))
-                .map_err(|e| format!("could not start a thread to read the worker: {e}")),
+            (Some(stdin), Some(stdout), Some(err_pipe)) => FrameReader::new(stdout.into())
+                .map_err(|e| format!("could not read the worker's pipe: {e}"))
+                .and_then(|responses| {
+                    let stderr = read_stderr(err_pipe)
+                        .map_err(|e| format!("could not start a thread to read the worker's stderr: {e}"))?;
+                    Ok((stdin, responses, stderr))
+                }),
             _ => Err("the worker's pipes were not set up".to_string()),
         };
         match readers {
@@ -169,13 +178,16 @@ impl Worker {
             return Err(self.died());
         }
         let deadline = Instant::now() + timeout;
+        let mut spin = ANSWER_SPIN;
         loop {
             // Wake up now and then to notice Ctrl-C.
-            let slice = deadline.saturating_duration_since(Instant::now()).min(Duration::from_millis(50));
-            match self.responses.recv_timeout(slice) {
-                Ok(Some(resp)) => return Ok(resp),
-                Ok(None) | Err(RecvTimeoutError::Disconnected) => return Err(self.died()),
-                Err(RecvTimeoutError::Timeout) => {
+            let slice = (Instant::now() + Duration::from_millis(50)).min(deadline);
+            match self.responses.next::<Response>(Some(slice), std::mem::take(&mut spin)) {
+                Ok(Next::Message(resp)) => return Ok(resp),
+                // After a message that is not a response, nothing later on the pipe can be
+                // trusted to start at a frame.
+                Ok(Next::Closed) | Err(_) => return Err(self.died()),
+                Ok(Next::Waiting) => {
                     if cancel.is_some_and(|c| c.load(Ordering::SeqCst)) {
                         self.kill();
                         return Err(WorkerError::Interrupted);
@@ -242,30 +254,6 @@ impl Worker {
             }
         }
     }
-}
-
-/// A reader thread turns the worker's blocking stdout into a channel that can be waited on with
-/// a deadline. It ends at the first message that is not a response (`None`): after garbage,
-/// nothing later on the pipe can be trusted to start at a frame.
-fn read_responses(stdout: ChildStdout) -> io::Result<Receiver<Option<Response>>> {
-    let (tx, responses) = mpsc::channel();
-    thread::Builder::new().name("gridlab-worker-stdout".into()).spawn(move || {
-        let mut r = BufReader::new(stdout);
-        loop {
-            match protocol::recv::<Response>(&mut r) {
-                Ok(Some(resp)) => {
-                    if tx.send(Some(resp)).is_err() {
-                        return;
-                    }
-                }
-                _ => {
-                    let _ = tx.send(None);
-                    return;
-                }
-            }
-        }
-    })?;
-    Ok(responses)
 }
 
 /// A thread that keeps the end of what the worker writes to stderr; it finishes when the worker

@@ -47,14 +47,16 @@ pub const STICKY_STATUS: u8 = 4;
 
 /// Run the fake worker until stdin closes (or a request asks it to misbehave).
 pub fn main() -> ExitCode {
-    let stdin = io::stdin();
-    let mut input = stdin.lock();
+    let Ok(mut input) = protocol::FrameReader::stdin() else {
+        eprintln!("gridlab worker (fake): cannot read its stdin");
+        return ExitCode::from(3);
+    };
     let mut out = BufWriter::new(io::stdout().lock());
     let mut compiled = false;
     let mut linger = false;
     let mut gpu = Device { regions: Regions::from_env(), resident: Vec::new(), crash_on_read: false };
     loop {
-        let request = match protocol::recv::<Request>(&mut input) {
+        let request = match input.request() {
             Ok(Some(r)) => r,
             Ok(None) if linger => sleep_forever(),
             Ok(None) => return ExitCode::SUCCESS,

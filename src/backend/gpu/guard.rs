@@ -13,6 +13,55 @@ pub const GUARD_BYTES: usize = 64 * 1024;
 /// about -2.9e-16 as a float, and an odd large integer).
 pub const PATTERN: u8 = 0xA5;
 
+/// Guards one launch of the check kernel looks at (its parameter holds their addresses).
+pub const GUARDS_PER_CHECK: usize = 64;
+
+/// The check kernel's name in [`check_source`].
+pub const CHECK_KERNEL: &str = "gridlab_check_guards";
+
+/// What a flag holds before the check kernel writes 0 (untouched) or 1 (changed).
+pub const UNCHECKED: u32 = u32::MAX;
+
+/// Threads in a block of the check kernel.
+pub const CHECK_THREADS: u32 = 512;
+
+/// The check kernel: one block per guard region, each thread folding the differences from the
+/// pattern of a fixed stride of words (eight bytes at a time where the guard's address allows, as
+/// after a buffer whose length is a multiple of 8), its loads unrolled so that they are all in
+/// flight at once rather than one memory latency after another; the block agrees with
+/// `__syncthreads_or`, and one thread writes the guard's flag.
+pub fn check_source() -> String {
+    let p = PATTERN as u64;
+    let (p8, p4) = (p * 0x0101_0101_0101_0101, p * 0x0101_0101);
+    let t = CHECK_THREADS;
+    format!(
+        r#"struct Guards {{ const unsigned char *at[{GUARDS_PER_CHECK}]; }};
+
+template <typename W>
+__device__ unsigned long long differs(const unsigned char *p, W pattern) {{
+    const W *w = (const W *)p;
+    W diff = 0;
+#pragma unroll
+    for (unsigned int k = 0; k < {GUARD_BYTES} / sizeof(W) / {t}; k++) diff |= w[k * {t} + threadIdx.x] ^ pattern;
+    return diff;
+}}
+
+extern "C" __global__ void __launch_bounds__({t}) {CHECK_KERNEL}(Guards guards, unsigned int count, volatile unsigned int *flags) {{
+    const unsigned int g = blockIdx.x;
+    if (g >= count) return;
+    const unsigned char *p = guards.at[g];
+    const unsigned long long address = (unsigned long long)p;
+    unsigned long long diff;
+    if ((address & 7) == 0) diff = differs<unsigned long long>(p, {p8:#x}ull);
+    else if ((address & 3) == 0) diff = differs<unsigned int>(p, {p4:#x}u);
+    else diff = differs<unsigned char>(p, (unsigned char){p:#x}u);
+    const int changed = __syncthreads_or(diff != 0);
+    if (threadIdx.x == 0) flags[g] = changed ? 1u : 0u;
+}}
+"#
+    )
+}
+
 /// The element range written in the guards before (`before`) and after (`after`) a buffer of
 /// `len` bytes with elements of `elem_size` bytes.
 pub fn check(buffer: u32, before: &[u8], after: &[u8], len: usize, elem_size: usize) -> Option<GuardHit> {
@@ -84,6 +133,19 @@ mod tests {
             let hit = check(0, &[PATTERN; 64], &after, 40, 4).unwrap();
             assert_eq!(hit.min_index, (40 + at as i64) / 4, "byte {at}");
         }
+    }
+
+    #[test]
+    fn the_check_kernel_compares_with_the_pattern_at_every_width() {
+        let src = check_source();
+        assert!(src.contains(&format!(" {CHECK_KERNEL}(Guards guards, unsigned int count,")));
+        assert!(src.contains("0xa5a5a5a5a5a5a5a5ull") && src.contains("0xa5a5a5a5u") && src.contains(")0xa5u"));
+        // Every word of a guard is read: the guard divides evenly among the block's threads.
+        assert_eq!(GUARD_BYTES % (CHECK_THREADS as usize * 8), 0);
+        assert!(
+            src.contains(&format!("at[{GUARDS_PER_CHECK}]"))
+                && src.contains(&format!("{GUARD_BYTES} / sizeof(W) / {CHECK_THREADS}"))
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The typed protocol between the session (parent) and the GPU worker process: requests and
 //! responses as serde types, framed on the pipes as a little-endian `u32` length followed by a
-//! postcard payload.
+//! postcard payload. Both ends read with [`FrameReader`], straight from the pipe, asking it again
+//! for a moment before they sleep: a small launch's round trip is shorter than waking a process.
 //!
 //! The worker's own stdout is not the channel: device `printf` writes there, so the worker moves
 //! its stdout aside at start and speaks the protocol on a duplicate of the original descriptor.
@@ -12,6 +13,8 @@
 //! when the session needs them.
 
 use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -257,38 +260,197 @@ pub struct LaunchResult {
     pub launch_us: Vec<f64>,
 }
 
-/// Write one framed message.
+/// Write one framed message, length and body in one write: the reader wakes once, to a whole
+/// message.
 pub fn send<T: Serialize>(out: &mut impl Write, msg: &T) -> io::Result<()> {
-    let bytes = postcard::to_stdvec(msg).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    let mut frame =
+        postcard::to_extend(msg, vec![0u8; 4]).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     let len =
-        u32::try_from(bytes.len()).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "message over 4 GiB"))?;
-    out.write_all(&len.to_le_bytes())?;
-    out.write_all(&bytes)?;
+        u32::try_from(frame.len() - 4).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "message over 4 GiB"))?;
+    frame[..4].copy_from_slice(&len.to_le_bytes());
+    out.write_all(&frame)?;
     out.flush()
 }
 
-/// Read one framed message; `Ok(None)` at a clean end of stream.
-pub fn recv<T: for<'de> Deserialize<'de>>(input: &mut impl Read) -> io::Result<Option<T>> {
-    let mut len = [0u8; 4];
-    match input.read_exact(&mut len) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e),
+/// How long a worker that has answered asks its stdin for the next request before it sleeps.
+pub const REQUEST_SPIN: Duration = Duration::from_millis(1);
+
+/// What [`FrameReader::next`] found.
+#[derive(Debug, PartialEq)]
+pub enum Next<T> {
+    Message(T),
+    /// The other end closed the pipe between messages.
+    Closed,
+    /// No whole message yet when the wait ended.
+    Waiting,
+}
+
+/// Reads framed messages from a pipe, spinning for a while before it sleeps.
+///
+/// A launch's round trip is a few tens of microseconds, and a process that sleeps in `read` or
+/// `poll` takes about as long again to be woken (more in a virtual machine, whose idle vCPU the
+/// host must wake): each side first asks the pipe again and again, without sleeping but yielding
+/// the core to any thread ready to run, for [`FrameReader::next`]'s `spin`, and only then sleeps
+/// in `poll`. The descriptor is made
+/// non-blocking, so a wait always ends by its deadline (a worker that sent half a message and
+/// hung is a timeout, not a hang), and no thread sits between the pipe and the caller.
+pub struct FrameReader {
+    file: std::fs::File,
+    /// Bytes read and not yet taken are `buf[..end]`; the rest is room for the next read, made
+    /// once and kept (a wait asks the pipe many times, and each ask must cost no more than the
+    /// system call).
+    buf: Vec<u8>,
+    end: usize,
+}
+
+/// Room kept for reads: a small launch's whole answer.
+const READ_ROOM: usize = 64 << 10;
+
+impl FrameReader {
+    /// Read from `fd`, which this puts in non-blocking mode (its own end of a pipe).
+    pub fn new(fd: OwnedFd) -> io::Result<FrameReader> {
+        rustix::io::ioctl_fionbio(&fd, true)?;
+        Ok(FrameReader { file: fd.into(), buf: vec![0; READ_ROOM], end: 0 })
     }
-    let len = u32::from_le_bytes(len) as u64;
-    // Grow the buffer as bytes arrive rather than trusting the length up front: a corrupt
-    // length then ends in an error, not a 4 GiB allocation.
-    let mut buf = Vec::new();
-    input.take(len).read_to_end(&mut buf)?;
-    if buf.len() as u64 != len {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the worker's message ended early"));
+
+    /// The next message, waiting until `until` (forever if `None`) for it to arrive whole, the
+    /// first `spin` of that without sleeping. A message that does not decode, or a pipe closed
+    /// in the middle of one, is an error: nothing after it can be trusted to start at a frame.
+    pub fn next<T: for<'de> Deserialize<'de>>(
+        &mut self,
+        until: Option<Instant>,
+        spin: Duration,
+    ) -> io::Result<Next<T>> {
+        let spin_until = Instant::now() + spin;
+        loop {
+            if let Some(msg) = self.take()? {
+                return Ok(Next::Message(msg));
+            }
+            // Room for the rest of the message, or the usual room, whichever is more; the length
+            // is not trusted up front (a corrupt one grows the buffer only as bytes arrive).
+            let have = self.end;
+            let want = match self.frame_len() {
+                Some(len) => (4 + len).saturating_sub(have).clamp(READ_ROOM, 16 << 20),
+                None => READ_ROOM,
+            };
+            if self.buf.len() < have + want {
+                self.buf.resize(have + want, 0);
+            }
+            let read = (&self.file).read(&mut self.buf[have..have + want]);
+            self.end += *read.as_ref().unwrap_or(&0);
+            match read {
+                Ok(0) if have == 0 => return Ok(Next::Closed),
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the pipe closed in the middle of a message",
+                    ));
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let now = Instant::now();
+                    if until.is_some_and(|u| now >= u) {
+                        return Ok(Next::Waiting);
+                    }
+                    if now < spin_until {
+                        // Asking again at once, but letting any other thread that is ready to
+                        // run have the core first: on a machine with fewer free cores than
+                        // processes (two on a busy laptop) the other end may be waiting for it.
+                        std::thread::yield_now();
+                        continue;
+                    }
+                    // Woken by data, the other end closing, or the deadline; each is looked at
+                    // again above, and so is a signal's `EINTR`. Within an `i32` of milliseconds,
+                    // rounded up so that a wait never ends just short of its deadline.
+                    let timeout = until.map_or(-1, |u| {
+                        let left = u.saturating_duration_since(now);
+                        left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32
+                    });
+                    let mut fds = libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+                    // SAFETY: one valid `pollfd` for the call.
+                    if unsafe { libc::poll(&mut fds, 1, timeout) } < 0 {
+                        let e = io::Error::last_os_error();
+                        if e.kind() != io::ErrorKind::Interrupted {
+                            return Err(e);
+                        }
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
-    postcard::from_bytes(&buf).map(Some).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+
+    /// A worker's requests: its stdin (a duplicate of descriptor 0, made non-blocking).
+    pub fn stdin() -> io::Result<FrameReader> {
+        FrameReader::new(io::stdin().as_fd().try_clone_to_owned()?)
+    }
+
+    /// The next request, waited for as long as it takes; `None` when the session closed the
+    /// pipe. The first [`REQUEST_SPIN`] without sleeping: in a run of launches the next one
+    /// comes within it.
+    pub fn request(&mut self) -> io::Result<Option<Request>> {
+        loop {
+            match self.next(None, REQUEST_SPIN)? {
+                Next::Message(r) => return Ok(Some(r)),
+                Next::Closed => return Ok(None),
+                Next::Waiting => {}
+            }
+        }
+    }
+
+    /// The length the buffered frame announces, once its four bytes are in.
+    fn frame_len(&self) -> Option<usize> {
+        let len: [u8; 4] = self.buf.get(..4.min(self.end))?.try_into().ok()?;
+        Some(u32::from_le_bytes(len) as usize)
+    }
+
+    /// The first buffered message, if it is whole.
+    fn take<T: for<'de> Deserialize<'de>>(&mut self) -> io::Result<Option<T>> {
+        let Some(len) = self.frame_len() else { return Ok(None) };
+        if self.end < 4 + len {
+            return Ok(None);
+        }
+        let msg =
+            postcard::from_bytes(&self.buf[4..4 + len]).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e));
+        self.buf.copy_within(4 + len..self.end, 0);
+        self.end -= 4 + len;
+        // A large message grew the room: give it back once it is taken.
+        if self.end == 0 && self.buf.len() > 16 * READ_ROOM {
+            self.buf = vec![0; READ_ROOM];
+        }
+        msg.map(Some)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::FromRawFd;
+
+    /// A pipe: its reading end in a [`FrameReader`], its writing end.
+    fn pipe() -> (FrameReader, std::fs::File) {
+        let mut fds = [0; 2];
+        // SAFETY: `pipe` writes two new descriptors, each owned once below.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), std::fs::File::from_raw_fd(fds[1])) };
+        (FrameReader::new(r).unwrap(), w)
+    }
+
+    /// Every message `wire` holds, read back through a pipe whose writer then closed.
+    fn read_all<T: for<'de> Deserialize<'de>>(wire: &[u8]) -> io::Result<Vec<T>> {
+        let (mut reader, mut w) = pipe();
+        w.write_all(wire)?;
+        drop(w);
+        let mut out = Vec::new();
+        loop {
+            match reader.next::<T>(Some(Instant::now() + Duration::from_secs(5)), Duration::ZERO)? {
+                Next::Message(m) => out.push(m),
+                Next::Closed => return Ok(out),
+                Next::Waiting => return Err(io::Error::other("no message in 5 s")),
+            }
+        }
+    }
 
     #[test]
     fn messages_round_trip_through_frames() {
@@ -325,10 +487,7 @@ mod tests {
         let mut wire = Vec::new();
         send(&mut wire, &req).unwrap();
         send(&mut wire, &Request::Hello).unwrap();
-        let mut r = wire.as_slice();
-        assert_eq!(recv::<Request>(&mut r).unwrap(), Some(req));
-        assert_eq!(recv::<Request>(&mut r).unwrap(), Some(Request::Hello));
-        assert_eq!(recv::<Request>(&mut r).unwrap(), None);
+        assert_eq!(read_all::<Request>(&wire).unwrap(), vec![req, Request::Hello]);
     }
 
     #[test]
@@ -352,12 +511,32 @@ mod tests {
         assert_eq!(none.occupancy(), 0.0);
         let mut wire = Vec::new();
         send(&mut wire, &Response::Info(none.clone())).unwrap();
-        assert_eq!(recv::<Response>(&mut wire.as_slice()).unwrap(), Some(Response::Info(none)));
+        assert_eq!(read_all::<Response>(&wire).unwrap(), vec![Response::Info(none)]);
     }
 
     #[test]
     fn a_corrupt_length_is_an_error_not_an_allocation() {
-        let mut r: &[u8] = &[0xff, 0xff, 0xff, 0xff, 1, 2];
-        assert!(recv::<Request>(&mut r).is_err());
+        assert!(read_all::<Request>(&[0xff, 0xff, 0xff, 0xff, 1, 2]).is_err());
+    }
+
+    #[test]
+    fn a_wait_ends_at_its_deadline_and_a_message_in_pieces_is_read_whole() {
+        let (mut reader, mut w) = pipe();
+        let soon = || Some(Instant::now() + Duration::from_millis(20));
+        assert_eq!(reader.next::<Request>(soon(), Duration::from_millis(1)).unwrap(), Next::Waiting);
+        let mut wire = Vec::new();
+        send(&mut wire, &Request::Info { kernel: "k".into(), block_size: 256 }).unwrap();
+        // Half a message: still waiting, then the rest makes it whole.
+        w.write_all(&wire[..3]).unwrap();
+        assert_eq!(reader.next::<Request>(soon(), Duration::ZERO).unwrap(), Next::Waiting);
+        w.write_all(&wire[3..]).unwrap();
+        assert_eq!(
+            reader.next::<Request>(soon(), Duration::ZERO).unwrap(),
+            Next::Message(Request::Info { kernel: "k".into(), block_size: 256 })
+        );
+        // A pipe that closes in the middle of a message is an error, between messages the end.
+        w.write_all(&wire[..5]).unwrap();
+        drop(w);
+        assert!(reader.next::<Request>(soon(), Duration::ZERO).is_err());
     }
 }

@@ -3,6 +3,11 @@
 //! buffers; the session owns everything else. A kernel that faults or never ends can only take
 //! this process down, and the session starts a new one.
 //!
+//! A launch over small buffers queues everything on the stream and waits once: the upload from
+//! pinned staging memory, the kernel between its timing events, the guard check kernel
+//! (`guard.rs`, compiled on first use), the copies of the results back into the staging memory.
+//! Only a guard the check flagged is copied to the host and read there, to name what was written.
+//!
 //! Device `printf` writes to file descriptor 1, so at start the worker moves its stdout to an
 //! in-memory file and speaks the protocol on a duplicate of the original descriptor.
 //!
@@ -15,6 +20,7 @@
 //! elements). A fault ends this process and every device copy with it: the session still has the
 //! bytes from before those launches and runs them again in the next worker (`gpu.rs`).
 
+use std::collections::HashMap;
 use std::ffi::{CString, c_void};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -42,7 +48,7 @@ struct Worker {
     module: Option<sys::CUmodule>,
     last_source: Option<(String, String)>,
     /// Template kernel instances of the loaded module and their mangled names.
-    lowered: std::collections::HashMap<String, String>,
+    lowered: HashMap<String, String>,
     printf: File,
     printf_read: u64,
     /// The shared regions the session gave this worker, and those of them pinned.
@@ -57,11 +63,94 @@ struct Worker {
     /// Allocations a launch is done with, kept for the next launch of the same sizes: a
     /// `cuMemFree` waits for the whole device, and most launches repeat the last one's sizes.
     spare: Vec<DeviceBuffer>,
-    /// Pinned host memory that a launch's guards and small results are copied back into, all
-    /// queued at once and waited for once.
+    /// Pinned host memory that a launch's small buffers go up from and their results come back
+    /// into, the copies queued on the stream and waited for once.
     staging: Staging,
     /// The two timing events, made once.
     events: Option<(sys::CUevent, sys::CUevent)>,
+    /// The loaded module's kernels and `__device__` variables as looked up, so a launch asks the
+    /// driver for each name once per module (a variable the module lacks is `None`).
+    functions: HashMap<String, sys::CUfunction>,
+    globals: HashMap<String, Option<(sys::CUdeviceptr, usize)>>,
+    /// The guard check on the device, made at the first launch; `Some(None)` where it could not
+    /// be made, and the guards are then checked on the host.
+    checker: Option<Option<DeviceCheck>>,
+}
+
+/// The device-side guard check (`guard::check_source`): its own module and kernel, and the flag
+/// words it writes, in pinned host memory the device writes directly (`cuMemHostAlloc` with
+/// `DEVICEMAP`), so reading them costs no copy.
+struct DeviceCheck {
+    func: sys::CUfunction,
+    flags: *mut u32,
+    flags_device: sys::CUdeviceptr,
+    /// Flag words in `flags`.
+    capacity: usize,
+}
+
+impl DeviceCheck {
+    /// At least `n` flag words, each set to [`guard::UNCHECKED`]; `false` where the driver gives
+    /// no such memory.
+    fn reset(&mut self, n: usize) -> bool {
+        if self.capacity < n {
+            let capacity = n.next_power_of_two().max(256);
+            let Some((flags, flags_device)) = device_mapped_words(capacity) else { return false };
+            // SAFETY: allocated by `device_mapped_words`, no longer used (every launch that wrote
+            // it was waited for).
+            unsafe {
+                let _ = result::free_host(self.flags as *mut c_void);
+            }
+            (self.flags, self.flags_device, self.capacity) = (flags, flags_device, capacity);
+        }
+        for k in 0..n {
+            // SAFETY: `flags` holds `capacity >= n` words; volatile, as the device writes them.
+            unsafe { self.flags.add(k).write_volatile(guard::UNCHECKED) };
+        }
+        true
+    }
+
+    /// Flag `k`, as the check kernel left it (after the stream was waited for).
+    fn flag(&self, k: usize) -> u32 {
+        // SAFETY: `k` is below the `n` of the last `reset`, which is at most `capacity`.
+        unsafe { self.flags.add(k).read_volatile() }
+    }
+}
+
+/// `n` words of pinned host memory the device can write, and their device address.
+fn device_mapped_words(n: usize) -> Option<(*mut u32, sys::CUdeviceptr)> {
+    // SAFETY: a pinned allocation; its device address is asked for below, and it is freed if
+    // there is none.
+    unsafe {
+        let host = result::malloc_host(n * 4, sys::CU_MEMHOSTALLOC_DEVICEMAP).ok()?;
+        let mut device = 0;
+        if sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) != sys::CUresult::CUDA_SUCCESS {
+            let _ = result::free_host(host);
+            return None;
+        }
+        Some((host as *mut u32, device))
+    }
+}
+
+/// Wait for what was queued on `stream`, whatever became of it: on a path that has failed
+/// already, before memory a queued copy uses is let go or used again.
+fn wait_for(stream: sys::CUstream) {
+    // SAFETY: the default stream, or one the caller owns.
+    let _ = unsafe { result::stream::synchronize(stream) };
+}
+
+/// Load a compiled image, a CUBIN (ELF) or PTX text, as a module.
+fn load_module(image: &[u8]) -> Result<sys::CUmodule, result::DriverError> {
+    // The driver reads PTX up to its NUL: make sure there is one.
+    let mut owned;
+    let image = if !image.starts_with(b"\x7fELF") && image.last() != Some(&0) {
+        owned = image.to_vec();
+        owned.push(0);
+        owned.as_slice()
+    } else {
+        image
+    };
+    // SAFETY: `image` is a CUBIN or a NUL-terminated PTX image, alive for the call.
+    unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
 }
 
 /// At most this many bytes of spare allocations, none larger than [`SPARE_LARGEST`].
@@ -150,8 +239,13 @@ pub fn main(ordinal: usize) -> ExitCode {
         }
     };
     let mut out = io::BufWriter::new(protocol_out);
-    let stdin = io::stdin();
-    let mut input = stdin.lock();
+    let mut input = match protocol::FrameReader::stdin() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("gridlab worker: cannot read its stdin: {e}");
+            return ExitCode::from(3);
+        }
+    };
     let mut worker = Worker {
         ordinal,
         ctx: None,
@@ -168,9 +262,12 @@ pub fn main(ordinal: usize) -> ExitCode {
         spare: Vec::new(),
         staging: Staging::default(),
         events: None,
+        functions: HashMap::new(),
+        globals: HashMap::new(),
+        checker: None,
     };
     loop {
-        let request = match protocol::recv::<Request>(&mut input) {
+        let request = match input.request() {
             Ok(Some(r)) => r,
             Ok(None) => return ExitCode::SUCCESS,
             Err(e) => {
@@ -395,17 +492,9 @@ impl Worker {
                 let _ = result::module::unload(old);
             }
         }
-        // The driver reads PTX up to its NUL: make sure there is one.
-        let mut owned;
-        let image = if !image.starts_with(b"\x7fELF") && image.last() != Some(&0) {
-            owned = image.to_vec();
-            owned.push(0);
-            owned.as_slice()
-        } else {
-            image
-        };
-        // SAFETY: `image` is a CUBIN or a NUL-terminated PTX image, alive for the call.
-        let m = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }?;
+        self.functions.clear();
+        self.globals.clear();
+        let m = load_module(image)?;
         self.module = Some(m);
         Ok(())
     }
@@ -425,26 +514,31 @@ impl Worker {
         }
     }
 
-    /// The loaded module's kernel `name`.
-    fn function(&self, name: &str) -> Result<sys::CUfunction, Response> {
+    /// The loaded module's kernel `name`, looked up once per module.
+    fn function(&mut self, name: &str) -> Result<sys::CUfunction, Response> {
         let Some(module) = self.module else {
             return Err(Response::Failed {
                 message: "no module is loaded: define a kernel first".into(),
                 sticky: false,
             });
         };
+        if let Some(f) = self.functions.get(name) {
+            return Ok(*f);
+        }
         // A template instance is found by its mangled name.
-        let name = self.lowered.get(name).map_or(name, String::as_str);
-        let Ok(cname) = CString::new(name) else {
+        let symbol = self.lowered.get(name).map_or(name, String::as_str);
+        let Ok(cname) = CString::new(symbol) else {
             return Err(Response::Failed { message: "bad kernel name".into(), sticky: false });
         };
         // SAFETY: the module is loaded.
-        unsafe { result::module::get_function(module, cname) }
-            .map_err(|e| failed(&format!("finding kernel `{name}`"), e))
+        let f = unsafe { result::module::get_function(module, cname) }
+            .map_err(|e| failed(&format!("finding kernel `{symbol}`"), e))?;
+        self.functions.insert(name.to_string(), f);
+        Ok(f)
     }
 
     /// Registers, shared and local memory of a kernel, and its occupancy for one block size.
-    fn kernel_info(&self, kernel: &str, block_size: u32) -> Response {
+    fn kernel_info(&mut self, kernel: &str, block_size: u32) -> Response {
         use sys::CUfunction_attribute as F;
         let func = match self.function(kernel) {
             Ok(f) => f,
@@ -576,9 +670,54 @@ impl Worker {
         }
     }
 
-    /// A launch that did not finish is done with its buffers and its "before" copies.
+    /// A launch that did not finish is done with its buffers and its "before" copies, once
+    /// what it queued is done with the staging memory.
     fn release_launch(&mut self, bufs: Vec<DeviceBuffer>, snaps: Vec<(u64, DeviceBuffer)>) {
+        wait_for(std::ptr::null_mut());
         self.release_all(bufs.into_iter().chain(snaps.into_iter().map(|(_, d)| d)));
+    }
+
+    /// The device guard check, made on first use: compiled by NVRTC once per machine (the
+    /// compile cache keeps it, as it keeps the learner's modules), loaded as a module of its own.
+    /// `None` where it cannot be made: the guards are then checked on the host.
+    fn checker(&mut self) -> Option<&mut DeviceCheck> {
+        if self.checker.is_none() {
+            self.checker = Some(self.make_checker());
+        }
+        self.checker.as_mut()?.as_mut()
+    }
+
+    fn make_checker(&self) -> Option<DeviceCheck> {
+        use sys::CUdevice_attribute as A;
+        let major = self.attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).ok()?;
+        let minor = self.attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).ok()?;
+        let source = guard::check_source();
+        let cache_dir = cache::dir();
+        let device_arch = format!("sm_{major}{minor}");
+        for (arch, binary) in [(device_arch.clone(), true), (format!("compute_{major}{minor}"), false)] {
+            let options = vec![format!("--gpu-architecture={arch}")];
+            let key = cache::key(&source, &options, &device_arch, nvrtc_version());
+            let image = match cache_dir.as_deref().and_then(|d| cache::read(d, &key)) {
+                Some(entry) => entry.image,
+                None => {
+                    let Ok((image, log, lowered)) = nvrtc_compile(&source, &options, binary, &[]) else { continue };
+                    if let Some(dir) = &cache_dir {
+                        let entry = cache::Entry { arch: arch.clone(), log, image, lowered };
+                        let _ = cache::write(dir, &key, &entry);
+                        entry.image
+                    } else {
+                        image
+                    }
+                }
+            };
+            let Ok(module) = load_module(&image) else { continue };
+            let name = CString::new(guard::CHECK_KERNEL).ok()?;
+            // SAFETY: the module was just loaded; it stays loaded for the worker's life.
+            let func = unsafe { result::module::get_function(module, name) }.ok()?;
+            let (flags, flags_device) = device_mapped_words(256)?;
+            return Some(DeviceCheck { func, flags, flags_device, capacity: 256 });
+        }
+        None
     }
 
     /// The launch's two timing events, made on first use.
@@ -792,10 +931,11 @@ impl Worker {
                 let data = d.data();
                 allocs[i] = Some(d);
                 let copied = match &b.data {
-                    // SAFETY: `data` has room for `len` bytes.
-                    WireData::Inline(bytes) => unsafe { result::memcpy_htod_sync(data, bytes) },
+                    // Queued below, from the staging memory.
+                    WireData::Inline(_) => Ok(()),
                     WireData::Shared(s) => match self.regions.get(s.region) {
-                        // SAFETY: as above; the region holds at least `len` bytes (checked).
+                        // SAFETY: `data` has room for `len` bytes; the region holds at least
+                        // `len` bytes (checked).
                         Ok(Some(map)) => unsafe { result::memcpy_htod_sync(data, &map[..len]) },
                         _ => Err(result::DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE)),
                     },
@@ -831,6 +971,42 @@ impl Worker {
             snaps.push((*stamp, start));
         }
         let mut bufs: Vec<DeviceBuffer> = allocs.into_iter().flatten().collect();
+        // Small buffers go up through the pinned staging memory, each at its place there, where
+        // its results come back down after the kernel (the stream keeps the two in order): the
+        // copies are queued, not waited for.
+        let inline_at: Vec<Option<usize>> = req
+            .buffers
+            .iter()
+            .scan(0usize, |at, b| {
+                Some(match &b.data {
+                    WireData::Inline(bytes) => {
+                        *at += bytes.len();
+                        Some(*at - bytes.len())
+                    }
+                    WireData::Shared(_) => None,
+                })
+            })
+            .collect();
+        let need: usize =
+            req.buffers.iter().filter(|b| matches!(b.data, WireData::Inline(_))).map(|b| b.len() as usize).sum();
+        let stream = std::ptr::null_mut();
+        let stage = self.staging.get(need);
+        let mut queued = Ok(());
+        for ((b, d), at) in req.buffers.iter().zip(&bufs).zip(&inline_at) {
+            let (WireData::Inline(bytes), Some(at)) = (&b.data, *at) else { continue };
+            let piece = &mut stage[at..at + bytes.len()];
+            piece.copy_from_slice(bytes);
+            // SAFETY: the allocation holds `len` bytes at `data()`; the staging memory stays
+            // untouched until the stream is waited for, on every path.
+            queued = unsafe { result::memcpy_htod_async(d.data(), piece, stream) };
+            if queued.is_err() {
+                break;
+            }
+        }
+        if let Err(e) = queued {
+            self.release_launch(bufs, snaps);
+            return failed("copying buffers to the GPU", e);
+        }
         // Fill the guards with the pattern, before and after every buffer, where a launch may
         // have written them since they were last filled.
         for d in bufs.iter_mut().filter(|d| !d.guards_clean) {
@@ -874,8 +1050,8 @@ impl Worker {
         };
         let g = (req.grid[0], req.grid[1], req.grid[2]);
         let b = (req.block[0], req.block[1], req.block[2]);
-        let stream = std::ptr::null_mut();
-        for _ in 0..req.repeat.max(1) {
+        let repeat = req.repeat.max(1);
+        for k in 0..repeat {
             // Before every launch, as the simulator starts each launch from them: a kernel
             // that writes a `__device__` variable the session set sees the set values again.
             if let Err(r) = self.set_symbols(&req.symbols) {
@@ -890,77 +1066,83 @@ impl Worker {
                     launch_us.push(t.elapsed().as_secs_f64() * 1e6);
                     r?;
                     result::event::record(stop_ev, stream)?;
-                    result::event::synchronize(stop_ev)?;
-                    kernel_ms.push(result::event::elapsed(start_ev, stop_ev)?);
+                    // Every launch but the last is timed here (`:time`); the last is waited for
+                    // once, below, with the guard check and the results' copies.
+                    if k + 1 < repeat {
+                        result::event::synchronize(stop_ev)?;
+                        kernel_ms.push(result::event::elapsed(start_ev, stop_ev)?);
+                    }
                     Ok(())
                 })
             };
             if let Err(e) = r {
-                if e.0 == sys::CUresult::CUDA_ERROR_ASSERT {
-                    return Response::Trapped { printed: self.take_printf() };
-                }
-                let response = failed(&format!("running `{}`", req.kernel), e);
-                if !matches!(response, Response::Failed { sticky: true, .. }) {
-                    self.release_launch(bufs, snaps);
-                }
-                return response;
+                return self.launch_failed(&req.kernel, e, bufs, snaps);
             }
         }
-        // The kernel finished: check the guards and copy the inline buffers' results into the
-        // answer; the shared ones stay on the device until the session reads them.
-        let mut out = Vec::new();
-        let mut guard_hits = Vec::new();
-        // Each buffer's two guards, then the inline buffers' bytes, one after another in the
-        // staging memory: every copy is queued, then waited for once.
-        let inline = |i: usize| matches!(req.buffers[i].data, WireData::Inline(_));
-        let need: usize =
-            bufs.iter().enumerate().map(|(i, d)| 2 * GUARD_BYTES + if inline(i) { d.len } else { 0 }).sum();
+        // The kernel is queued: then the guard check, and the copies of the inline buffers'
+        // results into the staging memory, each at the place it went up from; the shared ones
+        // stay on the device until the session reads them. One wait for all of it.
+        let guards: Vec<sys::CUdeviceptr> = bufs.iter().flat_map(|d| [d.ptr, d.data() + d.len as u64]).collect();
+        let checked = self.queue_guard_check(&guards, stream);
         let stage = self.staging.get(need);
-        let copy_out = |stage: &mut [u8]| -> Result<(), result::DriverError> {
-            result::ctx::synchronize()?;
-            let mut at = 0;
-            for (i, d) in bufs.iter().enumerate() {
-                let pieces = [(d.ptr, GUARD_BYTES), (d.data() + d.len as u64, GUARD_BYTES)];
-                let data = inline(i).then_some((d.data(), d.len));
-                for (src, len) in pieces.into_iter().chain(data) {
-                    // SAFETY: the source range lies inside the allocation; `stage` holds `need`
-                    // bytes and the pieces add up to `need`.
-                    unsafe { result::memcpy_dtoh_async(&mut stage[at..at + len], src, stream) }?;
-                    at += len;
-                }
+        let done = (|| {
+            for ((d, at), b) in bufs.iter().zip(&inline_at).zip(&req.buffers) {
+                let Some(at) = *at else { continue };
+                // SAFETY: the allocation holds `len` bytes at `data()`; `stage` holds `need`
+                // bytes, and the inline buffers' places add up to `need`.
+                unsafe { result::memcpy_dtoh_async(&mut stage[at..at + b.len() as usize], d.data(), stream) }?;
             }
-            // SAFETY: the default stream, on which every copy above was queued.
-            unsafe { result::stream::synchronize(stream) }
-        };
-        let copied = copy_out(stage);
-        if copied.is_ok() {
-            let mut at = 0;
-            for (i, d) in bufs.iter_mut().enumerate() {
-                let (before, after) = (&stage[at..at + GUARD_BYTES], &stage[at + GUARD_BYTES..at + 2 * GUARD_BYTES]);
-                match guard::check(i as u32, before, after, d.len, req.buffers[i].elem_size as usize) {
-                    Some(hit) => guard_hits.push(hit),
-                    None => d.guards_clean = true,
-                }
-                at += 2 * GUARD_BYTES;
-                if inline(i) {
-                    out.push(ByteBuf::from(stage[at..at + d.len].to_vec()));
-                    at += d.len;
-                } else {
-                    out.push(ByteBuf::new());
-                }
+            // SAFETY: the default stream, on which everything above was queued.
+            unsafe { result::stream::synchronize(stream) }?;
+            // SAFETY: both events were recorded, and the stream is done.
+            kernel_ms.push(unsafe { result::event::elapsed(start_ev, stop_ev) }?);
+            Ok(())
+        })();
+        if let Err(e) = done {
+            return self.launch_failed(&req.kernel, e, bufs, snaps);
+        }
+        let out: Vec<ByteBuf> = inline_at
+            .iter()
+            .zip(&req.buffers)
+            .map(|(at, b)| match at {
+                Some(at) => ByteBuf::from(stage[*at..*at + b.len() as usize].to_vec()),
+                None => ByteBuf::new(),
+            })
+            .collect();
+        // Guards the device found untouched need no fill before the next launch; the others
+        // (and all of them, where the device check did not run) are read on the host, which names
+        // the elements written.
+        let flags: Vec<u32> = (0..guards.len())
+            .map(|k| match self.checker.as_ref().and_then(Option::as_ref) {
+                Some(check) if checked => check.flag(k),
+                _ => guard::UNCHECKED,
+            })
+            .collect();
+        let mut guard_hits = Vec::new();
+        let mut unread = None;
+        for (i, d) in bufs.iter_mut().enumerate() {
+            if flags[2 * i..2 * i + 2] == [0, 0] {
+                d.guards_clean = true;
+                continue;
             }
+            let mut pieces = [vec![0u8; GUARD_BYTES], vec![0u8; GUARD_BYTES]];
+            let read = [d.ptr, d.data() + d.len as u64].iter().zip(&mut pieces).try_for_each(|(src, piece)| {
+                // SAFETY: a guard region of the allocation, `GUARD_BYTES` long.
+                unsafe { result::memcpy_dtoh_sync(piece.as_mut_slice(), *src) }
+            });
+            if let Err(e) = read {
+                unread = Some(e);
+                break;
+            }
+            match guard::check(i as u32, &pieces[0], &pieces[1], d.len, req.buffers[i].elem_size as usize) {
+                Some(hit) => guard_hits.push(hit),
+                None => d.guards_clean = true,
+            }
+        }
+        if let Some(e) = unread {
+            return self.launch_failed(&req.kernel, e, bufs, snaps);
         }
         let printf = self.take_printf();
-        if let Err(e) = copied {
-            if e.0 == sys::CUresult::CUDA_ERROR_ASSERT {
-                return Response::Trapped { printed: printf };
-            }
-            let response = failed(&format!("running `{}`", req.kernel), e);
-            if !matches!(response, Response::Failed { sticky: true, .. }) {
-                self.release_launch(bufs, snaps);
-            }
-            return response;
-        }
         // Keep each shared buffer's results on the device, held under the stamp they get until
         // the session reads them; the others are done with. The last launch's "before" copies
         // are no longer the last launch's.
@@ -988,20 +1170,78 @@ impl Worker {
         }))
     }
 
+    /// A launch whose kernel, or what was queued after it, failed. A failing device-side
+    /// `assert` is the kernel's trap; any other error fails the launch, which lets its buffers
+    /// go unless the context is gone with them.
+    fn launch_failed(
+        &mut self,
+        kernel: &str,
+        e: result::DriverError,
+        bufs: Vec<DeviceBuffer>,
+        snaps: Vec<(u64, DeviceBuffer)>,
+    ) -> Response {
+        if e.0 == sys::CUresult::CUDA_ERROR_ASSERT {
+            return Response::Trapped { printed: self.take_printf() };
+        }
+        let response = failed(&format!("running `{kernel}`"), e);
+        if !matches!(response, Response::Failed { sticky: true, .. }) {
+            self.release_launch(bufs, snaps);
+        }
+        response
+    }
+
+    /// Queue the device guard check over the guard regions at `guards`, their flags set to
+    /// [`guard::UNCHECKED`] first. `false` where it cannot run: every guard is then read on the
+    /// host.
+    fn queue_guard_check(&mut self, guards: &[sys::CUdeviceptr], stream: sys::CUstream) -> bool {
+        let Some(check) = self.checker() else { return false };
+        if !check.reset(guards.len()) {
+            return false;
+        }
+        for (c, chunk) in guards.chunks(guard::GUARDS_PER_CHECK).enumerate() {
+            let mut at = [0 as sys::CUdeviceptr; guard::GUARDS_PER_CHECK];
+            at[..chunk.len()].copy_from_slice(chunk);
+            let mut count = chunk.len() as u32;
+            let mut flags = check.flags_device + (c * guard::GUARDS_PER_CHECK * 4) as u64;
+            let mut params = [
+                &mut at as *mut _ as *mut c_void,
+                &mut count as *mut _ as *mut c_void,
+                &mut flags as *mut _ as *mut c_void,
+            ];
+            // SAFETY: the check kernel's three parameters, alive for the call (the driver copies
+            // them); the guards lie in live allocations, the flags in `check`'s memory.
+            let r = unsafe {
+                result::launch_kernel(check.func, (count, 1, 1), (guard::CHECK_THREADS, 1, 1), 0, stream, &mut params)
+            };
+            if r.is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Copy the session's values into the loaded module's `__constant__`/`__device__`
     /// variables (`cuModuleGetGlobal`, then a host-to-device copy, as `cudaMemcpyToSymbol`
     /// does). A variable the module does not have was left out by the compiler because no
     /// kernel reads it: nothing can see its values, so it is skipped.
-    fn set_symbols(&self, symbols: &[(String, Vec<u8>)]) -> Result<(), Response> {
+    fn set_symbols(&mut self, symbols: &[(String, Vec<u8>)]) -> Result<(), Response> {
         let Some(module) = self.module else { return Ok(()) };
         for (name, bytes) in symbols {
-            let Ok(cname) = CString::new(name.as_str()) else { continue };
-            // SAFETY: the module is loaded; the lookup writes a pointer and a size.
-            let (ptr, size) = match unsafe { result::module::get_global(module, cname) } {
-                Ok(found) => found,
-                Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => continue,
-                Err(e) => return Err(failed(&format!("finding `{name}` in the module"), e)),
+            let found = match self.globals.get(name) {
+                Some(found) => *found,
+                None => {
+                    let Ok(cname) = CString::new(name.as_str()) else { continue };
+                    // SAFETY: the module is loaded; the lookup writes a pointer and a size.
+                    let found = match unsafe { result::module::get_global(module, cname) } {
+                        Ok(found) => Some(found),
+                        Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => None,
+                        Err(e) => return Err(failed(&format!("finding `{name}` in the module"), e)),
+                    };
+                    self.globals.insert(name.clone(), found);
+                    found
+                }
             };
+            let Some((ptr, size)) = found else { continue };
             let n = bytes.len().min(size);
             // SAFETY: `ptr` is the variable's device address and holds `size >= n` bytes.
             unsafe { result::memcpy_htod_sync(ptr, &bytes[..n]) }
@@ -1015,7 +1255,10 @@ impl Worker {
         // SAFETY: flushes C stdio buffers, where the driver's printf output may wait.
         unsafe { libc::fflush(std::ptr::null_mut()) };
         let mut text = String::new();
-        if self.printf.seek(SeekFrom::Start(self.printf_read)).is_ok() {
+        // Most kernels print nothing: one look at the file's length says so (and where it cannot
+        // say, the file is read).
+        let grown = self.printf.metadata().map(|m| m.len() > self.printf_read).unwrap_or(true);
+        if grown && self.printf.seek(SeekFrom::Start(self.printf_read)).is_ok() {
             let _ = self.printf.read_to_string(&mut text);
             self.printf_read += text.len() as u64;
         }
