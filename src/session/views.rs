@@ -201,7 +201,7 @@ impl Session {
             Ok(ok) => ok,
             Err(msg) => return self.view_error(out, &msg),
         };
-        let Some((a, b)) = text.split_once(" vs ").or_else(|| two_launches(&text)) else {
+        let Some((a, b)) = text.split_once(" vs ").or_else(|| two_launches(text)) else {
             return self
                 .view_error(out, "compare two launches: `:compare racy<<<4, 256>>>(a) vs fixed<<<4, 256>>>(a)`");
         };
