@@ -279,12 +279,18 @@ impl Session {
                         _ => None,
                     });
                     if let Some(limit) = stop {
-                        let why = match limit {
-                            Some(l) => format!("the simulator's time limit of {} s", l.as_secs_f64()),
-                            None => "its step budget (`:max-steps`)".to_string(),
+                        let (why, longer) = match limit {
+                            Some(l) => (
+                                format!("the simulator's time limit of {} s", l.as_secs_f64()),
+                                "give it longer (--timeout SECS)",
+                            ),
+                            None => (
+                                "its step budget".to_string(),
+                                "check that every loop ends, or raise the budget (`:max-steps N`)",
+                            ),
                         };
                         note = Some(format!(
-                            "run {made} was stopped at {why}, so its warp steps are where it stopped, not the kernel's work, and there is no estimate; no more runs were made. Launch fewer threads, or give it longer (--timeout SECS); a GPU (`:backend gpu`) times it as it is"
+                            "run {made} was stopped at {why}, so its warp steps are where it stopped, not the kernel's work, and there is no estimate; no more runs were made. Launch fewer threads, or {longer}; a GPU (`:backend gpu`) times it as it is"
                         ));
                         estimates.clear();
                         last_cost = None;
