@@ -59,6 +59,10 @@ impl Lesson {
         {
             lesson.meta.summary = summary;
         }
+        if lang == Lang::Python {
+            // `__syncthreads` is `cuda.syncthreads` in the course's list of what a lesson covers.
+            lesson.meta.concepts = lesson.meta.concepts.iter().map(|c| words::words(c)).collect();
+        }
         for step in &mut lesson.steps {
             project_step(step, lang);
         }
