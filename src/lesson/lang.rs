@@ -336,6 +336,9 @@ mod course_tests {
         assert!(ex.solution.text.contains("cuda.grid(1)"));
         assert_eq!(ex.check.kernels, vec![("add_vectors".into(), "@cuda.jit def add_vectors(x, y, out):".into())]);
         assert!(ex.task.contains("add_vectors(x, y, out)"));
+        // The concepts it lists are said in Numba's words.
+        let shared = course.lessons.iter().find(|l| l.meta.concepts.iter().any(|c| c == "__syncthreads")).unwrap();
+        assert!(shared.in_lang(Lang::Python).meta.concepts.iter().any(|c| c == "cuda.syncthreads"));
         // And in CUDA C, nothing of the Python is left.
         let c = lesson.in_lang(Lang::Cuda);
         assert!(!c.steps.iter().flat_map(|s| &s.parts).any(|p| matches!(p, Part::Python(_))));
