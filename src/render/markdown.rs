@@ -430,7 +430,12 @@ impl Writer<'_> {
     }
 
     fn code_block(&mut self, lang: &str, text: &str) -> io::Result<()> {
-        let prefix = format!("{}    ", self.prefix.concat());
+        // Code is never wrapped (a line cut mid-token reads as another program), so a block
+        // whose longest line would pass the screen's edge gives up some of its indent first.
+        let outer = self.prefix.concat();
+        let longest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        let room = self.style.width.saturating_sub(crate::render::text::visible_width(&outer) + longest);
+        let prefix = format!("{outer}{}", " ".repeat(room.min(4)));
         let highlight =
             self.style.color && matches!(lang, "cuda" | "c" | "cpp" | "c++" | "gridlab" | "starter" | "solution");
         for line in text.trim_end_matches('\n').lines() {
@@ -460,6 +465,14 @@ mod tests {
         write_markdown(&mut out, md, &Style { color: false, width, big: false, ..Style::plain() }, &Known::NOTHING)
             .unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_code_block_gives_up_its_indent_before_it_passes_the_edge() {
+        let md = "```cuda\nint x = 1;\nfor (int i = 0; i < n; i += stride) {\n```\n";
+        assert_eq!(plain(md, 80), "    int x = 1;\n    for (int i = 0; i < n; i += stride) {\n");
+        assert_eq!(plain(md, 39), "  int x = 1;\n  for (int i = 0; i < n; i += stride) {\n");
+        assert_eq!(plain(md, 20), "int x = 1;\nfor (int i = 0; i < n; i += stride) {\n", "never cut");
     }
 
     #[test]
