@@ -1170,13 +1170,11 @@ pub fn cmd_next(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::
         let defined = g.fill_in_step(session)?;
         if !defined.is_empty() {
             let names: Vec<String> = defined.iter().map(|n| format!("`{n}`")).collect();
+            let (are, them) = if names.len() == 1 { ("is", "it") } else { ("are", "them") };
             let note = format!(
-                "(you moved past step {} without running all of it: its {} {} defined for you, as the lesson writes {}, for the steps that build on {})",
+                "(you moved past step {} without running all of it: its {} {are} defined for you, as the lesson writes {them}, for the steps that build on {them})",
                 g.step_number(),
                 crate::diag::text::list(&names),
-                if names.len() == 1 { "is" } else { "are" },
-                if names.len() == 1 { "it" } else { "them" },
-                if names.len() == 1 { "it" } else { "them" },
             );
             writeln!(out, "{}", style.dim(&render::prose(&note, style)))?;
         }
