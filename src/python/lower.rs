@@ -2305,24 +2305,11 @@ impl Lowerer<'_, '_> {
 
     fn atomic(&mut self, op: &str, c: &ast::ExprCall, at: Span) -> R<CExpr> {
         let usage = format!("`cuda.atomic.{op}(array, index, value)`");
-        let (cname, n) = match op {
-            "add" => ("atomicAdd", 3),
-            "sub" => ("atomicSub", 3),
-            "max" => ("atomicMax", 3),
-            "min" => ("atomicMin", 3),
-            "inc" => ("atomicInc", 3),
-            "dec" => ("atomicDec", 3),
-            "exch" => ("atomicExch", 3),
-            "and_" => ("atomicAnd", 3),
-            "or_" => ("atomicOr", 3),
-            "xor" => ("atomicXor", 3),
-            "cas" => ("atomicCAS", 4),
-            "compare_and_swap" => ("atomicCAS", 3),
-            _ => {
-                return Err(self
-                    .err(c.func.range(), format!("`cuda.atomic.{op}` is not an atomic gridlab knows"))
-                    .help("add, sub, max, min, inc, dec, exch, and_, or_, xor, cas, compare_and_swap"));
-            }
+        let Some(&(_, cname, n)) = super::words::ATOMICS.iter().find(|(name, ..)| *name == op) else {
+            let known: Vec<&str> = super::words::ATOMICS.iter().map(|(name, ..)| *name).collect();
+            return Err(self
+                .err(c.func.range(), format!("`cuda.atomic.{op}` is not an atomic gridlab knows"))
+                .help(known.join(", ")));
         };
         if c.args.len() != n {
             return Err(self.err(c.range, format!("`cuda.atomic.{op}` takes {n} arguments")).help(usage));

@@ -7,19 +7,23 @@
 //! (a pointer parameter, a `__shared__` declaration) is left for a lesson's author to say in a
 //! ` ```md numba ` twin.
 
-/// CUDA C's atomic functions and Numba's names for them.
-const ATOMICS: &[(&str, &str)] = &[
-    ("atomicAdd", "cuda.atomic.add"),
-    ("atomicSub", "cuda.atomic.sub"),
-    ("atomicMax", "cuda.atomic.max"),
-    ("atomicMin", "cuda.atomic.min"),
-    ("atomicExch", "cuda.atomic.exch"),
-    ("atomicCAS", "cuda.atomic.compare_and_swap"),
-    ("atomicAnd", "cuda.atomic.and_"),
-    ("atomicOr", "cuda.atomic.or_"),
-    ("atomicXor", "cuda.atomic.xor"),
-    ("atomicInc", "cuda.atomic.inc"),
-    ("atomicDec", "cuda.atomic.dec"),
+/// Numba's atomics (`cuda.atomic.NAME`): the CUDA C function each one is, and how many arguments
+/// the Numba call takes. The one table for lowering a Python kernel (`python::lower`) and for
+/// saying C's atomics in Numba's words; where two share a C function, the first is its Numba name.
+pub const ATOMICS: &[(&str, &str, usize)] = &[
+    ("add", "atomicAdd", 3),
+    ("sub", "atomicSub", 3),
+    ("max", "atomicMax", 3),
+    ("min", "atomicMin", 3),
+    ("inc", "atomicInc", 3),
+    ("dec", "atomicDec", 3),
+    ("exch", "atomicExch", 3),
+    ("and_", "atomicAnd", 3),
+    ("or_", "atomicOr", 3),
+    ("xor", "atomicXor", 3),
+    ("cas", "atomicCAS", 4),
+    // On `array[0]`, as Numba's older spelling.
+    ("compare_and_swap", "atomicCAS", 3),
 ];
 
 /// Other words with one Numba spelling each.
@@ -44,10 +48,15 @@ const TYPES: &[&str] =
 /// `and`/`or`, float literals without their `f`, `a[i][j]` as `a[i, j]`.
 pub fn words(text: &str) -> String {
     let mut s = launches(text);
-    for (c, py) in ATOMICS {
-        s = atomic_calls(&s, c, py);
+    for (i, (op, c, _)) in ATOMICS.iter().enumerate() {
+        if ATOMICS[..i].iter().any(|(_, earlier, _)| earlier == c) {
+            continue;
+        }
+        let py = format!("cuda.atomic.{op}");
+        s = atomic_calls(&s, c, &py);
+        s = replace_word(&s, c, &py);
     }
-    for (c, py) in NAMES.iter().chain(ATOMICS) {
+    for (c, py) in NAMES {
         s = replace_word(&s, c, py);
     }
     for v in INDICES {
