@@ -27,6 +27,7 @@ use super::{Progress, Schedule, SimConfig, Watch};
 use crate::cost::CostReport;
 
 mod parallel;
+mod writes;
 
 pub use parallel::default_threads;
 
@@ -34,6 +35,9 @@ const WARP: usize = 32;
 /// Blocks resident at once (`Random`, `Lockstep`), and the memory they may hold together.
 const RESIDENT_BLOCKS: u64 = 8;
 const RESIDENT_MEMORY: u64 = 256 << 20;
+/// Steps a warp's group may run ahead of its turn through instructions that touch only its
+/// registers (see `Machine::run_warp`).
+const AHEAD: u64 = 512;
 /// Printed lines kept per launch.
 pub const MAX_OUTPUT_LINES: usize = 10_000;
 
@@ -66,6 +70,12 @@ struct Warp {
     /// Per lane, what it acquired through atomics since the block's last barrier (empty unless
     /// the kernel fences).
     acquired: Vec<memory::Acquired>,
+    /// Steps the group ran ahead of its turn (see [`run_pure`]), not yet counted: its next
+    /// turns count them before it runs anything else.
+    ahead: u64,
+    /// The instructions of the last run, from the first one run ahead: the last `ahead` of
+    /// them are where the group is in the schedule's eyes.
+    path: Vec<u32>,
 }
 
 /// The lanes' local arrays: `local_bytes` bytes per lane, and with findings on a flag per byte
@@ -267,6 +277,9 @@ struct Mem<'b> {
     /// nothing, and a write to it voids the run (`conflict`), which runs again without the
     /// assumption (see `run`).
     read_only: &'b [bool],
+    /// With findings off on one thread, per buffer, whether no instruction of the kernel can
+    /// write it (`writes.rs`); empty otherwise.
+    unwritten: Vec<bool>,
     /// Per static: index into `Block::shared` or `globals`.
     slot: Vec<u32>,
     globals: Vec<&'b mut [u8]>,
@@ -672,13 +685,19 @@ impl Warp {
 /// (then the warp chooses its group again). Returns how many it ran; what each of them did is
 /// what [`Machine::exec`] would have done, cost counts included.
 #[inline(always)]
-fn run_pure(code: &[Op], warp: &mut Warp, room: u64, cost: Option<&mut Counter>) -> u64 {
+fn run_pure(
+    code: &[Op],
+    warp: &mut Warp,
+    (room, ahead): (u64, u64),
+    cost: Option<&mut Counter>,
+    inputs: Option<&Inputs>,
+) -> u64 {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the processor has AVX2, checked just above.
-        return unsafe { run_pure_avx2(code, warp, room, cost) };
+        return unsafe { run_pure_avx2(code, warp, (room, ahead), cost, inputs) };
     }
-    run_pure_in(code, warp, room, cost)
+    run_pure_in(code, warp, (room, ahead), cost, inputs)
 }
 
 /// [`run_pure_in`] compiled for AVX2, which most x86 processors of the last ten years have: the
@@ -686,20 +705,160 @@ fn run_pure(code: &[Op], warp: &mut Warp, room: u64, cost: Option<&mut Counter>)
 /// same results (no contraction or reassociation: the same IEEE operations).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn run_pure_avx2(code: &[Op], warp: &mut Warp, room: u64, cost: Option<&mut Counter>) -> u64 {
-    run_pure_in(code, warp, room, cost)
+fn run_pure_avx2(
+    code: &[Op],
+    warp: &mut Warp,
+    (room, ahead): (u64, u64),
+    cost: Option<&mut Counter>,
+    inputs: Option<&Inputs>,
+) -> u64 {
+    run_pure_in(code, warp, (room, ahead), cost, inputs)
+}
+
+/// What a register-only run needs to run loads from the buffers the launch only reads (the
+/// kernel takes them through `const` pointers): such a load changes nothing but the group's
+/// registers and, with the cost model on, its caches, in the same order as the step it is.
+struct Inputs<'m, 'b> {
+    bufs: &'m [&'b mut [u8]],
+    read_only: &'m [bool],
+    unset: &'m [Option<Vec<bool>>],
+    findings: bool,
+    /// Findings off, one thread: a load of any buffer has nothing to check or claim, and
+    /// runs in its turn; one of a buffer in `unwritten` also ahead of it.
+    any: bool,
+    unwritten: &'m [bool],
+    /// The running block, for the cost model's choice of L1.
+    block: u64,
+    /// On a worker thread, the stamp of the run's first step (see `parallel::stamp`).
+    stamp: Option<u64>,
+}
+
+impl<'m, 'b> Inputs<'m, 'b> {
+    /// `None` when no buffer is only read, or a trace or watch records every access.
+    fn of(mem: &'m Mem<'b>, block: u64, stamp: Option<u64>) -> Option<Inputs<'m, 'b>> {
+        let any = !mem.findings && mem.tags.is_none();
+        if mem.extra || !(any || mem.read_only.contains(&true)) {
+            return None;
+        }
+        Some(Inputs {
+            bufs: &mem.bufs,
+            read_only: mem.read_only,
+            unset: mem.buf_unset,
+            findings: mem.findings,
+            any,
+            unwritten: &mem.unwritten,
+            block,
+            stamp,
+        })
+    }
+
+    /// The group's load of a `ty` through the pointers in `addr` into `dst`, as
+    /// `Machine::access_warp` makes it, when every lane reads the same buffer that the launch
+    /// only reads, in bounds and aligned, with nothing to report (a buffer made with `empty`
+    /// may be read before it is written: that one takes the ordinary path); `false`, having
+    /// done nothing, otherwise. `n`: the steps the run made before this one; `ahead`: whether
+    /// this one runs ahead of the group's turn (then only a buffer nothing writes will do).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn load(
+        &self,
+        r: &mut [u64],
+        (mask, addr, ty, dst): (u32, u32, Scalar, u32),
+        pc: u32,
+        (n, ahead): (u64, bool),
+        cost: Option<&mut Counter>,
+    ) -> bool {
+        if mask == 0 {
+            return false;
+        }
+        let size = ty.size() as i64;
+        let (a, d) = (addr as usize * WARP, dst as usize * WARP);
+        let region = memory::region(r[a + mask.trailing_zeros() as usize]);
+        if region == 0 || region as usize > self.bufs.len() {
+            return false;
+        }
+        let i = region as usize - 1;
+        let assumed =
+            self.read_only.get(i) == Some(&true) && !(self.findings && self.unset.get(i).is_some_and(Option::is_some));
+        if !assumed && !(self.any && (!ahead || self.unwritten.get(i) == Some(&true))) {
+            return false;
+        }
+        let bytes = &self.bufs[i][..];
+        let len = bytes.len() as i64;
+        let mut offs = [0i64; WARP];
+        let mut ok = true;
+        lanes!(mask, |l| {
+            let p = r[a + l];
+            let off = memory::offset(p);
+            offs[l] = off;
+            ok &= memory::region(p) == region && off >= 0 && off + size <= len && off & (size - 1) == 0;
+        });
+        if !ok {
+            return false;
+        }
+        if let Some(c) = cost {
+            let mut addrs = [0u64; WARP];
+            let mut k = 0;
+            lanes!(mask, |l| {
+                addrs[k] = r[a + l];
+                k += 1;
+            });
+            if let Some(s) = self.stamp {
+                c.stamp = s + n;
+            }
+            c.memory(pc, self.block, MemOp::Load, &addrs[..k], size as u32);
+        }
+        macro_rules! load {
+            ($n:literal, $t:ty, $widen:expr) => {
+                lanes!(mask, |l| {
+                    let o = offs[l] as usize;
+                    let v: [u8; $n] = bytes[o..o + $n].try_into().expect("the access size");
+                    r[d + l] = $widen(<$t>::from_le_bytes(v));
+                })
+            };
+        }
+        match (size, ty) {
+            (4, Scalar::I32) => load!(4, i32, |v: i32| v as i64 as u64),
+            (4, Scalar::U32 | Scalar::F32) => load!(4, u32, |v: u32| v as u64),
+            (8, Scalar::I64 | Scalar::U64 | Scalar::F64) => load!(8, u64, |v: u64| v),
+            _ => lanes!(mask, |l| {
+                let o = offs[l] as usize;
+                r[d + l] = read(&bytes[o..o + size as usize], ty);
+            }),
+        }
+        true
+    }
 }
 
 #[inline(always)]
-fn run_pure_in(code: &[Op], warp: &mut Warp, room: u64, mut cost: Option<&mut Counter>) -> u64 {
+fn run_pure_in(
+    code: &[Op],
+    warp: &mut Warp,
+    (room, ahead): (u64, u64),
+    mut cost: Option<&mut Counter>,
+    inputs: Option<&Inputs>,
+) -> u64 {
     let mask = warp.gmask;
     let mut pc = warp.gpc;
     let mut n = 0;
     let mut merge = false;
-    while n < room {
+    warp.path.clear();
+    while n < room + ahead {
         let Some(&op) = code.get(pc as usize) else { break };
+        if n >= room {
+            warp.path.push(pc);
+        }
         let next = match op {
             Op::Jump { target } => target,
+            // A load ahead of the group's turn would reach the cost model's caches before the
+            // accesses of the steps between: with the cost model on, loads wait for their turn.
+            Op::Load { .. } if n >= room && cost.is_some() => break,
+            Op::Load { ty, dst, addr } => match inputs {
+                Some(i) if i.load(&mut warp.regs, (mask, addr, ty, dst), pc, (n, n >= room), cost.as_deref_mut()) => {
+                    pc + 1
+                }
+                _ => break,
+            },
             Op::Branch { cond, when, target } => {
                 let c = cond as usize * WARP;
                 let mut taken = 0u32;
@@ -736,6 +895,7 @@ fn run_pure_in(code: &[Op], warp: &mut Warp, room: u64, mut cost: Option<&mut Co
         warp.flush();
         warp.reselect = true;
     }
+    warp.path.truncate(n.saturating_sub(room) as usize);
     n
 }
 
@@ -801,6 +961,8 @@ impl Machine<'_, '_> {
                 known: None,
                 fence: [0; WARP],
                 acquired: Vec::new(),
+                ahead: 0,
+                path: Vec::new(),
             });
         }
         let [bx, by, bz] = b.coords;
@@ -851,6 +1013,8 @@ impl Machine<'_, '_> {
             warp.known = None;
             warp.fence = [0; WARP];
             warp.acquired.clear();
+            warp.ahead = 0;
+            warp.path.clear();
         }
     }
 
@@ -859,6 +1023,30 @@ impl Machine<'_, '_> {
     fn run_warp(&mut self, b: &mut Block, w: usize, budget: u32) -> bool {
         let code = &self.k.code;
         let mut left = budget as u64;
+        let warp = &mut b.warps[w];
+        if warp.ahead > 0 {
+            // Steps the group ran ahead of its turn: they count now, as the budget and the step
+            // limits allow, before anything else runs.
+            let limit =
+                (self.max_warp - warp.steps.min(self.max_warp)).min(self.max_total - self.total.min(self.max_total));
+            let n = warp.ahead.min(left).min(limit);
+            warp.ahead -= n;
+            warp.steps += n;
+            self.total += n;
+            self.mem.clock = self.total;
+            left -= n;
+            if warp.ahead > 0 {
+                if left > 0 {
+                    // The next is the step past a limit, which stops the launch as before.
+                    warp.ahead -= 1;
+                    warp.steps += 1;
+                    self.total += 1;
+                    self.mem.clock = self.total;
+                    self.stop.get_or_insert(Stop::StepLimit { warp: warp.steps > self.max_warp });
+                }
+                return true;
+            }
+        }
         while left > 0 {
             left -= 1;
             let warp = &mut b.warps[w];
@@ -870,15 +1058,24 @@ impl Machine<'_, '_> {
                 // the budget and the step limits allow (the step that reaches a limit is run
                 // below, which stops the launch as before). On the sequential schedule the
                 // group is one lane; a group of lanes parked at a warp collective runs it below.
-                let room = (left + 1)
-                    .min(self.max_warp - warp.steps.min(self.max_warp))
+                // When the budget ends first, the group may run on ahead of its turn (one
+                // thread only: a worker runs each block to its end anyway); those steps count
+                // in its next turns (above), so every other instruction runs at the same step
+                // of the launch as before.
+                let limit = (self.max_warp - warp.steps.min(self.max_warp))
                     .min(self.max_total - self.total.min(self.max_total));
-                let n = run_pure(code, warp, room, self.cost.as_deref_mut());
+                let room = (left + 1).min(limit);
+                let ahead = if self.log.is_none() && room == left + 1 { (limit - room).min(AHEAD) } else { 0 };
+                let stamp = self.log.is_some().then(|| parallel::stamp(w, warp.steps));
+                let inputs = Inputs::of(&self.mem, b.linear, stamp);
+                let n = run_pure(code, warp, (room, ahead), self.cost.as_deref_mut(), inputs.as_ref());
                 if n > 0 {
-                    warp.steps += n;
-                    self.total += n;
+                    let counted = n.min(room);
+                    warp.ahead = n - counted;
+                    warp.steps += counted;
+                    self.total += counted;
                     self.mem.clock = self.total;
-                    left = left + 1 - n;
+                    left = left + 1 - counted;
                     continue;
                 }
             }
@@ -2008,7 +2205,7 @@ fn launch(
             }
         }
     }
-    let params = spec
+    let params: Vec<u64> = spec
         .args
         .iter()
         .flat_map(|a| match a {
@@ -2058,6 +2255,11 @@ fn launch(
     };
     let bufs_bytes: u64 = bufs.iter().map(|b| b.len() as u64).sum();
     let tags = (workers > 1).then(|| parallel::Tags::new(&bufs, &buf_elem, &globals, read_only));
+    let unwritten = if findings || tags.is_some() {
+        Vec::new()
+    } else {
+        writes::unwritten(&kernel.code, kernel.regs, &params, bufs.len())
+    };
     let max_total = config.max_steps.saturating_mul(if seq { WARP as u64 } else { 1 });
     let mut m = Machine {
         k: kernel,
@@ -2074,6 +2276,7 @@ fn launch(
             buf_shadow: shadow_store.iter_mut().map(|v| &mut v[..]).collect(),
             buf_unset,
             read_only,
+            unwritten,
             slot,
             globals: globals.iter_mut().map(|v| &mut v[..]).collect(),
             global_shadow: global_shadow.iter_mut().map(|v| &mut v[..]).collect(),
@@ -2263,7 +2466,15 @@ fn schedule(m: &mut Machine, blocks: u64, config: &SimConfig, start: Instant) ->
             if warp.live != 0 && busiest.is_none_or(|(s, _, _)| warp.steps > s) {
                 let lane = (warp.gmask & warp.live).trailing_zeros().min(warp.live.trailing_zeros());
                 let thread = b.linear * m.block_threads as u64 + (w * WARP) as u64 + lane as u64;
-                busiest = Some((warp.steps, warp.gpc, thread));
+                // A group that ran ahead of its turn is, for the schedule, where its steps so far
+                // took it.
+                let pc = warp
+                    .path
+                    .len()
+                    .checked_sub(warp.ahead as usize)
+                    .filter(|_| warp.ahead > 0)
+                    .map_or(warp.gpc, |i| warp.path[i]);
+                busiest = Some((warp.steps, pc, thread));
             }
         }
     }

@@ -2256,3 +2256,63 @@ fn full_precision_math_and_division_by_a_variable_cost_more_issue_slots() {
     );
     assert!(by_var >= by_const + 40, "a run-time divisor needs a routine: {by_var} vs {by_const}");
 }
+
+const AHEAD: &str = r#"__global__ void relay(float *a, const float *c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int all = gridDim.x * blockDim.x;
+    float acc = 0.0f;
+    for (int k = 0; k < n; k++) {
+        acc += a[(i + 37 * k) % all] * c[k % 8] + 1.0f;
+        a[i] = acc;
+    }
+}
+__global__ void cast_writer(const float *c, float *out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = 0.0f;
+    for (int k = 0; k < n; k++) {
+        acc += c[(i + k) % 64];
+        if (i == 5 && k == 3) ((float *) c)[9] = acc;
+    }
+    out[i] = acc;
+}
+"#;
+
+/// Warps run ahead of their turn through register-only code and, where nothing can change
+/// what they read, loads: with findings off they go further than with findings on, and the
+/// values, steps and cost counts are what they are with findings on (which orders every
+/// access), on every schedule.
+#[test]
+fn running_ahead_of_the_schedule_changes_no_value() {
+    for schedule in [Schedule::Random, Schedule::Lockstep, Schedule::Sequential] {
+        for seed in [0, 3] {
+            for cost in [true, false] {
+                let run = |findings: bool, kernel: &str| {
+                    let config = SimConfig {
+                        findings,
+                        schedule,
+                        seed,
+                        cost: if cost { SimConfig::default().cost } else { None },
+                        threads: 1,
+                        ..SimConfig::default()
+                    };
+                    let mut sim = Sim::of(AHEAD).config(config);
+                    let mut a = floats(&(0..256).map(|i| (i % 5) as f64).collect::<Vec<_>>());
+                    let mut c = floats(&(0..64).map(|i| (i % 3) as f64 * 0.5).collect::<Vec<_>>());
+                    let r = if kernel == "relay" {
+                        sim.launch("relay", lin(4), lin(64), &mut [&mut a, &mut c], &[ScalarArg::I32(40)])
+                    } else {
+                        sim.launch("cast_writer", lin(4), lin(64), &mut [&mut c, &mut a], &[ScalarArg::I32(40)])
+                    };
+                    (a.to_f64_vec(), c.to_f64_vec(), r.steps, r.cost.map(|c| c.warp_steps))
+                };
+                for kernel in ["relay", "cast_writer"] {
+                    assert_eq!(
+                        run(false, kernel),
+                        run(true, kernel),
+                        "{kernel}, {schedule:?}, seed {seed}, cost {cost}"
+                    );
+                }
+            }
+        }
+    }
+}

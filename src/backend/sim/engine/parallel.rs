@@ -332,6 +332,7 @@ impl<'k, 'b> Worker<'k, 'b> {
                 buf_shadow,
                 buf_unset: p.buf_unset,
                 read_only: p.read_only,
+                unwritten: Vec::new(),
                 slot: p.slot.clone(),
                 globals,
                 global_shadow,
