@@ -2303,7 +2303,7 @@ fn running_ahead_of_the_schedule_changes_no_value() {
                     } else {
                         sim.launch("cast_writer", lin(4), lin(64), &mut [&mut c, &mut a], &[ScalarArg::I32(40)])
                     };
-                    (a.to_f64_vec(), c.to_f64_vec(), r.steps, r.cost.map(|c| c.warp_steps))
+                    (a.to_f64_vec(), c.to_f64_vec(), r.steps, r.cost)
                 };
                 for kernel in ["relay", "cast_writer"] {
                     assert_eq!(
@@ -2314,5 +2314,43 @@ fn running_ahead_of_the_schedule_changes_no_value() {
                 }
             }
         }
+    }
+}
+
+const GATHER: &str = r#"__global__ void gather(const float *c, float *out, int n, int stride) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = 0.0f;
+    for (int k = 0; k < n; k++) acc += c[(i * stride + k * 8 * stride) % (1 << 18)];
+    out[i] = acc;
+}
+"#;
+
+/// Loads run inside a register-only run reach the cost model's caches at their own step
+/// (with the cost model on, none runs ahead of its turn): a `const` input (whose loads run in
+/// the run) costs what the same input without `const` (whose loads each go through the
+/// machine) costs, on every schedule, where the order of the warps' loads decides what stays
+/// in L1.
+#[test]
+fn loads_in_runs_reach_the_caches_at_their_step() {
+    let src = GATHER.replace("const float *c", "float *c");
+    for schedule in [Schedule::Random, Schedule::Lockstep, Schedule::Sequential] {
+        let run = |kernels: &str| {
+            let config = SimConfig { schedule, seed: 2, threads: 1, ..SimConfig::default() };
+            let mut sim = Sim::of(kernels).config(config);
+            let mut c = floats(&(0..1 << 18).map(|i| (i % 3) as f64 * 0.5).collect::<Vec<_>>());
+            let mut out = floats(&[0.0; 512]);
+            let args = [ScalarArg::I32(48), ScalarArg::I32(256)];
+            let r = sim.launch("gather", lin(2), lin(256), &mut [&mut c, &mut out], &args);
+            // The places' spans differ by the `const`: their counts, in order, do not.
+            let cost = r.cost.map(|c| {
+                let places: Vec<_> = c.places.iter().map(|p| p.counts.clone()).collect();
+                (c.totals, places, format!("{:?}", c.estimate))
+            });
+            (out.to_f64_vec(), r.steps, cost)
+        };
+        let (with, without) = (run(GATHER), run(&src));
+        // The sequential schedule has no cost model (it runs one thread at a time).
+        assert_eq!(with.2.is_some(), schedule != Schedule::Sequential, "{schedule:?}");
+        assert_eq!(with, without, "{schedule:?}");
     }
 }
