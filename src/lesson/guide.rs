@@ -342,6 +342,17 @@ impl Guide {
             self.offered = None;
             return Ok(());
         }
+        // What the learner typed in place of the offered input stands for it when it is the same
+        // kind of input (their own kernel for the offered kernel, their own launch for the offered
+        // launch). Another kind, such as printing a buffer while a launch is offered, leaves the
+        // offer pending, back in the editor, so no step of the lesson is skipped unseen.
+        if let Some((offered, _)) = &self.offered
+            && offered.trim() != text.trim()
+            && Shape::of(offered) != Shape::of(text)
+        {
+            self.suggestion = Some(offered.clone());
+            return Ok(());
+        }
         // Only the step's own input can finish it: a statement of the learner's own, typed
         // when nothing was offered (after a solved exercise, say), is no step of the lesson.
         let had_offer = self.offered.is_some();
@@ -755,6 +766,27 @@ impl Guide {
 
 /// Whether `text` defines a kernel or function (an exercise's answer is CUDA).
 /// Whether `text` defines a kernel, in CUDA C or in Python.
+/// What kind of input a text is, to tell whether the learner's own input stands for the one a
+/// step offered.
+#[derive(PartialEq)]
+enum Shape {
+    Kernel,
+    Launch,
+    Other,
+}
+
+impl Shape {
+    fn of(text: &str) -> Shape {
+        if has_cuda(text) {
+            Shape::Kernel
+        } else if script::is_launch(text) {
+            Shape::Launch
+        } else {
+            Shape::Other
+        }
+    }
+}
+
 fn has_cuda(text: &str) -> bool {
     script::split_inputs(text).is_ok_and(|inputs| {
         inputs.iter().any(|i| matches!(i.kind, script::InputKind::Cuda | script::InputKind::Python))
@@ -1319,6 +1351,26 @@ mod tests {
         assert_eq!(ran(&mut g, "x", false, &style), "");
         assert_eq!(ran(&mut g, ":buffers", false, &style), "");
         assert_eq!(g.take_suggestion(), None);
+    }
+
+    #[test]
+    fn an_input_of_another_kind_does_not_stand_for_the_offered_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut g, style) = guide(dir.path(), 1);
+        g.show(&mut Vec::new(), &style).unwrap();
+        let kernel = g.take_suggestion().unwrap();
+        for input in [kernel.as_str(), ":backend sim", "let x = ones(64)", "let s = zeros(1)"] {
+            ran(&mut g, input, false, &style);
+            g.take_suggestion();
+        }
+        ran(&mut g, ":buffers", false, &style);
+        assert_eq!(g.take_suggestion().as_deref(), Some("total<<<2, 32>>>(x, s, len(x))"));
+        // Looking at a buffer while the launch is offered: the launch is still the next input.
+        assert_eq!(ran(&mut g, "x", false, &style), "");
+        assert_eq!(g.take_suggestion().as_deref(), Some("total<<<2, 32>>>(x, s, len(x))"));
+        // The learner's own launch stands for it.
+        ran(&mut g, "total<<<4, 16>>>(x, s, len(x))", false, &style);
+        assert_eq!(g.take_suggestion().as_deref(), Some("expect finding race"));
     }
 
     #[test]
