@@ -104,11 +104,6 @@ fn project_step(step: &mut Step, lang: Lang) {
         for shown in &mut step.outputs {
             shown.text = words::launches(&shown.text);
         }
-        for part in &mut step.parts {
-            if let Part::Prose(md) = part {
-                *md = output_fences_in_python(md);
-            }
-        }
     }
 }
 
@@ -147,10 +142,22 @@ fn prose_in(md: &str, lang: Lang) -> String {
 /// Where a line of shared prose stands, to say its quoted code in Numba's words.
 #[derive(Default)]
 struct SharedProse {
-    /// Inside a fenced block: whether it is a ` ```text ` block (quoted code), and its fence.
-    fence: Option<(bool, usize)>,
+    /// Inside a fenced block: its kind, and its fence's length.
+    fence: Option<(Fence, usize)>,
     /// Inside a blockquote headed **In Numba**.
     numba_sidebar: bool,
+}
+
+/// A fenced block in shared prose, as a Python learner reads it.
+#[derive(Clone, Copy, PartialEq)]
+enum Fence {
+    /// ` ```text `: quoted code, said in Numba's words.
+    Text,
+    /// ` ```output `: what gridlab printed, whose launches a Python kernel's report writes
+    /// `k[g, b]`.
+    Output,
+    /// Any other: left as written.
+    Other,
 }
 
 impl SharedProse {
@@ -167,14 +174,22 @@ impl SharedProse {
             match self.fence {
                 Some((_, n)) if ticks >= n && t[ticks..].is_empty() => self.fence = None,
                 Some(_) => {}
-                None => self.fence = Some((t[ticks..].trim() == "text", ticks)),
+                None => {
+                    let kind = match t[ticks..].split_whitespace().next() {
+                        Some("text") => Fence::Text,
+                        Some("output") => Fence::Output,
+                        _ => Fence::Other,
+                    };
+                    self.fence = Some((kind, ticks));
+                }
             }
             return line.to_string();
         }
         match self.fence {
+            Some((Fence::Output, _)) => words::launches(line),
             _ if self.numba_sidebar => line.to_string(),
-            Some((true, _)) => words::words(line),
-            Some((false, _)) => line.to_string(),
+            Some((Fence::Text, _)) => words::words(line),
+            Some((Fence::Other, _)) => line.to_string(),
             None => code_spans_in_python(line),
         }
     }
@@ -209,24 +224,6 @@ fn twin_of(info: &str) -> Option<Lang> {
         _ => return None,
     };
     words.next().is_none().then_some(lang)
-}
-
-/// Markdown with the launches inside its ` ```output ` blocks written as Numba writes them.
-fn output_fences_in_python(md: &str) -> String {
-    let mut out = String::with_capacity(md.len());
-    let mut in_output = false;
-    for line in md.split_inclusive('\n') {
-        let t = line.trim_start();
-        if t.starts_with("```") {
-            in_output = !in_output && t.trim_start_matches('`').split_whitespace().next() == Some("output");
-            out.push_str(line);
-        } else if in_output {
-            out.push_str(&words::launches(line));
-        } else {
-            out.push_str(line);
-        }
-    }
-    out
 }
 
 /// The quote after a Python kernel that shows the CUDA C it stands for.
@@ -283,6 +280,11 @@ mod tests {
         );
         assert!(py.contains("After: `cuda.atomic.add(t, 0, v)` and `a[i] += 0.5`."), "{py}");
         assert!(py.contains("Twin: `__global__` kept."), "a twin is written for its language: {py}");
+        let out = prose_in("```output\nk<<<4, 256>>>: 1,024 threads, `threadIdx.x` kept\n```\n", Lang::Python);
+        assert_eq!(
+            out, "```output\nk[4, 256]: 1,024 threads, `threadIdx.x` kept\n```\n",
+            "output is what gridlab printed"
+        );
         assert_eq!(prose_in(md, Lang::Cuda).matches("threadIdx.x`").count(), 2, "CUDA C reads it as written");
     }
 

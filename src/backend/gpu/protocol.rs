@@ -13,7 +13,9 @@
 //! when the session needs them.
 
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
+
+use rustix::event::{PollFd, PollFlags, Timespec};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -360,20 +362,13 @@ impl FrameReader {
                         std::thread::yield_now();
                         continue;
                     }
-                    // Woken by data, the other end closing, or the deadline; each is looked at
-                    // again above, and so is a signal's `EINTR`. Within an `i32` of milliseconds,
-                    // rounded up so that a wait never ends just short of its deadline.
-                    let timeout = until.map_or(-1, |u| {
-                        let left = u.saturating_duration_since(now);
-                        left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32
-                    });
-                    let mut fds = libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-                    // SAFETY: one valid `pollfd` for the call.
-                    if unsafe { libc::poll(&mut fds, 1, timeout) } < 0 {
-                        let e = io::Error::last_os_error();
-                        if e.kind() != io::ErrorKind::Interrupted {
-                            return Err(e);
-                        }
+                    // Woken by data, the other end closing, or the deadline (to the nanosecond);
+                    // each is looked at again above, and so is a signal's `EINTR`.
+                    let timeout = until.and_then(|u| Timespec::try_from(u.saturating_duration_since(now)).ok());
+                    let mut fds = [PollFd::new(&self.file, PollFlags::IN)];
+                    match rustix::event::poll(&mut fds, timeout.as_ref()) {
+                        Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                        Err(e) => return Err(e.into()),
                     }
                 }
                 Err(e) => return Err(e),

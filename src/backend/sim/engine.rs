@@ -399,6 +399,22 @@ macro_rules! lanes {
     }};
 }
 
+/// Each active lane's byte offset into buffer `region` for a `size`-byte access at the pointers
+/// in `r[a..]`; `None` when any lane points into another buffer, outside this one, or off its
+/// alignment (the fast paths then leave the access to `Mem::access`, which reports it).
+#[inline(always)]
+fn lane_offsets(r: &[u64], a: usize, mask: u32, region: u32, size: i64, len: i64) -> Option<[i64; WARP]> {
+    let mut offs = [0i64; WARP];
+    let mut ok = true;
+    lanes!(mask, |l| {
+        let p = r[a + l];
+        let off = memory::offset(p);
+        offs[l] = off;
+        ok &= memory::region(p) == region && off >= 0 && off + size <= len && off & (size - 1) == 0;
+    });
+    ok.then_some(offs)
+}
+
 mod arith;
 
 fn f32x(v: u64) -> f32 {
@@ -785,17 +801,7 @@ impl<'m, 'b> Inputs<'m, 'b> {
         }
         let bytes = &self.bufs[i][..];
         let len = bytes.len() as i64;
-        let mut offs = [0i64; WARP];
-        let mut ok = true;
-        lanes!(mask, |l| {
-            let p = r[a + l];
-            let off = memory::offset(p);
-            offs[l] = off;
-            ok &= memory::region(p) == region && off >= 0 && off + size <= len && off & (size - 1) == 0;
-        });
-        if !ok {
-            return false;
-        }
+        let Some(offs) = lane_offsets(r, a, mask, region, size, len) else { return false };
         if let Some(c) = cost {
             let mut addrs = [0u64; WARP];
             let mut k = 0;
@@ -1370,17 +1376,7 @@ impl Machine<'_, '_> {
             return false;
         };
         let len = bytes.len() as i64;
-        let mut offs = [0i64; WARP];
-        let mut ok = true;
-        lanes!(mask, |l| {
-            let p = r[a + l];
-            let off = memory::offset(p);
-            offs[l] = off;
-            ok &= memory::region(p) == region && off >= 0 && off + size <= len && off & (size - 1) == 0;
-        });
-        if !ok {
-            return false;
-        }
+        let Some(offs) = lane_offsets(r, a, mask, region, size, len) else { return false };
         if ro && store {
             // Nothing of it is made: the launch runs again without assuming the buffer is
             // only read.
@@ -1389,6 +1385,7 @@ impl Machine<'_, '_> {
         }
         if let Some(t) = tag {
             let elem = elem.max(1) as i64;
+            let mut ok = true;
             lanes!(mask, |l| ok &= parallel::note(t, offs[l], size as u32, elem, *me, store));
             if !ok {
                 // Nothing of it is made: the launch runs again on one thread.
