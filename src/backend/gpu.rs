@@ -112,6 +112,25 @@ struct Prepared {
     results: Vec<Option<(u64, u64)>>,
 }
 
+/// A launch sent and answered ([`GpuBackend::send_launch`]).
+struct Sent {
+    request: Request,
+    /// As [`Prepared::results`].
+    results: Vec<Option<(u64, u64)>>,
+    /// The stamp under which the worker keeps each small buffer's results ([`WireBuffer::keep`]).
+    keep: Vec<Option<u64>>,
+    answer: Response,
+}
+
+/// Whether a launch may name small buffers by the stamp of a device copy the worker keeps
+/// ([`WireData::Kept`]), or must send their bytes: the first try, and the one after the worker
+/// said it no longer holds them.
+#[derive(Clone, Copy, PartialEq)]
+enum SmallBytes {
+    KeptWhereUnchanged,
+    Sent,
+}
+
 /// How one module was compiled, for the line under a definition.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CompileStat {
@@ -238,7 +257,13 @@ impl GpuBackend {
             self.sent.insert(*id, alive.clone());
         }
         for req in &self.streak {
-            let req = Request::Launch(LaunchRequest { released: Vec::new(), ..req.clone() });
+            let mut req = LaunchRequest { released: Vec::new(), ..req.clone() };
+            // Small buffers' results from this run are not kept: the host has those of the first
+            // run under those stamps, and a racy kernel may give others this time.
+            for b in &mut req.buffers {
+                b.keep = None;
+            }
+            let req = Request::Launch(req);
             match worker.request(&req, self.timeout, None) {
                 Ok(Response::Launched(_)) => {}
                 Ok(Response::Failed { message, .. }) => return Err(message),
@@ -281,7 +306,7 @@ impl GpuBackend {
             .flat_map(|r| &r.buffers)
             .map(|b| match &b.data {
                 WireData::Inline(bytes) => bytes.len(),
-                WireData::Shared(_) => 0,
+                WireData::Kept { .. } | WireData::Shared(_) => 0,
             })
             .sum();
         self.streak.len() >= STREAK_MAX_LAUNCHES
@@ -445,10 +470,9 @@ impl GpuBackend {
         repeat: u32,
     ) -> Result<(Vec<f32>, Vec<f64>), BackendError> {
         let what = format!("timing `{}`", spec.kernel);
-        let prepared = self.prepare(spec, buffers, repeat, false, &what)?;
         // The per-launch timeout applies to each of the launches.
         let timeout = self.timeout.saturating_mul(repeat.max(1));
-        match self.call(&Request::Launch(prepared.request), timeout, &what)? {
+        match self.send_launch(spec, buffers, repeat, false, timeout, &what)?.answer {
             Response::Launched(r) => Ok((r.kernel_ms, r.launch_us)),
             Response::Trapped { printed } => {
                 Err(BackendError::Launch(format!("{what} stopped at a failing `assert`: {}", printed.trim())))
@@ -479,20 +503,37 @@ impl GpuBackend {
     /// device when `write_back`. Large buffers go as shared regions: each region the worker has
     /// not been given yet is sent to it first, and regions freed since the last request are
     /// named for it to let go.
+    ///
+    /// A small buffer goes inline, or (`small` allowing it) as the stamp of the device copy a
+    /// launch left when the host has not changed it since; either way, the worker keeps the
+    /// device copy of its results under a new stamp (`WireBuffer::keep`) when `write_back`.
+    /// A launch that writes large buffers back sends every small one's bytes: it may be run again
+    /// in a new worker, which holds no copies.
     fn prepare(
         &mut self,
         spec: &LaunchSpec,
         buffers: &LaunchBuffers<'_>,
         repeat: u32,
         write_back: bool,
+        small: SmallBytes,
         what: &str,
     ) -> Result<Prepared, BackendError> {
         let mut wire = Vec::new();
         let mut results = Vec::new();
-        for b in &buffers.buffers {
+        let may_name = small == SmallBytes::KeptWhereUnchanged && buffers.buffers.iter().all(|b| b.shared().is_none());
+        for (i, b) in buffers.buffers.iter().enumerate() {
             let elem_size = b.dtype().size() as u32;
             let Some(source) = b.shared() else {
-                wire.push(WireBuffer { data: WireData::Inline(b.bytes().to_vec()), elem_size });
+                // A copy of a buffer launched beside it has the same stamp, and needs a device
+                // copy of its own: its bytes go.
+                let stamp =
+                    b.stamp().filter(|s| may_name && !buffers.buffers[..i].iter().any(|o| o.stamp() == Some(*s)));
+                let data = match stamp {
+                    Some(stamp) => WireData::Kept { stamp, len: b.size_bytes() as u64 },
+                    None => WireData::Inline(b.bytes().to_vec()),
+                };
+                let keep = write_back.then(|| NEXT_STAMP.fetch_add(1, Ordering::Relaxed));
+                wire.push(WireBuffer { data, elem_size, keep });
                 results.push(None);
                 continue;
             };
@@ -513,6 +554,7 @@ impl GpuBackend {
                     result,
                 }),
                 elem_size,
+                keep: None,
             });
             results.push(result.zip(snapshot));
         }
@@ -530,6 +572,31 @@ impl GpuBackend {
             drop_after: if write_back { self.snapshots.clone() } else { Vec::new() },
         };
         Ok(Prepared { request, results })
+    }
+
+    /// Prepare and send a launch, and wait for its answer: the request (kept to run again after
+    /// a fault), the stamps its results get, and the answer. A worker that no longer holds the
+    /// device copies a small buffer was named by (a new worker, or one that let them go) says
+    /// so, and the launch goes again with their bytes.
+    fn send_launch(
+        &mut self,
+        spec: &LaunchSpec,
+        buffers: &LaunchBuffers<'_>,
+        repeat: u32,
+        write_back: bool,
+        timeout: Duration,
+        what: &str,
+    ) -> Result<Sent, BackendError> {
+        let mut small = SmallBytes::KeptWhereUnchanged;
+        loop {
+            let prepared = self.prepare(spec, buffers, repeat, write_back, small, what)?;
+            let keep = prepared.request.buffers.iter().map(|b| b.keep).collect();
+            let request = Request::Launch(prepared.request);
+            match self.call(&request, timeout, what)? {
+                Response::NotKept { .. } if small == SmallBytes::KeptWhereUnchanged => small = SmallBytes::Sent,
+                answer => return Ok(Sent { request, results: prepared.results, keep, answer }),
+            }
+        }
     }
 
     /// Send a request and turn every failure into a `BackendError`. A sticky CUDA error, a
@@ -602,11 +669,13 @@ fn wire_args(spec: &LaunchSpec, buffers: &LaunchBuffers<'_>) -> Vec<WireArg> {
 /// shared buffer's results stay on the device: the buffer is marked [`Buffer::on_device`], and
 /// its "before", also on the device, is a deferred buffer too ([`GpuBackend::settle`] and
 /// [`GpuBackend::settle_befores`] read them); the stamps of those "before" copies come back
-/// too. An inline buffer is copied. Every element counts as written, since the GPU does not say
-/// which a kernel wrote (compute-sanitizer's initcheck would).
+/// too. A small buffer's results are copied in, and take the stamp the worker keeps them under
+/// (`keep`). Every element counts as written, since the GPU does not say which a kernel wrote
+/// (compute-sanitizer's initcheck would).
 fn take_results(
     buffers: &mut LaunchBuffers<'_>,
     results: Vec<Option<(u64, u64)>>,
+    keep: &[Option<u64>],
     answer: &LaunchResult,
 ) -> (Vec<Buffer>, Vec<u64>) {
     let mut before = Vec::new();
@@ -617,17 +686,23 @@ fn take_results(
                 snapshots.push(snapshot);
                 before.push(Buffer::deferred_before(b, snapshot));
                 b.defer_to_device(stamp);
+                b.mark_all_written();
             }
             None => {
                 before.push((**b).clone());
+                b.mark_all_written();
                 if let Some(bytes) = answer.buffers.get(i)
                     && bytes.len() == b.size_bytes()
                 {
                     b.bytes_mut().copy_from_slice(bytes);
+                    // The worker kept the device copy of these very bytes: the next launch of
+                    // the unchanged buffer names it instead of sending them.
+                    if let Some(stamp) = keep.get(i).copied().flatten() {
+                        b.set_stamp(stamp);
+                    }
                 }
             }
         }
-        b.mark_all_written();
     }
     (before, snapshots)
 }
@@ -738,17 +813,16 @@ impl Backend for GpuBackend {
     ) -> Result<LaunchReport, BackendError> {
         let start = Instant::now();
         let what = format!("`{}`", spec.kernel);
-        let prepared = self.prepare(spec, buffers, 1, true, &what)?;
-        let request = Request::Launch(prepared.request);
-        let result = match self.call(&request, self.timeout, &what)? {
+        let Sent { request, results, keep, answer } = self.send_launch(spec, buffers, 1, true, self.timeout, &what)?;
+        let result = match answer {
             Response::Launched(r) if r.buffers.len() == buffers.buffers.len() => r,
             Response::Trapped { printed } => return Ok(trapped(module, spec, &printed, start.elapsed())),
             other => return Err(unexpected(other)),
         };
         self.last_uploaded_bytes = result.uploaded_bytes;
-        let keeps = prepared.results.iter().any(Option::is_some);
+        let keeps = results.iter().any(Option::is_some);
         // The "before" copies of the last launch go once this one has succeeded (`drop_after`).
-        let (before, snapshots) = take_results(buffers, prepared.results, &result);
+        let (before, snapshots) = take_results(buffers, results, &keep, &result);
         self.snapshots = snapshots;
         // Results left on the device: keep the request, and the regions it reads, to run it
         // again in a new worker should this one die before they are read.

@@ -40,7 +40,7 @@ fn launch(kernel: &str) -> Request {
         block: [1, 1, 1],
         shared_bytes: 0,
         args: vec![WireArg::Buffer(0)],
-        buffers: vec![WireBuffer { data: WireData::Inline(vec![1, 2, 3, 4]), elem_size: 4 }],
+        buffers: vec![WireBuffer { data: WireData::Inline(vec![1, 2, 3, 4]), elem_size: 4, keep: None }],
         repeat: 1,
         symbols: Vec::new(),
         released: Vec::new(),
@@ -304,6 +304,7 @@ fn shared_launch(
                 result,
             }),
             elem_size: 1,
+            keep: None,
         }],
         repeat: 1,
         symbols: Vec::new(),
@@ -572,4 +573,130 @@ fn a_script_reads_results_back_only_when_it_looks_and_a_crash_loses_nothing() {
     assert!(run.stdout.contains("a: u8[2097152]  [6 6 6 ... 6 6 6]"), "{}", run.stdout);
     // The crash is the one error.
     assert!(run.stdout.contains("1 error(s)"), "{}", run.stdout);
+}
+
+/// `fake_bump` over the small buffers `bufs` on `gpu`, their results written back at once.
+fn run_small(gpu: &mut GpuBackend, module: &Module, kernel: &str, bufs: Vec<&mut Buffer>) -> Result<(), BackendError> {
+    let spec = LaunchSpec {
+        kernel: kernel.into(),
+        grid: Dim3::linear(1),
+        block: Dim3::linear(4),
+        shared_bytes: 0,
+        args: (0..bufs.len()).map(Arg::Buffer).collect(),
+        symbols: Vec::new(),
+    };
+    let names = (0..bufs.len()).map(|i| format!("b{i}")).collect();
+    let mut buffers = LaunchBuffers { names, buffers: bufs };
+    gpu.launch(module, &spec, &mut buffers).map(|_| ())
+}
+
+#[test]
+fn a_small_buffer_the_host_did_not_change_is_not_sent_again() {
+    let (mut gpu, module) = backend(ANSWER);
+    let mut a = Buffer::zeros(DType::U8, Shape::D1(64));
+    assert!(a.shared().is_none());
+    run_small(&mut gpu, &module, "fake_bump", vec![&mut a]).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, 64);
+    for round in 2..=4 {
+        run_small(&mut gpu, &module, "fake_bump", vec![&mut a]).unwrap();
+        assert_eq!(gpu.last_uploaded_bytes, 0, "round {round}: the worker's own copy is launched again");
+        assert!(a.iter().all(|x| x == Num::Int(round)), "round {round}: the results come back each time");
+    }
+    // A change on the host is sent, and the kernel sees it.
+    a.set(5, Num::Int(100));
+    run_small(&mut gpu, &module, "fake_bump", vec![&mut a]).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, 64);
+    assert_eq!((a.get(5), a.get(6)), (Num::Int(101), Num::Int(5)));
+    // A copy launched beside its original has the same stamp, and gets a device copy of its own.
+    let mut b = a.clone();
+    run_small(&mut gpu, &module, "fake_bump", vec![&mut a, &mut b]).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, 64, "the original is kept, the copy's bytes go");
+    assert_eq!((a.get(5), b.get(5), a.get(6), b.get(6)), (Num::Int(102), Num::Int(102), Num::Int(6), Num::Int(6)));
+    run_small(&mut gpu, &module, "fake_bump", vec![&mut a, &mut b]).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, 0);
+    assert_eq!((a.get(5), b.get(5)), (Num::Int(103), Num::Int(103)));
+    // `:time` launches the kept copy without writing back: the buffer keeps its bytes, and its
+    // next launch finds the copy gone (the worker ran on it) and sends the bytes.
+    let spec = LaunchSpec {
+        kernel: "fake_bump".into(),
+        grid: Dim3::linear(1),
+        block: Dim3::linear(4),
+        shared_bytes: 0,
+        args: vec![Arg::Buffer(0)],
+        symbols: Vec::new(),
+    };
+    gpu.time(&spec, &LaunchBuffers { names: vec!["a".into()], buffers: vec![&mut a] }, 3).unwrap();
+    assert_eq!(a.get(5), Num::Int(103));
+    run_small(&mut gpu, &module, "fake_bump", vec![&mut a]).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, 64);
+    assert_eq!(a.get(5), Num::Int(104));
+}
+
+#[test]
+fn a_small_buffer_whose_device_copy_is_gone_is_sent_again_and_nothing_is_lost() {
+    use gridlab::backend::gpu::fake::SMALL_KEPT;
+    let (mut gpu, module) = backend(ANSWER);
+    // More buffers than the worker keeps copies of: the oldest copies go, and their buffers'
+    // bytes are sent again when next launched.
+    let mut bufs: Vec<Buffer> = (0..SMALL_KEPT + 2).map(|_| Buffer::zeros(DType::U8, Shape::D1(16))).collect();
+    for b in &mut bufs {
+        run_small(&mut gpu, &module, "fake_bump", vec![b]).unwrap();
+    }
+    run_small(&mut gpu, &module, "fake_bump", vec![&mut bufs[SMALL_KEPT + 1]]).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, 0, "the newest copy is still kept");
+    run_small(&mut gpu, &module, "fake_bump", vec![&mut bufs[0]]).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, 16, "the oldest copy went: its bytes were sent");
+    assert!(bufs[0].iter().all(|x| x == Num::Int(2)));
+    // A crash takes every device copy with the worker; the buffer is as it was, and the new
+    // worker is sent its bytes.
+    let mut a = Buffer::zeros(DType::U8, Shape::D1(16));
+    run_small(&mut gpu, &module, "fake_bump", vec![&mut a]).unwrap();
+    let err = run_small(&mut gpu, &module, "fake_crash", vec![&mut a]).unwrap_err();
+    assert!(matches!(&err, BackendError::Aborted(m) if m.contains("gridlab restarted the GPU worker")), "{err:?}");
+    assert!(a.iter().all(|x| x == Num::Int(1)), "as before the crashed launch");
+    run_small(&mut gpu, &module, "fake_bump", vec![&mut a]).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, 16);
+    assert!(a.iter().all(|x| x == Num::Int(2)));
+    run_small(&mut gpu, &module, "fake_bump", vec![&mut a]).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, 0);
+    assert!(a.iter().all(|x| x == Num::Int(3)));
+}
+
+/// The worker answers a launch that names a small buffer by a stamp it does not hold, or names
+/// one twice, with `NotKept`, and does nothing else.
+#[test]
+fn a_worker_asked_for_a_small_copy_it_does_not_hold_says_so() {
+    let mut w = fake();
+    assert!(matches!(w.request(&compile(), ANSWER, None).unwrap(), Response::Compiled { .. }));
+    let small = |data: WireData, keep: Option<u64>| {
+        Request::Launch(LaunchRequest {
+            kernel: "fake_bump".into(),
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            shared_bytes: 0,
+            args: vec![WireArg::Buffer(0)],
+            buffers: vec![WireBuffer { data, elem_size: 1, keep }],
+            repeat: 1,
+            symbols: Vec::new(),
+            released: Vec::new(),
+            drop_after: Vec::new(),
+        })
+    };
+    let answer = w.request(&small(WireData::Kept { stamp: 41, len: 4 }, Some(42)), ANSWER, None).unwrap();
+    assert_eq!(answer, Response::NotKept { stamps: vec![41] });
+    let bumped = launched(w.request(&small(WireData::Inline(vec![1, 2, 3, 4]), Some(42)), ANSWER, None).unwrap());
+    assert_eq!((bumped.buffers[0].as_ref(), bumped.uploaded_bytes), ([2, 3, 4, 5].as_slice(), 4));
+    // Named by the stamp it was kept under: nothing goes up, and the kept results are run on.
+    let again = launched(w.request(&small(WireData::Kept { stamp: 42, len: 4 }, Some(43)), ANSWER, None).unwrap());
+    assert_eq!((again.buffers[0].as_ref(), again.uploaded_bytes), ([3, 4, 5, 6].as_slice(), 0));
+    // The copy under 42 was run on: it is 43 now.
+    let stale = w.request(&small(WireData::Kept { stamp: 42, len: 4 }, None), ANSWER, None).unwrap();
+    assert_eq!(stale, Response::NotKept { stamps: vec![42] });
+    // The same copy twice in one launch cannot be two buffers.
+    let mut twice = small(WireData::Kept { stamp: 43, len: 4 }, None);
+    if let Request::Launch(l) = &mut twice {
+        l.buffers.push(l.buffers[0].clone());
+        l.args.push(WireArg::Buffer(1));
+    }
+    assert_eq!(w.request(&twice, ANSWER, None).unwrap(), Response::NotKept { stamps: vec![43] });
 }

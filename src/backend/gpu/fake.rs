@@ -11,7 +11,10 @@
 //! the session reads them back (`Request::Read`), uploading (copying out of the region) only what
 //! the real worker would, and saying how much in `uploaded_bytes`. So a session that skipped an
 //! upload it needed, or read a buffer without reading its results back, computes from stale
-//! bytes, and a test sees it. A kernel named `fake_bump` adds 1 to every byte of every buffer, on
+//! bytes, and a test sees it. Small buffers' results are kept too, under the stamp the request
+//! gives ([`WireBuffer::keep`](super::protocol::WireBuffer::keep)), so a launch that names a small
+//! buffer by a stamp it was not given, or whose copy it let go, is answered `NotKept`, as the real
+//! worker answers it. A kernel named `fake_bump` adds 1 to every byte of every buffer, on
 //! the device copy, so results must travel back too. The misbehaviour is asked for per request,
 //! by launching a kernel with one of these names:
 //!
@@ -143,7 +146,13 @@ struct Device {
 struct Resident {
     stamp: u64,
     bytes: Vec<u8>,
+    /// A small buffer's results, which the host has too (the real worker keeps at most 256).
+    small: bool,
 }
+
+/// At most this many small buffers' copies are kept, the oldest going first, as the real
+/// worker's `SMALL_KEPT` (kept small here, so that tests see a copy let go).
+pub const SMALL_KEPT: usize = 4;
 
 /// `fake_crash_mid_copy` asked the fake to die.
 struct Crash;
@@ -156,6 +165,26 @@ impl Device {
         for id in &req.released {
             self.regions.release(*id);
         }
+        let small_at = |resident: &[Resident], stamp: u64, len: u64| {
+            resident.iter().position(|r| r.small && r.stamp == stamp && r.bytes.len() as u64 == len)
+        };
+        let not_kept: Vec<u64> = req
+            .buffers
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| match b.data {
+                WireData::Kept { stamp, len } => {
+                    let twice = req.buffers[..i]
+                        .iter()
+                        .any(|o| matches!(o.data, WireData::Kept { stamp: other, .. } if other == stamp));
+                    (twice || small_at(&self.resident, stamp, len).is_none()).then_some(stamp)
+                }
+                _ => None,
+            })
+            .collect();
+        if !not_kept.is_empty() {
+            return Ok(Response::NotKept { stamps: not_kept });
+        }
         let mut uploaded = 0u64;
         let mut copies = Vec::new();
         for b in &req.buffers {
@@ -164,6 +193,10 @@ impl Device {
                     uploaded += bytes.len() as u64;
                     bytes.clone()
                 }
+                &WireData::Kept { stamp, len } => match small_at(&self.resident, stamp, len) {
+                    Some(i) => self.resident.remove(i).bytes,
+                    None => return Ok(gone(stamp)),
+                },
                 WireData::Shared(s) => {
                     let kept = self.resident.iter().position(|r| r.stamp == s.stamp && r.bytes.len() as u64 == s.len);
                     match kept {
@@ -171,7 +204,7 @@ impl Device {
                         // launch's "before".
                         Some(i) if s.device_only => self.resident[i].bytes.clone(),
                         None if s.device_only => return Ok(gone(s.stamp)),
-                        Some(i) if s.fresh && s.stamp != 0 => self.resident.swap_remove(i).bytes,
+                        Some(i) if s.fresh && s.stamp != 0 => self.resident.remove(i).bytes,
                         _ => {
                             if !s.fresh {
                                 self.resident.retain(|r| r.stamp != s.stamp);
@@ -209,10 +242,15 @@ impl Device {
         let mut buffers = Vec::new();
         for (b, copy) in req.buffers.iter().zip(copies) {
             match &b.data {
-                WireData::Inline(_) => buffers.push(ByteBuf::from(copy)),
+                WireData::Inline(_) | WireData::Kept { .. } => {
+                    if let Some(stamp) = b.keep {
+                        self.resident.push(Resident { stamp, bytes: copy.clone(), small: true });
+                    }
+                    buffers.push(ByteBuf::from(copy));
+                }
                 WireData::Shared(s) => {
                     if let Some(stamp) = s.result {
-                        self.resident.push(Resident { stamp, bytes: copy });
+                        self.resident.push(Resident { stamp, bytes: copy, small: false });
                     }
                     buffers.push(ByteBuf::new());
                 }
@@ -225,8 +263,14 @@ impl Device {
                 && !s.device_only
                 && s.snapshot.is_some()
             {
-                self.resident.push(Resident { stamp: snaps[at], bytes });
+                self.resident.push(Resident { stamp: snaps[at], bytes, small: false });
                 at += 1;
+            }
+        }
+        // The oldest small copies go first: the resident list is in the order they were kept.
+        while self.resident.iter().filter(|r| r.small).count() > SMALL_KEPT {
+            if let Some(oldest) = self.resident.iter().position(|r| r.small) {
+                self.resident.remove(oldest);
             }
         }
         let repeat = req.repeat.max(1) as usize;
@@ -258,7 +302,7 @@ impl Device {
             }
             map[..bytes.len()].copy_from_slice(bytes);
             if !item.keep {
-                self.resident.swap_remove(i);
+                self.resident.remove(i);
             }
         }
         Ok(Response::Read { missing: missing_stamps })

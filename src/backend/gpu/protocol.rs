@@ -11,6 +11,11 @@
 //! region id, with the stamp that says whether the device already holds their bytes. A launch
 //! leaves their results on the device under a new stamp, and [`Request::Read`] brings them back
 //! when the session needs them.
+//!
+//! Small buffers travel in the message, and their results come back in the answer; the worker
+//! also keeps the device copy of those results under a stamp ([`WireBuffer::keep`]), so the next
+//! launch of a buffer the host has not changed names it by that stamp ([`WireData::Kept`]) and
+//! its bytes do not travel or go up again.
 
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
@@ -94,6 +99,12 @@ pub struct WireBuffer {
     pub data: WireData,
     /// For guard reports in elements.
     pub elem_size: u32,
+    /// A small buffer's results (sent back in the answer) stay on the device after a successful
+    /// launch, under this stamp, for a later launch to name ([`WireData::Kept`]). `None` for a
+    /// shared buffer (see [`SharedBuffer::result`]) and for `:time`, whose launches are not
+    /// written back.
+    #[serde(default)]
+    pub keep: Option<u64>,
 }
 
 impl WireBuffer {
@@ -101,6 +112,7 @@ impl WireBuffer {
     pub fn len(&self) -> u64 {
         match &self.data {
             WireData::Inline(bytes) => bytes.len() as u64,
+            WireData::Kept { len, .. } => *len,
             WireData::Shared(s) => s.len,
         }
     }
@@ -115,6 +127,11 @@ impl WireBuffer {
 pub enum WireData {
     /// A small buffer: its bytes, in the message (and back in [`LaunchResult::buffers`]).
     Inline(#[serde(with = "serde_bytes")] Vec<u8>),
+    /// A small buffer the host has not changed since an earlier launch left its results on the
+    /// device under `stamp` ([`WireBuffer::keep`]): nothing travels or goes up, and the results
+    /// come back as an inline buffer's do. A worker that no longer holds that copy (a new worker,
+    /// or one that let it go) answers [`Response::NotKept`], and the session sends the bytes.
+    Kept { stamp: u64, len: u64 },
     /// A large buffer in shared memory.
     Shared(SharedBuffer),
 }
@@ -206,6 +223,12 @@ pub enum Response {
     Read {
         missing: Vec<u64>,
     },
+    /// A launch named small buffers by stamps ([`WireData::Kept`]) that the worker does not
+    /// hold: it did nothing but let go the regions the request released, and the session sends
+    /// the launch again with their bytes.
+    NotKept {
+        stamps: Vec<u64>,
+    },
 }
 
 /// A compiled kernel's resources (`cuFuncGetAttribute`) and its occupancy for one block size
@@ -264,15 +287,31 @@ pub struct LaunchResult {
 
 /// Write one framed message, length and body in one write: the reader wakes once, to a whole
 /// message.
+///
+/// The frame is encoded into memory kept from the last message of this thread: a launch's
+/// request and answer are about the same size each time, so the encoding allocates nothing and
+/// never grows its buffer piece by piece.
 pub fn send<T: Serialize>(out: &mut impl Write, msg: &T) -> io::Result<()> {
-    let mut frame =
-        postcard::to_extend(msg, vec![0u8; 4]).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    thread_local! {
+        static FRAME: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    let mut frame = FRAME.take();
+    frame.clear();
+    frame.extend_from_slice(&[0; 4]);
+    let mut frame = postcard::to_extend(msg, frame).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     let len =
         u32::try_from(frame.len() - 4).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "message over 4 GiB"))?;
     frame[..4].copy_from_slice(&len.to_le_bytes());
-    out.write_all(&frame)?;
-    out.flush()
+    let sent = out.write_all(&frame).and_then(|()| out.flush());
+    // Kept for the next message, unless a large one (a compile's source, a module's PTX) grew it.
+    if frame.capacity() <= KEPT_FRAME {
+        FRAME.set(frame);
+    }
+    sent
 }
+
+/// The most memory [`send`] keeps between messages.
+const KEPT_FRAME: usize = 1 << 20;
 
 /// How long a worker that has answered asks its stdin for the next request before it sleeps.
 pub const REQUEST_SPIN: Duration = Duration::from_millis(1);
@@ -460,7 +499,8 @@ mod tests {
                 WireArg::Scalar(1000i32.to_le_bytes().to_vec()),
             ],
             buffers: vec![
-                WireBuffer { data: WireData::Inline(vec![0; 4000]), elem_size: 4 },
+                WireBuffer { data: WireData::Inline(vec![0; 4000]), elem_size: 4, keep: Some(9) },
+                WireBuffer { data: WireData::Kept { stamp: 8, len: 64 }, elem_size: 8, keep: None },
                 WireBuffer {
                     data: WireData::Shared(SharedBuffer {
                         region: 7,
@@ -472,6 +512,7 @@ mod tests {
                         result: Some(4),
                     }),
                     elem_size: 4,
+                    keep: None,
                 },
             ],
             repeat: 1,

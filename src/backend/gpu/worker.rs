@@ -219,7 +219,7 @@ impl DeviceBuffer {
     }
 }
 
-/// A shared buffer's device copy, holding the bytes stamped `stamp`.
+/// A buffer's device copy, holding the bytes stamped `stamp`.
 struct Resident {
     stamp: u64,
     buf: DeviceBuffer,
@@ -227,7 +227,14 @@ struct Resident {
     /// Only the device has these bytes (results not read yet, or a launch's "before"): never
     /// let go to make room.
     held: bool,
+    /// A small buffer's results, which the host has too: kept so that the next launch of the
+    /// unchanged buffer uploads nothing ([`WireData::Kept`]); at most [`SMALL_KEPT`] of them.
+    small: bool,
 }
+
+/// At most this many small buffers' device copies are kept between launches, the least recently
+/// used going first: a copy let go costs the next launch of its buffer an upload, nothing more.
+const SMALL_KEPT: usize = 256;
 
 /// Run the worker loop until the session closes the pipe.
 pub fn main(ordinal: usize) -> ExitCode {
@@ -791,6 +798,26 @@ impl Worker {
         self.resident.iter().position(|r| r.stamp == stamp && r.buf.len as u64 == len)
     }
 
+    /// Where the device copy of a small buffer's bytes stamped `stamp` is kept, if it is.
+    fn small_kept_at(&self, stamp: u64, len: u64) -> Option<usize> {
+        self.resident.iter().position(|r| r.small && r.stamp == stamp && r.buf.len as u64 == len)
+    }
+
+    /// Let the least recently used small buffers' device copies go, down to [`SMALL_KEPT`]: the
+    /// host has their bytes, and a session that changed or dropped a buffer never names them
+    /// again.
+    fn trim_small_kept(&mut self) {
+        while self.resident.iter().filter(|r| r.small).count() > SMALL_KEPT {
+            let Some(oldest) =
+                (0..self.resident.len()).filter(|&i| self.resident[i].small).min_by_key(|&i| self.resident[i].used)
+            else {
+                break;
+            };
+            let d = self.resident.swap_remove(oldest).buf;
+            self.release(d);
+        }
+    }
+
     /// A new allocation holding a copy of `len` device bytes, at the address `source` gives
     /// once room is made (making room never lets a held copy go, but it moves them about).
     fn copy_on_device(
@@ -834,6 +861,25 @@ impl Worker {
         for id in &req.released {
             self.release_region(*id);
         }
+        // Small buffers named by the stamp of a device copy an earlier launch left: each must
+        // still be here, and named once, or nothing is done and the session sends their bytes.
+        let not_kept: Vec<u64> = req
+            .buffers
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| match b.data {
+                WireData::Kept { stamp, len } => {
+                    let twice = req.buffers[..i]
+                        .iter()
+                        .any(|o| matches!(o.data, WireData::Kept { stamp: other, .. } if other == stamp));
+                    (twice || self.small_kept_at(stamp, len).is_none()).then_some(stamp)
+                }
+                _ => None,
+            })
+            .collect();
+        if !not_kept.is_empty() {
+            return Response::NotKept { stamps: not_kept };
+        }
         // A template instance is found by its mangled name, as `:info` finds it.
         let func = match self.function(&req.kernel) {
             Ok(f) => f,
@@ -870,9 +916,14 @@ impl Worker {
         self.tick += 1;
         let n = req.buffers.len();
         let mut allocs: Vec<Option<DeviceBuffer>> = (0..n).map(|_| None).collect();
-        // A device copy that still holds what the host holds: nothing to upload.
+        // A device copy that still holds what the host holds: nothing to upload. (Every small
+        // one is taken here, before any allocation could make room by letting it go.)
         for (i, b) in req.buffers.iter().enumerate() {
-            if let WireData::Shared(s) = &b.data
+            if let WireData::Kept { stamp, len } = b.data
+                && let Some(at) = self.small_kept_at(stamp, len)
+            {
+                allocs[i] = Some(self.resident.swap_remove(at).buf);
+            } else if let WireData::Shared(s) = &b.data
                 && s.fresh
                 && !s.device_only
                 && s.stamp != 0
@@ -933,6 +984,8 @@ impl Worker {
                 let copied = match &b.data {
                     // Queued below, from the staging memory.
                     WireData::Inline(_) => Ok(()),
+                    // Taken above (the request was checked for them first).
+                    WireData::Kept { .. } => Err(result::DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE)),
                     WireData::Shared(s) => match self.regions.get(s.region) {
                         // SAFETY: `data` has room for `len` bytes; the region holds at least
                         // `len` bytes (checked).
@@ -973,22 +1026,22 @@ impl Worker {
         let mut bufs: Vec<DeviceBuffer> = allocs.into_iter().flatten().collect();
         // Small buffers go up through the pinned staging memory, each at its place there, where
         // its results come back down after the kernel (the stream keeps the two in order): the
-        // copies are queued, not waited for.
+        // copies are queued, not waited for. A kept one goes up not at all, but comes back too.
         let inline_at: Vec<Option<usize>> = req
             .buffers
             .iter()
             .scan(0usize, |at, b| {
                 Some(match &b.data {
-                    WireData::Inline(bytes) => {
-                        *at += bytes.len();
-                        Some(*at - bytes.len())
+                    WireData::Inline(_) | WireData::Kept { .. } => {
+                        *at += b.len() as usize;
+                        Some(*at - b.len() as usize)
                     }
                     WireData::Shared(_) => None,
                 })
             })
             .collect();
         let need: usize =
-            req.buffers.iter().filter(|b| matches!(b.data, WireData::Inline(_))).map(|b| b.len() as usize).sum();
+            req.buffers.iter().filter(|b| !matches!(b.data, WireData::Shared(_))).map(|b| b.len() as usize).sum();
         let stream = std::ptr::null_mut();
         let stage = self.staging.get(need);
         let mut queued = Ok(());
@@ -1149,16 +1202,21 @@ impl Worker {
         for (d, b) in bufs.into_iter().zip(&req.buffers) {
             match &b.data {
                 WireData::Shared(SharedBuffer { result: Some(stamp), .. }) => {
-                    self.resident.push(Resident { stamp: *stamp, buf: d, used: self.tick, held: true });
+                    self.resident.push(Resident { stamp: *stamp, buf: d, used: self.tick, held: true, small: false });
+                }
+                WireData::Inline(_) | WireData::Kept { .. } if b.keep.is_some() => {
+                    let stamp = b.keep.unwrap_or_default();
+                    self.resident.push(Resident { stamp, buf: d, used: self.tick, held: false, small: true });
                 }
                 _ => self.release(d),
             }
         }
+        self.trim_small_kept();
         for stamp in &req.drop_after {
             self.drop_resident(*stamp);
         }
         for (stamp, buf) in snaps {
-            self.resident.push(Resident { stamp, buf, used: self.tick, held: true });
+            self.resident.push(Resident { stamp, buf, used: self.tick, held: true, small: false });
         }
         Response::Launched(Box::new(LaunchResult {
             buffers: out,
