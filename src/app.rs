@@ -107,7 +107,13 @@ fn replay_cmd(args: &ReplayArgs, options: &Options) -> io::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let mut out = crate::render::Closable::new(io::stdout().lock());
+    // Into a pipe or a file (CI, a bench, `| less`), lines go out in batches: a script of many
+    // quick launches would otherwise spend a system call, and its reader a wake-up, on each.
+    let mut out: Box<dyn Write> = if io::stdout().is_terminal() {
+        Box::new(crate::render::Closable::new(io::stdout().lock()))
+    } else {
+        Box::new(crate::render::batched::Batched::new(crate::render::Closable::new(io::stdout())))
+    };
     if args.compare.is_some() {
         return compare_cmd(&scripts, options, args.quiet, &mut out);
     }
@@ -139,6 +145,7 @@ fn replay_cmd(args: &ReplayArgs, options: &Options) -> io::Result<ExitCode> {
             // The caller's own handling (a closed pipe ends quietly).
             Err(replay::UsageError::Output(e)) => return Err(e),
             Err(e) => {
+                out.flush()?;
                 eprintln!("gridlab replay: {e}");
                 return Ok(ExitCode::from(2));
             }
@@ -162,6 +169,7 @@ fn replay_cmd(args: &ReplayArgs, options: &Options) -> io::Result<ExitCode> {
     if let Some(path) = &args.junit
         && let Err(e) = std::fs::write(path, replay::junit(&results))
     {
+        out.flush()?;
         eprintln!("gridlab replay: cannot write the JUnit report to {}: {e}", path.display());
         return Ok(ExitCode::from(2));
     }

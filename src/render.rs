@@ -3,6 +3,7 @@
 
 pub mod advice;
 pub mod array;
+pub mod batched;
 pub mod cost;
 pub mod findings;
 pub mod handout;
