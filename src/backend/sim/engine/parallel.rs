@@ -525,15 +525,30 @@ impl RBlock {
         let (max_total, max_warp, block_threads) = limits;
         let (start, at) = (self.warps[w].steps, *total);
         let mut more = true;
-        for _ in 0..budget {
+        let mut left = budget as u64;
+        while left > 0 {
             let warp = &mut self.warps[w];
             if warp.live <= warp.bar {
                 more = false;
                 break;
             }
+            // The steps before the warp's next recorded event change nothing but the counts:
+            // they are taken at once (a step limit they pass stops the replay all the same).
+            let next = self.log.warps[w].get(warp.ev).map_or(u64::MAX, |e| e.step);
+            let quiet = next.saturating_sub(warp.steps).min(left);
+            if quiet > 0 {
+                warp.steps += quiet;
+                *total += quiet;
+                left -= quiet;
+                if warp.steps > max_warp || *total > max_total {
+                    return None;
+                }
+                continue;
+            }
             let step = warp.steps;
             warp.steps += 1;
             *total += 1;
+            left -= 1;
             if warp.steps > max_warp || *total > max_total {
                 return None;
             }
@@ -611,28 +626,58 @@ pub(super) fn run(m: &mut Machine, blocks: u64, config: &SimConfig, workers: usi
     };
     let ctl =
         Control { abort: AtomicBool::new(false), cancel: config.cancel.as_deref(), limit: config.time_limit, start };
-    // Blocks are speculated a batch at a time, as the replay reaches them: the records held
-    // are those of one batch and the resident blocks.
+    // Blocks are speculated a batch at a time, the next batch while the main thread replays
+    // this one: the records held are those of two batches and the resident blocks.
     let batch = (workers as u64 * 16).max(32);
-    let mut logs: VecDeque<BlockLog> = VecDeque::new();
-    let mut speculated = 0u64;
-    let mut fetch = |logs: &mut VecDeque<BlockLog>| -> Option<BlockLog> {
-        if logs.is_empty() {
-            let end = blocks.min(speculated + batch);
-            let done: Vec<Option<BlockLog>> = pool.install(|| {
-                (speculated..end)
+    pool.in_place_scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<Option<BlockLog>>>();
+        let mut speculated = 0u64;
+        let (proto, ctl) = (&proto, &ctl);
+        let speculate = |speculated: &mut u64| {
+            let range = *speculated..blocks.min(*speculated + batch);
+            *speculated = range.end;
+            let tx = tx.clone();
+            scope.spawn(move |_| {
+                let done = range
                     .into_par_iter()
-                    .map_init(|| Worker::new(&proto), |w, linear| w.speculate(linear, &ctl))
-                    .collect()
+                    .map_init(|| Worker::new(proto), |w, linear| w.speculate(linear, ctl))
+                    .collect();
+                // The receiver is gone only when the replay stopped, and then nothing waits.
+                let _ = tx.send(done);
             });
-            speculated = end;
-            for log in done {
-                logs.push_back(log?);
+        };
+        speculate(&mut speculated);
+        let logs: VecDeque<BlockLog> = VecDeque::new();
+        let fetch = |logs: &mut VecDeque<BlockLog>| -> Option<BlockLog> {
+            if logs.is_empty() {
+                let done = rx.recv().ok()?;
+                if speculated < blocks {
+                    speculate(&mut speculated);
+                }
+                for log in done {
+                    logs.push_back(log?);
+                }
             }
-        }
-        logs.pop_front()
-    };
+            logs.pop_front()
+        };
+        let finished = replay(m, blocks, config, start, ctl, logs, fetch);
+        // Whatever is still running is of no use now.
+        ctl.abort.store(true, Ordering::Relaxed);
+        finished
+    })
+}
 
+/// Step 3 of the module's doc: the seeded scheduler over the blocks' records, in the launch's
+/// order, as `fetch` hands them over; `false` where the launch must run on one thread instead.
+fn replay(
+    m: &mut Machine,
+    blocks: u64,
+    config: &SimConfig,
+    start: Instant,
+    ctl: &Control,
+    mut logs: VecDeque<BlockLog>,
+    mut fetch: impl FnMut(&mut VecDeque<BlockLog>) -> Option<BlockLog>,
+) -> bool {
     let per_block = m.k.memory_bytes(m.block_threads as u64, m.dyn_shared as u64).max(1);
     let window = (RESIDENT_MEMORY / per_block).clamp(1, RESIDENT_BLOCKS);
     let limits = (m.max_total, m.max_warp, m.block_threads);
