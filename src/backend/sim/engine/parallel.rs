@@ -5,7 +5,8 @@
 //! keeps it exactly, by construction:
 //!
 //! 1. **Speculate.** Worker threads (a rayon pool) run blocks, each on its own and to the end,
-//!    against the launch's memory, recording per warp the steps at which lanes arrived at a
+//!    against the launch's memory, a batch at a time (the next while the main thread replays
+//!    this one), recording per warp the steps at which lanes arrived at a
 //!    barrier or exited, the `printf` output and barrier findings (stamped with the warp and
 //!    its step), and the block's reports. Every access also claims its element in a tag
 //!    ([`claim`]): who touched it (block, barrier epoch, warp) and whether it was written.
