@@ -16,5 +16,5 @@ pub mod words;
 #[cfg(test)]
 mod tests;
 
-pub use lower::{ArgType, CParam, Env, Global, Instance, guess_types, lower};
+pub use lower::{ArgType, CParam, Env, Global, Instance, guess_types, guess_types_with, lower};
 pub use parse::{Imports, PyFunction, Snippet, read_snippet, starts_python};

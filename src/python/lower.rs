@@ -429,6 +429,8 @@ struct Lowerer<'a, 'e> {
     inline_decls: BTreeSet<u32>,
     temp: usize,
     loop_depth: usize,
+    /// The C name this function gets (a device function's tuple result is `{c_name}_ret`).
+    c_name: String,
 }
 
 const C_RESERVED: &[&str] = &[
@@ -505,6 +507,12 @@ fn lower_function(
     stack: &mut Vec<String>,
     is_kernel: bool,
 ) -> R<FnOut> {
+    let c_name = if is_kernel {
+        c_ident(&f.name)
+    } else {
+        let same = module.instances.iter().filter(|(n, ..)| n == &f.name).count();
+        if same == 0 { c_ident(&f.name) } else { format!("{}_{}", c_ident(&f.name), same + 1) }
+    };
     let mut lf = Lowerer {
         env,
         f,
@@ -521,6 +529,7 @@ fn lower_function(
         inline_decls: BTreeSet::new(),
         temp: 0,
         loop_depth: 0,
+        c_name: c_name.clone(),
     };
     for ((name, at), ty) in f.params.iter().zip(params) {
         lf.vars.insert(
@@ -552,22 +561,37 @@ fn lower_function(
     lf.emit = true;
     lf.block(&f.body)?;
     let ret = if is_kernel { Ty::None } else { lf.ret.clone().unwrap_or(Ty::None) };
-    let c_name = if is_kernel {
-        c_ident(&f.name)
-    } else {
-        let same = lf.module.instances.iter().filter(|(n, ..)| n == &f.name).count();
-        if same == 0 { c_ident(&f.name) } else { format!("{}_{}", c_ident(&f.name), same + 1) }
-    };
     // The signature and the declarations of variables not declared where first assigned.
     let mut head = Out::default();
+    let mut prefix = Out::default();
     let qualifier = if is_kernel { "__global__ void" } else { "__device__" };
     let ret_c = match &ret {
-        Ty::Num(d) => d.c_name(),
-        Ty::None => "void",
+        Ty::Num(d) => d.c_name().to_string(),
+        Ty::None => "void".to_string(),
+        Ty::Tuple(items) => {
+            // A tuple result is a struct of its items, made by a constructor function.
+            let fields: Vec<&str> = items.iter().map(|t| t.c_name()).collect();
+            let st = format!("{c_name}_ret");
+            let mut decl = format!("// The tuple `{}` returns.\nstruct {st} {{", f.name);
+            for (k, t) in fields.iter().enumerate() {
+                let _ = write!(decl, " {t} f{k};");
+            }
+            decl.push_str(" };\n");
+            let params: Vec<String> = fields.iter().enumerate().map(|(k, t)| format!("{t} f{k}")).collect();
+            let _ = write!(decl, "__device__ {st} {st}_make({}) {{\n    {st} r;\n", params.join(", "));
+            for k in 0..fields.len() {
+                let _ = writeln!(decl, "    r.f{k} = f{k};");
+            }
+            decl.push_str("    return r;\n}\n");
+            let len = decl.len() as u32;
+            prefix.text.push_str(&decl);
+            prefix.map.push((0, len - 1, f.span));
+            st
+        }
         _ => {
-            return Err(
-                Diagnostic::error("a device function can return a number only, not an array or tuple").at(f.span)
-            );
+            return Err(Diagnostic::error("a device function can return a number or a tuple of numbers, not an array")
+                .at(f.span)
+                .help("write the array's values into an array argument"));
         }
     };
     let mut sig = if is_kernel { format!("{qualifier} {c_name}(") } else { format!("{qualifier} {ret_c} {c_name}(") };
@@ -609,7 +633,8 @@ fn lower_function(
             head.map.push((lo, head.text.len() as u32 - 1, var.first));
         }
     }
-    let mut out = head;
+    let mut out = prefix;
+    out.append(&head.text, &head.map);
     let body = std::mem::take(&mut lf.out);
     out.append(&body.text, &body.map);
     out.text.push_str("}\n");
@@ -764,9 +789,57 @@ impl Lowerer<'_, '_> {
                             .help("Numba kernels return nothing (`void`): write the result into an array argument"));
                     }
                     (Some(v), false) if matches!(&**v, ast::Expr::Tuple(_)) => {
-                        return Err(self
-                            .err(v.range(), "this device function returns a tuple; gridlab's device functions return one number")
-                            .help("return each value from a device function of its own, or write them into an array argument (`out[0] = x; out[1] = y`)"));
+                        let ast::Expr::Tuple(t) = &**v else { unreachable!("matched a tuple") };
+                        let items: Vec<CExpr> = t.elts.iter().map(|e| self.expr(e)).collect::<R<_>>()?;
+                        let mut tys = Vec::new();
+                        for (e, c) in t.elts.iter().zip(&items) {
+                            let Ty::Num(d) = c.ty else {
+                                return Err(self
+                                    .err(
+                                        e.range(),
+                                        format!("a device function returns numbers, this is {}", c.ty.numba_name()),
+                                    )
+                                    .help("write arrays into an array argument instead"));
+                            };
+                            tys.push(d);
+                        }
+                        let ty =
+                            match &self.ret {
+                                None => Ty::Tuple(tys.iter().map(|d| Ty::Num(*d)).collect()),
+                                Some(Ty::Tuple(old)) if old.len() == tys.len() => Ty::Tuple(
+                                    old.iter()
+                                        .zip(&tys)
+                                        .map(|(o, d)| match o {
+                                            Ty::Num(o) => Ty::Num(unify(*o, *d)),
+                                            other => other.clone(),
+                                        })
+                                        .collect(),
+                                ),
+                                Some(other) => {
+                                    return Err(self.err(v.range(), format!(
+                                    "this returns a tuple of {}, another `return` of this function returns {}",
+                                    tys.len(),
+                                    other.numba_name()
+                                )).help("return the same kind of value from every `return`"));
+                                }
+                            };
+                        if self.ret.as_ref() != Some(&ty) {
+                            self.ret = Some(ty.clone());
+                            self.changed = true;
+                        }
+                        let Ty::Tuple(want) = ty else { unreachable!("a tuple type") };
+                        let mut parts = Vec::new();
+                        for (k, (c, w)) in items.into_iter().zip(want).enumerate() {
+                            let c = match w {
+                                Ty::Num(d) => c.convert(d),
+                                _ => c,
+                            };
+                            let sep = if k == 0 { format!("{}_ret_make(", self.c_name) } else { ", ".into() };
+                            parts.push((sep, Some(c)));
+                        }
+                        parts.push((")".into(), None));
+                        let call = join(parts, Ty::None, DType::I32, 100, at);
+                        self.line_with("return ", &call, ";", at);
                     }
                     (Some(v), false) => {
                         let c = self.expr(v)?;
@@ -774,7 +847,7 @@ impl Lowerer<'_, '_> {
                             (Some(Ty::Num(a)), Ty::Num(b)) => Ty::Num(unify(*a, *b)),
                             (None, t @ Ty::Num(_)) => t.clone(),
                             (_, other) => {
-                                return Err(self.err(v.range(), format!("a device function here returns {}: gridlab's device functions return one number", other.numba_name())));
+                                return Err(self.err(v.range(), format!("a device function here returns {}: gridlab's device functions return a number or a tuple of numbers", other.numba_name())));
                             }
                         };
                         if self.ret.as_ref() != Some(&ty) {
@@ -1104,7 +1177,21 @@ impl Lowerer<'_, '_> {
                     }
                     other => {
                         let c = self.expr(other)?;
-                        match c.ty {
+                        match c.ty.clone() {
+                            // A device function's tuple: held in a temporary, unpacked from its fields.
+                            Ty::Tuple(items) if items.len() == t.elts.len() && !c.text.is_empty() => {
+                                self.temp += 1;
+                                let tmp = format!("py_ret{}", self.temp);
+                                self.line_with(&format!("auto {tmp} = "), &c, ";", at);
+                                items
+                                    .iter()
+                                    .enumerate()
+                                    .map(|(k, ty)| {
+                                        let d = ty.num().unwrap_or(DType::F64);
+                                        CExpr::atom(format!("{tmp}.f{k}"), ty.clone(), d, at)
+                                    })
+                                    .collect()
+                            }
                             Ty::Tuple(items) if items.len() == t.elts.len() => self.tuple_parts(other, items.len())?,
                             _ => {
                                 return Err(self.err(
@@ -1550,6 +1637,9 @@ impl Lowerer<'_, '_> {
                 return Err(self.err(e.range(), "strings appear in a kernel only inside `print(...)`"));
             }
             ast::Constant::None => CExpr::valueless(Ty::None),
+            ast::Constant::Complex { .. } => {
+                return Err(complex_unsupported(self.err(e.range(), "complex numbers are not in gridlab's kernels")));
+            }
             _ => return Err(self.err(e.range(), "this constant is outside Numba's CUDA kernel subset")),
         })
     }
@@ -2106,6 +2196,40 @@ impl Lowerer<'_, '_> {
                 return Ok(CExpr::atom("__activemask()", Ty::Num(DType::U32), DType::U32, at));
             }
             "print" => return self.print(c, at),
+            "complex" | "np.complex64" | "np.complex128" | "numba.complex64" | "numba.complex128" | "complex64"
+            | "complex128" => {
+                return Err(complex_unsupported(
+                    self.err(c.func.range(), "complex numbers are not in gridlab's kernels"),
+                ));
+            }
+            // `len(a)` is the first extent of an array, as in Python.
+            "len" => {
+                nargs(1..=1)?;
+                let arr = self.expr(&c.args[0])?;
+                if !matches!(arr.ty, Ty::Array { .. }) {
+                    return Err(
+                        self.err(c.args[0].range(), format!("`len` takes an array, this is {}", arr.ty.numba_name()))
+                    );
+                }
+                return self.extent(&arr, 0, at);
+            }
+            // `cuda.selp(p, a, b)`: CUDA's select, `p ? a : b`, in the type both values unify to.
+            "cuda.selp" => {
+                nargs(3..=3)?;
+                let a = args(self)?;
+                let (p, x, y) = (a[0].clone(), a[1].clone(), a[2].clone());
+                let (Ty::Num(tx), Ty::Num(ty)) = (&x.ty, &y.ty) else {
+                    return Err(self.err(c.range, "`cuda.selp` selects between two numbers"));
+                };
+                let t = unify(*tx, *ty);
+                let parts = vec![
+                    ("(".to_string(), Some(p.at_prec(4))),
+                    (" ? ".into(), Some(x.convert(t).at_prec(4))),
+                    (" : ".into(), Some(y.convert(t).at_prec(4))),
+                    (")".into(), None),
+                ];
+                return Ok(join(parts, Ty::Num(t), t, 100, at));
+            }
             _ => {}
         }
         if let Some(which) = path.strip_prefix("cuda.random.") {
@@ -2403,10 +2527,15 @@ impl Lowerer<'_, '_> {
     }
 
     fn math(&mut self, path: &str, c: &ast::ExprCall, at: Span) -> R<Option<CExpr>> {
-        let Some(name) = path.strip_prefix("math.").or_else(|| path.strip_prefix("np.")).or(match path {
-            "abs" | "min" | "max" | "round" => Some(path),
-            _ => None,
-        }) else {
+        let Some(name) = path
+            .strip_prefix("math.")
+            .or_else(|| path.strip_prefix("np."))
+            .or_else(|| path.strip_prefix("cuda.").filter(|n| matches!(*n, "fma" | "cbrt")))
+            .or(match path {
+                "abs" | "min" | "max" | "round" => Some(path),
+                _ => None,
+            })
+        else {
             return Ok(None);
         };
         let args: Vec<CExpr> = c.args.iter().map(|a| self.expr(a)).collect::<R<_>>()?;
@@ -2486,6 +2615,13 @@ impl Lowerer<'_, '_> {
             ("power", "pow"),
             ("copysign", "copysign"),
         ];
+        if name == "fma" {
+            // `cuda.fma(a, b, c)`: a * b + c rounded once, as CUDA's fmaf/fma.
+            want_args(3)?;
+            let t = fty(&args);
+            let xs: Vec<CExpr> = args.into_iter().map(|x| x.convert(t)).collect();
+            return Ok(Some(call(if t == DType::F32 { "fmaf" } else { "fma" }, xs, t)));
+        }
         if let Some((_, cn)) = binary.iter().find(|(p, _)| *p == name) {
             want_args(2)?;
             let t = fty(&args);
@@ -2576,10 +2712,34 @@ impl Lowerer<'_, '_> {
                 let e = call("py_round", vec![x.convert(DType::F64)], DType::I64);
                 if path == "round" { e } else { e.convert(DType::F64) }
             }
-            "degrees" | "radians" | "sign" => {
-                return Err(self
-                    .err(c.range, format!("`{path}` is not in gridlab's kernels yet"))
-                    .help("write it from the functions that are: docs/python.md lists them"));
+            "degrees" | "radians" | "rad2deg" | "deg2rad" => {
+                want_args(1)?;
+                let t = fty(&args);
+                let x = args.into_iter().next().expect("one argument").convert(t);
+                let to_degrees = matches!(name, "degrees" | "rad2deg");
+                let factor = if to_degrees { 180.0 / std::f64::consts::PI } else { std::f64::consts::PI / 180.0 };
+                let k = CExpr::atom(float_literal(factor, t == DType::F32), Ty::Num(t), t, at);
+                join(vec![(String::new(), Some(x.at_prec(13))), (" * ".into(), Some(k))], Ty::Num(t), t, 13, at)
+            }
+            "sign" => {
+                // np.sign: -1, 0 or 1 in the argument's type; NaN stays NaN for floats.
+                want_args(1)?;
+                let x = args.into_iter().next().expect("one argument").at_prec(9);
+                let t = x.num();
+                let ct = t.c_name();
+                let zero = if t.is_float() { "0.0" } else { "0" };
+                let mut parts = Vec::new();
+                if t.is_float() {
+                    parts.push(("(".to_string(), Some(x.clone())));
+                    parts.push((" != ".into(), Some(x.clone())));
+                    parts.push((" ? ".into(), Some(x.clone())));
+                    parts.push((format!(" : ({ct})("), Some(x.clone())));
+                } else {
+                    parts.push((format!("(({ct})("), Some(x.clone())));
+                }
+                parts.push((format!(" > {zero}) - ({ct})("), Some(x)));
+                parts.push((format!(" < {zero}))"), None));
+                join(parts, Ty::Num(t), t, 100, at)
             }
             _ => return Ok(None),
         }))
@@ -2697,10 +2857,51 @@ fn expr_text(e: &ast::Expr) -> String {
 /// dimensions; one given to `xoroshiro128p_*` holds `numba.cuda.random`'s states (uint64, 2-D);
 /// anything else is an int64.
 pub fn guess_types(f: &PyFunction) -> Vec<ArgType> {
-    // Dimensions per parameter; `Some(0)` marks random states.
+    guess_types_with(f, &|_| None)
+}
+
+/// [`guess_types`], reading the device functions the kernel calls too (`functions` finds them
+/// by name): a parameter passed on to a device function that indexes it is an array there, so
+/// it is one here.
+pub fn guess_types_with(f: &PyFunction, functions: &dyn Fn(&str) -> Option<PyFunction>) -> Vec<ArgType> {
+    guess_dims(f, functions, 0)
+        .into_iter()
+        .map(|d| match d {
+            Some(0) => ArgType::Array { dtype: DType::U64, ndim: 2 },
+            Some(k) => ArgType::Array { dtype: DType::F32, ndim: k.clamp(1, 3) },
+            None => ArgType::Scalar(DType::I64),
+        })
+        .collect()
+}
+
+/// Dimensions per parameter of `f` as its body uses them; `Some(0)` marks random states.
+fn guess_dims(f: &PyFunction, functions: &dyn Fn(&str) -> Option<PyFunction>, depth: usize) -> Vec<Option<usize>> {
     let mut dims: Vec<Option<usize>> = vec![None; f.params.len()];
+    // Local names that stand for a parameter: `w = cuda.const.array_like(weights)`, `b = a`.
+    let mut aliases: HashMap<String, usize> = HashMap::new();
+    for s in &f.body {
+        walk_stmt_all(s, &mut |st| {
+            if let ast::Stmt::Assign(a) = st
+                && let [ast::Expr::Name(target)] = a.targets.as_slice()
+            {
+                let source = match &*a.value {
+                    ast::Expr::Call(c) if matches!(&*c.func, ast::Expr::Attribute(at) if at.attr.as_str() == "array_like") => {
+                        c.args.first()
+                    }
+                    other => Some(other),
+                };
+                if let Some(ast::Expr::Name(n)) = source
+                    && let Some(i) = f.params.iter().position(|(p, _)| p == n.id.as_str())
+                {
+                    aliases.insert(target.id.to_string(), i);
+                }
+            }
+        });
+    }
     let param = |e: &ast::Expr| match e {
-        ast::Expr::Name(n) => f.params.iter().position(|(p, _)| p == n.id.as_str()),
+        ast::Expr::Name(n) => {
+            f.params.iter().position(|(p, _)| p == n.id.as_str()).or_else(|| aliases.get(n.id.as_str()).copied())
+        }
         _ => None,
     };
     let indices = |e: Option<&ast::Expr>| match e {
@@ -2732,21 +2933,29 @@ pub fn guess_types(f: &PyFunction) -> Vec<ArgType> {
                         dims[i] = Some(0);
                     } else if atomic {
                         dims[i].get_or_insert(indices(c.args.get(1)));
-                    } else if callee == "len" {
+                    } else if matches!(callee, "len" | "array_like") {
                         dims[i].get_or_insert(1);
+                    }
+                }
+                // A device function's use of its parameters says what the arguments are.
+                if depth < 8
+                    && let ast::Expr::Name(n) = &*c.func
+                    && let Some(g) = functions(n.id.as_str())
+                    && g.device
+                    && g.name != f.name
+                {
+                    let inner = guess_dims(&g, functions, depth + 1);
+                    for (arg, d) in c.args.iter().zip(inner) {
+                        if let (Some(i), Some(d)) = (param(arg), d) {
+                            dims[i] = Some(dims[i].map_or(d, |old| if old == 0 || d == 0 { 0 } else { old.max(d) }));
+                        }
                     }
                 }
             }
             _ => {}
         });
     }
-    dims.into_iter()
-        .map(|d| match d {
-            Some(0) => ArgType::Array { dtype: DType::U64, ndim: 2 },
-            Some(k) => ArgType::Array { dtype: DType::F32, ndim: k.clamp(1, 3) },
-            None => ArgType::Scalar(DType::I64),
-        })
-        .collect()
+    dims
 }
 
 /// Every name an expression reads.
@@ -2869,4 +3078,20 @@ fn walk_stmt(s: &ast::Stmt, f: &mut dyn FnMut(&ast::Expr)) {
         }
         _ => {}
     }
+}
+
+/// Call `f` on `s` and every statement nested in it.
+fn walk_stmt_all(s: &ast::Stmt, f: &mut dyn FnMut(&ast::Stmt)) {
+    f(s);
+    match s {
+        ast::Stmt::If(i) => i.body.iter().chain(&i.orelse).for_each(|s| walk_stmt_all(s, f)),
+        ast::Stmt::While(w) => w.body.iter().chain(&w.orelse).for_each(|s| walk_stmt_all(s, f)),
+        ast::Stmt::For(l) => l.body.iter().chain(&l.orelse).for_each(|s| walk_stmt_all(s, f)),
+        _ => {}
+    }
+}
+
+/// The help for a kernel that computes with complex numbers, which gridlab's C has no type for.
+fn complex_unsupported(d: Diagnostic) -> Diagnostic {
+    d.help("Numba compiles complex arithmetic; gridlab does not yet: keep the real and imaginary parts in two floats (`zr, zi = zr * zr - zi * zi + cr, 2 * zr * zi + ci`)")
 }

@@ -197,7 +197,7 @@ impl Session {
             }
             // Numba compiles at the first launch; gridlab reads the kernel now, for the types a
             // launch would most likely give it, so a mistake shows before any launch.
-            let guess = python::guess_types(&f);
+            let guess = self.guess_types(&f);
             // A mistake only if the kernel fails for integer arrays too: a kernel meant for
             // integers (`a[i] & 1`) is no mistake for having failed the float guess.
             let as_integers: Vec<ArgType> = guess
@@ -226,6 +226,13 @@ impl Session {
             }
         }
         Ok(status)
+    }
+
+    /// The argument types a launch would most likely give `f`, read from its body and the
+    /// device functions it calls.
+    fn guess_types(&self, f: &PyFunction) -> Vec<ArgType> {
+        let functions = |name: &str| self.work.python().get(name).cloned();
+        python::guess_types_with(f, &functions)
     }
 
     fn lower(&self, f: &PyFunction, args: &[ArgType]) -> Result<Instance, Vec<Diagnostic>> {
@@ -267,7 +274,7 @@ impl Session {
             let params: Vec<&str> = f.params.iter().map(|(p, _)| p.as_str()).collect();
             // A Python parameter has no type until a launch gives one: one the kernel never
             // indexes is taken for a number, as when the kernel is read at its definition.
-            let guess = python::guess_types(&f);
+            let guess = self.guess_types(&f);
             let length = matches!(guess.get(launch.args.len()), Some(ArgType::Scalar(d)) if !d.is_float());
             return Err(vec![super::launch::wrong_arg_count(
                 launch,
@@ -391,7 +398,7 @@ impl Session {
                 let types: Vec<String> = i.args.iter().map(arg_name).collect();
                 (i, format!("// {} as launched last, for ({})", f.name, types.join(", ")))
             }
-            None => match self.lower(&f, &python::guess_types(&f)) {
+            None => match self.lower(&f, &self.guess_types(&f)) {
                 Ok(i) => {
                     let types: Vec<String> = i.args.iter().map(arg_name).collect();
                     (i, format!("// {} for ({}): a launch types it from its own arguments", f.name, types.join(", ")))

@@ -28,11 +28,31 @@ generated_jit = jit
 prange = range
 
 
-def vectorize(*args, **kwargs):
+def vectorize(signatures=None, target="cpu", **kwargs):
+    """`@vectorize`: with `target='cuda'`, each call runs a gridlab kernel over the elements;
+    for the CPU targets the function runs as numpy's `np.vectorize` (same result, slower)."""
+
+    def decorate(fn, sigs):
+        if target == "cuda":
+            return cuda.CudaUFunc(fn, sigs)
+        ret = None
+        for s in sigs or []:
+            if isinstance(s, str) and "(" in s:
+                ret = s.split("(")[0].strip()
+                break
+        otypes = [ret] if ret in ("float32", "float64", "int8", "int16", "int32", "int64",
+                                  "uint8", "uint16", "uint32", "uint64", "bool") else None
+        return _np.vectorize(fn, otypes=otypes)
+
+    if callable(signatures):
+        return decorate(signatures, None)
+    if isinstance(signatures, str):
+        signatures = [signatures]
+    return lambda fn: decorate(fn, signatures)
+
+
+def guvectorize(*args, **kwargs):
     raise NotImplementedError(
-        "gridlab runs @cuda.jit kernels; numba.vectorize is not part of it: "
-        "write a @cuda.jit kernel with i = cuda.grid(1)"
+        "gridlab runs @cuda.jit kernels and @vectorize; numba.guvectorize is not part of it: "
+        "write a @cuda.jit kernel with i = cuda.grid(1) that loops over each row"
     )
-
-
-guvectorize = vectorize

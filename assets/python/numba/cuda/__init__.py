@@ -38,7 +38,7 @@ for _name in [
     "grid", "gridsize", "syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or",
     "syncwarp", "threadfence", "threadfence_block", "threadfence_system", "shfl_sync",
     "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "all_sync", "any_sync", "ballot_sync",
-    "activemask", "popc", "clz", "ffs", "brev",
+    "activemask", "popc", "clz", "ffs", "brev", "selp", "fma", "cbrt",
 ]:
     globals()[_name] = _fail_on_host(_name)
 
@@ -253,6 +253,11 @@ def event(timing=True):
     return Event(timing)
 
 
+def event_elapsed_time(evtstart, evtend):
+    """Milliseconds between two recorded events, as `evtstart.elapsed_time(evtend)`."""
+    return evtstart.elapsed_time(evtend)
+
+
 # --- kernels ---------------------------------------------------------------------------
 
 def _code_names(code):
@@ -306,15 +311,21 @@ class Dispatcher:
         self.options = options
         self._defined = False
 
-    def _define(self):
-        if self._defined:
-            return
-        self._defined = True
+    def _source(self):
+        """The kernel's source, its file and its first line."""
         fn = self.py_func
         try:
             lines, first = inspect.getsourcelines(fn)
         except (OSError, TypeError):
             raise _gridlab.KernelError(f"gridlab cannot read the source of {self.__name__}")
+        return textwrap.dedent("".join(lines)), inspect.getsourcefile(fn) or "<unknown>", first
+
+    def _define(self):
+        if self._defined:
+            return
+        self._defined = True
+        fn = self.py_func
+        source, file, first = self._source()
         globs = {}
         for name in sorted(_code_names(fn.__code__)):
             if name in fn.__globals__:
@@ -323,11 +334,12 @@ class Dispatcher:
                     globs[name] = seen
                     if seen["kind"] == "function":
                         fn.__globals__[name]._define()
+        globs.update(getattr(self, "_extra_globals", {}))
         reply, _ = _gridlab.request({
             "op": "define",
             "name": self.__name__,
-            "source": textwrap.dedent("".join(lines)),
-            "file": inspect.getsourcefile(fn) or "<unknown>",
+            "source": source,
+            "file": file,
             "line": first,
             "globals": globs,
         })
@@ -400,9 +412,12 @@ class _Launch:
         self.shared = int(config[3]) if len(config) > 3 else 0
 
     def __call__(self, *args):
-        self.kernel._define()
         frame = sys._getframe(1)
-        names = _arg_names(frame, len(args))
+        return self._run(args, frame, _arg_names(frame, len(args)))
+
+    def _run(self, args, frame, names):
+        """Launch with `args`, reported at `frame`'s line; `names` are the call site's names."""
+        self.kernel._define()
         headers, payload, arrays = [], [], []
         for i, a in enumerate(args):
             name = names[i] or f"arg{i}"
@@ -449,3 +464,108 @@ class _Launch:
             host[...] = result
             if isinstance(orig, DeviceNDArray):
                 orig._fresh = False
+
+
+# --- @vectorize(..., target='cuda') ---------------------------------------------------------
+
+class CudaUFunc:
+    """A scalar function under `@vectorize(target='cuda')`: each call runs one kernel that
+    applies it to every element, the function lowered as a device function (as Numba does)."""
+
+    def __init__(self, fn, signatures):
+        self.py_func = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self._signatures = [s for s in (signatures or []) if isinstance(s, str)]
+        self._kernels = {}
+
+    def _out_dtype(self, dtypes):
+        """The result type the signatures give these argument types (the first that takes them)."""
+        names = [np.dtype(d).name for d in dtypes]
+        fallback = None
+        for sig in self._signatures:
+            ret, _, params = sig.partition("(")
+            params = [p.strip() for p in params.rstrip(")").split(",") if p.strip()]
+            ret = ret.strip()
+            if ret not in _DTYPES and ret != "bool":
+                continue
+            fallback = fallback or ret
+            if params == names:
+                return np.dtype(ret)
+        if fallback is not None:
+            return np.dtype(fallback)
+        return np.result_type(*dtypes)
+
+    def _kernel(self, kinds):
+        """The kernel for arguments that are arrays (True) or numbers (False)."""
+        if kinds in self._kernels:
+            return self._kernels[kinds]
+        fn = self.py_func
+        try:
+            lines, first = inspect.getsourcelines(fn)
+        except (OSError, TypeError):
+            raise _gridlab.KernelError(f"gridlab cannot read the source of {self.__name__}")
+        lines = textwrap.dedent("".join(lines)).splitlines()
+        at = next((k for k, l in enumerate(lines) if l.lstrip().startswith("def ")), 0)
+        # The decorator becomes `@cuda.jit(device=True)`, on as many lines, so every line of
+        # the function keeps its number in the program.
+        if at == 0:
+            lines = ["@cuda.jit(device=True)"] + lines
+            first -= 1
+        else:
+            lines = [""] * (at - 1) + ["@cuda.jit(device=True)"] + lines[at:]
+        params = [f"x{k}" for k in range(len(kinds))]
+        reads = [f"x{k}[i]" if a else f"x{k}" for k, a in enumerate(kinds)]
+        name = f"{self.__name__}_ufunc"
+        lines += [
+            "",
+            "@cuda.jit",
+            f"def {name}({', '.join(params + ['out'])}):",
+            "    i = cuda.grid(1)",
+            "    if i < out.size:",
+            f"        out[i] = {self.__name__}({', '.join(reads)})",
+        ]
+        source = "\n".join(lines) + "\n"
+        file = inspect.getsourcefile(fn) or "<unknown>"
+        glob = dict(fn.__globals__)
+
+        def placeholder(*args):
+            pass
+
+        placeholder.__name__ = name
+        k = Dispatcher(placeholder, False, {})
+        k.__name__ = name
+        k._source = lambda: (source, file, first)
+        k.py_func = _pytypes.FunctionType(fn.__code__, glob, name)
+        # The generated kernel reads `cuda`, whatever the program imported it as.
+        k._extra_globals = {"cuda": {"kind": "module", "path": "numba.cuda"}}
+        self._kernels[kinds] = k
+        return k
+
+    def __call__(self, *args, out=None, stream=0):
+        frame = sys._getframe(1)
+        device = any(isinstance(a, DeviceNDArray) for a in args) or isinstance(out, DeviceNDArray)
+        hosts = [_host_of(a) if isinstance(a, (DeviceNDArray, np.ndarray, list, tuple)) else a for a in args]
+        arrays = [h for h in hosts if isinstance(h, np.ndarray)]
+        shape = np.broadcast_shapes(*[a.shape for a in arrays]) if arrays else ()
+        # Every argument travels as an array of the broadcast shape (a number too), so one
+        # kernel serves every call of the ufunc.
+        flat, kinds, dtypes = [], [], []
+        for h in hosts:
+            h = np.asarray(h)
+            flat.append(np.array(np.broadcast_to(h, shape)).ravel())
+            kinds.append(True)
+            dtypes.append(h.dtype)
+        result = np.empty(int(np.prod(shape)) if shape else 1, dtype=self._out_dtype(dtypes))
+        kernel = self._kernel(tuple(kinds))
+        names = [f"x{k}" for k in range(len(args))]
+        threads = 128
+        blocks = max(1, (result.size + threads - 1) // threads)
+        _Launch(kernel, (blocks, threads))._run(flat + [result], frame, names + ["out"])
+        result = result.reshape(shape) if shape else result[0]
+        if out is not None:
+            _host_of(out)[...] = result
+            if isinstance(out, DeviceNDArray):
+                out._fresh = False
+            return out
+        return DeviceNDArray(result) if device else result
