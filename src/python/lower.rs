@@ -1369,9 +1369,13 @@ impl Lowerer<'_, '_> {
                     return Err(self.err(c.range, "`cuda.const.array_like` takes the array to copy"));
                 };
                 let a = self.expr(arg)?;
-                let Ty::Array { dtype, ndim, .. } = a.ty else {
+                let Ty::Array { dtype, ndim, space, dims } = a.ty else {
                     return Err(self.err(arg.range(), "`cuda.const.array_like` takes an array"));
                 };
+                // A module-level array is frozen into constant memory already: the same array.
+                if space != Space::Global {
+                    return Ok(Some((space, dtype, dims, Some(a.text))));
+                }
                 return Ok(Some((Space::Const, dtype, vec![ndim as i64], Some(a.text))));
             }
             "np.empty" | "np.zeros" | "np.array" | "np.ones" => {
@@ -2231,6 +2235,11 @@ impl Lowerer<'_, '_> {
                 return Ok(join(parts, Ty::Num(t), t, 100, at));
             }
             _ => {}
+        }
+        if path.starts_with("cuda.cg.") {
+            return Err(self
+                .err(c.func.range(), format!("`{path}`: grid-wide synchronisation (a cooperative launch) is not in gridlab"))
+                .help("end the kernel where the grid would sync, and launch a second kernel for the rest: a launch finishes before the next one starts"));
         }
         if let Some(which) = path.strip_prefix("cuda.random.") {
             return self.random(which, c, at);

@@ -569,3 +569,40 @@ class CudaUFunc:
                 out._fresh = False
             return out
         return DeviceNDArray(result) if device else result
+
+
+# --- @cuda.reduce ----------------------------------------------------------------------------
+
+class Reduce:
+    """`@cuda.reduce`: a binary function folded over an array. gridlab runs the fold in the
+    program's Python (the same result as Numba's tree on the GPU for associative functions)."""
+
+    def __init__(self, functor):
+        self._functor = functor
+        self.__name__ = getattr(functor, "__name__", "reduce")
+
+    def __call__(self, arr, size=None, res=None, init=0, stream=0):
+        host = _host_of(arr).ravel()
+        if size is not None:
+            host = host[:size]
+        f = self._functor
+        f = f.py_func if isinstance(f, Dispatcher) else f
+        if host.size == 0:
+            result = init
+        else:
+            acc = host[0]
+            for v in host[1:]:
+                acc = f(acc, v)
+            # Numba folds `init` into the result too.
+            result = f(acc, host.dtype.type(init))
+        result = host.dtype.type(result) if host.size else result
+        if res is not None:
+            _host_of(res)[0] = result
+            if isinstance(res, DeviceNDArray):
+                res._fresh = False
+            return None
+        return result
+
+
+def reduce(fn):
+    return Reduce(fn)
