@@ -44,6 +44,53 @@ def load_stand_in():
     numba.types = types
 
 
+class IPython:
+    """`get_ipython()` for a notebook turned into a script (`jupyter nbconvert --to script`
+    writes `%timeit` as `get_ipython().run_line_magic('timeit', ...)`). `%time` and `%timeit`
+    run their statement once at their line (gridlab reports each launch's time); magics that
+    set up the notebook (`%matplotlib inline`, `%load_ext`) change nothing here; shell commands
+    (`!nvidia-smi`) are not run."""
+
+    def run_line_magic(self, name, line):
+        if name in ("time", "timeit", "prun"):
+            self._run(_strip_options(line), sys._getframe(1))
+        return None
+
+    def run_cell_magic(self, name, line, cell):
+        if name in ("time", "timeit", "prun", "capture"):
+            self._run(cell, sys._getframe(1))
+        elif name == "writefile":
+            with open(line.split()[-1], "w") as f:
+                f.write(cell)
+        return None
+
+    def system(self, cmd):
+        print(f"(gridlab runs no shell commands from a notebook: `!{cmd}` skipped)")
+
+    def getoutput(self, cmd):
+        self.system(cmd)
+        return []
+
+    def _run(self, code, frame):
+        import ast as _ast
+        tree = _ast.parse(code)
+        _ast.increment_lineno(tree, frame.f_lineno - 1)
+        exec(compile(tree, frame.f_code.co_filename, "exec"), frame.f_globals, frame.f_locals)
+
+
+def _strip_options(line):
+    """`-n 10 -r 3 stmt` → `stmt` (the options of %timeit)."""
+    words = line.split(" ")
+    while words and words[0].startswith("-"):
+        flag = words.pop(0)
+        if flag in ("-n", "-r", "-p") and words:
+            words.pop(0)
+    return " ".join(words)
+
+
+_ipython = IPython()
+
+
 def start():
     """Talk to gridlab on the standard streams, and load the stand-in `numba`. False when
     this Python has no numpy (gridlab has been told, and says what to install)."""
@@ -58,6 +105,8 @@ def start():
         _gridlab.send({"op": "missing", "what": "numpy"})
         return False
     load_stand_in()
+    import builtins
+    builtins.get_ipython = lambda: _ipython
     return True
 
 

@@ -959,8 +959,13 @@ impl Lowerer<'_, '_> {
                 .err(f.range, "`for ... else` is outside Numba's kernel subset in gridlab")
                 .help("set a flag before `break` and test it after the loop"));
         }
+        if let ast::Expr::Tuple(ast::ExprTuple { elts, .. }) | ast::Expr::List(ast::ExprList { elts, .. }) = &*f.iter
+            && !elts.is_empty()
+        {
+            return self.for_items(f, elts, at);
+        }
         let Some(call) = is_range_call(&f.iter, self.env.imports) else {
-            return Err(self.err(f.iter.range(), "a kernel's `for` loops over `range(...)` only")
+            return Err(self.err(f.iter.range(), "a kernel's `for` loops over `range(...)` or a tuple of numbers only")
                 .help("loop over indices: `for i in range(len(a)):` and read `a[i]`; lists and iterators are outside Numba's CUDA subset"));
         };
         let ast::Expr::Name(target) = &*f.target else {
@@ -1027,6 +1032,44 @@ impl Lowerer<'_, '_> {
         self.line(&format!("for ({var} = {init}; {cmp}; {inc}) {{"), loop_at);
         self.loop_depth += 1;
         self.indent += 1;
+        self.block(&f.body)?;
+        self.indent -= 1;
+        self.loop_depth -= 1;
+        self.line("}", at);
+        Ok(())
+    }
+
+    /// `for d in (-1, 0, 1):` (a tuple of numbers, as Numba unrolls it): the values go in a
+    /// per-thread array, evaluated once before the loop as Python does, and the loop indexes it.
+    fn for_items(&mut self, f: &ast::StmtFor, elts: &[ast::Expr], at: Span) -> R<()> {
+        let ast::Expr::Name(target) = &*f.target else {
+            return Err(self.err(f.target.range(), "the loop variable must be one name"));
+        };
+        let items: Vec<CExpr> = elts.iter().map(|e| self.expr(e)).collect::<R<_>>()?;
+        let mut ty: Option<DType> = None;
+        for (e, c) in elts.iter().zip(&items) {
+            let Ty::Num(d) = c.ty else {
+                return Err(self
+                    .err(e.range(), format!("a kernel loops over a tuple of numbers, this is {}", c.ty.numba_name())));
+            };
+            ty = Some(ty.map_or(d, |t| unify(t, d)));
+        }
+        let ty = ty.unwrap_or(DType::I64);
+        let name = target.id.to_string();
+        let nonneg = items.iter().all(|c| !c.maybe_negative);
+        self.set_var(&name, Ty::Num(ty), self.at(target.range), nonneg)?;
+        let var = self.vars[&name].c_name.clone();
+        let loop_at = self.at(f.range);
+        self.temp += 1;
+        let (arr, k) = (format!("{var}_items{}", self.temp), format!("{var}_k{}", self.temp));
+        self.line(&format!("{} {arr}[{}];", ty.c_name(), items.len()), loop_at);
+        for (i, c) in items.into_iter().enumerate() {
+            self.line_with(&format!("{arr}[{i}] = "), &c.convert(ty), ";", loop_at);
+        }
+        self.line(&format!("for (long long {k} = 0; {k} < {}; {k}++) {{", elts.len()), loop_at);
+        self.loop_depth += 1;
+        self.indent += 1;
+        self.line(&format!("{var} = {arr}[{k}];"), self.at(target.range));
         self.block(&f.body)?;
         self.indent -= 1;
         self.loop_depth -= 1;
@@ -1210,8 +1253,13 @@ impl Lowerer<'_, '_> {
                 }
                 // `a, b = b, a`: every value is computed before any name changes, as in Python.
                 let read = names_in_expr(value);
+                // An element on the left may be one the right reads (`a[i], a[j] = a[j], a[i]`).
                 let swap = t.elts.len() > 1
-                    && t.elts.iter().any(|e| matches!(e, ast::Expr::Name(n) if read.contains(n.id.as_str())));
+                    && t.elts.iter().any(|e| match e {
+                        ast::Expr::Name(n) => read.contains(n.id.as_str()),
+                        ast::Expr::Subscript(_) => true,
+                        _ => false,
+                    });
                 let mut temps = Vec::new();
                 for v in values {
                     if swap {

@@ -201,6 +201,62 @@ def close():
     pass
 
 
+def list_devices():
+    return [_Device()]
+
+
+class _Gpus(list):
+    """`cuda.gpus`: the devices, one here; `with cuda.gpus[0]:` selects it."""
+
+    current = property(lambda self: self[0])
+
+
+class _GpuDevice(_Device):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+gpus = _Gpus([_GpuDevice()])
+
+
+class _MemoryInfo(tuple):
+    free = property(lambda self: self[0])
+    total = property(lambda self: self[1])
+
+
+class _CurrentContext:
+    device = _Device()
+
+    def get_memory_info(self):
+        total = 80 * 1024 ** 3
+        return _MemoryInfo((total, total))
+
+    def synchronize(self):
+        pass
+
+    def reset(self):
+        pass
+
+
+def current_context(devnum=None):
+    return _CurrentContext()
+
+
+def profile_start():
+    """The profiler's range: gridlab's `:profile` shows per-line costs instead."""
+
+
+def profile_stop():
+    pass
+
+
+def defer_cleanup():
+    return _Context()
+
+
 class _Context:
     def __enter__(self):
         return self
@@ -312,13 +368,29 @@ class Dispatcher:
         self._defined = False
 
     def _source(self):
-        """The kernel's source, its file and its first line."""
+        """The kernel's source, its file and its first line. Its decorators become one
+        `@cuda.jit(...)` with the options gridlab reads, on as many lines, so that however the
+        program imported `jit` (`from numba.cuda import jit as cuda_jit`), gridlab sees a
+        kernel and every line keeps its number."""
         fn = self.py_func
         try:
             lines, first = inspect.getsourcelines(fn)
         except (OSError, TypeError):
             raise _gridlab.KernelError(f"gridlab cannot read the source of {self.__name__}")
-        return textwrap.dedent("".join(lines)), inspect.getsourcefile(fn) or "<unknown>", first
+        lines = textwrap.dedent("".join(lines)).splitlines()
+        at = next((k for k, l in enumerate(lines) if l.lstrip().startswith("def ")), 0)
+        options = []
+        if self.device:
+            options.append("device=True")
+        if self.options.get("fastmath"):
+            options.append("fastmath=True")
+        decorator = "@cuda.jit(" + ", ".join(options) + ")" if options else "@cuda.jit"
+        if at == 0:
+            lines = [decorator] + lines
+            first -= 1
+        else:
+            lines = [decorator] + [""] * (at - 1) + lines[at:]
+        return "\n".join(lines) + "\n", inspect.getsourcefile(fn) or "<unknown>", first
 
     def _define(self):
         if self._defined:
@@ -334,7 +406,20 @@ class Dispatcher:
                     globs[name] = seen
                     if seen["kind"] == "function":
                         fn.__globals__[name]._define()
+        # A kernel defined inside a function reads its enclosing function's names (`TPB` in
+        # `main()`): Numba freezes those as it does globals.
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                seen = _global_value(cell.cell_contents)
+            except ValueError:
+                continue
+            if seen is not None:
+                globs[name] = seen
+                if seen["kind"] == "function":
+                    cell.cell_contents._define()
         globs.update(getattr(self, "_extra_globals", {}))
+        # The source's decorator reads `cuda` (see `_source`).
+        globs.setdefault("cuda", {"kind": "module", "path": "numba.cuda"})
         reply, _ = _gridlab.request({
             "op": "define",
             "name": self.__name__,
@@ -513,7 +598,7 @@ class CudaUFunc:
             lines = ["@cuda.jit(device=True)"] + lines
             first -= 1
         else:
-            lines = [""] * (at - 1) + ["@cuda.jit(device=True)"] + lines[at:]
+            lines = ["@cuda.jit(device=True)"] + [""] * (at - 1) + lines[at:]
         params = [f"x{k}" for k in range(len(kinds))]
         reads = [f"x{k}[i]" if a else f"x{k}" for k, a in enumerate(kinds)]
         name = f"{self.__name__}_ufunc"
@@ -536,7 +621,7 @@ class CudaUFunc:
         k = Dispatcher(placeholder, False, {})
         k.__name__ = name
         k._source = lambda: (source, file, first)
-        k.py_func = _pytypes.FunctionType(fn.__code__, glob, name)
+        k.py_func = _pytypes.FunctionType(fn.__code__, glob, name, None, fn.__closure__)
         # The generated kernel reads `cuda`, whatever the program imported it as.
         k._extra_globals = {"cuda": {"kind": "module", "path": "numba.cuda"}}
         self._kernels[kinds] = k
