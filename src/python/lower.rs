@@ -1255,6 +1255,7 @@ impl Lowerer<'_, '_> {
                 let read = names_in_expr(value);
                 // An element on the left may be one the right reads (`a[i], a[j] = a[j], a[i]`).
                 let swap = t.elts.len() > 1
+                    && matches!(value, ast::Expr::Tuple(_))
                     && t.elts.iter().any(|e| match e {
                         ast::Expr::Name(n) => read.contains(n.id.as_str()),
                         ast::Expr::Subscript(_) => true,

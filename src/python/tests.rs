@@ -245,3 +245,59 @@ fn a_function_with_nothing_under_it_says_where_its_lines_go() {
     let errs = read_snippet(0, "@cuda.jit\ndef k(a):\n").expect_err("refused");
     assert_eq!(errs[0].message, "the block under `def k(a):` is empty");
 }
+
+#[test]
+fn a_device_function_returning_a_tuple_returns_a_struct_the_caller_unpacks() {
+    let src = "import math\nfrom numba import cuda\n\n@cuda.jit(device=True)\ndef polar(r, t):\n    if r < 0:\n        return 0, 0\n    return r * math.cos(t), r * math.sin(t)\n\n@cuda.jit\ndef k(r, t, x, y):\n    i = cuda.grid(1)\n    x[i], y[i] = polar(r[i], t[i])\n";
+    let inst = lower_src(src, &[f32_1d(), f32_1d(), f32_1d(), f32_1d()]).unwrap();
+    // The two returns unify: (int64, int64) and (float32, float32) make (float64, float64).
+    assert!(inst.text.contains("struct polar_ret { double f0; double f1; };"), "{}", inst.text);
+    assert!(inst.text.contains("__device__ polar_ret polar(float r, float t) {"), "{}", inst.text);
+    assert!(inst.text.contains("auto py_ret"), "{}", inst.text);
+    assert!(inst.text.contains(".f1;"), "{}", inst.text);
+    compiles(&inst.text);
+}
+
+#[test]
+fn a_loop_over_a_tuple_of_numbers_indexes_a_per_thread_array_and_len_is_the_first_extent() {
+    let src = "@cuda.jit\ndef k(a, out):\n    i = cuda.grid(1)\n    if 0 < i < len(a) - 1:\n        s = 0.0\n        for d in (-1, 1):\n            s += a[i + d]\n        out[i] = s\n";
+    let inst = lower_src(src, &[f32_1d(), f32_1d()]).unwrap();
+    assert!(inst.text.contains("long long d_items1[2];"), "{}", inst.text);
+    assert!(inst.text.contains("d = d_items1[d_k1];"), "{}", inst.text);
+    assert!(inst.text.contains("i < a_size - 1"), "{}", inst.text);
+    compiles(&inst.text);
+}
+
+#[test]
+fn swapping_two_elements_reads_both_before_writing_either() {
+    let src = "@cuda.jit\ndef k(a):\n    i = cuda.grid(1) * 2\n    a[i], a[i + 1] = a[i + 1], a[i]\n";
+    let inst = lower_src(src, &[f32_1d()]).unwrap();
+    let first_write = inst.text.find("a[i] = ").unwrap();
+    let second_read = inst.text.find("= a[i];").unwrap();
+    assert!(second_read < first_write, "{}", inst.text);
+    compiles(&inst.text);
+}
+
+#[test]
+fn complex_numbers_and_grid_sync_are_refused_with_what_to_write_instead() {
+    let src = "@cuda.jit\ndef k(a):\n    c = complex(a[0], a[1])\n";
+    let e = lower_src(src, &[f32_1d()]).unwrap_err();
+    assert!(e[0].message.contains("complex numbers are not in gridlab's kernels"), "{e:?}");
+    assert!(e[0].help.iter().any(|h| h.contains("two floats")), "{e:?}");
+    let src = "@cuda.jit\ndef k(a):\n    g = cuda.cg.this_grid()\n    g.sync()\n";
+    let e = lower_src(src, &[f32_1d()]).unwrap_err();
+    assert!(e[0].message.contains("grid-wide synchronisation"), "{e:?}");
+}
+
+#[test]
+fn the_guess_at_definition_follows_arrays_into_device_functions_and_const_copies() {
+    let src = "@cuda.jit(device=True)\ndef dot3(a, b, i):\n    return a[i, 0] * b[i, 0]\n\n@cuda.jit\ndef k(a, b, w, out):\n    c = cuda.const.array_like(w)\n    i = cuda.grid(1)\n    out[i] = dot3(a, b, i) * c[0]\n";
+    let snippet = read_snippet(0, src).unwrap();
+    let funcs = snippet.functions.clone();
+    let find = move |n: &str| funcs.iter().find(|f| f.name == n).cloned();
+    let kernel = snippet.functions.iter().find(|f| !f.device).unwrap();
+    let guess = guess_types_with(kernel, &find);
+    assert_eq!(guess[0], ArgType::Array { dtype: DType::F32, ndim: 2 });
+    assert_eq!(guess[1], ArgType::Array { dtype: DType::F32, ndim: 2 });
+    assert_eq!(guess[2], ArgType::Array { dtype: DType::F32, ndim: 1 });
+}

@@ -228,3 +228,51 @@ fn advice_that_names_the_cause_reads_python_kernels_too() {
     assert!(text.contains("it is `cuda.grid(1)`"), "{text}");
     assert!(!text.contains("if (i"), "C syntax in advice for Python: {text}");
 }
+
+/// Beyond the first tutorials: `@vectorize(target='cuda')` runs a gridlab kernel per call,
+/// device functions return tuples, a swap of two elements swaps them, and a notebook turned
+/// into a script runs with its magics. Each prints what it prints under Numba.
+#[test]
+fn numba_programs_from_docs_and_course_notebooks_print_what_they_print_with_numba() {
+    if !have_numpy() {
+        return;
+    }
+    let run = replay("tests/python/16-vectorize-cuda.py");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    for line in [
+        "gaussian_pdf_ufunc[4, 128]",
+        "a + b: [11 22 33 44]",
+        "c + 100: [112 113 114 115]",
+        "on the device: [2 4 6 8]",
+        "CPU ufunc: [-0.66666667  0.        ]",
+    ] {
+        assert!(run.stdout.contains(line), "missing {line:?} in\n{}", run.stdout);
+    }
+    let run = replay("tests/python/18-tuple-loops-and-swaps.py");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains("[1 0 3 2 5 4 7 6 9 8]"), "{}", run.stdout);
+    let run = replay("tests/python/21-notebook-as-script.py");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains("[ 0.  3.  6.  9. 12.]"), "{}", run.stdout);
+    assert!(run.stdout.contains("`!nvidia-smi` skipped"), "{}", run.stdout);
+    assert!(run.stdout.contains("block maxima:"), "{}", run.stdout);
+}
+
+#[test]
+fn complex_arithmetic_in_a_kernel_is_refused_at_its_line_with_what_to_write() {
+    if !have_numpy() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mandel.py");
+    std::fs::write(
+        &path,
+        "from numba import cuda\nimport numpy as np\n\n@cuda.jit\ndef k(out):\n    i = cuda.grid(1)\n    z = complex(0.5, i)\n    out[i] = z.real\n\nout = np.zeros(4)\nk[1, 4](out)\n",
+    )
+    .unwrap();
+    let run = replay(path.to_str().unwrap());
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("complex numbers are not in gridlab's kernels"), "{}", run.stdout);
+    assert!(run.stdout.contains("mandel.py:7:9"), "{}", run.stdout);
+    assert!(run.stdout.contains("two floats"), "{}", run.stdout);
+}

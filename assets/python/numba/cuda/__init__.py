@@ -675,11 +675,20 @@ class Reduce:
         if host.size == 0:
             result = init
         else:
-            acc = host[0]
-            for v in host[1:]:
-                acc = f(acc, v)
+            # Pairwise, as a GPU's tree reduction combines (and as accurate for float sums).
+            vals = host.copy()
+            while vals.size > 1:
+                carry = vals[-1:] if vals.size % 2 else vals[:0]
+                even, odd = vals[0:vals.size - carry.size:2], vals[1::2]
+                try:
+                    nxt = np.asarray(f(even, odd), dtype=vals.dtype)
+                    if nxt.shape != even.shape:
+                        raise ValueError("not elementwise")
+                except Exception:  # noqa: BLE001 - a function of scalars only (`max(a, b)`)
+                    nxt = np.array([f(x, y) for x, y in zip(even, odd)], dtype=vals.dtype)
+                vals = np.concatenate([nxt, carry])
             # Numba folds `init` into the result too.
-            result = f(acc, host.dtype.type(init))
+            result = f(vals[0], host.dtype.type(init))
         result = host.dtype.type(result) if host.size else result
         if res is not None:
             _host_of(res)[0] = result
