@@ -790,56 +790,38 @@ impl Lowerer<'_, '_> {
                     }
                     (Some(v), false) if matches!(&**v, ast::Expr::Tuple(_)) => {
                         let ast::Expr::Tuple(t) = &**v else { unreachable!("matched a tuple") };
-                        let items: Vec<CExpr> = t.elts.iter().map(|e| self.expr(e)).collect::<R<_>>()?;
-                        let mut tys = Vec::new();
-                        for (e, c) in t.elts.iter().zip(&items) {
-                            let Ty::Num(d) = c.ty else {
+                        let mut items = Vec::new();
+                        for e in &t.elts {
+                            let c = self.expr(e)?;
+                            if !matches!(c.ty, Ty::Num(_)) {
                                 return Err(self
                                     .err(
                                         e.range(),
                                         format!("a device function returns numbers, this is {}", c.ty.numba_name()),
                                     )
                                     .help("write arrays into an array argument instead"));
-                            };
-                            tys.push(d);
+                            }
+                            items.push(c);
                         }
-                        let ty =
-                            match &self.ret {
-                                None => Ty::Tuple(tys.iter().map(|d| Ty::Num(*d)).collect()),
-                                Some(Ty::Tuple(old)) if old.len() == tys.len() => Ty::Tuple(
-                                    old.iter()
-                                        .zip(&tys)
-                                        .map(|(o, d)| match o {
-                                            Ty::Num(o) => Ty::Num(unify(*o, *d)),
-                                            other => other.clone(),
-                                        })
-                                        .collect(),
-                                ),
-                                Some(other) => {
-                                    return Err(self.err(v.range(), format!(
-                                    "this returns a tuple of {}, another `return` of this function returns {}",
-                                    tys.len(),
-                                    other.numba_name()
-                                )).help("return the same kind of value from every `return`"));
-                                }
-                            };
-                        if self.ret.as_ref() != Some(&ty) {
-                            self.ret = Some(ty.clone());
-                            self.changed = true;
-                        }
-                        let Ty::Tuple(want) = ty else { unreachable!("a tuple type") };
-                        let mut parts = Vec::new();
-                        for (k, (c, w)) in items.into_iter().zip(want).enumerate() {
-                            let c = match w {
-                                Ty::Num(d) => c.convert(d),
-                                _ => c,
-                            };
-                            let sep = if k == 0 { format!("{}_ret_make(", self.c_name) } else { ", ".into() };
-                            parts.push((sep, Some(c)));
-                        }
-                        parts.push((")".into(), None));
-                        let call = join(parts, Ty::None, DType::I32, 100, at);
-                        self.line_with("return ", &call, ";", at);
+                        self.return_tuple(items, v, at)?;
+                    }
+                    // `return f(x)` where `f` returns a tuple: its fields, returned as this function's tuple.
+                    (Some(v), false)
+                        if matches!(&**v, ast::Expr::Call(_)) && matches!(self.expr(v)?.ty, Ty::Tuple(_)) =>
+                    {
+                        let c = self.expr(v)?;
+                        let Ty::Tuple(tys) = c.ty.clone() else { unreachable!("a tuple type") };
+                        self.temp += 1;
+                        let tmp = format!("py_ret{}", self.temp);
+                        self.line_with(&format!("auto {tmp} = "), &c, ";", at);
+                        let items = tys
+                            .iter()
+                            .enumerate()
+                            .map(|(k, ty)| {
+                                CExpr::atom(format!("{tmp}.f{k}"), ty.clone(), ty.num().unwrap_or(DType::F64), at)
+                            })
+                            .collect();
+                        self.return_tuple(items, v, at)?;
                     }
                     (Some(v), false) => {
                         let c = self.expr(v)?;
@@ -950,6 +932,54 @@ impl Lowerer<'_, '_> {
             }
             _ => return Err(self.err(s.range(), "this statement is outside Numba's CUDA kernel subset")),
         }
+        Ok(())
+    }
+
+    /// `return x, y` from a device function: unify with the other returns' tuples, and return
+    /// the struct of the items.
+    fn return_tuple(&mut self, items: Vec<CExpr>, v: &ast::Expr, at: Span) -> R<()> {
+        let tys: Vec<DType> = items.iter().map(|c| c.ty.num().unwrap_or(DType::F64)).collect();
+        let ty = match &self.ret {
+            None => Ty::Tuple(tys.iter().map(|d| Ty::Num(*d)).collect()),
+            Some(Ty::Tuple(old)) if old.len() == tys.len() => Ty::Tuple(
+                old.iter()
+                    .zip(&tys)
+                    .map(|(o, d)| match o {
+                        Ty::Num(o) => Ty::Num(unify(*o, *d)),
+                        other => other.clone(),
+                    })
+                    .collect(),
+            ),
+            Some(other) => {
+                return Err(self
+                    .err(
+                        v.range(),
+                        format!(
+                            "this returns a tuple of {}, another `return` of this function returns {}",
+                            tys.len(),
+                            other.numba_name()
+                        ),
+                    )
+                    .help("return the same kind of value from every `return`"));
+            }
+        };
+        if self.ret.as_ref() != Some(&ty) {
+            self.ret = Some(ty.clone());
+            self.changed = true;
+        }
+        let Ty::Tuple(want) = ty else { unreachable!("a tuple type") };
+        let mut parts = Vec::new();
+        for (k, (c, w)) in items.into_iter().zip(want).enumerate() {
+            let c = match w {
+                Ty::Num(d) => c.convert(d),
+                _ => c,
+            };
+            let sep = if k == 0 { format!("{}_ret_make(", self.c_name) } else { ", ".into() };
+            parts.push((sep, Some(c)));
+        }
+        parts.push((")".into(), None));
+        let call = join(parts, Ty::None, DType::I32, 100, at);
+        self.line_with("return ", &call, ";", at);
         Ok(())
     }
 
@@ -1890,8 +1920,16 @@ impl Lowerer<'_, '_> {
         if let Ty::Tuple(items) = &target.ty {
             let k =
                 self.const_int(&s.slice).map_err(|_| self.err(s.slice.range(), "a tuple's index must be a number"))?;
-            let parts = self.tuple_parts(&s.value, items.len())?;
             let k = if k < 0 { k + items.len() as i64 } else { k };
+            // A device function's tuple: one field of the struct it returns.
+            if !target.text.is_empty() {
+                let Some(ty) = items.get(k.max(0) as usize).cloned() else {
+                    return Err(self.err(s.slice.range(), "this index is past the tuple's end"));
+                };
+                let d = ty.num().unwrap_or(DType::F64);
+                return Ok(join(vec![(String::new(), Some(target.clone())), (format!(".f{k}"), None)], ty, d, 100, at));
+            }
+            let parts = self.tuple_parts(&s.value, items.len())?;
             return parts
                 .into_iter()
                 .nth(k.max(0) as usize)
