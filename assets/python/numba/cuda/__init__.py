@@ -81,7 +81,19 @@ class DeviceNDArray:
         return len(self._host)
 
     def __getitem__(self, index):
-        return DeviceNDArray(self._host[index], self._fresh)
+        part = self._host[index]
+        # One element is copied to the host, as Numba does: a number, not a device array.
+        if not isinstance(part, np.ndarray):
+            return part
+        return DeviceNDArray(part, self._fresh)
+
+    def copy_to_host_async(self, ary=None, stream=0):
+        return self.copy_to_host(ary, stream)
+
+    def get(self):
+        return self._host.copy()
+
+    T = property(lambda self: DeviceNDArray(self._host.T, self._fresh))
 
     def __setitem__(self, index, value):
         self._host[index] = value
@@ -447,6 +459,25 @@ class Dispatcher:
             "Kernel launch configuration was not specified. Use the syntax:\n\n"
             "kernel_function[blockspergrid, threadsperblock](arg0, arg1, ..., argn)"
         )
+
+    # What Numba's dispatcher answers about its compiled code: here, where to find the C.
+    def specialize(self, *args):
+        return self
+
+    def inspect_types(self, file=None, **kwargs):
+        print(f"gridlab types {self.__name__} at each launch; `:cuda {self.__name__}` at the prompt shows its CUDA C",
+              file=file)
+
+    def inspect_asm(self, signature=None):
+        return {} if signature is None else ""
+
+    inspect_llvm = inspect_sass = inspect_asm
+
+    @property
+    def definitions(self):
+        return {}
+
+    overloads = definitions
 
     def forall(self, ntasks, tpb=0, stream=0, sharedmem=0):
         threads = tpb or 128
