@@ -2852,13 +2852,52 @@ impl Lowerer<'_, '_> {
                 .err(c.range, format!("`{}` calls itself: recursion is outside what gridlab runs on the GPU", f.name))
                 .help("write it as a loop"));
         }
-        if c.args.len() != f.params.len() || !c.keywords.is_empty() {
-            return Err(self.err(
-                c.range,
-                format!("`{}` takes {} argument{}", f.name, f.params.len(), if f.params.len() == 1 { "" } else { "s" }),
-            ));
+        // Positional arguments, then keywords by name, then the defaults (`scale=1.0`).
+        let takes =
+            || format!("`{}` takes {} argument{}", f.name, f.params.len(), if f.params.len() == 1 { "" } else { "s" });
+        if c.args.len() > f.params.len() {
+            return Err(self.err(c.range, takes()));
         }
-        let args: Vec<CExpr> = c.args.iter().map(|a| self.expr(a)).collect::<R<_>>()?;
+        let mut given: Vec<Option<&ast::Expr>> = c.args.iter().map(Some).collect();
+        given.resize(f.params.len(), None);
+        for kw in &c.keywords {
+            let Some(name) = kw.arg.as_ref() else {
+                return Err(self.err(kw.range, "`**` arguments are outside Numba's CUDA kernel subset"));
+            };
+            let Some(k) = f.params.iter().position(|(p, _)| p == name.as_str()) else {
+                return Err(self.err(kw.range, format!("`{}` has no parameter `{name}`", f.name)));
+            };
+            if given[k].is_some() {
+                return Err(self.err(kw.range, format!("`{name}` is given twice")));
+            }
+            given[k] = Some(&kw.value);
+        }
+        let mut args: Vec<CExpr> = Vec::new();
+        for (k, g) in given.into_iter().enumerate() {
+            if let Some(e) = g {
+                args.push(self.expr(e)?);
+                continue;
+            }
+            // A default is written in the device function's text, not here: a number is
+            // taken as its value, at the call.
+            let default = f.defaults.get(k).and_then(|d| d.as_ref());
+            match default.and_then(|d| default_number(d, at)) {
+                Some(v) => args.push(v),
+                None if default.is_some() => {
+                    return Err(self
+                        .err(
+                            c.range,
+                            format!("`{}`'s default for `{}` is not a number gridlab reads", f.name, f.params[k].0),
+                        )
+                        .help(format!("pass `{}` at the call", f.params[k].0)));
+                }
+                None => {
+                    return Err(self
+                        .err(c.range, format!("`{}` needs its argument `{}`", f.name, f.params[k].0))
+                        .help(takes()));
+                }
+            }
+        }
         let tys: Vec<Ty> = args.iter().map(|a| a.ty.clone()).collect();
         let existing = self
             .module
@@ -3190,4 +3229,28 @@ fn walk_stmt_all(s: &ast::Stmt, f: &mut dyn FnMut(&ast::Stmt)) {
 /// The help for a kernel that computes with complex numbers, which gridlab's C has no type for.
 fn complex_unsupported(d: Diagnostic) -> Diagnostic {
     d.help("Numba compiles complex arithmetic; gridlab does not yet: keep the real and imaginary parts in two floats (`zr, zi = zr * zr - zi * zi + cr, 2 * zr * zi + ci`)")
+}
+
+/// A parameter's default that is a number literal (`1.0`, `-2`, `True`), as a value at `at`.
+fn default_number(e: &ast::Expr, at: Span) -> Option<CExpr> {
+    let (neg, k) = match e {
+        ast::Expr::UnaryOp(u) if matches!(u.op, ast::UnaryOp::USub) => (true, &*u.operand),
+        other => (false, other),
+    };
+    let ast::Expr::Constant(c) = k else { return None };
+    let sign = if neg { "-" } else { "" };
+    match &c.value {
+        ast::Constant::Int(i) => {
+            let v = i64::try_from(i).ok()?;
+            let v = if neg { -v } else { v };
+            let mut e = CExpr::int_literal(v, at);
+            e.maybe_negative = v < 0;
+            Some(e)
+        }
+        ast::Constant::Float(f) => {
+            Some(CExpr::atom(format!("{sign}{}", float_literal(*f, false)), Ty::F64, DType::F64, at))
+        }
+        ast::Constant::Bool(b) if !neg => Some(CExpr::bool_literal(*b, at)),
+        _ => None,
+    }
 }

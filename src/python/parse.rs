@@ -15,6 +15,8 @@ pub struct PyFunction {
     pub name: String,
     pub name_span: Span,
     pub params: Vec<(String, Span)>,
+    /// Each parameter's default value (`scale=1.0`), for a device function's callers.
+    pub defaults: Vec<Option<ast::Expr>>,
     pub body: Vec<ast::Stmt>,
     /// `@cuda.jit(device=True)`: called from kernels, not launched.
     pub device: bool,
@@ -322,12 +324,14 @@ fn function(source: SourceId, f: &ast::StmtFunctionDef, options: JitOptions) -> 
         .chain(&f.args.posonlyargs)
         .map(|a| (a.def.arg.to_string(), span(source, a.def.range)))
         .collect();
+    let defaults = f.args.args.iter().chain(&f.args.posonlyargs).map(|a| a.default.as_deref().cloned()).collect();
     // The name's span: the text after `def `.
     let def_span = span(source, f.range);
     PyFunction {
         name: f.name.to_string(),
         name_span: def_span,
         params,
+        defaults,
         body: f.body.clone(),
         device: options.device,
         fastmath: options.fastmath,

@@ -53,3 +53,22 @@ dots = np.zeros(50)
 rowdot[1, 64](a, b, dots)
 np.testing.assert_allclose(dots, (a * b).sum(axis=1))
 print("row dots:", dots[:3])
+
+
+@cuda.jit(device=True)
+def scaled(x, scale=2.0, offset=-1):
+    return x * scale + offset
+
+
+@cuda.jit
+def with_defaults(a, res):
+    i = cuda.grid(1)
+    if i < a.size:
+        res[i] = scaled(a[i]) + scaled(a[i], offset=0) + scaled(a[i], 1.0)
+
+
+v = np.arange(4, dtype=np.float64)
+res = np.zeros(4)
+with_defaults[1, 4](v, res)
+np.testing.assert_allclose(res, (2 * v - 1) + 2 * v + (v - 1))
+print("keywords and defaults:", res)
