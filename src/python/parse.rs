@@ -214,6 +214,69 @@ fn unindented_body(source: SourceId, text: &str) -> Option<Diagnostic> {
     )
 }
 
+/// What only a kernel's body can hold: a `return`, or the thread's place in the grid and the
+/// block's tools (`cuda.grid(1)`, `cuda.syncthreads()`, `cuda.shared.array`). On a line that
+/// is not indented, right under a `def`, it was meant for the function's body.
+pub fn holds_kernel_only_code(line: &str) -> bool {
+    let t = line.trim_start();
+    let code = t.split_once('#').map_or(t, |(c, _)| c);
+    code == "return"
+        || code.starts_with("return ")
+        || code.contains(": return")
+        || [
+            "cuda.grid(",
+            "cuda.threadIdx",
+            "cuda.blockIdx",
+            "cuda.blockDim",
+            "cuda.syncthreads",
+            "cuda.shared.",
+            "cuda.local.",
+            "cuda.atomic.",
+        ]
+        .iter()
+        .any(|w| code.contains(w))
+}
+
+/// A function whose body ends too soon: the line right under its last body line is not
+/// indented, yet it (or a line of its block) holds what only a kernel can (`return`,
+/// `cuda.grid(1)`), as when `if i >= n:` is typed at the start of the line. Python would say
+/// "'return' outside function" at a line that is not the mistake; this names the line that
+/// lost its indentation and says how far to indent it.
+pub fn dedented_body(source: SourceId, text: &str) -> Option<Diagnostic> {
+    let suite = ast::Suite::parse(text, "<input>").ok()?;
+    let line_of = |at: usize| text[..at].matches('\n').count();
+    for pair in suite.windows(2) {
+        let (ast::Stmt::FunctionDef(f), next) = (&pair[0], &pair[1]) else { continue };
+        if matches!(next, ast::Stmt::FunctionDef(_) | ast::Stmt::Import(_) | ast::Stmt::ImportFrom(_)) {
+            continue;
+        }
+        let end = f.range.end().to_usize();
+        let start = next.range().start().to_usize();
+        // Right under the function, with no blank line between.
+        if line_of(start) != line_of(end) + 1 {
+            continue;
+        }
+        let chunk = &text[start..next.range().end().to_usize()];
+        if !chunk.lines().any(holds_kernel_only_code) {
+            continue;
+        }
+        let last = f.body.last()?;
+        let body_line_start = text[..last.range().start().to_usize()].rfind('\n').map_or(0, |i| i + 1);
+        let depth = last.range().start().to_usize() - body_line_start;
+        let head = text[start..].lines().next().unwrap_or("").trim_end();
+        let above = text[body_line_start..].lines().next().unwrap_or("").trim();
+        return Some(
+            Diagnostic::error(format!("`{head}` is outside `def {}`: it is not indented", f.name))
+                .at(Span::new(source, start, start + head.len()))
+                .label("this line ends the function")
+                .help(format!(
+                    "a function's body is every line indented under its `def`: indent this line and the ones under it by {depth} more spaces, to line up with `{above}`"
+                )),
+        );
+    }
+    None
+}
+
 /// A span in `source` from a RustPython range.
 pub fn span(source: SourceId, range: TextRange) -> Span {
     Span::new(source, range.start().to_usize(), range.end().to_usize())

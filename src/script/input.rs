@@ -495,6 +495,14 @@ pub fn split_inputs(text: &str) -> Result<Vec<Input>, Box<SplitError>> {
                         let opens = above.split_once('#').map_or(above, |(c, _)| c).trim_end().ends_with(':');
                         flat |= opens && j == last + 1 && !l.starts_with([' ', '\t']) && !t.starts_with('@');
                         let header = above.starts_with('@');
+                        // A line right under the body that lost its indentation, whose block
+                        // holds what only a kernel can (`return`, `cuda.grid(1)`): it stays with
+                        // the function up to the next blank line, for one message saying so.
+                        if j == last + 1 && !l.starts_with([' ', '\t']) && !t.starts_with('@') && !t.starts_with("def ")
+                        {
+                            let block = text[lines[j].0..].split("\n\n").next().unwrap_or("");
+                            flat |= block.lines().any(crate::python::parse::holds_kernel_only_code);
+                        }
                         if flat
                             || l.starts_with([' ', '\t'])
                             || (header && (t.starts_with('@') || t.starts_with("def ")))
@@ -641,6 +649,17 @@ mod tests {
 
     fn kinds(text: &str) -> Vec<(InputKind, u32, u32)> {
         split_inputs(text).unwrap().into_iter().map(|i| (i.kind, i.line, i.end_line)).collect()
+    }
+
+    #[test]
+    fn a_kernel_line_that_lost_its_indentation_stays_with_its_function() {
+        use InputKind::*;
+        // `if i >= n:` at the start of the line, with a `return` under it: one input, for one
+        // message; a host line right under a kernel is still its own input.
+        let text = "@cuda.jit\ndef k(a, n):\n    i = cuda.grid(1)\nif i >= n:\n    return\n\nn = 3\n";
+        assert_eq!(kinds(text), vec![(Python, 1, 5), (Statement, 7, 7)]);
+        let text = "@cuda.jit\ndef k(a, n):\n    a[0] = n\nn = 3\n";
+        assert_eq!(kinds(text), vec![(Python, 1, 3), (Statement, 4, 4)]);
     }
 
     #[test]

@@ -161,6 +161,11 @@ impl Session {
     /// Python text: keep its `@cuda.jit` functions and imports; report what it cannot be.
     pub(super) fn define_python(&mut self, id: SourceId, out: &mut dyn Write) -> io::Result<Status> {
         let text = self.text(id);
+        // A kernel's last lines typed without their indentation would run as host code.
+        if let Some(d) = python::parse::dedented_body(id, &text) {
+            self.report(&d, out)?;
+            return Ok(Status::Error);
+        }
         // Host code (a loop, a plain function, a print): the session's Python runs it.
         if python::parse::is_host_code(&text) {
             return self.host_python(id, None, false, out);

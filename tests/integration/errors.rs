@@ -47,4 +47,5 @@ error_transcripts!(
     symbol_errors,
     view_errors,
     template_errors,
+    python_errors,
 );
