@@ -493,6 +493,18 @@ mod tests {
     }
 
     #[test]
+    fn the_note_that_inputs_start_in_the_l2_is_said_once_a_session() {
+        let mut s = small_session();
+        let mut out = Vec::new();
+        let script = "__global__ void k(float *a) { a[threadIdx.x] += 1; }\nlet a = zeros(32)\n\
+                      let c1 = cost k<<<1, 32>>>(a)\nlet c2 = cost k<<<1, 32>>>(a)\n";
+        s.eval_text("l2.gridlab", script, true, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.matches("is only what is written back").count(), 1, "{text}");
+        assert!(text.contains("c1.dram_bytes is only what is written back"), "{text}");
+    }
+
+    #[test]
     fn the_largest_legal_launch_is_refused_by_the_simulator_at_once() {
         let mut s = small_session();
         let mut out = Vec::new();

@@ -194,7 +194,7 @@ impl Session {
     }
 
     fn write_record(
-        &self,
+        &mut self,
         out: &mut dyn Write,
         label: &str,
         spec: &LaunchSpec,
@@ -202,7 +202,7 @@ impl Session {
         values: &[Value],
         measured: bool,
     ) -> io::Result<()> {
-        let style = &self.options.style;
+        let style = &self.options.style.clone();
         let whence = if measured {
             format!("time measured on this GPU; the rest from the simulator's model of {}", c.profile.title)
         } else {
@@ -219,7 +219,7 @@ impl Session {
             writeln!(out, "  {label}.{field:<20} {shown:>14}")?;
         }
         writeln!(out, "{}", style.dim(&crate::render::prose(&crate::render::cost::explain(c), style)))?;
-        if c.inputs_in_l2 && c.totals.dram_read == 0 {
+        if c.inputs_in_l2 && c.totals.dram_read == 0 && !std::mem::replace(&mut self.record.l2_note_said, true) {
             let note = format!(
                 "{label}.dram_bytes is only what is written back: the launch's buffers fit in the {}'s L2 ({}) and start there, as after the host copies them in, so no read comes from DRAM; data larger than the L2 is read from DRAM too",
                 c.profile.title,
