@@ -505,6 +505,24 @@ mod tests {
     }
 
     #[test]
+    fn a_profile_leaves_out_columns_with_nothing_in_them_and_gives_their_room_to_the_source() {
+        let style = crate::render::Style { width: 80, ..Default::default() };
+        let mut s = Session::new(Options { style, max_alloc: 1 << 20, ..Options::default() });
+        let mut out = Vec::new();
+        let script = "__global__ void scale_every_element(float *a, int n) {\n\
+                      int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] = a[i] * 2.0f;\n}\n\
+                      let a = zeros(1024)\n:profile scale_every_element<<<4, 256>>>(a, 1024)\n";
+        s.eval_text("p.gridlab", script, true, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let header = text.lines().find(|l| l.contains("source")).expect("a table");
+        assert!(header.contains("sectors/req") && !header.contains("ways") && !header.contains("atomics"), "{text}");
+        assert!(!text.contains("ways:"), "the legend names only the columns shown:\n{text}");
+        assert!(text.contains("int i = blockIdx.x * blockDim"), "{text}");
+        let mut shown = text.lines().filter(|l| !l.starts_with(">>>") && !l.starts_with("..."));
+        assert!(shown.all(|l| l.chars().count() <= 80), "{text}");
+    }
+
+    #[test]
     fn the_largest_legal_launch_is_refused_by_the_simulator_at_once() {
         let mut s = small_session();
         let mut out = Vec::new();

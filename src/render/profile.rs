@@ -41,7 +41,7 @@ pub fn write_profile(
     }
     rows.sort_by_key(|r| r.0);
     let worst = worst_line(&rows, c);
-    let header = ["line", "source", "instr", "lanes", "sectors/req", "DRAM", "ways", "atomics"];
+    let all = ["line", "source", "instr", "lanes", "sectors/req", "DRAM", "ways", "atomics"];
     // Every column but the source, as text: their widths say how much room the source has.
     let cells: Vec<[String; 7]> = rows
         .iter()
@@ -68,12 +68,17 @@ pub fn write_profile(
             ]
         })
         .collect();
+    // A column with nothing on any line (no shared memory, no atomics) is left out: at 80
+    // columns its room goes to the source.
+    let shown: Vec<usize> = (0..7).filter(|&i| i < 3 || cells.iter().any(|c| c[i] != "-")).collect();
+    let header: Vec<&str> =
+        std::iter::once(all[0]).chain(std::iter::once(all[1])).chain(shown[1..].iter().map(|&i| all[i + 1])).collect();
     let right = |s: &str| Cell::new(s).set_alignment(CellAlignment::Right);
     let build = |room: usize| {
         let mut table = Table::new();
         table.load_preset(UTF8_FULL_CONDENSED);
         table.force_no_tty();
-        table.set_header(header);
+        table.set_header(header.clone());
         for ((_, text, _), cell) in rows.iter().zip(&cells) {
             // A source line longer than its room is cut with `…`, never wrapped: one table
             // row per line of the kernel.
@@ -84,7 +89,7 @@ pub fn write_profile(
             };
             // Plain text: colour codes inside a cell would count towards its width.
             let mut row = vec![Cell::new(&cell[0]), Cell::new(source)];
-            row.extend(cell[1..].iter().map(|s| right(s)));
+            row.extend(shown[1..].iter().map(|&i| right(&cell[i])));
             table.add_row(row);
         }
         style.enlarge(&mut table, 4);
@@ -93,9 +98,10 @@ pub fn write_profile(
     // The source gets what the other columns, their padding and the borders leave.
     let probe = build(usize::MAX);
     let padding: usize = probe.column_iter().map(|c| c.padding_width() as usize).sum();
-    let others: usize = (0..7)
-        .map(|i| {
-            let head = header[if i == 0 { 0 } else { i + 1 }].chars().count();
+    let others: usize = shown
+        .iter()
+        .map(|&i| {
+            let head = all[if i == 0 { 0 } else { i + 1 }].chars().count();
             cells.iter().map(|c| c[i].chars().count()).max().unwrap_or(0).max(head)
         })
         .sum();
@@ -132,14 +138,21 @@ pub fn write_profile(
         writeln!(out, "{}", style.warn(&super::prose(&format!("line {line}: {advice}"), style)))?;
     }
     writeln!(out, "{}", style.dim(&super::prose(&format!("{}.", c.profile.trust()), style)))?;
-    writeln!(
-        out,
-        "{}",
-        style.dim(&super::prose(
-            "instr: warp instructions; lanes: active lanes per instruction; sectors/req: 32-byte sectors per global load or store, measured / ideal; ways: wavefronts per shared-memory request (1 = no bank conflict); `docs/cost-model.md` explains the model",
-            style
-        ))
-    )
+    writeln!(out, "{}", style.dim(&super::prose(&legend(&header), style)))
+}
+
+/// What the columns shown mean, for the line under the table.
+fn legend(header: &[&str]) -> String {
+    let words = [
+        ("instr", "warp instructions"),
+        ("lanes", "active lanes per instruction"),
+        ("sectors/req", "32-byte sectors per global load or store, measured / ideal"),
+        ("ways", "wavefronts per shared-memory request (1 = no bank conflict)"),
+        ("atomics", "atomic operations"),
+    ];
+    let parts: Vec<String> =
+        words.iter().filter(|(h, _)| header.contains(h)).map(|(h, m)| format!("{h}: {m}")).collect();
+    format!("{}; `docs/cost-model.md` explains the model", parts.join("; "))
 }
 
 /// The line that wastes the most, and what to do about it: uncoalesced global access, bank

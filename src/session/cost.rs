@@ -209,7 +209,14 @@ impl Session {
             format!("estimated for {}", c.profile.title)
         };
         let config = crate::render::launch::config_written(spec, self.syntax_of(&spec.kernel));
-        writeln!(out, "{label} = cost of {}{config} ({whence})", spec.kernel)?;
+        let head = format!("{label} = cost of {}{config}", spec.kernel);
+        // Too long for the screen: where the figures come from goes on the next line, whole,
+        // rather than the terminal cutting the GPU's name in two.
+        if head.chars().count() + whence.chars().count() + 3 > style.width {
+            writeln!(out, "{head}\n  {}", crate::diag::wrap(&format!("({whence})"), style.width, 2))?;
+        } else {
+            writeln!(out, "{head} ({whence})")?;
+        }
         for ((field, _), v) in FIELDS.iter().zip(values) {
             let shown = match v {
                 Value::Int(i) => thousands(*i as u128),
