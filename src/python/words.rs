@@ -93,7 +93,7 @@ pub fn launches(text: &str) -> String {
     while let Some(open) = rest.find("<<<") {
         let Some(close) = rest[open..].find(">>>").map(|c| open + c) else { break };
         let inner = &rest[open + 3..close];
-        let parts: Vec<String> = split_top_level(inner).into_iter().map(|p| dim(p.trim())).collect();
+        let parts: Vec<String> = split_top_level(inner).into_iter().map(|p| integer_division(&dim(p.trim()))).collect();
         out.push_str(&rest[..open]);
         let config = match parts.as_slice() {
             [g, b] if !g.is_empty() && !b.is_empty() => format!("{g}, {b}"),
@@ -132,6 +132,21 @@ pub fn split_top_level(text: &str) -> Vec<&str> {
     }
     parts.push(&text[start..]);
     parts
+}
+
+/// A launch's sizes are whole numbers, and Python's `/` gives a float, which Numba refuses as
+/// a grid: `n / T` is written `n // T` (what C's `/` of two integers is).
+fn integer_division(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        out.push(c);
+        let single = c == '/' && chars.get(i + 1) != Some(&'/') && (i == 0 || chars[i - 1] != '/');
+        if single {
+            out.push('/');
+        }
+    }
+    out
 }
 
 /// `dim3(x, y)` as a tuple `(x, y)`, `dim3(x)` as `x`; anything else as it is.
@@ -267,7 +282,9 @@ mod tests {
     #[test]
     fn launches_are_written_in_numbas_brackets() {
         assert_eq!(launches("k<<<4, 256>>>(a, n)"), "k[4, 256](a, n)");
-        assert_eq!(launches(":race add<<<(n + 255) / 256, 256>>>(a)"), ":race add[(n + 255) / 256, 256](a)");
+        assert_eq!(launches(":race add<<<(n + 255) / 256, 256>>>(a)"), ":race add[(n + 255) // 256, 256](a)");
+        assert_eq!(launches("t<<<dim3(n / T, n / T), dim3(T, 8)>>>(a)"), "t[(n // T, n // T), (T, 8)](a)");
+        assert_eq!(launches("k<<<n // 2, 32>>>(a, n / 2)"), "k[n // 2, 32](a, n / 2)");
         assert_eq!(
             launches("let c = cost mm<<<dim3(4, 4), dim3(16, 16)>>>(a, b, c, n)"),
             "let c = cost mm[(4, 4), (16, 16)](a, b, c, n)"
