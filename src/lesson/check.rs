@@ -422,6 +422,9 @@ fn unreached(session: &Session) -> Option<String> {
     let threads = last.spec.grid.count().saturating_mul(last.spec.block.count());
     last.before.iter().find_map(|(name, before)| {
         let now = session.buffer(name)?;
+        if let crate::buffer::Shape::D2(rows, cols) = now.shape() {
+            return unreached_edge(name, (rows, cols), &before.to_f64_vec(), &now.to_f64_vec(), &last.spec);
+        }
         let len = now.len() as u64;
         if threads >= len {
             return None;
@@ -442,6 +445,52 @@ fn unreached(session: &Session) -> Option<String> {
             )
         })
     })
+}
+
+/// A matrix whose last columns (or rows) the launch never changed, while it changed some of
+/// the others: which ones, and why, from how far the grid's x and y reach. x runs along a
+/// matrix's columns and y along its rows; a column index that stops where y's threads end was
+/// taken from y (the two swapped), one that stops where x's end needs a bigger grid.
+fn unreached_edge(
+    name: &str,
+    (rows, cols): (usize, usize),
+    was: &[f64],
+    is: &[f64],
+    spec: &crate::launch::LaunchSpec,
+) -> Option<String> {
+    use crate::diag::text::thousands;
+    let same = |r: usize, c: usize| {
+        let i = r * cols + c;
+        was.get(i).map(|v| v.to_bits()) == is.get(i).map(|v| v.to_bits())
+    };
+    // The first of the last columns (rows) that are all as they were; `None` if the last one
+    // changed, `Some(0)` if the launch changed none.
+    let first_cold_column = (0..cols).rev().take_while(|&c| (0..rows).all(|r| same(r, c))).last();
+    let first_cold_row = (0..rows).rev().take_while(|&r| (0..cols).all(|c| same(r, c))).last();
+    let (what, index, count, reach) = match (first_cold_column, first_cold_row) {
+        (Some(c), _) if c > 0 => ("columns", "column", cols, c as u64),
+        (_, Some(r)) if r > 0 => ("rows", "row", rows, r as u64),
+        _ => return None,
+    };
+    let x_reach = spec.grid.x as u64 * spec.block.x as u64;
+    let y_reach = spec.grid.y as u64 * spec.block.y as u64;
+    let (own, other, own_axis, other_axis) =
+        if what == "columns" { (x_reach, y_reach, "x", "y") } else { (y_reach, x_reach, "y", "x") };
+    let gap = format!("{what} {} to {} of `{name}` were never written", thousands(reach), thousands(count as u64 - 1));
+    let cause = if reach == other && other != own {
+        format!(
+            "the {index} index stops at {}, where the grid's {other_axis} threads end: it was taken from {other_axis}, but {own_axis} runs along the {what}; take the column from x and the row from y",
+            thousands(reach - 1)
+        )
+    } else if reach == own {
+        format!(
+            "the grid's {own_axis} threads reach only {} {what}: launch more blocks along {own_axis}, rounding up",
+            thousands(own)
+        )
+    } else {
+        "check how the kernel computes its row and column, and that its guard lets every element through".to_string()
+    };
+    Some(format!("{gap}: {cause}"))
 }
 
 const PASSED: &str = "✓ passed:";

@@ -293,8 +293,13 @@ impl Session {
                 for w in &outcome.warnings {
                     self.report(w, out)?;
                 }
+                // A CUDA C kernel takes its name from a Python kernel defined before it.
+                let mut from_python = Vec::new();
                 for d in &outcome.defined {
                     self.work.accept(&d.name);
+                    if self.work.python_mut().forget(&d.name) {
+                        from_python.push(d.name.clone());
+                    }
                 }
                 self.ensure_resolved();
                 let backend = self.backends.active();
@@ -342,7 +347,7 @@ impl Session {
                         ItemKind::Define => "macro",
                         ItemKind::Typedef => "type",
                     };
-                    let verb = if d.replaced { "redefined" } else { "defined" };
+                    let verb = if d.replaced || from_python.contains(&d.name) { "redefined" } else { "defined" };
                     let sig = match d.kind {
                         ItemKind::Kernel | ItemKind::DeviceFunction => self
                             .work

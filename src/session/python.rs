@@ -70,6 +70,14 @@ impl PythonKernels {
         self.functions.iter().find(|f| f.name == name)
     }
 
+    /// Drop the Python function `name` (a CUDA C kernel took its name): whether there was one.
+    pub(crate) fn forget(&mut self, name: &str) -> bool {
+        let before = self.functions.len();
+        self.functions.retain(|f| f.name != name);
+        self.instances.retain(|(i, _)| i.kernel != name);
+        self.functions.len() != before
+    }
+
     pub(crate) fn functions(&self) -> &[PyFunction] {
         &self.functions
     }
@@ -187,7 +195,9 @@ impl Session {
         }
         let mut status = Status::Ok;
         for f in snippet.functions {
-            let replaced = self.work.python().functions.iter().any(|g| g.name == f.name);
+            // A CUDA C kernel of the same name counts: the Python one takes its name.
+            let replaced = self.work.python().functions.iter().any(|g| g.name == f.name)
+                || self.work.module().items().iter().any(|i| i.name == f.name);
             self.work.python_mut().functions.retain(|g| g.name != f.name);
             self.work.python_mut().instances.retain(|(i, _)| i.kernel != f.name);
             let what = if f.device { "device function" } else { "kernel" };

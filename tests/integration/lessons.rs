@@ -574,6 +574,29 @@ fn a_failed_check_says_why_and_hint_gives_that_first() {
 }
 
 #[test]
+fn a_failed_check_on_a_matrix_names_the_columns_never_written_and_why() {
+    let data = tempfile::tempdir().unwrap();
+    let course = root().join("lessons").display().to_string();
+    // Row and column taken from the wrong axes: the column index stops where y's threads end.
+    let swapped = "__global__ void scale2d(float *m, int rows, int cols, float s) {\n\
+                   int r = blockIdx.x * blockDim.x + threadIdx.x;\n\
+                   int c = blockIdx.y * blockDim.y + threadIdx.y;\n\
+                   if (r < rows && c < cols) m[r * cols + c] *= s;\n}\n";
+    // The same mistake in Python first: the CUDA C kernel typed after it takes its name.
+    let python = "@cuda.jit\ndef scale2d(m, rows, cols, s):\n    r, c = cuda.grid(2)\n    \
+                  if r < rows and c < cols:\n        m[r, c] *= s\n\n";
+    let run = gridlab()
+        .env("XDG_DATA_HOME", &data.path().display().to_string())
+        .args(["--course", &course, "--backend", "sim", "learn", "6"])
+        .stdin(&format!(":next\n:next\n:next\n:next\n{python}:check\n{swapped}:check\n"))
+        .run();
+    let flat = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    let why = "columns 16 to 19 of `m` were never written: the column index stops at 15, where the grid's y threads end: it was taken from y, but x runs along the columns";
+    assert_eq!(flat.matches(why).count(), 2, "{}", run.stdout);
+    assert!(flat.contains("redefined kernel scale2d(float *m, int rows, int cols, float s)"), "{}", run.stdout);
+}
+
+#[test]
 fn figures_in_prose_must_be_what_the_lesson_printed() {
     let dir = tempfile::tempdir().unwrap();
     let lesson = "+++\ntitle = \"Steps\"\nsummary = \"s\"\n+++\n## Count\n\n```cuda\n__global__ void k(float *a) { a[threadIdx.x] = 1; }\n```\n\n```gridlab\nlet a = zeros(64)\nk<<<1, 64>>>(a)\n```\n\nThat launch took 10 warp steps. On an H100 it takes 3 us.\n";
