@@ -350,6 +350,16 @@ impl<'a> Cx<'a> {
                     .help(format!("its fields are `{record}.x`, `{record}.y` and `{record}.z`"))),
             };
         }
+        // `a.size`, `a.ndim`: NumPy's fields, as a Numba launch passes them (`k[g, b](a, a.size)`).
+        if let Some((record, field)) = n.split_once('.')
+            && let Some(b) = env.buffer(record)
+        {
+            match field {
+                "size" => return Ok(V::Int(b.len() as i128)),
+                "ndim" => return Ok(V::Int(if matches!(b.shape(), crate::buffer::Shape::D2(..)) { 2 } else { 1 })),
+                _ => {}
+            }
+        }
         Err(self.unknown_name(n, span))
     }
 
@@ -389,15 +399,15 @@ impl<'a> Cx<'a> {
         if let Some((record, field)) = n.split_once('.') {
             if self.env.buffer(record).is_some() {
                 let instead = match field {
-                    "size" | "shape" | "len" => format!("write `len({record})`"),
+                    "shape" | "len" => format!("write `len({record})` (or `{record}.size`)"),
                     "dtype" | "ndim" => "`:buffers` shows each buffer's dtype and shape".to_string(),
                     _ => format!("functions take the buffer, e.g. `sum({record})`, `len({record})`"),
                 };
-                return Diagnostic::error(format!("buffers have no fields: {instead}"))
+                return Diagnostic::error(format!("a buffer has no `.{field}`: {instead}"))
                     .at(span)
                     .label(format!("`{record}` is a buffer"))
                     .help(format!(
-                        "only `cost` records have fields: `let c = cost k<<<4, 256>>>({record}, len({record}))`, then `c.time_us`"
+                        "a buffer has NumPy's `{record}.size` and `{record}.ndim`, nothing else; a `cost` record has fields: `let c = cost k<<<4, 256>>>({record}, len({record}))`, then `c.time_us`"
                     ));
             }
             let prefix = format!("{record}.");

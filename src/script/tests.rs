@@ -846,7 +846,10 @@ fn host_code_and_numpy_say_what_to_write_instead() {
     assert!(d.help.unwrap().contains("there is no `d` here"));
     assert_eq!(err("a.sum()").message, "buffers have no methods: write `sum(a)`");
     assert_eq!(err("a.fill(0)").message, "buffers have no methods: write `a[:] = 0`");
-    assert_eq!(err("a.shape").message, "buffers have no fields: write `len(a)`");
+    assert_eq!(err("a.shape").message, "a buffer has no `.shape`: write `len(a)` (or `a.size`)");
+    // NumPy's `a.size` and `a.ndim`, as a Numba launch passes them.
+    assert_eq!(ev("a.size * 2").unwrap(), Value::Int(8));
+    assert_eq!(ev("a.ndim").unwrap(), Value::Int(1));
     assert_eq!(
         no("for (int i = 0; i < n; i++) { a[i] = 2 * b[i] + i; }").message,
         "no `for` at the prompt: write `a[:] = 2 * b + arange(len(a))`"
