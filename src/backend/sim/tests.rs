@@ -1238,6 +1238,33 @@ fn cuda_a_long_launch_stops_at_the_time_limit_and_reports_progress() {
     assert!(seen.last().unwrap().done);
 }
 
+/// A launch on several threads that the time limit stops is reported from where its replay
+/// got to, with its steps; it is not run again on one thread (which would find the time spent
+/// and report next to no steps).
+#[test]
+fn cuda_a_launch_on_several_threads_stops_at_the_time_limit_where_it_got_to() {
+    let config = SimConfig {
+        max_steps: u64::MAX / 64,
+        threads: 2,
+        time_limit: Some(std::time::Duration::from_secs(1)),
+        ..SimConfig::default()
+    };
+    let mut sim = Sim::of(
+        "__global__ void count(int *a) { int i = blockIdx.x * blockDim.x + threadIdx.x; \
+         for (int k = 0; k < 1000000000; k++) a[i] += 1; }",
+    )
+    .config(config);
+    let mut a = Buffer::zeros(DType::I32, Shape::D1(256 * 256));
+    let r = sim.launch("count", lin(256), lin(256), &mut [&mut a], &[]);
+    let Some(&Finding::StepLimit { time_limit: Some(_), steps, .. }) = r.findings.last() else {
+        panic!("{:?}", r.findings)
+    };
+    assert!(r.aborted);
+    // Run again on one thread, the launch would stop within its first few polls of the clock:
+    // a few thousand steps.
+    assert!(steps > 200_000, "{steps} steps: the launch ran again on one thread");
+}
+
 /// Kernels that read memory before writing it, and correct ones that must not be flagged.
 const UNINIT: &str = r#"__global__ void shared_unset(float *out) {
     __shared__ float s[64];

@@ -302,12 +302,24 @@ struct Proto<'k, 'b> {
 /// When workers stop early: another block failed, Ctrl-C, or the wall-time limit.
 struct Control<'a> {
     abort: AtomicBool,
+    /// Steps run by blocks that were given up when the launch stopped, never to be replayed:
+    /// a launch stopped by the clock says how far it got with them too.
+    abandoned: AtomicU64,
     cancel: Option<&'a AtomicBool>,
     limit: Option<Duration>,
     start: Instant,
 }
 
 impl Control<'_> {
+    /// Why the launch as a whole must stop, if it must: Ctrl-C or the wall-time limit. (A
+    /// worker that found communication stops it too, but then it runs again on one thread.)
+    fn stop(&self) -> Option<Stop> {
+        if self.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Some(Stop::Cancelled);
+        }
+        self.limit.filter(|l| self.start.elapsed() >= *l).map(Stop::TimeLimit)
+    }
+
     fn stopped(&self) -> bool {
         self.abort.load(Ordering::Relaxed)
             || self.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
@@ -426,6 +438,7 @@ impl<'k, 'b> Worker<'k, 'b> {
         b.woke = false;
         self.pool.push(b);
         if m.stop.take().is_some() {
+            ctl.abandoned.fetch_add(m.total, Ordering::Relaxed);
             ctl.abort.store(true, Ordering::Relaxed);
             return None;
         }
@@ -625,8 +638,13 @@ pub(super) fn run(m: &mut Machine, blocks: u64, config: &SimConfig, workers: usi
         threads: m.threads,
         cost: m.cost.as_deref().map(Counter::deferring),
     };
-    let ctl =
-        Control { abort: AtomicBool::new(false), cancel: config.cancel.as_deref(), limit: config.time_limit, start };
+    let ctl = Control {
+        abort: AtomicBool::new(false),
+        abandoned: AtomicU64::new(0),
+        cancel: config.cancel.as_deref(),
+        limit: config.time_limit,
+        start,
+    };
     // Blocks are speculated a batch at a time, the next batch while the main thread replays
     // this one: the records held are those of two batches and the resident blocks.
     let batch = (workers as u64 * 16).max(32);
@@ -697,9 +715,19 @@ fn replay(
         prints.extend(std::mem::take(&mut b.log.prints).into_iter().map(|(s, o)| (b.at(s), o)));
     };
     let mut reported: Option<Duration> = None;
+    // Stopped by the clock or Ctrl-C, the launch ends here with the steps replayed so far
+    // (running it again on one thread would find the time already spent); stopped because a
+    // block communicated, it runs again on one thread.
+    let halted = |m: &mut Machine| match ctl.stop() {
+        Some(stop) => {
+            m.stop = Some(stop);
+            true
+        }
+        None => false,
+    };
     let finished = 'replay: {
         while next < blocks && (slots.len() as u64) < window {
-            let Some(log) = fetch(&mut logs) else { break 'replay false };
+            let Some(log) = fetch(&mut logs) else { break 'replay halted(m) };
             let mut b = RBlock::new(log);
             b.enqueue(slots.len(), &mut ready);
             slots.push(Some(b));
@@ -711,7 +739,7 @@ fn replay(
             polls = polls.wrapping_add(1);
             if polls % 64 == 0 {
                 if ctl.stopped() {
-                    break 'replay false;
+                    break 'replay halted(m);
                 }
                 let elapsed = start.elapsed();
                 if let Some(sink) = &config.progress
@@ -756,7 +784,7 @@ fn replay(
                     merge(m, done);
                 }
                 if next < blocks {
-                    let Some(log) = fetch(&mut logs) else { break 'replay false };
+                    let Some(log) = fetch(&mut logs) else { break 'replay halted(m) };
                     let mut nb = RBlock::new(log);
                     nb.enqueue(s as usize, &mut ready);
                     slots[s as usize] = Some(nb);
@@ -788,5 +816,8 @@ fn replay(
         }
     }
     m.total = total;
+    if m.stop.is_some() {
+        m.total += ctl.abandoned.load(Ordering::Relaxed);
+    }
     true
 }
