@@ -35,8 +35,14 @@ impl Terminal {
 
     /// Start in a terminal of `rows` rows (a projector's 30, say).
     fn start_sized(home: &Path, args: &[&str], env: &[(&str, Option<&str>)], rows: u16) -> Terminal {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gridlab"));
-        cmd.args(args)
+        // The pseudo-terminal is made at a default size and resized after the spawn; gridlab
+        // reads its width when it starts, so under load it could read the default (80) and
+        // wrap lines the tests look for. `stty` sizes it before gridlab starts.
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("stty cols {COLS} rows {rows} 2>/dev/null; exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_gridlab"))
+            .args(args)
             .current_dir(home)
             .env("GRIDLAB_NO_LESSON", "1")
             .env("GRIDLAB_LANG", "cuda")
