@@ -523,6 +523,22 @@ mod tests {
     }
 
     #[test]
+    fn a_python_kernels_profile_advises_in_python() {
+        let mut s = small_session();
+        let mut out = Vec::new();
+        let script = "@cuda.jit\ndef t(out, m):\n    tile = cuda.shared.array((32, 32), float32)\n    \
+                      tx = cuda.threadIdx.x\n    ty = cuda.threadIdx.y\n    \
+                      tile[tx, ty] = m[ty * 32 + tx]\n    cuda.syncthreads()\n    \
+                      out[ty * 32 + tx] = tile[ty, tx]\n\n\
+                      let m = zeros(1024)\nlet o = zeros(1024)\n:profile t[1, (32, 32)](o, m)\n";
+        s.eval_text("p.gridlab", script, true, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains("(e.g. `cuda.shared.array((32, 33), float32)`)"), "{text}");
+        assert!(!flat.contains("[32][33]"), "{text}");
+    }
+
+    #[test]
     fn the_largest_legal_launch_is_refused_by_the_simulator_at_once() {
         let mut s = small_session();
         let mut out = Vec::new();

@@ -52,7 +52,7 @@ pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
 
 /// CUDA C in advice, said as Numba's Python says it (`crate::python::words`), with the global
 /// index as Numba's idiom, `cuda.grid(1)`.
-fn in_python(text: &str) -> String {
+pub(crate) fn in_python(text: &str) -> String {
     let s = text
         .replace("blockIdx.x * blockDim.x + threadIdx.x", "cuda.grid(1)")
         .replace("`if (i < n) { ... }`", "`if i < n:`")

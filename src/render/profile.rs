@@ -40,7 +40,9 @@ pub fn write_profile(
         }
     }
     rows.sort_by_key(|r| r.0);
-    let worst = worst_line(&rows, c);
+    // A kernel written in Python is advised in Python's words.
+    let python = c.places.first().and_then(|p| sources.get(p.span.source)).is_some_and(|f| f.origin.is_some());
+    let worst = worst_line(&rows, c, python);
     let all = ["line", "source", "instr", "lanes", "sectors/req", "DRAM", "ways", "atomics"];
     // Every column but the source, as text: their widths say how much room the source has.
     let cells: Vec<[String; 7]> = rows
@@ -157,7 +159,12 @@ fn legend(header: &[&str]) -> String {
 
 /// The line that wastes the most, and what to do about it: uncoalesced global access, bank
 /// conflicts, atomics on one address or divergence, judged by how much each costs.
-fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport) -> Option<(u32, String)> {
+fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport, python: bool) -> Option<(u32, String)> {
+    let (padded, per_warp) = if python {
+        ("`cuda.shared.array((32, 33), float32)`", "`cuda.threadIdx.x // 32`")
+    } else {
+        ("`[32][33]`", "`threadIdx.x / 32`")
+    };
     let mut best: Option<(f64, u32, String)> = None;
     let mut consider = |waste: f64, line: u32, advice: String| {
         if waste > 0.0 && best.as_ref().is_none_or(|b| waste > b.0) {
@@ -187,7 +194,7 @@ fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport) -> Option<(u
                 *line,
                 format!(
                     "{ways:.1}-way shared-memory bank conflicts: lanes of a warp hit different words of the same bank; \
-                     pad the array's row by one element (e.g. `[32][33]`) so a column falls in 32 different banks"
+                     pad the array's row by one element (e.g. {padded}) so a column falls in 32 different banks"
                 ),
             );
         }
@@ -219,11 +226,11 @@ fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport) -> Option<(u
                 *line,
                 format!(
                     "only {:.0}% of the lanes are active here: the warp's threads took different branches (divergence); \
-                     branch on something the same for a whole warp, e.g. threadIdx.x / 32",
+                     branch on something the same for a whole warp, e.g. {per_warp}",
                     100.0 * k.simt_efficiency()
                 ),
             );
         }
     }
-    best.map(|(_, line, advice)| (line, advice))
+    best.map(|(_, line, advice)| (line, if python { super::findings::in_python(&advice) } else { advice }))
 }
