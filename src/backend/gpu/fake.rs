@@ -168,20 +168,7 @@ impl Device {
         let small_at = |resident: &[Resident], stamp: u64, len: u64| {
             resident.iter().position(|r| r.small && r.stamp == stamp && r.bytes.len() as u64 == len)
         };
-        let not_kept: Vec<u64> = req
-            .buffers
-            .iter()
-            .enumerate()
-            .filter_map(|(i, b)| match b.data {
-                WireData::Kept { stamp, len } => {
-                    let twice = req.buffers[..i]
-                        .iter()
-                        .any(|o| matches!(o.data, WireData::Kept { stamp: other, .. } if other == stamp));
-                    (twice || small_at(&self.resident, stamp, len).is_none()).then_some(stamp)
-                }
-                _ => None,
-            })
-            .collect();
+        let not_kept = req.stamps_not_kept(|stamp, len| small_at(&self.resident, stamp, len).is_some());
         if !not_kept.is_empty() {
             return Ok(Response::NotKept { stamps: not_kept });
         }

@@ -107,6 +107,27 @@ pub struct WireBuffer {
     pub keep: Option<u64>,
 }
 
+impl LaunchRequest {
+    /// The stamps of small buffers this launch names ([`WireData::Kept`]) that the worker cannot
+    /// use: not among the device copies it keeps (`kept(stamp, len)`), or named twice. A worker
+    /// answers them with [`Response::NotKept`] before doing anything.
+    pub fn stamps_not_kept(&self, kept: impl Fn(u64, u64) -> bool) -> Vec<u64> {
+        self.buffers
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| match b.data {
+                WireData::Kept { stamp, len } => {
+                    let twice = self.buffers[..i]
+                        .iter()
+                        .any(|o| matches!(o.data, WireData::Kept { stamp: other, .. } if other == stamp));
+                    (twice || !kept(stamp, len)).then_some(stamp)
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 impl WireBuffer {
     /// The buffer's size in bytes.
     pub fn len(&self) -> u64 {

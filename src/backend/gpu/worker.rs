@@ -863,20 +863,7 @@ impl Worker {
         }
         // Small buffers named by the stamp of a device copy an earlier launch left: each must
         // still be here, and named once, or nothing is done and the session sends their bytes.
-        let not_kept: Vec<u64> = req
-            .buffers
-            .iter()
-            .enumerate()
-            .filter_map(|(i, b)| match b.data {
-                WireData::Kept { stamp, len } => {
-                    let twice = req.buffers[..i]
-                        .iter()
-                        .any(|o| matches!(o.data, WireData::Kept { stamp: other, .. } if other == stamp));
-                    (twice || self.small_kept_at(stamp, len).is_none()).then_some(stamp)
-                }
-                _ => None,
-            })
-            .collect();
+        let not_kept = req.stamps_not_kept(|stamp, len| self.small_kept_at(stamp, len).is_some());
         if !not_kept.is_empty() {
             return Response::NotKept { stamps: not_kept };
         }

@@ -328,6 +328,21 @@ def event_elapsed_time(evtstart, evtend):
 
 # --- kernels ---------------------------------------------------------------------------
 
+def _decorated_source(fn, name, decorator):
+    """A function's source lines with its decorators replaced by `decorator` on as many lines,
+    so that gridlab sees what it reads (however the program imported `jit`) and every line
+    keeps its number; with its first line and file."""
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        raise _gridlab.KernelError(f"gridlab cannot read the source of {name}")
+    lines = textwrap.dedent("".join(lines)).splitlines()
+    at = next((k for k, l in enumerate(lines) if l.lstrip().startswith("def ")), 0)
+    if at == 0:
+        return [decorator] + lines, first - 1, inspect.getsourcefile(fn) or "<unknown>"
+    return [decorator] + [""] * (at - 1) + lines[at:], first, inspect.getsourcefile(fn) or "<unknown>"
+
+
 def _code_names(code):
     names = set(code.co_names)
     for c in code.co_consts:
@@ -384,25 +399,14 @@ class Dispatcher:
         `@cuda.jit(...)` with the options gridlab reads, on as many lines, so that however the
         program imported `jit` (`from numba.cuda import jit as cuda_jit`), gridlab sees a
         kernel and every line keeps its number."""
-        fn = self.py_func
-        try:
-            lines, first = inspect.getsourcelines(fn)
-        except (OSError, TypeError):
-            raise _gridlab.KernelError(f"gridlab cannot read the source of {self.__name__}")
-        lines = textwrap.dedent("".join(lines)).splitlines()
-        at = next((k for k, l in enumerate(lines) if l.lstrip().startswith("def ")), 0)
         options = []
         if self.device:
             options.append("device=True")
         if self.options.get("fastmath"):
             options.append("fastmath=True")
         decorator = "@cuda.jit(" + ", ".join(options) + ")" if options else "@cuda.jit"
-        if at == 0:
-            lines = [decorator] + lines
-            first -= 1
-        else:
-            lines = [decorator] + [""] * (at - 1) + lines[at:]
-        return "\n".join(lines) + "\n", inspect.getsourcefile(fn) or "<unknown>", first
+        lines, first, file = _decorated_source(self.py_func, self.__name__, decorator)
+        return "\n".join(lines) + "\n", file, first
 
     def _define(self):
         if self._defined:
@@ -617,19 +621,8 @@ class CudaUFunc:
         if kinds in self._kernels:
             return self._kernels[kinds]
         fn = self.py_func
-        try:
-            lines, first = inspect.getsourcelines(fn)
-        except (OSError, TypeError):
-            raise _gridlab.KernelError(f"gridlab cannot read the source of {self.__name__}")
-        lines = textwrap.dedent("".join(lines)).splitlines()
-        at = next((k for k, l in enumerate(lines) if l.lstrip().startswith("def ")), 0)
-        # The decorator becomes `@cuda.jit(device=True)`, on as many lines, so every line of
-        # the function keeps its number in the program.
-        if at == 0:
-            lines = ["@cuda.jit(device=True)"] + lines
-            first -= 1
-        else:
-            lines = ["@cuda.jit(device=True)"] + [""] * (at - 1) + lines[at:]
+        # The function becomes a device function, each of its lines keeping its number.
+        lines, first, file = _decorated_source(fn, self.__name__, "@cuda.jit(device=True)")
         params = [f"x{k}" for k in range(len(kinds))]
         reads = [f"x{k}[i]" if a else f"x{k}" for k, a in enumerate(kinds)]
         name = f"{self.__name__}_ufunc"
@@ -642,7 +635,6 @@ class CudaUFunc:
             f"        out[i] = {self.__name__}({', '.join(reads)})",
         ]
         source = "\n".join(lines) + "\n"
-        file = inspect.getsourcefile(fn) or "<unknown>"
         glob = dict(fn.__globals__)
 
         def placeholder(*args):
