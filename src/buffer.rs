@@ -101,9 +101,16 @@ impl DerefMut for Storage {
 
 impl Clone for Storage {
     fn clone(&self) -> Storage {
-        let mut copy = Storage::zeroed(self.len());
-        copy.copy_from_slice(self);
-        copy
+        match self {
+            // Copied as it is read, not zeroed first: a small buffer is cloned on every launch
+            // (its "before").
+            Storage::Heap(v) if v.len() < SHARED_MIN_BYTES => Storage::Heap(v.clone()),
+            _ => {
+                let mut copy = Storage::zeroed(self.len());
+                copy.copy_from_slice(self);
+                copy
+            }
+        }
     }
 }
 

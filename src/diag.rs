@@ -344,7 +344,9 @@ impl Diagnostic {
 /// tabs stay; a carriage return before a newline (a file saved on Windows) is dropped.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     let bad = |c: char| c.is_control() && c != '\n' && c != '\t';
-    if !text.chars().any(bad) {
+    // Nearly every line is plain ASCII: its bytes say it at once, without decoding characters.
+    let clean = if text.is_ascii() { !text.bytes().any(|b| bad(b as char)) } else { !text.chars().any(bad) };
+    if clean {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
@@ -362,6 +364,10 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// The first control character in `text` that [`printable`] would escape, with its byte offset.
 pub fn first_control(text: &str) -> Option<(usize, char)> {
+    // Plain ASCII without a control byte (nearly every line) has none, said at memory speed.
+    if text.is_ascii() && !text.bytes().any(|b| b.is_ascii_control() && b != b'\n' && b != b'\t') {
+        return None;
+    }
     let mut chars = text.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
         let crlf = c == '\r' && chars.peek().is_some_and(|(_, n)| *n == '\n');

@@ -52,7 +52,10 @@ pub fn list(items: &[String]) -> String {
 /// `1048576` -> `1,048,576`.
 pub fn thousands(n: impl Into<u128>) -> String {
     let s = n.into().to_string();
-    let mut out = String::new();
+    if s.len() <= 3 {
+        return s;
+    }
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
         if i > 0 && (s.len() - i) % 3 == 0 {
             out.push(',');

@@ -40,17 +40,24 @@ pub fn write_summary_as(
     style: &Style,
     syntax: Syntax,
 ) -> io::Result<()> {
+    // This line is written under every launch, thousands of times in a script of launches: its
+    // pieces are made once each and written straight out, not formatted again into new strings.
     let cost = match (report.steps, report.kernel_ms) {
         (Some(steps), _) => format!("{} warp step{}", thousands(steps), if steps == 1 { "" } else { "s" }),
         (None, Some(ms)) => format!("kernel {}", format_duration(std::time::Duration::from_secs_f64(ms as f64 / 1e3))),
         (None, None) => format_duration(report.elapsed),
     };
+    let many;
     let findings = match report.findings.len() {
-        0 => "clean".to_string(),
-        1 => "1 finding".to_string(),
-        n => format!("{n} findings"),
+        0 => "clean",
+        1 => "1 finding",
+        n => {
+            many = format!("{n} findings");
+            many.as_str()
+        }
     };
-    let paint = |f: &str| if report.findings.is_empty() { style.ok(f) } else { style.warn(f) };
+    let findings_w = findings.chars().count();
+    let findings = if report.findings.is_empty() { style.ok(findings) } else { style.warn(findings) };
     let threads = format!(
         "{} x {} = {} thread{} on {backend}",
         spec.grid,
@@ -62,28 +69,32 @@ pub fn write_summary_as(
     let width = style.width;
     // Widths are counted on the plain text: colour codes take no columns.
     let cols = |s: &str| s.chars().count();
-    let head_w = cols(&spec.kernel) + cols(&launch) + 1;
-    let tail_w = cols(&cost) + 2 + cols(&findings);
+    let launch_w = cols(&launch);
+    let head_w = cols(&spec.kernel) + launch_w + 1;
+    let tail_w = cols(&cost) + 2 + findings_w;
+    let threads_w = cols(&threads);
+    // The kernel's name and configuration, the name cut with `…` where the line has no room.
     let head = |room: usize| {
-        let name = if head_w <= room {
-            spec.kernel.clone()
+        let mut text = String::with_capacity(spec.kernel.len() + launch.len() + 3);
+        if head_w <= room {
+            text.push_str(&spec.kernel);
         } else {
-            let keep = room.saturating_sub(cols(&launch) + 2).max(1);
-            let mut cut: String = spec.kernel.chars().take(keep).collect();
-            cut.push('…');
-            cut
-        };
-        format!("{}:", style.bold(&format!("{name}{launch}")))
+            let keep = room.saturating_sub(launch_w + 2).max(1);
+            text.extend(spec.kernel.chars().take(keep));
+            text.push('…');
+        }
+        text.push_str(&launch);
+        style.bold(&text)
     };
-    let tail = format!("{cost}, {}", paint(&findings));
-    if head_w + 1 + cols(&threads) + 2 + tail_w <= width {
-        writeln!(out, "{} {threads}, {tail}", head(width))
-    } else if head_w + 1 + cols(&threads) <= width {
-        writeln!(out, "{} {threads}\n  {tail}", head(width))
-    } else if 2 + cols(&threads) + 2 + tail_w <= width {
-        writeln!(out, "{}\n  {threads}, {tail}", head(width))
+    let head = head(width);
+    if head_w + 1 + threads_w + 2 + tail_w <= width {
+        writeln!(out, "{head}: {threads}, {cost}, {findings}")
+    } else if head_w + 1 + threads_w <= width {
+        writeln!(out, "{head}: {threads}\n  {cost}, {findings}")
+    } else if 2 + threads_w + 2 + tail_w <= width {
+        writeln!(out, "{head}:\n  {threads}, {cost}, {findings}")
     } else {
-        writeln!(out, "{}\n  {threads}\n  {tail}", head(width))
+        writeln!(out, "{head}:\n  {threads}\n  {cost}, {findings}")
     }
 }
 

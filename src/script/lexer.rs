@@ -32,7 +32,8 @@ const PUNCTS: [&str; 39] = [
 
 pub fn lex(source: SourceId, text: &str) -> Result<Vec<Token>, Diagnostic> {
     let bytes = text.as_bytes();
-    let mut toks = Vec::new();
+    // About a token per three bytes in a launch's line: room made once, not grown step by step.
+    let mut toks = Vec::with_capacity(text.len() / 3 + 1);
     let mut i = 0;
     while i < bytes.len() {
         let c = bytes[i];
@@ -75,7 +76,9 @@ pub fn lex(source: SourceId, text: &str) -> Result<Vec<Token>, Diagnostic> {
             i = end;
             continue;
         }
-        if let Some(p) = PUNCTS.iter().find(|p| text[i..].starts_with(**p)) {
+        // The first byte rules out most operators before any comparison of the rest: a launch's
+        // line has a dozen of them, and each input at the prompt is lexed anew.
+        if let Some(p) = PUNCTS.iter().find(|p| p.as_bytes()[0] == c && bytes[i..].starts_with(p.as_bytes())) {
             i += p.len();
             toks.push(Token { tok: Tok::Punct(p), span: Span::new(source, start, i) });
             continue;
@@ -211,7 +214,13 @@ fn number(source: SourceId, text: &str, start: usize) -> Result<(Tok, usize), Di
             .at(Span::new(source, j, end))
             .help(help));
     }
-    let lit: String = text[start..j].chars().filter(|&c| c != '_').collect();
+    // Separators (`1_000_000`) are dropped; a number without them is read where it stands.
+    let written = &text[start..j];
+    let lit: std::borrow::Cow<str> = if written.contains('_') {
+        written.chars().filter(|&c| c != '_').collect::<String>().into()
+    } else {
+        written.into()
+    };
     let err = || {
         Diagnostic::error(format!("invalid number `{}`", &text[start..end]))
             .at(Span::new(source, start, end))

@@ -100,7 +100,8 @@ impl Parser {
     }
 
     fn is_punct(&self, p: &str) -> bool {
-        matches!(self.peek(), Some(Token { tok: Tok::Punct(q), .. }) if *q == p)
+        // The first byte first: most tokens an expression's levels ask about differ there.
+        matches!(self.peek(), Some(Token { tok: Tok::Punct(q), .. }) if q.as_bytes().first() == p.as_bytes().first() && *q == p)
     }
 
     fn is_ident(&self, s: &str) -> bool {
@@ -598,8 +599,10 @@ impl Parser {
             let d = self.error_here("`>>>`").help(config_help);
             return Err(if self.peek().is_none() { d.note(format!("`<<<` opened at byte {}", open.lo)) } else { d });
         }
-        let args_help = format!("pass the kernel's arguments in parentheses: `{kernel}<<<grid, block>>>(a, n)`");
-        self.expect_punct("(", "`(` and the kernel's arguments", &args_help)?;
+        if !self.eat("(") {
+            let help = format!("pass the kernel's arguments in parentheses: `{kernel}<<<grid, block>>>(a, n)`");
+            return Err(self.error_here("`(` and the kernel's arguments").help(help));
+        }
         let args = self.comma_list(")", "an argument or `)`")?;
         let span = kernel_span.to(self.prev_span());
         Ok(Launch { kernel, kernel_span, template_args, grid, block, shared, args, span })

@@ -49,6 +49,10 @@ struct Worker {
     last_source: Option<(String, String)>,
     /// Template kernel instances of the loaded module and their mangled names.
     lowered: HashMap<String, String>,
+    /// The loaded module may print (device `printf`): its source names `printf`, or its image
+    /// calls `vprintf`. A launch of a module that cannot print skips looking at the printf file,
+    /// a flush and a system call per launch.
+    prints: bool,
     printf: File,
     printf_read: u64,
     /// The shared regions the session gave this worker, and those of them pinned.
@@ -259,6 +263,7 @@ pub fn main(ordinal: usize) -> ExitCode {
         module: None,
         last_source: None,
         lowered: Default::default(),
+        prints: true,
         printf,
         printf_read: 0,
         regions: Regions::from_env(),
@@ -446,6 +451,7 @@ impl Worker {
         {
             match self.load_image(&entry.image) {
                 Ok(()) => {
+                    self.prints = may_print(&source, &entry.image);
                     self.lowered = entry.lowered.iter().cloned().collect();
                     self.last_source = Some((source, entry.arch.clone()));
                     let millis = start.elapsed().as_secs_f64() * 1e3;
@@ -468,6 +474,7 @@ impl Worker {
                     if let Err(e) = self.load_image(&image) {
                         return failed("loading the compiled module", e);
                     }
+                    self.prints = may_print(&source, &image);
                     self.lowered = lowered.iter().cloned().collect();
                     let millis = start.elapsed().as_secs_f64() * 1e3;
                     if let Some(dir) = &cache_dir {
@@ -1182,7 +1189,7 @@ impl Worker {
         if let Some(e) = unread {
             return self.launch_failed(&req.kernel, e, bufs, snaps);
         }
-        let printf = self.take_printf();
+        let printf = if self.prints { self.take_printf() } else { String::new() };
         // Keep each shared buffer's results on the device, held under the stamp they get until
         // the session reads them; the others are done with. The last launch's "before" copies
         // are no longer the last launch's.
@@ -1311,6 +1318,13 @@ impl Worker {
     }
 }
 
+/// Whether a module may print: its source names `printf` (device `printf` is `vprintf`
+/// underneath), or its compiled image calls `vprintf` (a header's macro, say). Erring towards
+/// `true` costs a look at the printf file per launch; a module that prints is always read.
+fn may_print(source: &str, image: &[u8]) -> bool {
+    source.contains("printf") || image.windows(b"vprintf".len()).any(|w| w == b"vprintf")
+}
+
 /// NVRTC's version, `(12, 4)`; `(0, 0)` where it cannot say.
 fn nvrtc_version() -> (i32, i32) {
     let (mut major, mut minor) = (0, 0);
@@ -1378,5 +1392,19 @@ fn nvrtc_compile(source: &str, options: &[String], binary: bool, names: &[String
         };
         let _ = nvrtc::result::destroy_program(prog);
         image
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_print;
+
+    #[test]
+    fn a_module_prints_when_its_source_or_its_image_says_so() {
+        let kernel = "__global__ void k(float *a) { a[0] = 1; }";
+        assert!(!may_print(kernel, b"\x7fELF...bump...__assertfail"));
+        assert!(may_print("__global__ void k() { printf(\"%d\\n\", 1); }", b"\x7fELF"));
+        // A header's macro the source does not spell: the compiled image calls `vprintf`.
+        assert!(may_print("__global__ void k() { LOG(1); }", b".extern .func (.param .b32 r) vprintf"));
     }
 }
