@@ -391,7 +391,12 @@ impl Session {
     }
 
     fn integer(&self, e: &Expr, text: &str) -> Result<i128, Diagnostic> {
-        match eval::eval(e, self, text)? {
+        self.as_integer(eval::eval(e, self, text)?, e, text)
+    }
+
+    /// The value of `e`, already evaluated, as a launch size.
+    fn as_integer(&self, value: Value, e: &Expr, text: &str) -> Result<i128, Diagnostic> {
+        match value {
             Value::Int(v) => Ok(v),
             Value::Bool(b) => Ok(b as i128),
             Value::Float(f) if f.fract() == 0.0 && f.is_finite() => Ok(f as i128),
@@ -420,7 +425,8 @@ impl Session {
         let given: Vec<i128> = match &dim.exprs[..] {
             [e] if !matches!(e.kind, ExprKind::Int(_)) => match eval::eval(e, self, text)? {
                 Value::Dim3(d) => d.iter().map(|&x| x as i128).collect(),
-                _ => vec![self.integer(e, text)?],
+                // Evaluated once: the size is the value just found.
+                other => vec![self.as_integer(other, e, text)?],
             },
             exprs => exprs.iter().map(|e| self.integer(e, text)).collect::<Result<_, _>>()?,
         };
