@@ -477,6 +477,9 @@ mod tests {
         assert_eq!(printable("c1 \u{9b}31m"), "c1 \\x9b31m");
         assert_eq!(first_control("ok\r\nfine"), None);
         assert_eq!(first_control("a\u{1b}b"), Some((1, '\u{1b}')));
+        assert_eq!(first_control("tab\tand\nnewline"), None);
+        assert_eq!(first_control("del\u{7f}"), Some((3, '\u{7f}')));
+        assert_eq!(first_control("é\u{85}"), Some((2, '\u{85}')));
     }
 
     #[test]

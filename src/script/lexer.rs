@@ -232,3 +232,50 @@ fn number(source: SourceId, text: &str, start: usize) -> Result<(Tok, usize), Di
         lit.parse::<i128>().map(|v| (Tok::Int(v), end)).map_err(|_| err())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(text: &str) -> Vec<Tok> {
+        lex(0, text).unwrap().into_iter().map(|t| t.tok).collect()
+    }
+
+    #[test]
+    fn operators_take_the_longest_match_and_numbers_drop_their_separators() {
+        assert_eq!(
+            toks("k<<<(n + 255) // 256, 1_024>>>(a, n)"),
+            vec![
+                Tok::Ident("k".into()),
+                Tok::Punct("<<<"),
+                Tok::Punct("("),
+                Tok::Ident("n".into()),
+                Tok::Punct("+"),
+                Tok::Int(255),
+                Tok::Punct(")"),
+                Tok::Punct("//"),
+                Tok::Int(256),
+                Tok::Punct(","),
+                Tok::Int(1024),
+                Tok::Punct(">>>"),
+                Tok::Punct("("),
+                Tok::Ident("a".into()),
+                Tok::Punct(","),
+                Tok::Ident("n".into()),
+                Tok::Punct(")"),
+            ]
+        );
+        assert_eq!(
+            toks("a<<=b ~= c"),
+            vec![
+                Tok::Ident("a".into()),
+                Tok::Punct("<<"),
+                Tok::Punct("="),
+                Tok::Ident("b".into()),
+                Tok::Punct("~="),
+                Tok::Ident("c".into()),
+            ]
+        );
+        assert_eq!(toks("1_000.5 2e1_0"), vec![Tok::Float(1000.5), Tok::Float(2e10)]);
+    }
+}
