@@ -302,6 +302,9 @@ pub struct Counter {
     /// [`Counter::stamp`], for the launch to count in its own order; the rest is counted as usual.
     pub deferred: Option<Deferred>,
     pub stamp: u64,
+    /// A global access's sectors, sorted and made distinct in place: kept from one access to
+    /// the next (never empty but while in use), so that an access zeroes no array of its own.
+    sectors: Vec<u64>,
 }
 
 /// Global accesses a worker's counter left for the launch's (see [`Counter::deferred`]).
@@ -352,6 +355,7 @@ impl Counter {
             block_threads,
             deferred: None,
             stamp: 0,
+            sectors: vec![0; 2 * WARP],
         }
     }
 
@@ -373,6 +377,7 @@ impl Counter {
             block_threads: self.block_threads,
             deferred: Some(Deferred::default()),
             stamp: 0,
+            sectors: vec![0; 2 * WARP],
         }
     }
 
@@ -440,46 +445,80 @@ impl Counter {
     }
 
     fn global(&mut self, pc: u32, block: u64, op: MemOp, addrs: &[u64], size: u32) {
-        let mut sectors = [0u64; 2 * WARP];
+        let mut sectors = std::mem::take(&mut self.sectors);
+        if sectors.len() < 2 * WARP {
+            sectors.resize(2 * WARP, 0);
+        }
         let mut n = 0;
         // Only stores count the lanes in a sector; for the rest, a sector repeated by the lane
         // before is dropped here, which leaves a short list to sort (a broadcast is one entry).
         let repeats = op == MemOp::Store;
+        let last_byte = size.max(1) as u64 - 1;
+        let mut straddles = false;
         for &a in addrs {
-            let lo = a / SECTOR;
-            let hi = (a + size.max(1) as u64 - 1) / SECTOR;
-            if !repeats && hi == lo && n > 0 && sectors[n - 1] == lo {
-                continue;
+            straddles |= (a % SECTOR) + last_byte >= SECTOR;
+        }
+        if !straddles && addrs.len() <= WARP {
+            // No lane's access crosses a sector (every aligned access): one sector a lane, then
+            // (but for stores) only the lanes whose sector is not the lane before's, moved to
+            // the front in place (the `k`th kept lane is at or past `k`).
+            let list = &mut sectors[..addrs.len()];
+            for (s, &a) in list.iter_mut().zip(addrs) {
+                *s = a / SECTOR;
             }
-            sectors[n] = lo;
-            n += 1;
-            if hi != lo && n < sectors.len() {
-                sectors[n] = hi;
-                n += 1;
+            if repeats {
+                n = list.len();
+            } else {
+                let mut keep = u32::from(!list.is_empty());
+                for i in 1..list.len() {
+                    keep |= u32::from(list[i] != list[i - 1]) << i;
+                }
+                while keep != 0 {
+                    list[n] = list[keep.trailing_zeros() as usize];
+                    n += 1;
+                    keep &= keep - 1;
+                }
+            }
+        } else {
+            for &a in addrs {
+                let lo = a / SECTOR;
+                let hi = (a + last_byte) / SECTOR;
+                if !repeats && hi == lo && n > 0 && sectors[n - 1] == lo {
+                    continue;
+                }
+                if n < sectors.len() {
+                    sectors[n] = lo;
+                    n += 1;
+                }
+                if hi != lo && n < sectors.len() {
+                    sectors[n] = hi;
+                    n += 1;
+                }
             }
         }
-        let sectors = &mut sectors[..n];
-        if !sectors.is_sorted() {
-            sectors.sort_unstable();
+        let list = &mut sectors[..n];
+        if !list.is_sorted() {
+            list.sort_unstable();
         }
-        let mut distinct = 0u64;
-        let mut uniq = [0u64; 2 * WARP];
+        // The distinct sectors, moved to the front of the list in place (the `i`th is read
+        // before anything is written at or past it).
+        let mut distinct = 0usize;
         let mut lines = 0u64;
         let (mut last, mut last_line) = (u64::MAX, u64::MAX);
         let mut partial = 0u64;
-        for i in 0..sectors.len() {
-            let s = sectors[i];
+        for i in 0..n {
+            let s = list[i];
             if s == last {
                 continue;
             }
             if op == MemOp::Store {
-                let lanes_here = sectors[i..].iter().take_while(|&&x| x == s).count() as u64;
+                let lanes_here = list[i..].iter().take_while(|&&x| x == s).count() as u64;
                 if lanes_here * (size as u64) < SECTOR {
                     partial += 1;
                 }
             }
             last = s;
-            uniq[distinct as usize] = s;
+            list[distinct] = s;
             distinct += 1;
             if s / 4 != last_line {
                 last_line = s / 4;
@@ -489,15 +528,15 @@ impl Counter {
         let lanes = addrs.len() as u64;
         let c = &mut self.per_pc[pc as usize];
         c.global_requests += 1;
-        c.sectors += distinct;
+        c.sectors += distinct as u64;
         match op {
             MemOp::Load => {
                 c.global_load_requests += 1;
-                c.load_sectors += distinct;
+                c.load_sectors += distinct as u64;
             }
             MemOp::Store => {
                 c.global_store_requests += 1;
-                c.store_sectors += distinct;
+                c.store_sectors += distinct as u64;
                 c.partial_store_sectors += partial;
             }
             MemOp::Atomic => {}
@@ -508,15 +547,16 @@ impl Counter {
         }
         c.lines += lines;
         c.bytes_requested += lanes * size as u64;
-        let uniq = &uniq[..distinct as usize];
+        let uniq = &list[..distinct];
         let atomic = if op == MemOp::Atomic { addrs } else { &[] };
         if let Some(d) = self.deferred.as_mut() {
             d.events.push((self.stamp, pc, block, op, d.data.len() as u32, uniq.len() as u8, atomic.len() as u8));
             d.data.extend_from_slice(uniq);
             d.data.extend_from_slice(atomic);
-            return;
+        } else {
+            self.caches(pc, block, op, uniq, atomic);
         }
-        self.caches(pc, block, op, uniq, atomic);
+        self.sectors = sectors;
     }
 
     /// The part of a global access that depends on the accesses before it: the SM's L1 and the
@@ -528,17 +568,21 @@ impl Counter {
         let mut l2_hits = 0;
         let mut l2_sectors = 0;
         let (mut dram_read, mut dram_write) = (0, 0);
+        // Loads look in the SM's L1 first; stores and atomics go to L2 (L1 is write-through).
+        let mut l1 = None;
+        if op == MemOp::Load {
+            if self.l1.len() <= sm {
+                self.l1.resize_with(sm + 1, || None);
+            }
+            let l1_bytes = self.l1_bytes;
+            l1 = Some(self.l1[sm].get_or_insert_with(|| L1::new(l1_bytes)));
+        }
         for &s in sectors {
-            // Loads look in the SM's L1 first; stores and atomics go to L2 (L1 is write-through).
-            if op == MemOp::Load {
-                if self.l1.len() <= sm {
-                    self.l1.resize_with(sm + 1, || None);
-                }
-                let l1_bytes = self.l1_bytes;
-                if self.l1[sm].get_or_insert_with(|| L1::new(l1_bytes)).access(s) {
-                    l1_hits += 1;
-                    continue;
-                }
+            if let Some(l1) = l1.as_deref_mut()
+                && l1.access(s)
+            {
+                l1_hits += 1;
+                continue;
             }
             l2_sectors += 1;
             let ptr = s * SECTOR;

@@ -400,19 +400,29 @@ macro_rules! lanes {
 }
 
 /// Each active lane's byte offset into buffer `region` for a `size`-byte access at the pointers
-/// in `r[a..]`; `None` when any lane points into another buffer, outside this one, or off its
-/// alignment (the fast paths then leave the access to `Mem::access`, which reports it).
+/// in `r[a..]`, into `offs`; `false` when any lane points into another buffer, outside this
+/// one, or off its alignment (the fast paths then leave the access to `Mem::access`, which
+/// reports it). Then every active lane's `offs[l]..offs[l] + size` lies within `0..len`.
 #[inline(always)]
-fn lane_offsets(r: &[u64], a: usize, mask: u32, region: u32, size: i64, len: i64) -> Option<[i64; WARP]> {
-    let mut offs = [0i64; WARP];
+fn lane_offsets(r: &[u64], a: usize, mask: u32, (region, size, len): (u32, i64, i64), offs: &mut [i64; WARP]) -> bool {
     let mut ok = true;
     lanes!(mask, |l| {
         let p = r[a + l];
         let off = memory::offset(p);
         offs[l] = off;
-        ok &= memory::region(p) == region && off >= 0 && off + size <= len && off & (size - 1) == 0;
+        ok &= (memory::region(p) == region) & (off >= 0) & (off + size <= len) & (off & (size - 1) == 0);
     });
-    ok.then_some(offs)
+    ok
+}
+
+/// The `N` bytes at `o` of `bytes`, where [`lane_offsets`] checked that they lie within it.
+#[inline(always)]
+fn bytes_at<const N: usize>(bytes: &[u8], o: usize) -> [u8; N] {
+    debug_assert!(o + N <= bytes.len());
+    // SAFETY: every caller passes an offset `lane_offsets` checked against `bytes.len()` for
+    // an access of `N` bytes (the access's size); what this skips is the slice's bounds
+    // check, once per lane.
+    unsafe { bytes.as_ptr().add(o).cast::<[u8; N]>().read_unaligned() }
 }
 
 mod arith;
@@ -801,25 +811,32 @@ impl<'m, 'b> Inputs<'m, 'b> {
         }
         let bytes = &self.bufs[i][..];
         let len = bytes.len() as i64;
-        let Some(offs) = lane_offsets(r, a, mask, region, size, len) else { return false };
+        let mut offs = [0i64; WARP];
+        if !lane_offsets(r, a, mask, (region, size, len), &mut offs) {
+            return false;
+        }
         if let Some(c) = cost {
-            let mut addrs = [0u64; WARP];
-            let mut k = 0;
-            lanes!(mask, |l| {
-                addrs[k] = r[a + l];
-                k += 1;
-            });
             if let Some(s) = self.stamp {
                 c.stamp = s + n;
             }
-            c.memory(pc, self.block, MemOp::Load, &addrs[..k], size as u32);
+            if mask == u32::MAX {
+                // The lanes' pointers as they are, in lane order: nothing to gather.
+                c.memory(pc, self.block, MemOp::Load, &r[a..a + WARP], size as u32);
+            } else {
+                let mut addrs = [0u64; WARP];
+                let mut k = 0;
+                lanes!(mask, |l| {
+                    addrs[k] = r[a + l];
+                    k += 1;
+                });
+                c.memory(pc, self.block, MemOp::Load, &addrs[..k], size as u32);
+            }
         }
         macro_rules! load {
             ($n:literal, $t:ty, $widen:expr) => {
                 lanes!(mask, |l| {
                     let o = offs[l] as usize;
-                    let v: [u8; $n] = bytes[o..o + $n].try_into().expect("the access size");
-                    r[d + l] = $widen(<$t>::from_le_bytes(v));
+                    r[d + l] = $widen(<$t>::from_le_bytes(bytes_at::<$n>(bytes, o)));
                 })
             };
         }
@@ -1376,7 +1393,10 @@ impl Machine<'_, '_> {
             return false;
         };
         let len = bytes.len() as i64;
-        let Some(offs) = lane_offsets(r, a, mask, region, size, len) else { return false };
+        let mut offs = [0i64; WARP];
+        if !lane_offsets(r, a, mask, (region, size, len), &mut offs) {
+            return false;
+        }
         if ro && store {
             // Nothing of it is made: the launch runs again without assuming the buffer is
             // only read.
@@ -1469,8 +1489,7 @@ impl Machine<'_, '_> {
             ($n:literal, $t:ty, $widen:expr) => {
                 lanes!(mask, |l| {
                     let o = offs[l] as usize;
-                    let v: [u8; $n] = bytes[o..o + $n].try_into().expect("the access size");
-                    r[d + l] = $widen(<$t>::from_le_bytes(v));
+                    r[d + l] = $widen(<$t>::from_le_bytes(bytes_at::<$n>(bytes, o)));
                 })
             };
         }
@@ -1632,13 +1651,18 @@ impl Machine<'_, '_> {
             };
             if let Some((kind, addr, size)) = mem {
                 // Addresses before the instruction runs: a load may overwrite its own address register.
-                let mut addrs = [0u64; WARP];
-                let mut n = 0;
-                lanes!(mask, |l| {
-                    addrs[n] = r[at(addr, l)];
-                    n += 1;
-                });
-                c.memory(pc, thread0 / block_threads.max(1) as u64, kind, &addrs[..n], size);
+                let block = thread0 / block_threads.max(1) as u64;
+                if mask == u32::MAX {
+                    c.memory(pc, block, kind, &r[at(addr, 0)..at(addr, WARP)], size);
+                } else {
+                    let mut addrs = [0u64; WARP];
+                    let mut n = 0;
+                    lanes!(mask, |l| {
+                        addrs[n] = r[at(addr, l)];
+                        n += 1;
+                    });
+                    c.memory(pc, block, kind, &addrs[..n], size);
+                }
             }
         }
         let op = k.code[pc as usize];
