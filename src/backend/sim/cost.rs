@@ -436,6 +436,25 @@ impl Counter {
     /// One warp-level memory instruction at `pc` of the block `block`: the active lanes'
     /// addresses (`addrs`, in lane order) of `size` bytes each.
     pub fn memory(&mut self, pc: u32, block: u64, op: MemOp, addrs: &[u64], size: u32) {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor has AVX2, checked just above.
+            return unsafe { self.memory_avx2(pc, block, op, addrs, size) };
+        }
+        self.memory_in(pc, block, op, addrs, size)
+    }
+
+    /// [`Counter::memory`] compiled for AVX2, as the engine's loops are (`engine.rs`,
+    /// `run_pure_avx2`): the per-lane loops over 64-bit addresses (sectors, their changes from
+    /// lane to lane) then compare four lanes to an instruction, which plain x86-64 cannot.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn memory_avx2(&mut self, pc: u32, block: u64, op: MemOp, addrs: &[u64], size: u32) {
+        self.memory_in(pc, block, op, addrs, size)
+    }
+
+    #[inline(always)]
+    fn memory_in(&mut self, pc: u32, block: u64, op: MemOp, addrs: &[u64], size: u32) {
         let Some(&first) = addrs.first() else { return };
         match self.space(first) {
             Space::Global => self.global(pc, block, op, addrs, size),
@@ -444,6 +463,7 @@ impl Counter {
         }
     }
 
+    #[inline(always)]
     fn global(&mut self, pc: u32, block: u64, op: MemOp, addrs: &[u64], size: u32) {
         let mut sectors = std::mem::take(&mut self.sectors);
         if sectors.len() < 2 * WARP {
@@ -454,9 +474,18 @@ impl Counter {
         // before is dropped here, which leaves a short list to sort (a broadcast is one entry).
         let repeats = op == MemOp::Store;
         let last_byte = size.max(1) as u64 - 1;
-        let mut straddles = false;
+        // Aligned accesses of at most a sector (every lane's address a multiple of a
+        // power-of-two size) cross no sector: one OR over the lanes tells.
+        let mut any = 0u64;
         for &a in addrs {
-            straddles |= (a % SECTOR) + last_byte >= SECTOR;
+            any |= a;
+        }
+        let aligned = size.is_power_of_two() && u64::from(size) <= SECTOR && any & last_byte == 0;
+        let mut straddles = false;
+        if !aligned {
+            for &a in addrs {
+                straddles |= (a % SECTOR) + last_byte >= SECTOR;
+            }
         }
         if !straddles && addrs.len() <= WARP {
             // No lane's access crosses a sector (every aligned access): one sector a lane, then
@@ -561,6 +590,7 @@ impl Counter {
 
     /// The part of a global access that depends on the accesses before it: the SM's L1 and the
     /// L2 for its distinct `sectors` (sorted), and an atomic's `addrs`.
+    #[inline(always)]
     pub fn caches(&mut self, pc: u32, block: u64, op: MemOp, sectors: &[u64], addrs: &[u64]) {
         let sms = self.profile.sms as u64;
         let sm = (block % sms) as usize;
