@@ -114,6 +114,67 @@ impl L2 {
     }
 }
 
+/// The sectors (`SECTOR` bytes) that `size`-byte accesses at `addrs` touch, in lane order,
+/// into the front of `sectors` (room for two a lane); how many. With `repeats` off, a sector
+/// the entry before already holds is left out (only stores count the lanes in a sector).
+#[inline(always)]
+fn sector_list(addrs: &[u64], size: u32, repeats: bool, sectors: &mut [u64]) -> usize {
+    let mut n = 0;
+    let last_byte = size.max(1) as u64 - 1;
+    // Aligned accesses of at most a sector (every lane's address a multiple of a
+    // power-of-two size) cross no sector: one OR over the lanes tells.
+    let mut any = 0u64;
+    for &a in addrs {
+        any |= a;
+    }
+    let aligned = size.is_power_of_two() && u64::from(size) <= SECTOR && any & last_byte == 0;
+    let mut straddles = false;
+    if !aligned {
+        for &a in addrs {
+            straddles |= (a % SECTOR) + last_byte >= SECTOR;
+        }
+    }
+    if !straddles && addrs.len() <= WARP {
+        // No lane's access crosses a sector (every aligned access): one sector a lane, then
+        // (but for stores) only the lanes whose sector is not the lane before's, moved to
+        // the front in place (the `k`th kept lane is at or past `k`).
+        let list = &mut sectors[..addrs.len()];
+        for (s, &a) in list.iter_mut().zip(addrs) {
+            *s = a / SECTOR;
+        }
+        if repeats {
+            n = list.len();
+        } else {
+            let mut keep = u32::from(!list.is_empty());
+            for i in 1..list.len() {
+                keep |= u32::from(list[i] != list[i - 1]) << i;
+            }
+            while keep != 0 {
+                list[n] = list[keep.trailing_zeros() as usize];
+                n += 1;
+                keep &= keep - 1;
+            }
+        }
+    } else {
+        for &a in addrs {
+            let lo = a / SECTOR;
+            let hi = (a + last_byte) / SECTOR;
+            if !repeats && hi == lo && n > 0 && sectors[n - 1] == lo {
+                continue;
+            }
+            if n < sectors.len() {
+                sectors[n] = lo;
+                n += 1;
+            }
+            if hi != lo && n < sectors.len() {
+                sectors[n] = hi;
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
 /// One SM's L1 for global loads: 4-way set-associative over sectors, least recently used out.
 struct L1 {
     sets: Vec<[u64; 4]>,
@@ -469,62 +530,9 @@ impl Counter {
         if sectors.len() < 2 * WARP {
             sectors.resize(2 * WARP, 0);
         }
-        let mut n = 0;
         // Only stores count the lanes in a sector; for the rest, a sector repeated by the lane
-        // before is dropped here, which leaves a short list to sort (a broadcast is one entry).
-        let repeats = op == MemOp::Store;
-        let last_byte = size.max(1) as u64 - 1;
-        // Aligned accesses of at most a sector (every lane's address a multiple of a
-        // power-of-two size) cross no sector: one OR over the lanes tells.
-        let mut any = 0u64;
-        for &a in addrs {
-            any |= a;
-        }
-        let aligned = size.is_power_of_two() && u64::from(size) <= SECTOR && any & last_byte == 0;
-        let mut straddles = false;
-        if !aligned {
-            for &a in addrs {
-                straddles |= (a % SECTOR) + last_byte >= SECTOR;
-            }
-        }
-        if !straddles && addrs.len() <= WARP {
-            // No lane's access crosses a sector (every aligned access): one sector a lane, then
-            // (but for stores) only the lanes whose sector is not the lane before's, moved to
-            // the front in place (the `k`th kept lane is at or past `k`).
-            let list = &mut sectors[..addrs.len()];
-            for (s, &a) in list.iter_mut().zip(addrs) {
-                *s = a / SECTOR;
-            }
-            if repeats {
-                n = list.len();
-            } else {
-                let mut keep = u32::from(!list.is_empty());
-                for i in 1..list.len() {
-                    keep |= u32::from(list[i] != list[i - 1]) << i;
-                }
-                while keep != 0 {
-                    list[n] = list[keep.trailing_zeros() as usize];
-                    n += 1;
-                    keep &= keep - 1;
-                }
-            }
-        } else {
-            for &a in addrs {
-                let lo = a / SECTOR;
-                let hi = (a + last_byte) / SECTOR;
-                if !repeats && hi == lo && n > 0 && sectors[n - 1] == lo {
-                    continue;
-                }
-                if n < sectors.len() {
-                    sectors[n] = lo;
-                    n += 1;
-                }
-                if hi != lo && n < sectors.len() {
-                    sectors[n] = hi;
-                    n += 1;
-                }
-            }
-        }
+        // before is dropped, which leaves a short list to sort (a broadcast is one entry).
+        let n = sector_list(addrs, size, op == MemOp::Store, &mut sectors);
         let list = &mut sectors[..n];
         if !list.is_sorted() {
             list.sort_unstable();
@@ -823,6 +831,53 @@ mod tests {
             l1.access(k);
         }
         assert!(!l1.access(1), "five sectors in a four-way set push the first out");
+    }
+
+    /// `sector_list` as the cost model first counted, lane by lane, for the test below.
+    fn sector_list_by_lane(addrs: &[u64], size: u32, repeats: bool) -> Vec<u64> {
+        let mut v: Vec<u64> = Vec::new();
+        for &a in addrs {
+            let lo = a / SECTOR;
+            let hi = (a + size.max(1) as u64 - 1) / SECTOR;
+            if !repeats && hi == lo && v.last() == Some(&lo) {
+                continue;
+            }
+            v.push(lo);
+            if hi != lo {
+                v.push(hi);
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn sector_lists_are_those_of_a_lane_by_lane_count() {
+        // Broadcasts, strides, misaligned and straddling lanes, partial warps, all sizes.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut sectors = vec![0u64; 2 * WARP];
+        for case in 0..20_000 {
+            let size = [1u32, 2, 4, 8, 12, 16, 32, 3][case % 8];
+            let lanes = 1 + (next() % WARP as u64) as usize;
+            let base = (1u64 << 48) | (1 << 47) | (next() % 4096);
+            let stride = [0u64, 1, 4, 8, 32, 128, 4096][(next() % 7) as usize];
+            let jitter = next() % 3 == 0;
+            let addrs: Vec<u64> = (0..lanes as u64)
+                .map(|l| {
+                    let a = base + l / ((next() % 3) + 1) * stride;
+                    if jitter { a + next() % 40 } else { a / u64::from(size) * u64::from(size) }
+                })
+                .collect();
+            for repeats in [false, true] {
+                let n = sector_list(&addrs, size, repeats, &mut sectors);
+                assert_eq!(sectors[..n], sector_list_by_lane(&addrs, size, repeats)[..], "{addrs:?}, size {size}");
+            }
+        }
     }
 
     #[test]
