@@ -1688,6 +1688,114 @@ impl<'m> Fx<'m> {
                 let which = if name == "min" { Intrinsic::Min { ty } } else { Intrinsic::Max { ty } };
                 intr(which, v, Type::Scalar(ty))
             }
+            // The integer min/max of CUDA's math API, each in its one type (cuda-samples'
+            // mergeSort: `umin(pos + stride, L)`).
+            "umin" | "umax" | "llmin" | "llmax" | "ullmin" | "ullmax" => {
+                self.arity(name, args, 2, 2, span, &format!("{name}(a, b)"))?;
+                let ty = match &name[..name.len() - 3] {
+                    "u" => Scalar::U32,
+                    "ll" => Scalar::I64,
+                    _ => Scalar::U64,
+                };
+                let a = self.number_arg(&args[0], ty, name)?;
+                let b = self.number_arg(&args[1], ty, name)?;
+                let which = if name.ends_with("min") { Intrinsic::Min { ty } } else { Intrinsic::Max { ty } };
+                intr(which, vec![a, b], Type::Scalar(ty))
+            }
+            // Clamped to [0, 1] (a NaN gives 0, as fmaxf(NaN, 0) does).
+            "__saturatef" => {
+                self.arity(name, args, 1, 1, span, "__saturatef(x)")?;
+                let ty = Scalar::F32;
+                let v = self.number_arg(&args[0], ty, name)?;
+                let c = |f: f64| Expr { kind: ExprKind::FloatConst(f), ty: Type::Scalar(ty), span };
+                let low = Expr {
+                    kind: ExprKind::Intrinsic { which: Intrinsic::Max { ty }, args: vec![v, c(0.0)] },
+                    ty: Type::Scalar(ty),
+                    span,
+                };
+                intr(Intrinsic::Min { ty }, vec![low, c(1.0)], Type::Scalar(ty))
+            }
+            // Arithmetic rounded to nearest, which is what `+ - * /` do anyway (the `_rn`
+            // spellings stop the compiler from contracting them into an fma).
+            "__fadd_rn" | "__fsub_rn" | "__fmul_rn" | "__fdiv_rn" | "__dadd_rn" | "__dsub_rn" | "__dmul_rn"
+            | "__ddiv_rn" => {
+                self.arity(name, args, 2, 2, span, &format!("{name}(a, b)"))?;
+                let ty = if name.starts_with("__f") { Scalar::F32 } else { Scalar::F64 };
+                let op = match &name[3..6] {
+                    "add" => BinaryOp::Add,
+                    "sub" => BinaryOp::Sub,
+                    "mul" => BinaryOp::Mul,
+                    _ => BinaryOp::Div,
+                };
+                let l = self.number_arg(&args[0], ty, name)?;
+                let r = self.number_arg(&args[1], ty, name)?;
+                Ok(Some(Expr {
+                    kind: ExprKind::Binary { op, lhs: Box::new(l), rhs: Box::new(r) },
+                    ty: Type::Scalar(ty),
+                    span,
+                }))
+            }
+            "__frcp_rn" | "__drcp_rn" => {
+                self.arity(name, args, 1, 1, span, &format!("{name}(x)"))?;
+                let ty = if name == "__frcp_rn" { Scalar::F32 } else { Scalar::F64 };
+                let x = self.number_arg(&args[0], ty, name)?;
+                let one = Expr { kind: ExprKind::FloatConst(1.0), ty: Type::Scalar(ty), span };
+                Ok(Some(Expr {
+                    kind: ExprKind::Binary { op: BinaryOp::Div, lhs: Box::new(one), rhs: Box::new(x) },
+                    ty: Type::Scalar(ty),
+                    span,
+                }))
+            }
+            // Conversions whose rounding is C's own: int to float rounds to nearest, float to
+            // int truncates (`_rz`, toward zero).
+            "__int2float_rn" | "__uint2float_rn" | "__ll2float_rn" | "__int2double_rn" | "__uint2double_rn"
+            | "__double2float_rn" | "__float2int_rz" | "__float2uint_rz" | "__float2ll_rz" | "__double2int_rz"
+            | "__double2ll_rz" => {
+                self.arity(name, args, 1, 1, span, &format!("{name}(x)"))?;
+                let scalar = |w: &str| match w {
+                    "int" => Scalar::I32,
+                    "uint" => Scalar::U32,
+                    "ll" => Scalar::I64,
+                    "float" => Scalar::F32,
+                    _ => Scalar::F64,
+                };
+                let body = &name[2..name.len() - 3];
+                let (from, to) = body.split_once('2').unwrap_or((body, body));
+                let v = self.number_arg(&args[0], scalar(from), name)?;
+                Ok(Some(scalar_cast(v, scalar(to))))
+            }
+            // The high 32 bits of the 64-bit product.
+            "__umulhi" | "__mulhi" => {
+                self.arity(name, args, 2, 2, span, &format!("{name}(a, b)"))?;
+                let (narrow, wide) =
+                    if name == "__umulhi" { (Scalar::U32, Scalar::U64) } else { (Scalar::I32, Scalar::I64) };
+                let a = scalar_cast(self.number_arg(&args[0], narrow, name)?, wide);
+                let b = scalar_cast(self.number_arg(&args[1], narrow, name)?, wide);
+                let product = self.binary(BinaryOp::Mul, a, b, span)?;
+                let high = self.binary(BinaryOp::Shr, product, int_const(32, Scalar::I32, span), span)?;
+                Ok(Some(scalar_cast(high, narrow)))
+            }
+            // A compile-time check (in a template, of its arguments): true passes and does
+            // nothing, false is the program's error.
+            "static_assert" => {
+                self.arity(name, args, 1, 2, span, "static_assert(BLOCK % 32 == 0, \"a multiple of the warp\")")?;
+                let c = self.cond_expr(&args[0])?;
+                match const_eval(&c) {
+                    Some(Num::I(0)) => {
+                        let said = match args.get(1).map(|a| &a.kind) {
+                            Some(syntax::ExprKind::Str(m)) => format!(": {m}"),
+                            _ => String::new(),
+                        };
+                        Err(err(args[0].span, format!("static_assert failed{said}"))
+                            .label("this is false")
+                            .help("the condition must hold for the values this code is compiled with"))
+                    }
+                    Some(_) => Ok(Some(int_const(0, Scalar::I32, span))),
+                    None => Err(err(args[0].span, "static_assert needs a condition known before the kernel runs")
+                        .label("not a constant")
+                        .help("test template arguments, `#define`d numbers and `const` values")),
+                }
+            }
             "abs" | "labs" | "llabs" => {
                 self.arity(name, args, 1, 1, span, &format!("{name}(x)"))?;
                 let v = self.value_expr(&args[0])?;
