@@ -662,9 +662,12 @@ impl Parser<'_> {
                 self.skip_member_function(member_start)?;
                 continue;
             }
-            let tn = self.type_name()?;
+            let mut tn = self.type_name()?;
+            // `float *x, *y;`: the first `*` is the first member's, as for variables.
+            let own = self.written_ptrs.min(tn.ptrs.len());
+            let mut first_ptrs = Some(tn.ptrs.split_off(tn.ptrs.len() - own));
             loop {
-                let mut ptrs = Vec::new();
+                let mut ptrs = first_ptrs.take().unwrap_or_default();
                 let mut restrict = false;
                 self.pointers(&mut ptrs, &mut restrict);
                 let (name, span) = self.ident("a member name")?;

@@ -458,6 +458,14 @@ fn auto_takes_the_initialisers_type_and_constexpr_is_a_constant() {
 fn each_declarator_takes_its_own_stars() {
     // C: the `*` belongs to the declarator, so `q` is an `int` and `dst` a `float *`, while a
     // typedef's pointer is every declarator's.
+    // Members too: were `y` a `float **` or `n` an `int *`, these assignments would not check.
+    module(
+        "struct Pair { float *x, *y; int n, *idx; };\n__global__ void k(float *a, int *b) { Pair p; p.x = a; p.y = a; \
+         p.n = 1; p.idx = b; a[0] = *p.y + p.n + p.idx[0]; }",
+    );
+    assert!(
+        errors("struct Pair { float *x, *y; };\n__global__ void k(float *a) { Pair p; p.y = &a; }").contains("float *")
+    );
     let m = module(
         "typedef float *fptr;\n__global__ void k(float *a, float *b) { float *src = a, *dst = b; int *p = 0, q = 1; \
          const float *c = a, d = 2, **e = 0; fptr f = a, g = b; float *const h = a, *i = b; src[q] = dst[0] + d + *c + *f + *g + *h + *i; }",
