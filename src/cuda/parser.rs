@@ -1819,6 +1819,14 @@ impl Parser<'_> {
                 let e = self.primary()?;
                 return Ok(Expr { kind: e.kind, span: start.to(e.span) });
             }
+            // `[=](float x) { ... }`: a lambda.
+            Tok::Punct("[") => {
+                return Err(Diagnostic::error("lambdas are not supported by the simulator")
+                    .at(start)
+                    .label("a lambda starts here")
+                    .help("write the lambda's body as a `__device__` function and call that")
+                    .outside_subset("lambdas"));
+            }
             Tok::Ident(w) if w == "true" || w == "false" => ExprKind::Bool(w == "true"),
             Tok::Ident(w) if matches!(w.as_str(), "static_cast" | "reinterpret_cast" | "const_cast") => {
                 return self.cpp_cast(w);

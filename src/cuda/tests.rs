@@ -508,9 +508,14 @@ fn integer_and_rounding_intrinsics_are_their_c_arithmetic() {
         "__global__ void k(unsigned *u, float *f, double *d, int *i) { u[0] = umin(u[1], 3) + umax(1u, u[2]) + __umulhi(u[3], 4u); \
          f[0] = __saturatef(f[1]) + __fadd_rn(f[2], 1.0f) + __fmul_rn(f[3], 2.0f) + __frcp_rn(f[4]) + __int2float_rn(i[0]); \
          d[0] = __dadd_rn(d[1], 1.0) + __ddiv_rn(d[2], 3.0); i[1] = __float2int_rz(f[5]) + __mulhi(i[2], 7) + (int)llmax(1, 2); \
-         ::atomicAdd(&i[3], ::max(i[4], 1)); }",
+         ::atomicAdd(&i[3], ::max(i[4], 1)); i[5] = __float2int_rn(f[6]) + lrintf(f[7]) + __float2int_rd(f[8]) \
+         + (int)std::rint(f[9]) + std::max(1, 2); }",
     );
     assert!(m.kernel("k").is_some());
+    let m = module("__global__ void k(float *a, int *i) { i[0] = __float2int_rn(a[0]); }");
+    let ExprKind::Assign { rhs, .. } = &expr_of(&kernel(&m, "k").body[0]).kind else { panic!() };
+    let ExprKind::Cast(inner) = &rhs.kind else { panic!("{rhs:?}") };
+    assert!(matches!(inner.kind, ExprKind::Intrinsic { which: Intrinsic::Math { f: MathFn::Rint, .. }, .. }));
     for (src, want) in [
         (
             "template <int N> __global__ void k(int *a) { static_assert(N % 32 == 0, \"a warp\"); }\n\
@@ -525,6 +530,15 @@ fn integer_and_rounding_intrinsics_are_their_c_arithmetic() {
         let text = errors(src);
         assert!(text.contains(want), "for `{src}` expected `{want}` in:\n{text}");
     }
+}
+
+#[test]
+fn pragma_operator_and_std_names_are_read_as_their_plain_forms() {
+    let m = module(
+        "#define UNROLL _Pragma(\"unroll\")\n__global__ void k(float *a, std::size_t n) { float s = 0; \
+         _Pragma(\"unroll 4\") for (int i = 0; i < 4; i++) s += std::sqrt(a[i]); UNROLL for (int i = 0; i < 2; i++) s += std::min(a[i], 1.0f); a[0] = s; }",
+    );
+    assert_eq!(kernel(&m, "k").params[1].ty, Type::Scalar(Scalar::U64));
 }
 
 #[test]
@@ -554,6 +568,7 @@ fn unsupported_constructs_say_what_they_are() {
             "inline PTX (`asm`) is not supported by the simulator",
         ),
         ("__global__ void k(int *a) { enum E { A }; }", "enums are not supported by the simulator here"),
+        ("__global__ void k(float *a) { auto f = [=](float x) { return x; }; }", "lambdas are not supported"),
         ("__global__ void k(float *a) { half2 v; }", "`half2` runs on the GPU backend only"),
         ("__global__ void k(float *a) { dim3 b; }", "`dim3` variables are not supported"),
         ("__global__ int k(float *a) { return 1; }", "kernels must return void"),

@@ -1764,6 +1764,40 @@ impl<'m> Fx<'m> {
                 let v = self.number_arg(&args[0], scalar(from), name)?;
                 Ok(Some(scalar_cast(v, scalar(to))))
             }
+            // Float to integer with the rounding the name says: `_rn` to nearest (halves to
+            // even, as `lrintf`), `_rd` down, `_ru` up; `lroundf` halves away from zero.
+            "__float2int_rn" | "__float2int_rd" | "__float2int_ru" | "__float2uint_rn" | "__float2uint_rd"
+            | "__float2uint_ru" | "__float2ll_rn" | "__float2ll_rd" | "__float2ll_ru" | "__double2int_rn"
+            | "__double2int_rd" | "__double2int_ru" | "__double2ll_rn" | "lrintf" | "llrintf" | "lrint" | "llrint"
+            | "lroundf" | "llroundf" => {
+                self.arity(name, args, 1, 1, span, &format!("{name}(x)"))?;
+                let (from, to, f) = match name {
+                    "lrintf" | "llrintf" => (Scalar::F32, Scalar::I64, MathFn::Rint),
+                    "lrint" | "llrint" => (Scalar::F64, Scalar::I64, MathFn::Rint),
+                    "lroundf" | "llroundf" => (Scalar::F32, Scalar::I64, MathFn::Round),
+                    _ => {
+                        let from = if name.starts_with("__float") { Scalar::F32 } else { Scalar::F64 };
+                        let to = match name.split_once('2').map(|(_, rest)| &rest[..rest.len() - 3]) {
+                            Some("uint") => Scalar::U32,
+                            Some("ll") => Scalar::I64,
+                            _ => Scalar::I32,
+                        };
+                        let f = match &name[name.len() - 2..] {
+                            "rd" => MathFn::Floor,
+                            "ru" => MathFn::Ceil,
+                            _ => MathFn::Rint,
+                        };
+                        (from, to, f)
+                    }
+                };
+                let v = self.number_arg(&args[0], from, name)?;
+                let rounded = Expr {
+                    kind: ExprKind::Intrinsic { which: Intrinsic::Math { f, ty: from, fast: false }, args: vec![v] },
+                    ty: Type::Scalar(from),
+                    span,
+                };
+                Ok(Some(scalar_cast(rounded, to)))
+            }
             // The high 32 bits of the 64-bit product.
             "__umulhi" | "__mulhi" => {
                 self.arity(name, args, 2, 2, span, &format!("{name}(a, b)"))?;
