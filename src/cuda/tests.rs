@@ -533,6 +533,17 @@ fn integer_and_rounding_intrinsics_are_their_c_arithmetic() {
 }
 
 #[test]
+fn classification_and_sincos_check_and_sincos_wants_a_plain_angle() {
+    module(
+        "__global__ void k(float *a, double *d, int *o) { o[0] = isnan(a[0]) + isinf(d[0]) + isfinite(a[1] * 2) + signbit(-d[1]); \
+         float s, c; sincosf(a[2], &s, &c); sincos(d[2], &d[3], &d[4]); __sincosf(a[3], &a[4], &a[5]); a[6] = s + c; }",
+    );
+    let text = errors("__global__ void k(float *a, int i) { float s, c; sincosf(a[i++], &s, &c); }");
+    assert!(text.contains("reads `sincosf`'s angle twice"), "{text}");
+    assert!(errors("__global__ void k(const float *a) { float s; sincosf(a[0], &s, &a[1]); }").contains("help:"));
+}
+
+#[test]
 fn pragma_operator_and_std_names_are_read_as_their_plain_forms() {
     let m = module(
         "#define UNROLL _Pragma(\"unroll\")\n__global__ void k(float *a, std::size_t n) { float s = 0; \

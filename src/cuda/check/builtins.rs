@@ -129,6 +129,13 @@ pub(crate) const BUILTIN_FUNCS: &[&str] = &[
     "llrint",
     "lroundf",
     "llroundf",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "signbit",
+    "sincosf",
+    "sincos",
+    "__sincosf",
     "static_assert",
 ];
 

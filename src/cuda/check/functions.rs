@@ -1798,6 +1798,70 @@ impl<'m> Fx<'m> {
                 };
                 Ok(Some(scalar_cast(rounded, to)))
             }
+            // Classification by the bits of the value (read once): exponent all ones with a
+            // non-zero fraction is a NaN, with a zero one an infinity; the top bit is the sign.
+            "isnan" | "isinf" | "isfinite" | "signbit" => {
+                self.arity(name, args, 1, 1, span, &format!("{name}(x)"))?;
+                let v = self.value_expr(&args[0])?;
+                let float = match self.arith(&v, name)? {
+                    Scalar::F32 => Scalar::F32,
+                    _ => Scalar::F64,
+                };
+                let (bits, magnitude, inf) = if float == Scalar::F32 {
+                    (Scalar::I32, 0x7fff_ffff_u64, 0x7f80_0000_u64)
+                } else {
+                    (Scalar::I64, 0x7fff_ffff_ffff_ffff, 0x7ff0_0000_0000_0000)
+                };
+                let raw = Expr {
+                    kind: ExprKind::Unary { op: UnaryOp::Bits(bits), operand: Box::new(scalar_cast(v, float)) },
+                    ty: Type::Scalar(bits),
+                    span,
+                };
+                if name == "signbit" {
+                    return self.binary(BinaryOp::Lt, raw, int_const(0, bits, span), span).map(Some);
+                }
+                let abs = self.binary(BinaryOp::BitAnd, raw, int_const(magnitude, bits, span), span)?;
+                let op = match name {
+                    "isnan" => BinaryOp::Gt,
+                    "isinf" => BinaryOp::Eq,
+                    _ => BinaryOp::Lt,
+                };
+                self.binary(op, abs, int_const(inf, bits, span), span).map(Some)
+            }
+            // `sincosf(x, &s, &c)`: `*s = sinf(x)` and `*c = cosf(x)`. `x` is read for each, so
+            // it must be free of side effects (it nearly always is a variable or an element).
+            "sincosf" | "sincos" | "__sincosf" => {
+                self.arity(name, args, 3, 3, span, &format!("{name}(x, &s, &c)"))?;
+                if has_effects(&args[0]) {
+                    return Err(err(args[0].span, format!("the simulator reads `{name}`'s angle twice"))
+                        .label("this changes something when it is read")
+                        .help("compute the angle into a variable first, then pass the variable"));
+                }
+                let (sin, cos) = match name {
+                    "sincosf" => ("sinf", "cosf"),
+                    "sincos" => ("sin", "cos"),
+                    _ => ("__sinf", "__cosf"),
+                };
+                let store = |f: &str, out: &syntax::Expr| syntax::Expr {
+                    kind: syntax::ExprKind::Assign(
+                        None,
+                        Box::new(syntax::Expr {
+                            kind: syntax::ExprKind::Unary(UnOp::Deref, Box::new(out.clone())),
+                            span: out.span,
+                        }),
+                        Box::new(syntax::Expr {
+                            kind: syntax::ExprKind::Call { name: f.into(), name_span, args: vec![args[0].clone()] },
+                            span,
+                        }),
+                    ),
+                    span,
+                };
+                let both = syntax::Expr {
+                    kind: syntax::ExprKind::Comma(Box::new(store(sin, &args[1])), Box::new(store(cos, &args[2]))),
+                    span,
+                };
+                self.value_expr(&both).map(Some)
+            }
             // The high 32 bits of the 64-bit product.
             "__umulhi" | "__mulhi" => {
                 self.arity(name, args, 2, 2, span, &format!("{name}(a, b)"))?;
@@ -2009,4 +2073,16 @@ pub(super) fn lens_after(fx: &mut Fx, dims: &[Option<syntax::Expr>]) -> CResult<
         }
     }
     Ok(n)
+}
+
+/// Whether evaluating `e` could change something: an assignment, `++`/`--`, or a call.
+fn has_effects(e: &syntax::Expr) -> bool {
+    use syntax::ExprKind as K;
+    match &e.kind {
+        K::Assign(..) | K::IncDec { .. } | K::Call { .. } | K::MethodCall { .. } | K::Construct { .. } => true,
+        K::Member(b, ..) | K::Unary(_, b) | K::Cast(_, b) => has_effects(b),
+        K::Binary(_, l, r) | K::Index(l, r) | K::Comma(l, r) => has_effects(l) || has_effects(r),
+        K::Cond(c, a, b) => has_effects(c) || has_effects(a) || has_effects(b),
+        _ => false,
+    }
 }
