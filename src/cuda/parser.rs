@@ -488,13 +488,13 @@ impl Parser<'_> {
         {
             // `typedef enum { A, B } Mode;`
             self.cur.advance(1);
-            return self.enumeration(true);
+            return self.enumeration(start, true);
         }
         if self.cur.is_word("typedef") {
             return self.typedef().map(|i| vec![i]);
         }
         if self.cur.is_word("enum") && !self.cur.is_at(2, ";") {
-            return self.enumeration(false);
+            return self.enumeration(start, false);
         }
         if (self.cur.is_word("struct") || self.cur.is_word("class")) && self.struct_body_ahead() {
             self.cur.advance(1);
@@ -982,8 +982,7 @@ impl Parser<'_> {
     /// when `aliased`, `typedef enum { A, B } Mode;`): each enumerator is a file-scope
     /// `const int` (0, then one more than the one before unless it says `= value`), and the
     /// enum's name is `int`, which is what the enumerators convert to wherever they are used.
-    fn enumeration(&mut self, aliased: bool) -> PResult<Vec<Item>> {
-        let start = self.cur.span();
+    fn enumeration(&mut self, start: Span, aliased: bool) -> PResult<Vec<Item>> {
         self.cur.advance(1);
         if self.cur.is_word("class") || self.cur.is_word("struct") {
             return Err(Diagnostic::error("scoped enums (`enum class`) are not supported by the simulator")
@@ -1054,10 +1053,15 @@ impl Parser<'_> {
         self.expect("}")?;
         let alias = if aliased { Some(self.ident("the new type's name")?) } else { None };
         self.expect(";")?;
+        let whole = start.to(self.cur.prev_span());
         for (name, _) in [tag, alias].into_iter().flatten() {
-            let ty = int_type(start.to(self.cur.prev_span()));
+            let ty = int_type(whole);
             self.typedefs.insert(name.clone(), ty.clone());
-            items.push(Item { name, kind: ItemKind::Typedef(ty), span: start.to(self.cur.prev_span()) });
+            items.push(Item { name, kind: ItemKind::Typedef(ty), span: whole });
+        }
+        // Every item is the whole enum: the GPU's source takes its text once (`Module::parse`).
+        for item in &mut items {
+            item.span = whole;
         }
         Ok(items)
     }

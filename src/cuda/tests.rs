@@ -500,6 +500,17 @@ fn enums_are_int_constants() {
     assert!(f.locals.iter().any(|l| l.name == "d" && l.ty == Type::Scalar(Scalar::I32)));
     assert!(f.shared.iter().any(|s| s.ty.c_name().contains("[6]")), "{:?}", f.shared);
     assert!(errors("enum class Color { Red, Green };").contains("scoped enums"));
+    // The GPU compiles each enum's text once, however many items it made.
+    let texts: Vec<&str> = m
+        .items()
+        .iter()
+        .map(|i| i.text.as_str())
+        .filter(|t| t.contains("enum {") || t.contains("enum Dir :"))
+        .collect();
+    assert_eq!(
+        texts,
+        ["typedef enum { ADD, MUL = 4, TOP } Mode;", "enum Dir : unsigned char { LEFT = -1, STAY, RIGHT };"]
+    );
 }
 
 #[test]
