@@ -511,6 +511,9 @@ fn enums_are_int_constants() {
         texts,
         ["typedef enum { ADD, MUL = 4, TOP } Mode;", "enum Dir : unsigned char { LEFT = -1, STAY, RIGHT };"]
     );
+    let m = module("__device__ int hits, misses;");
+    let texts: Vec<&str> = m.items().iter().map(|i| i.text.as_str()).filter(|t| !t.is_empty()).collect();
+    assert_eq!(texts, ["__device__ int hits, misses;"]);
 }
 
 #[test]
