@@ -552,6 +552,12 @@ fn classification_and_sincos_check_and_sincos_wants_a_plain_angle() {
         "__global__ void k(float *a, double *d, int *o) { o[0] = isnan(a[0]) + isinf(d[0]) + isfinite(a[1] * 2) + signbit(-d[1]); \
          float s, c; sincosf(a[2], &s, &c); sincos(d[2], &d[3], &d[4]); __sincosf(a[3], &a[4], &a[5]); a[6] = s + c; }",
     );
+    module(
+        "__global__ void k(float *a) { volatile float *p = (volatile float *)0; float *q = (float *)NULL; a[0] = (p == 0) + (q == 0); }",
+    );
+    assert!(
+        errors("__global__ void k(float *a) { float *p = (float *)1; }").contains("cannot convert `int` to `float *`")
+    );
     let text = errors("__global__ void k(float *a, int i) { float s, c; sincosf(a[i++], &s, &c); }");
     assert!(text.contains("reads `sincosf`'s angle twice"), "{text}");
     assert!(errors("__global__ void k(const float *a) { float s; sincosf(a[0], &s, &a[1]); }").contains("help:"));

@@ -902,6 +902,8 @@ impl<'m> Fx<'m> {
                     (Type::Ptr { .. }, Type::Scalar(Scalar::Bool)) => {
                         Ok(Expr { span, ty: to, kind: ExprKind::Cast(Box::new(v)) })
                     }
+                    // `(float *)0`: the null pointer, as C spells it without `NULL`.
+                    (Type::Scalar(_), Type::Ptr { .. }) if is_null_constant(&v) => Ok(Expr { span, ..cast(v, &to) }),
                     (Type::Struct(def), _) => {
                         Err(err(span, format!("cannot convert `{}` to `{}`", def.name, to.c_name())).help(format!(
                             "`{}` has no conversion operator to `{}`: use one of its members, or give it one, `__device__ operator {}() {{ ... }}`",
