@@ -717,7 +717,12 @@ impl Module {
                 instances: Vec::new(),
             });
         }
+        let mut last_span = None;
         for item in parsed {
+            // Items read from one declaration (`enum { A, B };`, `__device__ int a, b;`) share
+            // its span: the GPU's source must hold its text once, with the first of them.
+            let repeated = last_span == Some(item.span);
+            last_span = Some(item.span);
             let kind = match &item.kind {
                 syntax::ItemKind::Function(f) if f.qual == syntax::FuncQual::Global => ItemKind::Kernel,
                 syntax::ItemKind::Function(_) => ItemKind::DeviceFunction,
@@ -734,7 +739,7 @@ impl Module {
                 name: item.name.clone(),
                 kind,
                 source,
-                text: if is_member { String::new() } else { slice(item.span) },
+                text: if is_member || repeated { String::new() } else { slice(item.span) },
                 span: item.span,
                 syntax: Some(item),
                 define_body: preprocess::Macro::default(),

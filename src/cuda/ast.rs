@@ -510,6 +510,9 @@ pub enum MathFn {
     Floor,
     Ceil,
     Round,
+    /// To the nearest integer, halves to even (`rintf`, `__float2int_rn`): the rounding the
+    /// GPU's conversions use by default.
+    Rint,
     Trunc,
     Fma,
     Hypot,

@@ -90,6 +90,9 @@ pub struct Parser<'a> {
     tree: usize,
     /// Names taken the address of (`&x`) in the function being read.
     addressed: Vec<String>,
+    /// How many `*` the last `type_name` read after the type's words: in `float *a, *b;` they
+    /// belong to the first declarator, not to the type every declarator shares.
+    written_ptrs: usize,
 }
 
 /// An overloadable function's name with its parameters' types, `operator+(float2, float2)`:
@@ -108,7 +111,8 @@ fn struct_type(def: Arc<StructDef>, span: Span) -> TypeName {
 /// Parse a whole snippet. `typedefs` holds the session's typedefs and receives the snippet's.
 pub fn parse(toks: &[Token], typedefs: &mut HashMap<String, TypeName>, end: Span) -> PResult<Vec<Item>> {
     let cur = Cursor::new(toks, end);
-    let mut p = Parser { cur, typedefs, methods: Vec::new(), depth: 0, tree: 0, addressed: Vec::new() };
+    let mut p =
+        Parser { cur, typedefs, methods: Vec::new(), depth: 0, tree: 0, addressed: Vec::new(), written_ptrs: 0 };
     let mut items = Vec::new();
     while !p.cur.done() {
         if p.cur.eat(";") {
@@ -234,9 +238,13 @@ impl Parser<'_> {
             "union" => {
                 ("unions run on the GPU backend only".into(), "use a struct, or separate variables", "unions".into())
             }
+            // `enum Dir d;`: the elaborated name of an enum defined before.
+            "enum" if matches!(self.cur.peek_at(1), Some(Tok::Ident(n)) if self.typedefs.contains_key(n)) => {
+                return Ok(());
+            }
             "enum" => (
-                "enums are not supported by the simulator".into(),
-                "use `#define NAME value` constants",
+                "enums are not supported by the simulator here".into(),
+                "define it at file scope, `enum { A, B };` (plain, not `enum class`), or use `#define NAME value` constants",
                 "enums".into(),
             ),
             "case" => (
@@ -245,6 +253,18 @@ impl Parser<'_> {
                 "`case`".into(),
             ),
             "goto" => ("goto is not supported by the simulator".into(), "use loops with break and continue", code),
+            // Inline PTX: `asm volatile("mov.u32 %0, %%laneid;" : "=r"(r));`. The simulator
+            // runs CUDA C, not PTX; the usual uses have a CUDA C spelling.
+            "asm" | "__asm__" | "__asm"
+                if matches!(self.cur.peek_at(1), Some(Tok::Punct("(")))
+                    || matches!(self.cur.peek_at(1), Some(Tok::Ident(v)) if matches!(v.as_str(), "volatile" | "__volatile__" | "goto")) =>
+            {
+                (
+                    "inline PTX (`asm`) is not supported by the simulator".into(),
+                    "write it in CUDA C: the lane is `threadIdx.x % 32` (or `& 31`), `%%lanemask_lt` is `(1u << lane) - 1`, `%%clock64` is `clock64()`, `%%smid`/`%%warpid` have no simulator meaning",
+                    "inline PTX (`asm`)".into(),
+                )
+            }
             "namespace" | "using" => {
                 (format!("`{w}` is not supported by the simulator"), "write plain CUDA C functions", code)
             }
@@ -282,7 +302,7 @@ impl Parser<'_> {
         TYPE_WORDS.contains(&w)
             || self.typedefs.contains_key(w)
             || ast::is_vector_type(w)
-            || (matches!(w, "struct" | "class")
+            || (matches!(w, "struct" | "class" | "enum")
                 && matches!(self.cur.peek_at(ahead + 1), Some(Tok::Ident(n)) if self.typedefs.contains_key(n)))
     }
 
@@ -401,6 +421,10 @@ impl Parser<'_> {
                         span: self.cur.span(),
                     });
                 }
+                // `enum Dir d;`: an enum defined before is `int`.
+                "enum"
+                    if nothing_yet
+                        && matches!(self.cur.peek_at(1), Some(Tok::Ident(n)) if self.typedefs.contains_key(n)) => {}
                 // `struct P p;`: C's elaborated name for a struct defined before.
                 "struct" | "class"
                     if nothing_yet
@@ -414,7 +438,9 @@ impl Parser<'_> {
         let base = if let Some(t) = from_typedef {
             is_const |= t.is_const;
             let mut t = TypeName { is_const, restrict, span: start.to(self.cur.prev_span()), ..t };
+            let before = t.ptrs.len();
             self.pointers(&mut t.ptrs, &mut t.restrict);
+            self.written_ptrs = t.ptrs.len() - before;
             t.span = start.to(self.cur.prev_span());
             return Ok(t);
         } else {
@@ -433,6 +459,7 @@ impl Parser<'_> {
         }
         let mut ptrs = Vec::new();
         self.pointers(&mut ptrs, &mut restrict);
+        self.written_ptrs = ptrs.len();
         Ok(TypeName { base, strukt: None, is_const, ptrs, restrict, auto: false, span: start.to(self.cur.prev_span()) })
     }
 
@@ -457,8 +484,17 @@ impl Parser<'_> {
 
     fn item(&mut self) -> PResult<Vec<Item>> {
         let start = self.cur.span();
+        if self.cur.is_word("typedef") && self.cur.peek_at(1).is_some_and(|t| matches!(t, Tok::Ident(w) if w == "enum"))
+        {
+            // `typedef enum { A, B } Mode;`
+            self.cur.advance(1);
+            return self.enumeration(start, true);
+        }
         if self.cur.is_word("typedef") {
             return self.typedef().map(|i| vec![i]);
+        }
+        if self.cur.is_word("enum") && !self.cur.is_at(2, ";") {
+            return self.enumeration(start, false);
         }
         if (self.cur.is_word("struct") || self.cur.is_word("class")) && self.struct_body_ahead() {
             self.cur.advance(1);
@@ -626,9 +662,12 @@ impl Parser<'_> {
                 self.skip_member_function(member_start)?;
                 continue;
             }
-            let tn = self.type_name()?;
+            let mut tn = self.type_name()?;
+            // `float *x, *y;`: the first `*` is the first member's, as for variables.
+            let own = self.written_ptrs.min(tn.ptrs.len());
+            let mut first_ptrs = Some(tn.ptrs.split_off(tn.ptrs.len() - own));
             loop {
-                let mut ptrs = Vec::new();
+                let mut ptrs = first_ptrs.take().unwrap_or_default();
                 let mut restrict = false;
                 self.pointers(&mut ptrs, &mut restrict);
                 let (name, span) = self.ident("a member name")?;
@@ -939,6 +978,94 @@ impl Parser<'_> {
         }
     }
 
+    /// An unscoped `enum` at file scope, `enum Dir { UP, DOWN = 4, LEFT };` (after `typedef`
+    /// when `aliased`, `typedef enum { A, B } Mode;`): each enumerator is a file-scope
+    /// `const int` (0, then one more than the one before unless it says `= value`), and the
+    /// enum's name is `int`, which is what the enumerators convert to wherever they are used.
+    fn enumeration(&mut self, start: Span, aliased: bool) -> PResult<Vec<Item>> {
+        self.cur.advance(1);
+        if self.cur.is_word("class") || self.cur.is_word("struct") {
+            return Err(Diagnostic::error("scoped enums (`enum class`) are not supported by the simulator")
+                .at(start.to(self.cur.span()))
+                .label("not supported")
+                .help("write a plain `enum { A, B };` and use the bare names, or `#define` constants")
+                .outside_subset("`enum class`"));
+        }
+        let int_type = |span| TypeName {
+            base: Some(Scalar::I32),
+            strukt: None,
+            is_const: false,
+            ptrs: Vec::new(),
+            restrict: false,
+            auto: false,
+            span,
+        };
+        let tag = match self.cur.peek() {
+            Some(Tok::Ident(_)) => Some(self.ident("the enum's name")?),
+            _ => None,
+        };
+        if self.cur.eat(":") {
+            // The underlying type (`enum E : unsigned char`): the enumerators are still
+            // numbers; they are `int` constants here.
+            self.type_name()?;
+        }
+        self.expect("{")?;
+        let mut items = Vec::new();
+        let mut prev: Option<(String, Span)> = None;
+        while !self.cur.is("}") {
+            let (name, name_span) = self.ident("an enumerator's name")?;
+            let value = if self.cur.eat("=") {
+                self.assign()?
+            } else {
+                let one = |span| Expr { kind: ExprKind::Int(1, Scalar::I32), span };
+                match &prev {
+                    Some((p, pspan)) => Expr {
+                        kind: ExprKind::Binary(
+                            BinaryOp::Add,
+                            Box::new(Expr { kind: ExprKind::Name(p.clone()), span: *pspan }),
+                            Box::new(one(name_span)),
+                        ),
+                        span: name_span,
+                    },
+                    None => Expr { kind: ExprKind::Int(0, Scalar::I32), span: name_span },
+                }
+            };
+            let mut ty = int_type(name_span);
+            ty.is_const = true;
+            let decl = Decl {
+                storage: Storage::Auto,
+                ty,
+                declarators: vec![Declarator {
+                    name: name.clone(),
+                    name_span,
+                    ptrs: Vec::new(),
+                    dims: Vec::new(),
+                    init: Some(Init::Expr(value)),
+                }],
+                span: name_span,
+            };
+            items.push(Item { name: name.clone(), span: name_span, kind: ItemKind::Global(decl) });
+            prev = Some((name, name_span));
+            if !self.cur.eat(",") {
+                break;
+            }
+        }
+        self.expect("}")?;
+        let alias = if aliased { Some(self.ident("the new type's name")?) } else { None };
+        self.expect(";")?;
+        let whole = start.to(self.cur.prev_span());
+        for (name, _) in [tag, alias].into_iter().flatten() {
+            let ty = int_type(whole);
+            self.typedefs.insert(name.clone(), ty.clone());
+            items.push(Item { name, kind: ItemKind::Typedef(ty), span: whole });
+        }
+        // Every item is the whole enum: the GPU's source takes its text once (`Module::parse`).
+        for item in &mut items {
+            item.span = whole;
+        }
+        Ok(items)
+    }
+
     fn typedef(&mut self) -> PResult<Item> {
         let start = self.cur.span();
         self.cur.advance(1);
@@ -1101,12 +1228,16 @@ impl Parser<'_> {
         &mut self,
         start: Span,
         storage: Storage,
-        ty: TypeName,
+        mut ty: TypeName,
         mut first: Option<(String, Span)>,
     ) -> PResult<Decl> {
+        // The `*`s written after the type (`float *src = a, *dst = b;`) are the first
+        // declarator's: the others start again from the bare type (`float`), as in C.
+        let own = self.written_ptrs.min(ty.ptrs.len());
+        let mut first_ptrs = Some(ty.ptrs.split_off(ty.ptrs.len() - own));
         let mut declarators = Vec::new();
         loop {
-            let mut ptrs = Vec::new();
+            let mut ptrs = first_ptrs.take().unwrap_or_default();
             let (name, name_span) = match first.take() {
                 Some(n) => n,
                 None => {
@@ -1217,6 +1348,9 @@ impl Parser<'_> {
         match word.as_str() {
             "if" => {
                 self.cur.advance(1);
+                // `if constexpr (Big)`: in a template the condition is a constant either way,
+                // and the branch not taken never runs.
+                self.cur.eat_word("constexpr");
                 let cond = self.paren_expr()?;
                 let then = Box::new(self.stmt()?);
                 let else_ = if !self.cur.eat_word("else") {
@@ -1681,6 +1815,21 @@ impl Parser<'_> {
                 let e = self.expr()?;
                 self.expect(")")?;
                 return Ok(Expr { kind: e.kind, span: start.to(self.cur.prev_span()) });
+            }
+            // `::atomicCAS(...)`, `::fmaxf(x, y)`: the global namespace, which is where every
+            // name the simulator knows lives.
+            Tok::Punct("::") if matches!(self.cur.peek_at(1), Some(Tok::Ident(_))) => {
+                self.cur.advance(1);
+                let e = self.primary()?;
+                return Ok(Expr { kind: e.kind, span: start.to(e.span) });
+            }
+            // `[=](float x) { ... }`: a lambda.
+            Tok::Punct("[") => {
+                return Err(Diagnostic::error("lambdas are not supported by the simulator")
+                    .at(start)
+                    .label("a lambda starts here")
+                    .help("write the lambda's body as a `__device__` function and call that")
+                    .outside_subset("lambdas"));
             }
             Tok::Ident(w) if w == "true" || w == "false" => ExprKind::Bool(w == "true"),
             Tok::Ident(w) if matches!(w.as_str(), "static_cast" | "reinterpret_cast" | "const_cast") => {

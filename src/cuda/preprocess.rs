@@ -65,10 +65,10 @@ struct Cond {
 
 /// Take out what decorates code without changing what it computes: GNU attributes
 /// (`__attribute__((always_inline))`, `__attribute__((noinline, unused))`), C++11 attributes
-/// (`[[nodiscard]]`, `[[likely]]`) and C linkage (`extern "C" { ... }`, `extern "C" __global__
+/// (`[[nodiscard]]`, `[[likely]]`), `_Pragma("unroll")` and C linkage (`extern "C" { ... }`, `extern "C" __global__
 /// ...`, which only changes the name the linker sees; gridlab finds kernels by their C name);
-/// and spells `__restrict` (nvcc's other spelling) `__restrict__`. The GPU backend compiles the
-/// text as written, so nothing is lost there.
+/// and spells `__restrict` (nvcc's other spelling) `__restrict__` and `std::sqrt` `sqrt`. The GPU
+/// backend compiles the text as written, so nothing is lost there.
 /// A decoration whose bracket never closes is an error at it: what follows it would otherwise
 /// read as part of the decoration.
 pub fn strip_decorations(tokens: Vec<Token>) -> Result<Vec<Token>, Diagnostic> {
@@ -112,6 +112,23 @@ pub fn strip_decorations(tokens: Vec<Token>) -> Result<Vec<Token>, Diagnostic> {
                     i += 2;
                     continue;
                 }
+            }
+            // `std::sqrt(x)`, `std::max(a, b)`, `std::size_t`: CUDA C++ gives device code the
+            // same functions and types in `std` as at global scope, which is where the
+            // simulator knows them.
+            Tok::Ident(w) if w == "std" && here.is_at(1, "::") && matches!(here.peek_at(2), Some(Tok::Ident(_))) => {
+                i += 2;
+                continue;
+            }
+            // `_Pragma("unroll")`: the operator form of `#pragma`, a compiler hint like it.
+            Tok::Ident(w)
+                if w == "_Pragma"
+                    && here.is_at(1, "(")
+                    && matches!(here.peek_at(2), Some(Tok::Str(_)))
+                    && here.is_at(3, ")") =>
+            {
+                i += 4;
+                continue;
             }
             Tok::Ident(w) if w == "__restrict" => {
                 out.push(Token { tok: Tok::Ident("__restrict__".into()), span: t.span });

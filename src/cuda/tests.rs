@@ -455,6 +455,124 @@ fn auto_takes_the_initialisers_type_and_constexpr_is_a_constant() {
 }
 
 #[test]
+fn each_declarator_takes_its_own_stars() {
+    // C: the `*` belongs to the declarator, so `q` is an `int` and `dst` a `float *`, while a
+    // typedef's pointer is every declarator's.
+    // Members too: were `y` a `float **` or `n` an `int *`, these assignments would not check.
+    module(
+        "struct Pair { float *x, *y; int n, *idx; };\n__global__ void k(float *a, int *b) { Pair p; p.x = a; p.y = a; \
+         p.n = 1; p.idx = b; a[0] = *p.y + p.n + p.idx[0]; }",
+    );
+    assert!(
+        errors("struct Pair { float *x, *y; };\n__global__ void k(float *a) { Pair p; p.y = &a; }").contains("float *")
+    );
+    let m = module(
+        "typedef float *fptr;\n__global__ void k(float *a, float *b) { float *src = a, *dst = b; int *p = 0, q = 1; \
+         const float *c = a, d = 2, **e = 0; fptr f = a, g = b; float *const h = a, *i = b; src[q] = dst[0] + d + *c + *f + *g + *h + *i; }",
+    );
+    let f = kernel(&m, "k");
+    let types: Vec<(String, String)> = f.locals.iter().map(|l| (l.name.clone(), l.ty.c_name())).collect();
+    let want = [
+        ("src", "float *"),
+        ("dst", "float *"),
+        ("p", "int *"),
+        ("q", "int"),
+        ("c", "const float *"),
+        ("d", "float"),
+        ("e", "const float * *"),
+        ("f", "float *"),
+        ("g", "float *"),
+        ("h", "float *"),
+        ("i", "float *"),
+    ];
+    for (name, ty) in want {
+        assert!(types.contains(&(name.to_string(), ty.to_string())), "{name}: {ty} in {types:?}");
+    }
+}
+
+#[test]
+fn enums_are_int_constants() {
+    let m = module(
+        "typedef enum { ADD, MUL = 4, TOP } Mode;\nenum Dir : unsigned char { LEFT = -1, STAY, RIGHT };\n\
+         __global__ void k(int *a, Mode m) { enum Dir d = RIGHT; __shared__ int s[TOP + 1]; s[0] = d; a[0] = m == MUL ? STAY : s[0] + TOP; }",
+    );
+    let f = kernel(&m, "k");
+    assert!(f.locals.iter().any(|l| l.name == "d" && l.ty == Type::Scalar(Scalar::I32)));
+    assert!(f.shared.iter().any(|s| s.ty.c_name().contains("[6]")), "{:?}", f.shared);
+    assert!(errors("enum class Color { Red, Green };").contains("scoped enums"));
+    // The GPU compiles each enum's text once, however many items it made.
+    let texts: Vec<&str> = m
+        .items()
+        .iter()
+        .map(|i| i.text.as_str())
+        .filter(|t| t.contains("enum {") || t.contains("enum Dir :"))
+        .collect();
+    assert_eq!(
+        texts,
+        ["typedef enum { ADD, MUL = 4, TOP } Mode;", "enum Dir : unsigned char { LEFT = -1, STAY, RIGHT };"]
+    );
+    let m = module("__device__ int hits, misses;");
+    let texts: Vec<&str> = m.items().iter().map(|i| i.text.as_str()).filter(|t| !t.is_empty()).collect();
+    assert_eq!(texts, ["__device__ int hits, misses;"]);
+}
+
+#[test]
+fn integer_and_rounding_intrinsics_are_their_c_arithmetic() {
+    let m = module(
+        "__global__ void k(unsigned *u, float *f, double *d, int *i) { u[0] = umin(u[1], 3) + umax(1u, u[2]) + __umulhi(u[3], 4u); \
+         f[0] = __saturatef(f[1]) + __fadd_rn(f[2], 1.0f) + __fmul_rn(f[3], 2.0f) + __frcp_rn(f[4]) + __int2float_rn(i[0]); \
+         d[0] = __dadd_rn(d[1], 1.0) + __ddiv_rn(d[2], 3.0); i[1] = __float2int_rz(f[5]) + __mulhi(i[2], 7) + (int)llmax(1, 2); \
+         ::atomicAdd(&i[3], ::max(i[4], 1)); i[5] = __float2int_rn(f[6]) + lrintf(f[7]) + __float2int_rd(f[8]) \
+         + (int)std::rint(f[9]) + std::max(1, 2); }",
+    );
+    assert!(m.kernel("k").is_some());
+    let m = module("__global__ void k(float *a, int *i) { i[0] = __float2int_rn(a[0]); }");
+    let ExprKind::Assign { rhs, .. } = &expr_of(&kernel(&m, "k").body[0]).kind else { panic!() };
+    let ExprKind::Cast(inner) = &rhs.kind else { panic!("{rhs:?}") };
+    assert!(matches!(inner.kind, ExprKind::Intrinsic { which: Intrinsic::Math { f: MathFn::Rint, .. }, .. }));
+    for (src, want) in [
+        (
+            "template <int N> __global__ void k(int *a) { static_assert(N % 32 == 0, \"a warp\"); }\n\
+          __global__ void j(int *a) { k<16>(a); }",
+            "static_assert failed: a warp",
+        ),
+        (
+            "__global__ void k(int *a, int n) { static_assert(n > 0); }",
+            "needs a condition known before the kernel runs",
+        ),
+    ] {
+        let text = errors(src);
+        assert!(text.contains(want), "for `{src}` expected `{want}` in:\n{text}");
+    }
+}
+
+#[test]
+fn classification_and_sincos_check_and_sincos_wants_a_plain_angle() {
+    module(
+        "__global__ void k(float *a, double *d, int *o) { o[0] = isnan(a[0]) + isinf(d[0]) + isfinite(a[1] * 2) + signbit(-d[1]); \
+         float s, c; sincosf(a[2], &s, &c); sincos(d[2], &d[3], &d[4]); __sincosf(a[3], &a[4], &a[5]); a[6] = s + c; }",
+    );
+    module(
+        "__global__ void k(float *a) { volatile float *p = (volatile float *)0; float *q = (float *)NULL; a[0] = (p == 0) + (q == 0); }",
+    );
+    assert!(
+        errors("__global__ void k(float *a) { float *p = (float *)1; }").contains("cannot convert `int` to `float *`")
+    );
+    let text = errors("__global__ void k(float *a, int i) { float s, c; sincosf(a[i++], &s, &c); }");
+    assert!(text.contains("reads `sincosf`'s angle twice"), "{text}");
+    assert!(errors("__global__ void k(const float *a) { float s; sincosf(a[0], &s, &a[1]); }").contains("help:"));
+}
+
+#[test]
+fn pragma_operator_and_std_names_are_read_as_their_plain_forms() {
+    let m = module(
+        "#define UNROLL _Pragma(\"unroll\")\n__global__ void k(float *a, std::size_t n) { float s = 0; \
+         _Pragma(\"unroll 4\") for (int i = 0; i < 4; i++) s += std::sqrt(a[i]); UNROLL for (int i = 0; i < 2; i++) s += std::min(a[i], 1.0f); a[0] = s; }",
+    );
+    assert_eq!(kernel(&m, "k").params[1].ty, Type::Scalar(Scalar::U64));
+}
+
+#[test]
 fn unsupported_constructs_say_what_they_are() {
     let cases = [
         ("template <typename T> union Box { T v; };", "this kind of template runs on the GPU backend only"),
@@ -476,6 +594,12 @@ fn unsupported_constructs_say_what_they_are() {
         ("__global__ void k(int *a) { switch (a[0]) { case a[1]: break; } }", "must be a constant integer"),
         ("__global__ void k(int *a) { switch (a[0]) { case 0: continue; } }", "`continue` outside of a loop"),
         ("__global__ void k(int *a) { goto end; }", "goto is not supported"),
+        (
+            "__global__ void k(unsigned *a) { unsigned r; asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(r)); a[0] = r; }",
+            "inline PTX (`asm`) is not supported by the simulator",
+        ),
+        ("__global__ void k(int *a) { enum E { A }; }", "enums are not supported by the simulator here"),
+        ("__global__ void k(float *a) { auto f = [=](float x) { return x; }; }", "lambdas are not supported"),
         ("__global__ void k(float *a) { half2 v; }", "`half2` runs on the GPU backend only"),
         ("__global__ void k(float *a) { dim3 b; }", "`dim3` variables are not supported"),
         ("__global__ int k(float *a) { return 1; }", "kernels must return void"),

@@ -213,6 +213,7 @@ macro_rules! math_fn {
                 MathFn::Floor => x.floor(),
                 MathFn::Ceil => x.ceil(),
                 MathFn::Round => x.round(),
+                MathFn::Rint => x.round_ties_even(),
                 MathFn::Trunc => x.trunc(),
                 MathFn::Fma => x.mul_add(y, z),
                 MathFn::Hypot => x.hypot(y),

@@ -247,6 +247,7 @@ fn kind_of(op: &Op) -> Kind {
             | MathFn::Floor
             | MathFn::Ceil
             | MathFn::Round
+            | MathFn::Rint
             | MathFn::Trunc
             | MathFn::Copysign
             | MathFn::Fma => scalar_kind(*ty),

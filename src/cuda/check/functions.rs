@@ -902,6 +902,8 @@ impl<'m> Fx<'m> {
                     (Type::Ptr { .. }, Type::Scalar(Scalar::Bool)) => {
                         Ok(Expr { span, ty: to, kind: ExprKind::Cast(Box::new(v)) })
                     }
+                    // `(float *)0`: the null pointer, as C spells it without `NULL`.
+                    (Type::Scalar(_), Type::Ptr { .. }) if is_null_constant(&v) => Ok(Expr { span, ..cast(v, &to) }),
                     (Type::Struct(def), _) => {
                         Err(err(span, format!("cannot convert `{}` to `{}`", def.name, to.c_name())).help(format!(
                             "`{}` has no conversion operator to `{}`: use one of its members, or give it one, `__device__ operator {}() {{ ... }}`",
@@ -1688,6 +1690,212 @@ impl<'m> Fx<'m> {
                 let which = if name == "min" { Intrinsic::Min { ty } } else { Intrinsic::Max { ty } };
                 intr(which, v, Type::Scalar(ty))
             }
+            // The integer min/max of CUDA's math API, each in its one type (cuda-samples'
+            // mergeSort: `umin(pos + stride, L)`).
+            "umin" | "umax" | "llmin" | "llmax" | "ullmin" | "ullmax" => {
+                self.arity(name, args, 2, 2, span, &format!("{name}(a, b)"))?;
+                let ty = match &name[..name.len() - 3] {
+                    "u" => Scalar::U32,
+                    "ll" => Scalar::I64,
+                    _ => Scalar::U64,
+                };
+                let a = self.number_arg(&args[0], ty, name)?;
+                let b = self.number_arg(&args[1], ty, name)?;
+                let which = if name.ends_with("min") { Intrinsic::Min { ty } } else { Intrinsic::Max { ty } };
+                intr(which, vec![a, b], Type::Scalar(ty))
+            }
+            // Clamped to [0, 1] (a NaN gives 0, as fmaxf(NaN, 0) does).
+            "__saturatef" => {
+                self.arity(name, args, 1, 1, span, "__saturatef(x)")?;
+                let ty = Scalar::F32;
+                let v = self.number_arg(&args[0], ty, name)?;
+                let c = |f: f64| Expr { kind: ExprKind::FloatConst(f), ty: Type::Scalar(ty), span };
+                let low = Expr {
+                    kind: ExprKind::Intrinsic { which: Intrinsic::Max { ty }, args: vec![v, c(0.0)] },
+                    ty: Type::Scalar(ty),
+                    span,
+                };
+                intr(Intrinsic::Min { ty }, vec![low, c(1.0)], Type::Scalar(ty))
+            }
+            // Arithmetic rounded to nearest, which is what `+ - * /` do anyway (the `_rn`
+            // spellings stop the compiler from contracting them into an fma).
+            "__fadd_rn" | "__fsub_rn" | "__fmul_rn" | "__fdiv_rn" | "__dadd_rn" | "__dsub_rn" | "__dmul_rn"
+            | "__ddiv_rn" => {
+                self.arity(name, args, 2, 2, span, &format!("{name}(a, b)"))?;
+                let ty = if name.starts_with("__f") { Scalar::F32 } else { Scalar::F64 };
+                let op = match &name[3..6] {
+                    "add" => BinaryOp::Add,
+                    "sub" => BinaryOp::Sub,
+                    "mul" => BinaryOp::Mul,
+                    _ => BinaryOp::Div,
+                };
+                let l = self.number_arg(&args[0], ty, name)?;
+                let r = self.number_arg(&args[1], ty, name)?;
+                Ok(Some(Expr {
+                    kind: ExprKind::Binary { op, lhs: Box::new(l), rhs: Box::new(r) },
+                    ty: Type::Scalar(ty),
+                    span,
+                }))
+            }
+            "__frcp_rn" | "__drcp_rn" => {
+                self.arity(name, args, 1, 1, span, &format!("{name}(x)"))?;
+                let ty = if name == "__frcp_rn" { Scalar::F32 } else { Scalar::F64 };
+                let x = self.number_arg(&args[0], ty, name)?;
+                let one = Expr { kind: ExprKind::FloatConst(1.0), ty: Type::Scalar(ty), span };
+                Ok(Some(Expr {
+                    kind: ExprKind::Binary { op: BinaryOp::Div, lhs: Box::new(one), rhs: Box::new(x) },
+                    ty: Type::Scalar(ty),
+                    span,
+                }))
+            }
+            // Conversions whose rounding is C's own: int to float rounds to nearest, float to
+            // int truncates (`_rz`, toward zero).
+            "__int2float_rn" | "__uint2float_rn" | "__ll2float_rn" | "__int2double_rn" | "__uint2double_rn"
+            | "__double2float_rn" | "__float2int_rz" | "__float2uint_rz" | "__float2ll_rz" | "__double2int_rz"
+            | "__double2ll_rz" => {
+                self.arity(name, args, 1, 1, span, &format!("{name}(x)"))?;
+                let scalar = |w: &str| match w {
+                    "int" => Scalar::I32,
+                    "uint" => Scalar::U32,
+                    "ll" => Scalar::I64,
+                    "float" => Scalar::F32,
+                    _ => Scalar::F64,
+                };
+                let body = &name[2..name.len() - 3];
+                let (from, to) = body.split_once('2').unwrap_or((body, body));
+                let v = self.number_arg(&args[0], scalar(from), name)?;
+                Ok(Some(scalar_cast(v, scalar(to))))
+            }
+            // Float to integer with the rounding the name says: `_rn` to nearest (halves to
+            // even, as `lrintf`), `_rd` down, `_ru` up; `lroundf` halves away from zero.
+            "__float2int_rn" | "__float2int_rd" | "__float2int_ru" | "__float2uint_rn" | "__float2uint_rd"
+            | "__float2uint_ru" | "__float2ll_rn" | "__float2ll_rd" | "__float2ll_ru" | "__double2int_rn"
+            | "__double2int_rd" | "__double2int_ru" | "__double2ll_rn" | "lrintf" | "llrintf" | "lrint" | "llrint"
+            | "lroundf" | "llroundf" => {
+                self.arity(name, args, 1, 1, span, &format!("{name}(x)"))?;
+                let (from, to, f) = match name {
+                    "lrintf" | "llrintf" => (Scalar::F32, Scalar::I64, MathFn::Rint),
+                    "lrint" | "llrint" => (Scalar::F64, Scalar::I64, MathFn::Rint),
+                    "lroundf" | "llroundf" => (Scalar::F32, Scalar::I64, MathFn::Round),
+                    _ => {
+                        let from = if name.starts_with("__float") { Scalar::F32 } else { Scalar::F64 };
+                        let to = match name.split_once('2').map(|(_, rest)| &rest[..rest.len() - 3]) {
+                            Some("uint") => Scalar::U32,
+                            Some("ll") => Scalar::I64,
+                            _ => Scalar::I32,
+                        };
+                        let f = match &name[name.len() - 2..] {
+                            "rd" => MathFn::Floor,
+                            "ru" => MathFn::Ceil,
+                            _ => MathFn::Rint,
+                        };
+                        (from, to, f)
+                    }
+                };
+                let v = self.number_arg(&args[0], from, name)?;
+                let rounded = Expr {
+                    kind: ExprKind::Intrinsic { which: Intrinsic::Math { f, ty: from, fast: false }, args: vec![v] },
+                    ty: Type::Scalar(from),
+                    span,
+                };
+                Ok(Some(scalar_cast(rounded, to)))
+            }
+            // Classification by the bits of the value (read once): exponent all ones with a
+            // non-zero fraction is a NaN, with a zero one an infinity; the top bit is the sign.
+            "isnan" | "isinf" | "isfinite" | "signbit" => {
+                self.arity(name, args, 1, 1, span, &format!("{name}(x)"))?;
+                let v = self.value_expr(&args[0])?;
+                let float = match self.arith(&v, name)? {
+                    Scalar::F32 => Scalar::F32,
+                    _ => Scalar::F64,
+                };
+                let (bits, magnitude, inf) = if float == Scalar::F32 {
+                    (Scalar::I32, 0x7fff_ffff_u64, 0x7f80_0000_u64)
+                } else {
+                    (Scalar::I64, 0x7fff_ffff_ffff_ffff, 0x7ff0_0000_0000_0000)
+                };
+                let raw = Expr {
+                    kind: ExprKind::Unary { op: UnaryOp::Bits(bits), operand: Box::new(scalar_cast(v, float)) },
+                    ty: Type::Scalar(bits),
+                    span,
+                };
+                if name == "signbit" {
+                    return self.binary(BinaryOp::Lt, raw, int_const(0, bits, span), span).map(Some);
+                }
+                let abs = self.binary(BinaryOp::BitAnd, raw, int_const(magnitude, bits, span), span)?;
+                let op = match name {
+                    "isnan" => BinaryOp::Gt,
+                    "isinf" => BinaryOp::Eq,
+                    _ => BinaryOp::Lt,
+                };
+                self.binary(op, abs, int_const(inf, bits, span), span).map(Some)
+            }
+            // `sincosf(x, &s, &c)`: `*s = sinf(x)` and `*c = cosf(x)`. `x` is read for each, so
+            // it must be free of side effects (it nearly always is a variable or an element).
+            "sincosf" | "sincos" | "__sincosf" => {
+                self.arity(name, args, 3, 3, span, &format!("{name}(x, &s, &c)"))?;
+                if has_effects(&args[0]) {
+                    return Err(err(args[0].span, format!("the simulator reads `{name}`'s angle twice"))
+                        .label("this changes something when it is read")
+                        .help("compute the angle into a variable first, then pass the variable"));
+                }
+                let (sin, cos) = match name {
+                    "sincosf" => ("sinf", "cosf"),
+                    "sincos" => ("sin", "cos"),
+                    _ => ("__sinf", "__cosf"),
+                };
+                let store = |f: &str, out: &syntax::Expr| syntax::Expr {
+                    kind: syntax::ExprKind::Assign(
+                        None,
+                        Box::new(syntax::Expr {
+                            kind: syntax::ExprKind::Unary(UnOp::Deref, Box::new(out.clone())),
+                            span: out.span,
+                        }),
+                        Box::new(syntax::Expr {
+                            kind: syntax::ExprKind::Call { name: f.into(), name_span, args: vec![args[0].clone()] },
+                            span,
+                        }),
+                    ),
+                    span,
+                };
+                let both = syntax::Expr {
+                    kind: syntax::ExprKind::Comma(Box::new(store(sin, &args[1])), Box::new(store(cos, &args[2]))),
+                    span,
+                };
+                self.value_expr(&both).map(Some)
+            }
+            // The high 32 bits of the 64-bit product.
+            "__umulhi" | "__mulhi" => {
+                self.arity(name, args, 2, 2, span, &format!("{name}(a, b)"))?;
+                let (narrow, wide) =
+                    if name == "__umulhi" { (Scalar::U32, Scalar::U64) } else { (Scalar::I32, Scalar::I64) };
+                let a = scalar_cast(self.number_arg(&args[0], narrow, name)?, wide);
+                let b = scalar_cast(self.number_arg(&args[1], narrow, name)?, wide);
+                let product = self.binary(BinaryOp::Mul, a, b, span)?;
+                let high = self.binary(BinaryOp::Shr, product, int_const(32, Scalar::I32, span), span)?;
+                Ok(Some(scalar_cast(high, narrow)))
+            }
+            // A compile-time check (in a template, of its arguments): true passes and does
+            // nothing, false is the program's error.
+            "static_assert" => {
+                self.arity(name, args, 1, 2, span, "static_assert(BLOCK % 32 == 0, \"a multiple of the warp\")")?;
+                let c = self.cond_expr(&args[0])?;
+                match const_eval(&c) {
+                    Some(Num::I(0)) => {
+                        let said = match args.get(1).map(|a| &a.kind) {
+                            Some(syntax::ExprKind::Str(m)) => format!(": {m}"),
+                            _ => String::new(),
+                        };
+                        Err(err(args[0].span, format!("static_assert failed{said}"))
+                            .label("this is false")
+                            .help("the condition must hold for the values this code is compiled with"))
+                    }
+                    Some(_) => Ok(Some(int_const(0, Scalar::I32, span))),
+                    None => Err(err(args[0].span, "static_assert needs a condition known before the kernel runs")
+                        .label("not a constant")
+                        .help("test template arguments, `#define`d numbers and `const` values")),
+                }
+            }
             "abs" | "labs" | "llabs" => {
                 self.arity(name, args, 1, 1, span, &format!("{name}(x)"))?;
                 let v = self.value_expr(&args[0])?;
@@ -1867,4 +2075,16 @@ pub(super) fn lens_after(fx: &mut Fx, dims: &[Option<syntax::Expr>]) -> CResult<
         }
     }
     Ok(n)
+}
+
+/// Whether evaluating `e` could change something: an assignment, `++`/`--`, or a call.
+fn has_effects(e: &syntax::Expr) -> bool {
+    use syntax::ExprKind as K;
+    match &e.kind {
+        K::Assign(..) | K::IncDec { .. } | K::Call { .. } | K::MethodCall { .. } | K::Construct { .. } => true,
+        K::Member(b, ..) | K::Unary(_, b) | K::Cast(_, b) => has_effects(b),
+        K::Binary(_, l, r) | K::Index(l, r) | K::Comma(l, r) => has_effects(l) || has_effects(r),
+        K::Cond(c, a, b) => has_effects(c) || has_effects(a) || has_effects(b),
+        _ => false,
+    }
 }
