@@ -510,10 +510,19 @@ fn a_demo_teaches_an_exercise_by_its_starter_and_a_solution_then_pauses_at_the_l
     t.wait_for("  2. Your turn");
     t.wait_for("`:next` opens lesson 2 (Guard the tail), Ctrl-D leaves.");
     t.wait_for_last_line("sim lesson 1.2>");
+    // The summary is on screen: more Enters leave it as it is, with no copy of its last line.
+    t.keys("\r");
+    t.keys("\r");
+    std::thread::sleep(Duration::from_millis(300));
+    t.pump();
+    assert_eq!(t.text().matches("End of the lesson:").count(), 0, "{}", t.text());
+    // Once something else has run, an Enter says where the demo is, once.
+    t.keys(":kernels\r");
+    t.wait_for("twice(float *a, int n)");
+    t.wait_for_last_line("sim lesson 1.2>");
     t.keys("\r");
     t.wait_for("End of the lesson: `:next` opens lesson 2");
     t.wait_for_last_line("sim lesson 1.2>");
-    // Said once: more Enters leave the screen as it is.
     t.keys("\r");
     t.keys("\r");
     std::thread::sleep(Duration::from_millis(300));
