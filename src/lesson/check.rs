@@ -437,12 +437,20 @@ fn unreached(session: &Session) -> Option<String> {
         let rest_untouched = (reached..len as usize).all(same);
         (wrote_some && rest_untouched).then(|| {
             use crate::diag::text::thousands;
+            // One thread has no other threads to share with: it must loop over every element.
+            let (threads_said, fix) = if threads == 1 {
+                ("1 thread".to_string(), "that one thread must loop over all of them")
+            } else {
+                (format!("{} threads", thousands(threads)), "add a grid-stride loop, or launch more blocks")
+            };
+            let unwritten = if reached + 1 == len as usize {
+                format!("element {} was", thousands(threads))
+            } else {
+                format!("elements {} to {} were", thousands(threads), thousands(len - 1))
+            };
             format!(
-                "the launch had {} threads for {} elements of `{name}`, and elements {} to {} were never written: add a grid-stride loop, or launch more blocks",
-                thousands(threads),
+                "the launch had {threads_said} for {} elements of `{name}`, and {unwritten} never written: {fix}",
                 thousands(len),
-                thousands(threads),
-                thousands(len - 1)
             )
         })
     })

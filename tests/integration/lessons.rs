@@ -596,6 +596,26 @@ fn a_failed_check_on_a_matrix_names_the_columns_never_written_and_why() {
     assert!(flat.contains("redefined kernel scale2d(float *m, int rows, int cols, float s)"), "{}", run.stdout);
 }
 
+/// One thread that writes only its first element is told to loop, not to add a grid-stride
+/// loop or blocks (lesson 1 launches one thread on purpose).
+#[test]
+fn a_failed_check_with_one_thread_says_that_thread_must_loop() {
+    let data = tempfile::tempdir().unwrap();
+    let course = root().join("lessons").display().to_string();
+    let starter = "__global__ void double_all(float *a, int n) {\n    a[0] = a[0] * 2.0f;\n}\n";
+    let run = gridlab()
+        .env("XDG_DATA_HOME", &data.path().display().to_string())
+        .args(["--course", &course, "--backend", "sim", "--lang", "cuda", "learn", "1"])
+        .stdin(&format!(":next\n:next\n:next\n{starter}:check\n"))
+        .run();
+    let flat = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("the launch had 1 thread for 5 elements of `a`, and elements 1 to 4 were never written: that one thread must loop over all of them"),
+        "{}",
+        run.stdout
+    );
+}
+
 /// A reduction that pads the missing elements with a value that wins (0 for a max of negative
 /// numbers): the check says the wrong value is the kernel's own constant, on which line, and
 /// what a stand-in must be, in the kernel's language.
