@@ -546,8 +546,11 @@ fn race_advice(
                     step.text.split(" += ").nth(1).unwrap_or("")
                 );
             }
+            // An index of constants alone (`count[0]`) is one element shared by design, not an
+            // index that forgot the block.
             let blockless = first.thread.block != second.thread.block
                 && first.thread.thread == second.thread.thread
+                && !names.is_empty()
                 && advice::kernel_ignores_block(&text, pos) == Some(true);
             if blockless {
                 return format!(
