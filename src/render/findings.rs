@@ -609,7 +609,18 @@ fn race_advice(
                     second.thread.describe()
                 );
             }
-            if elements == 1 {
+            if elements == 1
+                && first.thread.block != second.thread.block
+                && first.thread.thread == second.thread.thread
+                && advice::one_thread_a_block(&text, pos)
+            {
+                // One thread a block (`if (tid == 0) total[0] += s[0];`): the blocks' partial
+                // results meet in one element.
+                let base = el.split('[').next().unwrap_or(name);
+                format!(
+                    "one thread of each block updates the one element {el}: make the update atomic, `atomicAdd(&{el}, ...)`, or write one result per block (`{base}[blockIdx.x]`) and add those up afterwards"
+                )
+            } else if elements == 1 {
                 format!(
                     "many threads update the one element {el}: make the update atomic, `atomicAdd(&{el}, ...)`, or let only one thread write it"
                 )
