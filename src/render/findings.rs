@@ -301,6 +301,16 @@ fn code_at(sources: &SourceMap, site: &Site) -> Option<(String, usize, String)> 
     Some((text.clone(), span.lo as usize, access.to_string()))
 }
 
+/// The index of the access at `site` as the learner wrote it, when the code the simulator ran
+/// was generated from theirs (a Python kernel lowered to CUDA C); `None` for their own C.
+fn learner_index(sources: &SourceMap, site: &Site) -> Option<String> {
+    sources.get(site.span.source)?.origin.as_ref()?;
+    let own = sources.resolve(site.span);
+    let text = sources.get(own.source)?.text.get(own.lo as usize..own.hi as usize)?;
+    let index = advice::index_text(text).trim();
+    (!index.is_empty() && text.contains('[')).then(|| index.to_string())
+}
+
 /// Out of bounds through a pointer into the buffer (`p = a + 4`): the kernel's own index is the
 /// buffer's less the offset, and the elements it may reach run from the pointer to the end.
 fn view_out_of_bounds_advice(
@@ -603,6 +613,9 @@ fn race_advice(
                 } else {
                     "both used"
                 };
+                // In CUDA C lowered from Python the index reads `row * m_cols + col`: quote the
+                // learner's own (`row, col`).
+                let index = learner_index(sources, second).unwrap_or_else(|| index.to_string());
                 return format!(
                     "{} and {} {verb} {el}: each thread should own its element, but the index `{index}`{from} gives two threads the same one; fix the index (not with atomics){fix}",
                     first.thread.describe(),
