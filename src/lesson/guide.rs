@@ -596,7 +596,8 @@ impl Guide {
             self.queue.push_back(Offer::introduced(starter, "The starter, the wrong version a learner begins with:"));
             self.queue.push_back(Offer::introduced(":check".into(), "Its check says why it is wrong:"));
         }
-        self.queue.push_back(Offer::introduced(ex.solution.text.trim_end().to_string(), "A solution:"));
+        let solution = super::mutants::without_markers(&ex.solution.text);
+        self.queue.push_back(Offer::introduced(solution.trim_end().to_string(), "A solution:"));
         self.queue.push_back(Offer::introduced(":check".into(), "And its check:"));
     }
 
@@ -745,8 +746,9 @@ impl Guide {
         writeln!(out, "{}", style.bold("A solution (it is in your editor: Enter defines it, then :check):"))?;
         let fence =
             if self.lang == Lang::Python && ex.solution.text.trim_start().starts_with('@') { "python" } else { "cuda" };
-        write_markdown(out, &format!("```{fence}\n{}```", ex.solution.text), style)?;
-        self.offered = Some((ex.solution.text.trim_end().to_string(), false));
+        let solution = super::mutants::without_markers(&ex.solution.text);
+        write_markdown(out, &format!("```{fence}\n{solution}```"), style)?;
+        self.offered = Some((solution.trim_end().to_string(), false));
         self.suggestion = self.offered.as_ref().map(|(text, _)| text.clone());
         Ok(Status::Ok)
     }

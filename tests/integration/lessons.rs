@@ -596,6 +596,22 @@ fn a_failed_check_on_a_matrix_names_the_columns_never_written_and_why() {
     assert!(flat.contains("redefined kernel scale2d(float *m, int rows, int cols, float s)"), "{}", run.stdout);
 }
 
+/// A solution shown to a learner leaves out the author's notes to `dev check --mutants`.
+#[test]
+fn a_shown_solution_has_no_mutant_markers() {
+    let data = tempfile::tempdir().unwrap();
+    let course = root().join("lessons").display().to_string();
+    let marked = std::fs::read_to_string(root().join("lessons/08-shared-memory.md")).unwrap();
+    assert!(marked.contains("gridlab: equivalent"), "lesson 8's solution is marked");
+    let run = gridlab()
+        .env("XDG_DATA_HOME", &data.path().display().to_string())
+        .args(["--course", &course, "--backend", "sim", "--lang", "cuda", "learn", "8"])
+        .stdin(":next\n:next\n:next\n:next\n:solution\n:solution\n")
+        .run();
+    assert!(run.stdout.contains("if (tid == 0) out[blockIdx.x] = s[0];\n"), "{}", run.stdout);
+    assert!(!run.stdout.contains("gridlab: equivalent"), "{}", run.stdout);
+}
+
 /// One thread that writes only its first element is told to loop, not to add a grid-stride
 /// loop or blocks (lesson 1 launches one thread on purpose).
 #[test]
