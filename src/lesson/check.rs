@@ -378,7 +378,15 @@ fn one_run(
             Status::ExpectFailed => {
                 let kind = if p.on_cost { FailureKind::Cost } else { FailureKind::Values };
                 let output = String::from_utf8_lossy(&out);
-                let gap = (!p.on_cost).then(|| unreached(session).or_else(|| own_constant(session, &output))).flatten();
+                let gap = if p.on_cost {
+                    // Where the cost goes, as `:profile` would mark it.
+                    session
+                        .last()
+                        .and_then(|l| l.report.cost.as_ref())
+                        .and_then(|c| crate::render::profile::costliest_line(c, session.sources()))
+                } else {
+                    unreached(session).or_else(|| own_constant(session, &output))
+                };
                 let why = match &gap {
                     Some(gap) => format!("this expect did not hold: {gap}"),
                     None => "this expect did not hold".into(),

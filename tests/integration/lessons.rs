@@ -596,6 +596,30 @@ fn a_failed_check_on_a_matrix_names_the_columns_never_written_and_why() {
     assert!(flat.contains("redefined kernel scale2d(float *m, int rows, int cols, float s)"), "{}", run.stdout);
 }
 
+/// A check that fails on a cost field says where the cost goes: the costliest line and what to
+/// do, as `:profile` marks it.
+#[test]
+fn a_failed_cost_check_names_the_costliest_line() {
+    let data = tempfile::tempdir().unwrap();
+    let course = root().join("lessons").display().to_string();
+    let strided = "__global__ void brighten(float *img, int rows, int cols, float gain) {\n\
+                   int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+                   int r = i % rows;\n\
+                   int c = i / rows;\n\
+                   if (i < rows * cols) img[r * cols + c] *= gain;\n}\n";
+    let run = gridlab()
+        .env("XDG_DATA_HOME", &data.path().display().to_string())
+        .args(["--course", &course, "--backend", "sim", "--lang", "cuda", "learn", "11"])
+        .stdin(&format!(":next\n:next\n:next\n{strided}:check\n"))
+        .run();
+    let flat = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("this expect did not hold: line 5 (`if (i < rows * cols) img[r * cols + c] *= gain;`): the lanes of a warp touch 32.0 sectors per request instead of 4.0"),
+        "{}",
+        run.stdout
+    );
+}
+
 /// A solution shown to a learner leaves out the author's notes to `dev check --mutants`.
 #[test]
 fn a_shown_solution_has_no_mutant_markers() {
