@@ -84,6 +84,9 @@ pub struct Meta {
 #[derive(Clone, Debug)]
 pub struct Step {
     pub title: String,
+    /// The code the heading quotes (`` ## `atomicAdd`: nothing lost ``), written plain in
+    /// `title`: a Python learner reads it in Numba's words.
+    pub code_in_title: Vec<String>,
     /// The line of the heading.
     pub line: u32,
     pub parts: Vec<Part>,

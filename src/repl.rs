@@ -7,6 +7,7 @@
 //! leave. Otherwise input is read line by line: piped input runs like a script (echoed, with its
 //! own line numbers, exit code 1 when something failed) and stops at `exit`.
 
+pub mod arrows;
 pub mod completer;
 pub mod highlighter;
 pub mod prefill;
@@ -226,6 +227,7 @@ fn editor(
     );
     keys.add_binding(KeyModifiers::SHIFT, KeyCode::BackTab, ReedlineEvent::MenuPrevious);
     let menu = ColumnarMenu::default().with_name("completion");
+    let caret = arrows::Caret::default();
     let color = style.color;
     let editor = Reedline::create().with_history(history).with_break_signal(stop.clone());
     // A hint is told from typed text only by its colour: without colour, no hints; nor on a
@@ -238,12 +240,20 @@ fn editor(
     };
     editor
         .with_validator(Box::new(validator::InputValidator { prefill: prefill.clone() }))
-        .with_highlighter(Box::new(highlighter::InputHighlighter::new(names.clone(), style.clone())))
+        .with_highlighter(Box::new(arrows::CaretHighlighter::new(
+            highlighter::InputHighlighter::new(names.clone(), style.clone()),
+            caret.clone(),
+        )))
         .with_completer(Box::new(completer::InputCompleter::new(names.clone())))
         .with_quick_completions(true)
         .with_partial_completions(true)
         .with_menu(ReedlineMenu::EngineCompleter(Box::new(menu)))
-        .with_edit_mode(Box::new(prefill::PrefillEditMode::new(Emacs::new(keys), prefill.clone())))
+        // The pre-fill sees every key first: an arrow key touches it, so typing after a recall
+        // edits the recalled input rather than replacing it.
+        .with_edit_mode(Box::new(prefill::PrefillEditMode::new(
+            arrows::LineArrows::new(Emacs::new(keys), caret),
+            prefill.clone(),
+        )))
         .with_ansi_colors(color)
 }
 

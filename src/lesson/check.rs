@@ -377,7 +377,16 @@ fn one_run(
             Status::Ok => {}
             Status::ExpectFailed => {
                 let kind = if p.on_cost { FailureKind::Cost } else { FailureKind::Values };
-                let gap = (!p.on_cost).then(|| unreached(session)).flatten();
+                let output = String::from_utf8_lossy(&out);
+                let gap = if p.on_cost {
+                    // Where the cost goes, as `:profile` would mark it.
+                    session
+                        .last()
+                        .and_then(|l| l.report.cost.as_ref())
+                        .and_then(|c| crate::render::profile::costliest_line(c, session.sources()))
+                } else {
+                    unreached(session).or_else(|| own_constant(session, &output))
+                };
                 let why = match &gap {
                     Some(gap) => format!("this expect did not hold: {gap}"),
                     None => "this expect did not hold".into(),
@@ -436,15 +445,140 @@ fn unreached(session: &Session) -> Option<String> {
         let rest_untouched = (reached..len as usize).all(same);
         (wrote_some && rest_untouched).then(|| {
             use crate::diag::text::thousands;
+            // One thread has no other threads to share with: it must loop over every element.
+            let (threads_said, fix) = if threads == 1 {
+                ("1 thread".to_string(), "that one thread must loop over all of them")
+            } else {
+                (format!("{} threads", thousands(threads)), "add a grid-stride loop, or launch more blocks")
+            };
+            let unwritten = if reached + 1 == len as usize {
+                format!("element {} was", thousands(threads))
+            } else {
+                format!("elements {} to {} were", thousands(threads), thousands(len - 1))
+            };
             format!(
-                "the launch had {} threads for {} elements of `{name}`, and elements {} to {} were never written: add a grid-stride loop, or launch more blocks",
-                thousands(threads),
+                "the launch had {threads_said} for {} elements of `{name}`, and {unwritten} never written: {fix}",
                 thousands(len),
-                thousands(threads),
-                thousands(len - 1)
             )
         })
     })
+}
+
+/// When the expect found wrong elements holding a value that none of the launch's inputs
+/// holds and that is one of the kernel's own constants (`: 0` filling in for missing elements
+/// of a max, `INFINITY` where `-INFINITY` was meant): where the value came from, with the line,
+/// and what a stand-in must be. `output` is what the failed expect printed: the value must be
+/// one it listed as wrong (`out[3] = 0 (expected -2000768)`), so a constant written into
+/// elements that are right is never blamed.
+fn own_constant(session: &Session, output: &str) -> Option<String> {
+    let last = session.last()?;
+    let kernel = session.module().kernel(&last.spec.kernel)?;
+    let sources = session.sources();
+    let file = sources.get(kernel.span.source)?;
+    let text = file.text.get(kernel.span.lo as usize..kernel.span.hi as usize)?;
+    let constants = constants_in(text);
+    if constants.is_empty() {
+        return None;
+    }
+    let key = |v: f64| if v == 0.0 { 0 } else { v.to_bits() };
+    let inputs: std::collections::HashSet<u64> =
+        last.before.iter().flat_map(|(_, b)| b.to_f64_vec()).map(key).collect();
+    last.before.iter().find_map(|(name, before)| {
+        let now = session.buffer(name)?;
+        let (was, is) = (before.to_f64_vec(), now.to_f64_vec());
+        let shown = |v: f64| {
+            let v = crate::value::format_num(crate::buffer::Num::Float(v), Some(now.dtype()));
+            output.contains(&format!("= {v} (expected"))
+        };
+        let (v, (off, len)) = was.iter().zip(&is).filter(|(w, i)| w.to_bits() != i.to_bits()).find_map(|(_, &v)| {
+            if inputs.contains(&key(v)) || !shown(v) {
+                return None;
+            }
+            constants.iter().find(|(c, _)| key(*c) == key(v)).map(|(_, at)| (v, *at))
+        })?;
+        let at = crate::diag::Span::new(kernel.span.source, kernel.span.lo as usize + off, kernel.span.lo as usize + off + len);
+        let line = sources.line_text(at).map(str::trim).unwrap_or_default();
+        let value = crate::value::format_num(crate::buffer::Num::Float(v), Some(now.dtype()));
+        // Generated text is CUDA C lowered from a Python kernel: the advice is in Python.
+        let python = file.origin.is_some();
+        let (max, min) = if python { ("-math.inf", "math.inf") } else { ("-INFINITY", "INFINITY") };
+        Some(format!(
+            "`{name}` got {value}, a value none of the launch's inputs holds: it is the kernel's own constant, at {} (`{line}`). If it stands in for missing elements, it must be one that cannot change the answer: 0 for a sum, 1 for a product, {max} for a max, {min} for a min",
+            sources.location(at)
+        ))
+    })
+}
+
+/// The numeric constants written in a kernel's text, with where each is (offset and length in
+/// `text`): C's `0`, `0.0f`, `1e-3`, `INFINITY`, Python's `0.0`, `math.inf`; with a sign in
+/// front when the `-` can only be a sign (`: -1`, `= -INFINITY`, not `n - 1`).
+fn constants_in(text: &str) -> Vec<(f64, (usize, usize))> {
+    let b = text.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'.';
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        // Skip comments and strings: a `0` in `printf("%d\n")` or `// 0 pads` is not a value.
+        if b[i..].starts_with(b"//") || b[i] == b'#' {
+            i = text[i..].find('\n').map_or(b.len(), |p| i + p);
+            continue;
+        }
+        if b[i] == b'"' || b[i] == b'\'' {
+            let q = b[i];
+            i += 1;
+            while i < b.len() && b[i] != q {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            i += 1;
+            continue;
+        }
+        let starts_word = i == 0 || !ident(b[i - 1]);
+        let word_end = |from: usize| (from..b.len()).find(|&j| !ident(b[j])).unwrap_or(b.len());
+        let (value, end) = if starts_word && b[i].is_ascii_digit() {
+            let end = word_end(i);
+            let mut lit = &text[i..end];
+            // `1e-3`: the exponent's sign is part of the number.
+            let end = if lit.ends_with(['e', 'E']) && matches!(b.get(end), Some(b'-' | b'+')) {
+                let e = word_end(end + 1);
+                lit = &text[i..e];
+                e
+            } else {
+                end
+            };
+            let digits = lit.trim_end_matches(['f', 'F', 'u', 'U', 'l', 'L']);
+            let v = if let Some(hex) = digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+                u64::from_str_radix(hex, 16).ok().map(|v| v as f64)
+            } else {
+                digits.parse::<f64>().ok()
+            };
+            (v, end)
+        } else if starts_word && (text[i..].starts_with("INFINITY") || text[i..].starts_with("math.inf")) {
+            let end = word_end(i);
+            let v = matches!(&text[i..end], "INFINITY" | "math.inf").then_some(f64::INFINITY);
+            (v, end)
+        } else {
+            i += 1;
+            continue;
+        };
+        if let Some(v) = value {
+            let before = text[..i].trim_end();
+            let signed = before.ends_with('-') && {
+                let ahead = before[..before.len() - 1].trim_end();
+                let word = ahead.rsplit(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap_or_default();
+                ahead.is_empty()
+                    || ahead.ends_with(['=', '(', ',', '?', ':', '[', '{', '<', '>', '*', '/'])
+                    || matches!(word, "return" | "else" | "if" | "and" | "or" | "not" | "in")
+            };
+            if signed {
+                let start = before.len() - 1;
+                found.push((-v, (start, end - start)));
+            } else {
+                found.push((v, (i, end - i)));
+            }
+        }
+        i = end.max(i + 1);
+    }
+    found
 }
 
 /// A matrix whose last columns (or rows) the launch never changed, while it changed some of
@@ -532,5 +666,35 @@ pub fn write(out: &mut dyn Write, outcome: &Outcome, style: &Style) -> io::Resul
             }
             writeln!(out, "  {}", style.warn(&crate::diag::wrap(&f.why, style.width, 2)))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::constants_in;
+
+    fn values(text: &str) -> Vec<f64> {
+        constants_in(text).into_iter().map(|(v, _)| v).collect()
+    }
+
+    #[test]
+    fn constants_are_read_with_their_sign_where_the_minus_is_one() {
+        assert_eq!(values("s[t] = i < n ? in[i] : 0.0f;"), [0.0]);
+        assert_eq!(values("float m = -INFINITY; x = n - 1;"), [f64::NEG_INFINITY, 1.0]);
+        assert_eq!(values("s[tid] = x[i] if i < n else -math.inf"), [f64::NEG_INFINITY]);
+        assert_eq!(values("y = 1e-3f * x + 0x10; return -2;"), [1e-3, 16.0, -2.0]);
+    }
+
+    #[test]
+    fn names_comments_and_strings_hold_no_constants() {
+        assert_eq!(values("float2 v = a1; // pads with 0\nprintf(\"%d 7\\n\", v0);"), Vec::<f64>::new());
+        assert_eq!(values("#define N 256\nx = y  # 0 here"), Vec::<f64>::new());
+    }
+
+    #[test]
+    fn a_constant_says_where_it_is() {
+        let text = "a = b ? c : -1;";
+        let (v, (at, len)) = constants_in(text)[0];
+        assert_eq!((v, &text[at..at + len]), (-1.0, "-1"));
     }
 }

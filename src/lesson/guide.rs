@@ -78,9 +78,10 @@ pub struct Guide {
     /// In a demo: the lesson's last step has been shown to its end and summed up; Enter
     /// stays here until the presenter asks for more (`:next`).
     at_end: bool,
-    /// In a demo at the end: an Enter already said where it is; later ones are silent, so a
-    /// projector's screen does not fill with the same line.
-    end_reminded: bool,
+    /// In a demo at the end: the last thing on screen already says where the demo is (the
+    /// summary, or one reminder), so an Enter stays silent and a projector's screen does not
+    /// fill with the same line. Any input run after it makes the next Enter remind again.
+    end_on_screen: bool,
     hints_shown: usize,
     /// What the last failed `:check` of this step said about the learner's mistake, not given
     /// by `:hint` yet: the next `:hint` gives it before the exercise's own hints, which cannot
@@ -131,7 +132,7 @@ impl Guide {
             question: None,
             pending_parts: VecDeque::new(),
             at_end: false,
-            end_reminded: false,
+            end_on_screen: false,
             hints_shown: 0,
             check_advice: None,
             progress,
@@ -300,6 +301,8 @@ impl Guide {
         out: &mut dyn Write,
         style: &Style,
     ) -> io::Result<()> {
+        // Whatever it printed, the demo's end is no longer the last thing on screen.
+        self.end_on_screen = false;
         if self.suggestion.is_some() {
             return Ok(());
         }
@@ -483,7 +486,7 @@ impl Guide {
         writeln!(out, "{}", style.bold(&format!("{head} {}", "─".repeat(fill))))?;
         self.queue.clear();
         self.at_end = false;
-        self.end_reminded = false;
+        self.end_on_screen = false;
         self.pending_parts = step.parts.iter().cloned().collect();
         if self.demo {
             writeln!(out, "{}", style.dim("(Enter on an empty line shows the next part)"))?;
@@ -593,7 +596,8 @@ impl Guide {
             self.queue.push_back(Offer::introduced(starter, "The starter, the wrong version a learner begins with:"));
             self.queue.push_back(Offer::introduced(":check".into(), "Its check says why it is wrong:"));
         }
-        self.queue.push_back(Offer::introduced(ex.solution.text.trim_end().to_string(), "A solution:"));
+        let solution = super::mutants::without_markers(&ex.solution.text);
+        self.queue.push_back(Offer::introduced(solution.trim_end().to_string(), "A solution:"));
         self.queue.push_back(Offer::introduced(":check".into(), "And its check:"));
     }
 
@@ -625,12 +629,13 @@ impl Guide {
             None => "That was the last lesson of the course; Ctrl-D leaves.".to_string(),
         };
         if self.at_end {
-            if std::mem::replace(&mut self.end_reminded, true) {
+            if std::mem::replace(&mut self.end_on_screen, true) {
                 return Ok(());
             }
             return writeln!(out, "{}", style.accent(&render::prose(&format!("End of the lesson: {next}"), style)));
         }
         self.at_end = true;
+        self.end_on_screen = true;
         writeln!(out)?;
         let head = render::prose(&format!("── End of lesson {}: {}", lesson.number, lesson.title()), style);
         let last = head.lines().last().map_or(0, |l| l.chars().count());
@@ -741,8 +746,9 @@ impl Guide {
         writeln!(out, "{}", style.bold("A solution (it is in your editor: Enter defines it, then :check):"))?;
         let fence =
             if self.lang == Lang::Python && ex.solution.text.trim_start().starts_with('@') { "python" } else { "cuda" };
-        write_markdown(out, &format!("```{fence}\n{}```", ex.solution.text), style)?;
-        self.offered = Some((ex.solution.text.trim_end().to_string(), false));
+        let solution = super::mutants::without_markers(&ex.solution.text);
+        write_markdown(out, &format!("```{fence}\n{solution}```"), style)?;
+        self.offered = Some((solution.trim_end().to_string(), false));
         self.suggestion = self.offered.as_ref().map(|(text, _)| text.clone());
         Ok(Status::Ok)
     }

@@ -25,7 +25,7 @@ fn inputs_of(part: &Part) -> Vec<String> {
             .unwrap_or_default(),
         Part::Exercise(ex) => {
             let mut v: Vec<String> = ex.starter.iter().map(|s| norm(&s.text)).collect();
-            v.push(norm(&ex.solution.text));
+            v.push(norm(&super::mutants::without_markers(&ex.solution.text)));
             v.push(":check".into());
             v
         }
@@ -104,7 +104,7 @@ pub fn document(lesson: &Lesson, upto: usize, transcript: &[Ran]) -> Document {
         if let Some((_, Part::Exercise(ex))) = parts.get(current) {
             let label = if ex.starter.as_ref().is_some_and(|s| s.text.trim() == text) {
                 Some("The starter, the wrong version:")
-            } else if ex.solution.text.trim() == text {
+            } else if super::mutants::without_markers(&ex.solution.text).trim() == text {
                 Some("A solution:")
             } else if is_cuda(text) {
                 Some("An attempt:")

@@ -71,6 +71,12 @@ impl Lesson {
 }
 
 fn project_step(step: &mut Step, lang: Lang) {
+    if lang == Lang::Python {
+        // A title's quoted code too: "atomicAdd: nothing lost" reads "cuda.atomic.add: ...".
+        for code in std::mem::take(&mut step.code_in_title) {
+            step.title = step.title.replacen(&code, &words::code(&code), 1);
+        }
+    }
     let parts = std::mem::take(&mut step.parts);
     let mut pending_c: Option<super::Code> = None;
     for part in parts {
@@ -286,6 +292,23 @@ mod tests {
             "output is what gridlab printed"
         );
         assert_eq!(prose_in(md, Lang::Cuda).matches("threadIdx.x`").count(), 2, "CUDA C reads it as written");
+    }
+
+    #[test]
+    fn step_titles_quote_code_in_the_learners_language() {
+        let step = || Step {
+            title: "atomicAdd: nothing lost; if (i < n) and :race".into(),
+            code_in_title: vec!["atomicAdd".into(), "if (i < n)".into(), ":race".into()],
+            line: 1,
+            parts: vec![],
+            outputs: vec![],
+        };
+        let mut py = step();
+        project_step(&mut py, Lang::Python);
+        assert_eq!(py.title, "cuda.atomic.add: nothing lost; if i < n: and :race");
+        let mut c = step();
+        project_step(&mut c, Lang::Cuda);
+        assert_eq!(c.title, "atomicAdd: nothing lost; if (i < n) and :race");
     }
 
     #[test]

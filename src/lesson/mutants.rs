@@ -179,6 +179,25 @@ pub fn markers(solution: &str) -> (BTreeSet<(u32, Op)>, Vec<Unknown>) {
     (marked, unknown)
 }
 
+/// A solution as a learner sees it: without the author's `// gridlab: equivalent ...` markers,
+/// which speak to `dev check --mutants`, not to someone reading the code.
+pub fn without_markers(solution: &str) -> String {
+    let mut out = String::with_capacity(solution.len());
+    for line in solution.split_inclusive('\n') {
+        let (body, end) = match line.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (line, ""),
+        };
+        let kept = body
+            .split_once("// gridlab: equivalent")
+            .or_else(|| body.split_once("# gridlab: equivalent"))
+            .map_or(body, |(code, _)| code.trim_end());
+        out.push_str(kept);
+        out.push_str(end);
+    }
+    out
+}
+
 /// A name in an equivalence marker that is no kind of mutant: its line, and the name.
 pub type Unknown = (u32, String);
 
@@ -1137,6 +1156,10 @@ mod tests {
         let ms = generate(src, &c, &[]);
         assert!(ms.iter().filter(|m| m.line == 2 && m.op == Op::Strictness).all(|m| m.equivalent));
         assert!(ms.iter().filter(|m| m.op != Op::Strictness || m.line != 2).all(|m| !m.equivalent));
+        assert_eq!(
+            without_markers("a; // gridlab: equivalent strictness\n  b   # gridlab: equivalent off-by-one\nc;"),
+            "a;\n  b\nc;"
+        );
         let (_, unknown) = markers("x; // gridlab: equivalent strictnes\n");
         assert_eq!(unknown, vec![(1, "strictnes".to_string())]);
     }

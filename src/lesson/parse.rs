@@ -201,10 +201,15 @@ impl Builder<'_> {
                 }
                 Event::Start(Tag::Heading { level: HeadingLevel::H2, .. }) if depth == 0 => {
                     let mut title = String::new();
+                    let mut code_in_title = Vec::new();
                     for (e, _) in events.by_ref() {
                         match e {
                             Event::End(TagEnd::Heading(_)) => break,
-                            Event::Text(t) | Event::Code(t) => title.push_str(&t),
+                            Event::Text(t) => title.push_str(&t),
+                            Event::Code(t) => {
+                                title.push_str(&t);
+                                code_in_title.push(t.to_string());
+                            }
                             _ => {}
                         }
                     }
@@ -216,6 +221,7 @@ impl Builder<'_> {
                     }
                     self.steps.push(Step {
                         title: title.trim().to_string(),
+                        code_in_title,
                         line,
                         parts: Vec::new(),
                         outputs: Vec::new(),

@@ -60,6 +60,29 @@ fn function_around(code: &[u8], pos: usize) -> Range<usize> {
     start..end
 }
 
+/// Whether the access at `pos` is made by one thread of each block: the nearest `if` before it,
+/// on its line or the line above, tests a thread index against 0 (`if (threadIdx.x == 0)`,
+/// `if (tid == 0)` with `tid` taken from `threadIdx`, Python's `if tid == 0:`).
+pub fn one_thread_a_block(text: &str, pos: usize) -> bool {
+    let code = without_comments(text);
+    let pos = pos.min(code.len());
+    let code = String::from_utf8_lossy(&code);
+    let line_start = |p: usize| code[..p].rfind('\n').map_or(0, |n| n + 1);
+    let this_line = line_start(pos);
+    let from = if this_line == 0 { 0 } else { line_start(this_line - 1) };
+    let Some(at) = code[from..pos].rfind("if").map(|n| from + n) else { return false };
+    let cond_end = code[at..pos].find(['{', ':', '\n']).map_or(pos, |n| at + n);
+    let cond = &code[at + 2..cond_end];
+    if !cond.contains("== 0") {
+        return false;
+    }
+    let thread_index = |name: &str| {
+        name == "threadIdx"
+            || definitions(text, at, &[name]).iter().any(|d| identifiers(&d.text).contains(&"threadIdx"))
+    };
+    identifiers(cond).into_iter().any(thread_index)
+}
+
 /// Whether the kernel around byte `pos` never uses its block's index: a `__global__` function
 /// whose code has no `blockIdx` (nor a grid-wide helper), so every block computes the same
 /// indices. `None` when the code is not a kernel's (a `__device__` function may be handed the

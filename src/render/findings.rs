@@ -301,6 +301,16 @@ fn code_at(sources: &SourceMap, site: &Site) -> Option<(String, usize, String)> 
     Some((text.clone(), span.lo as usize, access.to_string()))
 }
 
+/// The index of the access at `site` as the learner wrote it, when the code the simulator ran
+/// was generated from theirs (a Python kernel lowered to CUDA C); `None` for their own C.
+fn learner_index(sources: &SourceMap, site: &Site) -> Option<String> {
+    sources.get(site.span.source)?.origin.as_ref()?;
+    let own = sources.resolve(site.span);
+    let text = sources.get(own.source)?.text.get(own.lo as usize..own.hi as usize)?;
+    let index = advice::index_text(text).trim();
+    (!index.is_empty() && text.contains('[')).then(|| index.to_string())
+}
+
 /// Out of bounds through a pointer into the buffer (`p = a + 4`): the kernel's own index is the
 /// buffer's less the offset, and the elements it may reach run from the pointer to the end.
 fn view_out_of_bounds_advice(
@@ -546,8 +556,11 @@ fn race_advice(
                     step.text.split(" += ").nth(1).unwrap_or("")
                 );
             }
+            // An index of constants alone (`count[0]`) is one element shared by design, not an
+            // index that forgot the block.
             let blockless = first.thread.block != second.thread.block
                 && first.thread.thread == second.thread.thread
+                && !names.is_empty()
                 && advice::kernel_ignores_block(&text, pos) == Some(true);
             if blockless {
                 return format!(
@@ -600,13 +613,27 @@ fn race_advice(
                 } else {
                     "both used"
                 };
+                // In CUDA C lowered from Python the index reads `row * m_cols + col`: quote the
+                // learner's own (`row, col`).
+                let index = learner_index(sources, second).unwrap_or_else(|| index.to_string());
                 return format!(
                     "{} and {} {verb} {el}: each thread should own its element, but the index `{index}`{from} gives two threads the same one; fix the index (not with atomics){fix}",
                     first.thread.describe(),
                     second.thread.describe()
                 );
             }
-            if elements == 1 {
+            if elements == 1
+                && first.thread.block != second.thread.block
+                && first.thread.thread == second.thread.thread
+                && advice::one_thread_a_block(&text, pos)
+            {
+                // One thread a block (`if (tid == 0) total[0] += s[0];`): the blocks' partial
+                // results meet in one element.
+                let base = el.split('[').next().unwrap_or(name);
+                format!(
+                    "one thread of each block updates the one element {el}: make the update atomic, `atomicAdd(&{el}, ...)`, or write one result per block (`{base}[blockIdx.x]`) and add those up afterwards"
+                )
+            } else if elements == 1 {
                 format!(
                     "many threads update the one element {el}: make the update atomic, `atomicAdd(&{el}, ...)`, or let only one thread write it"
                 )

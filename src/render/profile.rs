@@ -29,20 +29,8 @@ pub fn write_profile(
         c.estimate.limiter.name()
     );
     super::write_heading(out, title, &rest, style)?;
-    // One row per source line: the places of one line summed.
-    let mut rows: Vec<(u32, String, cost::Counts)> = Vec::new();
-    for place in &c.places {
-        let line = sources.line_of(place.span);
-        let text = sources.line_text(place.span).unwrap_or("").trim().to_string();
-        match rows.iter_mut().find(|r| r.0 == line && r.1 == text) {
-            Some(r) => r.2.add(&place.counts),
-            None => rows.push((line, text, place.counts.clone())),
-        }
-    }
-    rows.sort_by_key(|r| r.0);
-    // A kernel written in Python is advised in Python's words.
-    let python = c.places.first().and_then(|p| sources.get(p.span.source)).is_some_and(|f| f.origin.is_some());
-    let worst = worst_line(&rows, c, python);
+    let rows = line_rows(c, sources);
+    let worst = worst_line(&rows, c, is_python(c, sources));
     let all = ["line", "source", "instr", "lanes", "sectors/req", "DRAM", "ways", "atomics"];
     // Every column but the source, as text: their widths say how much room the source has.
     let cells: Vec<[String; 7]> = rows
@@ -155,6 +143,36 @@ fn legend(header: &[&str]) -> String {
     let parts: Vec<String> =
         words.iter().filter(|(h, _)| header.contains(h)).map(|(h, m)| format!("{h}: {m}")).collect();
     format!("{}; `docs/cost-model.md` explains the model", parts.join("; "))
+}
+
+/// One row per source line of the kernel: its number, its text and the counts of its places.
+fn line_rows(c: &CostReport, sources: &SourceMap) -> Vec<(u32, String, cost::Counts)> {
+    let mut rows: Vec<(u32, String, cost::Counts)> = Vec::new();
+    for place in &c.places {
+        let line = sources.line_of(place.span);
+        let text = sources.line_text(place.span).unwrap_or("").trim().to_string();
+        match rows.iter_mut().find(|r| r.0 == line && r.1 == text) {
+            Some(r) => r.2.add(&place.counts),
+            None => rows.push((line, text, place.counts.clone())),
+        }
+    }
+    rows.sort_by_key(|r| r.0);
+    rows
+}
+
+/// A kernel written in Python is advised in Python's words.
+fn is_python(c: &CostReport, sources: &SourceMap) -> bool {
+    c.places.first().and_then(|p| sources.get(p.span.source)).is_some_and(|f| f.origin.is_some())
+}
+
+/// The launch's costliest waste, as one sentence: the line, its code and what to do
+/// (`line 4 (`img[r * cols + c] *= gain;`): the lanes of a warp touch 32.0 sectors ...`). What a
+/// failed check on a cost says why with; `:profile` marks the same line.
+pub fn costliest_line(c: &CostReport, sources: &SourceMap) -> Option<String> {
+    let rows = line_rows(c, sources);
+    let (line, advice) = worst_line(&rows, c, is_python(c, sources))?;
+    let text = rows.iter().find(|r| r.0 == line).map(|r| r.1.as_str()).unwrap_or_default();
+    Some(format!("line {line} (`{text}`): {advice}"))
 }
 
 /// The line that wastes the most, and what to do about it: uncoalesced global access, bank

@@ -185,10 +185,15 @@ impl Candidates {
             return None;
         }
         let what = if self.varying { "where the runs differ" } else { "the launch changed" };
+        let left = self.total - shown;
+        let rest = if left == 1 {
+            "the other one does not fit in this width".to_string()
+        } else {
+            format!("the other {} do not fit in this width", crate::diag::text::thousands(left as u64))
+        };
         Some(format!(
-            "showing {shown} of the {} elements {what}, the most telling first; the other {} do not fit in this width",
+            "showing {shown} of the {} elements {what}, the most telling first; {rest}",
             crate::diag::text::thousands(self.total as u64),
-            crate::diag::text::thousands((self.total - shown) as u64)
         ))
     }
 }
@@ -559,6 +564,7 @@ mod tests {
             )
         );
         assert_eq!(hidden.hidden_note(40), None);
+        assert!(hidden.hidden_note(39).unwrap().ends_with("; the other one does not fit in this width"));
     }
 
     #[test]

@@ -141,6 +141,13 @@ impl Session {
                 }
             },
         };
+        // The launch's cost, kept with it: a failed check on a field says why from it (the
+        // costliest line) when the launch itself ran without the cost model.
+        if let Some(last) = self.record.last_mut()
+            && last.report.cost.is_none()
+        {
+            last.report.cost = Some(model.clone());
+        }
         let measured = if on_gpu { self.gpu_median_us(&spec, &before) } else { None };
         let time_us = measured.unwrap_or(model.estimate.time_us);
         let label = name.as_ref().map_or("cost", |(n, _)| n.as_str()).to_string();

@@ -34,7 +34,7 @@ pub const LEAVE: &[CommandSpec] = &[CommandSpec {
 pub const TOPICS: &[(&str, &str)] = &[
     (
         "keys",
-        "Enter runs the input, or starts a new line while a kernel, `(` or `[` is open (a Python kernel ends with a blank line, as at Python's prompt). Alt-Enter or Shift-Enter starts a new line anywhere: to add a line in the middle of a kernel, put the cursor there and press Alt-Enter. Up and Down move between the lines of a kernel, and past its first line recall older inputs; Ctrl-R searches them. In a lesson, the step's next input waits in the editor: Enter runs it, typing replaces it, the arrow keys edit it, Ctrl-C clears it. A `:` command typed on a line of its own under an unfinished kernel runs, and the kernel stays in the editor. Tab completes. Ctrl-C stops a running launch; Ctrl-D leaves.",
+        "Enter runs the input, or starts a new line while a kernel, `(` or `[` is open (a Python kernel ends with a blank line, as at Python's prompt). Alt-Enter or Shift-Enter starts a new line anywhere: to add a line in the middle of a kernel, put the cursor there and press Alt-Enter. Up and Down move between the lines of a kernel; on its first line, Up recalls the input before with the cursor at its end, so Up again walks through a recalled kernel's lines. Alt-Up and Alt-Down (or Ctrl-Up, Ctrl-Down) go to the older or newer input at once; Ctrl-R searches them. In a lesson, the step's next input waits in the editor: Enter runs it, typing replaces it, the arrow keys edit it, Ctrl-C clears it. A `:` command typed on a line of its own under an unfinished kernel runs, and the kernel stays in the editor. Tab completes. Ctrl-C stops a running launch; Ctrl-D leaves.",
     ),
     (
         "cuda",

@@ -310,6 +310,41 @@ fn without_a_usable_state_folder_history_stays_in_memory() {
     assert_eq!(t.exit_code(), 0);
 }
 
+/// Up recalls a kernel with the cursor at its end, so the next Up moves into it (as in a code
+/// editor) rather than on to an older input; past its first line, Up goes on through history.
+#[test]
+fn up_on_a_recalled_kernel_moves_into_its_lines() {
+    let home = tempfile::tempdir().unwrap();
+    let mut t = Terminal::start(home.path(), &[]);
+    t.wait_for("sim> ");
+    t.keys("let b = 1\r");
+    t.prompt(2);
+    t.keys("__global__ void k(float *a) {\r");
+    t.keys("a[0] = 1;\r");
+    t.keys("}\r");
+    t.wait_for("defined kernel k(");
+    t.keys("let a = zeros(4)\r");
+    t.prompt(4);
+    // Up: `let a`; Up: the kernel, cursor after its `}`; Up: its second line.
+    for _ in 0..3 {
+        t.keys("\x1b[A");
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    t.keys("\x1b[F a[1] = 2;\r");
+    t.wait_for("redefined kernel k(");
+    t.prompt(5);
+    t.keys("k<<<1, 1>>>(a)\r");
+    t.prompt(6);
+    t.keys("expect a[1] == 2\r");
+    t.wait_for("ok");
+    // Alt-Up goes to the older input at once, from any line.
+    t.keys("\x1b[1;3A");
+    t.wait_for("sim> expect a[1] == 2");
+    t.keys("\x03");
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+}
+
 #[test]
 fn race_and_map_draw_their_views_on_the_screen() {
     let home = tempfile::tempdir().unwrap();
@@ -510,10 +545,19 @@ fn a_demo_teaches_an_exercise_by_its_starter_and_a_solution_then_pauses_at_the_l
     t.wait_for("  2. Your turn");
     t.wait_for("`:next` opens lesson 2 (Guard the tail), Ctrl-D leaves.");
     t.wait_for_last_line("sim lesson 1.2>");
+    // The summary is on screen: more Enters leave it as it is, with no copy of its last line.
+    t.keys("\r");
+    t.keys("\r");
+    std::thread::sleep(Duration::from_millis(300));
+    t.pump();
+    assert_eq!(t.text().matches("End of the lesson:").count(), 0, "{}", t.text());
+    // Once something else has run, an Enter says where the demo is, once.
+    t.keys(":kernels\r");
+    t.wait_for("twice(float *a, int n)");
+    t.wait_for_last_line("sim lesson 1.2>");
     t.keys("\r");
     t.wait_for("End of the lesson: `:next` opens lesson 2");
     t.wait_for_last_line("sim lesson 1.2>");
-    // Said once: more Enters leave the screen as it is.
     t.keys("\r");
     t.keys("\r");
     std::thread::sleep(Duration::from_millis(300));
