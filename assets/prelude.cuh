@@ -10,6 +10,9 @@
 //   ones are `long long`, not glibc's `long`), because cooperative groups include that header
 //   and C++ allows a typedef to be repeated only with the same type.
 // - gridlab_global_index(): blockIdx.x * blockDim.x + threadIdx.x, Numba's cuda.grid(1).
+// - std::min, std::sqrt, std::size_t ...: C++ code spells CUDA's math functions in `std`, and
+//   nvcc's headers put them there; NVRTC's `std` is empty, so the global ones are brought in
+//   (each checked to compile under NVRTC 13), as the simulator reads `std::name` as `name`.
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
 #endif
@@ -47,3 +50,11 @@ typedef unsigned int uint32_t;
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
 __device__ __forceinline__ unsigned gridlab_global_index() { return blockIdx.x * blockDim.x + threadIdx.x; }
+namespace std {
+using ::size_t;
+using ::min; using ::max; using ::abs; using ::fabs; using ::fmin; using ::fmax; using ::fma;
+using ::sqrt; using ::cbrt; using ::hypot; using ::pow; using ::exp; using ::exp2; using ::log; using ::log2;
+using ::sin; using ::cos; using ::tan; using ::tanh; using ::atan2; using ::erf;
+using ::floor; using ::ceil; using ::round; using ::trunc; using ::rint; using ::nearbyint; using ::lround; using ::lrint;
+using ::fmod; using ::copysign; using ::signbit; using ::isnan; using ::isinf; using ::isfinite;
+}
