@@ -32,6 +32,27 @@ pub fn element_name(name: &str, index: i64, shape: &[u64]) -> String {
     format!("{name}{subscripts}")
 }
 
+/// Say the elements of session buffers by their dimensions (`m[4][0]`, which Python reads as
+/// `m[4, 0]`) rather than flat (`m[80]`): for a kernel that indexes its arrays that way, as a
+/// Python kernel does. `shape_of` gives a buffer's dimensions by its session name (none for a
+/// 1-D buffer); a buffer the kernel got as a pointer into it keeps its flat indices.
+pub fn shape_buffers(findings: &mut [Finding], shape_of: impl Fn(&str) -> Option<Vec<u64>>) {
+    for f in findings {
+        let (memory, shape, view) = match f {
+            Finding::OutOfBounds { memory, shape, view, .. } | Finding::Race { memory, shape, view, .. } => {
+                (memory, shape, view.is_some())
+            }
+            Finding::Uninit { memory, shape, .. } => (memory, shape, false),
+            _ => continue,
+        };
+        if let (Memory::Global(name), false, true) = (&*memory, view, shape.is_empty())
+            && let Some(dims) = shape_of(name)
+        {
+            *shape = dims;
+        }
+    }
+}
+
 /// A thread's place in the launch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ThreadRef {
@@ -297,5 +318,42 @@ mod tests {
         assert_eq!(element_name("s", 5, &[32]), "s[5]");
         // Past the end there is no such element: the flat index says how far.
         assert_eq!(element_name("As", 256, &[16, 16]), "As[256]");
+    }
+}
+
+#[cfg(test)]
+mod shape_tests {
+    use super::*;
+
+    #[test]
+    fn a_two_dimensional_buffer_names_its_elements_by_row_and_column() {
+        let site = Site { thread: ThreadRef::default(), access: Access::Write, span: crate::diag::Span::new(0, 0, 1) };
+        let race = |memory: Memory, view: Option<(String, u64)>| Finding::Race {
+            memory,
+            shape: vec![],
+            kernel_name: None,
+            view,
+            index: 80,
+            count: 2,
+            elements: 1,
+            first: site,
+            second: site,
+            same_warp: false,
+        };
+        let mut findings = vec![
+            race(Memory::Global("m".into()), None),
+            race(Memory::Global("v".into()), None),
+            race(Memory::Global("m".into()), Some(("p".into(), 4))),
+        ];
+        shape_buffers(&mut findings, |name| (name == "m").then(|| vec![12, 20]));
+        let shapes: Vec<Vec<u64>> = findings
+            .iter()
+            .map(|f| match f {
+                Finding::Race { shape, .. } => shape.clone(),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(shapes, [vec![12, 20], vec![], vec![]]);
+        assert_eq!(element_name("m", 80, &shapes[0]), "m[4][0]");
     }
 }

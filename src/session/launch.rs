@@ -110,7 +110,15 @@ impl Session {
             }
         };
         match result {
-            Ok(report) => {
+            Ok(mut report) => {
+                if self.is_python_kernel(&spec.kernel) {
+                    // A Python kernel indexes a 2-D array `m[row, col]`: its findings do too.
+                    let work = &self.work;
+                    crate::finding::shape_buffers(&mut report.findings, |name| match work.buffer(name)?.shape() {
+                        crate::buffer::Shape::D2(rows, cols) => Some(vec![rows as u64, cols as u64]),
+                        _ => None,
+                    });
+                }
                 if report.aborted {
                     for (name, old) in &before {
                         if let Some(b) = self.work.buffer_mut(name) {
