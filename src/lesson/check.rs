@@ -552,7 +552,7 @@ fn constants_in(text: &str) -> Vec<(f64, (usize, usize))> {
                 digits.parse::<f64>().ok()
             };
             (v, end)
-        } else if starts_word && (text[i..].starts_with("INFINITY") || text[i..].starts_with("math.inf")) {
+        } else if starts_word && (b[i..].starts_with(b"INFINITY") || b[i..].starts_with(b"math.inf")) {
             let end = word_end(i);
             let v = matches!(&text[i..end], "INFINITY" | "math.inf").then_some(f64::INFINITY);
             (v, end)
@@ -689,6 +689,8 @@ mod tests {
     fn names_comments_and_strings_hold_no_constants() {
         assert_eq!(values("float2 v = a1; // pads with 0\nprintf(\"%d 7\\n\", v0);"), Vec::<f64>::new());
         assert_eq!(values("#define N 256\nx = y  # 0 here"), Vec::<f64>::new());
+        // Text that is not ASCII (a name, a block comment) is read past, never cut inside a character.
+        assert_eq!(values("/* ≤ é */ float café = 2.5f; s = \"∞\";"), [2.5]);
     }
 
     #[test]
