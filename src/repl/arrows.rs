@@ -112,10 +112,7 @@ impl<M: EditMode> EditMode for LineArrows<M> {
                 _ => {}
             }
         }
-        match ReedlineRawEvent::try_from(raw) {
-            Ok(event) => self.inner.parse_event(event),
-            Err(()) => ReedlineEvent::None,
-        }
+        super::prefill::pass_on(&mut self.inner, raw)
     }
 
     fn edit_mode(&self) -> PromptEditMode {

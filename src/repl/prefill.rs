@@ -113,14 +113,19 @@ impl<M: EditMode> EditMode for PrefillEditMode<M> {
             }
             _ => {}
         }
-        match ReedlineRawEvent::try_from(event) {
-            Ok(event) => self.inner.parse_event(event),
-            Err(()) => ReedlineEvent::None,
-        }
+        pass_on(&mut self.inner, event)
     }
 
     fn edit_mode(&self) -> PromptEditMode {
         self.inner.edit_mode()
+    }
+}
+
+/// A key an edit-mode wrapper does not take itself, handed to the edit mode it wraps.
+pub(super) fn pass_on(inner: &mut impl EditMode, event: Event) -> ReedlineEvent {
+    match ReedlineRawEvent::try_from(event) {
+        Ok(event) => inner.parse_event(event),
+        Err(()) => ReedlineEvent::None,
     }
 }
 

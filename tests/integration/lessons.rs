@@ -6,6 +6,21 @@ use super::harness::{Run, gridlab, root};
 
 const COURSE: &str = "tests/fixtures/course";
 
+/// `gridlab learn LESSON` of the real course (`lessons/`) in `lang`, typing `stdin`, with its
+/// progress in a folder of its own: its output, and that output with its line breaks and runs
+/// of spaces as single spaces (a why wraps with the terminal's width).
+fn learn_real(lang: &str, lesson: &str, stdin: &str) -> (String, String) {
+    let data = tempfile::tempdir().unwrap();
+    let course = root().join("lessons").display().to_string();
+    let run = gridlab()
+        .env("XDG_DATA_HOME", &data.path().display().to_string())
+        .args(["--course", &course, "--backend", "sim", "--lang", lang, "learn", lesson])
+        .stdin(stdin)
+        .run();
+    let flat = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    (run.stdout, flat)
+}
+
 /// The fixture's second exercise's starter and solution, as a learner would type them.
 const WRONG_TWICE: &str = "__global__ void twice(float *a, int n) {\n    int i = threadIdx.x;\n    a[i] *= 2;\n}\n";
 const RIGHT_TWICE: &str = "__global__ void twice(float *a, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) a[i] *= 2;\n}\n";
@@ -600,59 +615,37 @@ fn a_failed_check_on_a_matrix_names_the_columns_never_written_and_why() {
 /// do, as `:profile` marks it.
 #[test]
 fn a_failed_cost_check_names_the_costliest_line() {
-    let data = tempfile::tempdir().unwrap();
-    let course = root().join("lessons").display().to_string();
     let strided = "__global__ void brighten(float *img, int rows, int cols, float gain) {\n\
                    int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
                    int r = i % rows;\n\
                    int c = i / rows;\n\
                    if (i < rows * cols) img[r * cols + c] *= gain;\n}\n";
-    let run = gridlab()
-        .env("XDG_DATA_HOME", &data.path().display().to_string())
-        .args(["--course", &course, "--backend", "sim", "--lang", "cuda", "learn", "11"])
-        .stdin(&format!(":next\n:next\n:next\n{strided}:check\n"))
-        .run();
-    let flat = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (out, flat) = learn_real("cuda", "11", &format!(":next\n:next\n:next\n{strided}:check\n"));
     assert!(
         flat.contains("this expect did not hold: line 5 (`if (i < rows * cols) img[r * cols + c] *= gain;`): the lanes of a warp touch 32.0 sectors per request instead of 4.0"),
-        "{}",
-        run.stdout
+        "{out}"
     );
 }
 
 /// A solution shown to a learner leaves out the author's notes to `dev check --mutants`.
 #[test]
 fn a_shown_solution_has_no_mutant_markers() {
-    let data = tempfile::tempdir().unwrap();
-    let course = root().join("lessons").display().to_string();
     let marked = std::fs::read_to_string(root().join("lessons/08-shared-memory.md")).unwrap();
     assert!(marked.contains("gridlab: equivalent"), "lesson 8's solution is marked");
-    let run = gridlab()
-        .env("XDG_DATA_HOME", &data.path().display().to_string())
-        .args(["--course", &course, "--backend", "sim", "--lang", "cuda", "learn", "8"])
-        .stdin(":next\n:next\n:next\n:next\n:solution\n:solution\n")
-        .run();
-    assert!(run.stdout.contains("if (tid == 0) out[blockIdx.x] = s[0];\n"), "{}", run.stdout);
-    assert!(!run.stdout.contains("gridlab: equivalent"), "{}", run.stdout);
+    let (out, _) = learn_real("cuda", "8", ":next\n:next\n:next\n:next\n:solution\n:solution\n");
+    assert!(out.contains("if (tid == 0) out[blockIdx.x] = s[0];\n"), "{out}");
+    assert!(!out.contains("gridlab: equivalent"), "{out}");
 }
 
 /// One thread that writes only its first element is told to loop, not to add a grid-stride
 /// loop or blocks (lesson 1 launches one thread on purpose).
 #[test]
 fn a_failed_check_with_one_thread_says_that_thread_must_loop() {
-    let data = tempfile::tempdir().unwrap();
-    let course = root().join("lessons").display().to_string();
     let starter = "__global__ void double_all(float *a, int n) {\n    a[0] = a[0] * 2.0f;\n}\n";
-    let run = gridlab()
-        .env("XDG_DATA_HOME", &data.path().display().to_string())
-        .args(["--course", &course, "--backend", "sim", "--lang", "cuda", "learn", "1"])
-        .stdin(&format!(":next\n:next\n:next\n{starter}:check\n"))
-        .run();
-    let flat = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (out, flat) = learn_real("cuda", "1", &format!(":next\n:next\n:next\n{starter}:check\n"));
     assert!(
         flat.contains("the launch had 1 thread for 5 elements of `a`, and elements 1 to 4 were never written: that one thread must loop over all of them"),
-        "{}",
-        run.stdout
+        "{out}"
     );
 }
 
@@ -661,8 +654,6 @@ fn a_failed_check_with_one_thread_says_that_thread_must_loop() {
 /// what a stand-in must be, in the kernel's language.
 #[test]
 fn a_failed_check_traces_a_wrong_value_to_the_kernels_own_constant() {
-    let data = tempfile::tempdir().unwrap();
-    let course = root().join("lessons").display().to_string();
     let c = "__global__ void block_max(const float *in, float *out, int n) {\n\
              __shared__ float s[256];\n\
              int tid = threadIdx.x;\n\
@@ -684,17 +675,12 @@ fn a_failed_check_traces_a_wrong_value_to_the_kernels_own_constant() {
         ("cuda", c, "at kernel block_max, line 5 (`s[tid] = i < n ? in[i] : 0.0f;`)", "-INFINITY for a max"),
         ("python", python, "at kernel block_max, line 6 (`s[tid] = x[i] if i < n else 0`)", "-math.inf for a max"),
     ] {
-        let run = gridlab()
-            .env("XDG_DATA_HOME", &data.path().display().to_string())
-            .args(["--course", &course, "--backend", "sim", "--lang", lang, "learn", "8"])
-            .stdin(&format!(":next\n:next\n:next\n:next\n{kernel}:check\n"))
-            .run();
-        let flat = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        let (out, flat) = learn_real(lang, "8", &format!(":next\n:next\n:next\n:next\n{kernel}:check\n"));
         let why = format!(
             "this expect did not hold: `out` got 0, a value none of the launch's inputs holds: it is the kernel's own constant, {line}"
         );
-        assert!(flat.contains(&why), "{lang}: {}", run.stdout);
-        assert!(flat.contains(max), "{lang}: {}", run.stdout);
+        assert!(flat.contains(&why), "{lang}: {out}");
+        assert!(flat.contains(max), "{lang}: {out}");
     }
 }
 
