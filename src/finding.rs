@@ -14,11 +14,11 @@ pub const POISON_F32: u32 = 0x7FFF_FFFF;
 pub const POISON_F64: u64 = 0x7FFF_FFFF_FFFF_FFFF;
 
 /// An element as the kernel names it: `As[12][0]` for the flat index 192 of a `[16][16]`
-/// array, `a[1000]` for a buffer; an index outside the array stays flat, as no element of it
-/// has that name.
+/// array, `a[1000]` for a buffer. Past the end of an array of rows, the first index runs on
+/// (`m[12][4]` for the flat 244 of a `[12][20]` array: row 12, which the array lacks), as the
+/// kernel's own index said it; before the start, an index stays flat.
 pub fn element_name(name: &str, index: i64, shape: &[u64]) -> String {
-    let total: u64 = shape.iter().product();
-    if shape.len() < 2 || index < 0 || index as u64 >= total {
+    if shape.len() < 2 || index < 0 || shape.contains(&0) {
         return format!("{name}[{index}]");
     }
     let mut rest = index as u64;
@@ -316,8 +316,8 @@ mod tests {
         assert_eq!(element_name("t", 13, &[2, 3, 4]), "t[1][0][1]");
         assert_eq!(element_name("a", 1000, &[]), "a[1000]");
         assert_eq!(element_name("s", 5, &[32]), "s[5]");
-        // Past the end there is no such element: the flat index says how far.
-        assert_eq!(element_name("As", 256, &[16, 16]), "As[256]");
+        // Past the end the first index runs on: row 16 of a 16-row array, which it lacks.
+        assert_eq!(element_name("As", 256, &[16, 16]), "As[16][0]");
     }
 }
 
@@ -355,5 +355,8 @@ mod shape_tests {
             .collect();
         assert_eq!(shapes, [vec![12, 20], vec![], vec![]]);
         assert_eq!(element_name("m", 80, &shapes[0]), "m[4][0]");
+        // Past the end, the row runs on; before the start, the index stays flat.
+        assert_eq!(element_name("m", 252, &shapes[0]), "m[12][12]");
+        assert_eq!(element_name("m", -3, &shapes[0]), "m[-3]");
     }
 }

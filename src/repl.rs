@@ -321,12 +321,20 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
     let mut unfinished: Option<String> = None;
     loop {
         prompt.lesson = session.prompt_label();
-        let suggestion = session.take_suggestion();
+        let mut suggestion = session.take_suggestion();
+        // An input taller than the terminal cannot be pre-filled: reedline repaints its whole
+        // buffer from the top, over the lines above it (a lesson's prose). It is shown instead,
+        // and Enter on the empty line runs it.
+        let tall = suggestion.take_if(|s| too_tall(s, prompt.continuation_width(), terminal_width(), terminal_rows()));
+        if let Some(text) = &tall {
+            let mut out = io::stdout().lock();
+            show_tall(&mut out, text, &names, &options.style)?;
+        }
         if let Some(text) = suggestion.as_ref().or(unfinished.as_ref()) {
             editor
                 .run_edit_commands(&[reedline::EditCommand::Clear, reedline::EditCommand::InsertString(text.clone())]);
         }
-        let prefilled = suggestion.is_some();
+        let prefilled = suggestion.is_some() || tall.is_some();
         match (suggestion, unfinished.take()) {
             (None, Some(own)) => prefill.set_own(own),
             (offered, _) => prefill.set(offered),
@@ -335,6 +343,10 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
         prefill.set(None);
         match read {
             Ok(Signal::Success(text)) => {
+                let text = match tall {
+                    Some(tall) if text.trim().is_empty() => tall,
+                    _ => text,
+                };
                 // A `:` command on a line of its own under an unfinished kernel runs alone; the
                 // kernel stays in the editor (the whole text is in history too).
                 let (text, left) = match script::trailing_command(&text) {
@@ -411,6 +423,39 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
         (Err(_), _) => println!("{}", style.dim("bye; history was kept in memory only")),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `text` in the editor, after a prompt of `indent` columns on every line, would need
+/// more rows than the terminal has (less one for the line under it). Unknown rows: never.
+fn too_tall(text: &str, indent: usize, width: usize, rows: usize) -> bool {
+    if rows == 0 || width <= indent {
+        return false;
+    }
+    let needed: usize =
+        text.lines().map(|l| (indent + crate::render::text::visible_width(l)).div_ceil(width).max(1)).sum();
+    needed + 1 > rows
+}
+
+/// An input too tall for the editor, shown in the prompt's colours with what Enter does.
+fn show_tall(out: &mut impl Write, text: &str, names: &SharedNames, style: &crate::render::Style) -> io::Result<()> {
+    use reedline::Highlighter;
+    let painter = highlighter::InputHighlighter::new(names.clone(), style.clone());
+    for line in text.lines() {
+        writeln!(out, "  {}", painter.highlight(line, 0).render_simple())?;
+    }
+    // Under the code, next to the prompt, where the eye is.
+    let lines = text.lines().count();
+    writeln!(
+        out,
+        "{}",
+        style.dim(&crate::render::prose(
+            &format!(
+                "(the input above is {lines} lines, taller than this terminal, so it is not put in the editor: Enter on the empty line runs it; on a taller terminal it goes in the editor, to change)"
+            ),
+            style
+        ))
+    )?;
+    out.flush()
 }
 
 /// One line on stderr, rewritten in place while a long launch runs, and cleared when it ends.
@@ -640,5 +685,17 @@ mod tests {
         assert!(matches!(read_line(&mut text).unwrap(), Line::Refused(why) if why.contains("UTF-8")));
         assert_eq!(read_line(&mut text).unwrap(), Line::Text("last".into()));
         assert_eq!(read_line(&mut text).unwrap(), Line::End);
+    }
+
+    #[test]
+    fn an_input_is_too_tall_when_its_wrapped_lines_and_the_one_under_them_pass_the_rows() {
+        let kernel = "__global__ void k(float *a) {\n    a[0] = 1.0f;\n}";
+        // Three lines and the one under them: four rows.
+        assert!(!too_tall(kernel, 17, 80, 4));
+        assert!(too_tall(kernel, 17, 80, 3));
+        // At 30 columns the first line (17 + 29) wraps onto a second row.
+        assert!(too_tall(kernel, 17, 30, 4));
+        // Rows not known (not a terminal): never.
+        assert!(!too_tall(kernel, 17, 80, 0));
     }
 }

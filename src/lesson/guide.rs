@@ -527,8 +527,13 @@ impl Guide {
     fn show_part(&mut self, part: &Part, out: &mut dyn Write, style: &Style) -> io::Result<()> {
         match part {
             Part::Prose(md) => {
-                write_markdown(out, md, style)?;
-                writeln!(out)?;
+                // In a demo each block runs before the prose after it is shown, so its `output`
+                // block would print what is already on the screen a second time.
+                let md = if self.demo { without_output_blocks(md) } else { md.clone() };
+                if !md.trim().is_empty() {
+                    write_markdown(out, &md, style)?;
+                    writeln!(out)?;
+                }
             }
             // In a demo the code appears in the editor, typed out, rather than twice.
             Part::Cuda(code) | Part::Python(code) => {
@@ -955,6 +960,23 @@ fn write_markdown(out: &mut dyn Write, md: &str, style: &Style) -> io::Result<()
     let is_command = |w: &str| crate::session::command::find(&listing, w).is_some();
     let known = script::highlight::Known { is_kernel: &|_| false, is_command: &is_command };
     render::markdown::write_markdown(out, md, style, &known)
+}
+
+/// `md` without its ` ```output ` blocks (what the block before them prints).
+fn without_output_blocks(md: &str) -> String {
+    let mut kept = String::with_capacity(md.len());
+    let mut inside = false;
+    for line in md.split_inclusive('\n') {
+        let fence = line.trim_start();
+        if !inside && fence.trim_end() == "```output" {
+            inside = true;
+        } else if inside && fence.trim_end() == "```" {
+            inside = false;
+        } else if !inside {
+            kept.push_str(line);
+        }
+    }
+    kept
 }
 
 /// The lesson commands, in the order `:help` lists them.
@@ -1433,6 +1455,15 @@ mod tests {
     /// Every lesson's prose at the widths a learner's terminal may have: no line runs past the
     /// width (the terminal would cut a word in two), none starts with punctuation. Code blocks
     /// are exempt: code is never wrapped.
+    #[test]
+    fn a_demo_leaves_out_output_blocks_which_its_run_already_printed() {
+        let md = "It prints:\n\n```output\nn = 3\n```\n\nThen more.\n";
+        assert_eq!(without_output_blocks(md), "It prints:\n\n\nThen more.\n");
+        assert_eq!(without_output_blocks("```output\nx\n```\n").trim(), "");
+        // Other blocks stay.
+        assert_eq!(without_output_blocks("```text\nx\n```\n"), "```text\nx\n```\n");
+    }
+
     #[test]
     fn the_lessons_prose_fits_every_width() {
         let course = crate::lesson::Course::builtin().unwrap();

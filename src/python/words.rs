@@ -83,6 +83,35 @@ pub fn code(span: &str) -> String {
     without_declared_type(&s)
 }
 
+/// The extents a lowered kernel takes beside each array (`python::lower` names them `m_rows`,
+/// `m_cols`, `a_size`, `t_shape2`), said as the learner's Python says them (`m.shape[0]`,
+/// `m.shape[1]`, `a.size`, `t.shape[2]`), wherever they stand in `text`. `c` is the lowered
+/// kernel: only a name it declares as an extent beside a pointer of that array's name is
+/// rewritten, never a variable of the learner's that happens to end in `_size`.
+pub fn extents(text: &str, c: &str) -> String {
+    let mut s = text.to_string();
+    for decl in c.split("long long ").skip(1) {
+        let word: String = decl.chars().take_while(|ch| ch.is_ascii_alphanumeric() || *ch == '_').collect();
+        let Some((array, py)) = extent_in_python(&word) else { continue };
+        if c.contains(&format!("*{array},")) || c.contains(&format!("*{array})")) {
+            s = replace_word(&s, &word, &py);
+        }
+    }
+    s
+}
+
+/// `m_rows` as `("m", "m.shape[0]")`, the inverse of `python::lower`'s names for extents.
+fn extent_in_python(word: &str) -> Option<(&str, String)> {
+    let (array, what) = word.rsplit_once('_')?;
+    let py = match what {
+        "size" => format!("{array}.size"),
+        "rows" => format!("{array}.shape[0]"),
+        "cols" => format!("{array}.shape[1]"),
+        d => format!("{array}.shape[{}]", d.strip_prefix("shape")?.parse::<usize>().ok()?),
+    };
+    (!array.is_empty()).then_some((array, py))
+}
+
 /// `k<<<g, b>>>(a)` as Numba writes it, `k[g, b](a)`, wherever a launch appears in `text`
 /// (statements, `:race`, `:time`, `cost` ...): `dim3(x, y)` becomes `(x, y)`, and the shared
 /// bytes and stream of `<<<g, b, bytes, stream>>>` trade places as Numba orders them
@@ -197,6 +226,8 @@ fn atomic_calls(text: &str, c: &str, py: &str) -> String {
             Some((array, index)) if index.ends_with(']') => (array, &index[..index.len() - 1]),
             _ => (target, "0"),
         };
+        // A 2-D element is one index in Numba, a tuple: `cuda.atomic.add(m, (r, 0), v)`.
+        let index = if index.contains("][") { format!("({})", index.replace("][", ", ")) } else { index.to_string() };
         out.push_str(&format!("{py}({array}, {index}"));
         rest = &args[end..];
     }
@@ -278,6 +309,20 @@ fn without_declared_type(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_2d_atomic_takes_a_tuple_index() {
+        assert_eq!(words("`atomicAdd(&out[3][0], ...)`"), "`cuda.atomic.add(out, (3, 0), ...)`");
+    }
+
+    #[test]
+    fn extents_are_said_as_the_arrays_shape() {
+        let c = "__global__ void k(float *m, long long m_rows, long long m_cols, float *a, long long a_size) {\n    long long block_size;\n";
+        assert_eq!(
+            extents("`r <= m_rows` and `c < m_cols`, `i < a_size`, block_size", c),
+            "`r <= m.shape[0]` and `c < m.shape[1]`, `i < a.size`, block_size"
+        );
+    }
 
     #[test]
     fn launches_are_written_in_numbas_brackets() {

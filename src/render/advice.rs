@@ -287,6 +287,38 @@ fn assignments(code: &[u8], pos: usize, name: &str) -> Vec<Found> {
     out
 }
 
+/// A row-major index (`row * cols + col`, as the access or a variable it reads computes it)
+/// whose column nothing keeps below the row's width: a column past the end of a row lands on the
+/// next row's first elements. Gives the column, the width and the row.
+pub fn unguarded_column(text: &str, pos: usize, index: &str) -> Option<(String, String, String)> {
+    let code = without_comments(text);
+    let mut candidates = vec![index.to_string()];
+    for name in identifiers(index) {
+        candidates.extend(assignments(&code, pos, name).into_iter().map(|a| a.text));
+    }
+    candidates.iter().find_map(|expr| {
+        let (product, col) = expr.rsplit_once('+')?;
+        let (row, width) = product.split_once('*')?;
+        let (row, width, col) = (row.trim(), width.trim(), col.trim());
+        let plain = |s: &str| identifiers(s).len() == 1 && identifiers(s)[0] == s;
+        if !(plain(row) && plain(width) && plain(col)) {
+            return None;
+        }
+        // A guard that names the column (`col < cols`) keeps it in its row.
+        if guard(text, pos, &[col]).is_some() {
+            return None;
+        }
+        // The column is the thread's place along x (`blockIdx.x * blockDim.x + threadIdx.x`),
+        // not a remainder that already wraps it (`i % cols`).
+        let def = assignments(&code, pos, col).into_iter().next()?.text;
+        let words = identifiers(&def);
+        if !(words.contains(&"threadIdx") || words.contains(&"blockIdx")) || def.contains(['%', '/']) {
+            return None;
+        }
+        Some((col.to_string(), width.to_string(), row.to_string()))
+    })
+}
+
 /// Which of `names` the function around `pos` computes itself before `pos` (`int i = ...`, a
 /// loop's `i = 0`): the index's variables, as against the bounds it is given (`n`, `cols`).
 pub fn locals<'a>(text: &str, pos: usize, names: &[&'a str]) -> Vec<&'a str> {
@@ -579,6 +611,19 @@ mod tests {
     use super::*;
 
     const GUARDED: &str = "__global__ void k(float *a, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i <= n) a[i] = 1.0f;\n}\n";
+
+    #[test]
+    fn a_row_major_index_whose_column_is_not_guarded() {
+        let text = "__global__ void k(float *m, int rows, int cols) {\n    int row = blockIdx.y;\n    int col = threadIdx.x;\n    int idx = row * cols + col;\n    if (idx < rows * cols) m[idx] = 0.0f;\n}\n";
+        let pos = text.find("m[idx]").unwrap();
+        assert_eq!(
+            unguarded_column(text, pos, "idx"),
+            Some(("col".to_string(), "cols".to_string(), "row".to_string()))
+        );
+        let guarded = text.replace("if (idx < rows * cols)", "if (row < rows && col < cols)");
+        let pos = guarded.find("m[idx]").unwrap();
+        assert_eq!(unguarded_column(&guarded, pos, "idx"), None);
+    }
 
     #[test]
     fn finds_the_inclusive_bound_that_involves_the_index() {

@@ -37,15 +37,17 @@ fn line(sources: &SourceMap, site: &Site) -> u32 {
 /// Python's words (`cuda.grid(1)`, `cuda.atomic.add(a, i, ...)`, `cuda.syncthreads()`).
 pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
     let d = finding_diagnostic(f, sources);
-    let python = d.span.and_then(|s| sources.get(s.source)).is_some_and(|file| file.origin.is_some());
-    if !python {
+    let Some(c) = d.span.and_then(|s| sources.get(s.source)).filter(|file| file.origin.is_some()).map(|f| &f.text)
+    else {
         return d;
-    }
+    };
+    // The lowered kernel's extents (`m_rows`) as the learner's Python says them (`m.shape[0]`).
+    let say = |text: &str| crate::python::words::extents(&in_python(text), c);
     Diagnostic {
-        message: in_python(&d.message),
-        label: d.label.as_deref().map(|l| in_python(l).into()),
-        help: d.help.as_deref().map(in_python),
-        notes: d.notes.iter().map(|n| in_python(n)).collect(),
+        message: say(&d.message),
+        label: d.label.as_deref().map(|l| say(l).into()),
+        help: d.help.as_deref().map(say),
+        notes: d.notes.iter().map(|n| say(n)).collect(),
         ..d
     }
 }
@@ -79,7 +81,7 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             let past_end = *first_index >= *len as i64;
             let place = if past_end { "past the end of" } else { "before the start of" };
             let who = if *count == 1 { "1 thread".to_string() } else { format!("{} threads", thousands(*count)) };
-            let range = index_range(*min_index, *max_index);
+
             let verb = match access {
                 Access::Read => "read",
                 Access::Write => "wrote",
@@ -87,8 +89,16 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             };
             let alias = kernel_name.as_ref().map(|k| format!(", `{k}` in the kernel")).unwrap_or_default();
             let kname = kernel_name.as_deref().unwrap_or(memory.name());
+            let range = shaped_range(kname, *min_index, *max_index, shape)
+                .unwrap_or_else(|| index_range(*min_index, *max_index));
+            let size = if shape.len() >= 2 {
+                let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+                format!("{} rows of {}", shape[0], dims[1..].join(" x "))
+            } else {
+                format!("length {len}")
+            };
             let mut d = Diagnostic::finding(format!(
-                "{who} {verb} {place} {} (length {len}{alias}): {range}, first by {}, line {}",
+                "{who} {verb} {place} {} ({size}{alias}): {range}, first by {}, line {}",
                 memory.describe(),
                 first.thread.describe(),
                 line(sources, first)
@@ -106,6 +116,9 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             let global = matches!(memory, Memory::Global(_));
             if let Some((param, offset)) = view {
                 return d.help(view_out_of_bounds_advice(kname, param, *offset, *threads, *len, *min_index, *max_index));
+            }
+            if past_end && let Some(help) = rows_advice(sources, first, kname, shape, *min_index, *max_index) {
+                return d.help(help);
             }
             d.help(out_of_bounds_advice(sources, first, kname, global, *threads, *len, *min_index, *max_index))
         }
@@ -582,8 +595,23 @@ fn race_advice(
                 && advice::index_from_thread_place(&text, pos, &names);
             if owned && elements > 1 {
                 let own = advice::locals(&text, pos, &names);
-                let defs = advice::definitions(&text, pos, &own);
+                let mut defs = advice::definitions(&text, pos, &own);
+                let usual = defs.iter().any(|d| {
+                    let w = advice::identifiers(&d.text);
+                    w.contains(&"blockIdx") && w.contains(&"threadIdx") && !w.contains(&"blockDim")
+                });
                 let at = |p: usize| sources.line_of(crate::diag::Span::new(second.span.source, p, p + 1));
+                // In a Python kernel, the learner's own line (`r, c = cuda.grid(2)`), once,
+                // rather than the C each name was lowered to.
+                if sources.get(second.span.source).is_some_and(|f| f.origin.is_some()) {
+                    for d in &mut defs {
+                        if let Some(own) = sources.line_text(crate::diag::Span::new(second.span.source, d.at, d.at + 1))
+                        {
+                            d.text = own.trim().to_string();
+                        }
+                    }
+                    defs.dedup_by(|a, b| a.text == b.text);
+                }
                 let from = match defs.as_slice() {
                     [] => String::new(),
                     [d] => format!(" (`{}` on line {})", d.text, at(d.at)),
@@ -599,10 +627,6 @@ fn race_advice(
                         )
                     }
                 };
-                let usual = defs.iter().any(|d| {
-                    let w = advice::identifiers(&d.text);
-                    w.contains(&"blockIdx") && w.contains(&"threadIdx") && !w.contains(&"blockDim")
-                });
                 let fix = if usual {
                     "; with one element per thread it is `blockIdx.x * blockDim.x + threadIdx.x`"
                 } else {
@@ -613,6 +637,15 @@ fn race_advice(
                 } else {
                     "both used"
                 };
+                // A column past its row's end (`col` of a grid wider than the matrix) lands on
+                // the next row's elements, which their own threads also touch.
+                if let Some((col, width, row)) = advice::unguarded_column(&text, pos, index) {
+                    return format!(
+                        "{} and {} {verb} {el}: `{col}` reaches `{width}` or more where the grid is wider than the rows, and `{row} * {width} + {col}` then lands on the next row, on another thread's element; keep `{col}` within its row: check `{row}` and `{col}` each against its own bound (`{col} < {width}`), not the flat index",
+                        first.thread.describe(),
+                        second.thread.describe()
+                    );
+                }
                 // In CUDA C lowered from Python the index reads `row * m_cols + col`: quote the
                 // learner's own (`row, col`).
                 let index = learner_index(sources, second).unwrap_or_else(|| index.to_string());
@@ -683,6 +716,104 @@ fn access_word(a: Access, el: &str) -> String {
 
 /// `index 12` or `indices 10..15`; an index beyond what a pointer can address (the simulator
 /// reports it as `i64::MAX` or `i64::MIN`) is said so, not as a number it never was.
+/// The elements an out-of-bounds access reached in an array of rows, by row and column
+/// (`m[12][0]..m[12][19]`), as the kernel indexed them; `None` for a flat array or an index that
+/// is not a number it really reached.
+fn shaped_range(name: &str, min: i64, max: i64, shape: &[u64]) -> Option<String> {
+    if shape.len() < 2 || min < 0 || max == i64::MAX {
+        return None;
+    }
+    let (lo, hi) = (element(name, min, shape), element(name, max, shape));
+    Some(if min == max { lo } else { format!("{lo}..{hi}") })
+}
+
+/// How to fix an access past the last row of an array of rows (`m[r, c]` with `r` reaching
+/// `m.shape[0]`): the row index's own guard, the bound that let it through, or how it is
+/// computed. `None` where the row index is not the learner's (a flat pointer) or stayed in
+/// range (then the flat advice speaks of the whole array).
+fn rows_advice(sources: &SourceMap, first: &Site, name: &str, shape: &[u64], min: i64, max: i64) -> Option<String> {
+    if shape.len() < 2 || min < 0 || max == i64::MAX {
+        return None;
+    }
+    let inner: u64 = shape[1..].iter().product();
+    let rows = shape[0];
+    let (row_min, row_max) = ((min as u64 / inner) as i64, (max as u64 / inner) as i64);
+    if (row_max as u64) < rows {
+        return None;
+    }
+    let (text, pos, access) = code_at(sources, first)?;
+    // The row index as the learner wrote it: `r` of `m[r, c]` in Python, `r` of `m[r][c]`.
+    let own = learner_index(sources, first).unwrap_or_else(|| advice::index_text(&access).to_string());
+    let line_at = |at: usize| sources.line_of(crate::diag::Span::new(first.span.source, at, at + 1));
+    // A column index let through to its bound (`c <= m.shape[1]`) runs into the next row, and
+    // past the end only from the last row: the cause, though the row index is what overflowed.
+    let own = own.replace("][", ", ");
+    let parts: Vec<&str> = crate::python::words::split_top_level(&own).into_iter().map(str::trim).collect();
+    let row = parts.first()?.to_string();
+    for (k, part) in parts.iter().enumerate().skip(1).take(shape.len() - 1) {
+        let names = advice::identifiers(part);
+        let what = if k == 1 && shape.len() == 2 { "column".to_string() } else { format!("index {k}") };
+        let fix = advice::guard(&text, pos, &names)
+            .filter(|g| g.lets_bound_through())
+            .map(|g| (g.found.text.clone(), g.found.at, g.fixed()))
+            .or_else(|| {
+                advice::inclusive_bound(&text, pos, &names).map(|b| (b.text.clone(), b.at, advice::exclusive(&b.text)))
+            });
+        if let Some((found, at, fixed)) = fix {
+            return Some(format!(
+                "off by one: `{found}` on line {} lets the {what} index `{part}` reach {}, one past its last: that element is not in `{name}`; in memory it is the next row's first, and from the last row it is past the end: write `{fixed}`",
+                line_at(at),
+                shape[k]
+            ));
+        }
+        // No guard on the column at all: a grid wider than the rows sends it past their end.
+        if !names.is_empty() && advice::guard(&text, pos, &names).is_none() {
+            let row = parts.first().copied().unwrap_or("row");
+            return Some(format!(
+                "nothing keeps the {what} index `{part}` below {}: where the grid is wider than `{name}`, a thread past the end of a row lands on the next row's first elements, and from the last row past the end of `{name}`; guard both, e.g. `if ({row} < rows && {part} < cols)`",
+                shape[k]
+            ));
+        }
+    }
+    let names = advice::identifiers(&row);
+    if names.is_empty() {
+        return None;
+    }
+    let last = format!("{name}[{}][...]", rows - 1);
+    let guard = advice::guard(&text, pos, &names);
+    let bound = format!("{} rows", thousands(rows));
+    if row_min == row_max && row_max as u64 == rows {
+        if let Some(g) = guard.as_ref().filter(|g| g.lets_bound_through()) {
+            return Some(format!(
+                "off by one: `{}` on line {} lets the row index `{row}` reach {rows}, one past the last row {last} (`{name}` has {bound}): write `{}`",
+                g.found.text,
+                line_at(g.found.at),
+                g.fixed()
+            ));
+        }
+        if let Some(b) = advice::inclusive_bound(&text, pos, &names) {
+            return Some(format!(
+                "off by one: `{}` on line {} lets the row index `{row}` reach {rows}, one past the last row {last} (`{name}` has {bound}): write `{}`",
+                b.text,
+                line_at(b.at),
+                advice::exclusive(&b.text)
+            ));
+        }
+    }
+    let reached =
+        if row_min == row_max { format!("reached {row_max}") } else { format!("reached {row_min}..{row_max}") };
+    Some(match guard {
+        Some(g) => format!(
+            "the guard `{}` on line {} is there, yet the row index `{row}` {reached}, past the last row {last} (`{name}` has {bound}): it must keep `{row}` below {rows}",
+            g.found.text,
+            line_at(g.found.at)
+        ),
+        None => format!(
+            "the row index `{row}` {reached}, past the last row {last} (`{name}` has {bound}): guard it, e.g. `if ({row} < n)` with n the number of rows, or check how it is computed"
+        ),
+    })
+}
+
 fn index_range(min: i64, max: i64) -> String {
     let one = |i: i64| match i {
         i64::MAX => "an index too far past the end to address (2^47 bytes or more)".to_string(),

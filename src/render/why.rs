@@ -28,7 +28,8 @@ pub struct WhyView {
     pub schedule: String,
     pub seed: u64,
     pub memory: Memory,
-    pub index: i64,
+    /// The element, as the kernel names it (`out[3]`, `m[4][0]`; `m[4, 0]` for a Python kernel).
+    pub element: String,
     /// The finding's example pair.
     pub first: Site,
     pub second: Site,
@@ -46,7 +47,7 @@ fn num(n: Option<Num>) -> String {
 
 impl WhyView {
     fn elem(&self) -> String {
-        format!("{}[{}]", self.memory.name(), self.index)
+        self.element.clone()
     }
 
     fn what(&self, e: &WatchedAccess) -> String {
@@ -187,7 +188,7 @@ mod tests {
             schedule: "random".into(),
             seed: 0,
             memory: Memory::Global("a".into()),
-            index: 0,
+            element: "a[0]".into(),
             first: site(1),
             second: site(2),
             events,

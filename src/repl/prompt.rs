@@ -23,6 +23,12 @@ impl GridlabPrompt {
             None => self.backend.clone(),
         }
     }
+
+    /// The columns before the input on each of its lines: the label and `> `, or the `...`
+    /// padded to the same width under it.
+    pub fn continuation_width(&self) -> usize {
+        self.left().chars().count() + 2
+    }
 }
 
 impl Prompt for GridlabPrompt {
@@ -40,7 +46,7 @@ impl Prompt for GridlabPrompt {
 
     /// Dots as wide as the prompt, so continuation lines line up with the first.
     fn render_prompt_multiline_indicator(&self) -> Cow<'_, str> {
-        let width = self.left().chars().count() + 2;
+        let width = self.continuation_width();
         Cow::Owned(format!("{:<width$}", "..."))
     }
 

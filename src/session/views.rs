@@ -377,7 +377,7 @@ impl Session {
             writeln!(out, "no launch yet: `:why` explains the race of the last launch")?;
             return Ok(Status::Ok);
         };
-        let Some(Finding::Race { memory, index, first, second, .. }) =
+        let Some(Finding::Race { memory, shape, index, first, second, .. }) =
             last.report.findings.iter().find(|f| f.kind() == FindingKind::Race).cloned()
         else {
             writeln!(out, "the last launch had no race finding: nothing to explain")?;
@@ -404,8 +404,14 @@ impl Session {
                     ),
                     schedule,
                     seed,
+                    element: {
+                        let name = crate::finding::element_name(memory.name(), index, &shape);
+                        match self.syntax_of(&spec.kernel) {
+                            render::launch::Syntax::Numba => name.replace("][", ", "),
+                            render::launch::Syntax::Cuda => name,
+                        }
+                    },
                     memory,
-                    index,
                     first,
                     second,
                     events,

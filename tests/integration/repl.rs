@@ -972,3 +972,30 @@ fn closing_the_terminal_window_ends_gridlab() {
     use std::os::unix::process::ExitStatusExt;
     assert!(status.code() == Some(129) || status.signal() == Some(libc::SIGHUP), "{status:?}");
 }
+
+#[test]
+fn an_input_taller_than_the_terminal_is_shown_not_prefilled_and_enter_runs_it() {
+    // reedline repaints a buffer taller than the screen from its top, over the prose above it:
+    // such an input is shown instead, and Enter on the empty line runs it.
+    let home = tempfile::tempdir().unwrap();
+    let course = tempfile::tempdir().unwrap();
+    let body: String = (0..14).map(|k| format!("    a[{k}] = {k}.0f;\n")).collect();
+    std::fs::write(
+        course.path().join("01-tall.md"),
+        format!(
+            "+++\ntitle = \"Tall\"\nsummary = \"A kernel taller than a small terminal.\"\n+++\n\nIntro.\n\n## The kernel\n\nThe prose above the kernel stays.\n\n```cuda\n__global__ void tall(float *a) {{\n{body}}}\n```\n"
+        ),
+    )
+    .unwrap();
+    let mut t =
+        Terminal::start_sized(home.path(), &["demo", "1", "--course", course.path().to_str().unwrap()], &[], 12);
+    t.wait_for("The prose above the kernel stays.");
+    t.keys("\r");
+    t.wait_for("taller than this terminal");
+    t.wait_for_last_line("sim lesson 1.1>");
+    assert!(!t.text().contains("sim lesson 1.1> __global__"), "nothing was put in the editor:\n{}", t.text());
+    t.keys("\r");
+    t.wait_for("defined kernel tall(float *a)");
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+}
