@@ -59,7 +59,30 @@ pub(crate) fn in_python(text: &str) -> String {
         .replace("blockIdx.x * blockDim.x + threadIdx.x", "cuda.grid(1)")
         .replace("`if (i < n) { ... }`", "`if i < n:`")
         .replace("] = 0;`", "] = 0`");
-    crate::python::words::words(&s)
+    crate::python::words::words(&python_ifs(&s))
+}
+
+/// A quoted C condition (`` `if (row < rows && col < cols)` ``) as Python writes it
+/// (`` `if row < rows && col < cols:` ``; `words` then says `and`).
+fn python_ifs(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("`if (") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 5..];
+        match after.find(")`") {
+            Some(end) if !after[..end].contains('`') => {
+                out.push_str(&format!("`if {}:`", &after[..end]));
+                rest = &after[end + 2..];
+            }
+            _ => {
+                out.push_str("`if (");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
@@ -640,8 +663,11 @@ fn race_advice(
                 // A column past its row's end (`col` of a grid wider than the matrix) lands on
                 // the next row's elements, which their own threads also touch.
                 if let Some((col, width, row)) = advice::unguarded_column(&text, pos, index) {
+                    // A Python kernel's `m[row, col]`, lowered to the flat index.
+                    let access = learner_index(sources, second)
+                        .map_or_else(|| format!("{row} * {width} + {col}"), |i| format!("{name}[{i}]"));
                     return format!(
-                        "{} and {} {verb} {el}: `{col}` reaches `{width}` or more where the grid is wider than the rows, and `{row} * {width} + {col}` then lands on the next row, on another thread's element; keep `{col}` within its row: check `{row}` and `{col}` each against its own bound (`{col} < {width}`), not the flat index",
+                        "{} and {} {verb} {el}: `{col}` reaches `{width}` or more where the grid is wider than the rows, and `{access}` then lands on the next row, on another thread's element; keep `{col}` within its row: check `{row}` and `{col}` each against its own bound (`{col} < {width}`), not the flat index",
                         first.thread.describe(),
                         second.thread.describe()
                     );
@@ -852,6 +878,15 @@ mod tests {
     use super::*;
     use crate::diag::Span;
     use crate::finding::ThreadRef;
+
+    #[test]
+    fn a_quoted_c_condition_reads_as_python() {
+        assert_eq!(
+            in_python("guard both, e.g. `if (row < rows && col < cols)`"),
+            "guard both, e.g. `if row < rows and col < cols:`"
+        );
+        assert_eq!(in_python("`if (` alone"), "`if (` alone");
+    }
 
     #[test]
     fn advice_for_a_python_kernel_is_in_python() {

@@ -47,8 +47,9 @@ pub fn write_profile(
                 "-".into()
             };
             let mark = if worst.as_ref().is_some_and(|w| w.0 == *line) { "▶ " } else { "" };
+            let number = if *line == HELPER_LINE { "-".to_string() } else { line.to_string() };
             [
-                format!("{mark}{line}"),
+                format!("{mark}{number}"),
                 thousands(k.issued as u128),
                 format!("{:.0}%", 100.0 * k.simt_efficiency()),
                 spr,
@@ -149,8 +150,11 @@ fn legend(header: &[&str]) -> String {
 fn line_rows(c: &CostReport, sources: &SourceMap) -> Vec<(u32, String, cost::Counts)> {
     let mut rows: Vec<(u32, String, cost::Counts)> = Vec::new();
     for place in &c.places {
-        let line = sources.line_of(place.span);
-        let text = sources.line_text(place.span).unwrap_or("").trim().to_string();
+        let (line, text) = match helper_of(sources, place.span) {
+            // Not a line of the learner's: one row for the helper, after their lines.
+            Some(name) => (HELPER_LINE, format!("{name}, a helper of gridlab's")),
+            None => (sources.line_of(place.span), sources.line_text(place.span).unwrap_or("").trim().to_string()),
+        };
         match rows.iter_mut().find(|r| r.0 == line && r.1 == text) {
             Some(r) => r.2.add(&place.counts),
             None => rows.push((line, text, place.counts.clone())),
@@ -158,6 +162,23 @@ fn line_rows(c: &CostReport, sources: &SourceMap) -> Vec<(u32, String, cost::Cou
     }
     rows.sort_by_key(|r| r.0);
     rows
+}
+
+/// The row of a helper function's costs, shown as line `-`.
+const HELPER_LINE: u32 = u32::MAX;
+
+/// The function around `span` when it is C that gridlab wrote for a Python kernel, not lowered
+/// from one of the learner's lines (`py_floordiv` for Python's `//`): its name.
+fn helper_of(sources: &SourceMap, span: crate::diag::Span) -> Option<String> {
+    let file = sources.get(span.source)?;
+    file.origin.as_ref()?;
+    if sources.resolve(span) != span {
+        return None;
+    }
+    let before = file.text.get(..span.lo as usize)?;
+    let decl = &before[before.rfind("__device__")?..];
+    let name = decl[..decl.find('(')?].split_whitespace().last()?;
+    Some(name.trim_start_matches('*').to_string())
 }
 
 /// A kernel written in Python is advised in Python's words.
@@ -189,7 +210,8 @@ fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport, python: bool
             best = Some((waste, line, advice));
         }
     };
-    for (line, _, k) in rows {
+    // A helper's waste is not on a line the learner can change.
+    for (line, _, k) in rows.iter().filter(|r| r.0 != HELPER_LINE) {
         if k.global_load_requests + k.global_store_requests > 0 {
             let spr = k.sectors_per_request();
             let ideal = k.ideal_sectors_per_request();

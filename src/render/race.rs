@@ -216,10 +216,12 @@ fn table(style: &Style) -> Table {
 
 /// The columns to show: `candidates` in order of interest, as many as fit in `width` columns
 /// in each of `tables` (one table for `:race`; both for `:compare`, so that the two show the same
-/// elements side by side), then in index order.
-fn pick_columns(tables: &[&Outcomes], candidates: Vec<Col>, width: usize) -> Vec<Col> {
-    let label_w = tables.iter().flat_map(|o| o.all_runs().map(|r| o.row_label(r).len())).max().unwrap_or(3).max(3) + 3;
-    let mut used = 1 + label_w + "outcome".len() + 3;
+/// elements side by side), then in index order. `pad`: the columns each cell takes beyond the
+/// usual one space either side (2 when a projector's table is enlarged, `Style::enlarge`).
+fn pick_columns(tables: &[&Outcomes], candidates: Vec<Col>, width: usize, pad: usize) -> Vec<Col> {
+    let label_w =
+        tables.iter().flat_map(|o| o.all_runs().map(|r| o.row_label(r).len())).max().unwrap_or(3).max(3) + 3 + pad;
+    let mut used = 1 + label_w + "outcome".len() + 3 + pad;
     let mut cols = Vec::new();
     for c in candidates {
         let w = tables
@@ -227,7 +229,8 @@ fn pick_columns(tables: &[&Outcomes], candidates: Vec<Col>, width: usize) -> Vec
             .map(|o| o.all_runs().map(|r| o.cell(r, c).len()).max().unwrap_or(1).max(o.header(c).len()))
             .max()
             .unwrap_or(1)
-            + 3;
+            + 3
+            + pad;
         if used + w > width {
             break;
         }
@@ -284,7 +287,9 @@ fn histogram(o: &Outcomes, width: usize, style: &Style) -> Vec<String> {
     counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     // Bars are shares of all runs, so one run in ten is a tenth of the width.
     let max = o.runs.len().max(1);
-    let bar_w = if style.big { width.saturating_sub(30).clamp(16, 60) } else { width.saturating_sub(40).clamp(8, 40) };
+    // The letter before the bar and the count and note after it (`  10 runs  (the sequential
+    // answer)`) take about 40 columns.
+    let bar_w = if style.big { width.saturating_sub(42).clamp(8, 60) } else { width.saturating_sub(40).clamp(8, 40) };
     let shown = if counts.len() > MAX_BARS { MAX_BARS - 1 } else { counts.len() };
     let rest: usize = counts[shown..].iter().map(|c| c.1).sum();
     let rest_n = counts.len() - shown;
@@ -394,7 +399,8 @@ fn footnote(o: &Outcomes, style: &Style) -> Option<String> {
 pub fn write_race(out: &mut dyn Write, o: &Outcomes, style: &Style) -> io::Result<()> {
     super::write_heading(out, &o.launch, &describe(o), style)?;
     let candidates = o.interesting();
-    let cols = pick_columns(&[o], candidates.cols.clone(), style.width);
+    // Enlarged for a projector, each cell has two more spaces.
+    let cols = pick_columns(&[o], candidates.cols.clone(), style.width, if style.big { 2 } else { 0 });
     let mut table = outcome_table(o, &cols, style);
     let note = candidates.hidden_note(cols.len()).map(|note| style.dim(&super::prose(&note, style)));
     let foot = footnote(o, style);
@@ -455,10 +461,10 @@ pub fn write_compare(out: &mut dyn Write, a: &Outcomes, b: &Outcomes, style: &St
                 candidates.push(*c);
             }
         }
-        let cols = pick_columns(&[a, b], candidates, half);
+        let cols = pick_columns(&[a, b], candidates, half, 0);
         (cols.clone(), cols)
     } else {
-        (pick_columns(&[a], ia.cols.clone(), half), pick_columns(&[b], ib.cols.clone(), half))
+        (pick_columns(&[a], ia.cols.clone(), half, 0), pick_columns(&[b], ib.cols.clone(), half, 0))
     };
     let ta = outcome_table(a, &ca, style).to_string();
     let tb = outcome_table(b, &cb, style).to_string();
@@ -595,7 +601,24 @@ mod tests {
         // a[50] differs in both runs, a[7] in one: a[50] comes first.
         assert_eq!(o.interesting().cols, vec![Col { buffer: 0, index: 50 }, Col { buffer: 0, index: 7 }]);
         let style = Style { color: false, width: 40, big: false, ..Style::plain() };
-        let text = outcome_table(&o, &pick_columns(&[&o], o.interesting().cols, 40), &style).to_string();
+        let text = outcome_table(&o, &pick_columns(&[&o], o.interesting().cols, 40, 0), &style).to_string();
         assert!(text.contains("a[50]") && text.lines().all(|l| l.chars().count() <= 40), "{text}");
+    }
+
+    #[test]
+    fn a_projectors_race_view_fits_its_width_with_the_roomier_cells() {
+        // Every element changed in every run (lesson 3's clean `:race` over 1,024 elements).
+        let reference = vec![0.5; 1024];
+        let runs: Vec<Vec<f64>> = (0..10).map(|_| reference.clone()).collect();
+        let refs: Vec<&[f64]> = runs.iter().map(Vec::as_slice).collect();
+        let o = outcomes(&reference, &refs, false);
+        for width in [60, 80, 100] {
+            let style = Style { color: false, width, big: true, rows: 40, ..Style::plain() };
+            let mut out = Vec::new();
+            write_race(&mut out, &o, &style).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert!(text.lines().all(|l| visible_width(l) <= width), "wider than {width}:\n{text}");
+            assert!(text.contains("a[0]"), "{text}");
+        }
     }
 }

@@ -276,3 +276,28 @@ fn complex_arithmetic_in_a_kernel_is_refused_at_its_line_with_what_to_write() {
     assert!(run.stdout.contains("mandel.py:7:9"), "{}", run.stdout);
     assert!(run.stdout.contains("two floats"), "{}", run.stdout);
 }
+
+#[test]
+fn profile_of_a_python_kernel_keeps_gridlabs_helpers_off_the_learners_lines() {
+    // `//` and `%` run through C helpers gridlab writes; their costs are theirs, on a row of
+    // their own, not on lines 3 to 5 of the learner's file with the helper's C as the source.
+    let script = "import numpy as np\n\
+                  from numba import cuda\n\
+                  @cuda.jit\n\
+                  def by_cols(out, m, rows, cols):\n\
+                  \x20   i = cuda.grid(1)\n\
+                  \x20   r = i % rows\n\
+                  \x20   c = i // rows\n\
+                  \x20   if i < rows * cols:\n\
+                  \x20       out[r, c] = m[r, c]\n\
+                  \n\
+                  m = np.ones((64, 32), np.float32)\n\
+                  o = np.zeros((64, 32), np.float32)\n\
+                  :profile by_cols[8, 256](o, m, 64, 32)\n";
+    let run = replay_text(script, None);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(!run.stdout.contains("long long"), "gridlab's C on the learner's lines:\n{}", run.stdout);
+    let helper = run.stdout.lines().find(|l| l.contains("py_floordiv")).expect("a row for the helper");
+    assert!(helper.starts_with("│ -"), "{helper}");
+    assert!(run.stdout.contains("▶ 9"), "the costliest line is the learner's access:\n{}", run.stdout);
+}
