@@ -734,7 +734,7 @@ fn trapped(module: &Module, spec: &LaunchSpec, printed: &str, elapsed: Duration)
         }
         v
     };
-    let thread = crate::finding::ThreadRef { block: triple("block:"), thread: triple("thread:") };
+    let thread = crate::finding::ThreadRef { block: triple("block:"), thread: triple("thread:"), ranks: [0; 2] };
     let condition = printed.split_once("Assertion `").and_then(|(_, r)| r.rsplit_once("` failed")).map(|(c, _)| c);
     let message = match condition {
         Some(c) => format!("assertion failed: `{c}`"),

@@ -243,7 +243,7 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             .help(uninit_advice(memory, kname))
         }
         Finding::BarrierDivergence { block, waiting, other, waiting_threads, other_threads } => {
-            let blk = crate::finding::ThreadRef { block: *block, thread: [0; 3] }.describe();
+            let blk = crate::finding::ThreadRef { block: *block, ..Default::default() }.describe();
             let blk = blk.trim_end_matches(" thread 0").to_string();
             let msg = match other {
                 Some(o) => format!(
@@ -906,7 +906,7 @@ mod tests {
         let lo = map.get(id).unwrap().text.find("a[i] +=").unwrap();
         (
             Site {
-                thread: ThreadRef { block: [block, 0, 0], thread: [thread, 0, 0] },
+                thread: ThreadRef { block: [block, 0, 0], thread: [thread, 0, 0], ranks: [0; 2] },
                 access,
                 span: Span::new(id, lo, lo + 4),
             },
@@ -942,7 +942,7 @@ mod tests {
         let text = "__global__ void k(float *a) {\n    __shared__ float s[32];\n    s[threadIdx.x] = a[threadIdx.x];\n    s[0] += s[threadIdx.x];\n    a[threadIdx.x] = s[(threadIdx.x + 1) % 32];\n}";
         let id = map.add("<input 1>", text, 1);
         let at = |pat: &str, access, thread| Site {
-            thread: ThreadRef { block: [0; 3], thread: [thread, 0, 0] },
+            thread: ThreadRef { block: [0; 3], thread: [thread, 0, 0], ranks: [0; 2] },
             access,
             span: Span::new(id, text.find(pat).unwrap(), text.find(pat).unwrap() + pat.len()),
         };
@@ -981,7 +981,7 @@ mod tests {
         let text = "__global__ void k(int *c, int *seen) {\n    if (threadIdx.x == 0) seen[0] = c[0];\n    atomicAdd(&c[0], 1);\n}";
         let id = map.add("<input 1>", text, 1);
         let at = |pat: &str, access, thread| Site {
-            thread: ThreadRef { block: [0; 3], thread: [thread, 0, 0] },
+            thread: ThreadRef { block: [0; 3], thread: [thread, 0, 0], ranks: [0; 2] },
             access,
             span: Span::new(id, text.find(pat).unwrap(), text.find(pat).unwrap() + pat.len()),
         };
@@ -1019,7 +1019,11 @@ mod tests {
     fn race_summary_gives_an_example_pair() {
         let mut map = SourceMap::new();
         let (first, _) = site(&mut map, Access::Write, 0, 0);
-        let second = Site { access: Access::Read, thread: ThreadRef { block: [1, 0, 0], thread: [37, 0, 0] }, ..first };
+        let second = Site {
+            access: Access::Read,
+            thread: ThreadRef { block: [1, 0, 0], thread: [37, 0, 0], ranks: [0; 2] },
+            ..first
+        };
         let f = Finding::Race {
             memory: Memory::Global("a".into()),
             shape: Vec::new(),
@@ -1041,7 +1045,7 @@ mod tests {
         let text = "__global__ void k(float *out) {\n    __shared__ float s[64];\n    float sum;\n    if (threadIdx.x < 32) s[threadIdx.x] = 1.0f;\n    __syncthreads();\n    out[threadIdx.x] = s[threadIdx.x] + sum;\n}";
         let id = map.add("<input 1>", text, 1);
         let at = |pat: &str, thread| Site {
-            thread: ThreadRef { block: [0; 3], thread: [thread, 0, 0] },
+            thread: ThreadRef { block: [0; 3], thread: [thread, 0, 0], ranks: [0; 2] },
             access: Access::Read,
             span: Span::new(id, text.rfind(pat).unwrap(), text.rfind(pat).unwrap() + pat.len()),
         };
@@ -1077,7 +1081,7 @@ mod tests {
         let at = |pat: &str, nth: usize, access, thread| {
             let lo = text.match_indices(pat).nth(nth).unwrap().0;
             Site {
-                thread: ThreadRef { block: [0; 3], thread: [thread, 0, 0] },
+                thread: ThreadRef { block: [0; 3], thread: [thread, 0, 0], ranks: [0; 2] },
                 access,
                 span: Span::new(id, lo, lo + pat.len()),
             }

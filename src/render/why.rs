@@ -165,7 +165,7 @@ mod tests {
     use crate::diag::Span;
 
     fn t(thread: u32) -> ThreadRef {
-        ThreadRef { block: [0, 0, 0], thread: [thread, 0, 0] }
+        ThreadRef { block: [0, 0, 0], thread: [thread, 0, 0], ranks: [0; 2] }
     }
 
     fn ev(step: u64, thread: u32, access: Access, read: Option<f64>, written: Option<f64>) -> WatchedAccess {
