@@ -1369,6 +1369,19 @@ fn the_plain_read_of_a_cas_loop_is_an_atomic_read_and_other_accesses_stay_plain(
     assert_eq!(ops, [AtomicOp::Or, AtomicOp::Cas]);
     let plain_index_reads = all_exprs(&k.body).into_iter().filter(|e| matches!(e.kind, ExprKind::Index { .. })).count();
     assert_eq!(plain_index_reads, 5, "c[3], &c[2] in the atomic read and in the CAS, other[0], other[1]");
+    // A float read of the element CASed as an int: an atomic read of the bits, taken as a float.
+    let m = module(
+        "__device__ float amin(float *addr, float v) { float old = *addr; while (v < old) { int prev = atomicCAS((int *)addr, __float_as_int(old), __float_as_int(v)); if (prev == __float_as_int(old)) break; old = __int_as_float(prev); } return old; }",
+    );
+    let f = m.program().functions.iter().find(|f| f.name == "amin").expect("amin");
+    let Some(StmtKind::Decl { init: Some(init), .. }) = f.body.first().map(|s| &s.kind) else {
+        panic!("a declaration")
+    };
+    let ExprKind::Unary { op: UnaryOp::Bits(Scalar::F32), operand } = &init.kind else { panic!("{init:?}") };
+    assert!(matches!(
+        operand.kind,
+        ExprKind::Intrinsic { which: Intrinsic::Atomic { op: AtomicOp::Or, ty: Scalar::I32 }, .. }
+    ));
 }
 
 #[test]

@@ -13,12 +13,13 @@
 //! the loop computes depends on the load being ordered with other threads' updates. What the
 //! load needs is what an atomic load gives: a whole value, never a torn one (an aligned 4- or
 //! 8-byte load on a GPU is one). So in a function that CASes an element, a plain read of that same
-//! element (through the same pointer expression and index) is checked as the atomic read
-//! `atomicOr(p, 0)` (Numba's own CAS helpers read the same way): it never races with the
-//! atomics, and a plain write of the element still races with them. Reads of other elements, and
-//! plain writes, are untouched.
+//! element (through the same pointer expression and index, pointer casts aside, in a type of the
+//! same size: `float old = *addr;` beside `atomicCAS((int *)addr, ...)`) is checked as the atomic
+//! read `atomicOr(p, 0)`, its bits taken as the read's type (Numba's own CAS helpers read the
+//! same way): it never races with the atomics, and a plain write of the element still races with
+//! them. Reads of other elements, and plain writes, are untouched.
 
-use crate::cuda::ast::{AtomicOp, Expr, ExprKind, Intrinsic, Scalar, Stmt, StmtKind, Type};
+use crate::cuda::ast::{AtomicOp, Expr, ExprKind, Intrinsic, Scalar, Stmt, StmtKind, Type, UnaryOp};
 
 /// Turn the plain reads of elements that `body` compare-and-swaps into atomic reads.
 pub(super) fn atomic_reads_of_cas_places(body: &mut [Stmt]) {
@@ -50,11 +51,19 @@ fn is_zero(e: &Expr) -> bool {
     }
 }
 
+/// A pointer with its pointer casts taken off: `(int *)addr` is `addr`'s address.
+fn uncast(p: &Expr) -> &Expr {
+    match &p.kind {
+        ExprKind::Cast(inner) if inner.ty.is_pointer() => uncast(inner),
+        _ => p,
+    }
+}
+
 /// The element an lvalue names, when it is one a pointer and index reach.
 fn lvalue_place(e: &Expr) -> Option<(&Expr, Option<&Expr>)> {
     match &e.kind {
-        ExprKind::Deref(p) => Some((p, None)),
-        ExprKind::Index { base, index } => Some((base, (!is_zero(index)).then_some(&**index))),
+        ExprKind::Deref(p) => Some((uncast(p), None)),
+        ExprKind::Index { base, index } => Some((uncast(base), (!is_zero(index)).then_some(&**index))),
         _ => None,
     }
 }
@@ -62,8 +71,8 @@ fn lvalue_place(e: &Expr) -> Option<(&Expr, Option<&Expr>)> {
 /// The element a CAS's pointer argument points at.
 fn pointer_place(p: &Expr) -> (&Expr, Option<&Expr>) {
     match &p.kind {
-        ExprKind::AddrOf(inner) => lvalue_place(inner).unwrap_or((p, None)),
-        _ => (p, None),
+        ExprKind::AddrOf(inner) => lvalue_place(inner).unwrap_or((uncast(p), None)),
+        _ => (uncast(p), None),
     }
 }
 
@@ -127,7 +136,7 @@ fn matches_place(e: &Expr, places: &[Place]) -> Option<Scalar> {
     places
         .iter()
         .find(|p| {
-            p.ty == ty
+            p.ty.size() == ty.size()
                 && same(&p.ptr, ptr)
                 && match (&p.index, index) {
                     (None, None) => true,
@@ -144,16 +153,32 @@ fn rewrite(e: &mut Expr, places: &[Place], value: bool) {
     if value && let Some(ty) = matches_place(e, places) {
         let span = e.span;
         let place = std::mem::replace(e, Expr { kind: ExprKind::WarpSize, ty: Type::Void, span });
-        let ptr_ty = Type::Ptr { pointee: Box::new(Type::Scalar(ty)), is_const: false };
+        let read = place.ty.scalar().expect("matches_place reads scalars");
         let ptr = match place.kind {
             ExprKind::Deref(p) => *p,
-            kind => Expr { kind: ExprKind::AddrOf(Box::new(Expr { kind, ..place })), ty: ptr_ty, span },
+            kind => {
+                let ty = Type::Ptr { pointee: Box::new(place.ty.clone()), is_const: false };
+                Expr { kind: ExprKind::AddrOf(Box::new(Expr { kind, ..place })), ty, span }
+            }
         };
+        // Through a pointer of the CAS's type: `(int *)addr` for a `float` read.
+        let cas_ptr = Type::Ptr { pointee: Box::new(Type::Scalar(ty)), is_const: false };
+        let ptr = if ptr.ty == cas_ptr { ptr } else { Expr { kind: ExprKind::Cast(Box::new(ptr)), ty: cas_ptr, span } };
         let zero = Expr { kind: ExprKind::IntConst(0), ty: Type::Scalar(ty), span };
-        *e = Expr {
+        let atomic = Expr {
             kind: ExprKind::Intrinsic { which: Intrinsic::Atomic { op: AtomicOp::Or, ty }, args: vec![ptr, zero] },
             ty: Type::Scalar(ty),
             span,
+        };
+        // The bits read, as the type the code read them in (`__int_as_float`).
+        *e = if read == ty {
+            atomic
+        } else {
+            Expr {
+                kind: ExprKind::Unary { op: UnaryOp::Bits(read), operand: Box::new(atomic) },
+                ty: Type::Scalar(read),
+                span,
+            }
         };
         return;
     }
