@@ -31,7 +31,9 @@ pub mod check;
 pub mod coop;
 pub mod cursor;
 pub mod fold;
+pub mod goto;
 pub mod lexer;
+pub mod namespace;
 pub mod parser;
 pub mod preprocess;
 pub mod sketch;
@@ -624,6 +626,8 @@ impl Module {
             .collect();
         let tokens = preprocess::strip_decorations(tokens)?;
         let (tokens, namespaces) = coop::rewrite(tokens, &earlier)?;
+        let texts: Vec<&str> = context.iter().map(|i| i.text.as_str()).filter(|t| t.contains("namespace")).collect();
+        let (tokens, spaces) = namespace::flatten(tokens, &namespace::declared_in(&texts))?;
         let (tokens, mut templates) = template::extract(tokens)?;
         let mut known = template_params(context);
         for t in templates.iter().filter(|t| t.specialises.is_none()) {
@@ -640,6 +644,10 @@ impl Module {
         set.make_structs(&instances, &mut typedefs, &mut Vec::new(), &mut std::collections::HashSet::new())?;
         let end = Span::new(source, text.len(), text.len());
         let parsed = parser::parse(&tokens, &mut typedefs, end)?;
+        spaces.check(parsed.iter().map(|i| {
+            let kernel = matches!(&i.kind, syntax::ItemKind::Function(f) if f.qual == syntax::FuncQual::Global);
+            (i.name.as_str(), i.span, kernel)
+        }))?;
         let slice = |span: Span| text.get(span.lo as usize..span.hi as usize).unwrap_or("").to_string();
         let mut items: Vec<ModuleItem> = new_defines
             .into_iter()
@@ -708,7 +716,7 @@ impl Module {
                 name,
                 kind,
                 source,
-                text: slice(t.span),
+                text: spaces.wrap(t.span, slice(t.span)),
                 span: t.span,
                 syntax: None,
                 define_body: preprocess::Macro::default(),
@@ -739,7 +747,7 @@ impl Module {
                 name: item.name.clone(),
                 kind,
                 source,
-                text: if is_member || repeated { String::new() } else { slice(item.span) },
+                text: if is_member || repeated { String::new() } else { spaces.wrap(item.span, slice(item.span)) },
                 span: item.span,
                 syntax: Some(item),
                 define_body: preprocess::Macro::default(),

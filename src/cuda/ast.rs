@@ -174,6 +174,14 @@ impl StructDef {
     /// `vector_types.h` does: `n` components of 1, 2 or 4 aligned to their whole size (at most
     /// 16 bytes), 3 components to one component's.
     pub fn vector(name: &str) -> Option<Arc<StructDef>> {
+        if name == "dim3" {
+            // `dim3` is a `uint3` whose constructor fills missing sizes with 1 (the checker's
+            // `construct`); the two convert to each other, as CUDA's do.
+            let fields = ["x", "y", "z"].iter().map(|f| (f.to_string(), Type::Scalar(Scalar::U32))).collect();
+            let mut def = StructDef::new(name, fields, 4);
+            def.vector = true;
+            return Some(Arc::new(def));
+        }
         let n = name.chars().last()?.to_digit(10)? as usize;
         let stem = &name[..name.len() - 1];
         let &(_, s) = VECTOR_STEMS.iter().find(|(st, _)| *st == stem)?;
@@ -471,6 +479,17 @@ pub enum AtomicOp {
     Xor,
 }
 
+/// The operation of a warp reduction (`__reduce_add_sync` ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WarpReduceOp {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ShflKind {
     Idx,
@@ -559,6 +578,19 @@ pub enum Intrinsic {
     },
     /// Args: mask, predicate (`bool`). Result `unsigned int`.
     Ballot,
+    /// `__reduce_add_sync(mask, v)` and the `min`, `max`, `and`, `or`, `xor` forms (compute
+    /// capability 8.0): args mask, value of `ty` (`int` or `unsigned`); result `ty`, the same in
+    /// every lane.
+    WarpReduce {
+        op: WarpReduceOp,
+        ty: Scalar,
+    },
+    /// `__match_any_sync(mask, v)`: args mask, value (any integer or float type, compared bit
+    /// for bit). Result `unsigned int`: the lanes holding the same value as this one.
+    MatchAny,
+    /// `__match_all_sync(mask, v, &pred)` less its predicate (the checker stores that): args
+    /// mask, value. Result `unsigned int`: the lanes' mask when all hold one value, else 0.
+    MatchAll,
     /// Args: mask, predicate (`bool`). Result `int` (0 or 1).
     Any,
     All,

@@ -8,11 +8,13 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::ast::*;
+use super::goto;
 use super::syntax::{self, Decl, Init, ItemKind, Storage, TypeName, UnOp};
 use crate::diag::suggest;
 use crate::diag::{Diagnostic, Span};
 
 mod builtins;
+mod cas;
 mod consteval;
 mod functions;
 mod signatures;

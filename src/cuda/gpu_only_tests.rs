@@ -197,9 +197,11 @@ fn the_simulators_refusal_names_the_construct_and_its_line() {
 #[test]
 fn other_constructs_outside_the_subset() {
     for (text, construct) in [
-        ("__global__ void k(int *a) {\n goto end;\n}", "`goto`"),
+        ("__global__ void k(int *a) {\n again: a[0]++;\n if (a[0] < 3) goto again;\n}", "a backward `goto`"),
         ("#define LOG(...) printf(__VA_ARGS__)", "variadic macros"),
-        ("__global__ void k(unsigned *a) { a[0] = __byte_perm(a[0], 0, 0x3210); }", "`__byte_perm`"),
+        ("__global__ void k(unsigned *a) { a[0] = __vabsdiff4(a[0], a[1]); }", "`__vabsdiff4`"),
+        ("namespace a { __global__ void k(float *p) { p[0] = 1; } }", "a kernel inside a namespace"),
+        ("__device__ const char *name(int i) { return i ? \"odd\" : \"even\"; }", "string literals outside printf"),
         ("__device__ int fact(int n) { return n <= 1 ? 1 : n * fact(n - 1); }", "recursion"),
         ("__global__ void k(float *a) { half2 p; a[0] = 1.0f; }", "`half2`"),
         ("union U { float f; unsigned u; };", "unions"),

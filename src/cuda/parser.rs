@@ -128,13 +128,10 @@ pub fn parse(toks: &[Token], typedefs: &mut HashMap<String, TypeName>, end: Span
 /// (The construct the error is marked with is the name itself.)
 fn unsupported_type(name: &str) -> Option<(String, &'static str)> {
     let (msg, help) = match name {
-        "dim3" => (
-            "`dim3` variables are not supported in kernels".into(),
-            "use the components directly: `threadIdx.x`, `blockDim.y`, ...",
+        "half" | "__half" | "half2" | "__half2" | "__nv_bfloat16" | "__nv_bfloat162" => (
+            format!("`{name}` runs on the GPU backend only"),
+            "use `float` in the simulator; the GPU backend runs half precision (`:backend gpu`, or `--backend gpu` for a script)",
         ),
-        "half" | "__half" | "half2" | "__half2" | "__nv_bfloat16" | "__nv_bfloat162" => {
-            (format!("`{name}` runs on the GPU backend only"), "use `float` in the simulator")
-        }
         _ => return None,
     };
     Some((msg, help))
@@ -252,7 +249,6 @@ impl Parser<'_> {
                 "write `switch (x) { case 1: ... break; }`",
                 "`case`".into(),
             ),
-            "goto" => ("goto is not supported by the simulator".into(), "use loops with break and continue", code),
             // Inline PTX: `asm volatile("mov.u32 %0, %%laneid;" : "=r"(r));`. The simulator
             // runs CUDA C, not PTX; the usual uses have a CUDA C spelling.
             "asm" | "__asm__" | "__asm"
@@ -265,9 +261,13 @@ impl Parser<'_> {
                     "inline PTX (`asm`)".into(),
                 )
             }
-            "namespace" | "using" => {
-                (format!("`{w}` is not supported by the simulator"), "write plain CUDA C functions", code)
-            }
+            // Namespaces were taken apart before parsing (`namespace::flatten`); what is left is
+            // some other use (`using T = float;`, a namespace alias).
+            "namespace" | "using" => (
+                format!("this `{w}` is not supported by the simulator"),
+                "write `namespace name { ... }` around functions, `name::f(...)` or `using namespace name;`; for a type, `typedef float T;`",
+                code,
+            ),
             "new" | "delete" | "malloc" | "free" | "throw" | "try" => {
                 (format!("`{w}` is not supported in kernels"), "allocate buffers in the gridlab session", code)
             }
@@ -1428,18 +1428,27 @@ impl Parser<'_> {
             }
             _ => {}
         }
+        if self.cur.is_word("goto") && matches!(self.cur.peek_at(1), Some(Tok::Ident(_))) && self.cur.is_at(2, ";") {
+            self.cur.advance(1);
+            let (label, _) = self.ident("a label")?;
+            self.expect(";")?;
+            return done(self, StmtKind::Goto(label));
+        }
         if let Some(decl) = self.local_decl()? {
             return Ok(Stmt { span: decl.span, kind: StmtKind::Decl(decl) });
         }
-        if matches!(self.cur.peek(), Some(Tok::Ident(_))) && self.cur.is_at(1, ":") && !self.cur.is_at(1, "::") {
-            // A label names the statement after it; with no `goto` (which is refused on its
-            // own) it changes nothing, as C says.
+        if let Some(Tok::Ident(label)) = self.cur.peek()
+            && self.cur.is_at(1, ":")
+            && !self.cur.is_at(1, "::")
+        {
+            // A label names the statement after it (at the end of a block, an empty one).
+            let label = label.clone();
             self.cur.advance(2);
-            if self.cur.is("}") {
-                return Ok(Stmt { kind: StmtKind::Empty, span: start });
-            }
-            return self.stmt();
+            let target = if self.cur.is("}") { Stmt { kind: StmtKind::Empty, span: start } } else { self.stmt()? };
+            let span = start.to(target.span);
+            return Ok(Stmt { kind: StmtKind::Labeled(label, Box::new(target)), span });
         }
+
         let e = self.expr()?;
         self.expect(";")?;
         done(self, StmtKind::Expr(e))
@@ -1837,9 +1846,10 @@ impl Parser<'_> {
             }
             Tok::Ident(w)
                 if (self.cur.is_at(1, "(") || self.cur.is_at(1, "{"))
-                    && self.typedefs.get(&w).is_some_and(|t| t.strukt.is_some() && t.ptrs.is_empty()) =>
+                    && (w == "dim3"
+                        || self.typedefs.get(&w).is_some_and(|t| t.strukt.is_some() && t.ptrs.is_empty())) =>
             {
-                // `Complex(a, b)`: a struct made in an expression.
+                // `Complex(a, b)`, `dim3(x, y)`: a struct made in an expression.
                 let ty = self.type_name()?;
                 let args = self.construct_args()?;
                 return Ok(Expr { kind: ExprKind::Construct { ty, args }, span: start.to(self.cur.prev_span()) });

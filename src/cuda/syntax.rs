@@ -162,6 +162,10 @@ pub enum StmtKind {
     Return(Option<Expr>),
     Block(Vec<Stmt>),
     Empty,
+    /// `goto label;`: written out as flags and breaks before checking (`goto::lower`).
+    Goto(String),
+    /// `label: statement`.
+    Labeled(String, Box<Stmt>),
 }
 
 /// One piece of a `switch` body: a label or a statement.

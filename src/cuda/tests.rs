@@ -593,7 +593,12 @@ fn unsupported_constructs_say_what_they_are() {
         ("__global__ void k(int *a) { switch (a[0]) { case 1: case 1: break; } }", "`case 1` appears twice"),
         ("__global__ void k(int *a) { switch (a[0]) { case a[1]: break; } }", "must be a constant integer"),
         ("__global__ void k(int *a) { switch (a[0]) { case 0: continue; } }", "`continue` outside of a loop"),
-        ("__global__ void k(int *a) { goto end; }", "goto is not supported"),
+        ("__global__ void k(int *a) { goto end; }", "there is no label `end` in this function"),
+        (
+            "__global__ void k(int *a) { again: a[0]++; if (a[0] < 3) goto again; }",
+            "a backward `goto` is not supported",
+        ),
+        ("__global__ void k(int *a) { goto in; { in: a[0] = 1; } }", "a `goto` into a block is not supported"),
         (
             "__global__ void k(unsigned *a) { unsigned r; asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(r)); a[0] = r; }",
             "inline PTX (`asm`) is not supported by the simulator",
@@ -601,7 +606,6 @@ fn unsupported_constructs_say_what_they_are() {
         ("__global__ void k(int *a) { enum E { A }; }", "enums are not supported by the simulator here"),
         ("__global__ void k(float *a) { auto f = [=](float x) { return x; }; }", "lambdas are not supported"),
         ("__global__ void k(float *a) { half2 v; }", "`half2` runs on the GPU backend only"),
-        ("__global__ void k(float *a) { dim3 b; }", "`dim3` variables are not supported"),
         ("__global__ int k(float *a) { return 1; }", "kernels must return void"),
         ("__global__ void k(float x) { float *p = &x; }", "cannot take the address of the parameter `x`"),
         ("__global__ void k(const float *a) { a[0] = 1; }", "cannot assign here"),
@@ -768,7 +772,7 @@ fn errors_point_at_the_right_line_and_column() {
     assert!(text.contains("4 |     a[i] = b;"), "{text}");
     let text = errors("__global__ void k(int *a) {\n  goto end;\n}");
     assert!(text.contains("<input 1>:2:3"), "{text}");
-    assert!(text.contains("help: use loops with break and continue"), "{text}");
+    assert!(text.contains("help: put `end:` before the statement the jump goes to"), "{text}");
 }
 
 /// Struct and function templates, specialisations and their uses, for the fuzzers: every
@@ -1183,8 +1187,37 @@ const STRUCT_C: &str = "struct C { float r, i; __device__ C(float a, float b) : 
 fn a_label_without_goto_changes_nothing() {
     let m = module("__global__ void k(float *a) {\n    start:\n    a[0] = 1.0f;\n    { done: }\n}");
     assert_eq!(kernel(&m, "k").body.len(), 2);
-    let e = errors("__global__ void k(float *a) {\n    goto end;\n    end: a[0] = 1.0f;\n}");
-    assert!(e.contains("goto is not supported by the simulator"), "{e}");
+}
+
+#[test]
+fn a_forward_goto_is_a_flag_that_leaves_its_loops_and_skips_to_the_label() {
+    let m = module(
+        "__global__ void k(int *m, int *w) {
+            int r, c;
+            for (r = 0; r < 4; r++) { for (c = 0; c < 5; c++) { if (m[r * 5 + c] == 7) goto found; } }
+            w[0] = -1;
+            return;
+        found:
+            w[0] = r * 5 + c;
+        }",
+    );
+    let k = kernel(&m, "k");
+    assert_eq!(k.locals.iter().filter(|l| l.name == "__goto_found").count(), 1);
+    // int flag = 0; int r, c; the loops; if (!flag) { w[0] = -1; return; } flag = 0; w[0] = ...
+    let kinds: Vec<&str> = k
+        .body
+        .iter()
+        .map(|s| match &s.kind {
+            StmtKind::Decl { .. } => "decl",
+            StmtKind::For { .. } => "for",
+            StmtKind::If { .. } => "if",
+            StmtKind::Expr(_) => "expr",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["decl", "decl", "decl", "for", "if", "expr", "expr"]);
+    // A jump forward inside a loop, to a label in the loop's body, is cleared on every pass.
+    module("__global__ void k(int *a) { for (int i = 0; i < 4; i++) { if (a[i] < 0) goto next; a[i] *= 2; next: ; } }");
 }
 
 /// Input whose brackets never close, close twice or stand alone: every pass that walks tokens
@@ -1255,4 +1288,186 @@ fn template_defaults_nest_brackets_as_cpp_reads_them() {
          __global__ void k(int *a) { Box<int> b; b.v = 3; a[0] = unbox<int>(b) + f<>() + f<1>(); }",
     );
     assert!(m.kernel("k").is_some());
+}
+
+/// Every expression of a statement list, depth first (statements' own expressions only).
+fn all_exprs(stmts: &[Stmt]) -> Vec<&Expr> {
+    fn expr<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+        out.push(e);
+        match &e.kind {
+            ExprKind::Deref(x) | ExprKind::Decay(x) | ExprKind::AddrOf(x) | ExprKind::Cast(x) => expr(x, out),
+            ExprKind::Unary { operand, .. } => expr(operand, out),
+            ExprKind::Member { base, .. } => expr(base, out),
+            ExprKind::Index { base: a, index: b }
+            | ExprKind::Binary { lhs: a, rhs: b, .. }
+            | ExprKind::Assign { lhs: a, rhs: b }
+            | ExprKind::CompoundAssign { lhs: a, rhs: b, .. }
+            | ExprKind::Comma { lhs: a, rhs: b }
+            | ExprKind::PtrOffset { ptr: a, offset: b } => {
+                expr(a, out);
+                expr(b, out);
+            }
+            ExprKind::Cond { cond, then, else_ } => [cond, then, else_].into_iter().for_each(|x| expr(x, out)),
+            ExprKind::Call { args, .. } | ExprKind::Intrinsic { args, .. } | ExprKind::Printf { args, .. } => {
+                args.iter().for_each(|x| expr(x, out))
+            }
+            ExprKind::StructLit(v) => v.iter().for_each(|x| expr(x, out)),
+            _ => {}
+        }
+    }
+    fn stmt<'a>(s: &'a Stmt, out: &mut Vec<&'a Expr>) {
+        match &s.kind {
+            StmtKind::Expr(e) | StmtKind::Return(Some(e)) | StmtKind::Decl { init: Some(e), .. } => expr(e, out),
+            StmtKind::If { cond, then, else_ } => {
+                expr(cond, out);
+                stmt(then, out);
+                else_.iter().for_each(|e| stmt(e, out));
+            }
+            StmtKind::While { cond, body } | StmtKind::DoWhile { body, cond } => {
+                expr(cond, out);
+                stmt(body, out);
+            }
+            StmtKind::Block(b) => b.iter().for_each(|s| stmt(s, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    stmts.iter().for_each(|s| stmt(s, &mut out));
+    out
+}
+
+#[test]
+fn the_plain_read_of_a_cas_loop_is_an_atomic_read_and_other_accesses_stay_plain() {
+    let m = module(
+        "__device__ double add(double *address, double val) {
+            unsigned long long *p = (unsigned long long *)address;
+            unsigned long long old = *p, assumed;
+            do { assumed = old; old = atomicCAS(p, assumed, __double_as_longlong(val + __longlong_as_double(assumed))); } while (assumed != old);
+            return __longlong_as_double(old);
+        }
+        __global__ void k(double *t, int *c, int *other) { add(t, 1.0); int v = c[2]; int w = c[3]; atomicCAS(&c[2], v, v + 1); *c = w; other[0] = other[1]; }",
+    );
+    let f = m.program().functions.iter().find(|f| f.name == "add").expect("add");
+    let atomics: Vec<_> = all_exprs(&f.body)
+        .into_iter()
+        .filter_map(|e| match &e.kind {
+            ExprKind::Intrinsic { which: Intrinsic::Atomic { op, ty }, .. } => Some((*op, *ty)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(atomics, [(AtomicOp::Or, Scalar::U64), (AtomicOp::Cas, Scalar::U64)]);
+    // In the kernel: the read of c[2] (the element it CASes) is atomic; c[3], the write
+    // through `c` and the other buffer's accesses are not.
+    let k = kernel(&m, "k");
+    let ops: Vec<_> = all_exprs(&k.body)
+        .into_iter()
+        .filter_map(|e| match &e.kind {
+            ExprKind::Intrinsic { which: Intrinsic::Atomic { op, .. }, .. } => Some(*op),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ops, [AtomicOp::Or, AtomicOp::Cas]);
+    let plain_index_reads = all_exprs(&k.body).into_iter().filter(|e| matches!(e.kind, ExprKind::Index { .. })).count();
+    assert_eq!(plain_index_reads, 5, "c[3], &c[2] in the atomic read and in the CAS, other[0], other[1]");
+    // A float read of the element CASed as an int: an atomic read of the bits, taken as a float.
+    let m = module(
+        "__device__ float amin(float *addr, float v) { float old = *addr; while (v < old) { int prev = atomicCAS((int *)addr, __float_as_int(old), __float_as_int(v)); if (prev == __float_as_int(old)) break; old = __int_as_float(prev); } return old; }",
+    );
+    let f = m.program().functions.iter().find(|f| f.name == "amin").expect("amin");
+    let Some(StmtKind::Decl { init: Some(init), .. }) = f.body.first().map(|s| &s.kind) else {
+        panic!("a declaration")
+    };
+    let ExprKind::Unary { op: UnaryOp::Bits(Scalar::F32), operand } = &init.kind else { panic!("{init:?}") };
+    assert!(matches!(
+        operand.kind,
+        ExprKind::Intrinsic { which: Intrinsic::Atomic { op: AtomicOp::Or, ty: Scalar::I32 }, .. }
+    ));
+}
+
+#[test]
+fn dim3_and_uint3_locals_take_the_index_variables_and_dim3_fills_missing_sizes_with_one() {
+    let m = module(
+        "__global__ void k(unsigned *out) { dim3 t = threadIdx; uint3 b = blockIdx; dim3 g(gridDim); dim3 s(4); dim3 d; uint3 u = dim3(2, 3);
+         out[0] = t.x + b.y + g.z + s.y + s.z + d.x + u.z; }",
+    );
+    let k = kernel(&m, "k");
+    let names: Vec<String> = k.locals.iter().map(|l| format!("{} {}", l.ty.c_name(), l.name)).collect();
+    assert_eq!(names[1..7], ["dim3 t", "uint3 b", "dim3 g", "dim3 s", "dim3 d", "uint3 u"]);
+    let e = errors("__global__ void k(unsigned *o) { dim3 d = make_dim3(1, 2, 3); o[0] = d.x; }");
+    assert!(e.contains("unknown function `make_dim3`"), "{e}");
+    let e = errors("__global__ void k(unsigned *o) { dim3 d(1, 2, 3, 4); o[0] = d.x; }");
+    assert!(e.contains("`dim3` takes at most three sizes"), "{e}");
+}
+
+#[test]
+fn string_literals_of_printf_are_spliced_into_its_format() {
+    let m = module(r#"__global__ void k() { printf("%s=%d [%-4s|%3s|%.2s] 100%%\n", "x", 1, "ab", "c", "xyz"); }"#);
+    let [StmtKind::Expr(Expr { kind: ExprKind::Printf { format, args }, .. })] =
+        kernel(&m, "k").body.iter().map(|s| &s.kind).collect::<Vec<_>>()[..]
+    else {
+        panic!("one printf")
+    };
+    assert_eq!(format, "x=%d [ab  |  c|xy] 100%%\n");
+    assert_eq!(args.len(), 1);
+    // A choice of two literals is a choice of two printfs.
+    let m = module(r#"__global__ void k() { printf("%d is %s\n", threadIdx.x, threadIdx.x % 2 ? "odd" : "even"); }"#);
+    let formats: Vec<&str> = all_exprs(&kernel(&m, "k").body)
+        .into_iter()
+        .filter_map(|e| match &e.kind {
+            ExprKind::Printf { format, .. } => Some(format.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(formats, ["%d is odd\n", "%d is even\n"]);
+    let e = errors(r#"__global__ void k() { printf("%d\n", "x"); }"#);
+    assert!(e.contains("a string literal prints with `%s`"), "{e}");
+    let e = errors(r#"__device__ const char *name() { return "n"; }"#);
+    assert!(e.contains("string literals only in printf"), "{e}");
+}
+
+#[test]
+fn namespaces_are_read_flat_and_their_items_keep_them_for_the_gpu() {
+    let m = module(
+        "namespace mathx {\n__device__ float sq(float x) { return x * x; }\nnamespace detail { __device__ float two() { return 2.0f; } }\n}\n__global__ void k(float *a) { a[0] = mathx::sq(a[0]) + mathx::detail::two(); }",
+    );
+    let text = |name: &str| m.items().iter().find(|i| i.name == name).map(|i| i.text.clone()).expect("item");
+    assert_eq!(text("sq"), "namespace mathx { __device__ float sq(float x) { return x * x; } }");
+    assert_eq!(text("two"), "namespace mathx { namespace detail { __device__ float two() { return 2.0f; } } }");
+    assert!(text("k").starts_with("__global__ void k(float *a) { a[0] = mathx::sq(a[0])"));
+    let e = errors("namespace a { __global__ void k(float *p) { p[0] = 1; } }");
+    assert!(e.contains("a kernel inside a namespace is not supported by the simulator"), "{e}");
+}
+
+#[test]
+fn bit_and_warp_intrinsics_are_checked_with_their_types() {
+    let m = module(
+        "__global__ void k(unsigned *o, int *s) {
+            o[0] = __sad(s[0], s[1], 0u) + __usad(o[1], 2u, 0u) + __byte_perm(o[2], o[3], 0x3210) + __funnelshift_lc(o[4], o[5], 40);
+            s[2] = __reduce_add_sync(0xffffffff, s[3]); o[6] = __reduce_max_sync(0xffffffff, o[7]);
+            int pred; o[8] = __match_all_sync(0xffffffff, s[4], &pred) + __match_any_sync(__activemask(), 1.5f); s[5] = pred;
+        }",
+    );
+    let reduces: Vec<_> = all_exprs(&kernel(&m, "k").body)
+        .into_iter()
+        .filter_map(|e| match &e.kind {
+            ExprKind::Intrinsic {
+                which: w @ (Intrinsic::WarpReduce { .. } | Intrinsic::MatchAll | Intrinsic::MatchAny),
+                ..
+            } => Some(*w),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        reduces,
+        [
+            Intrinsic::WarpReduce { op: WarpReduceOp::Add, ty: Scalar::I32 },
+            Intrinsic::WarpReduce { op: WarpReduceOp::Max, ty: Scalar::U32 },
+            Intrinsic::MatchAll,
+            Intrinsic::MatchAny,
+        ]
+    );
+    let e = errors("__global__ void k(unsigned *o) { o[0] = __match_all_sync(0xffffffff, 1, o[1]); }");
+    assert!(e.contains("where it stores its predicate"), "{e}");
+    let e = errors("__global__ void k(float *o) { o[0] = __reduce_add_sync(0xffffffff, o[1]); }");
+    assert!(e.contains("needs an integer"), "{e}");
 }

@@ -1222,12 +1222,12 @@ mod tests {
         s.backends.set_active(BackendKind::Sim);
         let (status, out) = run(
             &mut s,
-            "#define N 8\n#define TILE 4\n__global__ void k(int *a) {\n    if (a[0]) goto done;\n    a[0] = TILE;\n}\nlet a = zeros(N, i32)\nk<<<1, 1>>>(a)\n",
+            "#define N 8\n#define TILE 4\n__global__ void k(int *a) {\n    again: a[0] -= 1;\n    if (a[0] > 0) goto again;\n    a[0] = TILE;\n}\nlet a = zeros(N, i32)\nk<<<1, 1>>>(a)\n",
         );
         assert_eq!(status, Status::Error);
         // The refusal says that the GPU runs it; the snippet's #defines are kept, so `N` works.
         assert!(out.contains("note: the GPU backend runs this: switch with `:backend gpu`"), "{out}");
-        assert!(out.contains("goto is not supported"), "{out}");
+        assert!(out.contains("a backward `goto` is not supported"), "{out}");
         assert!(out.contains("kept the snippet's #defines: `N`, `TILE`"), "{out}");
         assert!(!out.contains("`N` is not defined"), "{out}");
         // Launching the refused kernel points at its definition.

@@ -377,7 +377,7 @@ impl Session {
                     // Only where the GPU's path would take it: a construct outside the subset.
                     let said = |t: &str| t.contains(":backend gpu") || t.contains("GPU backend");
                     if gpu_runs_it && d.is_error() && !said(d.help.as_deref().unwrap_or("")) && !said(&d.message) {
-                        d = d.note("the GPU backend runs this: switch with `:backend gpu`");
+                        d = d.note("the GPU backend runs this: switch with `:backend gpu` (a script: `--backend gpu`)");
                     }
                     self.report(&d, out)?;
                 }

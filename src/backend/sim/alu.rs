@@ -3,7 +3,8 @@
 //! negative value), `INT_MIN / -1` wraps, float-to-int conversion saturates (NaN gives 0).
 //! Integer division by zero is the caller's to report: `bin` returns `None`.
 
-use crate::cuda::ast::{AtomicOp, BinaryOp, MathFn, Scalar, UnaryOp};
+use super::compile::Vote;
+use crate::cuda::ast::{AtomicOp, BinaryOp, MathFn, Scalar, UnaryOp, WarpReduceOp};
 
 fn f32_of(v: u64) -> f32 {
     f32::from_bits(v as u32)
@@ -294,6 +295,39 @@ pub fn atomic(op: AtomicOp, ty: Scalar, old: u64, a: u64, b: u64) -> u64 {
     }
 }
 
+/// A warp's reduction or match over the lanes in `mask` (their `values`): what each lane gets.
+/// Ballots and votes are the engine's own (they need no values).
+pub fn warp_vote(kind: Vote, mask: u32, values: &[u64; 32]) -> [u64; 32] {
+    let lanes = || (0..32).filter(move |l| mask >> l & 1 != 0);
+    let mut out = [0u64; 32];
+    match kind {
+        Vote::Reduce(op, ty) => {
+            let combine = |a: u64, b: u64| match op {
+                WarpReduceOp::Add => bin(BinaryOp::Add, ty, a, b).unwrap_or(0),
+                WarpReduceOp::And => a & b,
+                WarpReduceOp::Or => a | b,
+                WarpReduceOp::Xor => bin(BinaryOp::BitXor, ty, a, b).unwrap_or(0),
+                WarpReduceOp::Min => min_max(false, ty, a, b),
+                WarpReduceOp::Max => min_max(true, ty, a, b),
+            };
+            let v = lanes().map(|l| values[l]).reduce(combine).unwrap_or(0);
+            lanes().for_each(|l| out[l] = v);
+        }
+        Vote::MatchAny => {
+            for l in lanes() {
+                out[l] = lanes().filter(|&k| values[k] == values[l]).fold(0u64, |m, k| m | 1 << k);
+            }
+        }
+        Vote::MatchAll => {
+            let first = lanes().next().map(|l| values[l]);
+            let all = lanes().all(|l| Some(values[l]) == first);
+            lanes().for_each(|l| out[l] = if all { mask as u64 } else { 0 });
+        }
+        Vote::Ballot | Vote::Any | Vote::All => {}
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,5 +363,31 @@ mod tests {
         assert_eq!(un(UnaryOp::Brev, Scalar::U32, 1), 0x8000_0000);
         assert_eq!(atomic(AtomicOp::Inc, Scalar::U32, 5, 5, 5), 0);
         assert_eq!(min_max(false, Scalar::I32, i(-1), i(3)), i(-1));
+    }
+
+    #[test]
+    fn warp_reductions_and_matches_over_the_lanes_of_the_mask() {
+        let i = |v: i32| v as i64 as u64;
+        let mut values = [0u64; 32];
+        for (l, v) in values.iter_mut().enumerate() {
+            *v = i(l as i32 - 3);
+        }
+        let all = u32::MAX;
+        assert_eq!(warp_vote(Vote::Reduce(WarpReduceOp::Add, Scalar::I32), all, &values)[5], i(400));
+        assert_eq!(warp_vote(Vote::Reduce(WarpReduceOp::Min, Scalar::I32), all, &values)[0], i(-3));
+        // As unsigned, -1 is the largest.
+        assert_eq!(
+            warp_vote(Vote::Reduce(WarpReduceOp::Max, Scalar::U32), all, &values.map(|v| v & 0xffff_ffff))[9],
+            0xffff_ffff
+        );
+        // Only the lanes of the mask take part, and only they get the result.
+        let out = warp_vote(Vote::Reduce(WarpReduceOp::Or, Scalar::U32), 0b1010_0000, &values);
+        assert_eq!((out[5], out[7], out[6]), (2 | 4, 2 | 4, 0));
+        let keys = std::array::from_fn(|l| (l % 3) as u64);
+        let out = warp_vote(Vote::MatchAny, 0xff, &keys);
+        assert_eq!(out[..4], [0b0100_1001, 0b1001_0010, 0b0010_0100, 0b0100_1001]);
+        assert_eq!(out[8], 0);
+        assert_eq!(warp_vote(Vote::MatchAll, 0x0f, &[7; 32])[2], 0x0f);
+        assert_eq!(warp_vote(Vote::MatchAll, 0x0f, &keys)[2], 0);
     }
 }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use crate::cuda::ast::{
     AtomicOp, Axis, BarrierReduce, BinaryOp, BuiltinVar, Expr, ExprKind, FuncId, Function, Intrinsic, MathFn, MemId,
-    Program, Scalar, ShflKind, Stmt, StmtKind, Type, UnaryOp,
+    Program, Scalar, ShflKind, Stmt, StmtKind, Type, UnaryOp, WarpReduceOp,
 };
 use crate::diag::{Diagnostic, Span};
 
@@ -39,6 +39,10 @@ pub enum Vote {
     Ballot,
     Any,
     All,
+    /// `__reduce_*_sync`: the lanes' values combined, in the value's type.
+    Reduce(WarpReduceOp, Scalar),
+    MatchAny,
+    MatchAll,
 }
 
 /// One instruction. `ty` is always the type the operation works in; pointers are `U64`.
@@ -1562,10 +1566,18 @@ impl Compiler<'_> {
                 };
                 self.emit(Op::Shfl { kind, dst, val, lane, width });
             }
-            Intrinsic::Ballot | Intrinsic::Any | Intrinsic::All => {
+            Intrinsic::Ballot
+            | Intrinsic::Any
+            | Intrinsic::All
+            | Intrinsic::WarpReduce { .. }
+            | Intrinsic::MatchAny
+            | Intrinsic::MatchAll => {
                 let kind = match which {
                     Intrinsic::Ballot => Vote::Ballot,
                     Intrinsic::Any => Vote::Any,
+                    Intrinsic::WarpReduce { op, ty } => Vote::Reduce(op, ty),
+                    Intrinsic::MatchAny => Vote::MatchAny,
+                    Intrinsic::MatchAll => Vote::MatchAll,
                     _ => Vote::All,
                 };
                 let pred = arg(1)?;

@@ -1880,7 +1880,7 @@ impl Machine<'_, '_> {
                 });
                 lanes!(mask, |l| r[at(dst, l)] = out[l]);
             }
-            Op::Vote { kind, dst, pred } => {
+            Op::Vote { kind: kind @ (Vote::Ballot | Vote::Any | Vote::All), dst, pred } => {
                 let mut ballot = 0u32;
                 lanes!(mask, |l| if r[at(pred, l)] != 0 {
                     ballot |= 1 << l
@@ -1888,9 +1888,15 @@ impl Machine<'_, '_> {
                 let v = match kind {
                     Vote::Ballot => ballot as u64,
                     Vote::Any => (ballot != 0) as u64,
-                    Vote::All => (ballot == mask) as u64,
+                    _ => (ballot == mask) as u64,
                 };
                 lanes!(mask, |l| r[at(dst, l)] = v);
+            }
+            Op::Vote { kind, dst, pred } => {
+                let mut values = [0u64; WARP];
+                lanes!(mask, |l| values[l] = r[at(pred, l)]);
+                let out = alu::warp_vote(kind, mask, &values);
+                lanes!(mask, |l| r[at(dst, l)] = out[l]);
             }
             Op::Clock { dst } => {
                 let now = warp.steps;

@@ -32,7 +32,9 @@ pub(super) struct Fx<'m> {
     pub(super) warnings: Vec<Diagnostic>,
 }
 
+mod bits;
 mod methods;
+mod strings;
 
 /// How a kernel learns an array's length, for the errors that meet `a.size`, `len(a)` and
 /// `sizeof(a)` on a pointer.
@@ -106,7 +108,7 @@ impl<'m> Fx<'m> {
         self.scopes.push(HashMap::new());
         let mut body = Vec::new();
         self.enter_method(f, &mut body)?;
-        for s in &f.body {
+        for s in &goto::lower(&f.body)? {
             self.stmt_into(s, &mut body)?;
         }
         if self.ctor {
@@ -115,6 +117,7 @@ impl<'m> Fx<'m> {
             let this = Expr { kind: ExprKind::Local(id), ty: Type::Struct(def), span: f.span };
             body.push(Stmt { kind: StmtKind::Return(Some(this)), span: f.span });
         }
+        super::cas::atomic_reads_of_cas_places(&mut body);
         Ok(Function {
             name: f.name.clone(),
             kind: sig.kind,
@@ -213,6 +216,13 @@ impl<'m> Fx<'m> {
             S::Decl(decl) => return self.local_decl(decl, out),
             S::Expr(e) => StmtKind::Expr(self.expr(e)?),
             S::Empty => StmtKind::Empty,
+            // A label with no `goto` changes nothing, as C says (`goto::lower` took the others).
+            S::Labeled(_, target) => return self.stmt_into(target, out),
+            S::Goto(label) => {
+                return Err(err(span, format!("`goto {label}` is not supported by the simulator"))
+                    .help("write the loop with `break`/`continue` or a flag")
+                    .outside_subset("`goto`".to_string()));
+            }
             S::Block(stmts) => {
                 let mut body = Vec::new();
                 self.with_scope(|fx| stmts.iter().try_for_each(|s| fx.stmt_into(s, &mut body)))?;
@@ -751,6 +761,12 @@ impl<'m> Fx<'m> {
         if &e.ty == to {
             return Ok(e);
         }
+        // `dim3` and `uint3` convert to each other (`dim3 t = threadIdx;`): one layout.
+        if let (Type::Struct(a), Type::Struct(b)) = (&e.ty, to)
+            && matches!((a.name.as_str(), b.name.as_str()), ("uint3", "dim3") | ("dim3", "uint3"))
+        {
+            return Ok(Expr { ty: to.clone(), ..e });
+        }
         // A struct with a conversion operator (`operator float *()`) converts by calling it.
         if let (Type::Struct(def), false) = (&e.ty, matches!(to, Type::Struct(_)))
             && let Some(id) = self.conversion(&def.clone(), to)
@@ -831,8 +847,13 @@ impl<'m> Fx<'m> {
             }
             E::Char(c) => mk(ExprKind::IntConst(*c as i8 as i64 as u64), Type::Scalar(Scalar::I8)),
             E::Bool(b) => mk(ExprKind::IntConst(*b as u64), Type::Scalar(Scalar::Bool)),
-            E::Str(_) => Err(err(span, "string literals are only allowed as printf's format")
-                .help("write `printf(\"x = %d\\n\", x);`")),
+            E::Str(_) => {
+                Err(err(span, "the simulator takes string literals only in printf: as its format or a `%s` argument")
+                    .help(
+                        "write `printf(\"%s = %d\\n\", \"x\", x);`, or `printf(\"%s\\n\", odd ? \"odd\" : \"even\");`",
+                    )
+                    .outside_subset("string literals outside printf"))
+            }
             E::Name(name) => self.name(name, span),
             E::Member(base, field, field_span) => self.member(base, field, *field_span),
             E::Unary(op, operand) => self.unary(*op, operand, span),
@@ -993,8 +1014,21 @@ impl<'m> Fx<'m> {
             Some(Sym::Const(v)) => Ok(Expr { span, ..v }),
             None if let Some(e) = self.implicit_member(name, span) => Ok(e),
             None if name == "warpSize" => mk(ExprKind::WarpSize, Type::Scalar(Scalar::I32)),
-            None if BUILTIN_VARS.contains(&name) => Err(err(span, format!("`{name}` needs a component"))
-                .help(format!("write `{name}.x`, `{name}.y` or `{name}.z`"))),
+            // `dim3 t = threadIdx;`: the whole index, a `uint3` (`blockDim`, `gridDim`: `dim3`).
+            None if let Some(var) = builtin_var(name) => {
+                let def = StructDef::vector(if matches!(var, BuiltinVar::ThreadIdx | BuiltinVar::BlockIdx) {
+                    "uint3"
+                } else {
+                    "dim3"
+                })
+                .expect("uint3 and dim3 are vector types");
+                let parts = [Axis::X, Axis::Y, Axis::Z].map(|axis| Expr {
+                    kind: ExprKind::Builtin(var, axis),
+                    ty: Type::Scalar(Scalar::U32),
+                    span,
+                });
+                mk(ExprKind::StructLit(parts.into()), Type::Struct(def))
+            }
             None if self.m.funcs.contains_key(name) || BUILTIN_FUNCS.contains(&name) => {
                 Err(err(span, format!("`{name}` is a function")).help(format!("call it: `{name}(...)`")))
             }
@@ -1004,13 +1038,7 @@ impl<'m> Fx<'m> {
 
     fn member(&mut self, base: &syntax::Expr, field: &str, field_span: Span) -> CResult<Expr> {
         let var = match &base.kind {
-            syntax::ExprKind::Name(n) if self.lookup(n).is_none() => match n.as_str() {
-                "threadIdx" => Some(BuiltinVar::ThreadIdx),
-                "blockIdx" => Some(BuiltinVar::BlockIdx),
-                "blockDim" => Some(BuiltinVar::BlockDim),
-                "gridDim" => Some(BuiltinVar::GridDim),
-                _ => None,
-            },
+            syntax::ExprKind::Name(n) if self.lookup(n).is_none() => builtin_var(n),
             _ => None,
         };
         let Some(var) = var else {
@@ -1413,7 +1441,7 @@ impl<'m> Fx<'m> {
         if let Some(e) = self.implicit_method_call(name, name_span, args, span)? {
             return Ok(e);
         }
-        if let Some(def) = name.strip_prefix("make_").and_then(StructDef::vector) {
+        if let Some(def) = name.strip_prefix("make_").filter(|&v| v != "dim3").and_then(StructDef::vector) {
             let n = def.fields.len();
             self.arity(name, args, n, n, span, &format!("{name}({})", ["x", "y", "z", "w"][..n].join(", ")))?;
             let items: Vec<Init> = args.iter().cloned().map(Init::Expr).collect();
@@ -1911,7 +1939,10 @@ impl<'m> Fx<'m> {
                 Ok(Some(Expr { kind, ty: Type::Scalar(Scalar::F32), span }))
             }
             _ if name.starts_with("atomic") => self.atomic(name, name_span, args, span),
-            _ => self.math(name, args, span),
+            _ => match self.bit_intrinsic(name, args, span)? {
+                Some(e) => Ok(Some(e)),
+                None => self.math(name, args, span),
+            },
         }
     }
 
@@ -2045,6 +2076,9 @@ impl<'m> Fx<'m> {
             return Err(err(at, "printf's first argument must be a string literal")
                 .help("write e.g. `printf(\"i = %d\\n\", i);`"));
         };
+        if let Some(e) = self.printf_strings(args, span)? {
+            return Ok(e);
+        }
         let mut out = Vec::new();
         for a in &args[1..] {
             let v = self.value_expr(a)?;
@@ -2087,4 +2121,15 @@ fn has_effects(e: &syntax::Expr) -> bool {
         K::Cond(c, a, b) => has_effects(c) || has_effects(a) || has_effects(b),
         _ => false,
     }
+}
+
+/// The built-in index variable `name` names, if any.
+fn builtin_var(name: &str) -> Option<BuiltinVar> {
+    Some(match name {
+        "threadIdx" => BuiltinVar::ThreadIdx,
+        "blockIdx" => BuiltinVar::BlockIdx,
+        "blockDim" => BuiltinVar::BlockDim,
+        "gridDim" => BuiltinVar::GridDim,
+        _ => return None,
+    })
 }

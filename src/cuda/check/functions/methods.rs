@@ -264,6 +264,10 @@ impl Fx<'_> {
     /// (`None` for a plain struct, which starts uninitialised, as in C).
     pub(super) fn default_construct(&mut self, def: &Arc<StructDef>, at: Span) -> CResult<Option<Expr>> {
         let base = format!("{}::{}", def.name, def.name);
+        if def.name == "dim3" && def.vector {
+            // `dim3 block;` is (1, 1, 1), as CUDA's default constructor makes it.
+            return self.construct_dim3(def, &[], at).map(Some);
+        }
         if self.overloads(&base).is_empty() {
             return Ok(None);
         }
@@ -284,6 +288,19 @@ impl Fx<'_> {
             return Err(err(span, "only a struct is made this way").help("write a value of the type instead"));
         };
         let base = format!("{}::{}", def.name, def.name);
+        // A copy (`Vec3 b(a);`, `dim3 t(threadIdx);`): C++'s implicit copy constructor.
+        if let [one] = args {
+            let v = self.value_expr(one)?;
+            if let Type::Struct(from) = &v.ty
+                && (from.name == def.name
+                    || matches!((from.name.as_str(), def.name.as_str()), ("uint3", "dim3") | ("dim3", "uint3")))
+            {
+                return self.convert(v, &Type::Struct(def.clone()), "initialise");
+            }
+        }
+        if def.name == "dim3" && def.vector {
+            return self.construct_dim3(&def, args, span);
+        }
         if self.overloads(&base).is_empty() {
             let items: Vec<Init> = args.iter().cloned().map(Init::Expr).collect();
             return self.struct_init(&def, &items, span);
@@ -297,5 +314,17 @@ impl Fx<'_> {
             None => Err(err(span, format!("no constructor of `{}` takes ({})", def.name, Self::arg_types(&values)))
                 .help(format!("its constructors are {}", self.candidates(&base)))),
         }
+    }
+
+    /// `dim3 grid(n)`, `dim3(16, 16)`: the sizes left out are 1, as CUDA's constructor says.
+    fn construct_dim3(&mut self, def: &Arc<StructDef>, args: &[syntax::Expr], span: Span) -> CResult<Expr> {
+        if args.len() > 3 {
+            return Err(err(span, "`dim3` takes at most three sizes").help("write `dim3(x, y, z)`"));
+        }
+        let mut items: Vec<Init> = args.iter().cloned().map(Init::Expr).collect();
+        while items.len() < 3 {
+            items.push(Init::Expr(syntax::Expr { kind: syntax::ExprKind::Int(1, Scalar::U32), span }));
+        }
+        self.struct_init(def, &items, span)
     }
 }
