@@ -2106,7 +2106,7 @@ fn any_number_of_threads_gives_the_same_launch() {
         ("scale_and_say", Dim3::linear(112), Dim3::linear(32), false),
         ("tiled", Dim3::new(4, 4, 1), Dim3::new(8, 8, 1), false),
         // Quiet blocks (nothing printed or found, the cost model off) whose steps the replay
-        // need not place: fewer warps than it holds back, more, and many before a loud one.
+        // need not place: fewer than it holds back, more, and many before a loud one.
         ("tiled", Dim3::new(2, 2, 1), Dim3::new(8, 8, 1), false),
         ("late_word", Dim3::linear(200), Dim3::linear(32), false),
         ("lost_update", Dim3::linear(64), Dim3::linear(32), true),

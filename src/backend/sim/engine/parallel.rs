@@ -271,6 +271,11 @@ impl BlockLog {
         self.warp(w).last().map_or(0, |e| e.step + 1)
     }
 
+    /// The bytes its record takes while the replay holds it back (no output, no findings).
+    fn held_bytes(&self) -> usize {
+        std::mem::size_of::<BlockLog>() + 8 * self.lanes.len() + std::mem::size_of::<Ev>() * self.events.len()
+    }
+
     /// The steps of all its warps.
     fn steps(&self) -> u64 {
         (0..self.ends.len()).map(|w| self.warp_steps(w)).sum()
@@ -747,18 +752,21 @@ pub(super) fn run(m: &mut Machine, blocks: u64, config: &SimConfig, workers: usi
     })
 }
 
-/// What the replay holds of the blocks received and not yet admitted: their warps and steps;
-/// and how many blocks received are loud ([`BlockLog::loud`]) and not yet merged.
+/// What the replay holds of the blocks received and not yet admitted: their records' bytes and
+/// their steps; how many blocks received are loud ([`BlockLog::loud`]) and not yet merged.
 #[derive(Default)]
 struct Held {
-    warps: usize,
+    bytes: usize,
     steps: u64,
     loud: usize,
+    /// The steps of every block received, all of which the launch's count will hold.
+    received: u64,
 }
 
-/// Quiet blocks' warps (see [`BlockLog::loud`]) whose records the replay may hold back before
-/// it places their steps; fewer in the tests, so that they hold back and catch up in turn.
-const HELD_WARPS: usize = if cfg!(test) { 24 } else { 1 << 20 };
+/// The bytes of quiet blocks' records (see [`BlockLog::loud`]) the replay may hold back before
+/// it places their steps (a block of 8 warps takes about 370); a few blocks' in the tests, so
+/// that they hold back and catch up in turn.
+const HELD_BYTES: usize = if cfg!(test) { 2000 } else { 32 << 20 };
 
 /// Step 3 of the module's doc: the seeded scheduler over the blocks' records, in the launch's
 /// order, as `more` hands them over (a batch at a time, `false` when a speculation failed);
@@ -767,8 +775,8 @@ const HELD_WARPS: usize = if cfg!(test) { 24 } else { 1 << 20 };
 /// The scheduler places steps only while some block received and not yet merged is loud
 /// ([`BlockLog::loud`]): where no block prints, finds anything or feeds the cost model, nothing
 /// the launch shows depends on when each step ran, and its step count is the sum of the
-/// blocks'. Quiet blocks' records wait meanwhile (up to [`HELD_WARPS`] warps; past that the
-/// scheduler catches up), and the replay goes on from where it stopped when a loud block comes:
+/// blocks'. Quiet blocks' records wait meanwhile (up to [`HELD_BYTES`]; past that the scheduler
+/// catches up), and the replay goes on from where it stopped when a loud block comes:
 /// the scheduler's choices depend only on the records and the seed, so steps placed late are
 /// placed where they would have been.
 fn replay(
@@ -797,14 +805,18 @@ fn replay(
             return false;
         }
         for log in logs.range(before..) {
-            held.warps += log.ends.len();
-            held.steps += log.steps();
+            let steps = log.steps();
+            held.bytes += log.held_bytes();
+            held.steps += steps;
+            held.received += steps;
             held.loud += usize::from(log.loud());
         }
-        true
+        // Past the step limit already: the launch runs on one thread, which stops where it
+        // falls, without speculating the rest.
+        held.received <= limits.0
     };
     let admit = |log: BlockLog, held: &mut Held| {
-        held.warps -= log.ends.len();
+        held.bytes -= log.held_bytes();
         held.steps -= log.steps();
         RBlock::new(log)
     };
@@ -844,7 +856,7 @@ fn replay(
     let mut polls = 0u32;
     let finished = 'replay: loop {
         // Nothing loud to place: take in more records instead, while they are few enough.
-        while held.loud == 0 && held.warps < HELD_WARPS && next + (logs.len() as u64) < blocks {
+        while held.loud == 0 && held.bytes < HELD_BYTES && next + (logs.len() as u64) < blocks {
             if !receive(&mut logs, &mut held) {
                 break 'replay halted(m);
             }
