@@ -560,6 +560,11 @@ fn union_words(into: &mut HashMap<u64, u64>, from: HashMap<u64, u64>) -> u64 {
 }
 
 impl Reports {
+    /// Whether nothing was found.
+    pub fn is_empty(&self) -> bool {
+        self.oob.is_empty() && self.uninit.is_empty() && self.races.is_empty() && self.alts.is_empty()
+    }
+
     /// Add the reports of a block that ran on its own (see `engine/parallel.rs`), whose stamps
     /// `at` turns into the launch's steps: counts add up (the block's threads are its own),
     /// distinct elements are counted once over both, and each summary's example is the one

@@ -2036,7 +2036,8 @@ __global__ void mix(float *a, double *d, unsigned char *c, float *out, int n) {
 
 /// Kernels for [`any_number_of_threads_gives_the_same_launch`]: blocks that do not communicate
 /// (with a read past the end, a read of shared memory nothing wrote, `printf` from some
-/// threads, barriers in a loop), and blocks that do (a lost update, a block sum with atomics, an
+/// threads, barriers in a loop, one block that prints and reads past the end after many that
+/// do neither), and blocks that do (a lost update, a block sum with atomics, an
 /// endless loop in one block).
 const THREADED: &str = r#"
 __global__ void scale_and_say(const float *a, float *b, int n) {
@@ -2078,6 +2079,11 @@ __global__ void block_sum(const float *a, float *b, int n) {
     }
     if (threadIdx.x == 0) atomicAdd(&b[0], s[0]);
 }
+__global__ void late_word(const float *a, float *b, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) b[i] = a[i] + 1.0f;
+    if (blockIdx.x == gridDim.x - 3 && threadIdx.x == 4) printf("block %d: %.1f\n", blockIdx.x, a[n + i]);
+}
 __global__ void one_block_spins(const float *a, float *b, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) b[i] = a[i];
@@ -2099,6 +2105,10 @@ fn any_number_of_threads_gives_the_same_launch() {
         // More blocks than a batch of speculation: the next batch runs while one replays.
         ("scale_and_say", Dim3::linear(112), Dim3::linear(32), false),
         ("tiled", Dim3::new(4, 4, 1), Dim3::new(8, 8, 1), false),
+        // Quiet blocks (nothing printed or found, the cost model off) whose steps the replay
+        // need not place: fewer than it holds back, more, and many before a loud one.
+        ("tiled", Dim3::new(2, 2, 1), Dim3::new(8, 8, 1), false),
+        ("late_word", Dim3::linear(200), Dim3::linear(32), false),
         ("lost_update", Dim3::linear(64), Dim3::linear(32), true),
         ("block_sum", Dim3::linear(16), Dim3::linear(64), true),
         ("one_block_spins", Dim3::linear(16), Dim3::linear(64), true),
@@ -2155,6 +2165,10 @@ fn any_number_of_threads_gives_the_same_launch() {
                     }
                     "lost_update" if schedule == Schedule::Random => {
                         assert!(findings != r.findings.is_empty(), "{what}: {:?}", r.findings);
+                    }
+                    "late_word" => {
+                        assert_eq!(r.output.len(), 1, "{what}: {:?}", r.output);
+                        assert_eq!(findings, one.contains("OutOfBounds"), "{what}: {one}");
                     }
                     "one_block_spins" => assert!(r.aborted, "{what}"),
                     _ => {}

@@ -245,14 +245,49 @@ impl Log {
 struct BlockLog {
     /// Live lanes per warp at the start.
     lanes: Vec<u32>,
-    /// Per warp, its barrier arrivals and exits.
-    warps: Vec<Vec<Ev>>,
+    /// Every warp's barrier arrivals and exits, one warp after the other: warp `w`'s end where
+    /// `ends[w]` says (one vector for the block, since the replay may hold many blocks' records,
+    /// see [`replay`]).
+    events: Vec<Ev>,
+    ends: Vec<u32>,
     prints: Vec<(u64, Out)>,
-    reports: Reports,
+    /// None when the block found nothing.
+    reports: Option<Box<Reports>>,
     /// With the cost model on: the block's order-free counts, and its global accesses for the
     /// launch's caches.
     counts: Vec<Counts>,
     deferred: Deferred,
+}
+
+impl BlockLog {
+    /// Warp `w`'s barrier arrivals and exits.
+    fn warp(&self, w: usize) -> &[Ev] {
+        let start = w.checked_sub(1).map_or(0, |p| self.ends[p] as usize);
+        &self.events[start..self.ends[w] as usize]
+    }
+
+    /// The steps of warp `w`: it runs until its last event, at which its last lanes exit.
+    fn warp_steps(&self, w: usize) -> u64 {
+        self.warp(w).last().map_or(0, |e| e.step + 1)
+    }
+
+    /// The bytes its record takes while the replay holds it back (no output, no findings).
+    fn held_bytes(&self) -> usize {
+        std::mem::size_of::<BlockLog>() + 8 * self.lanes.len() + std::mem::size_of::<Ev>() * self.events.len()
+    }
+
+    /// The steps of all its warps.
+    fn steps(&self) -> u64 {
+        (0..self.ends.len()).map(|w| self.warp_steps(w)).sum()
+    }
+
+    /// Whether it holds anything that the step at which the launch ran each of its warps' steps
+    /// decides: `printf` output, findings (their first example), or accesses for the cost
+    /// model's caches and counts to add. A block without is quiet: the replay need not place
+    /// its steps (see [`replay`]).
+    fn loud(&self) -> bool {
+        !self.prints.is_empty() || self.reports.is_some() || !self.counts.is_empty() || !self.deferred.events.is_empty()
+    }
 }
 
 /// Slices of the launch's memory, shared by the workers.
@@ -402,7 +437,7 @@ impl<'k, 'b> Worker<'k, 'b> {
         m.total = 0;
         m.stop = None;
         if let Some(log) = m.log.as_deref_mut() {
-            log.warps.clear();
+            log.warps.iter_mut().for_each(Vec::clear);
             log.warps.resize_with(b.warps.len(), Vec::new);
             log.prints.clear();
         }
@@ -447,13 +482,24 @@ impl<'k, 'b> Worker<'k, 'b> {
             None => (Vec::new(), Deferred::default()),
         };
         let log = m.log.as_deref_mut()?;
+        let mut events = Vec::with_capacity(log.warps.iter().map(Vec::len).sum());
+        let ends = log
+            .warps
+            .iter()
+            .map(|w| {
+                events.extend_from_slice(w);
+                events.len() as u32
+            })
+            .collect();
+        let reports = std::mem::take(&mut m.reports);
         Some(BlockLog {
             counts,
             deferred,
             lanes,
-            warps: std::mem::take(&mut log.warps),
+            events,
+            ends,
             prints: std::mem::take(&mut log.prints),
-            reports: std::mem::take(&mut m.reports),
+            reports: (!reports.is_empty()).then(|| Box::new(reports)),
         })
     }
 }
@@ -548,7 +594,7 @@ impl RBlock {
             }
             // The steps before the warp's next recorded event change nothing but the counts:
             // they are taken at once (a step limit they pass stops the replay all the same).
-            let next = self.log.warps[w].get(warp.ev).map_or(u64::MAX, |e| e.step);
+            let next = self.log.warp(w).get(warp.ev).map_or(u64::MAX, |e| e.step);
             let quiet = next.saturating_sub(warp.steps).min(left);
             if quiet > 0 {
                 warp.steps += quiet;
@@ -566,7 +612,7 @@ impl RBlock {
             if warp.steps > max_warp || *total > max_total {
                 return None;
             }
-            let Some(&ev) = self.log.warps[w].get(warp.ev).filter(|e| e.step == step) else { continue };
+            let Some(&ev) = self.log.warp(w).get(warp.ev).filter(|e| e.step == step) else { continue };
             warp.ev += 1;
             if ev.arrive > 0 {
                 warp.bar += ev.arrive;
@@ -600,6 +646,11 @@ impl RBlock {
             }
         }
         Some(more)
+    }
+
+    /// The steps of its warps not replayed yet.
+    fn left(&self) -> u64 {
+        self.warps.iter().enumerate().map(|(w, warp)| self.log.warp_steps(w) - warp.steps).sum()
     }
 
     /// The launch's step at which stamp `stamp` of this block ran.
@@ -645,57 +696,96 @@ pub(super) fn run(m: &mut Machine, blocks: u64, config: &SimConfig, workers: usi
         limit: config.time_limit,
         start,
     };
-    // Blocks are speculated a batch at a time, the next batch while the main thread replays
-    // this one: the records held are those of two batches and the resident blocks.
+    // Blocks are speculated a batch at a time, two batches in flight (workers done with one
+    // start on the next while the others finish theirs); the replay takes them in order. The
+    // records held are those of the batches in flight, the resident blocks and the quiet ones
+    // the replay holds back (bounded, see `replay`).
     let batch = (workers as u64 * 16).max(32);
     pool.in_place_scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::channel::<Vec<Option<BlockLog>>>();
+        let (tx, rx) = std::sync::mpsc::channel::<(u64, Vec<Option<BlockLog>>)>();
         let mut speculated = 0u64;
         let (proto, ctl) = (&proto, &ctl);
-        let speculate = |speculated: &mut u64| {
-            let range = *speculated..blocks.min(*speculated + batch);
-            *speculated = range.end;
+        let mut speculate = move || {
+            let range = speculated..blocks.min(speculated + batch);
+            if range.is_empty() {
+                return;
+            }
+            speculated = range.end;
             let tx = tx.clone();
             scope.spawn(move |_| {
+                let first = range.start;
                 let done = range
                     .into_par_iter()
                     .map_init(|| Worker::new(proto), |w, linear| w.speculate(linear, ctl))
                     .collect();
                 // The receiver is gone only when the replay stopped, and then nothing waits.
-                let _ = tx.send(done);
+                let _ = tx.send((first, done));
             });
         };
-        speculate(&mut speculated);
-        let logs: VecDeque<BlockLog> = VecDeque::new();
-        let fetch = |logs: &mut VecDeque<BlockLog>| -> Option<BlockLog> {
-            if logs.is_empty() {
-                let done = rx.recv().ok()?;
-                if speculated < blocks {
-                    speculate(&mut speculated);
+        speculate();
+        speculate();
+        // Batches that came before the one the replay needs next.
+        let mut early: Vec<(u64, Vec<Option<BlockLog>>)> = Vec::new();
+        let mut handed = 0u64;
+        let more = |logs: &mut VecDeque<BlockLog>| -> bool {
+            let done = loop {
+                if let Some(i) = early.iter().position(|b| b.0 == handed) {
+                    break early.swap_remove(i).1;
                 }
-                for log in done {
-                    logs.push_back(log?);
+                match rx.recv() {
+                    Ok(b) => early.push(b),
+                    Err(_) => return false,
                 }
+            };
+            speculate();
+            handed += done.len() as u64;
+            for log in done {
+                let Some(log) = log else { return false };
+                logs.push_back(log);
             }
-            logs.pop_front()
+            true
         };
-        let finished = replay(m, blocks, config, start, ctl, logs, fetch);
+        let finished = replay(m, blocks, config, start, ctl, more);
         // Whatever is still running is of no use now.
         ctl.abort.store(true, Ordering::Relaxed);
         finished
     })
 }
 
+/// What the replay holds of the blocks received and not yet admitted: their records' bytes and
+/// their steps; how many blocks received are loud ([`BlockLog::loud`]) and not yet merged.
+#[derive(Default)]
+struct Held {
+    bytes: usize,
+    steps: u64,
+    loud: usize,
+    /// The steps of every block received, all of which the launch's count will hold.
+    received: u64,
+}
+
+/// The bytes of quiet blocks' records (see [`BlockLog::loud`]) the replay may hold back before
+/// it places their steps (a block of 8 warps takes about 370); a few blocks' in the tests, so
+/// that they hold back and catch up in turn.
+const HELD_BYTES: usize = if cfg!(test) { 2000 } else { 32 << 20 };
+
 /// Step 3 of the module's doc: the seeded scheduler over the blocks' records, in the launch's
-/// order, as `fetch` hands them over; `false` where the launch must run on one thread instead.
+/// order, as `more` hands them over (a batch at a time, `false` when a speculation failed);
+/// `false` where the launch must run on one thread instead.
+///
+/// The scheduler places steps only while some block received and not yet merged is loud
+/// ([`BlockLog::loud`]): where no block prints, finds anything or feeds the cost model, nothing
+/// the launch shows depends on when each step ran, and its step count is the sum of the
+/// blocks'. Quiet blocks' records wait meanwhile (up to [`HELD_BYTES`]; past that the scheduler
+/// catches up), and the replay goes on from where it stopped when a loud block comes:
+/// the scheduler's choices depend only on the records and the seed, so steps placed late are
+/// placed where they would have been.
 fn replay(
     m: &mut Machine,
     blocks: u64,
     config: &SimConfig,
     start: Instant,
     ctl: &Control,
-    mut logs: VecDeque<BlockLog>,
-    mut fetch: impl FnMut(&mut VecDeque<BlockLog>) -> Option<BlockLog>,
+    mut more: impl FnMut(&mut VecDeque<BlockLog>) -> bool,
 ) -> bool {
     let per_block = m.k.memory_bytes(m.block_threads as u64, m.dyn_shared as u64).max(1);
     let window = (RESIDENT_MEMORY / per_block).clamp(1, RESIDENT_BLOCKS);
@@ -706,18 +796,54 @@ fn replay(
     let mut next = 0u64;
     let mut total = 0u64;
     let mut prints: Vec<(u64, Out)> = Vec::new();
-    let mut merge = |m: &mut Machine, mut b: RBlock| {
-        let reports = std::mem::take(&mut b.log.reports);
-        m.reports.merge(reports, |s| b.at(s));
+    // Received and not yet admitted.
+    let mut logs: VecDeque<BlockLog> = VecDeque::new();
+    let mut held = Held::default();
+    let mut receive = |logs: &mut VecDeque<BlockLog>, held: &mut Held| -> bool {
+        let before = logs.len();
+        if !more(logs) {
+            return false;
+        }
+        for log in logs.range(before..) {
+            let steps = log.steps();
+            held.bytes += log.held_bytes();
+            held.steps += steps;
+            held.received += steps;
+            held.loud += usize::from(log.loud());
+        }
+        // Past the step limit already: the launch runs on one thread, which stops where it
+        // falls, without speculating the rest.
+        held.received <= limits.0
+    };
+    let admit = |log: BlockLog, held: &mut Held| {
+        held.bytes -= log.held_bytes();
+        held.steps -= log.steps();
+        RBlock::new(log)
+    };
+    let mut merge = |m: &mut Machine, mut b: RBlock, held: &mut Held| {
+        held.loud -= usize::from(b.log.loud());
+        if let Some(reports) = b.log.reports.take() {
+            m.reports.merge(*reports, |s| b.at(s));
+        }
         if let Some(c) = m.cost.as_deref_mut() {
             c.add_counts(&b.log.counts);
         }
         prints.extend(std::mem::take(&mut b.log.prints).into_iter().map(|(s, o)| (b.at(s), o)));
     };
     let mut reported: Option<Duration> = None;
-    // Stopped by the clock or Ctrl-C, the launch ends here with the steps replayed so far
-    // (running it again on one thread would find the time already spent); stopped because a
-    // block communicated, it runs again on one thread.
+    let mut report = |blocks_started: u64, steps: u64| {
+        let elapsed = start.elapsed();
+        if let Some(sink) = &config.progress
+            && elapsed >= Duration::from_secs(1)
+            && reported.is_none_or(|r| elapsed >= r + Duration::from_millis(500))
+        {
+            reported = Some(elapsed);
+            (sink.0)(Progress { blocks_started, blocks, steps, elapsed, done: false });
+        }
+    };
+    // Stopped by the clock or Ctrl-C, the launch ends here with the steps run so far (running
+    // it again on one thread would find the time already spent); stopped because a block
+    // communicated, it runs again on one thread.
     let halted = |m: &mut Machine| match ctl.stop() {
         Some(stop) => {
             m.stop = Some(stop);
@@ -725,74 +851,87 @@ fn replay(
         }
         None => false,
     };
-    let finished = 'replay: {
-        while next < blocks && (slots.len() as u64) < window {
-            let Some(log) = fetch(&mut logs) else { break 'replay halted(m) };
-            let mut b = RBlock::new(log);
-            b.enqueue(slots.len(), &mut ready);
-            slots.push(Some(b));
-            next += 1;
+    let mut filled = false;
+    let mut cursor = 0usize;
+    let mut polls = 0u32;
+    let finished = 'replay: loop {
+        // Nothing loud to place: take in more records instead, while they are few enough.
+        while held.loud == 0 && held.bytes < HELD_BYTES && next + (logs.len() as u64) < blocks {
+            if !receive(&mut logs, &mut held) {
+                break 'replay halted(m);
+            }
+            report(next + logs.len() as u64, total + held.steps);
         }
-        let mut cursor = 0usize;
-        let mut polls = 0u32;
-        while !ready.is_empty() {
-            polls = polls.wrapping_add(1);
-            if polls % 64 == 0 {
-                if ctl.stopped() {
+        if held.loud == 0 && next + logs.len() as u64 == blocks {
+            break true;
+        }
+        if !filled {
+            filled = true;
+            while next < blocks && (slots.len() as u64) < window {
+                if logs.is_empty() && !receive(&mut logs, &mut held) {
                     break 'replay halted(m);
                 }
-                let elapsed = start.elapsed();
-                if let Some(sink) = &config.progress
-                    && elapsed >= Duration::from_secs(1)
-                    && reported.is_none_or(|r| elapsed >= r + Duration::from_millis(500))
-                {
-                    reported = Some(elapsed);
-                    (sink.0)(Progress { blocks_started: next, blocks, steps: total, elapsed, done: false });
-                }
-            }
-            let (i, budget) = match config.schedule {
-                Schedule::Random => {
-                    let r = rng.next_u64();
-                    ((r % ready.len() as u64) as usize, 1 + ((r >> 32) % 16) as u32)
-                }
-                _ => {
-                    if cursor >= ready.len() {
-                        cursor = 0;
-                    }
-                    (cursor, 1)
-                }
-            };
-            let (s, w) = ready[i];
-            let Some(b) = slots[s as usize].as_mut() else {
-                ready.swap_remove(i);
-                continue;
-            };
-            match b.run_warp(w as usize, budget, &mut total, limits, m.cost.as_deref_mut()) {
-                None => break 'replay false,
-                Some(true) => cursor = i + 1,
-                Some(false) => {
-                    b.warps[w as usize].queued = false;
-                    ready.swap_remove(i);
-                }
-            }
-            if b.woke {
-                b.woke = false;
-                b.enqueue(s as usize, &mut ready);
-            }
-            if b.live_warps == 0 {
-                if let Some(done) = slots[s as usize].take() {
-                    merge(m, done);
-                }
-                if next < blocks {
-                    let Some(log) = fetch(&mut logs) else { break 'replay halted(m) };
-                    let mut nb = RBlock::new(log);
-                    nb.enqueue(s as usize, &mut ready);
-                    slots[s as usize] = Some(nb);
-                    next += 1;
-                }
+                let Some(log) = logs.pop_front() else { break 'replay halted(m) };
+                let mut b = admit(log, &mut held);
+                b.enqueue(slots.len(), &mut ready);
+                slots.push(Some(b));
+                next += 1;
             }
         }
-        true
+        if ready.is_empty() {
+            break true;
+        }
+        polls = polls.wrapping_add(1);
+        if polls % 64 == 0 {
+            if ctl.stopped() {
+                break 'replay halted(m);
+            }
+            report(next, total);
+        }
+        let (i, budget) = match config.schedule {
+            Schedule::Random => {
+                let r = rng.next_u64();
+                ((r % ready.len() as u64) as usize, 1 + ((r >> 32) % 16) as u32)
+            }
+            _ => {
+                if cursor >= ready.len() {
+                    cursor = 0;
+                }
+                (cursor, 1)
+            }
+        };
+        let (s, w) = ready[i];
+        let Some(b) = slots[s as usize].as_mut() else {
+            ready.swap_remove(i);
+            continue;
+        };
+        match b.run_warp(w as usize, budget, &mut total, limits, m.cost.as_deref_mut()) {
+            None => break 'replay false,
+            Some(true) => cursor = i + 1,
+            Some(false) => {
+                b.warps[w as usize].queued = false;
+                ready.swap_remove(i);
+            }
+        }
+        if b.woke {
+            b.woke = false;
+            b.enqueue(s as usize, &mut ready);
+        }
+        if b.live_warps == 0 {
+            if let Some(done) = slots[s as usize].take() {
+                merge(m, done, &mut held);
+            }
+            if next < blocks {
+                if logs.is_empty() && !receive(&mut logs, &mut held) {
+                    break 'replay halted(m);
+                }
+                let Some(log) = logs.pop_front() else { break 'replay halted(m) };
+                let mut nb = admit(log, &mut held);
+                nb.enqueue(s as usize, &mut ready);
+                slots[s as usize] = Some(nb);
+                next += 1;
+            }
+        }
     };
     // Stopped or not, the progress shown goes away (the run on one thread shows its own).
     if let (Some(sink), Some(_)) = (&config.progress, reported) {
@@ -801,10 +940,17 @@ fn replay(
     if !finished {
         return false;
     }
-    // Blocks that never finished (all their threads wait at a barrier forever cannot happen):
-    // merge whatever is left so nothing recorded is lost.
+    // The steps nobody needed placed: those of the blocks held back and the rest of the
+    // resident ones'. All were run; a launch they take past its step limit runs on one thread,
+    // which stops it where the limit falls.
+    total += held.steps + slots.iter().flatten().map(RBlock::left).sum::<u64>();
+    if m.stop.is_none() && total > m.max_total {
+        return false;
+    }
+    // Resident blocks left (quiet ones the replay did not finish, or all of them when the
+    // launch was stopped): merge whatever they hold so nothing recorded is lost.
     for b in slots.into_iter().flatten() {
-        merge(m, b);
+        merge(m, b, &mut held);
     }
 
     m.reports.sort_by_first();
