@@ -41,13 +41,38 @@ pub fn generate(module: &Module, sources: &SourceMap) -> String {
             // names NVRTC gives their name expressions.
             None => item.kind == ItemKind::Kernel && item.template().is_none(),
         };
-        if c_linkage {
+        let text = without_file_includes(&item.text);
+        // `#include <cuda_fp16.h>` typed above a kernel is part of its item: the directive
+        // lines go first, and `extern "C"` before the kernel itself (`extern "C" #include` is
+        // no C++).
+        let (directives, code) = leading_directives(&text);
+        if c_linkage && !directives.is_empty() {
+            out.push_str(directives);
+            out.push_str(&format!("#line {} \"@{}\"\n", line + directives.matches('\n').count(), item.source));
             out.push_str("extern \"C\" ");
+            out.push_str(code);
+        } else {
+            if c_linkage {
+                out.push_str("extern \"C\" ");
+            }
+            out.push_str(&text);
         }
-        out.push_str(&without_file_includes(&item.text));
         out.push('\n');
     }
     out
+}
+
+/// The lines at the start of `text` that are preprocessor directives (or blank), and the rest.
+fn leading_directives(text: &str) -> (&str, &str) {
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        if !(t.starts_with('#') || t.is_empty()) || !line.ends_with('\n') {
+            break;
+        }
+        at += line.len();
+    }
+    text.split_at(at)
 }
 
 /// `text` with every `#include` that could read a local file blanked out (the line stays, so
@@ -176,6 +201,15 @@ mod tests {
         assert!(src.contains("#line 1 \"@0\"\n#define N 4\n"));
         assert!(src.contains("#line 1 \"@1\"\n__device__ float sq"));
         assert!(src.contains("#line 2 \"@1\"\nextern \"C\" __global__ void k(float *a) {"));
+    }
+
+    #[test]
+    fn an_include_above_a_kernel_comes_before_its_extern_c() {
+        assert_eq!(
+            leading_directives("#include <cuda_fp16.h>\n__global__ void k() {}"),
+            ("#include <cuda_fp16.h>\n", "__global__ void k() {}")
+        );
+        assert_eq!(leading_directives("__global__ void k() {}"), ("", "__global__ void k() {}"));
     }
 
     #[test]
