@@ -1015,10 +1015,10 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "step",
-        args: Args::None,
+        args: Args::Choice { value: Some("N"), words: &[], what: "a step number" },
         aliases: &[],
-        summary: "show the current step again",
-        help: "Shows the current step again and puts its first input back in your editor. A step taller than your screen is shown a page at a time, in your pager ($PAGER, else `less`; `q` leaves it).",
+        summary: "show the current step again, or step N of this lesson",
+        help: "Shows the current step again and puts its first input back in your editor; `:step 3` goes to step 3 of the open lesson. A step taller than your screen is shown a page at a time, in your pager ($PAGER, else `less`; `q` leaves it).",
         run: cmd_step,
     },
     CommandSpec {
@@ -1047,7 +1047,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "solution",
-        args: Args::None,
+        args: Args::Choice { value: None, words: &["yes", "y"], what: "`yes`" },
         aliases: &[],
         summary: "show a solution (asks first)",
         help: "Shows a solution to the exercise and puts it in your editor, after asking whether you are sure: trying first teaches more.",
@@ -1246,8 +1246,21 @@ pub fn cmd_back(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::
     with_guide(session, out, |g, _, out, style| g.back(out, style).map(|_| Status::Ok))
 }
 
-pub fn cmd_step(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
-    with_guide(session, out, |g, _, out, style| g.show_again(out, style).map(|_| Status::Ok))
+pub fn cmd_step(session: &mut Session, call: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {
+    let wanted = call.args.trim();
+    if wanted.is_empty() {
+        return with_guide(session, out, |g, _, out, style| g.show_again(out, style).map(|_| Status::Ok));
+    }
+    with_guide(session, out, |g, session, out, style| {
+        let steps = g.current().steps.len();
+        match wanted.parse::<usize>() {
+            Ok(n) if (1..=steps).contains(&n) => {
+                g.step = n - 1;
+                g.show(out, style).map(|_| Status::Ok)
+            }
+            _ => call.usage(session, out, &format!("lesson {} has steps 1 to {steps}", g.current().number)),
+        }
+    })
 }
 
 pub fn cmd_hint(session: &mut Session, _: Call<'_>, out: &mut dyn Write) -> io::Result<Status> {

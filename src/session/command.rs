@@ -39,6 +39,16 @@ impl Call<'_> {
     pub fn not_a_choice(&self, session: &Session, out: &mut dyn Write) -> io::Result<Status> {
         let what = match self.spec.args {
             Args::Choice { what, .. } => what,
+            Args::None => {
+                writeln!(
+                    out,
+                    "{} `:{}` takes nothing after its name (`{}` was typed after it)",
+                    session.style().error("error:"),
+                    self.name,
+                    self.args
+                )?;
+                return Ok(Status::Error);
+            }
             _ => "what it takes",
         };
         self.usage(session, out, &format!("`{}` is not {what}", self.args))
@@ -84,6 +94,8 @@ impl Args {
     pub fn accepts(&self, args: &str) -> bool {
         match self {
             Args::Choice { value: None, words, .. } => args.is_empty() || words.contains(&args),
+            // `:next 5` would quietly do what `:next` does: a word it ignores is refused.
+            Args::None => args.is_empty(),
             _ => true,
         }
     }

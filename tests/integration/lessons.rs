@@ -724,3 +724,15 @@ fn a_step_moved_past_defines_what_the_steps_ahead_build_on_and_keeps_the_learner
     assert!(!flat.contains("you moved past"), "{flat}");
     assert!(flat.contains("[7. 7.]"), "{flat}");
 }
+
+#[test]
+fn step_n_goes_to_a_step_and_a_command_that_takes_nothing_refuses_a_word() {
+    let data = tempfile::tempdir().unwrap();
+    let run = in_home(data.path(), &["learn", "1"], ":step 2\n:step 9\n:next 5\n");
+    let out = &run.stdout;
+    assert!(out.contains("Step 2 of 2: Your turn"), "{out}");
+    assert!(out.contains("error: lesson 1 has steps 1 to 2"), "{out}");
+    assert!(out.contains("usage: :step [N]"), "{out}");
+    // `:next 5` does not quietly do what `:next` does.
+    assert!(out.contains("error: `:next` takes nothing after its name (`5` was typed after it)"), "{out}");
+}
