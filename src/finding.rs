@@ -60,7 +60,7 @@ pub struct ThreadRef {
     pub thread: [u32; 3],
     /// How many dimensions the launch's grid and block have (`<<<(3, 2), (8, 8)>>>` is
     /// `[2, 2]`), so that thread (4, 0) of a 2-D block is said `(4, 0)`, not `4`; 0 where not
-    /// known (then as many as the coordinates need). Set by [`set_launch_ranks`].
+    /// known (then as many as the coordinates need). The backend that names the thread sets it.
     pub ranks: [u8; 2],
 }
 
@@ -75,34 +75,6 @@ impl ThreadRef {
             }
         }
         format!("block {} thread {}", dim(self.block, self.ranks[0]), dim(self.thread, self.ranks[1]))
-    }
-}
-
-/// The number of dimensions of a launch's grid or block, from its sizes: 3 with more than one
-/// along z, 2 along y, else 1.
-pub fn rank(x_y_z: [u32; 3]) -> u8 {
-    match x_y_z {
-        [_, _, z] if z > 1 => 3,
-        [_, y, _] if y > 1 => 2,
-        _ => 1,
-    }
-}
-
-/// Tell every thread the findings name how many dimensions the launch's grid and block have.
-pub fn set_launch_ranks(findings: &mut [Finding], ranks: [u8; 2]) {
-    for f in findings {
-        let sites: Vec<&mut Site> = match f {
-            Finding::OutOfBounds { first, .. } | Finding::Uninit { first, .. } => vec![first],
-            Finding::Race { first, second, .. } => vec![first, second],
-            Finding::BarrierDivergence { waiting, other, .. } => {
-                std::iter::once(waiting).chain(other.as_mut()).collect()
-            }
-            Finding::StepLimit { site, .. } | Finding::Trap { site, .. } => vec![site],
-            Finding::GuardWrite { .. } => Vec::new(),
-        };
-        for site in sites {
-            site.thread.ranks = ranks;
-        }
     }
 }
 
@@ -353,7 +325,6 @@ mod tests {
         assert_eq!(t.describe(), "block (2, 0) thread (4, 0)");
         assert_eq!(super::ThreadRef { ranks: [1, 1], ..t }.describe(), "block 2 thread 4");
         assert_eq!(super::ThreadRef { ranks: [0, 0], ..t }.describe(), "block 2 thread 4");
-        assert_eq!(super::rank([8, 8, 1]), 2);
         // Past the end the first index runs on: row 16 of a 16-row array, which it lacks.
         assert_eq!(element_name("As", 256, &[16, 16]), "As[16][0]");
     }

@@ -24,6 +24,18 @@ impl Dim3 {
         Dim3 { x, y, z }
     }
 
+    /// How many dimensions the size has: 3 with more than one along z, 2 along y, else 1 (what
+    /// a finding's `ThreadRef::ranks` says of a launch's grid and block).
+    pub fn rank(&self) -> u8 {
+        if self.z > 1 {
+            3
+        } else if self.y > 1 {
+            2
+        } else {
+            1
+        }
+    }
+
     pub fn linear(x: u32) -> Dim3 {
         Dim3 { x, y: 1, z: 1 }
     }
@@ -261,4 +273,16 @@ pub struct WatchedAccess {
 pub fn linear_thread(t: &ThreadRef, grid: Dim3, block: Dim3) -> u64 {
     let lin = |v: [u32; 3], d: Dim3| v[0] as u64 + d.x as u64 * (v[1] as u64 + d.y as u64 * v[2] as u64);
     lin(t.block, grid) * block.count() + lin(t.thread, block)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Dim3;
+
+    #[test]
+    fn a_size_has_as_many_dimensions_as_its_last_one_above_one() {
+        assert_eq!(Dim3::new(256, 1, 1).rank(), 1);
+        assert_eq!(Dim3::new(8, 8, 1).rank(), 2);
+        assert_eq!(Dim3::new(1, 1, 2).rank(), 3);
+    }
 }

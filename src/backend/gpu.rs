@@ -734,7 +734,11 @@ fn trapped(module: &Module, spec: &LaunchSpec, printed: &str, elapsed: Duration)
         }
         v
     };
-    let thread = crate::finding::ThreadRef { block: triple("block:"), thread: triple("thread:"), ranks: [0; 2] };
+    let thread = crate::finding::ThreadRef {
+        block: triple("block:"),
+        thread: triple("thread:"),
+        ranks: [spec.grid.rank(), spec.block.rank()],
+    };
     let condition = printed.split_once("Assertion `").and_then(|(_, r)| r.rsplit_once("` failed")).map(|(c, _)| c);
     let message = match condition {
         Some(c) => format!("assertion failed: `{c}`"),

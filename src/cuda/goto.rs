@@ -257,15 +257,7 @@ fn if_flag(flag: &str, when: bool, s: Stmt, span: Span) -> Stmt {
 
 /// `int flag = 0;`
 fn declare(flag: &str, span: Span) -> Stmt {
-    let ty = TypeName {
-        base: Some(Scalar::I32),
-        strukt: None,
-        is_const: false,
-        ptrs: Vec::new(),
-        restrict: false,
-        auto: false,
-        span,
-    };
+    let ty = TypeName::scalar(Scalar::I32, span);
     let init = Some(Init::Expr(Expr { kind: ExprKind::Int(0, Scalar::I32), span }));
     let declarator = Declarator { name: flag.to_string(), name_span: span, ptrs: Vec::new(), dims: Vec::new(), init };
     Stmt { kind: StmtKind::Decl(Decl { storage: Storage::Auto, ty, declarators: vec![declarator], span }), span }

@@ -353,15 +353,7 @@ impl Parser<'_> {
                 "long" => longs += 1,
                 "auto" if base.is_none() && from_typedef.is_none() && !unsigned && !signed && longs == 0 => {
                     // A placeholder: the checker takes the type from the initialiser.
-                    from_typedef = Some(TypeName {
-                        base: Some(Scalar::I32),
-                        strukt: None,
-                        is_const: false,
-                        ptrs: Vec::new(),
-                        restrict: false,
-                        auto: true,
-                        span: self.cur.span(),
-                    });
+                    from_typedef = Some(TypeName { auto: true, ..TypeName::scalar(Scalar::I32, self.cur.span()) });
                 }
                 // `short int` is `short`.
                 "int" if base == Some("short") => {}
@@ -991,15 +983,7 @@ impl Parser<'_> {
                 .help("write a plain `enum { A, B };` and use the bare names, or `#define` constants")
                 .outside_subset("`enum class`"));
         }
-        let int_type = |span| TypeName {
-            base: Some(Scalar::I32),
-            strukt: None,
-            is_const: false,
-            ptrs: Vec::new(),
-            restrict: false,
-            auto: false,
-            span,
-        };
+        let int_type = |span| TypeName::scalar(Scalar::I32, span);
         let tag = match self.cur.peek() {
             Some(Tok::Ident(_)) => Some(self.ident("the enum's name")?),
             _ => None,

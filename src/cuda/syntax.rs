@@ -23,6 +23,19 @@ pub struct TypeName {
 }
 
 impl TypeName {
+    /// A plain scalar type (`int`), as gridlab writes one into a tree it rewrites.
+    pub fn scalar(base: Scalar, span: Span) -> TypeName {
+        TypeName {
+            base: Some(base),
+            strukt: None,
+            is_const: false,
+            ptrs: Vec::new(),
+            restrict: false,
+            auto: false,
+            span,
+        }
+    }
+
     /// The type this name spells plus a declarator's extra `*`s (arrays are added separately).
     pub fn resolve(&self, extra_ptrs: &[bool]) -> Type {
         let mut ty = match (&self.strukt, self.base) {

@@ -779,13 +779,8 @@ fn rows_advice(sources: &SourceMap, first: &Site, name: &str, shape: &[u64], min
     for (k, part) in parts.iter().enumerate().skip(1).take(shape.len() - 1) {
         let names = advice::identifiers(part);
         let what = if k == 1 && shape.len() == 2 { "column".to_string() } else { format!("index {k}") };
-        let fix = advice::guard(&text, pos, &names)
-            .filter(|g| g.lets_bound_through())
-            .map(|g| (g.found.text.clone(), g.found.at, g.fixed()))
-            .or_else(|| {
-                advice::inclusive_bound(&text, pos, &names).map(|b| (b.text.clone(), b.at, advice::exclusive(&b.text)))
-            });
-        if let Some((found, at, fixed)) = fix {
+        let guard = advice::guard(&text, pos, &names);
+        if let Some((found, at, fixed)) = bound_let_through(guard.as_ref(), &text, pos, &names) {
             return Some(format!(
                 "off by one: `{found}` on line {} lets the {what} index `{part}` reach {}, one past its last: that element is not in `{name}`; in memory it is the next row's first, and from the last row it is past the end: write `{fixed}`",
                 line_at(at),
@@ -793,8 +788,7 @@ fn rows_advice(sources: &SourceMap, first: &Site, name: &str, shape: &[u64], min
             ));
         }
         // No guard on the column at all: a grid wider than the rows sends it past their end.
-        if !names.is_empty() && advice::guard(&text, pos, &names).is_none() {
-            let row = parts.first().copied().unwrap_or("row");
+        if !names.is_empty() && guard.is_none() {
             return Some(format!(
                 "nothing keeps the {what} index `{part}` below {}: where the grid is wider than `{name}`, a thread past the end of a row lands on the next row's first elements, and from the last row past the end of `{name}`; guard both, e.g. `if ({row} < rows && {part} < cols)`",
                 shape[k]
@@ -808,23 +802,14 @@ fn rows_advice(sources: &SourceMap, first: &Site, name: &str, shape: &[u64], min
     let last = format!("{name}[{}][...]", rows - 1);
     let guard = advice::guard(&text, pos, &names);
     let bound = format!("{} rows", thousands(rows));
-    if row_min == row_max && row_max as u64 == rows {
-        if let Some(g) = guard.as_ref().filter(|g| g.lets_bound_through()) {
-            return Some(format!(
-                "off by one: `{}` on line {} lets the row index `{row}` reach {rows}, one past the last row {last} (`{name}` has {bound}): write `{}`",
-                g.found.text,
-                line_at(g.found.at),
-                g.fixed()
-            ));
-        }
-        if let Some(b) = advice::inclusive_bound(&text, pos, &names) {
-            return Some(format!(
-                "off by one: `{}` on line {} lets the row index `{row}` reach {rows}, one past the last row {last} (`{name}` has {bound}): write `{}`",
-                b.text,
-                line_at(b.at),
-                advice::exclusive(&b.text)
-            ));
-        }
+    if row_min == row_max
+        && row_max as u64 == rows
+        && let Some((found, at, fixed)) = bound_let_through(guard.as_ref(), &text, pos, &names)
+    {
+        return Some(format!(
+            "off by one: `{found}` on line {} lets the row index `{row}` reach {rows}, one past the last row {last} (`{name}` has {bound}): write `{fixed}`",
+            line_at(at)
+        ));
     }
     let reached =
         if row_min == row_max { format!("reached {row_max}") } else { format!("reached {row_min}..{row_max}") };
@@ -837,6 +822,19 @@ fn rows_advice(sources: &SourceMap, first: &Site, name: &str, shape: &[u64], min
         None => format!(
             "the row index `{row}` {reached}, past the last row {last} (`{name}` has {bound}): guard it, e.g. `if ({row} < n)` with n the number of rows, or check how it is computed"
         ),
+    })
+}
+
+/// The condition that lets an index reach its bound (`r <= rows`, as an `if`'s guard or a
+/// loop's bound) on `names`: its text, where it is, and how it should read.
+fn bound_let_through(
+    guard: Option<&advice::Guard>,
+    text: &str,
+    pos: usize,
+    names: &[&str],
+) -> Option<(String, usize, String)> {
+    guard.filter(|g| g.lets_bound_through()).map(|g| (g.found.text.clone(), g.found.at, g.fixed())).or_else(|| {
+        advice::inclusive_bound(text, pos, names).map(|b| (b.text.clone(), b.at, advice::exclusive(&b.text)))
     })
 }
 

@@ -116,7 +116,7 @@ fn who(t: u32, grid: Dim3, block: Dim3) -> ThreadRef {
         [(linear % x) as u32, ((linear / x) % y) as u32, (linear / (x * y)) as u32]
     };
     let bt = block.count().max(1);
-    let ranks = [grid, block].map(|d| crate::finding::rank([d.x, d.y, d.z]));
+    let ranks = [grid.rank(), block.rank()];
     ThreadRef { block: coords(t as u64 / bt, grid), thread: coords(t as u64 % bt, block), ranks }
 }
 

@@ -111,9 +111,6 @@ impl Session {
         };
         match result {
             Ok(mut report) => {
-                // Thread (4, 0) of a 2-D block is said so, not "thread 4".
-                let ranks = [spec.grid, spec.block].map(|d| crate::finding::rank([d.x, d.y, d.z]));
-                crate::finding::set_launch_ranks(&mut report.findings, ranks);
                 if self.is_python_kernel(&spec.kernel) {
                     // A Python kernel indexes a 2-D array `m[row, col]`: its findings do too.
                     let work = &self.work;

@@ -925,7 +925,7 @@ fn run_pure_in(
 impl Machine<'_, '_> {
     fn thread_ref(&self, global: u64) -> ThreadRef {
         let bt = self.block_threads.max(1) as u64;
-        let ranks = [self.grid_dim, self.block_dim].map(|d| crate::finding::rank([d.x, d.y, d.z]));
+        let ranks = [self.grid_dim.rank(), self.block_dim.rank()];
         ThreadRef { block: coords(global / bt, self.grid_dim), thread: coords(global % bt, self.block_dim), ranks }
     }
 

@@ -212,78 +212,53 @@ fn rewrite_place(e: &mut Expr, places: &[Place]) {
     }
 }
 
+/// Calls `$f` on each expression directly inside `$kind` (`&e.kind` or `&mut e.kind`, with
+/// `$iter` `iter` or `iter_mut`): one list of the tree's shapes for both walks.
+macro_rules! each_child {
+    ($kind:expr, $f:expr, $iter:ident) => {
+        match $kind {
+            ExprKind::IntConst(_)
+            | ExprKind::FloatConst(_)
+            | ExprKind::Local(_)
+            | ExprKind::Mem(_)
+            | ExprKind::Builtin(..)
+            | ExprKind::WarpSize => {}
+            ExprKind::Deref(x)
+            | ExprKind::Decay(x)
+            | ExprKind::AddrOf(x)
+            | ExprKind::Cast(x)
+            | ExprKind::Unary { operand: x, .. }
+            | ExprKind::Member { base: x, .. } => $f(x),
+            ExprKind::Index { base: a, index: b }
+            | ExprKind::Binary { lhs: a, rhs: b, .. }
+            | ExprKind::PtrOffset { ptr: a, offset: b }
+            | ExprKind::PtrDiff { lhs: a, rhs: b }
+            | ExprKind::Assign { lhs: a, rhs: b }
+            | ExprKind::CompoundAssign { lhs: a, rhs: b, .. }
+            | ExprKind::Comma { lhs: a, rhs: b } => {
+                $f(a);
+                $f(b);
+            }
+            ExprKind::IncDec { lhs, .. } => $f(lhs),
+            ExprKind::Cond { cond, then, else_ } => {
+                $f(cond);
+                $f(then);
+                $f(else_);
+            }
+            ExprKind::Call { args, .. }
+            | ExprKind::Intrinsic { args, .. }
+            | ExprKind::Printf { args, .. }
+            | ExprKind::StructLit(args) => args.$iter().for_each($f),
+        }
+    };
+}
+
 fn children(e: &Expr, f: &mut dyn FnMut(&Expr)) {
-    match &e.kind {
-        ExprKind::IntConst(_)
-        | ExprKind::FloatConst(_)
-        | ExprKind::Local(_)
-        | ExprKind::Mem(_)
-        | ExprKind::Builtin(..)
-        | ExprKind::WarpSize => {}
-        ExprKind::Deref(x)
-        | ExprKind::Decay(x)
-        | ExprKind::AddrOf(x)
-        | ExprKind::Cast(x)
-        | ExprKind::Unary { operand: x, .. }
-        | ExprKind::Member { base: x, .. } => f(x),
-        ExprKind::Index { base: a, index: b }
-        | ExprKind::Binary { lhs: a, rhs: b, .. }
-        | ExprKind::PtrOffset { ptr: a, offset: b }
-        | ExprKind::PtrDiff { lhs: a, rhs: b }
-        | ExprKind::Assign { lhs: a, rhs: b }
-        | ExprKind::CompoundAssign { lhs: a, rhs: b, .. }
-        | ExprKind::Comma { lhs: a, rhs: b } => {
-            f(a);
-            f(b);
-        }
-        ExprKind::IncDec { lhs, .. } => f(lhs),
-        ExprKind::Cond { cond, then, else_ } => {
-            f(cond);
-            f(then);
-            f(else_);
-        }
-        ExprKind::Call { args, .. }
-        | ExprKind::Intrinsic { args, .. }
-        | ExprKind::Printf { args, .. }
-        | ExprKind::StructLit(args) => args.iter().for_each(f),
-    }
+    each_child!(&e.kind, f, iter)
 }
 
 fn children_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
-    match &mut e.kind {
-        ExprKind::IntConst(_)
-        | ExprKind::FloatConst(_)
-        | ExprKind::Local(_)
-        | ExprKind::Mem(_)
-        | ExprKind::Builtin(..)
-        | ExprKind::WarpSize => {}
-        ExprKind::Deref(x)
-        | ExprKind::Decay(x)
-        | ExprKind::AddrOf(x)
-        | ExprKind::Cast(x)
-        | ExprKind::Unary { operand: x, .. }
-        | ExprKind::Member { base: x, .. } => f(x),
-        ExprKind::Index { base: a, index: b }
-        | ExprKind::Binary { lhs: a, rhs: b, .. }
-        | ExprKind::PtrOffset { ptr: a, offset: b }
-        | ExprKind::PtrDiff { lhs: a, rhs: b }
-        | ExprKind::Assign { lhs: a, rhs: b }
-        | ExprKind::CompoundAssign { lhs: a, rhs: b, .. }
-        | ExprKind::Comma { lhs: a, rhs: b } => {
-            f(a);
-            f(b);
-        }
-        ExprKind::IncDec { lhs, .. } => f(lhs),
-        ExprKind::Cond { cond, then, else_ } => {
-            f(cond);
-            f(then);
-            f(else_);
-        }
-        ExprKind::Call { args, .. }
-        | ExprKind::Intrinsic { args, .. }
-        | ExprKind::Printf { args, .. }
-        | ExprKind::StructLit(args) => args.iter_mut().for_each(f),
-    }
+    each_child!(&mut e.kind, f, iter_mut)
 }
 
 /// Every expression a statement holds at its top level, nested statements included.
