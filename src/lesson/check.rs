@@ -133,6 +133,8 @@ struct Planned {
     expected: Vec<FindingKind>,
     /// For an `expect`: it reads a `cost` record the check bound (`expect c.time_us < 50`).
     on_cost: bool,
+    /// The cost record's fields it reads (`atomics` in `expect c.atomics <= blocks`).
+    cost_fields: Vec<&'static str>,
 }
 
 /// Whether `text` uses one of `names` as a whole word.
@@ -168,14 +170,57 @@ fn plan(path: &str, check: &Check) -> Result<Vec<Planned>, Box<Failure>> {
         }
         let on_cost = matches!(stmt.as_ref().map(|s| &s.kind), Some(StmtKind::Expect(Expect::Expr(_))))
             && mentions(&input.text, &costs);
+        let mut cost_fields = Vec::new();
+        if on_cost && let Some(StmtKind::Expect(Expect::Expr(e))) = stmt.as_ref().map(|s| &s.kind) {
+            fields_read(e, &costs, &mut cost_fields);
+        }
         if let Some(StmtKind::Expect(Expect::Finding(kind, _))) = stmt.map(|s| s.kind)
             && let Some(last) = planned.iter_mut().rev().find(|p| p.launch)
         {
             last.expected.push(kind);
         }
-        planned.push(Planned { input, launch, kernel, expected: Vec::new(), on_cost });
+        planned.push(Planned { input, launch, kernel, expected: Vec::new(), on_cost, cost_fields });
     }
     Ok(planned)
+}
+
+/// The fields of the cost records named `costs` that `e` reads: `c.atomics` is the name
+/// `c.atomics` in a script's expression.
+fn fields_read(e: &script::ast::Expr, costs: &[String], out: &mut Vec<&'static str>) {
+    use script::ast::{ExprKind, Index};
+    match &e.kind {
+        ExprKind::Name(name) => {
+            if let Some((record, field)) = name.split_once('.')
+                && costs.iter().any(|c| c == record)
+                && let Some((known, _)) = crate::session::COST_FIELDS.iter().find(|(f, _)| *f == field)
+                && !out.contains(known)
+            {
+                out.push(known);
+            }
+        }
+        ExprKind::List(items) | ExprKind::Tuple(items) => items.iter().for_each(|i| fields_read(i, costs, out)),
+        ExprKind::Call { args, kwargs, .. } => {
+            args.iter().for_each(|a| fields_read(a, costs, out));
+            kwargs.iter().for_each(|k| fields_read(&k.value, costs, out));
+        }
+        ExprKind::Index { target, indices } => {
+            fields_read(target, costs, out);
+            for i in indices {
+                match i {
+                    Index::At(e) => fields_read(e, costs, out),
+                    Index::Slice { start, stop, step, .. } => {
+                        [start, stop, step].into_iter().flatten().for_each(|e| fields_read(e, costs, out))
+                    }
+                }
+            }
+        }
+        ExprKind::Unary { operand, .. } => fields_read(operand, costs, out),
+        ExprKind::Binary { lhs, rhs, .. } => {
+            fields_read(lhs, costs, out);
+            fields_read(rhs, costs, out);
+        }
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Str(_) => {}
+    }
 }
 
 /// What one launch of a check was given, seen on the first simulator run of each
@@ -379,11 +424,11 @@ fn one_run(
                 let kind = if p.on_cost { FailureKind::Cost } else { FailureKind::Values };
                 let output = String::from_utf8_lossy(&out);
                 let gap = if p.on_cost {
-                    // Where the cost goes, as `:profile` would mark it.
-                    session
-                        .last()
-                        .and_then(|l| l.report.cost.as_ref())
-                        .and_then(|c| crate::render::profile::costliest_line(c, session.sources()))
+                    // Where the cost the expect reads comes from, else where the most goes, as
+                    // `:profile` would mark it.
+                    let cost = session.last().and_then(|l| l.report.cost.as_ref());
+                    cost.and_then(|c| crate::render::profile::field_gap(c, session.sources(), &p.cost_fields))
+                        .or_else(|| cost.and_then(|c| crate::render::profile::costliest_line(c, session.sources())))
                 } else {
                     unreached(session).or_else(|| own_constant(session, &output))
                 };

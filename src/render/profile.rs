@@ -192,24 +192,62 @@ fn is_python(c: &CostReport, sources: &SourceMap) -> bool {
 pub fn costliest_line(c: &CostReport, sources: &SourceMap) -> Option<String> {
     let rows = line_rows(c, sources);
     let (line, advice) = worst_line(&rows, c, is_python(c, sources))?;
+    Some(said(&rows, line, &advice))
+}
+
+/// The costliest waste among those a check's failed `expect` reads (`fields`, names of the cost
+/// record's fields: `atomics`, `sectors_per_request`, ...):
+/// why `expect c.atomics <= blocks` failed, said for that field even when another waste costs
+/// more time or the field's waste is not what limits the launch.
+pub fn field_gap(c: &CostReport, sources: &SourceMap, fields: &[&str]) -> Option<String> {
+    let rows = line_rows(c, sources);
+    let python = is_python(c, sources);
+    let w = costliest(wastes(&rows, c, python, true).into_iter().filter(|w| fields.contains(&w.field)))?;
+    Some(said(&rows, w.line, &w.advice))
+}
+
+fn said(rows: &[(u32, String, cost::Counts)], line: u32, advice: &str) -> String {
     let text = rows.iter().find(|r| r.0 == line).map(|r| r.1.as_str()).unwrap_or_default();
-    Some(format!("line {line} (`{text}`): {advice}"))
+    format!("line {line} (`{text}`): {advice}")
+}
+
+/// What one line wastes, by the cost record's field that shows it.
+struct Waste {
+    field: &'static str,
+    /// Roughly in sectors' worth of time, to rank one waste against another.
+    waste: f64,
+    line: u32,
+    advice: String,
+}
+
+/// The first of the largest (in the lines' order, so ties go to the earlier line).
+fn costliest(wastes: impl Iterator<Item = Waste>) -> Option<Waste> {
+    wastes.filter(|w| w.waste > 0.0).fold(None, |best: Option<Waste>, w| match best {
+        Some(b) if b.waste >= w.waste => Some(b),
+        _ => Some(w),
+    })
 }
 
 /// The line that wastes the most, and what to do about it: uncoalesced global access, bank
 /// conflicts, atomics on one address or divergence, judged by how much each costs.
 fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport, python: bool) -> Option<(u32, String)> {
+    costliest(wastes(rows, c, python, false).into_iter()).map(|w| (w.line, w.advice))
+}
+
+/// Every line's waste of each kind. Atomics count as waste where they limit the launch, or,
+/// with `all_atomics` (a check that counts them), wherever a line makes any.
+fn wastes(rows: &[(u32, String, cost::Counts)], c: &CostReport, python: bool, all_atomics: bool) -> Vec<Waste> {
     let (padded, per_warp) = if python {
         ("`cuda.shared.array((32, 33), float32)`", "`cuda.threadIdx.x // 32`")
     } else {
         ("`[32][33]`", "`threadIdx.x / 32`")
     };
-    let mut best: Option<(f64, u32, String)> = None;
-    let mut consider = |waste: f64, line: u32, advice: String| {
-        if waste > 0.0 && best.as_ref().is_none_or(|b| waste > b.0) {
-            best = Some((waste, line, advice));
-        }
+    let mut found = Vec::new();
+    let mut consider = |field: &'static str, waste: f64, line: u32, advice: String| {
+        let advice = if python { super::findings::in_python(&advice) } else { advice };
+        found.push(Waste { field, waste, line, advice });
     };
+    let atomics_limit = c.estimate.limiter == Limiter::Atomics || all_atomics;
     // A helper's waste is not on a line the learner can change.
     for (line, _, k) in rows.iter().filter(|r| r.0 != HELPER_LINE) {
         if k.global_load_requests + k.global_store_requests > 0 {
@@ -217,6 +255,7 @@ fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport, python: bool
             let ideal = k.ideal_sectors_per_request();
             if spr > ideal * 1.5 {
                 consider(
+                    "sectors_per_request",
                     (k.load_sectors + k.store_sectors).saturating_sub(k.ideal_ld_st_sectors) as f64,
                     *line,
                     format!(
@@ -230,6 +269,7 @@ fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport, python: bool
         if k.shared_requests > 0 && k.wavefronts > k.ideal_wavefronts + k.shared_requests / 10 {
             let ways = k.wavefronts as f64 / k.shared_requests as f64;
             consider(
+                "bank_conflicts",
                 (k.wavefronts - k.ideal_wavefronts) as f64 * 4.0,
                 *line,
                 format!(
@@ -238,8 +278,9 @@ fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport, python: bool
                 ),
             );
         }
-        if k.atomics > 0 && c.estimate.limiter == Limiter::Atomics && !c.atomics.one_address() {
+        if k.atomics > 0 && atomics_limit && !c.atomics.one_address() {
             consider(
+                "atomics",
                 k.atomics as f64 * 8.0,
                 *line,
                 format!(
@@ -249,8 +290,9 @@ fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport, python: bool
                     thousands(k.atomics as u128)
                 ),
             );
-        } else if k.worst_atomic_lanes > 1 && c.estimate.limiter == Limiter::Atomics {
+        } else if k.worst_atomic_lanes > 1 && atomics_limit {
             consider(
+                "atomics",
                 k.atomics as f64 * 8.0,
                 *line,
                 format!(
@@ -262,6 +304,7 @@ fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport, python: bool
         }
         if k.issued > 0 && k.simt_efficiency() < 0.6 && k.issued * 10 > c.totals.issued / 10 {
             consider(
+                "simt_efficiency",
                 (k.issued as f64) * (1.0 - k.simt_efficiency()),
                 *line,
                 format!(
@@ -272,5 +315,5 @@ fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport, python: bool
             );
         }
     }
-    best.map(|(_, line, advice)| (line, if python { super::findings::in_python(&advice) } else { advice }))
+    found
 }

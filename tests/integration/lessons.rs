@@ -627,6 +627,22 @@ fn a_failed_cost_check_names_the_costliest_line() {
     );
 }
 
+/// A check that counts one cost (`expect c.atomics <= blocks`) says why for that count, even
+/// when the atomics are not what limits the launch, and `:hint` repeats it instead of the
+/// exercise's hint about another mistake.
+#[test]
+fn a_failed_atomics_check_names_the_line_that_makes_them() {
+    let per_element = "@cuda.jit\ndef sum_squares(x, total, n):\n    \
+                       for i in range(cuda.grid(1), n, cuda.gridsize(1)):\n        \
+                       cuda.atomic.add(total, 0, x[i] * x[i])\n\n";
+    let (out, flat) = learn_real("python", "9", &format!(":step 4\n{per_element}:check\n:hint\n"));
+    let why = "line 4 (`cuda.atomic.add(total, 0, x[i] * x[i])`): 1,000 atomics land on one address and run one \
+               after another: combine first (a shared-memory or warp-shuffle reduction per block) and let one \
+               thread per block do the atomic";
+    assert!(flat.contains(&format!("this expect did not hold: {why}")), "{out}");
+    assert!(flat.contains(&format!("From your last `:check`: {why}")), "{out}");
+}
+
 /// A solution shown to a learner leaves out the author's notes to `dev check --mutants`.
 #[test]
 fn a_shown_solution_has_no_mutant_markers() {
