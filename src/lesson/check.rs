@@ -457,7 +457,7 @@ fn one_run(
             let why = format!(
                 "the launch has {article} {words} finding: a kernel with one is wrong even when its numbers come out right"
             );
-            let d = crate::render::findings::to_diagnostic(f, session.sources());
+            let d = crate::render::findings::to_diagnostic_among(f, findings, session.sources());
             let advice = Some(match d.help {
                 Some(help) => format!("{}; {help}", d.message),
                 None => d.message,
@@ -704,7 +704,7 @@ pub fn write(out: &mut dyn Write, outcome: &Outcome, style: &Style) -> io::Resul
             writeln!(out, "{} {}:", style.error(NOT_YET), f.place())?;
             writeln!(out, "{}", style.dim(&format!("  at {}", f.at)))?;
             for (i, line) in f.input.lines().enumerate() {
-                writeln!(out, "  {}{line}", if i == 0 { ">>> " } else { "... " })?;
+                writeln!(out, "  {}{}", if i == 0 { ">>> " } else { "... " }, code_line(line, style.width))?;
             }
             for line in f.output.lines() {
                 writeln!(out, "  {line}")?;
@@ -714,9 +714,31 @@ pub fn write(out: &mut dyn Write, outcome: &Outcome, style: &Style) -> io::Resul
     }
 }
 
+/// A line of the check's code after `  >>> `, broken at its spaces (never inside a token, as
+/// the terminal would) where it is wider than the screen, each piece indented under it.
+fn code_line(line: &str, width: usize) -> String {
+    const PROMPT: usize = 6;
+    if PROMPT + line.chars().count() <= width {
+        return line.to_string();
+    }
+    let body = line.trim_start();
+    let lead = line.len() - body.len();
+    format!("{}{}", &line[..lead], crate::diag::wrap(body, width, PROMPT + lead + 4))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::constants_in;
+    use super::{code_line, constants_in};
+
+    #[test]
+    fn a_long_line_of_check_code_breaks_between_tokens() {
+        let launch = "matmul_rect<<<((N + 15) / 16, (M + 15) / 16), (16, 16)>>>(A, B, C, M, K, N)";
+        assert_eq!(code_line(launch, 100), launch);
+        let broken = code_line(launch, 60);
+        assert!(broken.lines().all(|l| 6 + l.chars().count() <= 60), "{broken}");
+        assert_eq!(broken.split_whitespace().collect::<String>(), launch.split_whitespace().collect::<String>());
+        assert!(broken.lines().skip(1).all(|l| l.starts_with("          ")), "{broken}");
+    }
 
     fn values(text: &str) -> Vec<f64> {
         constants_in(text).into_iter().map(|(v, _)| v).collect()

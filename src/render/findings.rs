@@ -14,9 +14,12 @@ use crate::diag::text::thousands;
 /// The largest budget a step-limit finding suggests: beyond it a launch takes minutes.
 const MAX_SUGGESTED_STEPS: u64 = 10_000_000_000;
 
-/// Write one finding.
-pub fn write_finding(out: &mut dyn Write, f: &Finding, sources: &SourceMap, style: &Style) -> io::Result<()> {
-    to_diagnostic(f, sources).render(sources, out, style.color, style.width)
+/// Write a launch's findings, in order, each advised with the others in view.
+pub fn write_findings(out: &mut dyn Write, findings: &[Finding], sources: &SourceMap, style: &Style) -> io::Result<()> {
+    for f in findings {
+        to_diagnostic_among(f, findings, sources).render(sources, out, style.color, style.width)?;
+    }
+    Ok(())
 }
 
 /// `a[1024]`, `As[12][0]` for an array of the kernel's with dimensions `shape`; an index beyond
@@ -36,7 +39,17 @@ fn line(sources: &SourceMap, site: &Site) -> u32 {
 /// The diagnostic a finding is drawn as; for a kernel written in Python, its advice in
 /// Python's words (`cuda.grid(1)`, `cuda.atomic.add(a, i, ...)`, `cuda.syncthreads()`).
 pub fn to_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
-    let d = finding_diagnostic(f, sources);
+    to_diagnostic_among(f, &[], sources)
+}
+
+/// [`to_diagnostic`] for one of a launch's findings (`all`): one finding can explain another's
+/// cause (a read of a shared array "before anything wrote it" beside a race on that array is a
+/// missing barrier, not a missing initialisation).
+pub fn to_diagnostic_among(f: &Finding, all: &[Finding], sources: &SourceMap) -> Diagnostic {
+    let mut d = finding_diagnostic(f, sources);
+    if let Some(help) = unordered_write(f, all, sources) {
+        d.help = Some(help);
+    }
     let Some(c) = d.span.and_then(|s| sources.get(s.source)).filter(|file| file.origin.is_some()).map(|f| &f.text)
     else {
         return d;
@@ -703,6 +716,34 @@ fn race_advice(
             }
         }
     }
+}
+
+/// For an uninitialised read of a shared array that another thread writes without a barrier
+/// between (a race on the same array with a write in it): the write it came too early for,
+/// and the barrier that orders them.
+fn unordered_write(f: &Finding, all: &[Finding], sources: &SourceMap) -> Option<String> {
+    let Finding::Uninit { memory: memory @ Memory::Shared(name), first: read, .. } = f else { return None };
+    let read_at = line(sources, read);
+    let writes = all.iter().filter_map(|other| match other {
+        Finding::Race { memory: m, first, second, .. } if m == memory => {
+            [first, second].into_iter().find(|s| s.access == Access::Write)
+        }
+        _ => None,
+    });
+    // A write on another line is the one to order before the read; one on the read's own line
+    // (`s[tid] += s[tid + half]`) is an earlier pass of a loop.
+    let write = writes.clone().find(|w| line(sources, w) != read_at).or_else(|| writes.clone().next())?;
+    let at = line(sources, write);
+    let code = sources.line_text(write.span).map(str::trim).unwrap_or_default();
+    let place = if at == read_at {
+        format!("between one pass's write on line {at} and the next pass's read")
+    } else {
+        format!("after line {at} and before line {read_at}")
+    };
+    Some(format!(
+        "the kernel does write `{name}`, on line {at} (`{code}`), but nothing makes the reading thread wait for \
+         that write: put __syncthreads() {place} (the race on `{name}` is the same missing barrier)"
+    ))
 }
 
 /// How to fix an uninitialised read, by where the memory lives.

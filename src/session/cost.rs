@@ -280,9 +280,7 @@ impl Session {
                 "{}",
                 self.options.style.warn("the launch was stopped before it finished: nothing to profile")
             )?;
-            for f in &report.findings {
-                crate::render::findings::write_finding(out, f, self.work.sources(), &self.options.style)?;
-            }
+            crate::render::findings::write_findings(out, &report.findings, self.work.sources(), &self.options.style)?;
             return Ok(Status::Error);
         };
         crate::render::profile::write_profile(out, &p.text, &c, self.work.sources(), &self.options.style)?;

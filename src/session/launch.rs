@@ -128,9 +128,7 @@ impl Session {
                 }
                 render::launch::write_summary_as(out, &spec, &self.backend_label(), &report, &style, syntax)?;
                 render::launch::write_output(out, &report, &style)?;
-                for f in &report.findings {
-                    render::findings::write_finding(out, f, self.work.sources(), &style)?;
-                }
+                render::findings::write_findings(out, &report.findings, self.work.sources(), &style)?;
                 if report.aborted {
                     writeln!(out, "{}", style.dim("the launch was stopped; its buffers are as they were before it"))?;
                 }
@@ -158,9 +156,7 @@ impl Session {
                     && !report.findings.is_empty()
                 {
                     writeln!(out, "{}", style.dim("The same launch on the simulator shows where it went wrong:"))?;
-                    for f in &report.findings {
-                        render::findings::write_finding(out, f, self.work.sources(), &style)?;
-                    }
+                    render::findings::write_findings(out, &report.findings, self.work.sources(), &style)?;
                 }
                 Ok(Status::Error)
             }

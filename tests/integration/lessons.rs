@@ -643,6 +643,25 @@ fn a_failed_atomics_check_names_the_line_that_makes_them() {
     assert!(flat.contains(&format!("From your last `:check`: {why}")), "{out}");
 }
 
+/// A reduction without the barrier after its shared array is filled reads elements another
+/// thread writes later: the uninitialised read is said to be that missing barrier, with the
+/// line that writes, not "write every element first".
+#[test]
+fn an_early_read_of_a_shared_array_is_a_missing_barrier_not_a_missing_initialisation() {
+    let no_barrier = "@cuda.jit\ndef sum_squares(x, total, n):\n    s = cuda.shared.array(256, float32)\n    \
+                      tid = cuda.threadIdx.x\n    acc = float32(0.0)\n    \
+                      for i in range(cuda.grid(1), n, cuda.gridsize(1)):\n        acc += x[i] * x[i]\n    \
+                      s[tid] = acc\n    half = cuda.blockDim.x // 2\n    while half > 0:\n        \
+                      if tid < half:\n            s[tid] += s[tid + half]\n        cuda.syncthreads()\n        \
+                      half //= 2\n    if tid == 0:\n        cuda.atomic.add(total, 0, s[0])\n\n";
+    let (out, flat) = learn_real("python", "9", &format!(":step 4\n{no_barrier}:check\n:hint\n"));
+    let why = "the kernel does write `s`, on line 8 (`s[tid] = acc`), but nothing makes the reading thread wait \
+               for that write: put cuda.syncthreads() after line 8 and before line 12";
+    // In the launch's findings, and again from `:hint`, as the check's advice.
+    assert_eq!(flat.matches(why).count(), 2, "{out}");
+    assert!(!flat.contains("write every element of `s` before any thread reads it"), "{out}");
+}
+
 /// A solution shown to a learner leaves out the author's notes to `dev check --mutants`.
 #[test]
 fn a_shown_solution_has_no_mutant_markers() {
