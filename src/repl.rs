@@ -319,6 +319,9 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
     let mut prompt = prompt::GridlabPrompt::new(session.backend_label());
     // The learner's unfinished input, left in the editor by a `:` command typed under it.
     let mut unfinished: Option<String> = None;
+    // The tall input last shown in full: offered again (after a command typed instead of it),
+    // it is named in one line rather than printed again over the command's own output.
+    let mut shown_tall: Option<String> = None;
     loop {
         prompt.lesson = session.prompt_label();
         let mut suggestion = session.take_suggestion();
@@ -328,8 +331,13 @@ fn interactive(mut options: Options, start: &Start) -> io::Result<ExitCode> {
         let tall = suggestion.take_if(|s| too_tall(s, prompt.continuation_width(), terminal_width(), terminal_rows()));
         if let Some(text) = &tall {
             let mut out = io::stdout().lock();
-            show_tall(&mut out, text, &names, &options.style)?;
+            if shown_tall.as_ref() == Some(text) {
+                remind_tall(&mut out, text, &options.style)?;
+            } else {
+                show_tall(&mut out, text, &names, &options.style)?;
+            }
         }
+        shown_tall = tall.clone();
         if let Some(text) = suggestion.as_ref().or(unfinished.as_ref()) {
             editor
                 .run_edit_commands(&[reedline::EditCommand::Clear, reedline::EditCommand::InsertString(text.clone())]);
@@ -455,6 +463,16 @@ fn show_tall(out: &mut impl Write, text: &str, names: &SharedNames, style: &crat
             style
         ))
     )?;
+    out.flush()
+}
+
+/// The tall input shown before, named again under a command typed instead of running it.
+fn remind_tall(out: &mut impl Write, text: &str, style: &crate::render::Style) -> io::Result<()> {
+    let lines = text.lines().count();
+    let said = format!(
+        "(Enter on the empty line still runs the {lines}-line input shown further up; `:step` shows the step again)"
+    );
+    writeln!(out, "{}", style.dim(&crate::render::prose(&said, style)))?;
     out.flush()
 }
 

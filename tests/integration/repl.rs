@@ -974,6 +974,33 @@ fn closing_the_terminal_window_ends_gridlab() {
 }
 
 #[test]
+fn a_tall_input_offered_again_after_a_command_is_named_not_printed_over_its_output() {
+    let home = tempfile::tempdir().unwrap();
+    let course = tempfile::tempdir().unwrap();
+    let body: String = (0..14).map(|k| format!("    a[{k}] = {k}.0f;\n")).collect();
+    std::fs::write(
+        course.path().join("01-tall.md"),
+        format!(
+            "+++\ntitle = \"Tall\"\nsummary = \"A kernel taller than a small terminal.\"\n+++\n\nIntro.\n\n## The kernel\n\nRun it.\n\n```cuda\n__global__ void tall(float *a) {{\n{body}}}\n```\n"
+        ),
+    )
+    .unwrap();
+    let mut t =
+        Terminal::start_sized(home.path(), &["learn", "1", "--course", course.path().to_str().unwrap()], &[], 12);
+    t.wait_for("taller than this terminal");
+    t.wait_for_last_line("sim lesson 1.1>");
+    t.keys(":step 9\r");
+    t.wait_for("has steps 1 to");
+    t.wait_for("still runs the 16-line input shown further up");
+    // The command's answer is still on the 12-row screen, not scrolled off by the kernel again.
+    assert!(t.text().contains("has steps 1 to"), "{}", t.text());
+    t.keys("\r");
+    t.wait_for("defined kernel tall(float *a)");
+    t.keys("\x04");
+    assert_eq!(t.exit_code(), 0);
+}
+
+#[test]
 fn an_input_taller_than_the_terminal_is_shown_not_prefilled_and_enter_runs_it() {
     // reedline repaints a buffer taller than the screen from its top, over the prose above it:
     // such an input is shown instead, and Enter on the empty line runs it.
