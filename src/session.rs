@@ -321,6 +321,11 @@ impl Session {
         self.record.last_findings()
     }
 
+    /// The values the last failed `expect` showed as wrong, in its order.
+    pub(crate) fn last_wrong_values(&self) -> &[f64] {
+        &self.record.wrong
+    }
+
     /// The last launch as it was kept (its "before" copies may still be on the GPU: see
     /// [`Session::last_settled`]).
     pub(crate) fn last(&self) -> Option<&LastLaunch> {

@@ -422,7 +422,6 @@ fn one_run(
             Status::Ok => {}
             Status::ExpectFailed => {
                 let kind = if p.on_cost { FailureKind::Cost } else { FailureKind::Values };
-                let output = String::from_utf8_lossy(&out);
                 let gap = if p.on_cost {
                     // Where the cost the expect reads comes from, else where the most goes, as
                     // `:profile` would mark it.
@@ -430,7 +429,7 @@ fn one_run(
                     cost.and_then(|c| crate::render::profile::field_gap(c, session.sources(), &p.cost_fields))
                         .or_else(|| cost.and_then(|c| crate::render::profile::costliest_line(c, session.sources())))
                 } else {
-                    unreached(session).or_else(|| own_constant(session, &output))
+                    unreached(session).or_else(|| own_constant(session))
                 };
                 let why = match &gap {
                     Some(gap) => format!("this expect did not hold: {gap}"),
@@ -512,10 +511,10 @@ fn unreached(session: &Session) -> Option<String> {
 /// When the expect found wrong elements holding a value that none of the launch's inputs
 /// holds and that is one of the kernel's own constants (`: 0` filling in for missing elements
 /// of a max, `INFINITY` where `-INFINITY` was meant): where the value came from, with the line,
-/// and what a stand-in must be. `output` is what the failed expect printed: the value must be
-/// one it listed as wrong (`out[3] = 0 (expected -2000768)`), so a constant written into
-/// elements that are right is never blamed.
-fn own_constant(session: &Session, output: &str) -> Option<String> {
+/// and what a stand-in must be. The value must be one the failed expect showed as wrong
+/// (`out[3] = 0 (expected -2000768)`), so a constant written into elements that are right is
+/// never blamed.
+fn own_constant(session: &Session) -> Option<String> {
     let last = session.last()?;
     let kernel = session.module().kernel(&last.spec.kernel)?;
     let sources = session.sources();
@@ -531,10 +530,8 @@ fn own_constant(session: &Session, output: &str) -> Option<String> {
     last.before.iter().find_map(|(name, before)| {
         let now = session.buffer(name)?;
         let (was, is) = (before.to_f64_vec(), now.to_f64_vec());
-        let shown = |v: f64| {
-            let v = crate::value::format_num(crate::buffer::Num::Float(v), Some(now.dtype()));
-            output.contains(&format!("= {v} (expected"))
-        };
+        // Only a value the failed expect showed as wrong: the advice is about what the learner saw.
+        let shown = |v: f64| session.last_wrong_values().iter().any(|w| key(*w) == key(v));
         let (v, (off, len)) = was.iter().zip(&is).filter(|(w, i)| w.to_bits() != i.to_bits()).find_map(|(_, &v)| {
             if inputs.contains(&key(v)) || !shown(v) {
                 return None;

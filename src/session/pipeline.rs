@@ -577,7 +577,10 @@ impl Session {
         let style = self.options.style.clone();
         let (passed, message) = match expect {
             Expect::Expr(expr) => match eval::eval_expect(expr, self, text) {
-                Ok(o) => (o.passed, o.message),
+                Ok(o) => {
+                    self.record.wrong = o.wrong;
+                    (o.passed, o.message)
+                }
                 Err(diag) => return self.report(&diag, out),
             },
             Expect::Printed { .. } | Expect::PrintedLines { .. } => return self.expect_printed(expect, text, out),

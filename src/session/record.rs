@@ -35,6 +35,8 @@ pub(crate) struct Record {
     launches: u64,
     /// Inputs typed at the prompt, which name them: `<input 3>`.
     typed: u32,
+    /// The values the last failed `expect` showed as wrong (see `ExpectOutcome::wrong`).
+    pub wrong: Vec<f64>,
     /// A cost record has said why its `dram_bytes` holds no reads (the inputs start in the
     /// L2): said once a session, as a note that would otherwise follow every record.
     pub l2_note_said: bool,

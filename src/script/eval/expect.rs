@@ -21,20 +21,23 @@ use crate::value::{Array, Data, format_num};
 /// How many failing elements a message lists.
 const SHOWN: usize = 5;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ExpectOutcome {
     pub passed: bool,
     /// What failed, with values; empty when passed.
     pub message: String,
+    /// The values the message shows as wrong (`1.5` in `a[1] = 1.5 (expected 0.5)`), in its
+    /// order: what a check traces back to the kernel (a constant of its own, say).
+    pub wrong: Vec<f64>,
 }
 
 impl ExpectOutcome {
     fn pass() -> ExpectOutcome {
-        ExpectOutcome { passed: true, message: String::new() }
+        ExpectOutcome { passed: true, message: String::new(), wrong: Vec::new() }
     }
 
     fn fail(message: String) -> ExpectOutcome {
-        ExpectOutcome { passed: false, message }
+        ExpectOutcome { passed: false, message, wrong: Vec::new() }
     }
 }
 
@@ -178,6 +181,12 @@ fn compared(cx: &Cx, op: BinOp, whole: &Expr, (le, l): (&Expr, &V), (re, r): (&E
             }
             let (la, ra) = (arr(l), arr(r));
             let both = la.is_some() && ra.is_some();
+            // The side shown against an expectation holds the wrong values.
+            let wrong: Vec<f64> = match (la, ra) {
+                (Some(a), _) if eqish => failing.iter().take(SHOWN).map(|&i| a.num(i).as_f64()).collect(),
+                (None, Some(b)) if eqish => failing.iter().take(SHOWN).map(|&i| b.num(i).as_f64()).collect(),
+                _ => Vec::new(),
+            };
             let items: Vec<String> = failing
                 .iter()
                 .take(SHOWN)
@@ -207,7 +216,7 @@ fn compared(cx: &Cx, op: BinOp, whole: &Expr, (le, l): (&Expr, &V), (re, r): (&E
                     thousands(ok.len() as u64)
                 )
             };
-            ExpectOutcome::fail(format!("{head}: {}{more}", items.join(sep)))
+            ExpectOutcome { wrong, ..ExpectOutcome::fail(format!("{head}: {}{more}", items.join(sep))) }
         }
         _ => ExpectOutcome::fail(String::new()),
     }
