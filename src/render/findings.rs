@@ -613,7 +613,7 @@ fn race_advice(
                 && advice::kernel_ignores_block(&text, pos) == Some(true);
             if blockless {
                 return format!(
-                    "the kernel's index comes from threadIdx alone, so every block works on the same elements (the same thread of two blocks touched {el}): add the block's offset, `blockIdx.x * blockDim.x + threadIdx.x`"
+                    "the kernel's index comes from threadIdx alone, so every block works on the same elements (the same thread of two blocks touched {el}): index with `blockIdx.x * blockDim.x + threadIdx.x`, which adds the block's offset"
                 );
             }
             // An index computed from the thread's place alone: each thread was meant to own its
