@@ -244,9 +244,16 @@ pub fn partial_grid_stride(text: &str, pos: usize, names: &[&str]) -> Option<(Fo
         }
         let lo = operand_before(&code, range.start, i);
         let hi = operand_after(&code, i + 2, range.end);
-        let (var, step) = (tidy(&code[lo..i]), tidy(&code[i + 2..hi]));
+        let (var, mut step) = (tidy(&code[lo..i]), tidy(&code[i + 2..hi]));
         if !names.contains(&var.as_str()) {
             continue;
+        }
+        // A step held in a variable (`int stride = blockDim.x;`, or Python's `range` step as
+        // gridlab lowers it) is judged, and said, by what the variable holds.
+        if identifiers(&step) == [step.as_str()]
+            && let [.., last] = assignments(&code, i, &step).as_slice()
+        {
+            step = last.text.clone();
         }
         let words = identifiers(&step);
         let (block, grid) = (words.contains(&"blockDim"), words.contains(&"gridDim"));
@@ -668,6 +675,14 @@ mod tests {
         assert_eq!(partial_grid_stride(text, pos, &["j"]), None);
         let whole = text.replace("i += blockDim.x", "i += blockDim.x * gridDim.x");
         assert_eq!(partial_grid_stride(&whole, pos, &["i"]), None);
+        // Through a variable, as Python's `range(cuda.grid(1), n, cuda.blockDim.x)` is lowered.
+        let held = text
+            .replace("    for (int i", "    int st = blockDim.x;\n    for (int i")
+            .replace("i += blockDim.x", "i += st");
+        let pos_held = held.find("a[i]").unwrap();
+        assert_eq!(partial_grid_stride(&held, pos_held, &["i"]).map(|(f, _)| f.text), Some("i += blockDim.x".into()));
+        let whole_held = held.replace("st = blockDim.x", "st = blockDim.x * gridDim.x");
+        assert_eq!(partial_grid_stride(&whole_held, pos_held, &["i"]), None);
         let grid = text.replace("i += blockDim.x", "i += gridDim.y");
         assert_eq!(
             partial_grid_stride(&grid, pos, &["i"]).map(|(f, a)| (f.text, a)),

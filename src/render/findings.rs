@@ -70,6 +70,7 @@ pub fn to_diagnostic_among(f: &Finding, all: &[Finding], sources: &SourceMap) ->
 pub(crate) fn in_python(text: &str) -> String {
     let s = text
         .replace("blockIdx.x * blockDim.x + threadIdx.x", "cuda.grid(1)")
+        .replace("`blockDim.x * gridDim.x`", "`cuda.gridsize(1)`")
         .replace("`if (i < n) { ... }`", "`if i < n:`")
         .replace("] = 0;`", "] = 0`");
     crate::python::words::words(&python_ifs(&s))
@@ -598,10 +599,9 @@ fn race_advice(
             let stride = advice::partial_grid_stride(&text, pos, &names)
                 .filter(|(f, _)| f.text.contains("gridDim") || first.thread.block != second.thread.block);
             if let Some((step, axis)) = stride {
-                let var = step.text.split(" += ").next().unwrap_or("i");
                 let at = sources.line_of(crate::diag::Span::new(second.span.source, step.at, step.at + 1));
                 return format!(
-                    "the loop steps by `{}` on line {at}, not by every thread of the grid, so threads reach elements that others own: a grid-stride loop steps by the whole grid, `{var} += blockDim.{axis} * gridDim.{axis}`",
+                    "the loop steps by `{}` on line {at}, not by every thread of the grid, so threads reach elements that others own: a grid-stride loop steps by the whole grid, `blockDim.{axis} * gridDim.{axis}`",
                     step.text.split(" += ").nth(1).unwrap_or("")
                 );
             }
