@@ -210,9 +210,15 @@ pub fn dotted_call(
             _ if super::builtins::find(rest).is_some() => format!("write `{rest}({prefix})`"),
             _ => "functions take the buffer, e.g. `sum(a)`, `len(a)`".to_string(),
         };
-        return Diagnostic::error(format!("buffers have no methods: {instead}"))
-            .at(func_span)
-            .help("`:help functions` lists the functions");
+        // Numba's copies between host and device have nothing to do here: say why, not where
+        // the functions are listed.
+        let help = match rest {
+            "copy_to_host" | "copy_to_device" | "to_host" | "get" => {
+                "a gridlab buffer is on the host and the device at once: there is nothing to copy"
+            }
+            _ => "`:help functions` lists the functions",
+        };
+        return Diagnostic::error(format!("buffers have no methods: {instead}")).at(func_span).help(help);
     }
     // A method of a device array whose name is not a buffer here (its `cuda.to_device` failed):
     // what the method was for, and that the name is not there.

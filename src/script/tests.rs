@@ -844,6 +844,9 @@ fn host_code_and_numpy_say_what_to_write_instead() {
         d.message
     );
     assert!(d.help.unwrap().contains("there is no `d` here"));
+    let copy = err("a.copy_to_host()");
+    assert_eq!(copy.message, "buffers have no methods: type `a` to see it");
+    assert!(copy.help.unwrap().contains("on the host and the device at once"));
     assert_eq!(err("a.sum()").message, "buffers have no methods: write `sum(a)`");
     assert_eq!(err("a.fill(0)").message, "buffers have no methods: write `a[:] = 0`");
     assert_eq!(err("a.shape").message, "a buffer has no `.shape`: write `len(a)` (or `a.size`)");
