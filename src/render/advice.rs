@@ -270,6 +270,128 @@ pub fn partial_grid_stride(text: &str, pos: usize, names: &[&str]) -> Option<(Fo
     None
 }
 
+/// The condition of the `if` whose then or else branch holds the line at `pos` (C's `if (...)`,
+/// Python's `if ...:` or `elif ...:`), and where that `if` starts; found by indentation, upward
+/// from the line, stopping at a loop or the function's head. `None` when the line is in no
+/// branch.
+pub fn enclosing_branch(text: &str, pos: usize) -> Option<(String, usize)> {
+    let starts: Vec<usize> = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+    let idx = starts.iter().rposition(|&s| s <= pos)?;
+    let line = |i: usize| text[starts[i]..].split('\n').next().unwrap_or("");
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let condition = |l: &str| -> Option<String> {
+        let t = l.trim_start().trim_start_matches('}').trim_start();
+        let t = t.strip_prefix("else").map(str::trim_start).unwrap_or(t);
+        if let Some(rest) = t.strip_prefix("elif ") {
+            return Some(rest.trim_end().trim_end_matches(':').trim().to_string());
+        }
+        let rest = t.strip_prefix("if")?;
+        if let Some(inner) = rest.trim_start().strip_prefix('(') {
+            // C: up to the parenthesis that closes the condition.
+            let mut depth = 1;
+            for (i, ch) in inner.char_indices() {
+                depth += match ch {
+                    '(' => 1,
+                    ')' => -1,
+                    _ => 0,
+                };
+                if depth == 0 {
+                    return Some(inner[..i].trim().to_string());
+                }
+            }
+            return None;
+        }
+        rest.starts_with(' ').then(|| rest.trim().trim_end_matches(':').trim().to_string())
+    };
+    // `if (x[i] < 0) x[i] = 0;` on the line itself.
+    if let Some(c) = condition(line(idx)) {
+        return Some((c, starts[idx] + indent(line(idx))));
+    }
+    // C says its blocks with braces, however it is indented.
+    if let Some(found) = braced_branch(text, pos) {
+        return found;
+    }
+    let mut below = indent(line(idx));
+    let mut in_else = false;
+    for j in (0..idx).rev() {
+        let l = line(j);
+        let t = l.trim();
+        if t.is_empty() || t.starts_with("//") || t.starts_with('#') || t == "{" || t == "}" {
+            continue;
+        }
+        if indent(l) >= below && !(in_else && indent(l) == below) {
+            continue;
+        }
+        let bare = t.trim_start_matches('}').trim_start();
+        if bare.starts_with("else") && !bare.starts_with("else if") {
+            // The else of an `if` at this indentation, further up.
+            in_else = true;
+            below = indent(l);
+            continue;
+        }
+        if in_else
+            && indent(l) == below
+            && !(bare.starts_with("if") || bare.starts_with("else if") || t.starts_with("elif"))
+        {
+            continue;
+        }
+        return condition(l).map(|c| (c, starts[j] + indent(l)));
+    }
+    None
+}
+
+/// [`enclosing_branch`] by C's braces: `Some(None)` when the block around `pos` is not a branch
+/// (a loop, the function), `None` when there is no brace to go by.
+fn braced_branch(text: &str, pos: usize) -> Option<Option<(String, usize)>> {
+    let b = text.as_bytes();
+    // The `{` that opens the block around `pos`, or that closes just before `at`.
+    let opening = |from: usize| {
+        let mut depth = 0;
+        (0..from).rev().find(|&k| match b[k] {
+            b'}' => {
+                depth += 1;
+                false
+            }
+            b'{' if depth == 0 => true,
+            b'{' => {
+                depth -= 1;
+                false
+            }
+            _ => false,
+        })
+    };
+    let open = opening(pos.min(b.len()))?;
+    let head = text[..open].trim_end();
+    let if_before = |head: &str| -> Option<(String, usize)> {
+        let close = head.len().checked_sub(1).filter(|&k| head.as_bytes()[k] == b')')?;
+        let mut depth = 0;
+        let start = (0..=close).rev().find(|&k| {
+            match head.as_bytes()[k] {
+                b')' => depth += 1,
+                b'(' => depth -= 1,
+                _ => {}
+            }
+            depth == 0
+        })?;
+        let word = head[..start].trim_end();
+        let kw = word.len().checked_sub(2).filter(|&k| &word[k..] == "if")?;
+        (kw == 0 || !word.as_bytes()[kw - 1].is_ascii_alphanumeric() && word.as_bytes()[kw - 1] != b'_')
+            .then(|| (head[start + 1..close].trim().to_string(), kw))
+    };
+    if let Some(found) = if_before(head) {
+        return Some(Some(found));
+    }
+    if let Some(before_else) = head.strip_suffix("else") {
+        // `} else {`: the `if` before the then-block that closes there.
+        let then_close = before_else.trim_end();
+        if then_close.ends_with('}') {
+            let then_open = opening(then_close.len() - 1)?;
+            return Some(if_before(text[..then_open].trim_end()));
+        }
+    }
+    Some(None)
+}
+
 /// The built-in names a kernel's index is made of, which no guard bounds.
 const BUILTINS: [&str; 4] = ["threadIdx", "blockIdx", "blockDim", "gridDim"];
 
@@ -664,6 +786,32 @@ mod tests {
         let text = "__device__ int f(int i, int n) { return i <= n; }\n__global__ void k(int *a, int i) {\n    a[i] <<= 1;\n    a[i] >>= 2;\n}";
         let pos = text.find("a[i] <<=").unwrap();
         assert_eq!(inclusive_bound(text, pos, &["i"]), None);
+    }
+
+    #[test]
+    fn finds_the_branch_a_line_is_in_by_indentation() {
+        let c = "__global__ void k(float *x, int n) {\n    int i = threadIdx.x;\n    if (i < n) {\n        if (x[i] < 0.0f) {\n            x[i] = x[i] * x[i];\n        } else {\n            x[i] = x[i] * 0.5f;\n        }\n    }\n}";
+        let at = |pat: &str| c.find(pat).unwrap();
+        assert_eq!(enclosing_branch(c, at("x[i] * x[i]")).map(|b| b.0), Some("x[i] < 0.0f".into()));
+        assert_eq!(enclosing_branch(c, at("x[i] * 0.5f")).map(|b| b.0), Some("x[i] < 0.0f".into()));
+        assert_eq!(enclosing_branch(c, at("if (x[i]")).map(|b| b.0), Some("x[i] < 0.0f".into()));
+        assert_eq!(enclosing_branch(c, at("int i")), None);
+        let py = "@cuda.jit\ndef k(x, n):\n    i = cuda.grid(1)\n    if i < n:\n        if x[i] < 0:\n            x[i] = x[i] * x[i]\n        else:\n            x[i] = x[i] * 0.5\n";
+        let at = |pat: &str| py.find(pat).unwrap();
+        assert_eq!(enclosing_branch(py, at("x[i] * 0.5")).map(|b| b.0), Some("x[i] < 0".into()));
+        let (cond, start) = enclosing_branch(py, at("x[i] * x[i]")).unwrap();
+        assert_eq!((cond.as_str(), &py[start..start + 2]), ("x[i] < 0", "if"));
+        // Braces say the blocks, however the lines are indented.
+        let flat = c.replace("\n    ", "\n").replace("\n    ", "\n").replace("\n    ", "\n");
+        let at = |pat: &str| flat.find(pat).unwrap();
+        assert_eq!(enclosing_branch(&flat, at("x[i] * 0.5f")).map(|b| b.0), Some("x[i] < 0.0f".into()));
+        assert_eq!(enclosing_branch(&flat, at("int i")), None);
+        let looped =
+            "__global__ void k(float *x) {\nif (x[0] > 0) {\nfor (int j = 0; j < 4; j++) {\nx[j] = 0;\n}\n}\n}";
+        assert_eq!(enclosing_branch(looped, looped.find("x[j] = 0").unwrap()), None);
+        // A loop between the line and any branch: not a branch.
+        let looped = "def k(x):\n    if x[0] > 0:\n        for j in range(4):\n            x[j] = 0\n";
+        assert_eq!(enclosing_branch(looped, looped.find("x[j] = 0").unwrap()), None);
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub fn write_profile(
     );
     super::write_heading(out, title, &rest, style)?;
     let rows = line_rows(c, sources);
-    let worst = worst_line(&rows, c, is_python(c, sources));
+    let worst = worst_line(&rows, c, sources);
     let all = ["line", "source", "instr", "lanes", "sectors/req", "DRAM", "ways", "atomics"];
     // Every column but the source, as text: their widths say how much room the source has.
     let cells: Vec<[String; 7]> = rows
@@ -181,6 +181,17 @@ fn helper_of(sources: &SourceMap, span: crate::diag::Span) -> Option<String> {
     Some(name.trim_start_matches('*').to_string())
 }
 
+/// The branch around the learner's `line` when its condition reads an array (`if (x[i] < 0.0f)`,
+/// `if x[i] < 0:`): that branch's line and condition. Found in the learner's own text, by the
+/// lines' indentation, as both languages are written.
+fn data_branch(c: &CostReport, sources: &SourceMap, line: u32) -> Option<(u32, String)> {
+    let place = c.places.iter().find(|p| helper_of(sources, p.span).is_none() && sources.line_of(p.span) == line)?;
+    let at = sources.resolve(place.span);
+    let text = &sources.get(at.source)?.text;
+    let (cond, offset) = crate::render::advice::enclosing_branch(text, at.lo as usize)?;
+    cond.contains('[').then(|| (sources.line_of(crate::diag::Span::new(at.source, offset, offset + 1)), cond))
+}
+
 /// A kernel written in Python is advised in Python's words.
 fn is_python(c: &CostReport, sources: &SourceMap) -> bool {
     c.places.first().and_then(|p| sources.get(p.span.source)).is_some_and(|f| f.origin.is_some())
@@ -191,7 +202,7 @@ fn is_python(c: &CostReport, sources: &SourceMap) -> bool {
 /// failed check on a cost says why with; `:profile` marks the same line.
 pub fn costliest_line(c: &CostReport, sources: &SourceMap) -> Option<String> {
     let rows = line_rows(c, sources);
-    let (line, advice) = worst_line(&rows, c, is_python(c, sources))?;
+    let (line, advice) = worst_line(&rows, c, sources)?;
     Some(said(&rows, line, &advice))
 }
 
@@ -201,8 +212,7 @@ pub fn costliest_line(c: &CostReport, sources: &SourceMap) -> Option<String> {
 /// more time or the field's waste is not what limits the launch.
 pub fn field_gap(c: &CostReport, sources: &SourceMap, fields: &[&str]) -> Option<String> {
     let rows = line_rows(c, sources);
-    let python = is_python(c, sources);
-    let w = costliest(wastes(&rows, c, python, true).into_iter().filter(|w| fields.contains(&w.field)))?;
+    let w = costliest(wastes(&rows, c, sources, true).into_iter().filter(|w| fields.contains(&w.field)))?;
     Some(said(&rows, w.line, &w.advice))
 }
 
@@ -230,13 +240,14 @@ fn costliest(wastes: impl Iterator<Item = Waste>) -> Option<Waste> {
 
 /// The line that wastes the most, and what to do about it: uncoalesced global access, bank
 /// conflicts, atomics on one address or divergence, judged by how much each costs.
-fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport, python: bool) -> Option<(u32, String)> {
-    costliest(wastes(rows, c, python, false).into_iter()).map(|w| (w.line, w.advice))
+fn worst_line(rows: &[(u32, String, cost::Counts)], c: &CostReport, sources: &SourceMap) -> Option<(u32, String)> {
+    costliest(wastes(rows, c, sources, false).into_iter()).map(|w| (w.line, w.advice))
 }
 
 /// Every line's waste of each kind. Atomics count as waste where they limit the launch, or,
 /// with `all_atomics` (a check that counts them), wherever a line makes any.
-fn wastes(rows: &[(u32, String, cost::Counts)], c: &CostReport, python: bool, all_atomics: bool) -> Vec<Waste> {
+fn wastes(rows: &[(u32, String, cost::Counts)], c: &CostReport, sources: &SourceMap, all_atomics: bool) -> Vec<Waste> {
+    let python = is_python(c, sources);
     let (padded, per_warp) = if python {
         ("`cuda.shared.array((32, 33), float32)`", "`cuda.threadIdx.x // 32`")
     } else {
@@ -303,16 +314,21 @@ fn wastes(rows: &[(u32, String, cost::Counts)], c: &CostReport, python: bool, al
             );
         }
         if k.issued > 0 && k.simt_efficiency() < 0.6 && k.issued * 10 > c.totals.issued / 10 {
-            consider(
-                "simt_efficiency",
-                (k.issued as f64) * (1.0 - k.simt_efficiency()),
-                *line,
-                format!(
-                    "only {:.0}% of the lanes are active here: the warp's threads took different branches (divergence); \
-                     branch on something the same for a whole warp, e.g. {per_warp}",
-                    100.0 * k.simt_efficiency()
+            let active = format!("only {:.0}% of the lanes are active here", 100.0 * k.simt_efficiency());
+            // A branch on the data each thread reads diverges where a warp's elements differ: the
+            // fix is which elements a warp reads, not what it branches on.
+            let advice = match data_branch(c, sources, *line) {
+                Some((at, cond)) => format!(
+                    "{active}: the branch on line {at} (`{cond}`) goes by the data each thread reads, and the threads of \
+                     a warp read elements that go different ways; give neighbouring threads neighbouring elements \
+                     (thread `i` element `i`), so that a warp's elements take one path wherever the data does"
                 ),
-            );
+                None => format!(
+                    "{active}: the warp's threads took different branches (divergence); branch on something the same \
+                     for a whole warp, e.g. {per_warp}"
+                ),
+            };
+            consider("simt_efficiency", (k.issued as f64) * (1.0 - k.simt_efficiency()), *line, advice);
         }
     }
     found

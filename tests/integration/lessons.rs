@@ -662,6 +662,29 @@ fn an_early_read_of_a_shared_array_is_a_missing_barrier_not_a_missing_initialisa
     assert!(!flat.contains("write every element of `s` before any thread reads it"), "{out}");
 }
 
+/// A warp that diverges on the data its threads read is told to change which elements it
+/// reads, not to branch on the warp's number (lesson 13's exercise).
+#[test]
+fn divergence_on_the_data_points_at_the_elements_a_warp_reads() {
+    let interleaved = "__global__ void clamp_signs(float *x, int n) {\n\
+                       int t = blockIdx.x * blockDim.x + threadIdx.x;\n\
+                       int half = (n + 1) / 2;\n\
+                       int i = t % 2 == 0 ? t / 2 : half + t / 2;\n\
+                       if (t < n && i < n) {\n\
+                           if (x[i] < 0.0f) {\n\
+                               x[i] = x[i] * x[i];\n\
+                           } else {\n\
+                               x[i] = x[i] * 0.5f;\n\
+                           }\n\
+                       }\n}\n";
+    let (out, flat) = learn_real("cuda", "13", &format!(":step 3\n{interleaved}:check\n"));
+    assert!(
+        flat.contains("the branch on line 6 (`x[i] < 0.0f`) goes by the data each thread reads, and the threads of a warp read elements that go different ways"),
+        "{out}"
+    );
+    assert!(!flat.contains("branch on something the same for a whole warp"), "{out}");
+}
+
 /// A solution shown to a learner leaves out the author's notes to `dev check --mutants`.
 #[test]
 fn a_shown_solution_has_no_mutant_markers() {
