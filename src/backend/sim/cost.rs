@@ -135,22 +135,23 @@ fn sector_list(addrs: &[u64], size: u32, repeats: bool, sectors: &mut [u64]) -> 
         }
     }
     if !straddles && addrs.len() <= WARP {
-        // No lane's access crosses a sector (every aligned access): one sector a lane, then
-        // (but for stores) only the lanes whose sector is not the lane before's, moved to
-        // the front in place (the `k`th kept lane is at or past `k`).
-        let list = &mut sectors[..addrs.len()];
-        for (s, &a) in list.iter_mut().zip(addrs) {
-            *s = a / SECTOR;
-        }
+        // No lane's access crosses a sector (every aligned access): one sector a lane, or
+        // (but for stores) only the lanes whose sector is not the lane before's.
         if repeats {
-            n = list.len();
+            for (s, &a) in sectors.iter_mut().zip(addrs) {
+                *s = a / SECTOR;
+            }
+            n = addrs.len();
         } else {
-            let mut keep = u32::from(!list.is_empty());
-            for i in 1..list.len() {
-                keep |= u32::from(list[i] != list[i - 1]) << i;
+            // Two lanes share a sector when their addresses agree above the sector's bits.
+            // Compared on the addresses, not on sectors just stored: reading those back one
+            // lane over defeats the processor's store forwarding, at a stall a vector.
+            let mut keep = u32::from(!addrs.is_empty());
+            for i in 1..addrs.len() {
+                keep |= u32::from((addrs[i] ^ addrs[i - 1]) >= SECTOR) << i;
             }
             while keep != 0 {
-                list[n] = list[keep.trailing_zeros() as usize];
+                sectors[n] = addrs[keep.trailing_zeros() as usize] / SECTOR;
                 n += 1;
                 keep &= keep - 1;
             }

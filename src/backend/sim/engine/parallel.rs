@@ -371,6 +371,9 @@ impl Control<'_> {
 struct Worker<'k, 'b> {
     m: Machine<'k, 'b>,
     pool: Vec<Block>,
+    /// The lengths of the last block's deferred accesses (events, loads, data): the next
+    /// block's records start with that room, rather than grow to it copy by copy.
+    room: [usize; 3],
 }
 
 impl<'k, 'b> Worker<'k, 'b> {
@@ -425,7 +428,7 @@ impl<'k, 'b> Worker<'k, 'b> {
             fences: false,
             log: Some(Box::default()),
         };
-        Worker { m, pool: Vec::new() }
+        Worker { m, pool: Vec::new(), room: [0; 3] }
     }
 
     /// Run block `linear` to its end; `None` when its speculation failed.
@@ -454,7 +457,12 @@ impl<'k, 'b> Worker<'k, 'b> {
         }
         if let Some(c) = m.cost.as_deref_mut() {
             c.take_counts();
-            c.deferred = Some(Deferred::default());
+            let [events, loads, data] = self.room;
+            c.deferred = Some(Deferred {
+                events: Vec::with_capacity(events),
+                loads: Vec::with_capacity(loads),
+                data: Vec::with_capacity(data),
+            });
         }
         let lanes = b.warps.iter().map(|w| w.live.count_ones()).collect();
         let mut runs = 0u32;
@@ -484,7 +492,11 @@ impl<'k, 'b> Worker<'k, 'b> {
             return None;
         }
         let (counts, deferred) = match m.cost.as_deref_mut() {
-            Some(c) => (c.take_counts(), c.deferred.take().unwrap_or_default()),
+            Some(c) => {
+                let d = c.deferred.take().unwrap_or_default();
+                self.room = [d.events.len(), d.loads.len(), d.data.len()];
+                (c.take_counts(), d)
+            }
             None => (Vec::new(), Deferred::default()),
         };
         let log = m.log.as_deref_mut()?;
@@ -559,7 +571,9 @@ impl RBlock {
                 w.cost.push(i as u32);
             }
         }
-        RBlock { live_warps: warps.len() as u32, warps, order: Vec::new(), log, arrived: 0, exited: 0, woke: false }
+        // About one run of a warp per load it makes, in the kernels that load in a loop.
+        let order = Vec::with_capacity(log.deferred.loads.len());
+        RBlock { live_warps: warps.len() as u32, warps, order, log, arrived: 0, exited: 0, woke: false }
     }
 
     fn enqueue(&mut self, s: usize, ready: &mut Vec<(u32, u32)>) {
