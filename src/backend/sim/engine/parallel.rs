@@ -1185,7 +1185,8 @@ fn replay<'s>(
         merge(m, b, &mut held);
     }
 
-    if let Some(mut l1) = l1
+    // A stopped launch reports no cost (`finish` in engine.rs): nothing to wait for.
+    if let Some(mut l1) = l1.filter(|_| m.stop.is_none())
         && let Some(c) = m.cost.as_deref_mut()
     {
         c.add_l1_counts(&l1.finish(scope));
