@@ -135,22 +135,23 @@ fn sector_list(addrs: &[u64], size: u32, repeats: bool, sectors: &mut [u64]) -> 
         }
     }
     if !straddles && addrs.len() <= WARP {
-        // No lane's access crosses a sector (every aligned access): one sector a lane, then
-        // (but for stores) only the lanes whose sector is not the lane before's, moved to
-        // the front in place (the `k`th kept lane is at or past `k`).
-        let list = &mut sectors[..addrs.len()];
-        for (s, &a) in list.iter_mut().zip(addrs) {
-            *s = a / SECTOR;
-        }
+        // No lane's access crosses a sector (every aligned access): one sector a lane, or
+        // (but for stores) only the lanes whose sector is not the lane before's.
         if repeats {
-            n = list.len();
+            for (s, &a) in sectors.iter_mut().zip(addrs) {
+                *s = a / SECTOR;
+            }
+            n = addrs.len();
         } else {
-            let mut keep = u32::from(!list.is_empty());
-            for i in 1..list.len() {
-                keep |= u32::from(list[i] != list[i - 1]) << i;
+            // Two lanes share a sector when their addresses agree above the sector's bits.
+            // Compared on the addresses, not on sectors just stored: reading those back one
+            // lane over defeats the processor's store forwarding, at a stall a vector.
+            let mut keep = u32::from(!addrs.is_empty());
+            for i in 1..addrs.len() {
+                keep |= u32::from((addrs[i] ^ addrs[i - 1]) >= SECTOR) << i;
             }
             while keep != 0 {
-                list[n] = list[keep.trailing_zeros() as usize];
+                sectors[n] = addrs[keep.trailing_zeros() as usize] / SECTOR;
                 n += 1;
                 keep &= keep - 1;
             }
@@ -176,17 +177,17 @@ fn sector_list(addrs: &[u64], size: u32, repeats: bool, sectors: &mut [u64]) -> 
 }
 
 /// One SM's L1 for global loads: 4-way set-associative over sectors, least recently used out.
-struct L1 {
+pub struct L1 {
     sets: Vec<[u64; 4]>,
 }
 
 impl L1 {
-    fn new(bytes: u64) -> L1 {
+    pub fn new(bytes: u64) -> L1 {
         let sets = ((bytes / SECTOR / 4) as usize).next_power_of_two().max(1);
         L1 { sets: vec![[u64::MAX; 4]; sets] }
     }
 
-    fn access(&mut self, key: u64) -> bool {
+    pub fn access(&mut self, key: u64) -> bool {
         let n = self.sets.len();
         let set = &mut self.sets[((key ^ (key >> 13)) as usize) & (n - 1)];
         if let Some(p) = set.iter().position(|&k| k == key) {
@@ -375,7 +376,35 @@ pub struct Deferred {
     /// (stamp, pc, block, kind, where its distinct sectors and then its atomic addresses start
     /// in `data`, how many sectors, how many addresses).
     pub events: Vec<(u64, u32, u64, MemOp, u32, u8, u8)>,
+    /// Loads, when the launch's data fits the L2 ([`Counter::loads_need_only_l1`]): (stamp,
+    /// pc, where its distinct sectors start in `data`, how many).
+    pub loads: Vec<(u64, u32, u32, u8)>,
     pub data: Vec<u64>,
+}
+
+/// What the L1 lookups of global loads add to an instruction's counts, when they are made
+/// apart from the rest of the counter ([`Counter::loads_need_only_l1`]).
+#[derive(Clone, Copy, Default)]
+pub struct L1Counts {
+    /// Loads all of whose sectors hit.
+    pub hit_requests: u64,
+    pub hits: u64,
+    /// Sectors that went on to the L2 (where they hit: the data fits).
+    pub misses: u64,
+}
+
+impl L1Counts {
+    /// One load's distinct `sectors` through the SM's `l1`, as [`Counter::caches`] counts it.
+    #[inline]
+    pub fn load(&mut self, l1: &mut L1, sectors: &[u64]) {
+        let mut hits = 0;
+        for &s in sectors {
+            hits += u64::from(l1.access(s));
+        }
+        self.hit_requests += u64::from(hits == sectors.len() as u64);
+        self.hits += hits;
+        self.misses += sectors.len() as u64 - hits;
+    }
 }
 
 impl Counter {
@@ -440,6 +469,35 @@ impl Counter {
             deferred: Some(Deferred::default()),
             stamp: 0,
             sectors: vec![0; 2 * WARP],
+        }
+    }
+
+    /// Whether a global load's cost past the counts the instruction alone decides is its SM's
+    /// L1 lookups and nothing else: every buffer of the launch fits the L2 and is resident
+    /// from the start (loads change nothing there). Then a worker's counter leaves loads in
+    /// [`Deferred::loads`], and each SM's lookups, in the launch's order, need only that SM's
+    /// loads: they run on the workers, SM by SM, and add [`L1Counts`].
+    pub fn loads_need_only_l1(&self) -> bool {
+        self.l2.warm
+    }
+
+    /// The SM that runs block `block`, and the size of its L1 (see [`Counter::caches`]).
+    pub fn sm_of(&self, block: u64) -> (usize, u64) {
+        ((block % self.profile.sms as u64) as usize, self.l1_bytes)
+    }
+
+    /// The SMs of the reference GPU.
+    pub fn sms(&self) -> usize {
+        self.profile.sms as usize
+    }
+
+    /// Add the counts of loads' L1 lookups made apart, per instruction.
+    pub fn add_l1_counts(&mut self, counts: &[L1Counts]) {
+        for (c, o) in self.per_pc.iter_mut().zip(counts) {
+            c.l1_hit_requests += o.hit_requests;
+            c.l1_hits += o.hits;
+            c.l2_hits += o.misses;
+            c.l2_sectors += o.misses;
         }
     }
 
@@ -588,6 +646,14 @@ impl Counter {
         let uniq = &list[..distinct];
         let atomic = if op == MemOp::Atomic { addrs } else { &[] };
         if let Some(d) = self.deferred.as_mut() {
+            if op == MemOp::Load && self.l2.warm {
+                // Past its SM's L1 a load only hits in L2: its L1 lookups are all that depends
+                // on order, and the launch makes them apart (`engine/parallel.rs`).
+                d.loads.push((self.stamp, pc, d.data.len() as u32, uniq.len() as u8));
+                d.data.extend_from_slice(uniq);
+                self.sectors = sectors;
+                return;
+            }
             d.events.push((self.stamp, pc, block, op, d.data.len() as u32, uniq.len() as u8, atomic.len() as u8));
             d.data.extend_from_slice(uniq);
             d.data.extend_from_slice(atomic);

@@ -2037,7 +2037,8 @@ __global__ void mix(float *a, double *d, unsigned char *c, float *out, int n) {
 /// Kernels for [`any_number_of_threads_gives_the_same_launch`]: blocks that do not communicate
 /// (with a read past the end, a read of shared memory nothing wrote, `printf` from some
 /// threads, barriers in a loop, one block that prints and reads past the end after many that
-/// do neither), and blocks that do (a lost update, a block sum with atomics, an
+/// do neither, more blocks than the reference GPU has SMs with the first still running when
+/// the 133rd, on its SM, comes), and blocks that do (a lost update, a block sum with atomics, an
 /// endless loop in one block).
 const THREADED: &str = r#"
 __global__ void scale_and_say(const float *a, float *b, int n) {
@@ -2084,6 +2085,13 @@ __global__ void late_word(const float *a, float *b, int n) {
     if (i < n) b[i] = a[i] + 1.0f;
     if (blockIdx.x == gridDim.x - 3 && threadIdx.x == 4) printf("block %d: %.1f\n", blockIdx.x, a[n + i]);
 }
+__global__ void one_block_lags(const float *a, float *b, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = 0.0f;
+    int rounds = blockIdx.x == 0 ? 300 : 2;
+    for (int k = 0; k < rounds; k++) acc += a[(threadIdx.x + k * 8) % n];
+    if (i < n) b[i] = acc;
+}
 __global__ void one_block_spins(const float *a, float *b, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) b[i] = a[i];
@@ -2109,6 +2117,8 @@ fn any_number_of_threads_gives_the_same_launch() {
         // need not place: fewer than it holds back, more, and many before a loud one.
         ("tiled", Dim3::new(2, 2, 1), Dim3::new(8, 8, 1), false),
         ("late_word", Dim3::linear(200), Dim3::linear(32), false),
+        // Loads whose L1 lookups two blocks of one SM make in turn and interleaved.
+        ("one_block_lags", Dim3::linear(300), Dim3::linear(32), false),
         ("lost_update", Dim3::linear(64), Dim3::linear(32), true),
         ("block_sum", Dim3::linear(16), Dim3::linear(64), true),
         ("one_block_spins", Dim3::linear(16), Dim3::linear(64), true),
@@ -2171,6 +2181,10 @@ fn any_number_of_threads_gives_the_same_launch() {
                         assert_eq!(findings, one.contains("OutOfBounds"), "{what}: {one}");
                     }
                     "one_block_spins" => assert!(r.aborted, "{what}"),
+                    "one_block_lags" => {
+                        let hits = r.cost.as_ref().map_or(0, |c| c.totals.l1_hits);
+                        assert_eq!(hits > 0, cost, "{what}: L1 hits {hits}");
+                    }
                     _ => {}
                 }
             }

@@ -43,7 +43,7 @@ use super::{Block, Event, Machine, Mem, RESIDENT_BLOCKS, RESIDENT_MEMORY, Stop, 
 use crate::backend::LaunchSpec;
 
 use super::super::compile::{Kernel, Op};
-use super::super::cost::{Counter, Deferred};
+use super::super::cost::{Counter, Deferred, L1, L1Counts};
 use super::super::memory::{Reports, Shadow};
 use super::super::{Progress, Schedule, SimConfig};
 use crate::cost::Counts;
@@ -243,6 +243,8 @@ impl Log {
 
 /// A block run to its end on a worker.
 struct BlockLog {
+    /// The block's linear index in the grid.
+    linear: u64,
     /// Live lanes per warp at the start.
     lanes: Vec<u32>,
     /// Every warp's barrier arrivals and exits, one warp after the other: warp `w`'s end where
@@ -286,7 +288,11 @@ impl BlockLog {
     /// model's caches and counts to add. A block without is quiet: the replay need not place
     /// its steps (see [`replay`]).
     fn loud(&self) -> bool {
-        !self.prints.is_empty() || self.reports.is_some() || !self.counts.is_empty() || !self.deferred.events.is_empty()
+        !self.prints.is_empty()
+            || self.reports.is_some()
+            || !self.counts.is_empty()
+            || !self.deferred.events.is_empty()
+            || !self.deferred.loads.is_empty()
     }
 }
 
@@ -365,6 +371,9 @@ impl Control<'_> {
 struct Worker<'k, 'b> {
     m: Machine<'k, 'b>,
     pool: Vec<Block>,
+    /// The lengths of the last block's deferred accesses (events, loads, data): the next
+    /// block's records start with that room, rather than grow to it copy by copy.
+    room: [usize; 3],
 }
 
 impl<'k, 'b> Worker<'k, 'b> {
@@ -419,7 +428,7 @@ impl<'k, 'b> Worker<'k, 'b> {
             fences: false,
             log: Some(Box::default()),
         };
-        Worker { m, pool: Vec::new() }
+        Worker { m, pool: Vec::new(), room: [0; 3] }
     }
 
     /// Run block `linear` to its end; `None` when its speculation failed.
@@ -448,7 +457,12 @@ impl<'k, 'b> Worker<'k, 'b> {
         }
         if let Some(c) = m.cost.as_deref_mut() {
             c.take_counts();
-            c.deferred = Some(Deferred::default());
+            let [events, loads, data] = self.room;
+            c.deferred = Some(Deferred {
+                events: Vec::with_capacity(events),
+                loads: Vec::with_capacity(loads),
+                data: Vec::with_capacity(data),
+            });
         }
         let lanes = b.warps.iter().map(|w| w.live.count_ones()).collect();
         let mut runs = 0u32;
@@ -478,7 +492,11 @@ impl<'k, 'b> Worker<'k, 'b> {
             return None;
         }
         let (counts, deferred) = match m.cost.as_deref_mut() {
-            Some(c) => (c.take_counts(), c.deferred.take().unwrap_or_default()),
+            Some(c) => {
+                let d = c.deferred.take().unwrap_or_default();
+                self.room = [d.events.len(), d.loads.len(), d.data.len()];
+                (c.take_counts(), d)
+            }
             None => (Vec::new(), Deferred::default()),
         };
         let log = m.log.as_deref_mut()?;
@@ -493,6 +511,7 @@ impl<'k, 'b> Worker<'k, 'b> {
             .collect();
         let reports = std::mem::take(&mut m.reports);
         Some(BlockLog {
+            linear,
             counts,
             deferred,
             lanes,
@@ -522,6 +541,9 @@ struct RWarp {
 struct RBlock {
     log: BlockLog,
     warps: Vec<RWarp>,
+    /// With loads for the L1 stage: (the launch's step, the warp, the warp's step at its end) of
+    /// each run the scheduler gave a warp, in the launch's order.
+    order: Vec<(u64, u32, u64)>,
     arrived: u32,
     exited: u32,
     live_warps: u32,
@@ -549,7 +571,9 @@ impl RBlock {
                 w.cost.push(i as u32);
             }
         }
-        RBlock { live_warps: warps.len() as u32, warps, log, arrived: 0, exited: 0, woke: false }
+        // About one run of a warp per load it makes, in the kernels that load in a loop.
+        let order = Vec::with_capacity(log.deferred.loads.len());
+        RBlock { live_warps: warps.len() as u32, warps, order, log, arrived: 0, exited: 0, woke: false }
     }
 
     fn enqueue(&mut self, s: usize, ready: &mut Vec<(u32, u32)>) {
@@ -630,6 +654,9 @@ impl RBlock {
         let warp = &mut self.warps[w];
         if warp.steps > start {
             warp.chunks.push((start, at));
+            if !self.log.deferred.loads.is_empty() {
+                self.order.push((at, w as u32, warp.steps));
+            }
         }
         // The chunk's global accesses reach the caches now, in the launch's order.
         if let Some(c) = counter {
@@ -745,11 +772,211 @@ pub(super) fn run(m: &mut Machine, blocks: u64, config: &SimConfig, workers: usi
             }
             true
         };
-        let finished = replay(m, blocks, config, start, ctl, more);
+        let finished = replay(m, blocks, config, start, ctl, more, scope);
         // Whatever is still running is of no use now.
         ctl.abort.store(true, Ordering::Relaxed);
         finished
     })
+}
+
+/// A finished block's global loads, for the L1 stage.
+struct BlockLoads {
+    loads: Vec<(u64, u32, u32, u8)>,
+    data: Vec<u64>,
+    order: Vec<(u64, u32, u64)>,
+    warps: usize,
+}
+
+/// The blocks of one SM whose loads the L1 stage takes together, in the launch's order.
+type Group = Vec<BlockLoads>;
+
+/// A batch of the L1 stage, done: per SM, its L1 and the counts its lookups added.
+type Done = Vec<(usize, L1, Vec<L1Counts>)>;
+
+/// The cost model's L1 lookups for global loads, off the replay's thread. Where the launch's
+/// data fits the L2 (`Counter::loads_need_only_l1`), what a load adds past the counts of the
+/// instruction alone depends only on the loads before it on the same SM: the replay hands
+/// each finished block's loads, with the order in which it ran its warps' steps, to this
+/// stage, which makes every SM's lookups in the launch's order on the workers, a batch of
+/// blocks at a time (one batch in flight; the SMs of a batch in parallel), and adds up their
+/// counts, sums whose order does not matter. Blocks of one SM that were resident together
+/// are taken together, their steps merged in the launch's order.
+struct L1Stage {
+    sms: usize,
+    bytes: u64,
+    pcs: usize,
+    /// Per SM, its L1 (None while a batch has it, or before its first load).
+    tables: Vec<Option<L1>>,
+    /// Per SM, finished blocks whose SM still has a resident block.
+    waiting: HashMap<usize, Group>,
+    batch: Vec<(usize, Group)>,
+    batched: usize,
+    in_flight: Option<std::sync::mpsc::Receiver<Done>>,
+    counts: Vec<L1Counts>,
+}
+
+/// Blocks per batch of the L1 stage.
+const L1_BATCH: usize = 32;
+
+impl L1Stage {
+    fn new(c: &Counter, pcs: usize) -> L1Stage {
+        L1Stage {
+            sms: c.sms(),
+            bytes: c.sm_of(0).1,
+            pcs,
+            tables: (0..c.sms()).map(|_| None).collect(),
+            waiting: HashMap::new(),
+            batch: Vec::new(),
+            batched: 0,
+            in_flight: None,
+            counts: vec![L1Counts::default(); pcs],
+        }
+    }
+
+    /// Block `b` has run all its steps; `slots`: the blocks still resident.
+    fn block<'s>(&mut self, b: &mut RBlock, slots: &[Option<RBlock>], scope: &rayon::Scope<'s>) {
+        if b.log.deferred.loads.is_empty() {
+            return;
+        }
+        let sm = (b.log.linear % self.sms as u64) as usize;
+        let loads = BlockLoads {
+            loads: std::mem::take(&mut b.log.deferred.loads),
+            data: std::mem::take(&mut b.log.deferred.data),
+            order: std::mem::take(&mut b.order),
+            warps: b.warps.len(),
+        };
+        let mut group = self.waiting.remove(&sm).unwrap_or_default();
+        group.push(loads);
+        if slots.iter().flatten().any(|r| (r.log.linear % self.sms as u64) as usize == sm) {
+            self.waiting.insert(sm, group);
+            return;
+        }
+        self.batched += group.len();
+        self.batch.push((sm, group));
+        if self.batched >= L1_BATCH {
+            self.dispatch(scope);
+        }
+    }
+
+    /// Wait for the batch in flight and take back its tables and counts.
+    fn collect(&mut self) {
+        let Some(rx) = self.in_flight.take() else { return };
+        // The sender is gone only if the batch's task panicked, which the scope then reports.
+        let Ok(done) = rx.recv() else { return };
+        for (sm, table, counts) in done {
+            self.tables[sm] = Some(table);
+            for (c, o) in self.counts.iter_mut().zip(counts) {
+                c.hit_requests += o.hit_requests;
+                c.hits += o.hits;
+                c.misses += o.misses;
+            }
+        }
+    }
+
+    /// Send the batch to the workers (after the one before has come back: an SM's lookups go
+    /// in the launch's order).
+    fn dispatch<'s>(&mut self, scope: &rayon::Scope<'s>) {
+        self.collect();
+        if self.batch.is_empty() {
+            return;
+        }
+        let mut by_sm: Vec<(usize, L1, Vec<Group>)> = Vec::new();
+        for (sm, group) in self.batch.drain(..) {
+            match by_sm.iter_mut().find(|t| t.0 == sm) {
+                Some(t) => t.2.push(group),
+                None => {
+                    let table = self.tables[sm].take().unwrap_or_else(|| L1::new(self.bytes));
+                    by_sm.push((sm, table, vec![group]));
+                }
+            }
+        }
+        self.batched = 0;
+        let pcs = self.pcs;
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.in_flight = Some(rx);
+        scope.spawn(move |_| {
+            let done: Done = by_sm
+                .into_par_iter()
+                .map(|(sm, mut table, groups)| {
+                    let mut counts = vec![L1Counts::default(); pcs];
+                    for g in &groups {
+                        count_group(&mut table, g, &mut counts);
+                    }
+                    (sm, table, counts)
+                })
+                .collect();
+            // The receiver is gone only when the replay stopped, and then nothing waits.
+            let _ = tx.send(done);
+        });
+    }
+
+    /// The counts of every block handed over, once the launch has ended.
+    fn finish<'s>(&mut self, scope: &rayon::Scope<'s>) -> Vec<L1Counts> {
+        let mut waiting: Vec<(usize, Group)> = self.waiting.drain().collect();
+        waiting.sort_by_key(|w| w.0);
+        self.batch.extend(waiting);
+        self.dispatch(scope);
+        self.collect();
+        std::mem::take(&mut self.counts)
+    }
+}
+
+/// One SM's lookups for the loads of `group`'s blocks, in the launch's order, into `counts`
+/// (per instruction).
+fn count_group(table: &mut L1, group: &[BlockLoads], counts: &mut [L1Counts]) {
+    // Each block's loads, warp by warp in their own order (a worker records a warp's loads in
+    // its step order, the warps of a block interleaved in runs).
+    let per_warp: Vec<(Vec<u32>, Vec<usize>)> = group
+        .iter()
+        .map(|b| {
+            let mut starts = vec![0usize; b.warps + 1];
+            for l in &b.loads {
+                starts[((l.0 >> 40) as usize).min(b.warps - 1) + 1] += 1;
+            }
+            for w in 0..b.warps {
+                starts[w + 1] += starts[w];
+            }
+            let mut next = starts.clone();
+            let mut index = vec![0u32; b.loads.len()];
+            for (i, l) in b.loads.iter().enumerate() {
+                let w = ((l.0 >> 40) as usize).min(b.warps - 1);
+                index[next[w]] = i as u32;
+                next[w] += 1;
+            }
+            (index, starts)
+        })
+        .collect();
+    let mut cursors: Vec<Vec<usize>> = per_warp.iter().map(|(_, starts)| starts[..starts.len() - 1].to_vec()).collect();
+    let mut run = |bi: usize, w: usize, end: u64| {
+        let b = &group[bi];
+        let (index, starts) = &per_warp[bi];
+        let cursor = &mut cursors[bi][w];
+        while *cursor < starts[w + 1] {
+            let (stamp, pc, at, n) = b.loads[index[*cursor] as usize];
+            if stamp & ((1 << 40) - 1) >= end {
+                break;
+            }
+            if let Some(c) = counts.get_mut(pc as usize) {
+                c.load(table, &b.data[at as usize..at as usize + n as usize]);
+            }
+            *cursor += 1;
+        }
+    };
+    if let [one] = group {
+        for &(_, w, end) in &one.order {
+            run(0, w as usize, end);
+        }
+    } else {
+        let mut order: Vec<(u64, usize, u32, u64)> = group
+            .iter()
+            .enumerate()
+            .flat_map(|(bi, b)| b.order.iter().map(move |&(at, w, end)| (at, bi, w, end)))
+            .collect();
+        order.sort_unstable_by_key(|o| o.0);
+        for (_, bi, w, end) in order {
+            run(bi, w as usize, end);
+        }
+    }
 }
 
 /// What the replay holds of the blocks received and not yet admitted: their records' bytes and
@@ -779,18 +1006,20 @@ const HELD_BYTES: usize = if cfg!(test) { 2000 } else { 32 << 20 };
 /// catches up), and the replay goes on from where it stopped when a loud block comes:
 /// the scheduler's choices depend only on the records and the seed, so steps placed late are
 /// placed where they would have been.
-fn replay(
+fn replay<'s>(
     m: &mut Machine,
     blocks: u64,
     config: &SimConfig,
     start: Instant,
     ctl: &Control,
     mut more: impl FnMut(&mut VecDeque<BlockLog>) -> bool,
+    scope: &rayon::Scope<'s>,
 ) -> bool {
     let per_block = m.k.memory_bytes(m.block_threads as u64, m.dyn_shared as u64).max(1);
     let window = (RESIDENT_MEMORY / per_block).clamp(1, RESIDENT_BLOCKS);
     let limits = (m.max_total, m.max_warp, m.block_threads);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(config.seed);
+    let mut l1 = m.cost.as_deref().filter(|c| c.loads_need_only_l1()).map(|c| L1Stage::new(c, m.k.code.len()));
     let mut slots: Vec<Option<RBlock>> = Vec::new();
     let mut ready: Vec<(u32, u32)> = Vec::new();
     let mut next = 0u64;
@@ -918,7 +1147,10 @@ fn replay(
             b.enqueue(s as usize, &mut ready);
         }
         if b.live_warps == 0 {
-            if let Some(done) = slots[s as usize].take() {
+            if let Some(mut done) = slots[s as usize].take() {
+                if let Some(l1) = l1.as_mut() {
+                    l1.block(&mut done, &slots, scope);
+                }
                 merge(m, done, &mut held);
             }
             if next < blocks {
@@ -953,6 +1185,12 @@ fn replay(
         merge(m, b, &mut held);
     }
 
+    // A stopped launch reports no cost (`finish` in engine.rs): nothing to wait for.
+    if let Some(mut l1) = l1.filter(|_| m.stop.is_none())
+        && let Some(c) = m.cost.as_deref_mut()
+    {
+        c.add_l1_counts(&l1.finish(scope));
+    }
     m.reports.sort_by_first();
     prints.sort_by_key(|p| p.0);
     for (_, out) in prints {
