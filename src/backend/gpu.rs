@@ -93,6 +93,19 @@ pub struct GpuBackend {
     /// Why results that were only on the device are gone (a new worker could not make them
     /// again); the next settle says so.
     lost: Option<String>,
+    /// A launch sent with [`GpuBackend::begin_launch`] whose answer has not been taken yet.
+    in_flight: Option<InFlight>,
+}
+
+/// A launch sent and not answered yet: what [`GpuBackend::end_launch`] needs to take its answer.
+struct InFlight {
+    request: Request,
+    /// As [`Prepared::results`].
+    results: Vec<Option<(u64, u64)>>,
+    /// As [`Sent::keep`].
+    keep: Vec<Option<u64>>,
+    start: Instant,
+    what: String,
 }
 
 /// At most this many launches, or this many bytes of small buffers in their requests, are kept
@@ -190,6 +203,7 @@ impl GpuBackend {
             streak_regions: HashMap::new(),
             snapshots: Vec::new(),
             lost: None,
+            in_flight: None,
         })
     }
 
@@ -470,9 +484,7 @@ impl GpuBackend {
         repeat: u32,
     ) -> Result<(Vec<f32>, Vec<f64>), BackendError> {
         let what = format!("timing `{}`", spec.kernel);
-        // The per-launch timeout applies to each of the launches.
-        let timeout = self.timeout.saturating_mul(repeat.max(1));
-        match self.send_launch(spec, buffers, repeat, false, timeout, &what)?.answer {
+        match self.send_launch(spec, buffers, repeat, false, &what, SmallBytes::KeptWhereUnchanged)?.answer {
             Response::Launched(r) => Ok((r.kernel_ms, r.launch_us)),
             Response::Trapped { printed } => {
                 Err(BackendError::Launch(format!("{what} stopped at a failing `assert`: {}", printed.trim())))
@@ -577,17 +589,18 @@ impl GpuBackend {
     /// Prepare and send a launch, and wait for its answer: the request (kept to run again after
     /// a fault), the stamps its results get, and the answer. A worker that no longer holds the
     /// device copies a small buffer was named by (a new worker, or one that let them go) says
-    /// so, and the launch goes again with their bytes.
+    /// so, and the launch goes again with their bytes. The timeout applies to each of the
+    /// `repeat` launches.
     fn send_launch(
         &mut self,
         spec: &LaunchSpec,
         buffers: &LaunchBuffers<'_>,
         repeat: u32,
         write_back: bool,
-        timeout: Duration,
         what: &str,
+        mut small: SmallBytes,
     ) -> Result<Sent, BackendError> {
-        let mut small = SmallBytes::KeptWhereUnchanged;
+        let timeout = self.timeout.saturating_mul(repeat.max(1));
         loop {
             let prepared = self.prepare(spec, buffers, repeat, write_back, small, what)?;
             let keep = prepared.request.buffers.iter().map(|b| b.keep).collect();
@@ -603,8 +616,29 @@ impl GpuBackend {
     /// timeout, Ctrl-C or a dead worker restart the worker, and the message names `what` was
     /// stopped; other CUDA errors are plain. Any other answer is the caller's to read.
     fn call(&mut self, req: &Request, timeout: Duration, what: &str) -> Result<Response, BackendError> {
+        if let Some(f) = self.in_flight.take() {
+            // The worker answers in order: a request sent before a launch's answer was taken
+            // would take that answer for its own. The session never does this; should it
+            // happen, the launch's answer is not waited for and a new worker starts clean
+            // (running again the launches whose results only the device had).
+            debug_assert!(false, "a request sent while {} was in flight", f.what);
+            return Err(
+                self.recover(format!("{} was still running when gridlab asked the GPU worker for more", f.what))
+            );
+        }
         let cancel = self.cancel.clone();
         let answer = self.worker()?.request(req, timeout, cancel.as_deref());
+        self.judge(req, answer, what)
+    }
+
+    /// Turn a request's answer, or the reason there is none, into what [`GpuBackend::call`]
+    /// returns (see there).
+    fn judge(
+        &mut self,
+        req: &Request,
+        answer: Result<Response, WorkerError>,
+        what: &str,
+    ) -> Result<Response, BackendError> {
         match answer {
             Ok(Response::Failed { message, sticky: true }) => {
                 Err(self.recover(format!("{what} stopped with an error on the GPU ({message})")))
@@ -630,6 +664,118 @@ impl GpuBackend {
             }
             Err(e) => Err(self.recover(format!("{what} took the GPU worker down ({e})"))),
         }
+    }
+
+    /// Send a launch of `spec` over `buffers` and return without waiting for it: the session
+    /// checks the next input while the GPU runs this one, and takes the answer with
+    /// [`GpuBackend::end_launch`] before anything else reaches the worker (nothing may change
+    /// `buffers` meanwhile). A worker that died is noticed here and restarted, as by a launch.
+    pub fn begin_launch(&mut self, spec: &LaunchSpec, buffers: &LaunchBuffers<'_>) -> Result<(), BackendError> {
+        debug_assert!(self.in_flight.is_none(), "one launch in flight at a time");
+        let start = Instant::now();
+        let what = format!("`{}`", spec.kernel);
+        let prepared = self.prepare(spec, buffers, 1, true, SmallBytes::KeptWhereUnchanged, &what)?;
+        let keep = prepared.request.buffers.iter().map(|b| b.keep).collect();
+        let request = Request::Launch(prepared.request);
+        if let Err(e) = self.worker()?.send(&request) {
+            return self.judge(&request, Err(e), &what).map(|_| ());
+        }
+        self.in_flight = Some(InFlight { request, results: prepared.results, keep, start, what });
+        Ok(())
+    }
+
+    /// Whether a launch was sent with [`GpuBackend::begin_launch`] and its answer not taken.
+    pub fn launch_in_flight(&self) -> bool {
+        self.in_flight.is_some()
+    }
+
+    /// Wait for the launch [`GpuBackend::begin_launch`] sent and take its results into
+    /// `buffers` (the same buffers, unchanged since), as [`Backend::launch`] does: the same
+    /// report, the same errors, a fault or a timeout recovered the same way. Without a launch
+    /// in flight, this is [`Backend::launch`].
+    pub fn end_launch(
+        &mut self,
+        module: &Module,
+        spec: &LaunchSpec,
+        buffers: &mut LaunchBuffers<'_>,
+    ) -> Result<LaunchReport, BackendError> {
+        let Some(f) = self.in_flight.take() else { return self.launch(module, spec, buffers) };
+        let cancel = self.cancel.clone();
+        let answer = match self.worker.as_mut() {
+            Some(worker) => worker.answer(self.timeout, cancel.as_deref()),
+            None => Err(WorkerError::Died { stderr: String::new() }),
+        };
+        let sent = match self.judge(&f.request, answer, &f.what)? {
+            // The worker let a small buffer's copy go: the launch goes again, with the bytes.
+            Response::NotKept { .. } => self.send_launch(spec, buffers, 1, true, &f.what, SmallBytes::Sent)?,
+            answer => Sent { request: f.request, results: f.results, keep: f.keep, answer },
+        };
+        self.finish_launch(module, spec, buffers, sent, f.start)
+    }
+
+    /// A launch's answer, taken: its results into `buffers`, and its report.
+    fn finish_launch(
+        &mut self,
+        module: &Module,
+        spec: &LaunchSpec,
+        buffers: &mut LaunchBuffers<'_>,
+        sent: Sent,
+        start: Instant,
+    ) -> Result<LaunchReport, BackendError> {
+        let Sent { request, results, keep, answer } = sent;
+        let result = match answer {
+            Response::Launched(r) if r.buffers.len() == buffers.buffers.len() => r,
+            Response::Trapped { printed } => return Ok(trapped(module, spec, &printed, start.elapsed())),
+            other => return Err(unexpected(other)),
+        };
+        self.last_uploaded_bytes = result.uploaded_bytes;
+        let keeps = results.iter().any(Option::is_some);
+        // The "before" copies of the last launch go once this one has succeeded (`drop_after`).
+        let (before, snapshots) = take_results(buffers, results, &keep, &result);
+        self.snapshots = snapshots;
+        // Results left on the device: keep the request, and the regions it reads, to run it
+        // again in a new worker should this one die before they are read.
+        if keeps && let Request::Launch(req) = request {
+            for b in buffers.buffers.iter() {
+                if let Some(s) = b.shared()
+                    && !self.streak_regions.contains_key(&s.id())
+                    && let Ok(fd) = s.fd().try_clone_to_owned()
+                {
+                    self.streak_regions.insert(s.id(), (fd, s.liveness()));
+                }
+            }
+            self.streak.push(req);
+        }
+        let findings = result
+            .guard_hits
+            .iter()
+            .filter_map(|h| {
+                let i = h.buffer as usize;
+                Some(Finding::GuardWrite {
+                    memory: Memory::Global(buffers.names.get(i)?.clone()),
+                    len: buffers.buffers.get(i)?.len() as u64,
+                    count: h.count,
+                    min_index: h.min_index,
+                    max_index: h.max_index,
+                })
+            })
+            .collect();
+        let output = result.printf.lines().map(|l| PrintLine { thread: None, text: l.to_string() }).collect();
+        Ok(LaunchReport {
+            elapsed: start.elapsed(),
+            steps: None,
+            kernel_ms: result.kernel_ms.first().copied(),
+            findings,
+            output,
+            output_truncated: false,
+            aborted: false,
+            // Write traces and watches are the simulator's (`:map` and `:why` run there).
+            writes: None,
+            watched: None,
+            // The cost model runs in the simulator; `cost` on the GPU asks it separately.
+            cost: None,
+            before: Some(before),
+        })
     }
 }
 
@@ -817,60 +963,8 @@ impl Backend for GpuBackend {
     ) -> Result<LaunchReport, BackendError> {
         let start = Instant::now();
         let what = format!("`{}`", spec.kernel);
-        let Sent { request, results, keep, answer } = self.send_launch(spec, buffers, 1, true, self.timeout, &what)?;
-        let result = match answer {
-            Response::Launched(r) if r.buffers.len() == buffers.buffers.len() => r,
-            Response::Trapped { printed } => return Ok(trapped(module, spec, &printed, start.elapsed())),
-            other => return Err(unexpected(other)),
-        };
-        self.last_uploaded_bytes = result.uploaded_bytes;
-        let keeps = results.iter().any(Option::is_some);
-        // The "before" copies of the last launch go once this one has succeeded (`drop_after`).
-        let (before, snapshots) = take_results(buffers, results, &keep, &result);
-        self.snapshots = snapshots;
-        // Results left on the device: keep the request, and the regions it reads, to run it
-        // again in a new worker should this one die before they are read.
-        if keeps && let Request::Launch(req) = request {
-            for b in buffers.buffers.iter() {
-                if let Some(s) = b.shared()
-                    && !self.streak_regions.contains_key(&s.id())
-                    && let Ok(fd) = s.fd().try_clone_to_owned()
-                {
-                    self.streak_regions.insert(s.id(), (fd, s.liveness()));
-                }
-            }
-            self.streak.push(req);
-        }
-        let findings = result
-            .guard_hits
-            .iter()
-            .filter_map(|h| {
-                let i = h.buffer as usize;
-                Some(Finding::GuardWrite {
-                    memory: Memory::Global(buffers.names.get(i)?.clone()),
-                    len: buffers.buffers.get(i)?.len() as u64,
-                    count: h.count,
-                    min_index: h.min_index,
-                    max_index: h.max_index,
-                })
-            })
-            .collect();
-        let output = result.printf.lines().map(|l| PrintLine { thread: None, text: l.to_string() }).collect();
-        Ok(LaunchReport {
-            elapsed: start.elapsed(),
-            steps: None,
-            kernel_ms: result.kernel_ms.first().copied(),
-            findings,
-            output,
-            output_truncated: false,
-            aborted: false,
-            // Write traces and watches are the simulator's (`:map` and `:why` run there).
-            writes: None,
-            watched: None,
-            // The cost model runs in the simulator; `cost` on the GPU asks it separately.
-            cost: None,
-            before: Some(before),
-        })
+        let sent = self.send_launch(spec, buffers, 1, true, &what, SmallBytes::KeptWhereUnchanged)?;
+        self.finish_launch(module, spec, buffers, sent, start)
     }
 }
 

@@ -700,3 +700,103 @@ fn a_worker_asked_for_a_small_copy_it_does_not_hold_says_so() {
     }
     assert_eq!(w.request(&twice, ANSWER, None).unwrap(), Response::NotKept { stamps: vec![43] });
 }
+
+/// `kernel` over `buffer`, sent with [`GpuBackend::begin_launch`] and taken with
+/// [`GpuBackend::end_launch`], as a replayed script runs a launch while it checks the next input.
+fn run_pipelined(gpu: &mut GpuBackend, module: &Module, kernel: &str, buffer: &mut Buffer) -> Result<(), BackendError> {
+    let spec = LaunchSpec {
+        kernel: kernel.into(),
+        grid: Dim3::linear(1),
+        block: Dim3::linear(4),
+        shared_bytes: 0,
+        args: vec![Arg::Buffer(0)],
+        symbols: Vec::new(),
+    };
+    let mut buffers = LaunchBuffers { names: vec!["a".into()], buffers: vec![buffer] };
+    gpu.begin_launch(&spec, &buffers)?;
+    assert!(gpu.launch_in_flight());
+    let taken = gpu.end_launch(module, &spec, &mut buffers);
+    assert!(!gpu.launch_in_flight(), "the answer is taken, whatever it was");
+    taken.map(|_| ())
+}
+
+#[test]
+fn a_launch_answered_later_gives_what_a_waited_one_gives_and_a_crash_in_flight_loses_nothing() {
+    let (mut gpu, module) = backend(Duration::from_millis(500));
+    let mut a = Buffer::zeros(DType::U8, Shape::D1(64));
+    run_pipelined(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, 64);
+    run_pipelined(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, 0, "the worker's own copy, named by its stamp");
+    assert!(a.iter().all(|x| x == Num::Int(2)));
+    // A crash and a hang while in flight: the buffer is as it was, and the next launch goes on.
+    for (kernel, says) in [("fake_crash", "took the GPU worker down"), ("fake_hang", "ran longer than 0.5 s")] {
+        let err = run_pipelined(&mut gpu, &module, kernel, &mut a).unwrap_err();
+        let BackendError::Aborted(message) = err else { panic!("{err:?}") };
+        assert!(message.contains(says) && message.contains("gridlab restarted the GPU worker"), "{message}");
+        assert!(a.iter().all(|x| x == Num::Int(2)), "{kernel}: the buffer as before it");
+    }
+    // The new worker holds no copy: it says so, and the launch goes again with the bytes.
+    run_pipelined(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, 64);
+    assert!(a.iter().all(|x| x == Num::Int(3)));
+    // A large buffer's results stay on the device, as a waited launch leaves them.
+    let len = SHARED_MIN_BYTES;
+    let mut b = Buffer::zeros(DType::U8, Shape::D1(len));
+    run_pipelined(&mut gpu, &module, "fake_bump", &mut b).unwrap();
+    run_pipelined(&mut gpu, &module, "fake_bump", &mut b).unwrap();
+    assert!(b.on_device().is_some());
+    let err = run_pipelined(&mut gpu, &module, "fake_crash", &mut b).unwrap_err();
+    let BackendError::Aborted(message) = err else { panic!("{err:?}") };
+    assert!(message.contains("ran again the 2 launches before this one"), "{message}");
+    gpu.settle(&mut [("b", &mut b)]).unwrap();
+    assert!(b.iter().all(|x| x == Num::Int(2)), "two launches, their results made again");
+}
+
+/// A replayed script's launches run while the next input is checked: each report still comes
+/// under its own launch, an argument that reads a buffer's element sees the launch before it,
+/// and a crash is reported against the launch that crashed, with nothing lost.
+#[test]
+fn a_script_checks_its_next_launch_while_the_gpu_runs_one_and_reports_each_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("pipelined.gridlab");
+    std::fs::write(
+        &script,
+        "__global__ void fake_bump(unsigned char *a) { }\n\
+         __global__ void fake_crash(unsigned char *a) { }\n\
+         let a = zeros(16, u8)\n\
+         fake_bump<<<1, 1>>>(a)\n\
+         fake_bump<<<a[0] + 1, 1>>>(a)\n\
+         fake_bump<<<1, 1>>>(a)\n\
+         fake_crash<<<1, 1>>>(a)\n\
+         fake_bump<<<a[0] + 4, 1>>>(a)\n\
+         fake_bump<<<5, 1>>>(a)\n\
+         expect a[15] == 5\n",
+    )
+    .unwrap();
+    let run = super::harness::gridlab()
+        .env("GRIDLAB_FAKE_GPU", "1")
+        .args(["replay", script.to_str().unwrap(), "--backend", "gpu", "--color", "never"])
+        .run();
+    let out = &run.stdout;
+    // The second launch's grid read a[0] after the first launch; the fifth after the crash,
+    // which left `a` as the third launch made it.
+    assert!(out.contains("fake_bump<<<2, 1>>>"), "{out}");
+    assert!(out.contains("fake_bump<<<7, 1>>>"), "{out}");
+    // Each launch's line right under its own input.
+    let lines: Vec<&str> = out.lines().collect();
+    let echo = |text: &str| lines.iter().position(|l| *l == format!(">>> {text}")).unwrap_or_else(|| panic!("{out}"));
+    for (input, line) in [
+        ("fake_bump<<<1, 1>>>(a)", "fake_bump<<<1, 1>>>"),
+        ("fake_bump<<<a[0] + 1, 1>>>(a)", "fake_bump<<<2, 1>>>"),
+        ("fake_bump<<<a[0] + 4, 1>>>(a)", "fake_bump<<<7, 1>>>"),
+        ("fake_bump<<<5, 1>>>(a)", "fake_bump<<<5, 1>>>"),
+    ] {
+        let at = echo(input);
+        assert!(lines[at + 1].starts_with(line), "{input}:\n{out}");
+    }
+    let crash = echo("fake_crash<<<1, 1>>>(a)");
+    assert!(lines[crash + 1].contains("`fake_crash` took the GPU worker down"), "{out}");
+    assert!(out.contains("\nok\n"), "{out}");
+    assert!(out.contains("1 error(s)"), "{out}");
+}
