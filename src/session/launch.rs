@@ -136,12 +136,15 @@ impl Session {
         syntax: render::launch::Syntax,
         out: &mut dyn Write,
     ) -> io::Result<Status> {
-        // A template instance may be compiled, and arguments that read a buffer's elements need
-        // the bytes a launch in flight is about to write: both wait for it.
+        // Sizes and arguments that read a buffer's elements need the bytes of the launches
+        // before: the one in flight, and results left on the device (read back here, as before
+        // any input that is not a launch).
+        if (self.in_flight.is_some() || self.has_deferred()) && !self.reads_no_elements(launch) {
+            self.settle(out)?;
+        }
+        // A template instance may be compiled: nothing may be in flight.
         if self.in_flight.is_some()
-            && (launch.template_args.is_some()
-                || self.work.module().template(&launch.kernel).is_some()
-                || !self.reads_no_elements(launch))
+            && (launch.template_args.is_some() || self.work.module().template(&launch.kernel).is_some())
         {
             self.land()?;
         }
@@ -163,8 +166,15 @@ impl Session {
             Ok(ok) => ok,
             Err(diag) => return self.report(&diag, out),
         };
-        // Checked while the launch before ran on the GPU: now its results are needed.
-        self.land()?;
+        // Checked while the launch before ran on the GPU. When neither has a large buffer, this
+        // one is sent behind it before its answer is taken, so the GPU goes from one to the
+        // next without waiting for the session; otherwise its results are needed now.
+        let pipelined = self.pipelining && self.depth == 1 && syntax == render::launch::Syntax::Cuda;
+        let behind = pipelined
+            && self.in_flight.as_ref().is_some_and(|ahead| self.all_small(&ahead.names) && self.all_small(&names));
+        if !behind {
+            self.land()?;
+        }
         // Results kept on the GPU are read back now and then, so that the launches to run again
         // after a fault, and the device memory they hold, stay bounded.
         if self.has_deferred() && self.on_gpu() {
@@ -184,21 +194,36 @@ impl Session {
         // kept (the regions it swapped out, or results it left on the device), so on the GPU
         // nothing is copied for this (a failed launch there leaves the buffers as they were).
         let copied = (!self.on_gpu()).then(|| self.inputs(&names));
-        if copied.is_none() && self.pipelining && self.depth == 1 && syntax == render::launch::Syntax::Cuda {
+        if copied.is_none() && pipelined {
+            // Each buffer's place among those of the launch ahead, where it was launched there.
+            let after: Vec<Option<usize>> = match &self.in_flight {
+                Some(ahead) => names.iter().map(|n| ahead.names.iter().position(|m| m == n)).collect(),
+                None => Vec::new(),
+            };
             self.ensure_resolved();
             let (_, lb) = self.work.for_launch(&names);
             let begun = match self.backends.gpu() {
-                Some(gpu) => gpu.begin_launch(&spec, &lb),
+                Some(gpu) => gpu.begin_launch(&spec, &lb, &after),
                 None => Err(crate::backend::BackendError::Unavailable("the GPU backend is gone".into())),
             };
+            // The launch ahead, if any, is reported first, and its results taken.
+            self.land()?;
             if let Err(e) = begun {
                 return self.conclude(spec, names, syntax, None, Err(e), out);
             }
             self.in_flight = Some(InFlight { spec, names, syntax });
             return Ok(Status::Ok);
         }
+        // Not on the GPU (any more): nothing may be in flight.
+        self.land()?;
         let result = self.run_launch(&spec, &names);
         self.conclude(spec, names, syntax, copied, result, out)
+    }
+
+    /// Whether every buffer named is small: its bytes travel in the launch's messages, and none
+    /// of its results stays on the device only.
+    fn all_small(&self, names: &[String]) -> bool {
+        names.iter().all(|n| self.work.buffer(n).is_some_and(|b| b.shared().is_none()))
     }
 
     /// Whether evaluating `launch`'s sizes and arguments reads no buffer's elements: only
@@ -248,8 +273,12 @@ impl Session {
             (None, Some(kept)) => names.iter().cloned().zip(kept).collect(),
             (None, None) => {
                 // A failed launch on the GPU: what it ran on, read back for the simulator's
-                // second look below.
-                self.settle(out)?;
+                // second look below. With a launch sent behind this one in flight, nothing else
+                // may reach the worker: then its buffers are small ones, which have their bytes.
+                let behind = self.backends.gpu_info().is_some_and(|g| g.launch_in_flight());
+                if !behind {
+                    self.settle(out)?;
+                }
                 self.inputs(&names)
             }
         };
