@@ -2,6 +2,10 @@
 //! needs when it failed. `gridlab replay` of a script, a lesson's blocks in `replay` and
 //! `dev check`, and piped stdin all run their inputs through it, so a transcript, a failure
 //! message and the PASS/FAIL line read the same wherever they come from.
+//!
+//! A replayed script's runner ([`Runner::pipelined`]) lets a GPU launch run while the next input
+//! is checked: the launch's echo is kept until the session hands over its report
+//! ([`Session::finish_launch`]), and it is tallied then, as its own input.
 
 use std::io::{self, Write};
 use std::path::PathBuf;

@@ -8,6 +8,11 @@
 //! [`GpuBackend::settle`], which reads them into a fresh region swapped in; so a run of launches
 //! costs no copy to the host per launch, and the device copy stays until the host changes it.
 //!
+//! A replayed script need not wait for each launch: [`GpuBackend::begin_launch`] sends one and
+//! [`GpuBackend::end_launch`] takes its answer later, and a launch over small buffers may be sent
+//! behind one still in flight, naming the buffers they share by the stamps the first keeps its
+//! results under; a launch sent to a worker that has gone since is sent again (`generation`).
+//!
 //! After `CUDA_ERROR_ILLEGAL_ADDRESS` and the other sticky errors nothing inside a process can
 //! recover the device, and a kernel in an endless loop cannot be stopped from inside, so on a
 //! fault, a timeout or Ctrl-C the worker is killed and a new one started and given the module
