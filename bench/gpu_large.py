@@ -4,17 +4,24 @@ Usage (on a machine with a GPU and CuPy):
 
     python3 bench/gpu_large.py [--gridlab target/release/gridlab] [--baseline OLD_GRIDLAB] [--small]
 
-For n = 2^26 floats (256 MiB) and n = 2^10, gridlab replays scripts with 0, 1, 5, 20, 200 and
-2000 launches (with `--small`, only 200, 2000 and 20000 over 2^10 floats) of `bump` (`a[i] += 1`)
-after the same set-up (the kernel, `let a = ones(n)`), each ending by reading the result (`expect
-a[0] == K + 1`, and the last element). A script's wall time less the set-up's is what its launches
-cost: uploading, running, bringing the results back. CuPy does the same in one process (compile
-and warm-up not counted): `cp.asarray` of the host array (made once, like gridlab's `ones`), the
-launches, `.get()`. The 5- and 20-launch rows give the cost of one more launch once the first has
-been made, and the two longest runs over 2^10 floats the per-launch overhead, beside CuPy both
-queueing its launches and waiting for each (gridlab waits for each: it times every launch and
-must see a fault before the next). `--baseline` runs an older gridlab on the same cases, for a
-before/after in the same run. Prints one JSON line per measurement, then a Markdown table.
+For n = 2^26 floats (256 MiB), gridlab replays scripts of 0, 1, 5, 20 and 105 launches of `bump`
+(`a[i] += 1`) after the same set-up (the kernel, `let a = ones(n)`), each ending by reading the
+result (`expect a[0] == K + 1`, and the last element); for n = 2^10, scripts of 20, 2000 and 20000
+launches (`--small`: only these). Each script runs REPEATS rounds, every script once per round
+with every gridlab, one after another. What a row shows is a difference taken within each round
+(the script of K launches less the one of 0: what the launches cost, uploading, running, bringing
+the results back; 105 less 5, over 100: one more launch over 256 MiB, results read back every 64
+launches as in any long run; 20000 less 2000, over 18000:
+the per-launch overhead), its median over the rounds, and the smallest and largest of them, so a
+row the noise could have made is seen as such. The 20-launch script over 2^10 floats is shown
+whole, start-up included: its launches take less than a process's start varies.
+
+CuPy does the same in one process (compile and warm-up not counted): `cp.asarray` of the host
+array (made once, like gridlab's `ones`), the launches, `.get()`, median of REPEATS; for small
+launches both queueing its launches and waiting for each (gridlab must see each launch's answer
+before the next one is sent: it reports every launch's kernel time and findings, and a fault
+against the launch that made it). `--baseline` runs an older gridlab in the same rounds, for a
+before/after. Prints Markdown tables, and a JSON line per gridlab figure on stderr.
 """
 
 import argparse
@@ -52,17 +59,31 @@ def replay(gridlab, path):
     return seconds
 
 
-def gridlab_case(gridlab, log2n, launches, folder):
-    """Median wall time of the script with `launches` launches, less the set-up's."""
+def gridlab_rounds(gridlabs, log2n, counts, folder):
+    """Wall times of the scripts with each number of launches in `counts`, for each gridlab:
+    REPEATS rounds, each running every script once with every gridlab, one after another, so a
+    difference between two scripts (or two builds) is taken within a round, where the machine's
+    state is the same, and its median over the rounds is what a row shows."""
     paths = {}
-    for k in (0, launches):
+    for k in counts:
         paths[k] = os.path.join(folder, f"bump-{log2n}-{k}.gridlab")
         with open(paths[k], "w") as f:
             f.write(script(log2n, k))
-    replay(gridlab, paths[launches])  # warm the compile cache
-    base = statistics.median(replay(gridlab, paths[0]) for _ in range(REPEATS))
-    total = statistics.median(replay(gridlab, paths[launches]) for _ in range(REPEATS))
-    return total - base, total
+    for g in gridlabs:
+        replay(g, paths[max(counts)])  # warm the compile cache
+    rounds = {g: {k: [] for k in counts} for g in gridlabs}
+    for _ in range(REPEATS):
+        for k in counts:
+            for g in gridlabs:
+                rounds[g][k].append(replay(g, paths[k]))
+    return rounds
+
+
+def paired(times, more, fewer):
+    """Median over the rounds of (the script of `more` launches less that of `fewer`), and the
+    smallest and largest of those differences, which say how much the median can be trusted."""
+    diffs = [a - b for a, b in zip(times[more], times[fewer])]
+    return statistics.median(diffs), min(diffs), max(diffs)
 
 
 def cupy_case(log2n, launches, wait_each=False):
@@ -97,6 +118,11 @@ def each(seconds):
     return f"{seconds * 1e3:.1f} ms" if abs(seconds) >= 1e-3 else f"{seconds * 1e6:.0f} us"
 
 
+def spread(lo, hi, per=1):
+    """`(0.098-0.104)`: the smallest and largest of a median's differences."""
+    return f"({each(lo / per)}-{each(hi / per)})" if per != 1 else f"({lo:.3f}-{hi:.3f} s)"
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--gridlab", default="target/release/gridlab")
@@ -104,59 +130,53 @@ def main():
     p.add_argument(
         "--small",
         action="store_true",
-        help="only launches over 2^10 floats, up to 20000 of them (the per-launch overhead, less noisy)",
+        help="only launches over 2^10 floats, up to 20000 of them (the per-launch overhead)",
     )
     args = p.parse_args()
-    rows = []
-    with tempfile.TemporaryDirectory() as folder:
-        cases = [(26, 1), (26, 5), (26, 20), (10, 20), (10, 200), (10, 2000)]
-        if args.small:
-            cases = [(10, 200), (10, 2000), (10, 20000)]
-        for log2n, launches in cases:
-            row = {"n": f"2^{log2n}", "launches": launches}
-            row["gridlab_s"], row["gridlab_total_s"] = gridlab_case(args.gridlab, log2n, launches, folder)
-            row["cupy_s"] = cupy_case(log2n, launches)
-            row["cupy_wait_s"] = cupy_case(log2n, launches, wait_each=True)
-            if args.baseline:
-                row["baseline_s"], row["baseline_total_s"] = gridlab_case(args.baseline, log2n, launches, folder)
-            print(json.dumps(row), flush=True)
-            rows.append(row)
+    gridlabs = [args.gridlab] + ([args.baseline] if args.baseline else [])
+    names = {args.gridlab: "gridlab", args.baseline: "before"}
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True)
-    print(f"\nGPU: {gpu.stdout.strip() or 'unknown'}\n")
-    print(
-        "| case | gridlab | per launch | CuPy | gridlab / CuPy | CuPy, waiting for each launch | per launch "
-        "| gridlab before | script, start-up included |"
-    )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    by = {(r["n"], r["launches"]): r for r in rows}
-    five, twenty = by.get(("2^26", 5)), by.get(("2^26", 20))
-    for r in rows:
-        before = f'{r["baseline_s"]:.3f} s' if "baseline_s" in r else "-"
+    print(f"GPU: {gpu.stdout.strip() or 'unknown'}; {REPEATS} rounds; each difference is the median of the")
+    print("differences within a round, with the smallest and largest in brackets.\n")
+    with tempfile.TemporaryDirectory() as folder:
+        if not args.small:
+            big = gridlab_rounds(gridlabs, 26, [0, 1, 5, 20, 105], folder)
+            print("| case | " + " | ".join(names[g] for g in gridlabs) + " | CuPy | gridlab / CuPy |")
+            print("| --- | " + " | ".join("---:" for _ in gridlabs) + " | ---: | ---: |")
+            for k in (1, 5, 20):
+                cupy = cupy_case(26, k)
+                cells = []
+                for g in gridlabs:
+                    med, lo, hi = paired(big[g], k, 0)
+                    cells.append(f"{med:.3f} s {spread(lo, hi)}")
+                    print(json.dumps({"gridlab": names[g], "n": "2^26", "launches": k, "s": med, "min": lo, "max": hi, "cupy_s": cupy}), file=sys.stderr)
+                ratio = paired(big[args.gridlab], k, 0)[0] / cupy
+                what = f"{k} launch{'es' if k > 1 else ''} over 2^26 floats, result read"
+                print(f"| {what} | " + " | ".join(cells) + f" | {cupy:.3f} s | {ratio:.1f}x |")
+            cupy_more = (cupy_case(26, 105) - cupy_case(26, 5)) / 100
+            cells = []
+            for g in gridlabs:
+                med, lo, hi = paired(big[g], 105, 5)
+                cells.append(f"{each(med / 100)} {spread(lo, hi, 100)}")
+            print("| one more launch over 2^26 floats (105 less 5, over 100) | " + " | ".join(cells) + f" | {each(cupy_more)} | |")
+            print()
+        small = gridlab_rounds(gridlabs, 10, [20, 2000, 20000], folder)
+        print("| case | " + " | ".join(names[g] for g in gridlabs) + " | CuPy, waiting for each launch | CuPy, queued |")
+        print("| --- | " + " | ".join("---:" for _ in gridlabs) + " | ---: | ---: |")
+        cells = [f"{statistics.median(small[g][20]):.3f} s" for g in gridlabs]
+        print("| 20 launches over 2^10 floats, whole script with start-up | " + " | ".join(cells) + " | | |")
+        more = 18000
+        cupy_wait = (cupy_case(10, 20000, wait_each=True) - cupy_case(10, 2000, wait_each=True)) / more
+        cupy_queued = (cupy_case(10, 20000) - cupy_case(10, 2000)) / more
+        cells = []
+        for g in gridlabs:
+            med, lo, hi = paired(small[g], 20000, 2000)
+            cells.append(f"{each(med / more)} {spread(lo, hi, more)}")
+            print(json.dumps({"gridlab": names[g], "per_launch_us": med / more * 1e6, "min": lo / more * 1e6, "max": hi / more * 1e6}), file=sys.stderr)
         print(
-            f'| {r["launches"]} launch{"es" if r["launches"] > 1 else ""} over {r["n"]} floats '
-            f'| {r["gridlab_s"]:.3f} s | {each(r["gridlab_s"] / r["launches"])} | {r["cupy_s"]:.4f} s '
-            f'| {r["gridlab_s"] / r["cupy_s"]:.1f}x | {r["cupy_wait_s"]:.4f} s '
-            f'| {each(r["cupy_wait_s"] / r["launches"])} | {before} | {r["gridlab_total_s"]:.2f} s |'
-        )
-    if five and twenty:
-        more = (twenty["gridlab_s"] - five["gridlab_s"]) / 15
-        cupy_more = (twenty["cupy_s"] - five["cupy_s"]) / 15
-        print(f"\nOne more launch over 2^26 floats: gridlab {more * 1e3:.1f} ms, CuPy {cupy_more * 1e3:.2f} ms.")
-    # The two longest runs of small launches: their difference is launches alone, start-up and
-    # set-up cancelled out.
-    small = sorted((r for r in rows if r["n"] == "2^10"), key=lambda r: r["launches"])
-    few, many = (small[-2], small[-1]) if len(small) >= 2 else (None, None)
-    if few and many:
-        more = many["launches"] - few["launches"]
-
-        def per_launch(key):
-            return (many[key] - few[key]) / more * 1e6
-
-        before = f", before {per_launch('baseline_s'):.0f} us" if "baseline_s" in many else ""
-        print(
-            f"One more launch over 2^10 floats ({few['launches']} to {many['launches']} launches): gridlab "
-            f"{per_launch('gridlab_s'):.0f} us{before}; CuPy {per_launch('cupy_wait_s'):.0f} us waiting for it, "
-            f"{per_launch('cupy_s'):.0f} us queued."
+            "| one more launch over 2^10 floats (20000 less 2000, over 18000) | "
+            + " | ".join(cells)
+            + f" | {each(cupy_wait)} | {each(cupy_queued)} |"
         )
 
 

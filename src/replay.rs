@@ -133,7 +133,7 @@ pub fn run_script(
         result.elapsed = start.elapsed();
         return Ok(result);
     }
-    let mut runner = Runner::new(&mut session, ScriptResult::new(path.to_path_buf()), quiet, out);
+    let mut runner = Runner::new(&mut session, ScriptResult::new(path.to_path_buf()), quiet, out).pipelined();
     runner.run_text(&name, &text, Expect::Ok, None).map_err(UsageError::Output)?;
     runner.settle(None).map_err(UsageError::Output)?;
     let detail = format!("{} inputs", runner.result.inputs);

@@ -2,6 +2,10 @@
 //! needs when it failed. `gridlab replay` of a script, a lesson's blocks in `replay` and
 //! `dev check`, and piped stdin all run their inputs through it, so a transcript, a failure
 //! message and the PASS/FAIL line read the same wherever they come from.
+//!
+//! A replayed script's runner ([`Runner::pipelined`]) lets a GPU launch run while the next input
+//! is checked: the launch's echo is kept until the session hands over its report
+//! ([`Session::finish_launch`]), and it is tallied then, as its own input.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -85,6 +89,22 @@ impl ScriptResult {
     }
 }
 
+/// [`Session::unacknowledged`]: the last launch's number and the kinds of its findings that no
+/// `expect finding` acknowledged.
+type Unacknowledged = Option<(u64, Vec<crate::finding::FindingKind>)>;
+
+/// An input that ran: its echo and output, how it went, and the last launch's unacknowledged
+/// findings before and after it.
+struct Ran<'i> {
+    input: &'i crate::script::Input,
+    buf: Vec<u8>,
+    /// Where the output starts in `buf`, after the echo.
+    echoed: usize,
+    status: Status,
+    before: Unacknowledged,
+    after: Unacknowledged,
+}
+
 /// Runs inputs in a session, writing the transcript (or, when `quiet`, only what failed) and
 /// tallying into a [`ScriptResult`].
 pub struct Runner<'a> {
@@ -100,17 +120,37 @@ pub struct Runner<'a> {
     /// Where the last launch was typed (file and line) and its first line, for the failure
     /// that names a finding nothing acknowledged.
     last_launch: Option<(String, u32, String)>,
+    /// Let the session check the next input while a GPU launch runs ([`Runner::pipelined`]).
+    pipelined: bool,
 }
 
 impl<'a> Runner<'a> {
     pub fn new(session: &'a mut Session, result: ScriptResult, quiet: bool, out: &'a mut dyn Write) -> Runner<'a> {
         let style = session.style().clone();
-        Runner { session, result, style, quiet, record: false, captured: None, out, last_launch: None }
+        Runner {
+            session,
+            result,
+            style,
+            quiet,
+            record: false,
+            captured: None,
+            out,
+            last_launch: None,
+            pipelined: false,
+        }
     }
 
     /// Keep inputs and outputs for `:export`, as typed input is.
     pub fn recording(mut self) -> Runner<'a> {
         self.record = true;
+        self
+    }
+
+    /// Let a GPU launch run while the next input is checked, its report written under it once
+    /// it is taken ([`Session::pipeline_launches`]): for a script's inputs, not for a recorded
+    /// session's or a lesson's, whose steps look at each input's output as it comes.
+    pub fn pipelined(mut self) -> Runner<'a> {
+        self.pipelined = true;
         self
     }
 
@@ -184,66 +224,128 @@ impl<'a> Runner<'a> {
         mut case: Option<&mut Case>,
     ) -> io::Result<Status> {
         let (inputs, broken) = self.session.split_at(name, text, first_line);
+        let pipelined = self.pipelined && !self.record;
+        self.session.pipeline_launches(pipelined)?;
         let mut worst = Status::Ok;
+        // The input whose launch the session left running on the GPU while it checks the next
+        // one: its echo, kept until the launch is finished and its report put under it.
+        let mut held: Option<(&crate::script::Input, Vec<u8>, usize)> = None;
         for input in &inputs {
+            if held.is_some() && !self.session.may_pipeline(input) {
+                let (done, _) = self.finish_held(&mut held, name, expect, case.as_deref_mut())?;
+                worst = worse(worst, done);
+            }
             let mut buf = Vec::new();
             render::write_echo(&mut buf, &input.text, &self.style)?;
             let echoed = buf.len();
-            let before = self.session.unacknowledged();
+            let mut before = self.session.unacknowledged();
             let status = self.session.eval_input(name, input, self.record, &mut buf)?;
             self.result.inputs += 1;
+            // The launch before this one was finished while this one was checked.
+            if held.is_some() {
+                let (done, after) = self.finish_held(&mut held, name, expect, case.as_deref_mut())?;
+                worst = worse(worst, done);
+                before = after;
+            }
+            if self.session.launch_in_flight() {
+                held = Some((input, buf, echoed));
+                continue;
+            }
             let after = self.session.unacknowledged();
-            if before.as_ref().map(|b| b.0) != after.as_ref().map(|a| a.0) {
-                // A new launch (or `:reset`) replaced the last one: its findings can no longer
-                // be acknowledged.
-                if let Some((_, kinds)) = before.filter(|(_, k)| !k.is_empty()) {
-                    self.unacknowledged(&kinds, case.as_deref_mut(), Some(&mut buf))?;
-                }
-                if after.is_some() {
-                    let first = input.text.lines().next().unwrap_or("").trim().to_string();
-                    self.last_launch = Some((name.to_string(), input.line, first));
-                }
-            }
-            if let Some(c) = self.captured.as_mut() {
-                c.push_str(&strip_ansi(&buf[echoed..]));
-            }
-            let failed = match expect {
-                Expect::Ok => status != Status::Ok,
-                Expect::Refusal => status != Status::Error,
-            };
-            if failed {
-                let mut plain = Vec::new();
-                render::write_echo(&mut plain, &input.text, &Style::plain())?;
-                let mut text =
-                    format!("{name}:{}\n{}{}", input.line, String::from_utf8_lossy(&plain), strip_ansi(&buf[echoed..]));
-                if expect == Expect::Refusal {
-                    // A kernel that compiles and a statement that runs, each named as what it did.
-                    let did = if input.kind == crate::script::InputKind::Cuda { "compiled" } else { "ran" };
-                    let msg = format!(
-                        "{name}:{}: expected an error: the block says `error`, but this input {did}; fix the block or drop `error` from its tag",
-                        input.line
-                    );
-                    text.push_str(&format!("{msg}\n"));
-                    writeln!(buf, "{}", self.style.error(&msg))?;
-                }
-                let counts_as_expect = status == Status::ExpectFailed || expect == Expect::Refusal;
-                self.fail(case.as_deref_mut(), counts_as_expect, text);
-                worst = worse(worst, if counts_as_expect { Status::ExpectFailed } else { Status::Error });
-            }
-            if !self.quiet || failed {
-                self.out.write_all(&buf)?;
-            }
+            let ran = Ran { input, buf, echoed, status, before, after };
+            worst = worse(worst, self.conclude(name, ran, expect, case.as_deref_mut())?);
             if self.session.wants_to_quit() {
                 // Piped input said `exit`: what follows is not run.
                 break;
             }
         }
+        let (done, _) = self.finish_held(&mut held, name, expect, case.as_deref_mut())?;
+        worst = worse(worst, done);
+        self.session.pipeline_launches(false)?;
         if let Some(diag) = broken {
             let mut buf = Vec::new();
             diag.render(self.session.sources(), &mut buf, self.style.color, self.style.width)?;
             self.out.write_all(&buf)?;
             self.fail(case, false, strip_ansi(&buf));
             worst = Status::Error;
+        }
+        Ok(worst)
+    }
+
+    /// Finish the input `held` whose launch is in flight (if any): its report under its echo,
+    /// counted and written like any input's. Returns how it went and
+    /// [`Session::unacknowledged`] after it.
+    fn finish_held(
+        &mut self,
+        held: &mut Option<(&crate::script::Input, Vec<u8>, usize)>,
+        name: &str,
+        expect: Expect,
+        case: Option<&mut Case>,
+    ) -> io::Result<(Status, Unacknowledged)> {
+        let Some((input, mut buf, echoed)) = held.take() else {
+            return Ok((Status::Ok, self.session.unacknowledged()));
+        };
+        let Some(finished) = self.session.finish_launch()? else {
+            let after = self.session.unacknowledged();
+            let ran = Ran { input, buf, echoed, status: Status::Ok, before: after.clone(), after: after.clone() };
+            return Ok((self.conclude(name, ran, expect, case)?, after));
+        };
+        buf.extend_from_slice(&finished.output);
+        let after = finished.after.clone();
+        let ran = Ran { input, buf, echoed, status: finished.status, before: finished.before, after: finished.after };
+        Ok((self.conclude(name, ran, expect, case)?, after))
+    }
+
+    /// Tally an input that ran, and write its echo and output (all of it, or when quiet only a
+    /// failure's). Returns how it counts towards the script.
+    fn conclude(
+        &mut self,
+        name: &str,
+        ran: Ran<'_>,
+        expect: Expect,
+        mut case: Option<&mut Case>,
+    ) -> io::Result<Status> {
+        let Ran { input, mut buf, echoed, status, before, after } = ran;
+        let mut worst = Status::Ok;
+        if before.as_ref().map(|b| b.0) != after.as_ref().map(|a| a.0) {
+            // A new launch (or `:reset`) replaced the last one: its findings can no longer
+            // be acknowledged.
+            if let Some((_, kinds)) = before.filter(|(_, k)| !k.is_empty()) {
+                self.unacknowledged(&kinds, case.as_deref_mut(), Some(&mut buf))?;
+            }
+            if after.is_some() {
+                let first = input.text.lines().next().unwrap_or("").trim().to_string();
+                self.last_launch = Some((name.to_string(), input.line, first));
+            }
+        }
+        if let Some(c) = self.captured.as_mut() {
+            c.push_str(&strip_ansi(&buf[echoed..]));
+        }
+        let failed = match expect {
+            Expect::Ok => status != Status::Ok,
+            Expect::Refusal => status != Status::Error,
+        };
+        if failed {
+            let mut plain = Vec::new();
+            render::write_echo(&mut plain, &input.text, &Style::plain())?;
+            let mut text =
+                format!("{name}:{}\n{}{}", input.line, String::from_utf8_lossy(&plain), strip_ansi(&buf[echoed..]));
+            if expect == Expect::Refusal {
+                // A kernel that compiles and a statement that runs, each named as what it did.
+                let did = if input.kind == crate::script::InputKind::Cuda { "compiled" } else { "ran" };
+                let msg = format!(
+                    "{name}:{}: expected an error: the block says `error`, but this input {did}; fix the block or drop `error` from its tag",
+                    input.line
+                );
+                text.push_str(&format!("{msg}\n"));
+                writeln!(buf, "{}", self.style.error(&msg))?;
+            }
+            let counts_as_expect = status == Status::ExpectFailed || expect == Expect::Refusal;
+            self.fail(case, counts_as_expect, text);
+            worst = if counts_as_expect { Status::ExpectFailed } else { Status::Error };
+        }
+        if !self.quiet || failed {
+            self.out.write_all(&buf)?;
         }
         Ok(worst)
     }

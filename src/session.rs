@@ -43,6 +43,7 @@ mod workspace;
 pub use cost::FIELDS as COST_FIELDS;
 pub use extension::{Extension, Question};
 pub use host_python::{HostLaunch, host_definition, host_globals};
+pub use launch::FinishedLaunch;
 pub use python::HostGlobal;
 
 use backend::Backends;
@@ -230,6 +231,13 @@ pub struct Session {
     deferring: bool,
     /// How deep in [`Session::eval`] this is (a Python program's launch runs inside an input).
     depth: u32,
+    /// A GPU launch may be left running while the next input is checked
+    /// ([`Session::pipeline_launches`]).
+    pipelining: bool,
+    /// The GPU launch sent and not answered yet, and the one that was, answered and reported,
+    /// until the caller takes it ([`Session::finish_launch`]).
+    in_flight: Option<launch::InFlight>,
+    finished: Option<launch::FinishedLaunch>,
 }
 
 /// Whether leaving was asked for, and whether it may be: only input typed (or piped) into the
@@ -258,6 +266,9 @@ impl Session {
             leave: Leave::default(),
             deferring: false,
             depth: 0,
+            pipelining: false,
+            in_flight: None,
+            finished: None,
         }
     }
 

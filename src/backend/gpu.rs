@@ -8,6 +8,11 @@
 //! [`GpuBackend::settle`], which reads them into a fresh region swapped in; so a run of launches
 //! costs no copy to the host per launch, and the device copy stays until the host changes it.
 //!
+//! A replayed script need not wait for each launch: [`GpuBackend::begin_launch`] sends one and
+//! [`GpuBackend::end_launch`] takes its answer later, and a launch over small buffers may be sent
+//! behind one still in flight, naming the buffers they share by the stamps the first keeps its
+//! results under; a launch sent to a worker that has gone since is sent again (`generation`).
+//!
 //! After `CUDA_ERROR_ILLEGAL_ADDRESS` and the other sticky errors nothing inside a process can
 //! recover the device, and a kernel in an endless loop cannot be stopped from inside, so on a
 //! fault, a timeout or Ctrl-C the worker is killed and a new one started and given the module
@@ -93,6 +98,26 @@ pub struct GpuBackend {
     /// Why results that were only on the device are gone (a new worker could not make them
     /// again); the next settle says so.
     lost: Option<String>,
+    /// Launches sent with [`GpuBackend::begin_launch`] whose answers have not been taken yet,
+    /// in the order they were sent (at most two).
+    in_flight: std::collections::VecDeque<InFlight>,
+    /// Counts the workers this backend had: a launch sent to one that has gone since never ran.
+    generation: u64,
+}
+
+/// A launch sent and not answered yet: what [`GpuBackend::end_launch`] needs to take its answer.
+struct InFlight {
+    request: Request,
+    /// As [`Prepared::results`].
+    results: Vec<Option<(u64, u64)>>,
+    /// As [`Sent::keep`].
+    keep: Vec<Option<u64>>,
+    start: Instant,
+    what: String,
+    /// [`GpuBackend::generation`] when it was sent.
+    generation: u64,
+    /// Its answer, when it had to be taken before the launch ahead of it was sent again.
+    answer: Option<Result<Response, WorkerError>>,
 }
 
 /// At most this many launches, or this many bytes of small buffers in their requests, are kept
@@ -126,8 +151,11 @@ struct Sent {
 /// ([`WireData::Kept`]), or must send their bytes: the first try, and the one after the worker
 /// said it no longer holds them.
 #[derive(Clone, Copy, PartialEq)]
-enum SmallBytes {
+enum SmallBytes<'s> {
     KeptWhereUnchanged,
+    /// As `KeptWhereUnchanged`, sent while the launch before it is in flight: buffer `i` is
+    /// named by the stamp that launch keeps its results under, where the slice gives one.
+    AfterInFlight(&'s [Option<u64>]),
     Sent,
 }
 
@@ -190,6 +218,8 @@ impl GpuBackend {
             streak_regions: HashMap::new(),
             snapshots: Vec::new(),
             lost: None,
+            in_flight: Default::default(),
+            generation: 0,
         })
     }
 
@@ -203,7 +233,7 @@ impl GpuBackend {
 
     /// A fresh worker, given the current module again.
     fn restart(&mut self) -> Result<(), String> {
-        self.worker = None;
+        self.drop_worker();
         // A new worker has mapped no region yet.
         self.sent.clear();
         let (mut worker, info) = hello(&self.command)?;
@@ -281,7 +311,14 @@ impl GpuBackend {
         self.streak.clear();
         self.streak_regions.clear();
         self.snapshots.clear();
+        self.drop_worker();
+    }
+
+    /// Let the worker go (it exits once its stdin closes, or is killed): launches sent to it
+    /// and not answered never ran.
+    fn drop_worker(&mut self) {
         self.worker = None;
+        self.generation += 1;
     }
 
     /// The results only the device had are gone, `when` saying how, and `e` why they could
@@ -470,9 +507,7 @@ impl GpuBackend {
         repeat: u32,
     ) -> Result<(Vec<f32>, Vec<f64>), BackendError> {
         let what = format!("timing `{}`", spec.kernel);
-        // The per-launch timeout applies to each of the launches.
-        let timeout = self.timeout.saturating_mul(repeat.max(1));
-        match self.send_launch(spec, buffers, repeat, false, timeout, &what)?.answer {
+        match self.send_launch(spec, buffers, repeat, false, &what, SmallBytes::KeptWhereUnchanged)?.answer {
             Response::Launched(r) => Ok((r.kernel_ms, r.launch_us)),
             Response::Trapped { printed } => {
                 Err(BackendError::Launch(format!("{what} stopped at a failing `assert`: {}", printed.trim())))
@@ -515,19 +550,24 @@ impl GpuBackend {
         buffers: &LaunchBuffers<'_>,
         repeat: u32,
         write_back: bool,
-        small: SmallBytes,
+        small: SmallBytes<'_>,
         what: &str,
     ) -> Result<Prepared, BackendError> {
         let mut wire = Vec::new();
         let mut results = Vec::new();
-        let may_name = small == SmallBytes::KeptWhereUnchanged && buffers.buffers.iter().all(|b| b.shared().is_none());
+        let may_name = small != SmallBytes::Sent && buffers.buffers.iter().all(|b| b.shared().is_none());
         for (i, b) in buffers.buffers.iter().enumerate() {
             let elem_size = b.dtype().size() as u32;
             let Some(source) = b.shared() else {
                 // A copy of a buffer launched beside it has the same stamp, and needs a device
                 // copy of its own: its bytes go.
-                let stamp =
-                    b.stamp().filter(|s| may_name && !buffers.buffers[..i].iter().any(|o| o.stamp() == Some(*s)));
+                let after = match small {
+                    SmallBytes::AfterInFlight(stamps) => stamps.get(i).copied().flatten(),
+                    _ => None,
+                };
+                let stamp = after.or_else(|| {
+                    b.stamp().filter(|s| may_name && !buffers.buffers[..i].iter().any(|o| o.stamp() == Some(*s)))
+                });
                 let data = match stamp {
                     Some(stamp) => WireData::Kept { stamp, len: b.size_bytes() as u64 },
                     None => WireData::Inline(b.bytes().to_vec()),
@@ -577,23 +617,24 @@ impl GpuBackend {
     /// Prepare and send a launch, and wait for its answer: the request (kept to run again after
     /// a fault), the stamps its results get, and the answer. A worker that no longer holds the
     /// device copies a small buffer was named by (a new worker, or one that let them go) says
-    /// so, and the launch goes again with their bytes.
+    /// so, and the launch goes again with their bytes. The timeout applies to each of the
+    /// `repeat` launches.
     fn send_launch(
         &mut self,
         spec: &LaunchSpec,
         buffers: &LaunchBuffers<'_>,
         repeat: u32,
         write_back: bool,
-        timeout: Duration,
         what: &str,
+        mut small: SmallBytes<'_>,
     ) -> Result<Sent, BackendError> {
-        let mut small = SmallBytes::KeptWhereUnchanged;
+        let timeout = self.timeout.saturating_mul(repeat.max(1));
         loop {
             let prepared = self.prepare(spec, buffers, repeat, write_back, small, what)?;
             let keep = prepared.request.buffers.iter().map(|b| b.keep).collect();
             let request = Request::Launch(prepared.request);
             match self.call(&request, timeout, what)? {
-                Response::NotKept { .. } if small == SmallBytes::KeptWhereUnchanged => small = SmallBytes::Sent,
+                Response::NotKept { .. } if small != SmallBytes::Sent => small = SmallBytes::Sent,
                 answer => return Ok(Sent { request, results: prepared.results, keep, answer }),
             }
         }
@@ -603,8 +644,33 @@ impl GpuBackend {
     /// timeout, Ctrl-C or a dead worker restart the worker, and the message names `what` was
     /// stopped; other CUDA errors are plain. Any other answer is the caller's to read.
     fn call(&mut self, req: &Request, timeout: Duration, what: &str) -> Result<Response, BackendError> {
+        // A launch in flight whose answer the worker has still to give (not one taken early, or
+        // sent to a worker that has gone since).
+        let waiting = self.in_flight.iter().position(|f| f.answer.is_none() && f.generation == self.generation);
+        if let Some(at) = waiting {
+            // The worker answers in order: a request sent before a launch's answer was taken
+            // would take that answer for its own. The session never does this; should it
+            // happen, the launch's answer is not waited for and a new worker starts clean
+            // (running again the launches whose results only the device had).
+            let f = &self.in_flight[at];
+            debug_assert!(false, "a request sent while {} was in flight", f.what);
+            let f = format!("{} was still running when gridlab asked the GPU worker for more", f.what);
+            self.in_flight.clear();
+            return Err(self.recover(f));
+        }
         let cancel = self.cancel.clone();
         let answer = self.worker()?.request(req, timeout, cancel.as_deref());
+        self.judge(req, answer, what)
+    }
+
+    /// Turn a request's answer, or the reason there is none, into what [`GpuBackend::call`]
+    /// returns (see there).
+    fn judge(
+        &mut self,
+        req: &Request,
+        answer: Result<Response, WorkerError>,
+        what: &str,
+    ) -> Result<Response, BackendError> {
         match answer {
             Ok(Response::Failed { message, sticky: true }) => {
                 Err(self.recover(format!("{what} stopped with an error on the GPU ({message})")))
@@ -614,7 +680,7 @@ impl GpuBackend {
             // context is gone, is left to exit, and the next request starts another without a word
             // (at once, when results only the device had must be made again).
             Ok(resp @ Response::Trapped { .. }) => {
-                self.worker = None;
+                self.drop_worker();
                 if !self.streak.is_empty()
                     && let Err(e) = self.restart().and_then(|()| self.redo_streak())
                 {
@@ -630,6 +696,192 @@ impl GpuBackend {
             }
             Err(e) => Err(self.recover(format!("{what} took the GPU worker down ({e})"))),
         }
+    }
+
+    /// Send a launch of `spec` over `buffers` and return without waiting for it: the session
+    /// checks the next input while the GPU runs this one, and takes the answer with
+    /// [`GpuBackend::end_launch`] before anything but another launch reaches the worker (nothing
+    /// may change `buffers` meanwhile). A worker that died is noticed here and restarted, as by
+    /// a launch.
+    ///
+    /// With a launch already in flight, this one is sent behind it (the worker runs them in
+    /// order), so the worker need not wait for the session between the two: `after` gives, for
+    /// each of `buffers`, its place among the buffers of the launch in flight, if it was
+    /// launched there too. Neither launch may have a large buffer. Such a buffer is named by
+    /// the stamp the launch ahead keeps its results under: should that launch fail, this one is
+    /// told `NotKept` and sent again with the bytes the host has, those from before the launch
+    /// that failed; should the failure take the worker down, this one never ran, and is sent
+    /// again to the new worker.
+    pub fn begin_launch(
+        &mut self,
+        spec: &LaunchSpec,
+        buffers: &LaunchBuffers<'_>,
+        after: &[Option<usize>],
+    ) -> Result<(), BackendError> {
+        let start = Instant::now();
+        let what = format!("`{}`", spec.kernel);
+        let renamed: Vec<Option<u64>> = match self.in_flight.back() {
+            Some(ahead) => {
+                debug_assert!(self.in_flight.len() == 1, "at most two launches in flight");
+                after.iter().map(|j| j.and_then(|j| ahead.keep.get(j).copied().flatten())).collect()
+            }
+            None => Vec::new(),
+        };
+        let small =
+            if renamed.is_empty() { SmallBytes::KeptWhereUnchanged } else { SmallBytes::AfterInFlight(&renamed) };
+        let prepared = self.prepare(spec, buffers, 1, true, small, &what)?;
+        let keep = prepared.request.buffers.iter().map(|b| b.keep).collect();
+        let request = Request::Launch(prepared.request);
+        if let Err(e) = self.worker()?.send(&request) {
+            if self.in_flight.is_empty() {
+                return self.judge(&request, Err(e), &what).map(|_| ());
+            }
+            // The launch ahead took the worker down: its answer says so, and this one is sent
+            // again once that answer is taken.
+        }
+        let generation = self.generation;
+        self.in_flight.push_back(InFlight {
+            request,
+            results: prepared.results,
+            keep,
+            start,
+            what,
+            generation,
+            answer: None,
+        });
+        Ok(())
+    }
+
+    /// Whether a launch was sent with [`GpuBackend::begin_launch`] and its answer not taken.
+    pub fn launch_in_flight(&self) -> bool {
+        !self.in_flight.is_empty()
+    }
+
+    /// Wait for the first launch [`GpuBackend::begin_launch`] sent and not yet taken, and take
+    /// its results into `buffers` (the same buffers, unchanged since), as [`Backend::launch`]
+    /// does: the same report, the same errors, a fault or a timeout recovered the same way.
+    /// Without a launch in flight, this is [`Backend::launch`].
+    pub fn end_launch(
+        &mut self,
+        module: &Module,
+        spec: &LaunchSpec,
+        buffers: &mut LaunchBuffers<'_>,
+    ) -> Result<LaunchReport, BackendError> {
+        let Some(mut f) = self.in_flight.pop_front() else { return self.launch(module, spec, buffers) };
+        if f.generation != self.generation {
+            // Sent behind a launch that took its worker down: it never ran. It goes now.
+            let sent = self.send_launch(spec, buffers, 1, true, &f.what, SmallBytes::KeptWhereUnchanged)?;
+            return self.finish_launch(module, spec, buffers, sent, f.start);
+        }
+        let answer = match f.answer.take() {
+            Some(answer) => answer,
+            None => self.take_answer(),
+        };
+        if matches!(answer, Ok(Response::NotKept { .. }))
+            && let Some(behind) = self.in_flight.front()
+            && behind.answer.is_none()
+            && behind.generation == self.generation
+        {
+            // This launch goes again, with its bytes; the answer of the launch sent behind it is
+            // taken first, for the worker answers in order. Should that launch have taken the
+            // worker down, its own answer says so when it is taken, and this one goes to a new
+            // worker (which runs again the launches whose results only the device had).
+            let behind_answer = self.take_answer();
+            let fatal = !matches!(
+                behind_answer,
+                Ok(Response::Launched(_) | Response::NotKept { .. } | Response::Failed { sticky: false, .. })
+            );
+            if fatal && let Err(e) = self.restart().and_then(|()| self.redo_streak()) {
+                self.lose_streak("its worker stopped", &e);
+            }
+            let generation = self.generation;
+            if let Some(behind) = self.in_flight.front_mut() {
+                behind.answer = Some(behind_answer);
+                // Its answer is taken: it is not sent again, whichever worker runs next.
+                behind.generation = generation;
+            }
+        }
+        let sent = match self.judge(&f.request, answer, &f.what)? {
+            // The worker let a small buffer's copy go: the launch goes again, with the bytes.
+            Response::NotKept { .. } => self.send_launch(spec, buffers, 1, true, &f.what, SmallBytes::Sent)?,
+            answer => Sent { request: f.request, results: f.results, keep: f.keep, answer },
+        };
+        self.finish_launch(module, spec, buffers, sent, f.start)
+    }
+
+    /// The worker's answer to the oldest request it has not answered, waited for up to the
+    /// launch timeout.
+    fn take_answer(&mut self) -> Result<Response, WorkerError> {
+        let cancel = self.cancel.clone();
+        match self.worker.as_mut() {
+            Some(worker) => worker.answer(self.timeout, cancel.as_deref()),
+            None => Err(WorkerError::Died { stderr: String::new() }),
+        }
+    }
+
+    /// A launch's answer, taken: its results into `buffers`, and its report.
+    fn finish_launch(
+        &mut self,
+        module: &Module,
+        spec: &LaunchSpec,
+        buffers: &mut LaunchBuffers<'_>,
+        sent: Sent,
+        start: Instant,
+    ) -> Result<LaunchReport, BackendError> {
+        let Sent { request, results, keep, answer } = sent;
+        let result = match answer {
+            Response::Launched(r) if r.buffers.len() == buffers.buffers.len() => r,
+            Response::Trapped { printed } => return Ok(trapped(module, spec, &printed, start.elapsed())),
+            other => return Err(unexpected(other)),
+        };
+        self.last_uploaded_bytes = result.uploaded_bytes;
+        let keeps = results.iter().any(Option::is_some);
+        // The "before" copies of the last launch go once this one has succeeded (`drop_after`).
+        let (before, snapshots) = take_results(buffers, results, &keep, &result);
+        self.snapshots = snapshots;
+        // Results left on the device: keep the request, and the regions it reads, to run it
+        // again in a new worker should this one die before they are read.
+        if keeps && let Request::Launch(req) = request {
+            for b in buffers.buffers.iter() {
+                if let Some(s) = b.shared()
+                    && !self.streak_regions.contains_key(&s.id())
+                    && let Ok(fd) = s.fd().try_clone_to_owned()
+                {
+                    self.streak_regions.insert(s.id(), (fd, s.liveness()));
+                }
+            }
+            self.streak.push(req);
+        }
+        let findings = result
+            .guard_hits
+            .iter()
+            .filter_map(|h| {
+                let i = h.buffer as usize;
+                Some(Finding::GuardWrite {
+                    memory: Memory::Global(buffers.names.get(i)?.clone()),
+                    len: buffers.buffers.get(i)?.len() as u64,
+                    count: h.count,
+                    min_index: h.min_index,
+                    max_index: h.max_index,
+                })
+            })
+            .collect();
+        let output = result.printf.lines().map(|l| PrintLine { thread: None, text: l.to_string() }).collect();
+        Ok(LaunchReport {
+            elapsed: start.elapsed(),
+            steps: None,
+            kernel_ms: result.kernel_ms.first().copied(),
+            findings,
+            output,
+            output_truncated: false,
+            aborted: false,
+            // Write traces and watches are the simulator's (`:map` and `:why` run there).
+            writes: None,
+            watched: None,
+            // The cost model runs in the simulator; `cost` on the GPU asks it separately.
+            cost: None,
+            before: Some(before),
+        })
     }
 }
 
@@ -817,60 +1069,8 @@ impl Backend for GpuBackend {
     ) -> Result<LaunchReport, BackendError> {
         let start = Instant::now();
         let what = format!("`{}`", spec.kernel);
-        let Sent { request, results, keep, answer } = self.send_launch(spec, buffers, 1, true, self.timeout, &what)?;
-        let result = match answer {
-            Response::Launched(r) if r.buffers.len() == buffers.buffers.len() => r,
-            Response::Trapped { printed } => return Ok(trapped(module, spec, &printed, start.elapsed())),
-            other => return Err(unexpected(other)),
-        };
-        self.last_uploaded_bytes = result.uploaded_bytes;
-        let keeps = results.iter().any(Option::is_some);
-        // The "before" copies of the last launch go once this one has succeeded (`drop_after`).
-        let (before, snapshots) = take_results(buffers, results, &keep, &result);
-        self.snapshots = snapshots;
-        // Results left on the device: keep the request, and the regions it reads, to run it
-        // again in a new worker should this one die before they are read.
-        if keeps && let Request::Launch(req) = request {
-            for b in buffers.buffers.iter() {
-                if let Some(s) = b.shared()
-                    && !self.streak_regions.contains_key(&s.id())
-                    && let Ok(fd) = s.fd().try_clone_to_owned()
-                {
-                    self.streak_regions.insert(s.id(), (fd, s.liveness()));
-                }
-            }
-            self.streak.push(req);
-        }
-        let findings = result
-            .guard_hits
-            .iter()
-            .filter_map(|h| {
-                let i = h.buffer as usize;
-                Some(Finding::GuardWrite {
-                    memory: Memory::Global(buffers.names.get(i)?.clone()),
-                    len: buffers.buffers.get(i)?.len() as u64,
-                    count: h.count,
-                    min_index: h.min_index,
-                    max_index: h.max_index,
-                })
-            })
-            .collect();
-        let output = result.printf.lines().map(|l| PrintLine { thread: None, text: l.to_string() }).collect();
-        Ok(LaunchReport {
-            elapsed: start.elapsed(),
-            steps: None,
-            kernel_ms: result.kernel_ms.first().copied(),
-            findings,
-            output,
-            output_truncated: false,
-            aborted: false,
-            // Write traces and watches are the simulator's (`:map` and `:why` run there).
-            writes: None,
-            watched: None,
-            // The cost model runs in the simulator; `cost` on the GPU asks it separately.
-            cost: None,
-            before: Some(before),
-        })
+        let sent = self.send_launch(spec, buffers, 1, true, &what, SmallBytes::KeptWhereUnchanged)?;
+        self.finish_launch(module, spec, buffers, sent, start)
     }
 }
 

@@ -28,11 +28,88 @@ pub const MAX_BLOCK: [u32; 3] = [1024, 1024, 64];
 pub const MAX_GRID: [u32; 3] = [(1u32 << 31) - 1, 65535, 65535];
 pub const MAX_SHARED_BYTES: u64 = 48 * 1024;
 
+/// A launch sent to the GPU whose answer the session has not taken yet (see
+/// [`Session::pipeline_launches`]): what it needs to report it once it is taken.
+pub(super) struct InFlight {
+    spec: LaunchSpec,
+    names: Vec<String>,
+    syntax: render::launch::Syntax,
+}
+
+/// A launch that was in flight, taken: how it went and what it printed, for the runner to put
+/// under its own input ([`Session::finish_launch`]).
+#[derive(Debug)]
+pub struct FinishedLaunch {
+    pub status: Status,
+    pub output: Vec<u8>,
+    /// [`Session::unacknowledged`] just before and just after it was recorded as the last launch.
+    pub before: Option<(u64, Vec<crate::finding::FindingKind>)>,
+    pub after: Option<(u64, Vec<crate::finding::FindingKind>)>,
+}
+
 impl Session {
+    /// Let a GPU launch run while the session checks the next input (a replayed script's
+    /// runner asks for this; nothing else does): the launch is sent, the input ends with its
+    /// answer not taken, and the next input, if it is another launch, is parsed and checked
+    /// while the GPU runs this one. Its answer is taken before the next launch is sent and
+    /// before anything else runs, so everything but the time is as if it had been waited for;
+    /// the caller takes its report with [`Session::finish_launch`] and prints it under its own
+    /// input. Turning it off takes the answer of a launch still in flight.
+    pub fn pipeline_launches(&mut self, on: bool) -> io::Result<()> {
+        if !on {
+            self.land()?;
+        }
+        self.pipelining = on;
+        Ok(())
+    }
+
+    /// Whether the input may run with a launch still in flight (it may be a launch): the others
+    /// take its answer first, so a runner takes the finished launch before them.
+    pub fn may_pipeline(&self, input: &crate::script::Input) -> bool {
+        self.pipelining && input.kind == crate::script::InputKind::Statement && input.text.contains("<<<")
+    }
+
+    /// Whether the last input left its launch in flight.
+    pub fn launch_in_flight(&self) -> bool {
+        self.in_flight.is_some()
+    }
+
+    /// The launch that was in flight before the last input, finished (its answer taken now, if
+    /// that input did not take it): its status and output. `None` when there was none.
+    pub fn finish_launch(&mut self) -> io::Result<Option<FinishedLaunch>> {
+        if self.finished.is_none() {
+            self.land()?;
+        }
+        Ok(self.finished.take())
+    }
+
+    /// Take the answer of the launch in flight, if any, and keep its report for
+    /// [`Session::finish_launch`]. Anything that asks the GPU for more, or looks at buffers,
+    /// does this first.
+    pub(super) fn land(&mut self) -> io::Result<()> {
+        let Some(InFlight { spec, names, syntax }) = self.in_flight.take() else { return Ok(()) };
+        debug_assert!(self.finished.is_none(), "the launch before was finished and not taken");
+        let before = self.unacknowledged();
+        let result = {
+            let (module, mut lb) = self.work.for_launch(&names);
+            match self.backends.gpu() {
+                Some(gpu) => gpu.end_launch(module, &spec, &mut lb),
+                None => Err(crate::backend::BackendError::Unavailable("the GPU backend is gone".into())),
+            }
+        };
+        let mut output = Vec::new();
+        let status = self.conclude(spec, names, syntax, None, result, &mut output)?;
+        let after = self.unacknowledged();
+        self.finished = Some(FinishedLaunch { status, output, before, after });
+        Ok(())
+    }
+
     pub(super) fn launch(&mut self, launch: &Launch, text: &str, out: &mut dyn Write) -> io::Result<Status> {
         // A Python kernel becomes CUDA C for these arguments' types first.
         let lowered;
         let launch = if self.is_python_kernel(&launch.kernel) {
+            // Lowering may compile: nothing may be in flight.
+            self.land()?;
             match self.python_launch(launch, text) {
                 Ok(l) => {
                     lowered = l;
@@ -59,6 +136,18 @@ impl Session {
         syntax: render::launch::Syntax,
         out: &mut dyn Write,
     ) -> io::Result<Status> {
+        // Sizes and arguments that read a buffer's elements need the bytes of the launches
+        // before: the one in flight, and results left on the device (read back here, as before
+        // any input that is not a launch).
+        if (self.in_flight.is_some() || self.has_deferred()) && !self.reads_no_elements(launch) {
+            self.settle(out)?;
+        }
+        // A template instance may be compiled: nothing may be in flight.
+        if self.in_flight.is_some()
+            && (launch.template_args.is_some() || self.work.module().template(&launch.kernel).is_some())
+        {
+            self.land()?;
+        }
         let instance;
         let launch = match self.template_instance(launch, text) {
             Ok(Some(name)) => {
@@ -77,6 +166,15 @@ impl Session {
             Ok(ok) => ok,
             Err(diag) => return self.report(&diag, out),
         };
+        // Checked while the launch before ran on the GPU. When neither has a large buffer, this
+        // one is sent behind it before its answer is taken, so the GPU goes from one to the
+        // next without waiting for the session; otherwise its results are needed now.
+        let pipelined = self.pipelining && self.depth == 1 && syntax == render::launch::Syntax::Cuda;
+        let behind = pipelined
+            && self.in_flight.as_ref().is_some_and(|ahead| self.all_small(&ahead.names) && self.all_small(&names));
+        if !behind {
+            self.land()?;
+        }
         // Results kept on the GPU are read back now and then, so that the launches to run again
         // after a fault, and the device memory they hold, stay bounded.
         if self.has_deferred() && self.on_gpu() {
@@ -96,7 +194,78 @@ impl Session {
         // kept (the regions it swapped out, or results it left on the device), so on the GPU
         // nothing is copied for this (a failed launch there leaves the buffers as they were).
         let copied = (!self.on_gpu()).then(|| self.inputs(&names));
-        let mut result = self.run_launch(&spec, &names);
+        if copied.is_none() && pipelined {
+            // Each buffer's place among those of the launch ahead, where it was launched there.
+            let after: Vec<Option<usize>> = match &self.in_flight {
+                Some(ahead) => names.iter().map(|n| ahead.names.iter().position(|m| m == n)).collect(),
+                None => Vec::new(),
+            };
+            self.ensure_resolved();
+            let (_, lb) = self.work.for_launch(&names);
+            let begun = match self.backends.gpu() {
+                Some(gpu) => gpu.begin_launch(&spec, &lb, &after),
+                None => Err(crate::backend::BackendError::Unavailable("the GPU backend is gone".into())),
+            };
+            // The launch ahead, if any, is reported first, and its results taken.
+            self.land()?;
+            if let Err(e) = begun {
+                return self.conclude(spec, names, syntax, None, Err(e), out);
+            }
+            self.in_flight = Some(InFlight { spec, names, syntax });
+            return Ok(Status::Ok);
+        }
+        // Not on the GPU (any more): nothing may be in flight.
+        self.land()?;
+        let result = self.run_launch(&spec, &names);
+        self.conclude(spec, names, syntax, copied, result, out)
+    }
+
+    /// Whether every buffer named is small: its bytes travel in the launch's messages, and none
+    /// of its results stays on the device only.
+    fn all_small(&self, names: &[String]) -> bool {
+        names.iter().all(|n| self.work.buffer(n).is_some_and(|b| b.shared().is_none()))
+    }
+
+    /// Whether evaluating `launch`'s sizes and arguments reads no buffer's elements: only
+    /// buffers passed as pointers (`a`, `a + 4`), and their lengths, may be named.
+    fn reads_no_elements(&self, launch: &Launch) -> bool {
+        fn plain(s: &Session, e: &Expr) -> bool {
+            match &e.kind {
+                ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Str(_) => true,
+                ExprKind::Name(n) => s.work.buffer(n).is_none(),
+                ExprKind::Call { func, args, kwargs, .. } => {
+                    (func == "len" && args.len() == 1 && kwargs.is_empty())
+                        || (args.iter().all(|a| plain(s, a)) && kwargs.iter().all(|k| plain(s, &k.value)))
+                }
+                ExprKind::List(items) | ExprKind::Tuple(items) => items.iter().all(|a| plain(s, a)),
+                ExprKind::Unary { operand, .. } => plain(s, operand),
+                ExprKind::Binary { lhs, rhs, .. } => plain(s, lhs) && plain(s, rhs),
+                ExprKind::Index { .. } => false,
+            }
+        }
+        let pointer = |e: &Expr| match &e.kind {
+            ExprKind::Name(n) => self.work.buffer(n).is_some() || plain(self, e),
+            ExprKind::Binary { lhs, rhs, .. } if matches!(&lhs.kind, ExprKind::Name(n) if self.work.buffer(n).is_some()) => {
+                plain(self, rhs)
+            }
+            _ => plain(self, e),
+        };
+        launch.grid.exprs.iter().chain(&launch.block.exprs).chain(&launch.shared).all(|e| plain(self, e))
+            && launch.args.iter().all(pointer)
+    }
+
+    /// Report a launch that ran (or failed to): its line, output and findings, and keep it as
+    /// the last launch. `copied` are the buffers as they were before it, where the backend does
+    /// not hand them back (the simulator).
+    fn conclude(
+        &mut self,
+        spec: LaunchSpec,
+        names: Vec<String>,
+        syntax: render::launch::Syntax,
+        copied: Option<Vec<(String, crate::buffer::Buffer)>>,
+        mut result: Result<crate::backend::LaunchReport, crate::backend::BackendError>,
+        out: &mut dyn Write,
+    ) -> io::Result<Status> {
         let style = self.options.style.clone();
         let kept = result.as_mut().ok().and_then(|r| r.before.take()).filter(|k| k.len() == names.len());
         let before = match (copied, kept) {
@@ -104,8 +273,12 @@ impl Session {
             (None, Some(kept)) => names.iter().cloned().zip(kept).collect(),
             (None, None) => {
                 // A failed launch on the GPU: what it ran on, read back for the simulator's
-                // second look below.
-                self.settle(out)?;
+                // second look below. With a launch sent behind this one in flight, nothing else
+                // may reach the worker: then its buffers are small ones, which have their bytes.
+                let behind = self.backends.gpu_info().is_some_and(|g| g.launch_in_flight());
+                if !behind {
+                    self.settle(out)?;
+                }
                 self.inputs(&names)
             }
         };
@@ -1069,6 +1242,7 @@ impl Session {
     /// be gone (a worker died and could not make them again), the buffers keep the bytes they
     /// hold, and the message says so.
     pub fn settle(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        self.land()?;
         if !self.has_deferred() {
             return Ok(());
         }

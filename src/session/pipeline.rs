@@ -194,6 +194,10 @@ impl Session {
     /// ([`Session::keep_results_on_device`]): so a run of launches over a large buffer crosses
     /// the bus once, and everything else sees the bytes as they are.
     pub fn eval(&mut self, name: &str, input: &Input, out: &mut dyn Write) -> io::Result<Status> {
+        // Only another launch runs while one is in flight; it waits for it once it is checked.
+        if self.in_flight.is_some() && !(input.kind == InputKind::Statement && script::is_launch(&input.text)) {
+            self.land()?;
+        }
         if self.has_deferred() && !(input.kind == InputKind::Statement && script::is_launch(&input.text)) {
             self.settle(out)?;
         }

@@ -700,3 +700,177 @@ fn a_worker_asked_for_a_small_copy_it_does_not_hold_says_so() {
     }
     assert_eq!(w.request(&twice, ANSWER, None).unwrap(), Response::NotKept { stamps: vec![43] });
 }
+
+/// `kernel` over `buffer`, sent with [`GpuBackend::begin_launch`] and taken with
+/// [`GpuBackend::end_launch`], as a replayed script runs a launch while it checks the next input.
+fn run_pipelined(gpu: &mut GpuBackend, module: &Module, kernel: &str, buffer: &mut Buffer) -> Result<(), BackendError> {
+    let spec = LaunchSpec {
+        kernel: kernel.into(),
+        grid: Dim3::linear(1),
+        block: Dim3::linear(4),
+        shared_bytes: 0,
+        args: vec![Arg::Buffer(0)],
+        symbols: Vec::new(),
+    };
+    let mut buffers = LaunchBuffers { names: vec!["a".into()], buffers: vec![buffer] };
+    gpu.begin_launch(&spec, &buffers, &[])?;
+    assert!(gpu.launch_in_flight());
+    let taken = gpu.end_launch(module, &spec, &mut buffers);
+    assert!(!gpu.launch_in_flight(), "the answer is taken, whatever it was");
+    taken.map(|_| ())
+}
+
+#[test]
+fn a_launch_answered_later_gives_what_a_waited_one_gives_and_a_crash_in_flight_loses_nothing() {
+    let (mut gpu, module) = backend(Duration::from_millis(500));
+    let mut a = Buffer::zeros(DType::U8, Shape::D1(64));
+    run_pipelined(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, 64);
+    run_pipelined(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, 0, "the worker's own copy, named by its stamp");
+    assert!(a.iter().all(|x| x == Num::Int(2)));
+    // A crash and a hang while in flight: the buffer is as it was, and the next launch goes on.
+    for (kernel, says) in [("fake_crash", "took the GPU worker down"), ("fake_hang", "ran longer than 0.5 s")] {
+        let err = run_pipelined(&mut gpu, &module, kernel, &mut a).unwrap_err();
+        let BackendError::Aborted(message) = err else { panic!("{err:?}") };
+        assert!(message.contains(says) && message.contains("gridlab restarted the GPU worker"), "{message}");
+        assert!(a.iter().all(|x| x == Num::Int(2)), "{kernel}: the buffer as before it");
+    }
+    // The new worker holds no copy: it says so, and the launch goes again with the bytes.
+    run_pipelined(&mut gpu, &module, "fake_bump", &mut a).unwrap();
+    assert_eq!(gpu.last_uploaded_bytes, 64);
+    assert!(a.iter().all(|x| x == Num::Int(3)));
+    // A large buffer's results stay on the device, as a waited launch leaves them.
+    let len = SHARED_MIN_BYTES;
+    let mut b = Buffer::zeros(DType::U8, Shape::D1(len));
+    run_pipelined(&mut gpu, &module, "fake_bump", &mut b).unwrap();
+    run_pipelined(&mut gpu, &module, "fake_bump", &mut b).unwrap();
+    assert!(b.on_device().is_some());
+    let err = run_pipelined(&mut gpu, &module, "fake_crash", &mut b).unwrap_err();
+    let BackendError::Aborted(message) = err else { panic!("{err:?}") };
+    assert!(message.contains("ran again the 2 launches before this one"), "{message}");
+    gpu.settle(&mut [("b", &mut b)]).unwrap();
+    assert!(b.iter().all(|x| x == Num::Int(2)), "two launches, their results made again");
+}
+
+/// A replayed script's launches run while the next input is checked: each report still comes
+/// under its own launch, an argument that reads a buffer's element sees the launch before it,
+/// and a crash is reported against the launch that crashed, with nothing lost.
+#[test]
+fn a_script_checks_its_next_launch_while_the_gpu_runs_one_and_reports_each_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("pipelined.gridlab");
+    std::fs::write(
+        &script,
+        "__global__ void fake_bump(unsigned char *a) { }\n\
+         __global__ void fake_crash(unsigned char *a) { }\n\
+         let a = zeros(16, u8)\n\
+         fake_bump<<<1, 1>>>(a)\n\
+         fake_bump<<<a[0] + 1, 1>>>(a)\n\
+         fake_bump<<<1, 1>>>(a)\n\
+         fake_crash<<<1, 1>>>(a)\n\
+         fake_bump<<<a[0] + 4, 1>>>(a)\n\
+         fake_crash<<<2, 1>>>(a)\n\
+         fake_bump<<<5, 1>>>(a)\n\
+         expect a[15] == 5\n\
+         let big = zeros(2 << 20, u8)\n\
+         fake_bump<<<1, 1>>>(big)\n\
+         fake_bump<<<big[0] + 10, 1>>>(big)\n\
+         expect big[0] == 2\n",
+    )
+    .unwrap();
+    let run = super::harness::gridlab()
+        .env("GRIDLAB_FAKE_GPU", "1")
+        .args(["replay", script.to_str().unwrap(), "--backend", "gpu", "--color", "never"])
+        .run();
+    let out = &run.stdout;
+    // The second launch's grid read a[0] after the first launch; the fifth after the crash,
+    // which left `a` as the third launch made it.
+    assert!(out.contains("fake_bump<<<2, 1>>>"), "{out}");
+    assert!(out.contains("fake_bump<<<7, 1>>>"), "{out}");
+    // A large buffer's results stay on the device from one launch to the next, but a launch
+    // that reads its elements reads them back first.
+    assert!(out.contains("fake_bump<<<11, 1>>>"), "{out}");
+    // Each launch's line right under its own input.
+    let lines: Vec<&str> = out.lines().collect();
+    let echo = |text: &str| lines.iter().position(|l| *l == format!(">>> {text}")).unwrap_or_else(|| panic!("{out}"));
+    for (input, line) in [
+        ("fake_bump<<<1, 1>>>(a)", "fake_bump<<<1, 1>>>"),
+        ("fake_bump<<<a[0] + 1, 1>>>(a)", "fake_bump<<<2, 1>>>"),
+        ("fake_bump<<<a[0] + 4, 1>>>(a)", "fake_bump<<<7, 1>>>"),
+        ("fake_bump<<<5, 1>>>(a)", "fake_bump<<<5, 1>>>"),
+    ] {
+        let at = echo(input);
+        assert!(lines[at + 1].starts_with(line), "{input}:\n{out}");
+    }
+    // Each crash under its own launch; the launch sent behind the second one, which never ran,
+    // ran on the new worker from the bytes as they were.
+    for input in ["fake_crash<<<1, 1>>>(a)", "fake_crash<<<2, 1>>>(a)"] {
+        let crash = echo(input);
+        assert!(lines[crash + 1].contains("`fake_crash` took the GPU worker down"), "{input}:\n{out}");
+    }
+    assert_eq!(out.matches("\nok\n").count(), 2, "{out}");
+    assert!(out.contains("2 error(s)"), "{out}");
+}
+
+/// `fake_bump` over `a`, sent behind a launch of `ahead` over it that is still in flight, and
+/// both answers taken: the first's result, then the second's.
+fn run_behind(
+    gpu: &mut GpuBackend,
+    module: &Module,
+    ahead: &str,
+    a: &mut Buffer,
+) -> (Result<(), BackendError>, Result<(), BackendError>) {
+    let spec = |kernel: &str| LaunchSpec {
+        kernel: kernel.into(),
+        grid: Dim3::linear(1),
+        block: Dim3::linear(4),
+        shared_bytes: 0,
+        args: vec![Arg::Buffer(0)],
+        symbols: Vec::new(),
+    };
+    let (first, second) = (spec(ahead), spec("fake_bump"));
+    let mut buffers = LaunchBuffers { names: vec!["a".into()], buffers: vec![a] };
+    gpu.begin_launch(&first, &buffers, &[]).unwrap();
+    gpu.begin_launch(&second, &buffers, &[Some(0)]).unwrap();
+    let one = gpu.end_launch(module, &first, &mut buffers).map(|_| ());
+    assert!(gpu.launch_in_flight(), "the second is still to be taken");
+    let two = gpu.end_launch(module, &second, &mut buffers).map(|_| ());
+    assert!(!gpu.launch_in_flight());
+    (one, two)
+}
+
+#[test]
+fn a_launch_sent_behind_another_runs_after_it_and_a_fault_ahead_leaves_it_to_run_on_the_bytes_before() {
+    let (mut gpu, module) = backend(Duration::from_millis(500));
+    let mut a = Buffer::zeros(DType::U8, Shape::D1(64));
+    let (one, two) = run_behind(&mut gpu, &module, "fake_bump", &mut a);
+    one.unwrap();
+    two.unwrap();
+    assert!(a.iter().all(|x| x == Num::Int(2)), "the second ran on the first's results, on the device");
+    assert_eq!(gpu.last_uploaded_bytes, 0, "named by the stamp the first kept its results under");
+    // The launch ahead crashes, hangs or fails: the one behind runs on the bytes from before it.
+    for (ahead, says) in [("fake_crash", "took the GPU worker down"), ("fake_hang", "ran longer than 0.5 s")] {
+        let before = a.get(0);
+        let (one, two) = run_behind(&mut gpu, &module, ahead, &mut a);
+        let err = one.unwrap_err();
+        let BackendError::Aborted(message) = err else { panic!("{err:?}") };
+        assert!(message.contains(says), "{message}");
+        two.unwrap();
+        assert_eq!(a.get(0).as_f64(), before.as_f64() + 1.0, "{ahead}: one bump, from the bytes before");
+    }
+    // Refused ahead, the worker going on: the one behind named results never kept, is told so,
+    // and goes again with the bytes.
+    let (one, two) = run_behind(&mut gpu, &module, "fake_refused", &mut a);
+    assert!(matches!(&one, Err(BackendError::Launch(m)) if m.contains("OUT_OF_RESOURCES")), "{one:?}");
+    two.unwrap();
+    assert!(a.iter().all(|x| x == Num::Int(5)));
+    // A new worker holds no copy: the launch ahead is told so, and so is the one behind; both go
+    // again with their bytes, in order.
+    let err = run_pipelined(&mut gpu, &module, "fake_crash", &mut a).unwrap_err();
+    assert!(matches!(err, BackendError::Aborted(_)), "{err:?}");
+    let (one, two) = run_behind(&mut gpu, &module, "fake_bump", &mut a);
+    one.unwrap();
+    two.unwrap();
+    assert!(a.iter().all(|x| x == Num::Int(7)));
+}

@@ -170,6 +170,14 @@ impl Worker {
         timeout: Duration,
         cancel: Option<&AtomicBool>,
     ) -> Result<Response, WorkerError> {
+        self.send(req)?;
+        self.answer(timeout, cancel)
+    }
+
+    /// Send a request without waiting for its answer: the caller does other work meanwhile and
+    /// takes the answer with [`Worker::answer`] before it sends anything else (the worker answers
+    /// one request at a time, in order).
+    pub fn send(&mut self, req: &Request) -> Result<(), WorkerError> {
         let sent = match self.stdin.as_mut() {
             Some(stdin) => protocol::send(stdin, req).is_ok(),
             None => false,
@@ -177,6 +185,12 @@ impl Worker {
         if !sent {
             return Err(self.died());
         }
+        Ok(())
+    }
+
+    /// Wait for the answer to the request sent last, at most `timeout` from now. On a timeout
+    /// the worker is killed (a kernel in an endless loop cannot be stopped any other way).
+    pub fn answer(&mut self, timeout: Duration, cancel: Option<&AtomicBool>) -> Result<Response, WorkerError> {
         let deadline = Instant::now() + timeout;
         let mut spin = ANSWER_SPIN;
         loop {

@@ -26,7 +26,9 @@
 //! - `fake_linger`: answer, but from then on ignore the closing of stdin and stay (a worker stuck
 //!   in a kernel when the session leaves);
 //! - `fake_assert`: answer as the real worker does when a device-side `assert` fails
-//!   (`Trapped`, with the device's message), then exit as it does after a sticky error.
+//!   (`Trapped`, with the device's message), then exit as it does after a sticky error;
+//! - `fake_refused`: fail as a launch the driver refuses does (too many resources, say): a
+//!   non-sticky `Failed`, the worker going on, nothing launched or kept.
 //!
 //! Nobody reaches it by accident: `--fake` is a hidden flag of the hidden `worker` subcommand,
 //! which gridlab itself never passes.
@@ -95,6 +97,10 @@ pub fn main() -> ExitCode {
                     }
                     continue;
                 }
+                "fake_refused" => Response::Failed {
+                    message: "running `fake_refused`: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: too many resources requested for launch".into(),
+                    sticky: false,
+                },
                 _ if !compiled => {
                     Response::Failed { message: "no module is loaded: define a kernel first".into(), sticky: false }
                 }

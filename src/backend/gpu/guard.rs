@@ -25,11 +25,39 @@ pub const UNCHECKED: u32 = u32::MAX;
 /// Threads in a block of the check kernel.
 pub const CHECK_THREADS: u32 = 512;
 
+/// Inline buffers' results one launch of the check kernel copies into host memory.
+pub const COPIES_PER_CHECK: usize = GUARDS_PER_CHECK / 2;
+
+/// Bytes one block of the check kernel copies per pass (16 bytes a thread).
+pub const COPY_BYTES_PER_BLOCK: usize = CHECK_THREADS as usize * 16;
+
+/// Blocks of the check kernel that copy results: enough for `bytes` in one pass, at most 64
+/// (more bytes take more passes), none where there is nothing to copy.
+pub fn copy_blocks(bytes: usize) -> u32 {
+    bytes.div_ceil(COPY_BYTES_PER_BLOCK).min(64) as u32
+}
+
+/// The check kernel's `Copies` parameter for `copies` (source, destination and length of each,
+/// at most [`COPIES_PER_CHECK`]): every source, then every destination, then every length; with
+/// the number of copies and their bytes.
+pub fn copy_table(copies: &[(u64, u64, u64)]) -> ([u64; 3 * COPIES_PER_CHECK], u32, usize) {
+    let mut table = [0u64; 3 * COPIES_PER_CHECK];
+    let copies = &copies[..copies.len().min(COPIES_PER_CHECK)];
+    for (k, &(from, to, len)) in copies.iter().enumerate() {
+        (table[k], table[COPIES_PER_CHECK + k], table[2 * COPIES_PER_CHECK + k]) = (from, to, len);
+    }
+    (table, copies.len() as u32, copies.iter().map(|c| c.2 as usize).sum())
+}
+
 /// The check kernel: one block per guard region, each thread folding the differences from the
 /// pattern of a fixed stride of words (eight bytes at a time where the guard's address allows, as
 /// after a buffer whose length is a multiple of 8), its loads unrolled so that they are all in
 /// flight at once rather than one memory latency after another; the block agrees with
-/// `__syncthreads_or`, and one thread writes the guard's flag.
+/// `__syncthreads_or`, and one thread writes the guard's flag. The blocks after those copy the
+/// small (inline) buffers' results into the pinned staging memory, which the device writes
+/// directly: the kernel then stands for the launch's copies back as well, so a small launch
+/// queues one operation after the learner's kernel rather than one per buffer, and the stream
+/// never waits for the copy engine.
 pub fn check_source() -> String {
     let p = PATTERN as u64;
     let (p8, p4) = (p * 0x0101_0101_0101_0101, p * 0x0101_0101);
@@ -46,9 +74,31 @@ __device__ unsigned long long differs(const unsigned char *p, W pattern) {{
     return diff;
 }}
 
-extern "C" __global__ void __launch_bounds__({t}) {CHECK_KERNEL}(Guards guards, unsigned int count, volatile unsigned int *flags) {{
+struct Copies {{ const unsigned char *from[{COPIES_PER_CHECK}]; unsigned char *to[{COPIES_PER_CHECK}]; unsigned long long len[{COPIES_PER_CHECK}]; }};
+
+__device__ void copy_results(const Copies &copies, unsigned int n, unsigned int block, unsigned int blocks) {{
+    const unsigned long long stride = (unsigned long long)blocks * {t};
+    const unsigned long long first = (unsigned long long)block * {t} + threadIdx.x;
+    for (unsigned int c = 0; c < n; c++) {{
+        const unsigned char *from = copies.from[c];
+        unsigned char *to = copies.to[c];
+        const unsigned long long len = copies.len[c];
+        if ((((unsigned long long)from | (unsigned long long)to) & 15) == 0) {{
+            const unsigned long long words = len / 16;
+            for (unsigned long long k = first; k < words; k += stride) ((uint4 *)to)[k] = ((const uint4 *)from)[k];
+            for (unsigned long long k = words * 16 + first; k < len; k += stride) to[k] = from[k];
+        }} else {{
+            for (unsigned long long k = first; k < len; k += stride) to[k] = from[k];
+        }}
+    }}
+}}
+
+extern "C" __global__ void __launch_bounds__({t}) {CHECK_KERNEL}(Guards guards, unsigned int count, volatile unsigned int *flags, Copies copies, unsigned int ncopies) {{
     const unsigned int g = blockIdx.x;
-    if (g >= count) return;
+    if (g >= count) {{
+        copy_results(copies, ncopies, g - count, gridDim.x - count);
+        return;
+    }}
     const unsigned char *p = guards.at[g];
     const unsigned long long address = (unsigned long long)p;
     unsigned long long diff;
@@ -139,6 +189,8 @@ mod tests {
     fn the_check_kernel_compares_with_the_pattern_at_every_width() {
         let src = check_source();
         assert!(src.contains(&format!(" {CHECK_KERNEL}(Guards guards, unsigned int count,")));
+        // The copies' blocks come after the guards' and take every copy the launch names.
+        assert!(src.contains(&format!("from[{COPIES_PER_CHECK}]")) && src.contains("copy_results(copies, ncopies"));
         assert!(src.contains("0xa5a5a5a5a5a5a5a5ull") && src.contains("0xa5a5a5a5u") && src.contains(")0xa5u"));
         // Every word of a guard is read: the guard divides evenly among the block's threads.
         assert_eq!(GUARD_BYTES % (CHECK_THREADS as usize * 8), 0);
@@ -146,6 +198,29 @@ mod tests {
             src.contains(&format!("at[{GUARDS_PER_CHECK}]"))
                 && src.contains(&format!("{GUARD_BYTES} / sizeof(W) / {CHECK_THREADS}"))
         );
+    }
+
+    #[test]
+    fn the_copy_blocks_cover_the_bytes_in_one_pass_up_to_a_bound() {
+        assert_eq!(copy_blocks(0), 0);
+        assert_eq!(copy_blocks(1), 1);
+        assert_eq!(copy_blocks(COPY_BYTES_PER_BLOCK), 1);
+        assert_eq!(copy_blocks(COPY_BYTES_PER_BLOCK + 1), 2);
+        assert_eq!(copy_blocks(1 << 30), 64);
+    }
+
+    #[test]
+    fn the_copy_table_lists_sources_then_destinations_then_lengths() {
+        let (table, n, bytes) = copy_table(&[(0x1000, 0x9000, 4096), (0x2000, 0x9100, 3)]);
+        assert_eq!((n, bytes), (2, 4099));
+        let c = COPIES_PER_CHECK;
+        assert_eq!(
+            [table[0], table[1], table[c], table[c + 1], table[2 * c], table[2 * c + 1]],
+            [0x1000, 0x2000, 0x9000, 0x9100, 4096, 3]
+        );
+        assert!(table[2..c].iter().all(|&w| w == 0));
+        // Guards are two a buffer: a chunk of guards and a chunk of copies cover the same buffers.
+        assert_eq!(GUARDS_PER_CHECK, 2 * COPIES_PER_CHECK);
     }
 
     #[test]

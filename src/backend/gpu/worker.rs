@@ -5,8 +5,10 @@
 //!
 //! A launch over small buffers queues everything on the stream and waits once: the upload from
 //! pinned staging memory, the kernel between its timing events, the guard check kernel
-//! (`guard.rs`, compiled on first use), the copies of the results back into the staging memory.
-//! Only a guard the check flagged is copied to the host and read there, to name what was written.
+//! (`guard.rs`, compiled on first use), which also copies the results back into the staging
+//! memory (the device writes it directly; one operation after the learner's kernel, not one
+//! copy per buffer). Only a guard the check flagged is copied to the host and read there, to name
+//! what was written.
 //!
 //! Device `printf` writes to file descriptor 1, so at start the worker moves its stdout to an
 //! in-memory file and speaks the protocol on a duplicate of the original descriptor.
@@ -135,6 +137,22 @@ fn device_mapped_words(n: usize) -> Option<(*mut u32, sys::CUdeviceptr)> {
     }
 }
 
+/// A small buffer's results, which the guard check kernel copies to the staging memory.
+struct GuardCopy {
+    from: sys::CUdeviceptr,
+    to: sys::CUdeviceptr,
+    len: u64,
+}
+
+/// What [`Worker::queue_guard_check`] queued.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CheckQueued {
+    /// Nothing: the guards are read on the host and every result is copied back.
+    No,
+    /// The check, and the copies it was given.
+    WithCopies,
+}
+
 /// Wait for what was queued on `stream`, whatever became of it: on a path that has failed
 /// already, before memory a queued copy uses is let go or used again.
 fn wait_for(stream: sys::CUstream) {
@@ -166,6 +184,9 @@ const SPARE_LARGEST: usize = 16 << 20;
 #[derive(Default)]
 struct Staging {
     pinned: Option<(*mut u8, usize)>,
+    /// The pinned memory's address on the device, which the guard check kernel writes the
+    /// small buffers' results to; `None` where the driver gives none (they are then copied).
+    device: Option<sys::CUdeviceptr>,
     plain: Vec<u8>,
 }
 
@@ -178,8 +199,14 @@ impl Staging {
         if self.pinned.is_none() && self.plain.len() < len {
             let size = len.next_power_of_two();
             // SAFETY: a plain pinned allocation; its bytes are written before they are read.
-            match unsafe { result::malloc_host(size, 0) } {
-                Ok(ptr) => self.pinned = Some((ptr as *mut u8, size)),
+            match unsafe { result::malloc_host(size, sys::CU_MEMHOSTALLOC_DEVICEMAP) } {
+                Ok(ptr) => {
+                    self.pinned = Some((ptr as *mut u8, size));
+                    let mut device = 0;
+                    // SAFETY: `ptr` is the pinned allocation just made, mapped for the device.
+                    let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, ptr, 0) };
+                    self.device = (r == sys::CUresult::CUDA_SUCCESS).then_some(device);
+                }
                 Err(_) => self.plain.resize(len, 0),
             }
         }
@@ -190,7 +217,13 @@ impl Staging {
         }
     }
 
+    /// The device's address of byte `at` of the memory `get` gave, where the device can write it.
+    fn device_at(&self, at: usize) -> Option<sys::CUdeviceptr> {
+        self.device.map(|d| d + at as u64)
+    }
+
     fn release(&mut self) {
+        self.device = None;
         if let Some((ptr, _)) = self.pinned.take() {
             // SAFETY: allocated by `malloc_host` in `get`, freed once.
             unsafe {
@@ -1128,13 +1161,28 @@ impl Worker {
         }
         // The kernel is queued: then the guard check, and the copies of the inline buffers'
         // results into the staging memory, each at the place it went up from; the shared ones
-        // stay on the device until the session reads them. One wait for all of it.
+        // stay on the device until the session reads them. The check kernel makes those copies
+        // where the device can write the staging memory (one operation after the learner's
+        // kernel, not one per buffer); else they are queued after it. One wait for all of it.
         let guards: Vec<sys::CUdeviceptr> = bufs.iter().flat_map(|d| [d.ptr, d.data() + d.len as u64]).collect();
-        let checked = self.queue_guard_check(&guards, stream);
+        let copies: Vec<Option<GuardCopy>> = bufs
+            .iter()
+            .zip(&inline_at)
+            .zip(&req.buffers)
+            .map(|((d, at), b)| {
+                let to = self.staging.device_at((*at)?)?;
+                Some(GuardCopy { from: d.data(), to, len: b.len() })
+            })
+            .collect();
+        let copied = self.queue_guard_check(&guards, &copies, stream);
+        let checked = copied != CheckQueued::No;
         let stage = self.staging.get(need);
         let done = (|| {
-            for ((d, at), b) in bufs.iter().zip(&inline_at).zip(&req.buffers) {
+            for (((d, at), b), c) in bufs.iter().zip(&inline_at).zip(&req.buffers).zip(&copies) {
                 let Some(at) = *at else { continue };
+                if copied == CheckQueued::WithCopies && c.is_some() {
+                    continue;
+                }
                 // SAFETY: the allocation holds `len` bytes at `data()`; `stage` holds `need`
                 // bytes, and the inline buffers' places add up to `need`.
                 unsafe { result::memcpy_dtoh_async(&mut stage[at..at + b.len() as usize], d.data(), stream) }?;
@@ -1242,34 +1290,49 @@ impl Worker {
         response
     }
 
-    /// Queue the device guard check over the guard regions at `guards`, their flags set to
-    /// [`guard::UNCHECKED`] first. `false` where it cannot run: every guard is then read on the
-    /// host.
-    fn queue_guard_check(&mut self, guards: &[sys::CUdeviceptr], stream: sys::CUstream) -> bool {
-        let Some(check) = self.checker() else { return false };
+    /// Queue the device guard check over the guard regions at `guards` (two a buffer), their
+    /// flags set to [`guard::UNCHECKED`] first, and with it the copies of the buffers' results
+    /// that `copies` names (one entry a buffer). [`CheckQueued::No`] where it cannot run: every
+    /// guard is then read on the host, and every result copied.
+    fn queue_guard_check(
+        &mut self,
+        guards: &[sys::CUdeviceptr],
+        copies: &[Option<GuardCopy>],
+        stream: sys::CUstream,
+    ) -> CheckQueued {
+        let Some(check) = self.checker() else { return CheckQueued::No };
         if !check.reset(guards.len()) {
-            return false;
+            return CheckQueued::No;
         }
-        for (c, chunk) in guards.chunks(guard::GUARDS_PER_CHECK).enumerate() {
+        let chunks = guards.chunks(guard::GUARDS_PER_CHECK).zip(copies.chunks(guard::COPIES_PER_CHECK));
+        for (c, (chunk, copy_chunk)) in chunks.enumerate() {
             let mut at = [0 as sys::CUdeviceptr; guard::GUARDS_PER_CHECK];
             at[..chunk.len()].copy_from_slice(chunk);
             let mut count = chunk.len() as u32;
             let mut flags = check.flags_device + (c * guard::GUARDS_PER_CHECK * 4) as u64;
+            let chunk_copies: Vec<(u64, u64, u64)> =
+                copy_chunk.iter().flatten().map(|c| (c.from, c.to, c.len)).collect();
+            let (mut table, mut ncopies, bytes) = guard::copy_table(&chunk_copies);
+            let blocks = count + guard::copy_blocks(bytes);
             let mut params = [
                 &mut at as *mut _ as *mut c_void,
                 &mut count as *mut _ as *mut c_void,
                 &mut flags as *mut _ as *mut c_void,
+                &mut table as *mut _ as *mut c_void,
+                &mut ncopies as *mut _ as *mut c_void,
             ];
-            // SAFETY: the check kernel's three parameters, alive for the call (the driver copies
-            // them); the guards lie in live allocations, the flags in `check`'s memory.
+            // SAFETY: the check kernel's five parameters, alive for the call (the driver copies
+            // them); the guards and the copies' sources lie in live allocations, the flags in
+            // `check`'s memory, the copies' destinations in the staging memory, which stays
+            // untouched until the stream is waited for.
             let r = unsafe {
-                result::launch_kernel(check.func, (count, 1, 1), (guard::CHECK_THREADS, 1, 1), 0, stream, &mut params)
+                result::launch_kernel(check.func, (blocks, 1, 1), (guard::CHECK_THREADS, 1, 1), 0, stream, &mut params)
             };
             if r.is_err() {
-                return false;
+                return CheckQueued::No;
             }
         }
-        true
+        CheckQueued::WithCopies
     }
 
     /// Copy the session's values into the loaded module's `__constant__`/`__device__`
