@@ -973,18 +973,25 @@ fn closing_the_terminal_window_ends_gridlab() {
     assert!(status.code() == Some(129) || status.signal() == Some(libc::SIGHUP), "{status:?}");
 }
 
-#[test]
-fn a_tall_input_offered_again_after_a_command_is_named_not_printed_over_its_output() {
-    let home = tempfile::tempdir().unwrap();
+/// A course of one lesson whose one step, after `prose`, runs a 16-line kernel: taller than a
+/// terminal of 12 rows.
+fn tall_course(prose: &str) -> tempfile::TempDir {
     let course = tempfile::tempdir().unwrap();
     let body: String = (0..14).map(|k| format!("    a[{k}] = {k}.0f;\n")).collect();
     std::fs::write(
         course.path().join("01-tall.md"),
         format!(
-            "+++\ntitle = \"Tall\"\nsummary = \"A kernel taller than a small terminal.\"\n+++\n\nIntro.\n\n## The kernel\n\nRun it.\n\n```cuda\n__global__ void tall(float *a) {{\n{body}}}\n```\n"
+            "+++\ntitle = \"Tall\"\nsummary = \"A kernel taller than a small terminal.\"\n+++\n\nIntro.\n\n## The kernel\n\n{prose}\n\n```cuda\n__global__ void tall(float *a) {{\n{body}}}\n```\n"
         ),
     )
     .unwrap();
+    course
+}
+
+#[test]
+fn a_tall_input_offered_again_after_a_command_is_named_not_printed_over_its_output() {
+    let home = tempfile::tempdir().unwrap();
+    let course = tall_course("Run it.");
     let mut t =
         Terminal::start_sized(home.path(), &["learn", "1", "--course", course.path().to_str().unwrap()], &[], 12);
     t.wait_for("taller than this terminal");
@@ -1005,15 +1012,7 @@ fn an_input_taller_than_the_terminal_is_shown_not_prefilled_and_enter_runs_it() 
     // reedline repaints a buffer taller than the screen from its top, over the prose above it:
     // such an input is shown instead, and Enter on the empty line runs it.
     let home = tempfile::tempdir().unwrap();
-    let course = tempfile::tempdir().unwrap();
-    let body: String = (0..14).map(|k| format!("    a[{k}] = {k}.0f;\n")).collect();
-    std::fs::write(
-        course.path().join("01-tall.md"),
-        format!(
-            "+++\ntitle = \"Tall\"\nsummary = \"A kernel taller than a small terminal.\"\n+++\n\nIntro.\n\n## The kernel\n\nThe prose above the kernel stays.\n\n```cuda\n__global__ void tall(float *a) {{\n{body}}}\n```\n"
-        ),
-    )
-    .unwrap();
+    let course = tall_course("The prose above the kernel stays.");
     let mut t =
         Terminal::start_sized(home.path(), &["demo", "1", "--course", course.path().to_str().unwrap()], &[], 12);
     t.wait_for("The prose above the kernel stays.");

@@ -192,15 +192,20 @@ fn backend(timeout: Duration) -> (GpuBackend, Module) {
     (gpu, module)
 }
 
-fn run(gpu: &mut GpuBackend, module: &Module, kernel: &str, buffer: &mut Buffer) -> Result<String, BackendError> {
-    let spec = LaunchSpec {
+/// `kernel<<<1, 4>>>` over one buffer.
+fn one_block(kernel: &str) -> LaunchSpec {
+    LaunchSpec {
         kernel: kernel.into(),
         grid: Dim3::linear(1),
         block: Dim3::linear(4),
         shared_bytes: 0,
         args: vec![Arg::Buffer(0)],
         symbols: Vec::new(),
-    };
+    }
+}
+
+fn run(gpu: &mut GpuBackend, module: &Module, kernel: &str, buffer: &mut Buffer) -> Result<String, BackendError> {
+    let spec = one_block(kernel);
     let mut buffers = LaunchBuffers { names: vec!["a".into()], buffers: vec![buffer] };
     let report = gpu.launch(module, &spec, &mut buffers)?;
     Ok(report.output.iter().map(|l| l.text.clone()).collect::<Vec<_>>().join("\n"))
@@ -391,14 +396,7 @@ fn launch_large(
     kernel: &str,
     buffer: &mut Buffer,
 ) -> Result<Buffer, BackendError> {
-    let spec = LaunchSpec {
-        kernel: kernel.into(),
-        grid: Dim3::linear(1),
-        block: Dim3::linear(4),
-        shared_bytes: 0,
-        args: vec![Arg::Buffer(0)],
-        symbols: Vec::new(),
-    };
+    let spec = one_block(kernel);
     let mut buffers = LaunchBuffers { names: vec!["a".into()], buffers: vec![buffer] };
     let report = gpu.launch(module, &spec, &mut buffers)?;
     Ok(report.before.expect("the GPU keeps the buffers as they were").remove(0))
@@ -577,14 +575,7 @@ fn a_script_reads_results_back_only_when_it_looks_and_a_crash_loses_nothing() {
 
 /// `fake_bump` over the small buffers `bufs` on `gpu`, their results written back at once.
 fn run_small(gpu: &mut GpuBackend, module: &Module, kernel: &str, bufs: Vec<&mut Buffer>) -> Result<(), BackendError> {
-    let spec = LaunchSpec {
-        kernel: kernel.into(),
-        grid: Dim3::linear(1),
-        block: Dim3::linear(4),
-        shared_bytes: 0,
-        args: (0..bufs.len()).map(Arg::Buffer).collect(),
-        symbols: Vec::new(),
-    };
+    let spec = LaunchSpec { args: (0..bufs.len()).map(Arg::Buffer).collect(), ..one_block(kernel) };
     let names = (0..bufs.len()).map(|i| format!("b{i}")).collect();
     let mut buffers = LaunchBuffers { names, buffers: bufs };
     gpu.launch(module, &spec, &mut buffers).map(|_| ())
@@ -617,14 +608,7 @@ fn a_small_buffer_the_host_did_not_change_is_not_sent_again() {
     assert_eq!((a.get(5), b.get(5)), (Num::Int(103), Num::Int(103)));
     // `:time` launches the kept copy without writing back: the buffer keeps its bytes, and its
     // next launch finds the copy gone (the worker ran on it) and sends the bytes.
-    let spec = LaunchSpec {
-        kernel: "fake_bump".into(),
-        grid: Dim3::linear(1),
-        block: Dim3::linear(4),
-        shared_bytes: 0,
-        args: vec![Arg::Buffer(0)],
-        symbols: Vec::new(),
-    };
+    let spec = one_block("fake_bump");
     gpu.time(&spec, &LaunchBuffers { names: vec!["a".into()], buffers: vec![&mut a] }, 3).unwrap();
     assert_eq!(a.get(5), Num::Int(103));
     run_small(&mut gpu, &module, "fake_bump", vec![&mut a]).unwrap();
@@ -704,14 +688,7 @@ fn a_worker_asked_for_a_small_copy_it_does_not_hold_says_so() {
 /// `kernel` over `buffer`, sent with [`GpuBackend::begin_launch`] and taken with
 /// [`GpuBackend::end_launch`], as a replayed script runs a launch while it checks the next input.
 fn run_pipelined(gpu: &mut GpuBackend, module: &Module, kernel: &str, buffer: &mut Buffer) -> Result<(), BackendError> {
-    let spec = LaunchSpec {
-        kernel: kernel.into(),
-        grid: Dim3::linear(1),
-        block: Dim3::linear(4),
-        shared_bytes: 0,
-        args: vec![Arg::Buffer(0)],
-        symbols: Vec::new(),
-    };
+    let spec = one_block(kernel);
     let mut buffers = LaunchBuffers { names: vec!["a".into()], buffers: vec![buffer] };
     gpu.begin_launch(&spec, &buffers, &[])?;
     assert!(gpu.launch_in_flight());
@@ -821,15 +798,7 @@ fn run_behind(
     ahead: &str,
     a: &mut Buffer,
 ) -> (Result<(), BackendError>, Result<(), BackendError>) {
-    let spec = |kernel: &str| LaunchSpec {
-        kernel: kernel.into(),
-        grid: Dim3::linear(1),
-        block: Dim3::linear(4),
-        shared_bytes: 0,
-        args: vec![Arg::Buffer(0)],
-        symbols: Vec::new(),
-    };
-    let (first, second) = (spec(ahead), spec("fake_bump"));
+    let (first, second) = (one_block(ahead), one_block("fake_bump"));
     let mut buffers = LaunchBuffers { names: vec!["a".into()], buffers: vec![a] };
     gpu.begin_launch(&first, &buffers, &[]).unwrap();
     gpu.begin_launch(&second, &buffers, &[Some(0)]).unwrap();
