@@ -168,6 +168,24 @@ impl Terminal {
     }
 
     /// Wait until the last line on the screen is `line` (an empty prompt, say).
+    /// Ctrl-C to clear the editor, then Ctrl-D on the empty prompt once the editor reads again:
+    /// typed between two reads, the terminal's own line discipline (not the editor) would take
+    /// the Ctrl-D, and the session would not end.
+    fn clear_and_leave(&mut self) {
+        self.keys("\x03");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            self.pump();
+            let text = self.text();
+            if text.lines().rev().find(|l| !l.trim().is_empty()).is_some_and(|l| l.trim_end().ends_with('>')) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the prompt never came back empty; the screen shows:\n{text}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.keys("\x04");
+    }
+
     fn wait_for_last_line(&mut self, line: &str) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
@@ -304,8 +322,7 @@ fn without_a_usable_state_folder_history_stays_in_memory() {
     // History still works within the session: Up brings the last input back.
     t.keys("\x1b[A");
     t.wait_for("sim> let x = 1 # no colours");
-    t.keys("\x03");
-    t.keys("\x04");
+    t.clear_and_leave();
     t.wait_for("history was kept in memory only");
     assert_eq!(t.exit_code(), 0);
 }
@@ -340,8 +357,7 @@ fn up_on_a_recalled_kernel_moves_into_its_lines() {
     // Alt-Up goes to the older input at once, from any line.
     t.keys("\x1b[1;3A");
     t.wait_for("sim> expect a[1] == 2");
-    t.keys("\x03");
-    t.keys("\x04");
+    t.clear_and_leave();
     assert_eq!(t.exit_code(), 0);
 }
 
@@ -484,8 +500,7 @@ fn a_demo_moves_on_with_each_enter() {
     t.wait_for_last_line("sim lesson 1.1>");
     t.keys("\r");
     t.wait_for("sim lesson 1.1> let a = zeros(4)");
-    t.keys("\x03");
-    t.keys("\x04");
+    t.clear_and_leave();
     assert_eq!(t.exit_code(), 0);
     // A demo leaves the presenter's own progress alone.
     assert!(!home.path().join("data/gridlab/progress").exists());
@@ -682,8 +697,7 @@ fn no_history_hint_is_drawn_over_a_prefilled_input() {
     t.keys("\x1b[C");
     t.keys(" ");
     t.wait_for("sim lesson 1.1> let a = zeros(4) + 100");
-    t.keys("\x03");
-    t.keys("\x04");
+    t.clear_and_leave();
     assert_eq!(t.exit_code(), 0);
 }
 
@@ -716,8 +730,7 @@ fn back_then_next_to_a_solved_exercise_offers_the_learners_own_answer() {
     t.wait_until("the step again with a kernel in the editor", |s| offered(s).is_some_and(|e| e.contains("twice(")));
     let editor = offered(&t.text()).unwrap();
     assert!(editor.contains("a[i] + a[i]") && !editor.contains("int i = threadIdx.x;"), "{}", t.text());
-    t.keys("\x03");
-    t.keys("\x04");
+    t.clear_and_leave();
     assert_eq!(t.exit_code(), 0);
 
     // The answer is kept with the progress: back at the step in a new session, it is offered again.
@@ -726,8 +739,7 @@ fn back_then_next_to_a_solved_exercise_offers_the_learners_own_answer() {
     t.wait_for("a[i] + a[i]");
     let screen = t.text();
     assert!(!screen.contains("int i = threadIdx.x;"), "{screen}");
-    t.keys("\x03");
-    t.keys("\x04");
+    t.clear_and_leave();
     assert_eq!(t.exit_code(), 0);
 }
 
@@ -843,8 +855,7 @@ fn a_cleared_step_input_comes_back_and_a_kernel_that_failed_stays_in_the_editor(
     t.keys("let y = no_such_function(3)\r");
     t.wait_for("no_such_function");
     t.wait_for_last_line("sim lesson 2.1> let x = ones(64)");
-    t.keys("\x03");
-    t.keys("\x04");
+    t.clear_and_leave();
     assert_eq!(t.exit_code(), 0);
 }
 
@@ -863,8 +874,7 @@ fn a_failed_check_puts_the_learners_kernel_back_in_the_editor() {
     t.keys(":check\r");
     t.wait_for("Your kernel is back in the editor");
     t.wait_for_last_line("sim lesson 1.2> __global__ void twice(float *a, int n) { a[threadIdx.x] *= 3.0f; }");
-    t.keys("\x03");
-    t.keys("\x04");
+    t.clear_and_leave();
     assert_eq!(t.exit_code(), 0);
 }
 
@@ -896,8 +906,7 @@ fn typing_replaces_a_prefilled_input_and_a_kernel_that_did_not_compile_is_the_on
     t.keys(":lesson\r");
     t.wait_for("(step 2 of 2)");
     t.wait_for_last_line("sim lesson 1.2> __global__ void twice(float *a, int n) {");
-    t.keys("\x03");
-    t.keys("\x04");
+    t.clear_and_leave();
     assert_eq!(t.exit_code(), 0);
 }
 
