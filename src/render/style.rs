@@ -119,6 +119,13 @@ impl Style {
             // Even condensed it does not fit: keep it as narrow as it is too.
             return;
         }
+        // The roomier cells only where the table still fits the screen's width with them: a
+        // border that wraps onto a line of its own costs more than the room gives.
+        let widths = table.column_max_content_widths();
+        let padded: usize = widths.iter().map(|w| usize::from(*w) + 4).sum::<usize>() + widths.len() + 1;
+        if padded > self.width {
+            return;
+        }
         for column in table.column_iter_mut() {
             column.set_padding((2, 2));
         }

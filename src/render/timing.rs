@@ -75,6 +75,9 @@ pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Resul
     super::write_heading(out, &t.launch, &rest, style)?;
     let mut table = Table::new();
     table.load_preset(UTF8_FULL_CONDENSED);
+    // A narrow screen wraps the long row labels (the reference GPU's name), not the border.
+    table.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+    table.set_width(style.width.min(u16::MAX as usize) as u16);
     table.force_no_tty();
     table.set_header(["", "min", "median", "max"]);
     let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
@@ -155,4 +158,34 @@ pub fn write_timing(out: &mut dyn Write, t: &Timing, style: &Style) -> io::Resul
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_projectors_table_keeps_to_the_screens_width() {
+        let t = Timing {
+            launch: "add_half<<<1024, 1024>>>".into(),
+            backend: "sim".into(),
+            schedule: "random".into(),
+            seeds: "0..2".into(),
+            threads: 1 << 20,
+            steps: vec![393_216; 3],
+            estimates: vec![9.0; 3],
+            reference: "NVIDIA H100 SXM5 80GB".into(),
+            limiter: "launch-bound".into(),
+            ..Timing::default()
+        };
+        for width in [60, 80, 100] {
+            let style = Style { color: false, width, big: true, rows: 40, ..Style::plain() };
+            let mut out = Vec::new();
+            write_timing(&mut out, &t, &style).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            let table: Vec<&str> = text.lines().filter(|l| l.starts_with(['┌', '│', '└'])).collect();
+            assert!(table.len() >= 5, "{text}");
+            assert!(table.iter().all(|l| l.chars().count() <= width), "wider than {width}:\n{text}");
+        }
+    }
 }
