@@ -187,40 +187,15 @@ fn plan(path: &str, check: &Check) -> Result<Vec<Planned>, Box<Failure>> {
 /// The fields of the cost records named `costs` that `e` reads: `c.atomics` is the name
 /// `c.atomics` in a script's expression.
 fn fields_read(e: &script::ast::Expr, costs: &[String], out: &mut Vec<&'static str>) {
-    use script::ast::{ExprKind, Index};
-    match &e.kind {
-        ExprKind::Name(name) => {
-            if let Some((record, field)) = name.split_once('.')
-                && costs.iter().any(|c| c == record)
-                && let Some((known, _)) = crate::session::COST_FIELDS.iter().find(|(f, _)| *f == field)
-                && !out.contains(known)
-            {
-                out.push(known);
-            }
-        }
-        ExprKind::List(items) | ExprKind::Tuple(items) => items.iter().for_each(|i| fields_read(i, costs, out)),
-        ExprKind::Call { args, kwargs, .. } => {
-            args.iter().for_each(|a| fields_read(a, costs, out));
-            kwargs.iter().for_each(|k| fields_read(&k.value, costs, out));
-        }
-        ExprKind::Index { target, indices } => {
-            fields_read(target, costs, out);
-            for i in indices {
-                match i {
-                    Index::At(e) => fields_read(e, costs, out),
-                    Index::Slice { start, stop, step, .. } => {
-                        [start, stop, step].into_iter().flatten().for_each(|e| fields_read(e, costs, out))
-                    }
-                }
-            }
-        }
-        ExprKind::Unary { operand, .. } => fields_read(operand, costs, out),
-        ExprKind::Binary { lhs, rhs, .. } => {
-            fields_read(lhs, costs, out);
-            fields_read(rhs, costs, out);
-        }
-        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Str(_) => {}
+    if let script::ast::ExprKind::Name(name) = &e.kind
+        && let Some((record, field)) = name.split_once('.')
+        && costs.iter().any(|c| c == record)
+        && let Some((known, _)) = crate::session::COST_FIELDS.iter().find(|(f, _)| *f == field)
+        && !out.contains(known)
+    {
+        out.push(known);
     }
+    e.children().into_iter().for_each(|c| fields_read(c, costs, out));
 }
 
 /// What one launch of a check was given, seen on the first simulator run of each

@@ -240,4 +240,26 @@ impl Expr {
     pub fn text<'a>(&self, src: &'a str) -> &'a str {
         src.get(self.span.lo as usize..self.span.hi as usize).unwrap_or("?")
     }
+
+    /// The expressions directly inside this one, in the order they are written (a call's
+    /// arguments, then its keyword arguments' values; an index's target, then its indices).
+    pub fn children(&self) -> Vec<&Expr> {
+        match &self.kind {
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Str(_) | ExprKind::Name(_) => {
+                Vec::new()
+            }
+            ExprKind::List(items) | ExprKind::Tuple(items) => items.iter().collect(),
+            ExprKind::Call { args, kwargs, .. } => args.iter().chain(kwargs.iter().map(|k| &k.value)).collect(),
+            ExprKind::Index { target, indices } => std::iter::once(&**target)
+                .chain(indices.iter().flat_map(|i| match i {
+                    Index::At(e) => vec![e],
+                    Index::Slice { start, stop, step, .. } => {
+                        [start, stop, step].into_iter().flatten().map(|b| &**b).collect()
+                    }
+                }))
+                .collect(),
+            ExprKind::Unary { operand, .. } => vec![&**operand],
+            ExprKind::Binary { lhs, rhs, .. } => vec![&**lhs, &**rhs],
+        }
+    }
 }

@@ -66,7 +66,7 @@ impl Session {
     /// Whether the input may run with a launch still in flight (it may be a launch): the others
     /// take its answer first, so a runner takes the finished launch before them.
     pub fn may_pipeline(&self, input: &crate::script::Input) -> bool {
-        self.pipelining && input.kind == crate::script::InputKind::Statement && input.text.contains("<<<")
+        self.pipelining && input.kind == crate::script::InputKind::Statement && crate::script::is_launch(&input.text)
     }
 
     /// Whether the last input left its launch in flight.
@@ -231,16 +231,12 @@ impl Session {
     fn reads_no_elements(&self, launch: &Launch) -> bool {
         fn plain(s: &Session, e: &Expr) -> bool {
             match &e.kind {
-                ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Str(_) => true,
                 ExprKind::Name(n) => s.work.buffer(n).is_none(),
-                ExprKind::Call { func, args, kwargs, .. } => {
-                    (func == "len" && args.len() == 1 && kwargs.is_empty())
-                        || (args.iter().all(|a| plain(s, a)) && kwargs.iter().all(|k| plain(s, &k.value)))
+                ExprKind::Call { func, args, kwargs, .. } if func == "len" && args.len() == 1 && kwargs.is_empty() => {
+                    true
                 }
-                ExprKind::List(items) | ExprKind::Tuple(items) => items.iter().all(|a| plain(s, a)),
-                ExprKind::Unary { operand, .. } => plain(s, operand),
-                ExprKind::Binary { lhs, rhs, .. } => plain(s, lhs) && plain(s, rhs),
                 ExprKind::Index { .. } => false,
+                _ => e.children().into_iter().all(|c| plain(s, c)),
             }
         }
         let pointer = |e: &Expr| match &e.kind {

@@ -405,6 +405,13 @@ impl L1Counts {
         self.hits += hits;
         self.misses += sectors.len() as u64 - hits;
     }
+
+    /// Add another worker's counts for the same instruction.
+    pub fn add(&mut self, other: &L1Counts) {
+        self.hit_requests += other.hit_requests;
+        self.hits += other.hits;
+        self.misses += other.misses;
+    }
 }
 
 impl Counter {

@@ -261,69 +261,49 @@ fn children_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
     each_child!(&mut e.kind, f, iter_mut)
 }
 
+/// Calls `$f` on every expression statement `$s` holds, nested statements included, walking
+/// them with `$walk` (`$iter` `iter` or `iter_mut`): one list of the statements' shapes for
+/// both walks, as `each_child!` is for expressions.
+macro_rules! each_stmt_expr {
+    ($kind:expr, $f:expr, $walk:ident, $iter:ident) => {
+        match $kind {
+            StmtKind::Expr(e) | StmtKind::Return(Some(e)) => $f(e),
+            StmtKind::Decl { init, .. } => init.$iter().for_each($f),
+            StmtKind::ArrayDecl { init, .. } => init.$iter().flatten().for_each($f),
+            StmtKind::If { cond, then, else_ } => {
+                $f(cond);
+                $walk(then, $f);
+                if let Some(e) = else_ {
+                    $walk(e, $f);
+                }
+            }
+            StmtKind::While { cond, body } | StmtKind::DoWhile { body, cond } => {
+                $f(cond);
+                $walk(body, $f);
+            }
+            StmtKind::Switch { value, body, .. } => {
+                $f(value);
+                body.$iter().for_each(|s| $walk(s, $f));
+            }
+            StmtKind::For { init, cond, step, body } => {
+                if let Some(i) = init {
+                    $walk(i, $f);
+                }
+                cond.$iter().for_each(&mut *$f);
+                step.$iter().for_each(&mut *$f);
+                $walk(body, $f);
+            }
+            StmtKind::Block(b) => b.$iter().for_each(|s| $walk(s, $f)),
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) | StmtKind::Empty => {}
+        }
+    };
+}
+
 /// Every expression a statement holds at its top level, nested statements included.
 fn stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
-    match &s.kind {
-        StmtKind::Expr(e) | StmtKind::Return(Some(e)) => f(e),
-        StmtKind::Decl { init, .. } => init.iter().for_each(f),
-        StmtKind::ArrayDecl { init, .. } => init.iter().flatten().for_each(f),
-        StmtKind::If { cond, then, else_ } => {
-            f(cond);
-            stmt_exprs(then, f);
-            if let Some(e) = else_ {
-                stmt_exprs(e, f);
-            }
-        }
-        StmtKind::While { cond, body } | StmtKind::DoWhile { body, cond } => {
-            f(cond);
-            stmt_exprs(body, f);
-        }
-        StmtKind::Switch { value, body, .. } => {
-            f(value);
-            body.iter().for_each(|s| stmt_exprs(s, f));
-        }
-        StmtKind::For { init, cond, step, body } => {
-            if let Some(i) = init {
-                stmt_exprs(i, f);
-            }
-            cond.iter().for_each(&mut *f);
-            step.iter().for_each(&mut *f);
-            stmt_exprs(body, f);
-        }
-        StmtKind::Block(b) => b.iter().for_each(|s| stmt_exprs(s, f)),
-        StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) | StmtKind::Empty => {}
-    }
+    each_stmt_expr!(&s.kind, f, stmt_exprs, iter)
 }
 
 fn stmt_exprs_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
-    match &mut s.kind {
-        StmtKind::Expr(e) | StmtKind::Return(Some(e)) => f(e),
-        StmtKind::Decl { init, .. } => init.iter_mut().for_each(f),
-        StmtKind::ArrayDecl { init, .. } => init.iter_mut().flatten().for_each(f),
-        StmtKind::If { cond, then, else_ } => {
-            f(cond);
-            stmt_exprs_mut(then, f);
-            if let Some(e) = else_ {
-                stmt_exprs_mut(e, f);
-            }
-        }
-        StmtKind::While { cond, body } | StmtKind::DoWhile { body, cond } => {
-            f(cond);
-            stmt_exprs_mut(body, f);
-        }
-        StmtKind::Switch { value, body, .. } => {
-            f(value);
-            body.iter_mut().for_each(|s| stmt_exprs_mut(s, f));
-        }
-        StmtKind::For { init, cond, step, body } => {
-            if let Some(i) = init {
-                stmt_exprs_mut(i, f);
-            }
-            cond.iter_mut().for_each(&mut *f);
-            step.iter_mut().for_each(&mut *f);
-            stmt_exprs_mut(body, f);
-        }
-        StmtKind::Block(b) => b.iter_mut().for_each(|s| stmt_exprs_mut(s, f)),
-        StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) | StmtKind::Empty => {}
-    }
+    each_stmt_expr!(&mut s.kind, f, stmt_exprs_mut, iter_mut)
 }

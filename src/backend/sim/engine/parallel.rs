@@ -131,7 +131,15 @@ pub(super) fn me(linear: u64, epoch: u32, warp: usize) -> u64 {
 
 /// A warp's step, as [`Reports::stamp`] records it.
 pub(super) fn stamp(warp: usize, step: u64) -> u64 {
-    (warp as u64) << 40 | step
+    (warp as u64) << STEP_BITS | step
+}
+
+/// The bits of a [`stamp`] that hold the step; the warp is above them.
+const STEP_BITS: u32 = 40;
+
+/// A [`stamp`]'s warp and step.
+fn unstamp(stamp: u64) -> (usize, u64) {
+    ((stamp >> STEP_BITS) as usize, stamp & ((1 << STEP_BITS) - 1))
 }
 
 /// Claim the elements of `tags` that bytes `[off, off + size)` cover (elements of `elem`
@@ -567,7 +575,7 @@ impl RBlock {
             })
             .collect();
         for (i, e) in log.deferred.events.iter().enumerate() {
-            if let Some(w) = warps.get_mut((e.0 >> 40) as usize) {
+            if let Some(w) = warps.get_mut(unstamp(e.0).0) {
                 w.cost.push(i as u32);
             }
         }
@@ -664,7 +672,7 @@ impl RBlock {
             while let Some(&(stamp, pc, block, op, at, ns, na)) =
                 warp.cost.get(warp.counted).and_then(|&i| d.events.get(i as usize))
             {
-                if stamp & ((1 << 40) - 1) >= warp.steps {
+                if unstamp(stamp).1 >= warp.steps {
                     break;
                 }
                 let (at, ns, na) = (at as usize, ns as usize, na as usize);
@@ -682,7 +690,7 @@ impl RBlock {
 
     /// The launch's step at which stamp `stamp` of this block ran.
     fn at(&self, stamp: u64) -> u64 {
-        let (w, step) = ((stamp >> 40) as usize, stamp & ((1 << 40) - 1));
+        let (w, step) = unstamp(stamp);
         let Some(chunks) = self.warps.get(w).map(|w| &w.chunks) else { return 0 };
         let i = chunks.partition_point(|c| c.0 <= step);
         i.checked_sub(1).map_or(0, |i| chunks[i].1 + (step - chunks[i].0))
@@ -838,7 +846,7 @@ impl L1Stage {
         if b.log.deferred.loads.is_empty() {
             return;
         }
-        let sm = (b.log.linear % self.sms as u64) as usize;
+        let sm = self.sm(b);
         let loads = BlockLoads {
             loads: std::mem::take(&mut b.log.deferred.loads),
             data: std::mem::take(&mut b.log.deferred.data),
@@ -847,7 +855,7 @@ impl L1Stage {
         };
         let mut group = self.waiting.remove(&sm).unwrap_or_default();
         group.push(loads);
-        if slots.iter().flatten().any(|r| (r.log.linear % self.sms as u64) as usize == sm) {
+        if slots.iter().flatten().any(|r| self.sm(r) == sm) {
             self.waiting.insert(sm, group);
             return;
         }
@@ -858,6 +866,11 @@ impl L1Stage {
         }
     }
 
+    /// The SM that runs block `b` (as [`Counter::sm_of`] places blocks).
+    fn sm(&self, b: &RBlock) -> usize {
+        (b.log.linear % self.sms as u64) as usize
+    }
+
     /// Wait for the batch in flight and take back its tables and counts.
     fn collect(&mut self) {
         let Some(rx) = self.in_flight.take() else { return };
@@ -866,9 +879,7 @@ impl L1Stage {
         for (sm, table, counts) in done {
             self.tables[sm] = Some(table);
             for (c, o) in self.counts.iter_mut().zip(counts) {
-                c.hit_requests += o.hit_requests;
-                c.hits += o.hits;
-                c.misses += o.misses;
+                c.add(&o);
             }
         }
     }
@@ -931,7 +942,7 @@ fn count_group(table: &mut L1, group: &[BlockLoads], counts: &mut [L1Counts]) {
         .map(|b| {
             let mut starts = vec![0usize; b.warps + 1];
             for l in &b.loads {
-                starts[((l.0 >> 40) as usize).min(b.warps - 1) + 1] += 1;
+                starts[unstamp(l.0).0.min(b.warps - 1) + 1] += 1;
             }
             for w in 0..b.warps {
                 starts[w + 1] += starts[w];
@@ -939,7 +950,7 @@ fn count_group(table: &mut L1, group: &[BlockLoads], counts: &mut [L1Counts]) {
             let mut next = starts.clone();
             let mut index = vec![0u32; b.loads.len()];
             for (i, l) in b.loads.iter().enumerate() {
-                let w = ((l.0 >> 40) as usize).min(b.warps - 1);
+                let w = unstamp(l.0).0.min(b.warps - 1);
                 index[next[w]] = i as u32;
                 next[w] += 1;
             }
@@ -953,7 +964,7 @@ fn count_group(table: &mut L1, group: &[BlockLoads], counts: &mut [L1Counts]) {
         let cursor = &mut cursors[bi][w];
         while *cursor < starts[w + 1] {
             let (stamp, pc, at, n) = b.loads[index[*cursor] as usize];
-            if stamp & ((1 << 40) - 1) >= end {
+            if unstamp(stamp).1 >= end {
                 break;
             }
             if let Some(c) = counts.get_mut(pc as usize) {
