@@ -620,7 +620,7 @@ fn a_failed_cost_check_names_the_costliest_line() {
                    int r = i % rows;\n\
                    int c = i / rows;\n\
                    if (i < rows * cols) img[r * cols + c] *= gain;\n}\n";
-    let (out, flat) = learn_real("cuda", "11", &format!(":next\n:next\n:next\n{strided}:check\n"));
+    let (out, flat) = learn_real("cuda", "11", &format!(":next\n:next\n:next\n:next\n{strided}:check\n"));
     assert!(
         flat.contains("this expect did not hold: line 5 (`if (i < rows * cols) img[r * cols + c] *= gain;`): the lanes of a warp touch 32.0 sectors per request instead of 4.0"),
         "{out}"
