@@ -166,6 +166,25 @@ pub enum Finding {
         /// The element index of the first access.
         first_index: i64,
     },
+    /// An index into one row of a kernel's multi-dimensional array went past the row while the
+    /// element it landed on was still inside the array: `s[0][9]` of a `float s[4][8]` is
+    /// `s[1][1]`. C checks no dimension on its own, nor does Numba's compiled code, so on a GPU
+    /// the kernel quietly uses another row's element; the simulator did the same.
+    PastRow {
+        memory: Memory,
+        /// The array's dimensions, outermost first (`[16, 16]`).
+        shape: Vec<u64>,
+        /// The dimension indexed past its length (1 = the second).
+        dim: usize,
+        /// Threads that did.
+        count: u64,
+        /// Smallest and largest index seen outside `0..shape[dim]` (indices are `i64`).
+        min_index: i64,
+        max_index: i64,
+        /// The first such index, and where.
+        first_index: i64,
+        first: Site,
+    },
     /// Two threads touched the same element, at least one writing, with nothing ordering them.
     Race {
         memory: Memory,
@@ -300,7 +319,9 @@ impl FindingKind {
 impl Finding {
     pub fn kind(&self) -> FindingKind {
         match self {
-            Finding::OutOfBounds { .. } | Finding::GuardWrite { .. } => FindingKind::OutOfBounds,
+            Finding::OutOfBounds { .. } | Finding::PastRow { .. } | Finding::GuardWrite { .. } => {
+                FindingKind::OutOfBounds
+            }
             Finding::Race { .. } => FindingKind::Race,
             Finding::BarrierDivergence { .. } => FindingKind::Barrier,
             Finding::StepLimit { .. } => FindingKind::StepLimit,

@@ -159,6 +159,9 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             }
             d.help(out_of_bounds_advice(sources, first, kname, global, *threads, *len, *min_index, *max_index))
         }
+        Finding::PastRow { memory, shape, dim, count, min_index, max_index, first_index, first } => {
+            past_row_diagnostic(sources, memory, shape, *dim, *count, (*min_index, *max_index), *first_index, first)
+        }
         Finding::Race { memory, shape, kernel_name, view, index, count, elements, first, second, same_warp } => {
             let lines = {
                 let (a, b) = (line(sources, first), line(sources, second));
@@ -335,6 +338,109 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             line(sources, site)
         ))
         .at(site.span),
+    }
+}
+
+/// An index past one row of a kernel's multi-dimensional array (`Finding::PastRow`): which
+/// index, how far, and what C (and Numba's compiled code) did with it instead of stopping.
+#[allow(clippy::too_many_arguments)]
+fn past_row_diagnostic(
+    sources: &SourceMap,
+    memory: &Memory,
+    shape: &[u64],
+    dim: usize,
+    count: u64,
+    (min, max): (i64, i64),
+    first_index: i64,
+    first: &Site,
+) -> Diagnostic {
+    let len = shape.get(dim).copied().unwrap_or(0);
+    let which = if dim + 1 == shape.len() { "last".to_string() } else { ordinal_word(dim + 1) };
+    let who = if count == 1 { "1 thread".to_string() } else { format!("{} threads", thousands(count)) };
+    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    let range = if min == max { format!("{min}") } else { format!("{min} to {max}") };
+    let past = if min >= len as i64 { "past the end of its row" } else { "before the start of its row" };
+    // The learner's own text of the access, and the index in question, as they wrote them.
+    let own = sources.resolve(first.span);
+    let access = sources.get(own.source).and_then(|f| f.text.get(own.lo as usize..own.hi as usize)).unwrap_or("");
+    let index = indices_of(access).get(dim).cloned();
+    let said = index.as_ref().map(|i| format!(" (`{i}`)")).unwrap_or_default();
+    let name = memory.name();
+    let python = sources.get(first.span.source).is_some_and(|f| f.origin.is_some());
+    let d = Diagnostic::finding(format!(
+        "{who} indexed {} ({}) {past}: its {which} index{said} was {range}, where a row has {len} elements, first by {}, line {}",
+        memory.describe(),
+        dims.join(" x "),
+        first.thread.describe(),
+        line(sources, first)
+    ))
+    .at(first.span)
+    .label(format!("{} gave the {which} index {first_index}", first.thread.describe()))
+    .note(format!(
+        "{}: each of these accesses quietly used an element of {} row, here as on a GPU",
+        if python {
+            format!("Numba's compiled kernel checks no index (its CPU simulator would raise IndexError), and the element landed on is inside `{name}`")
+        } else {
+            format!("C does not check an index against its own dimension, and the element landed on is inside `{name}`")
+        },
+        if min >= len as i64 { "a later" } else { "an earlier" }
+    ));
+    // The thread axis the index comes from, through the variables it is made of (`tx`, set
+    // from `threadIdx.x`), read in the C the simulator ran.
+    let axis = code_at(sources, first).and_then(|(text, pos, c_access)| {
+        let index = indices_of(&c_access).get(dim)?.clone();
+        let mut made_of = index.clone();
+        for found in advice::definitions(&text, pos, &advice::identifiers(&index)) {
+            made_of.push(' ');
+            made_of.push_str(&found.text);
+        }
+        ['x', 'y', 'z'].into_iter().find(|a| made_of.contains(&format!("threadIdx.{a}")))
+    });
+    d.help(match axis {
+        Some(a) if min >= len as i64 => format!(
+            "the index comes from `threadIdx.{a}`, and the block has more threads along {a} than a row of `{name}` has elements ({len}): launch blocks of {len} threads along {a} to match the array, or make its rows as long as the block"
+        ),
+        _ => format!("keep the {which} index from 0 to {} (`0 <= i < {len}`), or give `{name}` longer rows", len.saturating_sub(1)),
+    })
+}
+
+/// The indices of an access as written: `As[ty][tx]` gives `ty` and `tx`, as does Python's
+/// `As[ty, tx]`.
+fn indices_of(access: &str) -> Vec<String> {
+    let mut groups = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in access.char_indices() {
+        match c {
+            '[' => {
+                if depth == 0 {
+                    start = i + 1;
+                }
+                depth += 1;
+            }
+            ']' if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    groups.push(access[start..i].trim().to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    if let [one] = &groups[..] {
+        let parts = crate::python::words::split_top_level(one);
+        if parts.len() > 1 {
+            return parts.into_iter().map(|p| p.trim().to_string()).collect();
+        }
+    }
+    groups
+}
+
+fn ordinal_word(n: usize) -> String {
+    match n {
+        1 => "first".into(),
+        2 => "second".into(),
+        3 => "third".into(),
+        n => format!("{n}th"),
     }
 }
 
@@ -722,6 +828,9 @@ fn race_advice(
 /// between (a race on the same array with a write in it): the write it came too early for,
 /// and the barrier that orders them.
 fn unordered_write(f: &Finding, all: &[Finding], sources: &SourceMap) -> Option<String> {
+    if let Some(help) = race_from_past_row(f, all, sources) {
+        return Some(help);
+    }
     let Finding::Uninit { memory: memory @ Memory::Shared(name), first: read, .. } = f else { return None };
     let read_at = line(sources, read);
     let writes = all.iter().filter_map(|other| match other {
@@ -743,6 +852,21 @@ fn unordered_write(f: &Finding, all: &[Finding], sources: &SourceMap) -> Option<
     Some(format!(
         "the kernel does write `{name}`, on line {at} (`{code}`), but nothing makes the reading thread wait for \
          that write: put __syncthreads() {place} (the race on `{name}` is the same missing barrier)"
+    ))
+}
+
+/// A race on an array that the same launch also indexed past a row of: threads whose indices
+/// name different elements land on the same one, so the fix is the index, not a barrier.
+fn race_from_past_row(f: &Finding, all: &[Finding], sources: &SourceMap) -> Option<String> {
+    let Finding::Race { memory, .. } = f else { return None };
+    let past = all.iter().find_map(|other| match other {
+        Finding::PastRow { memory: m, first, .. } if m == memory => Some(first),
+        _ => None,
+    })?;
+    Some(format!(
+        "this race comes from the index past a row of `{}` on line {}: threads that index different elements land on the same one; fix that index first",
+        memory.name(),
+        line(sources, past)
     ))
 }
 

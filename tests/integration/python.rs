@@ -301,3 +301,56 @@ fn profile_of_a_python_kernel_keeps_gridlabs_helpers_off_the_learners_lines() {
     assert!(helper.starts_with("│ -"), "{helper}");
     assert!(run.stdout.contains("▶ 9"), "the costliest line is the learner's access:\n{}", run.stdout);
 }
+
+/// A 16 x 16 shared tile filled by blocks of 32 x 8 threads: every index stays inside the
+/// tile, but `tx` runs past each row into the next. Numba's compiled kernel does that silently;
+/// gridlab says which index, how far, where it comes from, and that the race it causes is the
+/// same mistake, in the learner's Python, and in C for the same kernel in C.
+#[test]
+fn an_index_past_a_row_of_a_shared_tile_is_named_with_the_thread_axis_it_comes_from() {
+    if !have_numpy() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let program = "import numpy as np\nfrom numba import cuda, float32\n\n@cuda.jit\ndef twice(out, a):\n    \
+                   tile = cuda.shared.array((16, 16), dtype=float32)\n    tx = cuda.threadIdx.x\n    \
+                   ty = cuda.threadIdx.y\n    tile[ty, tx] = a[ty, tx]\n    cuda.syncthreads()\n    \
+                   out[ty, tx] = tile[ty, tx] * 2\n\na = np.ones((8, 32), dtype=np.float32)\n\
+                   out = np.zeros_like(a)\ntwice[1, (32, 8)](out, a)\n";
+    let path = dir.path().join("tile.py");
+    std::fs::write(&path, program).unwrap();
+    let run = gridlab().args(["replay", path.to_str().unwrap(), "--backend", "sim"]).run();
+    let flat = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(run.code, 1, "an unacknowledged finding fails the program:\n{}", run.stdout);
+    for want in [
+        "indexed shared array `tile` (16 x 16) past the end of its row: its last index (`tx`) was 16 to 31, where a row has 16 elements",
+        "Numba's compiled kernel checks no index (its CPU simulator would raise IndexError)",
+        "the index comes from `cuda.threadIdx.x`, and the block has more threads along x than a row of `tile` has elements (16): launch blocks of 16 threads along x",
+        "this race comes from the index past a row of `tile` on line 9",
+    ] {
+        assert!(flat.contains(want), "{want}\n{}", run.stdout);
+    }
+
+    let acknowledged =
+        program.replace("twice[1, (32, 8)](out, a)\n", "twice[1, (32, 8)](out, a)  # expect: out_of_bounds, race\n");
+    std::fs::write(&path, acknowledged).unwrap();
+    let run = gridlab().args(["replay", path.to_str().unwrap(), "--backend", "sim"]).run();
+    assert_eq!(run.code, 0, "`out_of_bounds` acknowledges it:\n{}", run.stdout);
+
+    let c = "__global__ void twice(float *out, const float *a) {\n    __shared__ float tile[16][16];\n    \
+             int tx = threadIdx.x, ty = threadIdx.y;\n    tile[ty][tx] = a[ty * 32 + tx];\n    __syncthreads();\n    \
+             out[ty * 32 + tx] = tile[ty][tx] * 2.0f;\n}\nlet a = ones((8, 32))\nlet out = zeros((8, 32))\n\
+             twice<<<1, (32, 8)>>>(out, a)\nexpect finding out_of_bounds\nexpect finding race\n";
+    let path = dir.path().join("tile.gridlab");
+    std::fs::write(&path, c).unwrap();
+    let run = gridlab().args(["replay", path.to_str().unwrap(), "--backend", "sim"]).run();
+    let flat = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    for want in [
+        "its last index (`tx`) was 16 to 31, where a row has 16 elements",
+        "C does not check an index against its own dimension, and the element landed on is inside `tile`",
+        "the index comes from `threadIdx.x`",
+    ] {
+        assert!(flat.contains(want), "{want}\n{}", run.stdout);
+    }
+}

@@ -83,6 +83,17 @@ pub enum Op {
         idx: Reg,
         scale: u32,
     },
+    /// `PtrAdd` into one row of a kernel's multi-dimensional array (`s[r][c]`'s `c`): the same
+    /// arithmetic, and an index outside `0..len` is a finding (`Kernel::dim_checks` says whose),
+    /// since C checks no dimension but the whole array's, so `s[0][9]` of a `float s[4][8]`
+    /// quietly lands on `s[1][1]`.
+    PtrAddIn {
+        dst: Reg,
+        ptr: Reg,
+        idx: Reg,
+        scale: u16,
+        len: u16,
+    },
     /// `dst = (a - b) / scale`.
     PtrDiff {
         dst: Reg,
@@ -271,6 +282,27 @@ pub struct Kernel {
     pub vars: Vec<String>,
     /// What an optimising compiler makes of some instructions, for the cost model.
     pub hints: CostHints,
+    /// Every `Op::PtrAddIn`, by instruction index (ascending): which array and dimension it
+    /// indexes.
+    pub dim_checks: Vec<DimCheck>,
+}
+
+/// The array and dimension an `Op::PtrAddIn` indexes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DimCheck {
+    pub pc: u32,
+    /// Index in `Kernel::statics`.
+    pub array: u32,
+    /// 0 is the outermost dimension (never checked here: past it is past the whole array).
+    pub dim: u8,
+}
+
+impl Kernel {
+    /// The array and dimension the `Op::PtrAddIn` at `pc` indexes.
+    pub fn dim_check(&self, pc: u32) -> Option<DimCheck> {
+        let i = self.dim_checks.binary_search_by_key(&pc, |d| d.pc).ok()?;
+        Some(self.dim_checks[i])
+    }
 }
 
 /// Instructions an optimising compiler (nvcc, NVVM) turns into something the simulator's
@@ -456,6 +488,7 @@ struct Compiler<'p> {
     loops: Vec<LoopCtx>,
     span: Span,
     hints: CostHints,
+    dim_checks: Vec<DimCheck>,
 }
 
 /// Compile kernel `name` of `program`.
@@ -479,6 +512,7 @@ pub fn compile(program: &Program, id: FuncId) -> Result<Kernel> {
         loops: Vec::new(),
         span: func.span,
         hints: CostHints::default(),
+        dim_checks: Vec::new(),
     };
     // Parameters are the first locals, so they land in registers 12.. as the engine expects.
     // A struct parameter takes one register per member (the launch passes its members).
@@ -503,6 +537,7 @@ pub fn compile(program: &Program, id: FuncId) -> Result<Kernel> {
         printfs: c.printfs,
         vars: c.vars,
         hints: c.hints,
+        dim_checks: c.dim_checks,
     })
 }
 
@@ -964,7 +999,21 @@ impl Compiler<'_> {
                 let ptr = self.expr(base)?;
                 let idx = self.expr(index)?;
                 let dst = self.temp();
-                self.emit(Op::PtrAdd { dst, ptr, idx, scale: elem_size(&e.ty) });
+                let scale = elem_size(&e.ty);
+                match self.inner_dimension(base)? {
+                    Some((array, dim, len))
+                        if let (Ok(scale), Ok(len)) = (u16::try_from(scale), u16::try_from(len)) =>
+                    {
+                        // At the access itself, not the statement: its finding quotes the index.
+                        let statement = std::mem::replace(&mut self.span, e.span);
+                        let pc = self.emit(Op::PtrAddIn { dst, ptr, idx, scale, len });
+                        self.span = statement;
+                        self.dim_checks.push(DimCheck { pc: pc as u32, array, dim });
+                    }
+                    _ => {
+                        self.emit(Op::PtrAdd { dst, ptr, idx, scale });
+                    }
+                }
                 Ok(dst)
             }
             ExprKind::Member { base, field } => {
@@ -979,6 +1028,31 @@ impl Compiler<'_> {
                 }
             }
             _ => Err(unsupported(e.span, "taking the address of this expression")),
+        }
+    }
+
+    /// When `base` (an indexed pointer) is a row of a kernel's own multi-dimensional array,
+    /// `s[r]` in `s[r][c]`: the array (its index in `statics`), the dimension the next index
+    /// picks in, and that dimension's length. Only inner dimensions: an index past the first
+    /// is past the whole array, which the memory's bounds already catch.
+    fn inner_dimension(&mut self, base: &Expr) -> Result<Option<(u32, u8, u64)>> {
+        let ExprKind::Decay(row) = &base.kind else { return Ok(None) };
+        let Type::Array { len, .. } = &row.ty else { return Ok(None) };
+        let mut dim = 0u8;
+        let mut at = &**row;
+        loop {
+            match &at.kind {
+                ExprKind::Index { base, .. } => {
+                    let ExprKind::Decay(outer) = &base.kind else { return Ok(None) };
+                    dim = dim.saturating_add(1);
+                    at = outer;
+                }
+                ExprKind::Mem(id) if dim > 0 => {
+                    let region = self.mem_region(*id)?;
+                    return Ok(Some((region - STATIC_REGION_BASE, dim, u64::from(*len))));
+                }
+                _ => return Ok(None),
+            }
         }
     }
 

@@ -254,7 +254,12 @@ fn kind_of(op: &Op) -> Kind {
             | MathFn::Fma => scalar_kind(*ty),
             _ => Kind::Special,
         },
-        Op::Cvt { .. } | Op::PtrAdd { .. } | Op::PtrDiff { .. } | Op::Imm { .. } | Op::Mov { .. } => Kind::Int,
+        Op::Cvt { .. }
+        | Op::PtrAdd { .. }
+        | Op::PtrAddIn { .. }
+        | Op::PtrDiff { .. }
+        | Op::Imm { .. }
+        | Op::Mov { .. } => Kind::Int,
         _ => Kind::Other,
     }
 }
@@ -275,7 +280,7 @@ pub fn issue_weight(k: &Kernel, pc: usize, p: &GpuProfile) -> u32 {
     let op = &k.code[pc];
     match op {
         Op::Imm { .. } | Op::Mov { .. } | Op::Jump { .. } | Op::Exit => 0,
-        Op::PtrAdd { .. } | Op::PtrDiff { .. } | Op::Branch { .. } => 1,
+        Op::PtrAdd { .. } | Op::PtrAddIn { .. } | Op::PtrDiff { .. } | Op::Branch { .. } => 1,
         Op::Cvt { .. } => 2,
         Op::Bin { op: BinaryOp::Div | BinaryOp::Rem, ty, .. } if !matches!(ty, Scalar::F32 | Scalar::F64) => {
             division_quarters(*ty, hinted(&k.hints.constant_divisor))

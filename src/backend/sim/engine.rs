@@ -1898,6 +1898,18 @@ impl Machine<'_, '_> {
                 let out = alu::warp_vote(kind, mask, &values);
                 lanes!(mask, |l| r[at(dst, l)] = out[l]);
             }
+            Op::PtrAddIn { dst, ptr, idx, scale, len } => {
+                if self.mem.findings && !arith::in_row(mask, r, idx, len) {
+                    let region = k.dim_check(pc).map_or(0, |d| memory::dim_region(d.array, d.dim));
+                    lanes!(mask, |l| {
+                        let i = r[at(idx, l)];
+                        if i >= len as u64 {
+                            self.reports.oob(region, Access::Read, i as i64, len as u64, thread0 + l as u64, site);
+                        }
+                    });
+                }
+                arith::exec(Op::PtrAdd { dst, ptr, idx, scale: scale as u32 }, mask, r);
+            }
             Op::Clock { dst } => {
                 let now = warp.steps;
                 lanes!(mask, |l| r[at(dst, l)] = now)
@@ -2526,6 +2538,20 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
     }
     let mut findings = Vec::new();
     for ((region, access), s) in &m.reports.oob {
+        if let Some((array, dim)) = memory::of_dim_region(*region) {
+            let region = STATIC_REGION_BASE + array;
+            findings.push(Finding::PastRow {
+                memory: m.memory_of(region, names),
+                shape: m.shape_of(region),
+                dim: dim as usize,
+                count: s.count,
+                min_index: s.min,
+                max_index: s.max,
+                first_index: s.first_index,
+                first: m.site(s.first_pc, s.first_thread, *access),
+            });
+            continue;
+        }
         let per = m.per(*region);
         findings.push(Finding::OutOfBounds {
             memory: m.memory_of(*region, names),

@@ -429,6 +429,21 @@ pub fn poison(ty: Scalar) -> u64 {
 /// Report keys of the local variables a kernel tracks (`Kernel::vars`), beyond every region.
 pub const VAR_REGION_BASE: u32 = 0x1_0000;
 
+/// Report keys of indices past a row of a kernel's multi-dimensional array (`Op::PtrAddIn`):
+/// one per array and dimension, above every memory's region.
+pub const DIM_REGION_BASE: u32 = 0x2_0000;
+
+/// The report key of dimension `dim` of `Kernel::statics[array]`.
+pub fn dim_region(array: u32, dim: u8) -> u32 {
+    DIM_REGION_BASE + array * 16 + dim.min(15) as u32
+}
+
+/// The array and dimension of a report key made by [`dim_region`].
+pub fn of_dim_region(region: u32) -> Option<(u32, u8)> {
+    let r = region.checked_sub(DIM_REGION_BASE)?;
+    Some((r / 16, (r % 16) as u8))
+}
+
 impl Reports {
     pub fn oob(&mut self, region: u32, access: Access, index: i64, len: u64, thread: u64, pc: u32) {
         let next = self.oob.len();

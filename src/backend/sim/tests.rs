@@ -713,6 +713,40 @@ fn cuda_dynamic_shared_and_local_arrays() {
     );
 }
 
+/// `s[0][t]` of a `float s[4][16]` with `t` up to 63 is inside `s` but past its first row: C
+/// lands it on `s[t / 16][t % 16]`, and so does the simulator, which also says so, per dimension.
+#[test]
+fn an_index_past_a_row_lands_where_c_puts_it_and_is_found() {
+    let mut sim = Sim::of(THREADED);
+    let av: Vec<f64> = (0..128).map(|i| i as f64).collect();
+    let (mut a, mut b) = (floats(&av), floats(&[0.0; 128]));
+    let r = sim.launch("past_row", lin(2), lin(64), &mut [&mut a, &mut b], &[ScalarArg::I32(128)]);
+    assert_eq!(b.to_f64_vec(), av, "each read landed on the element of a later row");
+    let [
+        Finding::PastRow {
+            memory: Memory::Shared(name), shape, dim: 1, count: 96, min_index: 16, max_index: 63, ..
+        },
+    ] = &r.findings[..]
+    else {
+        panic!("{:?}", r.findings)
+    };
+    assert_eq!((name.as_str(), &shape[..]), ("s", &[4u64, 16][..]));
+
+    // Before the start of a row, and an index into a row that stays inside it, in a local array.
+    let mut sim = Sim::of(
+        "__global__ void k(float *out) {\n    float v[2][4];\n    int t = threadIdx.x;\n    v[1][t % 4] = t;\n    v[0][t % 4] = -t;\n    out[t] = v[1][t - 4];\n}\n",
+    );
+    let mut out = floats(&[0.0; 8]);
+    let r = sim.launch("k", lin(1), lin(8), &mut [&mut out], &[]);
+    let [Finding::PastRow { memory: Memory::Local(name), dim: 1, count: 4, min_index: -4, max_index: -1, .. }] =
+        &r.findings[..]
+    else {
+        panic!("{:?}", r.findings)
+    };
+    assert_eq!(name, "v");
+    assert_eq!(out.to_f64_vec(), vec![0.0, -1.0, -2.0, -3.0, 4.0, 5.0, 6.0, 7.0]);
+}
+
 #[test]
 fn zero_sized_launch_is_an_error() {
     let mut sim = Sim::new();
@@ -2065,6 +2099,13 @@ __global__ void tiled(const float *A, float *C, int N) {
     }
     if (row < N && col < N) C[row * N + col] = acc;
 }
+__global__ void past_row(const float *a, float *b, int n) {
+    __shared__ float s[4][16];
+    int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+    s[t / 16][t % 16] = a[i];
+    __syncthreads();
+    b[i] = s[0][t];
+}
 __global__ void lost_update(const float *a, float *b, int n) {
     b[0] += a[blockIdx.x % n];
     b[1 + blockIdx.x] = 1.0f;
@@ -2119,6 +2160,8 @@ fn any_number_of_threads_gives_the_same_launch() {
         ("late_word", Dim3::linear(200), Dim3::linear(32), false),
         // Loads whose L1 lookups two blocks of one SM make in turn and interleaved.
         ("one_block_lags", Dim3::linear(300), Dim3::linear(32), false),
+        // Indices past a row of a shared array, found in every block.
+        ("past_row", Dim3::linear(16), Dim3::linear(64), false),
         ("lost_update", Dim3::linear(64), Dim3::linear(32), true),
         ("block_sum", Dim3::linear(16), Dim3::linear(64), true),
         ("one_block_spins", Dim3::linear(16), Dim3::linear(64), true),

@@ -28,6 +28,21 @@ fn map2(mask: u32, r: &mut [u64], dst: u32, a: u32, b: u32, f: impl Fn(u64, u64)
     }
 }
 
+/// Every lane of `mask` indexes a row of `len` elements inside it (`0 <= idx < len`).
+#[inline(always)]
+pub(super) fn in_row(mask: u32, r: &[u64], idx: u32, len: u16) -> bool {
+    let x = idx as usize * WARP;
+    let mut inside = true;
+    if mask == u32::MAX {
+        for &i in &r[x..x + WARP] {
+            inside &= i < len as u64;
+        }
+    } else {
+        lanes!(mask, |l| inside &= r[x + l] < len as u64);
+    }
+    inside
+}
+
 /// `dst = ptr + idx * scale` (C's `p + i`). The common case, every lane's index fits an `int`
 /// and its pointer stays within what a pointer holds, is plain arithmetic the compiler
 /// vectorises; any other lane goes through [`memory::moved`], which saturates.
@@ -152,6 +167,13 @@ pub(super) fn exec(op: Op, mask: u32, r: &mut [u64]) -> bool {
             }
         }
         Op::PtrAdd { dst, ptr, idx, scale } => ptr_add(mask, r, dst, ptr, idx, scale),
+        // A lane past its row is a finding, which only the machine can report.
+        Op::PtrAddIn { dst, ptr, idx, scale, len } => {
+            if !in_row(mask, r, idx, len) {
+                return false;
+            }
+            ptr_add(mask, r, dst, ptr, idx, scale as u32)
+        }
         Op::PtrDiff { dst, a, b, scale } => lanes!(mask, |l| r[at(dst, l)] =
             ((r[at(a, l)].wrapping_sub(r[at(b, l)]) as i64) / scale.max(1) as i64) as u64),
         Op::Math { f, ty, dst, a, b, c } => {

@@ -51,7 +51,7 @@ pub(super) fn unwritten(code: &[Op], regs: u32, params: &[u64], buffers: usize) 
                 | Op::Min { dst, a, b, .. }
                 | Op::Max { dst, a, b, .. } => (dst, 1, r(a) | r(b)),
                 Op::Un { dst, a, .. } | Op::Cvt { dst, a, .. } | Op::Abs { dst, a, .. } => (dst, 1, r(a)),
-                Op::PtrAdd { dst, ptr, idx, .. } => (dst, 1, r(ptr) | r(idx)),
+                Op::PtrAdd { dst, ptr, idx, .. } | Op::PtrAddIn { dst, ptr, idx, .. } => (dst, 1, r(ptr) | r(idx)),
                 Op::Math { dst, a, b, c, .. } => (dst, 1, r(a) | r(b) | r(c)),
                 Op::Load { ty, dst, .. } => (dst, 1, stored | wide(ty)),
                 Op::LoadVec { ty, n, dst, .. } => (dst, n as u32, stored | wide(ty)),
