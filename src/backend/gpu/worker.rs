@@ -79,10 +79,11 @@ struct Worker {
     /// `cuMemFree` waits for the whole device, and most launches repeat the last one's sizes.
     spare: Vec<DeviceBuffer>,
     /// What each launch in flight uses on the host (its staging memory, events, guard flags),
-    /// and which the next launch begun takes: launches are answered in the order they were
-    /// begun, at most [`serve::IN_FLIGHT`] at once, so they take the slots in turn.
+    /// at most [`serve::IN_FLIGHT`] at once, and which of them a launch begun and not yet
+    /// finished holds. A launch takes the first free one, so a session whose launches never
+    /// overlap makes only the first.
     slots: [Slot; serve::IN_FLIGHT],
-    turn: usize,
+    busy: [bool; serve::IN_FLIGHT],
     /// The loaded module's kernels and `__device__` variables as looked up, so a launch asks the
     /// driver for each name once per module (a variable the module lacks is `None`).
     functions: HashMap<String, sys::CUfunction>,
@@ -112,12 +113,11 @@ struct Slot {
 
 /// Pinned host memory the device writes directly (`cuMemHostAlloc` with `DEVICEMAP`), so that
 /// reading it costs no copy: a flag word per guard, and room for every guard's bytes, where the
-/// check kernel leaves a guard it found changed before it fills it with the pattern again.
+/// check kernel leaves a guard it found changed before it fills it with the pattern again. One
+/// allocation for both: pinning memory is slow on some machines.
 struct Marks {
-    flags: *mut u32,
-    flags_device: sys::CUdeviceptr,
-    dumps: *mut u8,
-    dumps_device: sys::CUdeviceptr,
+    base: *mut u8,
+    base_device: sys::CUdeviceptr,
     /// Guards there is room for.
     capacity: usize,
 }
@@ -130,45 +130,55 @@ impl Marks {
             Some(m) if m.capacity >= n => m,
             old => {
                 drop(old);
-                let capacity = n.next_power_of_two().max(8);
-                let (flags, flags_device) = device_mapped(capacity * 4)?;
-                let Some((dumps, dumps_device)) = device_mapped(capacity * GUARD_BYTES) else {
-                    // SAFETY: allocated just above, used by nothing.
-                    unsafe {
-                        let _ = result::free_host(flags as *mut c_void);
-                    }
-                    return None;
-                };
-                Marks { flags: flags as *mut u32, flags_device, dumps, dumps_device, capacity }
+                // A launch of one buffer has two guards.
+                let capacity = n.next_power_of_two().max(2);
+                let (base, base_device) = device_mapped(Marks::dumps_at(capacity) + capacity * GUARD_BYTES)?;
+                Marks { base, base_device, capacity }
             }
         };
         for k in 0..n {
-            // SAFETY: `flags` holds `capacity >= n` words; volatile, as the device writes them.
-            unsafe { marks.flags.add(k).write_volatile(guard::UNCHECKED) };
+            // SAFETY: the flags hold `capacity >= n` words; volatile, as the device writes them.
+            unsafe { (marks.base as *mut u32).add(k).write_volatile(guard::UNCHECKED) };
         }
         Some(marks)
+    }
+
+    /// Where the dumps start: after the flags, on a page of their own.
+    fn dumps_at(capacity: usize) -> usize {
+        (capacity * 4).next_multiple_of(4096)
+    }
+
+    /// The device's address of the flags.
+    fn flags_device(&self) -> sys::CUdeviceptr {
+        self.base_device
+    }
+
+    /// The device's address of the dumps.
+    fn dumps_device(&self) -> sys::CUdeviceptr {
+        self.base_device + Marks::dumps_at(self.capacity) as u64
     }
 
     /// Flag `k`, as the check kernel left it.
     fn flag(&self, k: usize) -> u32 {
         // SAFETY: `k` is below the `n` of the last `reset`, which is at most `capacity`.
-        unsafe { self.flags.add(k).read_volatile() }
+        unsafe { (self.base as *const u32).add(k).read_volatile() }
     }
 
     /// The bytes of guard `k` as the check kernel found them, where its flag says it changed.
     fn dump(&self, k: usize) -> &[u8] {
-        // SAFETY: room for `capacity > k` guards; the device wrote it before the launch's done
-        // event, which was waited for.
-        unsafe { std::slice::from_raw_parts(self.dumps.add(k * GUARD_BYTES), GUARD_BYTES) }
+        // SAFETY: room for `capacity > k` guards after the flags; the device wrote it before the
+        // launch's done event, which was waited for.
+        unsafe {
+            std::slice::from_raw_parts(self.base.add(Marks::dumps_at(self.capacity) + k * GUARD_BYTES), GUARD_BYTES)
+        }
     }
 }
 
 impl Drop for Marks {
     fn drop(&mut self) {
-        // SAFETY: allocated by `device_mapped`, freed once, when no launch uses them.
+        // SAFETY: allocated by `device_mapped`, freed once, when no launch uses it.
         unsafe {
-            let _ = result::free_host(self.flags as *mut c_void);
-            let _ = result::free_host(self.dumps as *mut c_void);
+            let _ = result::free_host(self.base as *mut c_void);
         }
     }
 }
@@ -390,7 +400,7 @@ pub fn main(ordinal: usize) -> ExitCode {
         tick: 0,
         spare: Vec::new(),
         slots: Default::default(),
-        turn: 0,
+        busy: [false; serve::IN_FLIGHT],
         functions: HashMap::new(),
         globals: HashMap::new(),
         checker: None,
@@ -1016,6 +1026,13 @@ impl Worker {
     }
 
     fn queue_launch(&mut self, req: LaunchRequest) -> Result<Pending, Response> {
+        // The request loop finishes a launch before it begins one more than `IN_FLIGHT`.
+        let Some(slot) = self.busy.iter().position(|b| !b) else {
+            return Err(Response::Failed {
+                message: format!("the GPU worker was asked for more than {} launches at once", serve::IN_FLIGHT),
+                sticky: false,
+            });
+        };
         for id in &req.released {
             self.release_region(*id);
         }
@@ -1191,7 +1208,6 @@ impl Worker {
             .collect();
         let need: usize = layout.iter().filter(|p| p.at.is_some()).map(|p| p.len).sum();
         let stream = std::ptr::null_mut();
-        let slot = self.turn;
         let stage = self.slots[slot].staging.get(need);
         let mut queued = Ok(());
         for ((b, d), placed) in req.buffers.iter().zip(&bufs).zip(&layout) {
@@ -1337,7 +1353,7 @@ impl Worker {
             self.trim_small_kept();
         }
         let shared = layout.iter().any(|p| p.at.is_none());
-        self.turn = (slot + 1) % serve::IN_FLIGHT;
+        self.busy[slot] = true;
         Ok(Pending {
             kernel: req.kernel,
             slot,
@@ -1364,6 +1380,8 @@ impl Worker {
     /// new one.
     fn finish_launch(&mut self, p: Pending, behind: bool) -> Response {
         let slot = p.slot;
+        // Its slot is free for the next launch begun once this one is answered.
+        self.busy[slot] = false;
         let Some([start_ev, stop_ev, done_ev]) = self.slots[slot].events else {
             return Response::Failed { message: "a launch in flight lost its events".into(), sticky: true };
         };
@@ -1524,8 +1542,8 @@ impl Worker {
             at[..chunk.len()].copy_from_slice(chunk);
             let mut count = chunk.len() as u32;
             let first = c * guard::GUARDS_PER_CHECK;
-            let mut flags = marks.flags_device + (first * 4) as u64;
-            let mut dumps = marks.dumps_device + (first * GUARD_BYTES) as u64;
+            let mut flags = marks.flags_device() + (first * 4) as u64;
+            let mut dumps = marks.dumps_device() + (first * GUARD_BYTES) as u64;
             let chunk_copies: Vec<(u64, u64, u64)> =
                 copy_chunk.iter().flatten().map(|c| (c.from, c.to, c.len)).collect();
             let (mut table, mut ncopies, bytes) = guard::copy_table(&chunk_copies);
