@@ -2,7 +2,7 @@
 
 Usage (on a machine with a GPU and CuPy):
 
-    python3 bench/gpu_large.py [--gridlab target/release/gridlab] [--baseline OLD_GRIDLAB] [--small]
+    python3 bench/gpu_large.py [--gridlab target/release/gridlab] [--baseline OLD_GRIDLAB] [--small | --busy]
 
 For n = 2^26 floats (256 MiB), gridlab replays scripts of 0, 1, 5, 20 and 105 launches of `bump`
 (`a[i] += 1`) after the same set-up (the kernel, `let a = ones(n)`), each ending by reading the
@@ -12,7 +12,9 @@ with every gridlab, one after another. What a row shows is a difference taken wi
 (the script of K launches less the one of 0: what the launches cost, uploading, running, bringing
 the results back; 105 less 5, over 100: one more launch over 256 MiB, results read back every 64
 launches as in any long run; 20000 less 2000, over 18000:
-the per-launch overhead), its median over the rounds, and the smallest and largest of them, so a
+the per-launch overhead; `--busy`: 200 and 2000 launches of a kernel that keeps the GPU busy
+about 45 us, 2000 less 200 over 1800, where what counts is the gap between one kernel and the
+next), its median over the rounds, and the smallest and largest of them, so a
 row the noise could have made is seen as such. The 20-launch script over 2^10 floats is shown
 whole, start-up included: its launches take less than a process's start varies.
 
@@ -38,15 +40,30 @@ KERNEL = """__global__ void bump(float *a, int n) {
     if (i < n) a[i] += 1.0f;
 }
 """
+# A kernel the GPU is busy with for a while (`--busy`): each thread steps `v = v / 2 + 1` BUSY_STEPS
+# times, one dependent multiply-add after another, so a launch over 2^10 floats keeps the GPU
+# about 45 us; the values settle at 2.
+BUSY_KERNEL = """__global__ void busy(float *a, int n, int m) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = a[i];
+        for (int k = 0; k < m; k++) v = v * 0.5f + 1.0f;
+        a[i] = v;
+    }
+}
+"""
+BUSY_STEPS = 20000
 REPEATS = 5
 
 
-def script(log2n, launches):
+def script(log2n, launches, busy=False):
     n = 1 << log2n
-    lines = [KERNEL, f"let n = {n}", "let a = ones(n)"]
-    lines += ["bump<<<(n + 255) // 256, 256>>>(a, n)"] * launches
-    lines.append(f"expect a[0] == {launches + 1}")
-    lines.append(f"expect a[n - 1] == {launches + 1}")
+    lines = [BUSY_KERNEL if busy else KERNEL, f"let n = {n}", "let a = ones(n)"]
+    launch = f"busy<<<(n + 255) // 256, 256>>>(a, n, {BUSY_STEPS})" if busy else "bump<<<(n + 255) // 256, 256>>>(a, n)"
+    lines += [launch] * launches
+    value = (2 if launches else 1) if busy else launches + 1
+    lines.append(f"expect a[0] == {value}")
+    lines.append(f"expect a[n - 1] == {value}")
     return "\n".join(lines) + "\n"
 
 
@@ -59,16 +76,16 @@ def replay(gridlab, path):
     return seconds
 
 
-def gridlab_rounds(gridlabs, log2n, counts, folder):
+def gridlab_rounds(gridlabs, log2n, counts, folder, busy=False):
     """Wall times of the scripts with each number of launches in `counts`, for each gridlab:
     REPEATS rounds, each running every script once with every gridlab, one after another, so a
     difference between two scripts (or two builds) is taken within a round, where the machine's
     state is the same, and its median over the rounds is what a row shows."""
     paths = {}
     for k in counts:
-        paths[k] = os.path.join(folder, f"bump-{log2n}-{k}.gridlab")
+        paths[k] = os.path.join(folder, f"{'busy' if busy else 'bump'}-{log2n}-{k}.gridlab")
         with open(paths[k], "w") as f:
-            f.write(script(log2n, k))
+            f.write(script(log2n, k, busy))
     for g in gridlabs:
         replay(g, paths[max(counts)])  # warm the compile cache
     rounds = {g: {k: [] for k in counts} for g in gridlabs}
@@ -86,27 +103,29 @@ def paired(times, more, fewer):
     return statistics.median(diffs), min(diffs), max(diffs)
 
 
-def cupy_case(log2n, launches, wait_each=False):
+def cupy_case(log2n, launches, wait_each=False, busy=False):
     """CuPy's upload, launches and download; `wait_each` waits for every launch to finish, as
     gridlab does (it times each launch and must see its fault before the next)."""
     import cupy as cp
     import numpy as np
 
     n = 1 << log2n
-    k = cp.RawKernel("extern \"C\" " + KERNEL, "bump")
+    k = cp.RawKernel("extern \"C\" " + (BUSY_KERNEL if busy else KERNEL), "busy" if busy else "bump")
     host = np.ones(n, np.float32)
     grid = ((n + 255) // 256,)
+    args = (np.int32(n), np.int32(BUSY_STEPS)) if busy else (np.int32(n),)
+    value = (2 if launches else 1) if busy else launches + 1
 
     def once():
         start = time.perf_counter()
         d = cp.asarray(host)
         for _ in range(launches):
-            k(grid, (256,), (d, np.int32(n)))
+            k(grid, (256,), (d, *args))
             if wait_each:
                 cp.cuda.runtime.deviceSynchronize()
         out = d.get()
         seconds = time.perf_counter() - start
-        assert out[0] == launches + 1 and out[-1] == launches + 1
+        assert out[0] == value and out[-1] == value
         return seconds
 
     once()  # compile and warm up
@@ -132,6 +151,11 @@ def main():
         action="store_true",
         help="only launches over 2^10 floats, up to 20000 of them (the per-launch overhead)",
     )
+    p.add_argument(
+        "--busy",
+        action="store_true",
+        help="only launches of a kernel that keeps the GPU busy about 45 us, 200 and 2000 of them",
+    )
     args = p.parse_args()
     gridlabs = [args.gridlab] + ([args.baseline] if args.baseline else [])
     names = {args.gridlab: "gridlab", args.baseline: "before"}
@@ -139,6 +163,24 @@ def main():
     print(f"GPU: {gpu.stdout.strip() or 'unknown'}; {REPEATS} rounds; each difference is the median of the")
     print("differences within a round, with the smallest and largest in brackets.\n")
     with tempfile.TemporaryDirectory() as folder:
+        if args.busy:
+            busy = gridlab_rounds(gridlabs, 10, [200, 2000], folder, busy=True)
+            more = 1800
+            wait = (cupy_case(10, 2000, wait_each=True, busy=True) - cupy_case(10, 200, wait_each=True, busy=True)) / more
+            queued = (cupy_case(10, 2000, busy=True) - cupy_case(10, 200, busy=True)) / more
+            print("| case | " + " | ".join(names[g] for g in gridlabs) + " | CuPy, waiting for each launch | CuPy, queued |")
+            print("| --- | " + " | ".join("---:" for _ in gridlabs) + " | ---: | ---: |")
+            cells = []
+            for g in gridlabs:
+                med, lo, hi = paired(busy[g], 2000, 200)
+                cells.append(f"{each(med / more)} {spread(lo, hi, more)}")
+                print(json.dumps({"gridlab": names[g], "busy_per_launch_us": med / more * 1e6, "min": lo / more * 1e6, "max": hi / more * 1e6}), file=sys.stderr)
+            print(
+                f"| one more launch of `busy` ({BUSY_STEPS} steps) over 2^10 floats (2000 less 200, over 1800) | "
+                + " | ".join(cells)
+                + f" | {each(wait)} | {each(queued)} |"
+            )
+            return
         if not args.small:
             big = gridlab_rounds(gridlabs, 26, [0, 1, 5, 20, 105], folder)
             print("| case | " + " | ".join(names[g] for g in gridlabs) + " | CuPy | gridlab / CuPy |")

@@ -2,8 +2,10 @@
 // of gridlab's worker makes over 2^10 floats (the upload and download through pinned memory, the
 // timing events, the guard check kernel, strided or unrolled, or a copy-out kernel instead of the
 // download, and the sequence the worker used before), beside a bare launch and wait as CuPy makes
-// it, and a pipe round trip between two processes, both sleeping or both spinning. Each line is
-// the mean of 2,000 after 50 to warm up. Build and run on the GPU machine:
+// it; two launches in flight, as the worker queues the next launch before it waits for the one
+// ahead (each with its own events and flags, waited for by its done event); and a pipe round
+// trip between two processes, both sleeping or both spinning. Each line is the mean of 2,000
+// after 50 to warm up. Build and run on the GPU machine:
 //
 //     nvcc -O2 -arch=sm_90 -o /tmp/gpu_launch_probe bench/gpu_launch_probe.cu && /tmp/gpu_launch_probe
 #include <cuda_runtime.h>
@@ -44,7 +46,7 @@ int main() {
     cudaMemset(buf, 0xa5, 2 * G + n * 4);
     float *a = (float *)(buf + G);
     float *host; cudaHostAlloc(&host, n * 4, cudaHostAllocMapped);
-    unsigned *flags; cudaHostAlloc(&flags, 256, cudaHostAllocMapped);
+    unsigned *flags; cudaHostAlloc(&flags, 1024, cudaHostAllocMapped);
     float *hostdev; cudaHostGetDevicePointer(&hostdev, host, 0);
     unsigned *flagsdev; cudaHostGetDevicePointer(&flagsdev, flags, 0);
     float *pageable = new float[n]();
@@ -69,6 +71,25 @@ int main() {
     run("kept, no events, no guard check: launch + dtoh + sync", [&] { bump<<<4, 256, 0, s>>>(a, n); cudaMemcpyAsync(host, a, n * 4, cudaMemcpyDeviceToHost, s); cudaStreamSynchronize(s); });
     run("htod async + events + launch + check + copy-out kernel (no dtoh)", [&] { cudaMemcpyAsync(a, host, n * 4, cudaMemcpyHostToDevice, s); cudaEventRecord(e0, s); bump<<<4, 256, 0, s>>>(a, n); cudaEventRecord(e1, s); check<<<2, 512, 0, s>>>(g, 2, flagsdev); copy_out<<<4, 256, 0, s>>>(a, hostdev, n); cudaStreamSynchronize(s); float ms; cudaEventElapsedTime(&ms, e0, e1); });
     run("old: htod sync, events, launch, event sync, ctx sync, 3 dtoh, sync", [&] { static unsigned char *stage = nullptr; if (!stage) cudaHostAlloc(&stage, 2 * G + n * 4, 0); cudaMemcpy(a, pageable, n * 4, cudaMemcpyHostToDevice); cudaEventRecord(e0, s); bump<<<4, 256, 0, s>>>(a, n); cudaEventRecord(e1, s); cudaEventSynchronize(e1); float ms; cudaEventElapsedTime(&ms, e0, e1); cudaDeviceSynchronize(); cudaMemcpyAsync(stage, buf, G, cudaMemcpyDeviceToHost, s); cudaMemcpyAsync(stage + G, buf + G + n * 4, G, cudaMemcpyDeviceToHost, s); cudaMemcpyAsync(stage + 2 * G, a, n * 4, cudaMemcpyDeviceToHost, s); cudaStreamSynchronize(s); });
+    // Two launches in flight, as a worker that queues the next launch before it waits for the
+    // one ahead: each launch with its own events, check flags and done event; per launch.
+    {
+        cudaEvent_t ev[2][3];
+        for (auto &slot : ev) for (auto &e : slot) cudaEventCreate(&e);
+        auto queue = [&](int k) { cudaEventRecord(ev[k][0], s); bump<<<4, 256, 0, s>>>(a, n); cudaEventRecord(ev[k][1], s); check<<<2, 512, 0, s>>>(g, 2, flagsdev + 64 * k); cudaEventRecord(ev[k][2], s); };
+        auto wait = [&](int k, bool spin) { if (spin) while (cudaEventQuery(ev[k][2]) == cudaErrorNotReady) {} else cudaEventSynchronize(ev[k][2]); float ms; cudaEventElapsedTime(&ms, ev[k][0], ev[k][1]); };
+        for (int spin = 0; spin < 2; spin++) {
+            int k = 0;
+            queue(0);
+            run(spin ? "two in flight: events + launch + check, cuEventQuery spin" : "two in flight: events + launch + check, cuEventSynchronize", [&] { queue(1 - k); wait(k, spin); k = 1 - k; });
+            wait(k, spin);
+        }
+        auto queue_bare = [&](int k) { bump<<<4, 256, 0, s>>>(a, n); check<<<2, 512, 0, s>>>(g, 2, flagsdev + 64 * k); cudaEventRecord(ev[k][2], s); };
+        int k = 0;
+        queue_bare(0);
+        run("two in flight: launch + check + done event, no timing", [&] { queue_bare(1 - k); cudaEventSynchronize(ev[k][2]); k = 1 - k; });
+        cudaEventSynchronize(ev[k][2]);
+    }
     // Pipe round trips between two processes: 8 bytes each way.
     for (int spin = 0; spin < 2; spin++) {
         int req[2], ans[2];

@@ -25,6 +25,8 @@
 //! - `protocol.rs` is the typed request/response protocol on the worker's pipes;
 //! - `transport.rs` passes shared buffer regions' descriptors to the worker;
 //! - `client.rs` spawns the worker and waits for answers with a deadline;
+//! - `serve.rs` is the worker's request loop, the real worker's and the fake's: it begins a launch
+//!   that arrives while the one ahead still runs and answers every request in order;
 //! - `worker.rs` is the worker process itself (`gridlab worker`);
 //! - `fake.rs` is a worker without CUDA that crashes, hangs or writes garbage on request, for
 //!   testing the client and the restarts on machines without a GPU (`gridlab worker --fake`);
@@ -40,6 +42,7 @@ pub mod guard;
 pub mod libs;
 pub mod protocol;
 pub mod ptx;
+pub mod serve;
 pub mod source;
 pub mod transport;
 pub mod worker;

@@ -843,3 +843,65 @@ fn a_launch_sent_behind_another_runs_after_it_and_a_fault_ahead_leaves_it_to_run
     two.unwrap();
     assert!(a.iter().all(|x| x == Num::Int(7)));
 }
+
+/// A launch of `kernel` over one small buffer, its results kept under `keep`.
+fn small_launch(kernel: &str, data: WireData, keep: Option<u64>) -> Request {
+    Request::Launch(LaunchRequest {
+        kernel: kernel.into(),
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        shared_bytes: 0,
+        args: vec![WireArg::Buffer(0)],
+        buffers: vec![WireBuffer { data, elem_size: 1, keep }],
+        repeat: 1,
+        symbols: Vec::new(),
+        released: Vec::new(),
+        drop_after: Vec::new(),
+    })
+}
+
+/// The worker's request loop (`serve.rs`, the fake's as the real worker's) begins a launch that
+/// arrives while the one ahead still runs, on the results the one ahead keeps, and answers both
+/// in order; a request that cannot go behind waits, and a launch behind one that takes the worker
+/// down is never answered, while the one ahead is.
+#[test]
+fn the_worker_begins_a_launch_sent_while_one_runs_and_answers_each_in_order() {
+    let mut w = fake();
+    assert!(matches!(w.request(&compile(), ANSWER, None).unwrap(), Response::Compiled { .. }));
+    w.send(&small_launch("fake_slow", WireData::Inline(vec![1, 2, 3, 4]), Some(1))).unwrap();
+    w.send(&small_launch("fake_bump", WireData::Kept { stamp: 1, len: 4 }, Some(2))).unwrap();
+    let one = launched(w.answer(ANSWER, None).unwrap());
+    assert_eq!(one.buffers[0].as_ref(), [2, 3, 4, 5]);
+    assert_eq!(one.printf, "fake worker ran fake_slow, a launch behind it\n");
+    let two = launched(w.answer(ANSWER, None).unwrap());
+    assert_eq!((two.buffers[0].as_ref(), two.uploaded_bytes), ([3, 4, 5, 6].as_slice(), 0));
+    // Alone, or followed by a request that is not a launch: nothing goes behind it.
+    let alone = launched(
+        w.request(&small_launch("fake_slow", WireData::Kept { stamp: 2, len: 4 }, Some(3)), ANSWER, None).unwrap(),
+    );
+    assert_eq!(
+        (alone.buffers[0].as_ref(), alone.printf.as_str()),
+        ([4, 5, 6, 7].as_slice(), "fake worker ran fake_slow, no launch behind it\n")
+    );
+    w.send(&small_launch("fake_slow", WireData::Kept { stamp: 3, len: 4 }, Some(4))).unwrap();
+    w.send(&Request::Hello).unwrap();
+    assert!(launched(w.answer(ANSWER, None).unwrap()).printf.contains("no launch behind it"));
+    assert!(matches!(w.answer(ANSWER, None).unwrap(), Response::Hello(_)));
+    // Refused ahead: answered in its turn, and the launch behind, which named its results, is
+    // told they are not kept.
+    w.send(&small_launch("fake_refused", WireData::Kept { stamp: 4, len: 4 }, Some(5))).unwrap();
+    w.send(&small_launch("fake_bump", WireData::Kept { stamp: 5, len: 4 }, Some(6))).unwrap();
+    assert!(matches!(w.answer(ANSWER, None).unwrap(), Response::Failed { sticky: false, .. }));
+    assert_eq!(w.answer(ANSWER, None).unwrap(), Response::NotKept { stamps: vec![5] });
+    // A crash behind a slow launch: the slow one is answered whole, then the worker is gone.
+    w.send(&small_launch("fake_slow", WireData::Kept { stamp: 4, len: 4 }, Some(7))).unwrap();
+    w.send(&small_launch("fake_crash", WireData::Kept { stamp: 7, len: 4 }, None)).unwrap();
+    let slow = launched(w.answer(ANSWER, None).unwrap());
+    assert_eq!(
+        (slow.buffers[0].as_ref(), slow.printf.as_str()),
+        ([6, 7, 8, 9].as_slice(), "fake worker ran fake_slow, a launch behind it\n")
+    );
+    let err = w.answer(ANSWER, None).unwrap_err();
+    assert!(matches!(&err, WorkerError::Died { stderr } if stderr.contains("crashed on purpose")), "{err:?}");
+    assert_eq!(w.exit_status().and_then(|s| s.code()), Some(CRASH_STATUS.into()));
+}

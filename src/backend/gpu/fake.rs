@@ -28,100 +28,105 @@
 //! - `fake_assert`: answer as the real worker does when a device-side `assert` fails
 //!   (`Trapped`, with the device's message), then exit as it does after a sticky error;
 //! - `fake_refused`: fail as a launch the driver refuses does (too many resources, say): a
-//!   non-sticky `Failed`, the worker going on, nothing launched or kept.
+//!   non-sticky `Failed`, the worker going on, nothing launched or kept;
+//! - `fake_slow`: run like `fake_bump`, but keep the "device" busy for [`SLOW`], so that a launch
+//!   sent meanwhile is begun behind it (the request loop, `serve.rs`, is the real worker's); its
+//!   printf line says whether one was.
+//!
+//! The misbehaviours happen when a launch is finished, as a real fault is seen when the launch
+//! is waited for, so a launch begun behind one of them is never answered.
 //!
 //! Nobody reaches it by accident: `--fake` is a hidden flag of the hidden `worker` subcommand,
 //! which gridlab itself never passes.
 
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_bytes::ByteBuf;
 
 use super::protocol::{
     self, DeviceInfo, KernelInfo, LaunchRequest, LaunchResult, ReadItem, Request, Response, WireData,
 };
+use super::serve;
 use super::transport::Regions;
 
 /// Exit status of a `fake_crash` (`EX_SOFTWARE`).
 pub const CRASH_STATUS: u8 = 70;
 
 /// Exit status after a sticky error, as the real worker's.
-pub const STICKY_STATUS: u8 = 4;
+pub const STICKY_STATUS: u8 = serve::STICKY_STATUS;
 
-/// Run the fake worker until stdin closes (or a request asks it to misbehave).
+/// Run the fake worker until stdin closes (or a request asks it to misbehave), through the
+/// real worker's request loop (`serve.rs`): a launch is begun, and a launch already waiting on
+/// the pipe may be begun behind it before it is answered.
 pub fn main() -> ExitCode {
     let Ok(mut input) = protocol::FrameReader::stdin() else {
         eprintln!("gridlab worker (fake): cannot read its stdin");
         return ExitCode::from(3);
     };
     let mut out = BufWriter::new(io::stdout().lock());
-    let mut compiled = false;
-    let mut linger = false;
-    let mut gpu = Device { regions: Regions::from_env(), resident: Vec::new(), crash_on_read: false };
-    loop {
-        let request = match input.request() {
-            Ok(Some(r)) => r,
-            Ok(None) if linger => sleep_forever(),
-            Ok(None) => return ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("gridlab worker (fake): bad request: {e}");
-                return ExitCode::from(3);
-            }
-        };
-        let response = match request {
+    let mut fake = Fake {
+        compiled: false,
+        linger: false,
+        gpu: Device { regions: Regions::from_env(), resident: Vec::new(), crash_on_read: false },
+    };
+    serve::serve(&mut fake, &mut input, &mut out)
+}
+
+/// How long a `fake_slow` launch keeps the fake's "device" busy.
+pub const SLOW: Duration = Duration::from_millis(200);
+
+struct Fake {
+    compiled: bool,
+    /// A `fake_linger` ran: the closing of stdin is ignored from then on.
+    linger: bool,
+    gpu: Device,
+}
+
+/// A launch the fake has begun: what it does when it is finished.
+pub struct Begun {
+    then: Then,
+    /// Another launch may be begun behind it (no shared buffers, launched once), as the real
+    /// worker allows.
+    overlaps: bool,
+    /// A `fake_slow` launch: when it began.
+    slow: Option<Instant>,
+}
+
+enum Then {
+    Answer(Response),
+    Crash,
+    Hang,
+    Assert(String),
+    Garbage,
+}
+
+impl serve::Launcher for Fake {
+    type Pending = Begun;
+
+    fn handle(&mut self, request: Request) -> Response {
+        match request {
             Request::Hello => Response::Hello(device()),
             Request::Compile { .. } => {
-                compiled = true;
+                self.compiled = true;
                 Response::Compiled { log: String::new(), arch: "sm_fake".into(), millis: 0.0, cached: false }
             }
-            Request::Launch(launch) => match launch.kernel.as_str() {
-                "fake_crash" => {
-                    eprintln!("gridlab worker (fake): crashed on purpose, launching `fake_crash`");
-                    return ExitCode::from(CRASH_STATUS);
-                }
-                "fake_hang" => sleep_forever(),
-                "fake_assert" => {
-                    let printed = format!(
-                        "fake.cu:3: void {}(int *): block: [1,0,0], thread: [5,0,0] Assertion `a[i] >= 0` failed.\n",
-                        launch.kernel
-                    );
-                    let _ = protocol::send(&mut out, &Response::Trapped { printed });
-                    return ExitCode::from(STICKY_STATUS);
-                }
-                "fake_garbage" => {
-                    // A whole frame, so the client reads it at once, whose body decodes to nothing.
-                    if out.write_all(&[4, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]).and_then(|()| out.flush()).is_err() {
-                        return ExitCode::from(3);
-                    }
-                    continue;
-                }
-                "fake_refused" => Response::Failed {
-                    message: "running `fake_refused`: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: too many resources requested for launch".into(),
-                    sticky: false,
+            Request::Launch(launch) => match self.begin(launch) {
+                serve::Begun::Queued(p) => match self.finish(p, false) {
+                    Some(answer) => answer,
+                    // Garbage went out instead of an answer; the session has given up on this one.
+                    None => Response::Failed { message: "garbage".into(), sticky: false },
                 },
-                _ if !compiled => {
-                    Response::Failed { message: "no module is loaded: define a kernel first".into(), sticky: false }
-                }
-                kernel => {
-                    linger |= kernel == "fake_linger";
-                    match gpu.launch(&launch) {
-                        Ok(r) => r,
-                        Err(Crash) => {
-                            eprintln!("gridlab worker (fake): crashed on purpose while copying results out");
-                            return ExitCode::from(CRASH_STATUS);
-                        }
-                    }
-                }
+                serve::Begun::Answered(r) => r,
             },
-            Request::Ptx if compiled => Response::Ptx("// the fake worker compiles nothing\n".into()),
+            Request::Ptx if self.compiled => Response::Ptx("// the fake worker compiles nothing\n".into()),
             Request::Ptx => Response::Failed { message: "no module has been compiled yet".into(), sticky: false },
-            Request::Read { items } => match gpu.read(&items) {
+            Request::Read { items } => match self.gpu.read(&items) {
                 Ok(r) => r,
                 Err(Crash) => {
                     eprintln!("gridlab worker (fake): crashed on purpose while copying results out");
-                    return ExitCode::from(CRASH_STATUS);
+                    std::process::exit(CRASH_STATUS.into());
                 }
             },
             Request::Info { block_size, .. } => Response::Info(KernelInfo {
@@ -133,10 +138,91 @@ pub fn main() -> ExitCode {
                 active_blocks_per_sm: 1,
                 max_threads_per_sm: 2048,
             }),
-        };
-        if protocol::send(&mut out, &response).is_err() {
-            return ExitCode::from(3);
         }
+    }
+
+    /// The misbehaviours happen when the launch is finished, as a real kernel's fault is seen when
+    /// it is waited for: a launch begun behind one of them is never answered.
+    fn begin(&mut self, launch: LaunchRequest) -> serve::Begun<Begun> {
+        let overlaps = self.may_follow(&launch);
+        let then = match launch.kernel.as_str() {
+            "fake_crash" => Then::Crash,
+            "fake_hang" => Then::Hang,
+            "fake_assert" => Then::Assert(format!(
+                "fake.cu:3: void {}(int *): block: [1,0,0], thread: [5,0,0] Assertion `a[i] >= 0` failed.\n",
+                launch.kernel
+            )),
+            "fake_garbage" => Then::Garbage,
+            "fake_refused" => {
+                return serve::Begun::Answered(Response::Failed {
+                    message: "running `fake_refused`: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: too many resources requested for launch".into(),
+                    sticky: false,
+                });
+            }
+            _ if !self.compiled => {
+                return serve::Begun::Answered(Response::Failed {
+                    message: "no module is loaded: define a kernel first".into(),
+                    sticky: false,
+                });
+            }
+            kernel => {
+                self.linger |= kernel == "fake_linger";
+                match self.gpu.launch(&launch) {
+                    r @ Response::Launched(_) => Then::Answer(r),
+                    // Refused before it ran: answered in its turn, as the real worker does.
+                    r => return serve::Begun::Answered(r),
+                }
+            }
+        };
+        let slow = (launch.kernel == "fake_slow").then(Instant::now);
+        serve::Begun::Queued(Begun { then, overlaps, slow })
+    }
+
+    fn overlaps(&self, ahead: &Begun) -> bool {
+        ahead.overlaps
+    }
+
+    fn may_follow(&self, next: &LaunchRequest) -> bool {
+        next.repeat <= 1 && next.buffers.iter().all(|b| !matches!(b.data, WireData::Shared(_)))
+    }
+
+    fn is_done(&mut self, pending: &Begun) -> bool {
+        pending.slow.is_none_or(|since| since.elapsed() >= SLOW)
+    }
+
+    fn finish(&mut self, pending: Begun, behind: bool) -> Option<Response> {
+        if let Some(since) = pending.slow {
+            std::thread::sleep(SLOW.saturating_sub(since.elapsed()));
+        }
+        match pending.then {
+            Then::Answer(Response::Launched(mut r)) if pending.slow.is_some() => {
+                // What a test of the loop looks for: whether a launch was begun behind this one.
+                r.printf = format!("fake worker ran fake_slow, {} launch behind it\n", if behind { "a" } else { "no" });
+                Some(Response::Launched(r))
+            }
+            Then::Answer(r) => Some(r),
+            Then::Crash => {
+                eprintln!("gridlab worker (fake): crashed on purpose, launching `fake_crash`");
+                std::process::exit(CRASH_STATUS.into());
+            }
+            Then::Hang => sleep_forever(),
+            Then::Assert(printed) => Some(Response::Trapped { printed }),
+            Then::Garbage => {
+                // A whole frame, so the client reads it at once, whose body decodes to nothing.
+                let mut out = io::stdout().lock();
+                if out.write_all(&[4, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]).and_then(|()| out.flush()).is_err() {
+                    std::process::exit(3);
+                }
+                None
+            }
+        }
+    }
+
+    fn closed(&mut self) -> ExitCode {
+        if self.linger {
+            sleep_forever();
+        }
+        ExitCode::SUCCESS
     }
 }
 
@@ -167,7 +253,7 @@ impl Device {
     /// What the real worker does with the buffers, on host memory: upload where the device copy
     /// is missing or stale, keep a "before" of contents only the device has, run (`fake_bump`
     /// adds 1 to every byte), keep the results on the device.
-    fn launch(&mut self, req: &LaunchRequest) -> Result<Response, Crash> {
+    fn launch(&mut self, req: &LaunchRequest) -> Response {
         for id in &req.released {
             self.regions.release(*id);
         }
@@ -176,7 +262,7 @@ impl Device {
         };
         let not_kept = req.stamps_not_kept(|stamp, len| small_at(&self.resident, stamp, len).is_some());
         if !not_kept.is_empty() {
-            return Ok(Response::NotKept { stamps: not_kept });
+            return Response::NotKept { stamps: not_kept };
         }
         let mut uploaded = 0u64;
         let mut copies = Vec::new();
@@ -188,7 +274,7 @@ impl Device {
                 }
                 &WireData::Kept { stamp, len } => match small_at(&self.resident, stamp, len) {
                     Some(i) => self.resident.remove(i).bytes,
-                    None => return Ok(gone(stamp)),
+                    None => return gone(stamp),
                 },
                 WireData::Shared(s) => {
                     let kept = self.resident.iter().position(|r| r.stamp == s.stamp && r.bytes.len() as u64 == s.len);
@@ -196,7 +282,7 @@ impl Device {
                         // The contents only the device has: run on a copy, keep these as the
                         // launch's "before".
                         Some(i) if s.device_only => self.resident[i].bytes.clone(),
-                        None if s.device_only => return Ok(gone(s.stamp)),
+                        None if s.device_only => return gone(s.stamp),
                         Some(i) if s.fresh && s.stamp != 0 => self.resident.remove(i).bytes,
                         _ => {
                             if !s.fresh {
@@ -205,7 +291,7 @@ impl Device {
                             uploaded += s.len;
                             match self.regions.get(s.region) {
                                 Ok(Some(map)) => map[..s.len as usize].to_vec(),
-                                _ => return Ok(missing(s.region)),
+                                _ => return missing(s.region),
                             }
                         }
                     }
@@ -214,7 +300,7 @@ impl Device {
             copies.push(copy);
         }
         let started: Vec<Vec<u8>> = copies.clone();
-        let bump = matches!(req.kernel.as_str(), "fake_bump" | "fake_crash_mid_copy");
+        let bump = matches!(req.kernel.as_str(), "fake_bump" | "fake_slow" | "fake_crash_mid_copy");
         if bump {
             for byte in copies.iter_mut().flatten() {
                 *byte = byte.wrapping_add(req.repeat.max(1) as u8);
@@ -267,14 +353,14 @@ impl Device {
             }
         }
         let repeat = req.repeat.max(1) as usize;
-        Ok(Response::Launched(Box::new(LaunchResult {
+        Response::Launched(Box::new(LaunchResult {
             buffers,
             uploaded_bytes: uploaded,
             printf: format!("fake worker ran {}\n", req.kernel),
             guard_hits: Vec::new(),
             kernel_ms: vec![0.0; repeat],
             launch_us: vec![0.0; repeat],
-        })))
+        }))
     }
 
     /// Copy device copies into their regions, as the real worker's `Read`.

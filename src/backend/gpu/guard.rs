@@ -53,7 +53,11 @@ pub fn copy_table(copies: &[(u64, u64, u64)]) -> ([u64; 3 * COPIES_PER_CHECK], u
 /// pattern of a fixed stride of words (eight bytes at a time where the guard's address allows, as
 /// after a buffer whose length is a multiple of 8), its loads unrolled so that they are all in
 /// flight at once rather than one memory latency after another; the block agrees with
-/// `__syncthreads_or`, and one thread writes the guard's flag. The blocks after those copy the
+/// `__syncthreads_or`, and one thread writes the guard's flag. A guard found changed is copied
+/// into `dumps` (room for every guard, in host memory the device writes), where the host reads it
+/// to name the elements written, and filled with the pattern again, so that after the check every
+/// guard is ready for the next launch, which need not wait for the host to fill it (a launch is
+/// queued behind another before the host has seen the one ahead's flags). The blocks after those copy the
 /// small (inline) buffers' results into the pinned staging memory, which the device writes
 /// directly: the kernel then stands for the launch's copies back as well, so a small launch
 /// queues one operation after the learner's kernel rather than one per buffer, and the stream
@@ -72,6 +76,18 @@ __device__ unsigned long long differs(const unsigned char *p, W pattern) {{
 #pragma unroll
     for (unsigned int k = 0; k < {GUARD_BYTES} / sizeof(W) / {t}; k++) diff |= w[k * {t} + threadIdx.x] ^ pattern;
     return diff;
+}}
+
+// A changed guard: its bytes into `dump`, then the pattern again, each thread the words it read.
+template <typename W>
+__device__ void dump_and_fill(unsigned char *p, unsigned char *dump, W pattern) {{
+    W *w = (W *)p;
+    W *d = (W *)dump;
+    for (unsigned int k = 0; k < {GUARD_BYTES} / sizeof(W) / {t}; k++) {{
+        const unsigned int i = k * {t} + threadIdx.x;
+        d[i] = w[i];
+        w[i] = pattern;
+    }}
 }}
 
 struct Copies {{ const unsigned char *from[{COPIES_PER_CHECK}]; unsigned char *to[{COPIES_PER_CHECK}]; unsigned long long len[{COPIES_PER_CHECK}]; }};
@@ -93,19 +109,27 @@ __device__ void copy_results(const Copies &copies, unsigned int n, unsigned int 
     }}
 }}
 
-extern "C" __global__ void __launch_bounds__({t}) {CHECK_KERNEL}(Guards guards, unsigned int count, volatile unsigned int *flags, Copies copies, unsigned int ncopies) {{
+extern "C" __global__ void __launch_bounds__({t}) {CHECK_KERNEL}(Guards guards, unsigned int count, volatile unsigned int *flags, Copies copies, unsigned int ncopies, unsigned char *dumps) {{
     const unsigned int g = blockIdx.x;
     if (g >= count) {{
         copy_results(copies, ncopies, g - count, gridDim.x - count);
         return;
     }}
-    const unsigned char *p = guards.at[g];
+    unsigned char *p = (unsigned char *)guards.at[g];
     const unsigned long long address = (unsigned long long)p;
     unsigned long long diff;
     if ((address & 7) == 0) diff = differs<unsigned long long>(p, {p8:#x}ull);
     else if ((address & 3) == 0) diff = differs<unsigned int>(p, {p4:#x}u);
     else diff = differs<unsigned char>(p, (unsigned char){p:#x}u);
     const int changed = __syncthreads_or(diff != 0);
+    if (changed) {{
+        unsigned char *dump = dumps + (unsigned long long)g * {GUARD_BYTES};
+        if ((address & 7) == 0) dump_and_fill<unsigned long long>(p, dump, {p8:#x}ull);
+        else if ((address & 3) == 0) dump_and_fill<unsigned int>(p, dump, {p4:#x}u);
+        else dump_and_fill<unsigned char>(p, dump, (unsigned char){p:#x}u);
+        __threadfence_system();
+        __syncthreads();
+    }}
     if (threadIdx.x == 0) flags[g] = changed ? 1u : 0u;
 }}
 "#
@@ -189,6 +213,10 @@ mod tests {
     fn the_check_kernel_compares_with_the_pattern_at_every_width() {
         let src = check_source();
         assert!(src.contains(&format!(" {CHECK_KERNEL}(Guards guards, unsigned int count,")));
+        // A changed guard is left in its dump and filled again, at the width it was read.
+        assert!(
+            src.contains("unsigned char *dumps)") && src.contains("dump_and_fill<unsigned int>(p, dump, 0xa5a5a5a5u)")
+        );
         // The copies' blocks come after the guards' and take every copy the launch names.
         assert!(src.contains(&format!("from[{COPIES_PER_CHECK}]")) && src.contains("copy_results(copies, ncopies"));
         assert!(src.contains("0xa5a5a5a5a5a5a5a5ull") && src.contains("0xa5a5a5a5u") && src.contains(")0xa5u"));

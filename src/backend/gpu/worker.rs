@@ -7,8 +7,16 @@
 //! pinned staging memory, the kernel between its timing events, the guard check kernel
 //! (`guard.rs`, compiled on first use), which also copies the results back into the staging
 //! memory (the device writes it directly; one operation after the learner's kernel, not one
-//! copy per buffer). Only a guard the check flagged is copied to the host and read there, to name
-//! what was written.
+//! copy per buffer), and an event after it all. A guard the check finds changed is left by it in
+//! pinned memory, read there to name what was written, and filled with the pattern again.
+//!
+//! The request loop is `serve.rs`: a launch is begun (`queue_launch`) and finished
+//! (`finish_launch`) in two steps, and a launch over small buffers that arrives while the one
+//! ahead still runs is queued behind it before the one ahead is waited for, so the GPU goes from
+//! one to the next without waiting for this process. Each launch in flight has its own [`Slot`]
+//! (staging memory, events, the check's flags and dumps), and a small buffer's results are kept
+//! as soon as its check is queued, so the launch behind runs on them, the stream keeping the two
+//! in order.
 //!
 //! Device `printf` writes to file descriptor 1, so at start the worker moves its stdout to an
 //! in-memory file and speaks the protocol on a duplicate of the original descriptor.
@@ -39,6 +47,7 @@ use super::guard::{self, GUARD_BYTES, PATTERN};
 use super::protocol::{
     self, DeviceInfo, KernelInfo, LaunchRequest, LaunchResult, Request, Response, SharedBuffer, WireArg, WireData,
 };
+use super::serve::{self, Begun};
 use super::transport::Regions;
 
 /// Device printf buffer: large enough for a lesson's worth of output per launch.
@@ -69,11 +78,12 @@ struct Worker {
     /// Allocations a launch is done with, kept for the next launch of the same sizes: a
     /// `cuMemFree` waits for the whole device, and most launches repeat the last one's sizes.
     spare: Vec<DeviceBuffer>,
-    /// Pinned host memory that a launch's small buffers go up from and their results come back
-    /// into, the copies queued on the stream and waited for once.
-    staging: Staging,
-    /// The two timing events, made once.
-    events: Option<(sys::CUevent, sys::CUevent)>,
+    /// What each launch in flight uses on the host (its staging memory, events, guard flags),
+    /// at most [`serve::IN_FLIGHT`] at once, and which of them a launch begun and not yet
+    /// finished holds. A launch takes the first free one, so a session whose launches never
+    /// overlap makes only the first.
+    slots: [Slot; serve::IN_FLIGHT],
+    busy: [bool; serve::IN_FLIGHT],
     /// The loaded module's kernels and `__device__` variables as looked up, so a launch asks the
     /// driver for each name once per module (a variable the module lacks is `None`).
     functions: HashMap<String, sys::CUfunction>,
@@ -83,57 +93,108 @@ struct Worker {
     checker: Option<Option<DeviceCheck>>,
 }
 
-/// The device-side guard check (`guard::check_source`): its own module and kernel, and the flag
-/// words it writes, in pinned host memory the device writes directly (`cuMemHostAlloc` with
-/// `DEVICEMAP`), so reading them costs no copy.
+/// The device-side guard check (`guard::check_source`): its own module and kernel.
 struct DeviceCheck {
     func: sys::CUfunction,
-    flags: *mut u32,
-    flags_device: sys::CUdeviceptr,
-    /// Flag words in `flags`.
+}
+
+/// What one launch in flight uses on the host, one set per launch that may be in flight at once
+/// ([`serve::IN_FLIGHT`]): a launch queued behind another must not write the memory the one
+/// ahead still reads back, nor record over its events.
+#[derive(Default)]
+struct Slot {
+    /// Pinned memory the launch's small buffers go up from and their results come back into.
+    staging: Staging,
+    /// Its timing events, and the event after everything it queued, made once.
+    events: Option<[sys::CUevent; 3]>,
+    /// The guard check's flags and dumps, in pinned memory the device writes.
+    marks: Option<Marks>,
+}
+
+/// Pinned host memory the device writes directly (`cuMemHostAlloc` with `DEVICEMAP`), so that
+/// reading it costs no copy: a flag word per guard, and room for every guard's bytes, where the
+/// check kernel leaves a guard it found changed before it fills it with the pattern again. One
+/// allocation for both: pinning memory is slow on some machines.
+struct Marks {
+    base: *mut u8,
+    base_device: sys::CUdeviceptr,
+    /// Guards there is room for.
     capacity: usize,
 }
 
-impl DeviceCheck {
-    /// At least `n` flag words, each set to [`guard::UNCHECKED`]; `false` where the driver gives
-    /// no such memory.
-    fn reset(&mut self, n: usize) -> bool {
-        if self.capacity < n {
-            let capacity = n.next_power_of_two().max(256);
-            let Some((flags, flags_device)) = device_mapped_words(capacity) else { return false };
-            // SAFETY: allocated by `device_mapped_words`, no longer used (every launch that wrote
-            // it was waited for).
-            unsafe {
-                let _ = result::free_host(self.flags as *mut c_void);
+impl Marks {
+    /// Room for `n` guards, each flag set to [`guard::UNCHECKED`]; `None` where the driver gives
+    /// no such memory. `old` is let go when it is too small (no launch uses it any more).
+    fn reset(old: Option<Marks>, n: usize) -> Option<Marks> {
+        let marks = match old {
+            Some(m) if m.capacity >= n => m,
+            old => {
+                drop(old);
+                // A launch of one buffer has two guards.
+                let capacity = n.next_power_of_two().max(2);
+                let (base, base_device) = device_mapped(Marks::dumps_at(capacity) + capacity * GUARD_BYTES)?;
+                Marks { base, base_device, capacity }
             }
-            (self.flags, self.flags_device, self.capacity) = (flags, flags_device, capacity);
-        }
+        };
         for k in 0..n {
-            // SAFETY: `flags` holds `capacity >= n` words; volatile, as the device writes them.
-            unsafe { self.flags.add(k).write_volatile(guard::UNCHECKED) };
+            // SAFETY: the flags hold `capacity >= n` words; volatile, as the device writes them.
+            unsafe { (marks.base as *mut u32).add(k).write_volatile(guard::UNCHECKED) };
         }
-        true
+        Some(marks)
     }
 
-    /// Flag `k`, as the check kernel left it (after the stream was waited for).
+    /// Where the dumps start: after the flags, on a page of their own.
+    fn dumps_at(capacity: usize) -> usize {
+        (capacity * 4).next_multiple_of(4096)
+    }
+
+    /// The device's address of the flags.
+    fn flags_device(&self) -> sys::CUdeviceptr {
+        self.base_device
+    }
+
+    /// The device's address of the dumps.
+    fn dumps_device(&self) -> sys::CUdeviceptr {
+        self.base_device + Marks::dumps_at(self.capacity) as u64
+    }
+
+    /// Flag `k`, as the check kernel left it.
     fn flag(&self, k: usize) -> u32 {
         // SAFETY: `k` is below the `n` of the last `reset`, which is at most `capacity`.
-        unsafe { self.flags.add(k).read_volatile() }
+        unsafe { (self.base as *const u32).add(k).read_volatile() }
+    }
+
+    /// The bytes of guard `k` as the check kernel found them, where its flag says it changed.
+    fn dump(&self, k: usize) -> &[u8] {
+        // SAFETY: room for `capacity > k` guards after the flags; the device wrote it before the
+        // launch's done event, which was waited for.
+        unsafe {
+            std::slice::from_raw_parts(self.base.add(Marks::dumps_at(self.capacity) + k * GUARD_BYTES), GUARD_BYTES)
+        }
     }
 }
 
-/// `n` words of pinned host memory the device can write, and their device address.
-fn device_mapped_words(n: usize) -> Option<(*mut u32, sys::CUdeviceptr)> {
+impl Drop for Marks {
+    fn drop(&mut self) {
+        // SAFETY: allocated by `device_mapped`, freed once, when no launch uses it.
+        unsafe {
+            let _ = result::free_host(self.base as *mut c_void);
+        }
+    }
+}
+
+/// `bytes` of pinned host memory the device can write, and their device address.
+fn device_mapped(bytes: usize) -> Option<(*mut u8, sys::CUdeviceptr)> {
     // SAFETY: a pinned allocation; its device address is asked for below, and it is freed if
     // there is none.
     unsafe {
-        let host = result::malloc_host(n * 4, sys::CU_MEMHOSTALLOC_DEVICEMAP).ok()?;
+        let host = result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_DEVICEMAP).ok()?;
         let mut device = 0;
         if sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) != sys::CUresult::CUDA_SUCCESS {
             let _ = result::free_host(host);
             return None;
         }
-        Some((host as *mut u32, device))
+        Some((host as *mut u8, device))
     }
 }
 
@@ -145,12 +206,44 @@ struct GuardCopy {
 }
 
 /// What [`Worker::queue_guard_check`] queued.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum CheckQueued {
     /// Nothing: the guards are read on the host and every result is copied back.
     No,
-    /// The check, and the copies it was given.
+    /// The check, which fills again every guard it finds changed, and the copies it was given.
     WithCopies,
+}
+
+/// A launch begun and not yet answered: what [`Worker::finish_launch`] needs.
+pub struct Pending {
+    kernel: String,
+    /// Which [`Slot`] it uses.
+    slot: usize,
+    /// Its device buffers, by request order, where they are still its own: a small buffer's,
+    /// once the check is queued, is already kept for the next launch or let go.
+    bufs: Vec<Option<DeviceBuffer>>,
+    /// The "before" copies of shared buffers, under their stamps.
+    snaps: Vec<(u64, DeviceBuffer)>,
+    /// Each buffer's place in the staging memory (small ones), length, element size, the stamp
+    /// its results are kept under, and for a shared one the stamp of its results.
+    layout: Vec<Placed>,
+    check: CheckQueued,
+    uploaded: u64,
+    /// The times of the launches of a `:time` before the last.
+    kernel_ms: Vec<f32>,
+    launch_us: Vec<f64>,
+    drop_after: Vec<u64>,
+    /// Another launch may be queued behind this one before it is done.
+    overlaps: bool,
+}
+
+/// One buffer of a launch in flight.
+struct Placed {
+    at: Option<usize>,
+    len: usize,
+    elem_size: usize,
+    keep: Option<u64>,
+    result: Option<u64>,
 }
 
 /// Wait for what was queued on `stream`, whatever became of it: on a path that has failed
@@ -237,8 +330,9 @@ impl Staging {
 struct DeviceBuffer {
     ptr: sys::CUdeviceptr,
     len: usize,
-    /// Both guards are known to hold the pattern (filled, and found untouched by every launch
-    /// since), so the next launch need not fill them again.
+    /// Both guards are known to hold the pattern once the stream gets there (filled, and since
+    /// then found untouched on the host or filled again by the check kernel after every launch),
+    /// so the next launch need not fill them again.
     guards_clean: bool,
 }
 
@@ -305,30 +399,68 @@ pub fn main(ordinal: usize) -> ExitCode {
         budget: 0,
         tick: 0,
         spare: Vec::new(),
-        staging: Staging::default(),
-        events: None,
+        slots: Default::default(),
+        busy: [false; serve::IN_FLIGHT],
         functions: HashMap::new(),
         globals: HashMap::new(),
         checker: None,
     };
-    loop {
-        let request = match input.request() {
-            Ok(Some(r)) => r,
-            Ok(None) => return ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("gridlab worker: bad request: {e}");
-                return ExitCode::from(3);
-            }
-        };
-        let response = worker.handle(request);
-        let sticky = matches!(response, Response::Failed { sticky: true, .. } | Response::Trapped { .. });
-        if protocol::send(&mut out, &response).is_err() {
-            return ExitCode::from(3);
+    serve::serve(&mut worker, &mut input, &mut out)
+}
+
+impl serve::Launcher for Worker {
+    type Pending = Pending;
+
+    fn handle(&mut self, request: Request) -> Response {
+        if self.ctx.is_none()
+            && let Err(r) = self.init()
+        {
+            return r;
         }
-        if sticky {
-            // The context is unusable after a sticky error: leave, the session starts anew.
-            return ExitCode::from(4);
+        match request {
+            Request::Hello => match self.info() {
+                Ok(info) => Response::Hello(info),
+                Err(e) => failed("reading the device's properties", e),
+            },
+            Request::Compile { source, options, names } => self.compile(source, options, names),
+            Request::Launch(req) => match self.begin_launch(req) {
+                Begun::Queued(p) => self.finish_launch(p, false),
+                Begun::Answered(r) => r,
+            },
+            Request::Ptx => self.ptx(),
+            Request::Info { kernel, block_size } => self.kernel_info(&kernel, block_size),
+            Request::Read { items } => self.read(&items),
         }
+    }
+
+    fn begin(&mut self, launch: LaunchRequest) -> Begun<Pending> {
+        if self.ctx.is_none()
+            && let Err(r) = self.init()
+        {
+            return Begun::Answered(r);
+        }
+        self.begin_launch(launch)
+    }
+
+    fn overlaps(&self, ahead: &Pending) -> bool {
+        ahead.overlaps
+    }
+
+    /// A launch over small buffers alone, launched once, of a module that cannot print: device
+    /// `printf` goes to the printf file at a wait, where the output of a launch behind could mix
+    /// with the output of the one ahead.
+    fn may_follow(&self, next: &LaunchRequest) -> bool {
+        next.repeat <= 1 && !self.prints && next.buffers.iter().all(|b| !matches!(b.data, WireData::Shared(_)))
+    }
+
+    fn is_done(&mut self, pending: &Pending) -> bool {
+        let Some([_, _, done]) = self.slots[pending.slot].events else { return true };
+        // SAFETY: an event this worker made and recorded.
+        !matches!(unsafe { sys::cuEventQuery(done) }, sys::CUresult::CUDA_ERROR_NOT_READY)
+    }
+
+    fn finish(&mut self, pending: Pending, behind: bool) -> Option<Response> {
+        Some(self.finish_launch(pending, behind))
     }
 }
 
@@ -362,25 +494,6 @@ fn failed(what: &str, e: result::DriverError) -> Response {
 }
 
 impl Worker {
-    fn handle(&mut self, request: Request) -> Response {
-        if self.ctx.is_none()
-            && let Err(r) = self.init()
-        {
-            return r;
-        }
-        match request {
-            Request::Hello => match self.info() {
-                Ok(info) => Response::Hello(info),
-                Err(e) => failed("reading the device's properties", e),
-            },
-            Request::Compile { source, options, names } => self.compile(source, options, names),
-            Request::Launch(req) => self.launch(req),
-            Request::Ptx => self.ptx(),
-            Request::Info { kernel, block_size } => self.kernel_info(&kernel, block_size),
-            Request::Read { items } => self.read(&items),
-        }
-    }
-
     fn init(&mut self) -> Result<(), Response> {
         // SAFETY: cudarc panics when a library is missing; check first.
         let present = unsafe { sys::is_culib_present() && nvrtc::sys::is_culib_present() };
@@ -727,11 +840,11 @@ impl Worker {
     /// The device guard check, made on first use: compiled by NVRTC once per machine (the
     /// compile cache keeps it, as it keeps the learner's modules), loaded as a module of its own.
     /// `None` where it cannot be made: the guards are then checked on the host.
-    fn checker(&mut self) -> Option<&mut DeviceCheck> {
+    fn checker(&mut self) -> Option<&DeviceCheck> {
         if self.checker.is_none() {
             self.checker = Some(self.make_checker());
         }
-        self.checker.as_mut()?.as_mut()
+        self.checker.as_ref()?.as_ref()
     }
 
     fn make_checker(&self) -> Option<DeviceCheck> {
@@ -761,30 +874,35 @@ impl Worker {
             let name = CString::new(guard::CHECK_KERNEL).ok()?;
             // SAFETY: the module was just loaded; it stays loaded for the worker's life.
             let func = unsafe { result::module::get_function(module, name) }.ok()?;
-            let (flags, flags_device) = device_mapped_words(256)?;
-            return Some(DeviceCheck { func, flags, flags_device, capacity: 256 });
+            return Some(DeviceCheck { func });
         }
         None
     }
 
-    /// The launch's two timing events, made on first use.
-    fn events(&mut self) -> Result<(sys::CUevent, sys::CUevent), result::DriverError> {
-        if let Some(pair) = self.events {
-            return Ok(pair);
+    /// Slot `slot`'s events: the launch's start and stop, and the one after all it queued;
+    /// made on first use.
+    fn events(&mut self, slot: usize) -> Result<[sys::CUevent; 3], result::DriverError> {
+        if let Some(events) = self.slots[slot].events {
+            return Ok(events);
         }
-        let start = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)?;
-        let stop = match result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT) {
-            Ok(e) => e,
-            Err(e) => {
-                // SAFETY: created just above, not used.
-                unsafe {
-                    let _ = result::event::destroy(start);
+        let mut made = Vec::new();
+        for _ in 0..3 {
+            match result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT) {
+                Ok(e) => made.push(e),
+                Err(e) => {
+                    for ev in made {
+                        // SAFETY: created just above, not used.
+                        unsafe {
+                            let _ = result::event::destroy(ev);
+                        }
+                    }
+                    return Err(e);
                 }
-                return Err(e);
             }
-        };
-        self.events = Some((start, stop));
-        Ok((start, stop))
+        }
+        let events = [made[0], made[1], made[2]];
+        self.slots[slot].events = Some(events);
+        Ok(events)
     }
 
     /// Copy device copies into shared regions (the session reading results back). A "before"
@@ -897,7 +1015,24 @@ impl Worker {
         }
     }
 
-    fn launch(&mut self, req: LaunchRequest) -> Response {
+    /// Begin a launch: check it, queue its work on the stream (the uploads, the kernel between
+    /// its events, the guard check with the copies of the small buffers' results, the event
+    /// after it all) and return without waiting, or answer it at once where it cannot start.
+    fn begin_launch(&mut self, req: LaunchRequest) -> Begun<Pending> {
+        match self.queue_launch(req) {
+            Ok(p) => Begun::Queued(p),
+            Err(r) => Begun::Answered(r),
+        }
+    }
+
+    fn queue_launch(&mut self, req: LaunchRequest) -> Result<Pending, Response> {
+        // The request loop finishes a launch before it begins one more than `IN_FLIGHT`.
+        let Some(slot) = self.busy.iter().position(|b| !b) else {
+            return Err(Response::Failed {
+                message: format!("the GPU worker was asked for more than {} launches at once", serve::IN_FLIGHT),
+                sticky: false,
+            });
+        };
         for id in &req.released {
             self.release_region(*id);
         }
@@ -905,23 +1040,20 @@ impl Worker {
         // still be here, and named once, or nothing is done and the session sends their bytes.
         let not_kept = req.stamps_not_kept(|stamp, len| self.small_kept_at(stamp, len).is_some());
         if !not_kept.is_empty() {
-            return Response::NotKept { stamps: not_kept };
+            return Err(Response::NotKept { stamps: not_kept });
         }
         // A template instance is found by its mangled name, as `:info` finds it.
-        let func = match self.function(&req.kernel) {
-            Ok(f) => f,
-            Err(r) => return r,
-        };
+        let func = self.function(&req.kernel)?;
         // A view beyond its buffer's end would point into the guard or past it: the session
         // checks this before it asks, and the worker does not take it on trust.
         for a in &req.args {
             if let WireArg::View { buffer, byte_offset } = a {
                 let len = req.buffers.get(*buffer as usize).map(|b| b.len());
                 if len.is_none_or(|len| *byte_offset > len) {
-                    return Response::Failed {
+                    return Err(Response::Failed {
                         message: format!("an argument points {byte_offset} bytes into buffer {buffer}, outside it"),
                         sticky: false,
-                    };
+                    });
                 }
             }
         }
@@ -932,12 +1064,12 @@ impl Worker {
             match self.region(id) {
                 Ok(len) if len as u64 >= s.len => {}
                 Ok(len) => {
-                    return Response::Failed {
+                    return Err(Response::Failed {
                         message: format!("shared region {id} holds {len} bytes, not the buffer's {}", s.len),
                         sticky: false,
-                    };
+                    });
                 }
-                Err(r) => return r,
+                Err(r) => return Err(r),
             }
         }
         self.tick += 1;
@@ -970,10 +1102,10 @@ impl Worker {
             }
             if self.kept_at(s.stamp, s.len).is_none() {
                 self.release_all(allocs.drain(..).flatten());
-                return Response::Failed {
+                return Err(Response::Failed {
                     message: format!("the GPU worker no longer holds the results stamped {}", s.stamp),
                     sticky: false,
-                };
+                });
             }
             let copied =
                 self.copy_on_device(s.len as usize, |w| w.kept_at(s.stamp, s.len).map(|at| w.resident[at].buf.data()));
@@ -981,7 +1113,7 @@ impl Worker {
                 Ok(work) => allocs[i] = Some(work),
                 Err(r) => {
                     self.release_all(allocs.drain(..).flatten());
-                    return r;
+                    return Err(r);
                 }
             }
             if let Some(at) = self.kept_at(s.stamp, s.len) {
@@ -998,12 +1130,12 @@ impl Worker {
                     Err(e) => {
                         self.release_all(allocs.drain(..).flatten());
                         if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-                            return Response::Failed {
+                            return Err(Response::Failed {
                                 message: format!("the GPU has no room for a buffer of {len} bytes (and its guards)"),
                                 sticky: false,
-                            };
+                            });
                         }
-                        return failed("allocating buffers", e);
+                        return Err(failed("allocating buffers", e));
                     }
                 };
                 let data = d.data();
@@ -1022,7 +1154,7 @@ impl Worker {
                 };
                 if let Err(e) = copied {
                     self.release_all(allocs.drain(..).flatten());
-                    return failed("copying buffers to the GPU", e);
+                    return Err(failed("copying buffers to the GPU", e));
                 }
                 uploaded += len as u64;
             }
@@ -1045,39 +1177,45 @@ impl Worker {
                     self.release(start);
                     self.release_all(allocs.drain(..).flatten());
                     self.release_all(snaps.into_iter().map(|(_, d)| d));
-                    return r;
+                    return Err(r);
                 }
             }
             snaps.push((*stamp, start));
         }
         let mut bufs: Vec<DeviceBuffer> = allocs.into_iter().flatten().collect();
-        // Small buffers go up through the pinned staging memory, each at its place there, where
-        // its results come back down after the kernel (the stream keeps the two in order): the
-        // copies are queued, not waited for. A kept one goes up not at all, but comes back too.
-        let inline_at: Vec<Option<usize>> = req
+        // Small buffers go up through the pinned staging memory of the launch's slot, each at its
+        // place there, where its results come back down after the kernel (the stream keeps the
+        // two in order): the copies are queued, not waited for. A kept one goes up not at all,
+        // but comes back too.
+        let layout: Vec<Placed> = req
             .buffers
             .iter()
             .scan(0usize, |at, b| {
-                Some(match &b.data {
+                let len = b.len() as usize;
+                let place = match &b.data {
                     WireData::Inline(_) | WireData::Kept { .. } => {
-                        *at += b.len() as usize;
-                        Some(*at - b.len() as usize)
+                        *at += len;
+                        Some(*at - len)
                     }
                     WireData::Shared(_) => None,
-                })
+                };
+                let result = match &b.data {
+                    WireData::Shared(s) => s.result,
+                    _ => None,
+                };
+                Some(Placed { at: place, len, elem_size: b.elem_size as usize, keep: b.keep, result })
             })
             .collect();
-        let need: usize =
-            req.buffers.iter().filter(|b| !matches!(b.data, WireData::Shared(_))).map(|b| b.len() as usize).sum();
+        let need: usize = layout.iter().filter(|p| p.at.is_some()).map(|p| p.len).sum();
         let stream = std::ptr::null_mut();
-        let stage = self.staging.get(need);
+        let stage = self.slots[slot].staging.get(need);
         let mut queued = Ok(());
-        for ((b, d), at) in req.buffers.iter().zip(&bufs).zip(&inline_at) {
-            let (WireData::Inline(bytes), Some(at)) = (&b.data, *at) else { continue };
+        for ((b, d), placed) in req.buffers.iter().zip(&bufs).zip(&layout) {
+            let (WireData::Inline(bytes), Some(at)) = (&b.data, placed.at) else { continue };
             let piece = &mut stage[at..at + bytes.len()];
             piece.copy_from_slice(bytes);
             // SAFETY: the allocation holds `len` bytes at `data()`; the staging memory stays
-            // untouched until the stream is waited for, on every path.
+            // untouched until the launch's done event is waited for, on every path.
             queued = unsafe { result::memcpy_htod_async(d.data(), piece, stream) };
             if queued.is_err() {
                 break;
@@ -1085,7 +1223,7 @@ impl Worker {
         }
         if let Err(e) = queued {
             self.release_launch(bufs, snaps);
-            return failed("copying buffers to the GPU", e);
+            return Err(failed("copying buffers to the GPU", e));
         }
         // Fill the guards with the pattern, before and after every buffer, where a launch may
         // have written them since they were last filled.
@@ -1098,10 +1236,10 @@ impl Worker {
             };
             if let Err(e) = r {
                 self.release_launch(bufs, snaps);
-                return failed("filling the guard regions", e);
+                return Err(failed("filling the guard regions", e));
             }
         }
-        // Until the guards are read back and found untouched, the kernel may have written them.
+        // Until the guards are checked, the kernel may have written them.
         for d in &mut bufs {
             d.guards_clean = false;
         }
@@ -1121,11 +1259,11 @@ impl Worker {
         let mut params: Vec<*mut c_void> = storage.iter_mut().map(|s| s.as_mut_ptr() as *mut c_void).collect();
         let mut kernel_ms = Vec::new();
         let mut launch_us = Vec::new();
-        let (start_ev, stop_ev) = match self.events() {
-            Ok(pair) => pair,
+        let [start_ev, stop_ev, done_ev] = match self.events(slot) {
+            Ok(events) => events,
             Err(e) => {
                 self.release_launch(bufs, snaps);
-                return failed("creating timing events", e);
+                return Err(failed("creating timing events", e));
             }
         };
         let g = (req.grid[0], req.grid[1], req.grid[2]);
@@ -1136,7 +1274,7 @@ impl Worker {
             // that writes a `__device__` variable the session set sees the set values again.
             if let Err(r) = self.set_symbols(&req.symbols) {
                 self.release_launch(bufs, snaps);
-                return r;
+                return Err(r);
             }
             // SAFETY: the function, its arguments and the buffers are valid for the launch.
             let r = unsafe {
@@ -1147,7 +1285,7 @@ impl Worker {
                     r?;
                     result::event::record(stop_ev, stream)?;
                     // Every launch but the last is timed here (`:time`); the last is waited for
-                    // once, below, with the guard check and the results' copies.
+                    // once, when it is finished, with the guard check and the results' copies.
                     if k + 1 < repeat {
                         result::event::synchronize(stop_ev)?;
                         kernel_ms.push(result::event::elapsed(start_ev, stop_ev)?);
@@ -1156,118 +1294,210 @@ impl Worker {
                 })
             };
             if let Err(e) = r {
-                return self.launch_failed(&req.kernel, e, bufs, snaps);
+                return Err(self.launch_failed(&req.kernel, e, bufs, snaps));
             }
         }
-        // The kernel is queued: then the guard check, and the copies of the inline buffers'
+        // The kernel is queued: then the guard check, and the copies of the small buffers'
         // results into the staging memory, each at the place it went up from; the shared ones
         // stay on the device until the session reads them. The check kernel makes those copies
         // where the device can write the staging memory (one operation after the learner's
-        // kernel, not one per buffer); else they are queued after it. One wait for all of it.
+        // kernel, not one per buffer); else they are queued after it. Then the done event.
         let guards: Vec<sys::CUdeviceptr> = bufs.iter().flat_map(|d| [d.ptr, d.data() + d.len as u64]).collect();
         let copies: Vec<Option<GuardCopy>> = bufs
             .iter()
-            .zip(&inline_at)
-            .zip(&req.buffers)
-            .map(|((d, at), b)| {
-                let to = self.staging.device_at((*at)?)?;
-                Some(GuardCopy { from: d.data(), to, len: b.len() })
+            .zip(&layout)
+            .map(|(d, placed)| {
+                let to = self.slots[slot].staging.device_at(placed.at?)?;
+                Some(GuardCopy { from: d.data(), to, len: placed.len as u64 })
             })
             .collect();
-        let copied = self.queue_guard_check(&guards, &copies, stream);
-        let checked = copied != CheckQueued::No;
-        let stage = self.staging.get(need);
-        let done = (|| {
-            for (((d, at), b), c) in bufs.iter().zip(&inline_at).zip(&req.buffers).zip(&copies) {
-                let Some(at) = *at else { continue };
-                if copied == CheckQueued::WithCopies && c.is_some() {
+        let check = self.queue_guard_check(slot, &guards, &copies, stream);
+        let stage = self.slots[slot].staging.get(need);
+        let queued = (|| {
+            for ((d, placed), c) in bufs.iter().zip(&layout).zip(&copies) {
+                let Some(at) = placed.at else { continue };
+                if check == CheckQueued::WithCopies && c.is_some() {
                     continue;
                 }
                 // SAFETY: the allocation holds `len` bytes at `data()`; `stage` holds `need`
-                // bytes, and the inline buffers' places add up to `need`.
-                unsafe { result::memcpy_dtoh_async(&mut stage[at..at + b.len() as usize], d.data(), stream) }?;
+                // bytes, and the small buffers' places add up to `need`.
+                unsafe { result::memcpy_dtoh_async(&mut stage[at..at + placed.len], d.data(), stream) }?;
             }
-            // SAFETY: the default stream, on which everything above was queued.
-            unsafe { result::stream::synchronize(stream) }?;
-            // SAFETY: both events were recorded, and the stream is done.
-            kernel_ms.push(unsafe { result::event::elapsed(start_ev, stop_ev) }?);
-            Ok(())
+            // SAFETY: an event of this slot, recorded on the stream everything above went to.
+            unsafe { result::event::record(done_ev, stream) }
         })();
-        if let Err(e) = done {
-            return self.launch_failed(&req.kernel, e, bufs, snaps);
+        if let Err(e) = queued {
+            return Err(self.launch_failed(&req.kernel, e, bufs, snaps));
         }
-        let out: Vec<ByteBuf> = inline_at
+        let mut bufs: Vec<Option<DeviceBuffer>> = bufs.into_iter().map(Some).collect();
+        if check == CheckQueued::WithCopies {
+            // The check fills again every guard it finds changed, so after it every guard holds
+            // the pattern, and the stream keeps the next launch's work behind it: a small
+            // buffer's results are kept from now on (a launch queued behind this one runs on
+            // them), and the other small buffers go back to the spares.
+            for (d, placed) in bufs.iter_mut().zip(&layout) {
+                if let Some(d) = d {
+                    d.guards_clean = true;
+                }
+                if placed.at.is_none() {
+                    continue;
+                }
+                let Some(d) = d.take() else { continue };
+                match placed.keep {
+                    Some(stamp) => {
+                        self.resident.push(Resident { stamp, buf: d, used: self.tick, held: false, small: true })
+                    }
+                    None => self.release(d),
+                }
+            }
+            self.trim_small_kept();
+        }
+        let shared = layout.iter().any(|p| p.at.is_none());
+        self.busy[slot] = true;
+        Ok(Pending {
+            kernel: req.kernel,
+            slot,
+            bufs,
+            snaps,
+            layout,
+            check,
+            uploaded,
+            kernel_ms,
+            launch_us,
+            drop_after: req.drop_after,
+            overlaps: check == CheckQueued::WithCopies && repeat == 1 && !shared && !self.prints,
+        })
+    }
+
+    /// Wait for a launch begun and answer it: the kernel's time, the small buffers' results, the
+    /// guards the check found changed (named from the bytes it left), what the kernel printed;
+    /// shared buffers' results and "before" copies are kept on the device from now on.
+    ///
+    /// `behind` says a launch was queued behind this one and ran on what it left. An error
+    /// while waiting is then this launch's only if its guard check never wrote its flags (the
+    /// stream runs in order: a launch behind starts once this one's check is done), and any
+    /// failure of this launch ends the worker, so the session sends the launch behind again to a
+    /// new one.
+    fn finish_launch(&mut self, p: Pending, behind: bool) -> Response {
+        let slot = p.slot;
+        // Its slot is free for the next launch begun once this one is answered.
+        self.busy[slot] = false;
+        let Some([start_ev, stop_ev, done_ev]) = self.slots[slot].events else {
+            return Response::Failed { message: "a launch in flight lost its events".into(), sticky: true };
+        };
+        let mut kernel_ms = p.kernel_ms.clone();
+        // SAFETY: events of this slot, recorded by `queue_launch`.
+        let waited = unsafe { result::event::synchronize(done_ev) }
+            .and_then(|()| unsafe { result::event::elapsed(start_ev, stop_ev) });
+        match waited {
+            Ok(ms) => kernel_ms.push(ms),
+            // A launch behind this one failed after this one was done: its answer says so, and
+            // this one keeps its results, without the kernel's time (the context is gone).
+            Err(_) if behind && self.checked_whole(&p) => {}
+            Err(e) => return self.finish_failed(p, e, behind),
+        }
+        let stage = self.slots[slot].staging.get(0);
+        let out: Vec<ByteBuf> = p
+            .layout
             .iter()
-            .zip(&req.buffers)
-            .map(|(at, b)| match at {
-                Some(at) => ByteBuf::from(stage[*at..*at + b.len() as usize].to_vec()),
+            .map(|placed| match placed.at {
+                Some(at) => ByteBuf::from(stage[at..at + placed.len].to_vec()),
                 None => ByteBuf::new(),
             })
             .collect();
-        // Guards the device found untouched need no fill before the next launch; the others
-        // (and all of them, where the device check did not run) are read on the host, which names
-        // the elements written.
-        let flags: Vec<u32> = (0..guards.len())
-            .map(|k| match self.checker.as_ref().and_then(Option::as_ref) {
-                Some(check) if checked => check.flag(k),
-                _ => guard::UNCHECKED,
-            })
-            .collect();
         let mut guard_hits = Vec::new();
-        let mut unread = None;
-        for (i, d) in bufs.iter_mut().enumerate() {
-            if flags[2 * i..2 * i + 2] == [0, 0] {
-                d.guards_clean = true;
-                continue;
-            }
-            let mut pieces = [vec![0u8; GUARD_BYTES], vec![0u8; GUARD_BYTES]];
-            let read = [d.ptr, d.data() + d.len as u64].iter().zip(&mut pieces).try_for_each(|(src, piece)| {
-                // SAFETY: a guard region of the allocation, `GUARD_BYTES` long.
-                unsafe { result::memcpy_dtoh_sync(piece.as_mut_slice(), *src) }
-            });
-            if let Err(e) = read {
-                unread = Some(e);
-                break;
-            }
-            match guard::check(i as u32, &pieces[0], &pieces[1], d.len, req.buffers[i].elem_size as usize) {
-                Some(hit) => guard_hits.push(hit),
-                None => d.guards_clean = true,
-            }
-        }
-        if let Some(e) = unread {
-            return self.launch_failed(&req.kernel, e, bufs, snaps);
+        let mut bufs = p.bufs;
+        for (i, placed) in p.layout.iter().enumerate() {
+            let marks = self.slots[slot].marks.as_ref().filter(|_| p.check == CheckQueued::WithCopies);
+            let flags = marks.map(|m| [m.flag(2 * i), m.flag(2 * i + 1)]);
+            let hit = match (marks, flags) {
+                (_, Some([0, 0])) => None,
+                // The check left each changed guard's bytes in its dump, and filled it again.
+                (Some(m), Some(f)) if !f.contains(&guard::UNCHECKED) => {
+                    let clean = [PATTERN; GUARD_BYTES];
+                    let side = |k: usize| if f[k] == 0 { &clean[..] } else { m.dump(2 * i + k) };
+                    guard::check(i as u32, side(0), side(1), placed.len, placed.elem_size)
+                }
+                // No check ran on the device: the guards are read here.
+                _ => {
+                    let Some(d) = bufs[i].as_mut() else {
+                        return Response::Failed {
+                            message: "the guard check did not run for a buffer already handed on".into(),
+                            sticky: true,
+                        };
+                    };
+                    let mut pieces = [vec![0u8; GUARD_BYTES], vec![0u8; GUARD_BYTES]];
+                    let read = [d.ptr, d.data() + d.len as u64].iter().zip(&mut pieces).try_for_each(|(src, piece)| {
+                        // SAFETY: a guard region of the allocation, `GUARD_BYTES` long.
+                        unsafe { result::memcpy_dtoh_sync(piece.as_mut_slice(), *src) }
+                    });
+                    if let Err(e) = read {
+                        let p = Pending { bufs, ..p };
+                        return self.finish_failed(p, e, behind);
+                    }
+                    let hit = guard::check(i as u32, &pieces[0], &pieces[1], placed.len, placed.elem_size);
+                    d.guards_clean = hit.is_none();
+                    hit
+                }
+            };
+            guard_hits.extend(hit);
         }
         let printf = if self.prints { self.take_printf() } else { String::new() };
         // Keep each shared buffer's results on the device, held under the stamp they get until
-        // the session reads them; the others are done with. The last launch's "before" copies
-        // are no longer the last launch's.
-        for (d, b) in bufs.into_iter().zip(&req.buffers) {
-            match &b.data {
-                WireData::Shared(SharedBuffer { result: Some(stamp), .. }) => {
-                    self.resident.push(Resident { stamp: *stamp, buf: d, used: self.tick, held: true, small: false });
+        // the session reads them, and a small buffer's (where the check did not hand it on
+        // already); the others are done with. The last launch's "before" copies are no longer
+        // the last launch's.
+        for (d, placed) in bufs.into_iter().zip(&p.layout) {
+            let Some(d) = d else { continue };
+            match (placed.result, placed.keep) {
+                (Some(stamp), _) if placed.at.is_none() => {
+                    self.resident.push(Resident { stamp, buf: d, used: self.tick, held: true, small: false });
                 }
-                WireData::Inline(_) | WireData::Kept { .. } if b.keep.is_some() => {
-                    let stamp = b.keep.unwrap_or_default();
+                (_, Some(stamp)) if placed.at.is_some() => {
                     self.resident.push(Resident { stamp, buf: d, used: self.tick, held: false, small: true });
                 }
                 _ => self.release(d),
             }
         }
         self.trim_small_kept();
-        for stamp in &req.drop_after {
+        for stamp in &p.drop_after {
             self.drop_resident(*stamp);
         }
-        for (stamp, buf) in snaps {
+        for (stamp, buf) in p.snaps {
             self.resident.push(Resident { stamp, buf, used: self.tick, held: true, small: false });
         }
         Response::Launched(Box::new(LaunchResult {
             buffers: out,
-            uploaded_bytes: uploaded,
+            uploaded_bytes: p.uploaded,
             printf,
             guard_hits,
             kernel_ms,
-            launch_us,
+            launch_us: p.launch_us,
         }))
+    }
+
+    /// Whether the launch's guard check wrote every flag: it ran, so the launch was done.
+    fn checked_whole(&self, p: &Pending) -> bool {
+        let Some(marks) = self.slots[p.slot].marks.as_ref() else { return false };
+        p.check == CheckQueued::WithCopies && (0..2 * p.layout.len()).all(|k| marks.flag(k) != guard::UNCHECKED)
+    }
+
+    /// A launch that failed while it was waited for. With a launch queued behind it, which ran on
+    /// what this one left, the worker ends whatever the error (a sticky answer), so the session
+    /// sends that launch again to a new worker.
+    fn finish_failed(&mut self, p: Pending, e: result::DriverError, behind: bool) -> Response {
+        // Whether the check ran to fill its guards again is not known: the next launch fills them.
+        let bufs: Vec<DeviceBuffer> =
+            p.bufs.into_iter().flatten().map(|d| DeviceBuffer { guards_clean: false, ..d }).collect();
+        let response = self.launch_failed(&p.kernel, e, bufs, p.snaps);
+        // Small results kept when the check was queued are no one's now.
+        for stamp in p.layout.iter().filter_map(|placed| placed.keep) {
+            self.drop_resident(stamp);
+        }
+        match response {
+            Response::Failed { message, .. } if behind => Response::Failed { message, sticky: true },
+            r => r,
+        }
     }
 
     /// A launch whose kernel, or what was queued after it, failed. A failing device-side
@@ -1291,25 +1521,29 @@ impl Worker {
     }
 
     /// Queue the device guard check over the guard regions at `guards` (two a buffer), their
-    /// flags set to [`guard::UNCHECKED`] first, and with it the copies of the buffers' results
-    /// that `copies` names (one entry a buffer). [`CheckQueued::No`] where it cannot run: every
-    /// guard is then read on the host, and every result copied.
+    /// flags in slot `slot` set to [`guard::UNCHECKED`] first, and with it the copies of the
+    /// buffers' results that `copies` names (one entry a buffer). [`CheckQueued::No`] where it
+    /// cannot run: every guard is then read on the host, and every result copied.
     fn queue_guard_check(
         &mut self,
+        slot: usize,
         guards: &[sys::CUdeviceptr],
         copies: &[Option<GuardCopy>],
         stream: sys::CUstream,
     ) -> CheckQueued {
-        let Some(check) = self.checker() else { return CheckQueued::No };
-        if !check.reset(guards.len()) {
+        let Some(func) = self.checker().map(|c| c.func) else { return CheckQueued::No };
+        let Some(marks) = Marks::reset(self.slots[slot].marks.take(), guards.len()) else {
             return CheckQueued::No;
-        }
+        };
         let chunks = guards.chunks(guard::GUARDS_PER_CHECK).zip(copies.chunks(guard::COPIES_PER_CHECK));
+        let mut queued = CheckQueued::WithCopies;
         for (c, (chunk, copy_chunk)) in chunks.enumerate() {
             let mut at = [0 as sys::CUdeviceptr; guard::GUARDS_PER_CHECK];
             at[..chunk.len()].copy_from_slice(chunk);
             let mut count = chunk.len() as u32;
-            let mut flags = check.flags_device + (c * guard::GUARDS_PER_CHECK * 4) as u64;
+            let first = c * guard::GUARDS_PER_CHECK;
+            let mut flags = marks.flags_device() + (first * 4) as u64;
+            let mut dumps = marks.dumps_device() + (first * GUARD_BYTES) as u64;
             let chunk_copies: Vec<(u64, u64, u64)> =
                 copy_chunk.iter().flatten().map(|c| (c.from, c.to, c.len)).collect();
             let (mut table, mut ncopies, bytes) = guard::copy_table(&chunk_copies);
@@ -1320,19 +1554,22 @@ impl Worker {
                 &mut flags as *mut _ as *mut c_void,
                 &mut table as *mut _ as *mut c_void,
                 &mut ncopies as *mut _ as *mut c_void,
+                &mut dumps as *mut _ as *mut c_void,
             ];
-            // SAFETY: the check kernel's five parameters, alive for the call (the driver copies
-            // them); the guards and the copies' sources lie in live allocations, the flags in
-            // `check`'s memory, the copies' destinations in the staging memory, which stays
-            // untouched until the stream is waited for.
+            // SAFETY: the check kernel's six parameters, alive for the call (the driver copies
+            // them); the guards and the copies' sources lie in live allocations, the flags and
+            // dumps in the slot's marks, the copies' destinations in its staging memory, which
+            // stays untouched until the launch's done event is waited for.
             let r = unsafe {
-                result::launch_kernel(check.func, (blocks, 1, 1), (guard::CHECK_THREADS, 1, 1), 0, stream, &mut params)
+                result::launch_kernel(func, (blocks, 1, 1), (guard::CHECK_THREADS, 1, 1), 0, stream, &mut params)
             };
             if r.is_err() {
-                return CheckQueued::No;
+                queued = CheckQueued::No;
+                break;
             }
         }
-        CheckQueued::WithCopies
+        self.slots[slot].marks = Some(marks);
+        queued
     }
 
     /// Copy the session's values into the loaded module's `__constant__`/`__device__`
