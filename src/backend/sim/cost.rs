@@ -317,16 +317,28 @@ fn accurate_math_quarters(f: MathFn) -> u32 {
     }
 }
 
+/// Issue quarters of a 64-bit division by a run-time value whose operands do not fit 32 bits:
+/// a routine of about seventy instructions.
+const WIDE_DIVISION_QUARTERS: u32 = 280;
+
+/// Issue quarters of a 64-bit division by a run-time value whose operands both fit 32 bits
+/// (non-negative and below 2^32): NVVM, and so nvcc and Numba, test for that first and run the
+/// 32-bit routine (LLVM's slow-division bypass), as Numba's 64-bit `i // cols` always does for
+/// an index. The engine adds the difference for a warp with any lane that does not fit
+/// (`Counter::wide_division`), since only the run shows which.
+const NARROW_WIDE_DIVISION_QUARTERS: u32 = 88;
+
 /// Issue quarters of an integer division or remainder. By a constant the compiler multiplies
 /// and shifts (a few instructions); by a value known only at run time it runs a routine of about
-/// twenty (a reciprocal estimate and its correction), and several times that in 64 bits.
+/// twenty (a reciprocal estimate and its correction), and in 64 bits the same after a test that
+/// both operands fit 32 bits (several times that when they do not, see `wide_division`).
 fn division_quarters(ty: Scalar, constant_divisor: bool) -> u32 {
     let wide = matches!(ty, Scalar::I64 | Scalar::U64);
     match (constant_divisor, wide) {
         (true, false) => 12,
         (true, true) => 24,
         (false, false) => 80,
-        (false, true) => 280,
+        (false, true) => NARROW_WIDE_DIVISION_QUARTERS,
     }
 }
 
@@ -545,6 +557,12 @@ impl Counter {
         let c = &mut self.per_pc[pc as usize];
         c.issued += 1;
         c.lanes += mask.count_ones() as u64;
+    }
+
+    /// A 64-bit division or remainder at `pc` whose warp had a lane with an operand that does
+    /// not fit 32 bits: the long routine instead of the 32-bit one `issue_weight` counts.
+    pub fn wide_division(&mut self, pc: u32) {
+        self.per_pc[pc as usize].slots += (WIDE_DIVISION_QUARTERS - NARROW_WIDE_DIVISION_QUARTERS) as u64;
     }
 
     /// Fill in the counts that follow from each instruction's issues alone (see `issue`).

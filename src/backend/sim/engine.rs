@@ -1679,6 +1679,17 @@ impl Machine<'_, '_> {
                 if let Some(l) = div0 {
                     self.trap(pc, thread0 + l as u64, "integer division by zero");
                 }
+                // A 64-bit division runs the 32-bit routine when both operands fit 32 bits, as
+                // the compiler arranges; a lane that does not fit sends the warp down the long one.
+                if matches!(ty, Scalar::I64 | Scalar::U64)
+                    && let Some(c) = self.cost.as_deref_mut()
+                {
+                    let mut wide = false;
+                    lanes!(mask, |l| wide |= (r[at(a, l)] | r[at(b, l)]) >> 32 != 0);
+                    if wide {
+                        c.wide_division(pc);
+                    }
+                }
             }
             Op::Load { ty, dst, addr } => {
                 let lanes = lane_who!();

@@ -2304,6 +2304,10 @@ __global__ void div_const(int *a, int *b) {
 __global__ void div_var(int *a, int *b) {
     b[threadIdx.x] = a[threadIdx.x] / b[threadIdx.x];
 }
+__global__ void div_wide(int *a, int *b) {
+    long long big = (long long)a[threadIdx.x] << b[0];
+    b[threadIdx.x] = (int)(big / (long long)(threadIdx.x + 3));
+}
 "#;
 
 fn ints(v: &[i64]) -> Buffer {
@@ -2355,6 +2359,16 @@ fn full_precision_math_and_division_by_a_variable_cost_more_issue_slots() {
         slots("div_const", &mut ints(&[7; 32]), &mut ints(&[3; 32])),
     );
     assert!(by_var >= by_const + 40, "a run-time divisor needs a routine: {by_var} vs {by_const}");
+    // A 64-bit division runs the 32-bit routine when both operands fit 32 bits (the compiler
+    // tests for it), the long one when a lane's do not: decided per warp, from the run.
+    let wide = |shift: i64| {
+        let mut a = ints(&[5; 32]);
+        let mut b = ints(&[shift; 32]);
+        slots("div_wide", &mut a, &mut b)
+    };
+    let (fits, does_not) = (wide(1), wide(40));
+    assert!(does_not >= fits + 150, "past 32 bits the long routine: {does_not} vs {fits}");
+    assert!(fits <= by_var + 40, "within 32 bits about the 32-bit routine: {fits} vs {by_var}");
 }
 
 const AHEAD: &str = r#"__global__ void relay(float *a, const float *c, int n) {
