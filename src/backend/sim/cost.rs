@@ -1,7 +1,8 @@
 //! The cost model: what a launch would cost on a real GPU, counted during the ordinary simulated
 //! launch (no second pass) and turned into an estimated time on a reference GPU.
 //!
-//! The engine calls [`Counter::issue`] for every warp instruction it executes and
+//! The engine calls [`Counter::issue`] for every warp instruction it executes (or
+//! [`Counter::issue_run`] for a straight stretch of them) and
 //! [`Counter::memory`] with the addresses of the active lanes of every memory instruction. From
 //! them the counter keeps, per instruction and in total, what Nsight Compute would report:
 //! global requests and the 32-byte sectors and 128-byte lines they touch, L1 hits (one small
@@ -385,6 +386,37 @@ pub struct Counter {
     /// A global access's sectors, sorted and made distinct in place: kept from one access to
     /// the next (never empty but while in use), so that an access zeroes no array of its own.
     sectors: Vec<u64>,
+    /// The last block asked for its SM, and that SM.
+    sm_block: (u64, usize),
+    /// Issues and lanes of [`Counter::issue_run`]'s stretches, as differences: one more entry
+    /// than instructions.
+    runs: Vec<(u64, u64)>,
+    /// Loads' L1 lookups not made yet ([`Counter::pend`]): per load a head (SM, pc, sector
+    /// count) and its distinct sectors.
+    pending: Vec<u64>,
+    /// Where each pending load starts, by SM (kept for its room).
+    pending_order: Vec<u32>,
+}
+
+/// Words of pending L1 lookups that make the counter make them (2 MiB).
+const PENDING: usize = 1 << 18;
+
+/// A warp's loads run ahead of its turn whose L1 lookups wait for their steps to count (see
+/// [`Counter::load_ahead`]): per load a head (its step past the turn, pc and sector count)
+/// and its distinct sectors.
+#[derive(Default)]
+pub struct Held {
+    data: Vec<u64>,
+    /// Where the first load not yet counted starts.
+    next: usize,
+}
+
+impl Held {
+    /// Forget what is held (a warp starting anew).
+    pub fn clear(&mut self) {
+        self.data.clear();
+        self.next = 0;
+    }
 }
 
 /// Global accesses a worker's counter left for the launch's (see [`Counter::deferred`]).
@@ -471,6 +503,10 @@ impl Counter {
             deferred: None,
             stamp: 0,
             sectors: vec![0; 2 * WARP],
+            sm_block: (0, 0),
+            runs: vec![(0, 0); k.code.len() + 1],
+            pending: Vec::new(),
+            pending_order: Vec::new(),
         }
     }
 
@@ -493,6 +529,10 @@ impl Counter {
             deferred: Some(Deferred::default()),
             stamp: 0,
             sectors: vec![0; 2 * WARP],
+            sm_block: (0, 0),
+            runs: vec![(0, 0); self.runs.len()],
+            pending: Vec::new(),
+            pending_order: Vec::new(),
         }
     }
 
@@ -527,6 +567,7 @@ impl Counter {
 
     /// The counts so far, leaving zeros (a worker's, one block at a time).
     pub fn take_counts(&mut self) -> Vec<Counts> {
+        self.fold_runs();
         let n = self.per_pc.len();
         std::mem::replace(&mut self.per_pc, vec![Counts::default(); n])
     }
@@ -565,8 +606,38 @@ impl Counter {
         self.per_pc[pc as usize].slots += (WIDE_DIVISION_QUARTERS - NARROW_WIDE_DIVISION_QUARTERS) as u64;
     }
 
+    /// One issue each of the instructions `lo..hi`, run one after another by the lanes in
+    /// `mask`: counted at the stretch's two ends (a difference array, summed by
+    /// `fold_runs`), so that a long run of register-only steps costs two updates, not two a step.
+    #[inline(always)]
+    pub fn issue_run(&mut self, lo: u32, hi: u32, mask: u32) {
+        let lanes = u64::from(mask.count_ones());
+        let (lo, hi) = (lo as usize, hi as usize);
+        self.runs[lo].0 = self.runs[lo].0.wrapping_add(1);
+        self.runs[lo].1 = self.runs[lo].1.wrapping_add(lanes);
+        self.runs[hi].0 = self.runs[hi].0.wrapping_sub(1);
+        self.runs[hi].1 = self.runs[hi].1.wrapping_sub(lanes);
+    }
+
+    /// Add the issues of [`Counter::issue_run`] to the counts, leaving zeros.
+    fn fold_runs(&mut self) {
+        self.flush_pending();
+        let (mut issued, mut lanes) = (0u64, 0u64);
+        for (c, r) in self.per_pc.iter_mut().zip(self.runs.iter_mut()) {
+            issued = issued.wrapping_add(r.0);
+            lanes = lanes.wrapping_add(r.1);
+            c.issued += issued;
+            c.lanes += lanes;
+            *r = (0, 0);
+        }
+        if let Some(r) = self.runs.last_mut() {
+            *r = (0, 0);
+        }
+    }
+
     /// Fill in the counts that follow from each instruction's issues alone (see `issue`).
     fn settle(&mut self, code: &[Op]) {
+        self.fold_runs();
         for (pc, c) in self.per_pc.iter_mut().enumerate() {
             let n = c.issued;
             c.slots += n * self.weights[pc] as u64;
@@ -589,9 +660,128 @@ impl Counter {
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx2") {
             // SAFETY: the processor has AVX2, checked just above.
-            return unsafe { self.memory_avx2(pc, block, op, addrs, size) };
+            return unsafe { self.memory_avx2(pc, block, op, addrs, size, None) };
         }
-        self.memory_in(pc, block, op, addrs, size)
+        self.memory_in(pc, block, op, addrs, size, None)
+    }
+
+    /// A global load at `pc` that runs ahead of its warp's turn (`engine.rs`, `run_pure`), as
+    /// its `idx`th step past the turn: counted as [`Counter::memory`] counts it but for its L1
+    /// lookups, which wait in `held` for [`Counter::count_held`] to make them when the step
+    /// counts, in the launch's order. Only while [`Counter::loads_need_only_l1`] (the caller
+    /// checks): then nothing else a load does depends on the accesses before it.
+    pub fn load_ahead(&mut self, pc: u32, addrs: &[u64], size: u32, held: &mut Held, idx: u32) {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor has AVX2, checked just above.
+            return unsafe { self.memory_avx2(pc, 0, MemOp::Load, addrs, size, Some((held, idx))) };
+        }
+        self.memory_in(pc, 0, MemOp::Load, addrs, size, Some((held, idx)))
+    }
+
+    /// The L1 lookups of the loads in `held` among a warp's first `steps` steps past its turn,
+    /// made now, on the SM of block `block`; the rest stay held.
+    pub fn count_held(&mut self, held: &mut Held, steps: u64, block: u64) {
+        let sm = self.sm(block);
+        while let Some(&head) = held.data.get(held.next)
+            && head >> 40 < steps
+        {
+            let (pc, n) = ((head >> 8) as u32, (head & 0xff) as usize);
+            let at = held.next + 1;
+            held.next = at + n;
+            self.pend(pc, sm, &held.data[at..at + n]);
+        }
+        if held.next == held.data.len() {
+            held.data.clear();
+            held.next = 0;
+        }
+    }
+
+    /// A load's L1 lookups on SM `sm`, left for [`Counter::flush_pending`] (only while
+    /// [`Counter::loads_need_only_l1`]: then they add to the counts the same whenever they
+    /// are made, as long as each SM's come in the launch's order).
+    #[inline(always)]
+    fn pend(&mut self, pc: u32, sm: usize, sectors: &[u64]) {
+        self.pending.push((sm as u64) << 40 | u64::from(pc) << 8 | sectors.len() as u64);
+        self.pending.extend_from_slice(sectors);
+        if self.pending.len() >= PENDING {
+            self.flush_pending();
+        }
+    }
+
+    /// Make the pending L1 lookups, one SM after another (each SM's in the order they came):
+    /// one SM's table then stays in the host's caches for all of its lookups, where the
+    /// launch's order would take the tables of every resident block's SM in turn.
+    fn flush_pending(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        // The loads' heads, sorted by SM (stable: a counting sort), as where they start.
+        let sms = self.profile.sms as usize;
+        let mut starts = vec![0u32; sms + 1];
+        let mut at = 0;
+        while at < self.pending.len() {
+            let head = self.pending[at];
+            starts[(head >> 40) as usize % sms + 1] += 1;
+            at += 1 + (head & 0xff) as usize;
+        }
+        for i in 0..sms {
+            starts[i + 1] += starts[i];
+        }
+        let mut order = std::mem::take(&mut self.pending_order);
+        order.clear();
+        order.resize(starts[sms] as usize, 0);
+        let mut next = starts.clone();
+        let mut at = 0;
+        while at < self.pending.len() {
+            let head = self.pending[at];
+            let sm = (head >> 40) as usize % sms;
+            order[next[sm] as usize] = at as u32;
+            next[sm] += 1;
+            at += 1 + (head & 0xff) as usize;
+        }
+        for sm in 0..sms {
+            let loads = &order[starts[sm] as usize..starts[sm + 1] as usize];
+            if loads.is_empty() {
+                continue;
+            }
+            let l1 = Self::l1_of(&mut self.l1, sm, self.l1_bytes);
+            for &at in loads {
+                let at = at as usize;
+                let head = self.pending[at];
+                let (pc, n) = ((head >> 8) as u32 as usize, (head & 0xff) as usize);
+                let mut hits = 0;
+                for &s in &self.pending[at + 1..at + 1 + n] {
+                    hits += u64::from(l1.access(s));
+                }
+                let c = &mut self.per_pc[pc];
+                c.l1_hit_requests += u64::from(hits == n as u64);
+                c.l1_hits += hits;
+                c.l2_hits += n as u64 - hits;
+                c.l2_sectors += n as u64 - hits;
+            }
+        }
+        self.pending.clear();
+        self.pending_order = order;
+    }
+
+    /// The SM that runs block `block`, remembered from the last call (a division per access
+    /// showed in profiles).
+    #[inline(always)]
+    fn sm(&mut self, block: u64) -> usize {
+        if block != self.sm_block.0 {
+            self.sm_block = (block, (block % self.profile.sms as u64) as usize);
+        }
+        self.sm_block.1
+    }
+
+    /// SM `sm`'s L1 of the `l1s`, of `bytes` made on its first load.
+    #[inline(always)]
+    fn l1_of(l1s: &mut Vec<Option<L1>>, sm: usize, bytes: u64) -> &mut L1 {
+        if l1s.len() <= sm {
+            l1s.resize_with(sm + 1, || None);
+        }
+        l1s[sm].get_or_insert_with(|| L1::new(bytes))
     }
 
     /// [`Counter::memory`] compiled for AVX2, as the engine's loops are (`engine.rs`,
@@ -599,22 +789,30 @@ impl Counter {
     /// lane to lane) then compare four lanes to an instruction, which plain x86-64 cannot.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    fn memory_avx2(&mut self, pc: u32, block: u64, op: MemOp, addrs: &[u64], size: u32) {
-        self.memory_in(pc, block, op, addrs, size)
+    fn memory_avx2(
+        &mut self,
+        pc: u32,
+        block: u64,
+        op: MemOp,
+        addrs: &[u64],
+        size: u32,
+        hold: Option<(&mut Held, u32)>,
+    ) {
+        self.memory_in(pc, block, op, addrs, size, hold)
     }
 
     #[inline(always)]
-    fn memory_in(&mut self, pc: u32, block: u64, op: MemOp, addrs: &[u64], size: u32) {
+    fn memory_in(&mut self, pc: u32, block: u64, op: MemOp, addrs: &[u64], size: u32, hold: Option<(&mut Held, u32)>) {
         let Some(&first) = addrs.first() else { return };
         match self.space(first) {
-            Space::Global => self.global(pc, block, op, addrs, size),
+            Space::Global => self.global(pc, block, op, addrs, size, hold),
             Space::Shared => self.shared(pc, op, addrs, size),
             Space::Local | Space::Constant => {}
         }
     }
 
     #[inline(always)]
-    fn global(&mut self, pc: u32, block: u64, op: MemOp, addrs: &[u64], size: u32) {
+    fn global(&mut self, pc: u32, block: u64, op: MemOp, addrs: &[u64], size: u32, hold: Option<(&mut Held, u32)>) {
         let mut sectors = std::mem::take(&mut self.sectors);
         if sectors.len() < 2 * WARP {
             sectors.resize(2 * WARP, 0);
@@ -675,6 +873,18 @@ impl Counter {
         c.bytes_requested += lanes * size as u64;
         let uniq = &list[..distinct];
         let atomic = if op == MemOp::Atomic { addrs } else { &[] };
+        if let Some((held, idx)) = hold {
+            held.data.push(u64::from(idx) << 40 | u64::from(pc) << 8 | uniq.len() as u64);
+            held.data.extend_from_slice(uniq);
+            self.sectors = sectors;
+            return;
+        }
+        if op == MemOp::Load && self.l2.warm && self.deferred.is_none() {
+            let sm = self.sm(block);
+            self.pend(pc, sm, uniq);
+            self.sectors = sectors;
+            return;
+        }
         if let Some(d) = self.deferred.as_mut() {
             if op == MemOp::Load && self.l2.warm {
                 // Past its SM's L1 a load only hits in L2: its L1 lookups are all that depends
@@ -697,8 +907,7 @@ impl Counter {
     /// L2 for its distinct `sectors` (sorted), and an atomic's `addrs`.
     #[inline(always)]
     pub fn caches(&mut self, pc: u32, block: u64, op: MemOp, sectors: &[u64], addrs: &[u64]) {
-        let sms = self.profile.sms as u64;
-        let sm = (block % sms) as usize;
+        let sm = self.sm(block);
         let mut l1_hits = 0;
         let mut l2_hits = 0;
         let mut l2_sectors = 0;
@@ -706,11 +915,7 @@ impl Counter {
         // Loads look in the SM's L1 first; stores and atomics go to L2 (L1 is write-through).
         let mut l1 = None;
         if op == MemOp::Load {
-            if self.l1.len() <= sm {
-                self.l1.resize_with(sm + 1, || None);
-            }
-            let l1_bytes = self.l1_bytes;
-            l1 = Some(self.l1[sm].get_or_insert_with(|| L1::new(l1_bytes)));
+            l1 = Some(Self::l1_of(&mut self.l1, sm, self.l1_bytes));
         }
         for &s in sectors {
             if let Some(l1) = l1.as_deref_mut()

@@ -20,7 +20,7 @@ use crate::finding::{Access, Finding, Memory, Site, ThreadRef};
 
 use super::alu;
 use super::compile::{Kernel, Op, SPECIAL_REGS, StaticKind, Vote};
-use super::cost::{Counter, MemOp};
+use super::cost::{Counter, Held, MemOp};
 use super::memory::{self, Reports, STATIC_REGION_BASE, Shadow, Who, poison};
 use super::printf::{self, Value};
 use super::{Progress, Schedule, SimConfig, Watch};
@@ -76,6 +76,8 @@ struct Warp {
     /// The instructions of the last run, from the first one run ahead: the last `ahead` of
     /// them are where the group is in the schedule's eyes.
     path: Vec<u32>,
+    /// The cost model's L1 lookups of the loads among the steps run ahead, made as they count.
+    held: Held,
 }
 
 /// The lanes' local arrays: `local_bytes` bytes per lane, and with findings on a flag per byte
@@ -782,16 +784,16 @@ impl<'m, 'b> Inputs<'m, 'b> {
     /// `Machine::access_warp` makes it, when every lane reads the same buffer that the launch
     /// only reads, in bounds and aligned, with nothing to report (a buffer made with `empty`
     /// may be read before it is written: that one takes the ordinary path); `false`, having
-    /// done nothing, otherwise. `n`: the steps the run made before this one; `ahead`: whether
-    /// this one runs ahead of the group's turn (then only a buffer nothing writes will do).
+    /// done nothing, otherwise. `n`: the steps the run made before this one; `ahead`: which
+    /// step past the group's turn this one is, if it runs ahead (then only a buffer nothing
+    /// writes will do, and its L1 lookups wait in `held`).
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     fn load(
         &self,
-        r: &mut [u64],
+        (r, held): (&mut [u64], &mut Held),
         (mask, addr, ty, dst): (u32, u32, Scalar, u32),
         pc: u32,
-        (n, ahead): (u64, bool),
+        (n, ahead): (u64, Option<u64>),
         cost: Option<&mut Counter>,
     ) -> bool {
         if mask == 0 {
@@ -806,7 +808,7 @@ impl<'m, 'b> Inputs<'m, 'b> {
         let i = region as usize - 1;
         let assumed =
             self.read_only.get(i) == Some(&true) && !(self.findings && self.unset.get(i).is_some_and(Option::is_some));
-        if !assumed && !(self.any && (!ahead || self.unwritten.get(i) == Some(&true))) {
+        if !assumed && !(self.any && (ahead.is_none() || self.unwritten.get(i) == Some(&true))) {
             return false;
         }
         let bytes = &self.bufs[i][..];
@@ -819,17 +821,21 @@ impl<'m, 'b> Inputs<'m, 'b> {
             if let Some(s) = self.stamp {
                 c.stamp = s + n;
             }
-            if mask == u32::MAX {
+            let mut gathered = [0u64; WARP];
+            let addrs = if mask == u32::MAX {
                 // The lanes' pointers as they are, in lane order: nothing to gather.
-                c.memory(pc, self.block, MemOp::Load, &r[a..a + WARP], size as u32);
+                &r[a..a + WARP]
             } else {
-                let mut addrs = [0u64; WARP];
                 let mut k = 0;
                 lanes!(mask, |l| {
-                    addrs[k] = r[a + l];
+                    gathered[k] = r[a + l];
                     k += 1;
                 });
-                c.memory(pc, self.block, MemOp::Load, &addrs[..k], size as u32);
+                &gathered[..k]
+            };
+            match ahead {
+                Some(idx) => c.load_ahead(pc, addrs, size as u32, held, idx as u32),
+                None => c.memory(pc, self.block, MemOp::Load, addrs, size as u32),
             }
         }
         macro_rules! load {
@@ -865,6 +871,9 @@ fn run_pure_in(
     let mut pc = warp.gpc;
     let mut n = 0;
     let mut merge = false;
+    // The run's issues are counted a straight stretch of code at a time (`Counter::issue_run`):
+    // `seg` is where the stretch that `pc` ends began.
+    let mut seg = pc;
     warp.path.clear();
     while n < room + ahead {
         let Some(&op) = code.get(pc as usize) else { break };
@@ -874,10 +883,19 @@ fn run_pure_in(
         let next = match op {
             Op::Jump { target } => target,
             // A load ahead of the group's turn would reach the cost model's caches before the
-            // accesses of the steps between: with the cost model on, loads wait for their turn.
-            Op::Load { .. } if n >= room && cost.is_some() => break,
+            // accesses of the steps between: it may run ahead only when its L1 lookups are all
+            // that depends on them, and those wait for its step to count (`Counter::load_ahead`).
+            Op::Load { .. } if n >= room && cost.as_deref().is_some_and(|c| !c.loads_need_only_l1()) => break,
             Op::Load { ty, dst, addr } => match inputs {
-                Some(i) if i.load(&mut warp.regs, (mask, addr, ty, dst), pc, (n, n >= room), cost.as_deref_mut()) => {
+                Some(i)
+                    if i.load(
+                        (&mut warp.regs, &mut warp.held),
+                        (mask, addr, ty, dst),
+                        pc,
+                        (n, n.checked_sub(room)),
+                        cost.as_deref_mut(),
+                    ) =>
+                {
                     pc + 1
                 }
                 _ => break,
@@ -903,15 +921,23 @@ fn run_pure_in(
                 pc + 1
             }
         };
-        if let Some(c) = cost.as_deref_mut() {
-            c.issue(pc, mask);
-        }
         n += 1;
+        if next != pc + 1 {
+            if let Some(c) = cost.as_deref_mut() {
+                c.issue_run(seg, pc + 1, mask);
+            }
+            seg = next;
+        }
         pc = next;
         if next >= warp.wait_pc {
             merge = true;
             break;
         }
+    }
+    if pc != seg
+        && let Some(c) = cost
+    {
+        c.issue_run(seg, pc, mask);
     }
     warp.gpc = pc;
     if merge {
@@ -987,6 +1013,7 @@ impl Machine<'_, '_> {
                 acquired: Vec::new(),
                 ahead: 0,
                 path: Vec::new(),
+                held: Held::default(),
             });
         }
         let [bx, by, bz] = b.coords;
@@ -1039,6 +1066,7 @@ impl Machine<'_, '_> {
             warp.acquired.clear();
             warp.ahead = 0;
             warp.path.clear();
+            warp.held.clear();
         }
     }
 
@@ -1047,6 +1075,7 @@ impl Machine<'_, '_> {
     fn run_warp(&mut self, b: &mut Block, w: usize, budget: u32) -> bool {
         let code = &self.k.code;
         let mut left = budget as u64;
+        let linear = b.linear;
         let warp = &mut b.warps[w];
         if warp.ahead > 0 {
             // Steps the group ran ahead of its turn: they count now, as the budget and the step
@@ -1059,6 +1088,9 @@ impl Machine<'_, '_> {
             self.total += n;
             self.mem.clock = self.total;
             left -= n;
+            if let Some(c) = self.cost.as_deref_mut() {
+                c.count_held(&mut warp.held, warp.path.len() as u64 - warp.ahead, linear);
+            }
             if warp.ahead > 0 {
                 if left > 0 {
                     // The next is the step past a limit, which stops the launch as before.

@@ -2440,10 +2440,11 @@ const GATHER: &str = r#"__global__ void gather(const float *c, float *out, int n
 "#;
 
 /// Loads run inside a register-only run reach the cost model's caches at their own step
-/// (with the cost model on, none runs ahead of its turn): a `const` input (whose loads run in
-/// the run) costs what the same input without `const` (whose loads each go through the
-/// machine) costs, on every schedule, where the order of the warps' loads decides what stays
-/// in L1.
+/// (one run ahead of its turn makes its L1 lookups when its step counts): a `const` input
+/// (whose loads run in the run) costs what the same input without `const` (whose loads each
+/// go through the machine) costs, on every schedule, where the order of the warps' loads
+/// decides what stays in L1. Enough loads (of a sector a lane) that the counter makes its
+/// pending lookups during the launch, not only at its end.
 #[test]
 fn loads_in_runs_reach_the_caches_at_their_step() {
     let src = GATHER.replace("const float *c", "float *c");
@@ -2453,7 +2454,7 @@ fn loads_in_runs_reach_the_caches_at_their_step() {
             let mut sim = Sim::of(kernels).config(config);
             let mut c = floats(&(0..1 << 18).map(|i| (i % 3) as f64 * 0.5).collect::<Vec<_>>());
             let mut out = floats(&[0.0; 512]);
-            let args = [ScalarArg::I32(48), ScalarArg::I32(256)];
+            let args = [ScalarArg::I32(600), ScalarArg::I32(256)];
             let r = sim.launch("gather", lin(2), lin(256), &mut [&mut c, &mut out], &args);
             // The places' spans differ by the `const`: their counts, in order, do not.
             let cost = r.cost.map(|c| {
