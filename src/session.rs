@@ -238,6 +238,10 @@ pub struct Session {
     /// until the caller takes it ([`Session::finish_launch`]).
     in_flight: Option<launch::InFlight>,
     finished: Option<launch::FinishedLaunch>,
+    /// The last statement asked whether it is a launch, parsed ([`Session::is_launch`]): a
+    /// replayed launch is asked about by the runner and by `eval`, and then runs, and each of
+    /// them parsed the line again.
+    parsed: std::cell::RefCell<launch::ParsedLine>,
 }
 
 /// Whether leaving was asked for, and whether it may be: only input typed (or piped) into the
@@ -269,6 +273,7 @@ impl Session {
             pipelining: false,
             in_flight: None,
             finished: None,
+            parsed: Default::default(),
         }
     }
 

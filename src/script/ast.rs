@@ -1,7 +1,7 @@
 //! The syntax tree of one session statement. Spans index into the statement's own text, so
 //! messages can quote the learner's sub-expressions verbatim.
 
-use crate::diag::Span;
+use crate::diag::{SourceId, Span};
 use crate::finding::FindingKind;
 
 /// One statement: `let`, a launch, a bare expression to show, or an `expect`.
@@ -260,6 +260,109 @@ impl Expr {
                 .collect(),
             ExprKind::Unary { operand, .. } => vec![&**operand],
             ExprKind::Binary { lhs, rhs, .. } => vec![&**lhs, &**rhs],
+        }
+    }
+}
+
+impl Stmt {
+    /// Give every span the source `id`: the tree of a line parsed once (to ask whether it is a
+    /// launch) serves the input that runs it, whose source is only known then. Spans index into
+    /// the statement's own text, so nothing else about them changes. The patterns name every
+    /// field, so a span added to the tree is a compile error here until it is stamped too.
+    pub fn set_source(&mut self, id: SourceId) {
+        let Stmt { kind, span } = self;
+        span.source = id;
+        match kind {
+            StmtKind::Let { name: _, name_span, value, declared: _ } => {
+                name_span.source = id;
+                value.set_source(id);
+            }
+            StmtKind::Assign { target, value } => {
+                target.set_source(id);
+                value.set_source(id);
+            }
+            StmtKind::SetSymbol { name: _, name_span, eq_span, value } => {
+                name_span.source = id;
+                eq_span.source = id;
+                value.set_source(id);
+            }
+            StmtKind::Launch(launch) => launch.set_source(id),
+            StmtKind::Inspect(e) => e.set_source(id),
+            StmtKind::Print(items) => items.iter_mut().for_each(|e| e.set_source(id)),
+            StmtKind::Expect(expect) => match expect {
+                Expect::Expr(e) => e.set_source(id),
+                Expect::Clean => {}
+                Expect::Finding(_, span) => span.source = id,
+                Expect::Printed { text: _, span } => span.source = id,
+                Expect::PrintedLines { op: _, op_span, count } => {
+                    op_span.source = id;
+                    count.set_source(id);
+                }
+            },
+            StmtKind::Quit | StmtKind::Nothing { .. } => {}
+            StmtKind::Cost { name, launch } => {
+                if let Some((_, span)) = name {
+                    span.source = id;
+                }
+                launch.set_source(id);
+            }
+        }
+    }
+}
+
+impl Launch {
+    fn set_source(&mut self, id: SourceId) {
+        let Launch { kernel: _, kernel_span, template_args, grid, block, shared, args, span } = self;
+        kernel_span.source = id;
+        span.source = id;
+        if let Some(t) = template_args {
+            t.source = id;
+        }
+        for dim in [grid, block] {
+            let Dim { exprs, span } = dim;
+            span.source = id;
+            exprs.iter_mut().for_each(|e| e.set_source(id));
+        }
+        shared.iter_mut().chain(args.iter_mut()).for_each(|e| e.set_source(id));
+    }
+}
+
+impl Expr {
+    fn set_source(&mut self, id: SourceId) {
+        let Expr { kind, span } = self;
+        span.source = id;
+        match kind {
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Str(_) | ExprKind::Name(_) => {}
+            ExprKind::List(items) | ExprKind::Tuple(items) => items.iter_mut().for_each(|e| e.set_source(id)),
+            ExprKind::Call { func: _, func_span, args, kwargs } => {
+                func_span.source = id;
+                args.iter_mut().for_each(|e| e.set_source(id));
+                for Kwarg { name: _, name_span, value } in kwargs {
+                    name_span.source = id;
+                    value.set_source(id);
+                }
+            }
+            ExprKind::Index { target, indices } => {
+                target.set_source(id);
+                for index in indices {
+                    match index {
+                        Index::At(e) => e.set_source(id),
+                        Index::Slice { start, stop, step, span } => {
+                            span.source = id;
+                            [start, stop, step].into_iter().flatten().for_each(|e| e.set_source(id));
+                        }
+                    }
+                }
+            }
+            ExprKind::Unary { op: _, op_span, operand } => {
+                op_span.source = id;
+                operand.set_source(id);
+            }
+            ExprKind::Binary { op: _, op_span, lhs, rhs } => {
+                op_span.source = id;
+                lhs.set_source(id);
+                rhs.set_source(id);
+            }
         }
     }
 }

@@ -51,7 +51,7 @@ pub fn parse_statement(source: SourceId, text: &str) -> Result<Stmt, Diagnostic>
         return host;
     }
     let toks = lex(source, text)?;
-    let mut p = Parser { toks, pos: 0, source, end: text.trim_end().len(), depth: 0, tree: 0, text: text.to_string() };
+    let mut p = Parser { toks, pos: 0, source, end: text.trim_end().len(), depth: 0, tree: 0, text };
     let stmt = p.statement()?;
     if p.eat(";") {
         // tolerated, as in C
@@ -66,7 +66,7 @@ pub fn parse_statement(source: SourceId, text: &str) -> Result<Stmt, Diagnostic>
     Ok(stmt)
 }
 
-struct Parser {
+struct Parser<'t> {
     toks: Vec<Token>,
     pos: usize,
     source: SourceId,
@@ -75,7 +75,7 @@ struct Parser {
     /// The depth of the tree being built: nesting plus the links of operator chains.
     tree: usize,
     /// The statement, for messages that quote the learner's own text.
-    text: String,
+    text: &'t str,
 }
 
 fn describe(tok: &Tok) -> String {
@@ -90,7 +90,7 @@ fn describe(tok: &Tok) -> String {
 
 const KEYWORDS: [&str; 7] = ["let", "expect", "and", "or", "not", "true", "false"];
 
-impl Parser {
+impl Parser<'_> {
     fn peek(&self) -> Option<&Token> {
         self.toks.get(self.pos)
     }
@@ -224,7 +224,7 @@ impl Parser {
                 // name (the session asks the same when the name is no module variable).
                 let value = match self.expr() {
                     Ok(v) if self.peek().is_none_or(|t| t.tok == Tok::Punct(";")) => v,
-                    _ => return Err(needs_let(&self.text, name, eq_span)),
+                    _ => return Err(needs_let(self.text, name, eq_span)),
                 };
                 Ok(Stmt {
                     span: first.span.to(value.span),

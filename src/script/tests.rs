@@ -1099,3 +1099,35 @@ fn a_python_body_typed_without_indentation_stays_with_its_function_up_to_a_blank
     let inputs = split_inputs("@cuda.jit\ndef k(a):\n    a[0] = 1\nlet b = 1\n").unwrap();
     assert_eq!(inputs.len(), 2, "{inputs:?}");
 }
+
+/// A line parsed once serves the input that runs it with that input's source id: the tree
+/// given another id is the tree parsed under it, for every kind of statement and expression.
+#[test]
+fn a_parsed_line_takes_another_source_id_whole() {
+    let lines = [
+        "let x = -a[i, 2:n:2] + f(1, seed=3) ** 2",
+        "int n = 1 << 20;",
+        "dim3 block(16, 16);",
+        "a[3] += 5",
+        "coef = [0.25, 0.5]",
+        "k<<<(n + 255) // 256, (16, 16), 64>>>(a, n, not b)",
+        "k[32, 256](a[::2], (1, 2))",
+        "matrixMul<16><<<g, b>>>(a)",
+        "let c = cost k<<<1, 32>>>(a)",
+        "print(\"label:\", a, 1.5)",
+        "expect a[0] ~= 1 and n == 2",
+        "expect clean",
+        "expect finding race",
+        "expect printed \"Hello\"",
+        "expect printed lines >= 2 * n",
+        "cudaDeviceSynchronize();",
+        "exit",
+        "a",
+    ];
+    for line in lines {
+        let mut moved = parse_statement(0, line).unwrap_or_else(|d| panic!("{line}: {}", d.message));
+        moved.set_source(7);
+        assert_eq!(moved, parse_statement(7, line).unwrap(), "{line}");
+        assert_ne!(moved, parse_statement(0, line).unwrap(), "{line}: the id is in its spans");
+    }
+}

@@ -15,7 +15,7 @@ use super::{LastLaunch, Session, Status};
 use crate::backend::{Arg, Dim3, LaunchSpec, ScalarArg};
 use crate::buffer::Shape;
 use crate::cuda::ast::{FuncKind, Function, Scalar, Type};
-use crate::diag::{Diagnostic, Span};
+use crate::diag::{Diagnostic, SourceId, Span};
 use crate::dtype::DType;
 use crate::render;
 use crate::script::ast::{BinOp, Dim, Expr, ExprKind, Index, Launch};
@@ -27,6 +27,14 @@ pub const MAX_THREADS_PER_BLOCK: u64 = 1024;
 pub const MAX_BLOCK: [u32; 3] = [1024, 1024, 64];
 pub const MAX_GRID: [u32; 3] = [(1u32 << 31) - 1, 65535, 65535];
 pub const MAX_SHARED_BYTES: u64 = 48 * 1024;
+
+/// A statement's text and its tree, parsed with the default source id (`None`: it does not
+/// parse), kept by [`Session::is_launch`].
+#[derive(Default)]
+pub(super) struct ParsedLine {
+    text: String,
+    stmt: Option<crate::script::ast::Stmt>,
+}
 
 /// A launch sent to the GPU whose answer the session has not taken yet (see
 /// [`Session::pipeline_launches`]): what it needs to report it once it is taken.
@@ -66,7 +74,41 @@ impl Session {
     /// Whether the input may run with a launch still in flight (it may be a launch): the others
     /// take its answer first, so a runner takes the finished launch before them.
     pub fn may_pipeline(&self, input: &crate::script::Input) -> bool {
-        self.pipelining && input.kind == crate::script::InputKind::Statement && crate::script::is_launch(&input.text)
+        self.pipelining && self.is_launch(input)
+    }
+
+    /// Whether the input is a launch statement ([`crate::script::is_launch`]). The line is
+    /// parsed once and kept for the several places that ask about it and for
+    /// [`Session::parse_line`], which runs it. The text is the key, so nothing the session holds
+    /// can make it stale: a statement's tree depends on its text alone.
+    pub(super) fn is_launch(&self, input: &crate::script::Input) -> bool {
+        if input.kind != crate::script::InputKind::Statement {
+            return false;
+        }
+        let mut memo = self.parsed.borrow_mut();
+        if memo.text != input.text {
+            // A line that does not parse is kept as such; running it parses it again, for a
+            // message that points into its own source.
+            memo.stmt = crate::script::parse_statement(SourceId::default(), &input.text).ok();
+            // The old key's allocation is reused: a run of launches allocates nothing here.
+            memo.text.clear();
+            memo.text.push_str(&input.text);
+        }
+        matches!(memo.stmt, Some(crate::script::ast::Stmt { kind: crate::script::ast::StmtKind::Launch(_), .. }))
+    }
+
+    /// The statement `text` (of source `id`) parsed: the tree [`Session::is_launch`] kept for
+    /// the same text, given the source's id, or parsed now.
+    pub(super) fn parse_line(&self, id: SourceId, text: &str) -> Result<crate::script::ast::Stmt, Diagnostic> {
+        let memo = self.parsed.borrow();
+        if memo.text == text
+            && let Some(stmt) = &memo.stmt
+        {
+            let mut stmt = stmt.clone();
+            stmt.set_source(id);
+            return Ok(stmt);
+        }
+        crate::script::parse_statement(id, text)
     }
 
     /// Whether the last input left its launch in flight.

@@ -195,10 +195,10 @@ impl Session {
     /// the bus once, and everything else sees the bytes as they are.
     pub fn eval(&mut self, name: &str, input: &Input, out: &mut dyn Write) -> io::Result<Status> {
         // Only another launch runs while one is in flight; it waits for it once it is checked.
-        if self.in_flight.is_some() && !(input.kind == InputKind::Statement && script::is_launch(&input.text)) {
+        if self.in_flight.is_some() && !self.is_launch(input) {
             self.land()?;
         }
-        if self.has_deferred() && !(input.kind == InputKind::Statement && script::is_launch(&input.text)) {
+        if self.has_deferred() && !self.is_launch(input) {
             self.settle(out)?;
         }
         self.depth += 1;
@@ -433,7 +433,7 @@ impl Session {
 
     pub(super) fn statement(&mut self, id: SourceId, out: &mut dyn Write) -> io::Result<Status> {
         let text = self.text(id);
-        let mut stmt = match script::parse_statement(id, &text) {
+        let mut stmt = match self.parse_line(id, &text) {
             Ok(stmt) => stmt,
             Err(diag) => return self.report(&diag, out),
         };
