@@ -132,6 +132,20 @@ def cupy_case(log2n, launches, wait_each=False, busy=False):
     return statistics.median(once() for _ in range(REPEATS))
 
 
+def per_launch_cells(rounds, gridlabs, names, counts, key):
+    """One table cell per gridlab: the time of one more launch (the difference between the scripts
+    of `counts` launches, within each round, over their difference) and its range; each also as a
+    JSON line on stderr under `key`, in microseconds."""
+    more_launches, fewer = counts
+    more = more_launches - fewer
+    cells = []
+    for g in gridlabs:
+        med, lo, hi = paired(rounds[g], more_launches, fewer)
+        cells.append(f"{each(med / more)} {spread(lo, hi, more)}")
+        print(json.dumps({"gridlab": names[g], key: med / more * 1e6, "min": lo / more * 1e6, "max": hi / more * 1e6}), file=sys.stderr)
+    return cells
+
+
 def each(seconds):
     """A time per launch, in the unit that shows it: `2.5 ms`, `46 us`."""
     return f"{seconds * 1e3:.1f} ms" if abs(seconds) >= 1e-3 else f"{seconds * 1e6:.0f} us"
@@ -170,11 +184,7 @@ def main():
             queued = (cupy_case(10, 2000, busy=True) - cupy_case(10, 200, busy=True)) / more
             print("| case | " + " | ".join(names[g] for g in gridlabs) + " | CuPy, waiting for each launch | CuPy, queued |")
             print("| --- | " + " | ".join("---:" for _ in gridlabs) + " | ---: | ---: |")
-            cells = []
-            for g in gridlabs:
-                med, lo, hi = paired(busy[g], 2000, 200)
-                cells.append(f"{each(med / more)} {spread(lo, hi, more)}")
-                print(json.dumps({"gridlab": names[g], "busy_per_launch_us": med / more * 1e6, "min": lo / more * 1e6, "max": hi / more * 1e6}), file=sys.stderr)
+            cells = per_launch_cells(busy, gridlabs, names, (2000, 200), "busy_per_launch_us")
             print(
                 f"| one more launch of `busy` ({BUSY_STEPS} steps) over 2^10 floats (2000 less 200, over 1800) | "
                 + " | ".join(cells)
@@ -210,11 +220,7 @@ def main():
         more = 18000
         cupy_wait = (cupy_case(10, 20000, wait_each=True) - cupy_case(10, 2000, wait_each=True)) / more
         cupy_queued = (cupy_case(10, 20000) - cupy_case(10, 2000)) / more
-        cells = []
-        for g in gridlabs:
-            med, lo, hi = paired(small[g], 20000, 2000)
-            cells.append(f"{each(med / more)} {spread(lo, hi, more)}")
-            print(json.dumps({"gridlab": names[g], "per_launch_us": med / more * 1e6, "min": lo / more * 1e6, "max": hi / more * 1e6}), file=sys.stderr)
+        cells = per_launch_cells(small, gridlabs, names, (20000, 2000), "per_launch_us")
         print(
             "| one more launch over 2^10 floats (20000 less 2000, over 18000) | "
             + " | ".join(cells)

@@ -652,20 +652,7 @@ fn a_small_buffer_whose_device_copy_is_gone_is_sent_again_and_nothing_is_lost() 
 fn a_worker_asked_for_a_small_copy_it_does_not_hold_says_so() {
     let mut w = fake();
     assert!(matches!(w.request(&compile(), ANSWER, None).unwrap(), Response::Compiled { .. }));
-    let small = |data: WireData, keep: Option<u64>| {
-        Request::Launch(LaunchRequest {
-            kernel: "fake_bump".into(),
-            grid: [1, 1, 1],
-            block: [1, 1, 1],
-            shared_bytes: 0,
-            args: vec![WireArg::Buffer(0)],
-            buffers: vec![WireBuffer { data, elem_size: 1, keep }],
-            repeat: 1,
-            symbols: Vec::new(),
-            released: Vec::new(),
-            drop_after: Vec::new(),
-        })
-    };
+    let small = |data: WireData, keep: Option<u64>| small_launch("fake_bump", data, keep);
     let answer = w.request(&small(WireData::Kept { stamp: 41, len: 4 }, Some(42)), ANSWER, None).unwrap();
     assert_eq!(answer, Response::NotKept { stamps: vec![41] });
     let bumped = launched(w.request(&small(WireData::Inline(vec![1, 2, 3, 4]), Some(42)), ANSWER, None).unwrap());
