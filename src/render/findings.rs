@@ -359,7 +359,8 @@ fn past_row_diagnostic(
     let who = if count == 1 { "1 thread".to_string() } else { format!("{} threads", thousands(count)) };
     let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
     let range = if min == max { format!("{min}") } else { format!("{min} to {max}") };
-    let past = if min >= len as i64 { "past the end of its row" } else { "before the start of its row" };
+    let later = min >= len as i64;
+    let past = if later { "past the end of its row" } else { "before the start of its row" };
     // The learner's own text of the access, and the index in question, as they wrote them.
     let own = sources.resolve(first.span);
     let access = sources.get(own.source).and_then(|f| f.text.get(own.lo as usize..own.hi as usize)).unwrap_or("");
@@ -383,7 +384,7 @@ fn past_row_diagnostic(
         } else {
             format!("C does not check an index against its own dimension, and the element landed on is inside `{name}`")
         },
-        if min >= len as i64 { "a later" } else { "an earlier" }
+        if later { "a later" } else { "an earlier" }
     ));
     // The thread axis the index comes from, through the variables it is made of (`tx`, set
     // from `threadIdx.x`), read in the C the simulator ran.
@@ -397,7 +398,7 @@ fn past_row_diagnostic(
         ['x', 'y', 'z'].into_iter().find(|a| made_of.contains(&format!("threadIdx.{a}")))
     });
     d.help(match axis {
-        Some(a) if min >= len as i64 => format!(
+        Some(a) if later => format!(
             "the index comes from `threadIdx.{a}`, and the block has more threads along {a} than a row of `{name}` has elements ({len}): launch blocks of {len} threads along {a} to match the array, or make its rows as long as the block"
         ),
         _ => format!("keep the {which} index from 0 to {} (`0 <= i < {len}`), or give `{name}` longer rows", len.saturating_sub(1)),

@@ -298,6 +298,11 @@ pub struct DimCheck {
 }
 
 impl Kernel {
+    /// Whether the division or remainder at `pc` is by a constant (`CostHints::constant_divisor`).
+    pub fn divides_by_constant(&self, pc: u32) -> bool {
+        self.hints.constant_divisor.binary_search(&pc).is_ok()
+    }
+
     /// The array and dimension the `Op::PtrAddIn` at `pc` indexes.
     pub fn dim_check(&self, pc: u32) -> Option<DimCheck> {
         let i = self.dim_checks.binary_search_by_key(&pc, |d| d.pc).ok()?;

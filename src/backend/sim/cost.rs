@@ -284,7 +284,7 @@ pub fn issue_weight(k: &Kernel, pc: usize, p: &GpuProfile) -> u32 {
         Op::PtrAdd { .. } | Op::PtrAddIn { .. } | Op::PtrDiff { .. } | Op::Branch { .. } => 1,
         Op::Cvt { .. } => 2,
         Op::Bin { op: BinaryOp::Div | BinaryOp::Rem, ty, .. } if !matches!(ty, Scalar::F32 | Scalar::F64) => {
-            division_quarters(*ty, hinted(&k.hints.constant_divisor))
+            division_quarters(*ty, k.divides_by_constant(pc as u32))
         }
         Op::Math { f, ty, .. } if kind_of(op) == Kind::Special => {
             let quarters = if hinted(&k.hints.accurate_math) { accurate_math_quarters(*f) } else { 32 };

@@ -1711,9 +1711,11 @@ impl Machine<'_, '_> {
                 if let Some(l) = div0 {
                     self.trap(pc, thread0 + l as u64, "integer division by zero");
                 }
-                // A 64-bit division runs the 32-bit routine when both operands fit 32 bits, as
-                // the compiler arranges; a lane that does not fit sends the warp down the long one.
+                // A 64-bit division by a run-time value runs the 32-bit routine when both
+                // operands fit 32 bits, as the compiler arranges; a lane that does not fit sends
+                // the warp down the long one. One by a constant is a multiply either way.
                 if matches!(ty, Scalar::I64 | Scalar::U64)
+                    && !k.divides_by_constant(pc)
                     && let Some(c) = self.cost.as_deref_mut()
                 {
                     let mut wide = false;

@@ -2308,6 +2308,10 @@ __global__ void div_wide(int *a, int *b) {
     long long big = (long long)a[threadIdx.x] << b[0];
     b[threadIdx.x] = (int)(big / (long long)(threadIdx.x + 3));
 }
+__global__ void div_wide_const(int *a, int *b) {
+    long long big = (long long)a[threadIdx.x] << b[0];
+    b[threadIdx.x] = (int)(big / 3);
+}
 "#;
 
 fn ints(v: &[i64]) -> Buffer {
@@ -2361,14 +2365,16 @@ fn full_precision_math_and_division_by_a_variable_cost_more_issue_slots() {
     assert!(by_var >= by_const + 40, "a run-time divisor needs a routine: {by_var} vs {by_const}");
     // A 64-bit division runs the 32-bit routine when both operands fit 32 bits (the compiler
     // tests for it), the long one when a lane's do not: decided per warp, from the run.
-    let wide = |shift: i64| {
+    let wide = |kernel: &str, shift: i64| {
         let mut a = ints(&[5; 32]);
         let mut b = ints(&[shift; 32]);
-        slots("div_wide", &mut a, &mut b)
+        slots(kernel, &mut a, &mut b)
     };
-    let (fits, does_not) = (wide(1), wide(40));
+    let (fits, does_not) = (wide("div_wide", 1), wide("div_wide", 40));
     assert!(does_not >= fits + 150, "past 32 bits the long routine: {does_not} vs {fits}");
     assert!(fits <= by_var + 40, "within 32 bits about the 32-bit routine: {fits} vs {by_var}");
+    // By a constant it is a multiply and shifts, however wide the dividend.
+    assert_eq!(wide("div_wide_const", 1), wide("div_wide_const", 40), "a constant divisor has no routine");
 }
 
 const AHEAD: &str = r#"__global__ void relay(float *a, const float *c, int n) {
