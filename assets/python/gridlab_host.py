@@ -13,6 +13,8 @@ import traceback
 
 import _gridlab
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
 
 def user_frame(tb, path):
     """The innermost traceback entry in the program's own file."""
@@ -141,7 +143,15 @@ def main():
         })
     except BaseException as e:  # noqa: BLE001 - every failure is reported at its line
         at = user_frame(e.__traceback__, path)
-        text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+        # gridlab's own frames (this runner, runpy, the stand-in `numba`) are not the
+        # learner's business; a failure at one line of theirs needs no traceback at all.
+        frames = [
+            f for f in traceback.extract_tb(e.__traceback__)
+            if not f.filename.startswith(HERE) and not f.filename.startswith("<frozen")
+        ]
+        text = ""
+        if len(frames) > 1:
+            text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
         _gridlab.send({
             "op": "exception",
             "line": at.lineno if at else 0,

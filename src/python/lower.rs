@@ -190,6 +190,8 @@ enum Helper {
     Mod,
     Fmod,
     IPow,
+    PowiF32,
+    PowiF64,
     Round,
     LaneId,
     AtomicMaxF32,
@@ -210,6 +212,8 @@ fn helper_name(h: Helper) -> &'static str {
         Helper::Mod => "py_mod",
         Helper::Fmod => "py_fmod",
         Helper::IPow => "py_ipow",
+        Helper::PowiF32 => "py_powi_f32",
+        Helper::PowiF64 => "py_powi_f64",
         Helper::Round => "py_round",
         Helper::LaneId => "py_laneid",
         Helper::AtomicMaxF32 => "py_atomic_max_f32",
@@ -236,7 +240,13 @@ fn helper_text(h: &Helper) -> &'static str {
             "// Python's % on floats takes the sign of the divisor.\n__device__ double py_fmod(double a, double b) {\n    double r = fmod(a, b);\n    if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r = r + b;\n    return r;\n}\n"
         }
         Helper::IPow => {
-            "// Integer ** integer, by repeated squaring.\n__device__ long long py_ipow(long long base, long long exp) {\n    long long result = 1;\n    while (exp > 0) {\n        if (exp % 2 == 1) result = result * base;\n        base = base * base;\n        exp = exp / 2;\n    }\n    return result;\n}\n"
+            "// Integer ** integer, by repeated squaring. As in Numba, a negative power of an integer\n// is 0 unless the base is 1 or -1, and 0 to a negative power is the smallest long long.\n__device__ long long py_ipow(long long base, long long exp) {\n    if (exp < 0) {\n        if (base == 0) return -9223372036854775807LL - 1;\n        if (base == 1) return 1;\n        if (base == -1) return exp % 2 == 0 ? 1 : -1;\n        return 0;\n    }\n    long long result = 1;\n    while (exp > 0) {\n        if (exp % 2 == 1) result = result * base;\n        base = base * base;\n        exp = exp / 2;\n    }\n    return result;\n}\n"
+        }
+        Helper::PowiF32 => {
+            "// float32 ** integer as Numba computes it: repeated squaring, in float32.\n__device__ float py_powi_f32(float base, long long exp) {\n    long long left = exp < 0 ? -exp : exp;\n    if (left > 65536) return (float)pow((double)base, (double)exp);\n    float result = 1.0f;\n    while (left != 0) {\n        if (left % 2 == 1) result = result * base;\n        left = left / 2;\n        base = base * base;\n    }\n    return exp < 0 ? 1.0f / result : result;\n}\n"
+        }
+        Helper::PowiF64 => {
+            "// float ** integer as Numba computes it: repeated squaring.\n__device__ double py_powi_f64(double base, long long exp) {\n    long long left = exp < 0 ? -exp : exp;\n    if (left > 65536) return pow(base, (double)exp);\n    double result = 1.0;\n    while (left != 0) {\n        if (left % 2 == 1) result = result * base;\n        left = left / 2;\n        base = base * base;\n    }\n    return exp < 0 ? 1.0 / result : result;\n}\n"
         }
         Helper::Round => {
             "// Python's round() rounds halves to even.\n__device__ long long py_round(double x) {\n    double r = floor(x + 0.5);\n    if (r - x == 0.5 && fmod(r, 2.0) != 0.0) r = r - 1.0;\n    return (long long)r;\n}\n"
@@ -1564,6 +1574,9 @@ impl Lowerer<'_, '_> {
                 Some(Global::Int(i)) => Ok(i),
                 _ => Err(bad()),
             },
+            ast::Expr::UnaryOp(u) if u.op == ast::UnaryOp::USub => {
+                self.const_int(&u.operand)?.checked_neg().ok_or_else(bad)
+            }
             ast::Expr::BinOp(b) => {
                 let (l, r) = (self.const_int(&b.left)?, self.const_int(&b.right)?);
                 match b.op {
@@ -1599,6 +1612,10 @@ impl Lowerer<'_, '_> {
             ast::Expr::BinOp(b) => {
                 let l = self.expr(&b.left)?;
                 let r = self.expr(&b.right)?;
+                if b.op == ast::Operator::Pow && l.num().is_float() && !r.num().is_float() {
+                    let constant = self.const_int(&b.right).ok();
+                    return Ok(self.float_to_int_power(l, r, constant, at));
+                }
                 self.binary(b.op, l, r, at)
             }
             ast::Expr::UnaryOp(u) => {
@@ -2101,6 +2118,72 @@ impl Lowerer<'_, '_> {
         }
     }
 
+    /// `base ** exp` for a float `base` and an integer `exp`, as Numba computes it: a constant
+    /// power of a plain name is the multiplications of repeated squaring, written out (`x * x`),
+    /// in the order Numba multiplies (so the rounding is the same); anything else calls the
+    /// same loop as a helper. A negative power is 1 over the positive one. `constant` is the
+    /// power's value where the kernel's text fixes it (`2`, `-1`, a global `P = 3`).
+    fn float_to_int_power(&mut self, base: CExpr, exp: CExpr, constant: Option<i64>, at: Span) -> CExpr {
+        let want = base.num();
+        let f32 = want == DType::F32;
+        let constant = constant.filter(|e| e.unsigned_abs() <= 8);
+        let plain = !base.text.is_empty() && base.text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let mul = |a: CExpr, b: CExpr| {
+            join(
+                vec![(String::new(), Some(a.at_prec(13))), (" * ".into(), Some(b.at_prec(14)))],
+                Ty::Num(want),
+                want,
+                13,
+                at,
+            )
+        };
+        match constant {
+            Some(e) if plain => {
+                let one = CExpr::atom(float_literal(1.0, f32), Ty::Num(want), want, at);
+                let (mut left, mut val, mut result) = (e.unsigned_abs(), base, None::<CExpr>);
+                while left != 0 {
+                    if left & 1 == 1 {
+                        result = Some(match result {
+                            None => val.clone(),
+                            Some(r) => mul(r, val.clone()),
+                        });
+                    }
+                    left >>= 1;
+                    if left != 0 {
+                        val = mul(val.clone(), val);
+                    }
+                }
+                let power = result.unwrap_or_else(|| one.clone());
+                if e < 0 {
+                    join(
+                        vec![(String::new(), Some(one)), (" / ".into(), Some(power.at_prec(14)))],
+                        Ty::Num(want),
+                        want,
+                        13,
+                        at,
+                    )
+                } else {
+                    power
+                }
+            }
+            _ => {
+                let h = if f32 { Helper::PowiF32 } else { Helper::PowiF64 };
+                self.module.helpers.insert(h);
+                join(
+                    vec![
+                        (format!("{}(", helper_name(h)), Some(base.convert(want))),
+                        (", ".into(), Some(exp)),
+                        (")".into(), None),
+                    ],
+                    Ty::Num(want),
+                    want,
+                    100,
+                    at,
+                )
+            }
+        }
+    }
+
     fn binary(&mut self, op: ast::Operator, l: CExpr, r: CExpr, at: Span) -> R<CExpr> {
         let (Ty::Num(a), Ty::Num(b)) = (&l.ty, &r.ty) else {
             let what = if matches!(l.ty, Ty::Num(_)) { &r.ty } else { &l.ty };
@@ -2168,6 +2251,9 @@ impl Lowerer<'_, '_> {
                     call(self, Helper::Mod, want, l, r)
                 }
             }
+            // A float to an integer power keeps the float's type and is repeated squaring in
+            // Numba, not `pow`: `x ** 2` of a float32 is `x * x` in float32.
+            ast::Operator::Pow if a.is_float() && !b.is_float() => self.float_to_int_power(l, r, None, at),
             ast::Operator::Pow if floats => {
                 let want = float_arith(a, b);
                 let (l, r) = (l.convert(want), r.convert(want));

@@ -303,3 +303,25 @@ fn the_guess_at_definition_follows_arrays_into_device_functions_and_const_copies
     assert_eq!(guess[1], ArgType::Array { dtype: DType::F32, ndim: 2 });
     assert_eq!(guess[2], ArgType::Array { dtype: DType::F32, ndim: 1 });
 }
+
+#[test]
+fn powers_follow_numba_a_float_to_an_integer_keeps_its_type_and_multiplies() {
+    let src = "@cuda.jit\ndef k(x, n, out):\n    i = cuda.grid(1)\n    v = x[i]\n    out[0] = v ** 2\n    out[1] = v ** 4\n    out[2] = v ** -2\n    out[3] = x[i] ** 3\n    out[4] = v ** n\n    out[5] = v ** 0.5\n    out[6] = n ** -1\n";
+    let i64s = ArgType::Scalar(DType::I64);
+    let inst = lower_src(src, &[f32_1d(), i64s, f32_1d()]).unwrap();
+    let c = &inst.text;
+    // In float32, in the order Numba multiplies: x^4 is (x * x) * (x * x).
+    assert!(c.contains("out[0] = v * v;"), "{c}");
+    assert!(c.contains("out[1] = v * v * (v * v);"), "{c}");
+    assert!(c.contains("out[2] = 1.0f / (v * v);"), "{c}");
+    // An element read once, through the helper; so is a power known only at run time.
+    assert!(c.contains("out[3] = py_powi_f32(x[i], 3);"), "{c}");
+    assert!(c.contains("out[4] = py_powi_f32(v, n);"), "{c}");
+    assert!(!c.contains("powf(v, 2"), "{c}");
+    // A float power is `pow` (float32 ** float64 is a float64 in Numba).
+    assert!(c.contains("pow((double)v, 0.5)"), "{c}");
+    // An integer to a negative power stays an integer: the helper says what it is.
+    assert!(c.contains("py_ipow(n, -(long long)1)"), "{c}");
+    assert!(c.contains("if (base == -1) return exp % 2 == 0 ? 1 : -1;"), "{c}");
+    compiles(c);
+}

@@ -562,7 +562,12 @@ class _Launch:
             elif isinstance(a, float):
                 headers.append({"kind": "scalar", "name": name, "dtype": "float64", "value": a})
             else:
-                raise TypeError(f"gridlab cannot pass {type(a).__name__} ({name}) to a kernel: arrays and numbers only")
+                which = f"`{names[i]}`" if names[i] else f"argument {i + 1}"
+                hint = ""
+                if isinstance(a, (list, tuple)):
+                    # Numba refuses a list too; the array is what a kernel indexes.
+                    hint = f": make it an array first, `np.array({names[i] or '[...]'}, dtype=np.float32)`"
+                raise TypeError(f"a kernel takes arrays and numbers, and {which} is a {type(a).__name__}{hint}")
         reply, data = _gridlab.request({
             "op": "launch",
             "kernel": self.kernel.__name__,
