@@ -45,7 +45,7 @@ mod tests;
 use std::collections::HashMap;
 
 use crate::diag::{Cause, Diagnostic, SourceId, Span};
-use ast::{FuncKind, Function, Program, Type};
+use ast::{FuncKind, Function, Program, RowMajor, Type};
 use lexer::Token;
 
 /// The most kernels, functions, variables and typedefs a session keeps (see [`Module::add`]).
@@ -142,6 +142,7 @@ impl GpuOnly {
                 span,
                 name_span: span,
                 calls: Vec::new(),
+                row_major: Vec::new(),
                 params,
             })
         });
@@ -286,6 +287,9 @@ pub struct Module {
     /// GPU-only struct, or a construct outside the subset): NVRTC makes them by name, and the
     /// launch checks take their signature, read from the instance with its body left out.
     gpu_instances: Vec<(template::Instance, GpuOnly)>,
+    /// Kernels whose array parameters are row-major numpy arrays (`set_row_major`), by name,
+    /// copied into the checked program each time it is made.
+    row_major: Vec<(String, Vec<RowMajor>)>,
 }
 
 impl Module {
@@ -411,6 +415,9 @@ impl Module {
         self.gpu_instances.clear();
         self.items = items;
         self.program = checked.program;
+        // A kernel defined again is what its new text says until told otherwise.
+        self.row_major.retain(|(name, _)| !new_items.iter().any(|i| &i.name == name));
+        self.apply_row_major();
         self.generation += 1;
         Ok(AddOutcome { defined, warnings, gpu_only })
     }
@@ -453,6 +460,7 @@ impl Module {
         match check_items(&self.items, &self.launched) {
             Ok(checked) => {
                 self.program = checked.program;
+                self.apply_row_major();
                 self.generation += 1;
                 Ok(instance)
             }
@@ -776,6 +784,25 @@ impl Module {
             // A function-like macro (`NAME(`) is not a constant.
             (!rest.starts_with('(')).then_some((i.name.as_str(), rest.trim()))
         })
+    }
+
+    /// Say that kernel `name`'s pointer parameters in `arrays` are row-major arrays with the
+    /// extents in the parameters named there (a Python kernel's C, where `a[r, c]` became
+    /// `a[r * a_cols + c]`), so the simulator checks each index against its own dimension as
+    /// Numba's arrays have them. Holds until the kernel is defined again.
+    pub fn set_row_major(&mut self, name: &str, arrays: Vec<RowMajor>) {
+        self.row_major.retain(|(n, _)| n != name);
+        if !arrays.is_empty() {
+            self.row_major.push((name.to_string(), arrays));
+        }
+        self.apply_row_major();
+        self.generation += 1;
+    }
+
+    fn apply_row_major(&mut self) {
+        for f in &mut self.program.functions {
+            f.row_major = self.row_major.iter().find(|(n, _)| *n == f.name).map(|(_, a)| a.clone()).unwrap_or_default();
+        }
     }
 
     /// The checked program: every function and global, typed.

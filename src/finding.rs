@@ -42,7 +42,7 @@ pub fn shape_buffers(findings: &mut [Finding], shape_of: impl Fn(&str) -> Option
             Finding::OutOfBounds { memory, shape, view, .. } | Finding::Race { memory, shape, view, .. } => {
                 (memory, shape, view.is_some())
             }
-            Finding::Uninit { memory, shape, .. } => (memory, shape, false),
+            Finding::Uninit { memory, shape, .. } | Finding::PastRow { memory, shape, .. } => (memory, shape, false),
             _ => continue,
         };
         if let (Memory::Global(name), false, true) = (&*memory, view, shape.is_empty())
@@ -172,10 +172,13 @@ pub enum Finding {
     /// the kernel quietly uses another row's element; the simulator did the same.
     PastRow {
         memory: Memory,
-        /// The array's dimensions, outermost first (`[16, 16]`).
+        /// The array's dimensions, outermost first (`[16, 16]`); for a launch buffer, what the
+        /// session knows of them (`shape_buffers`), possibly nothing.
         shape: Vec<u64>,
         /// The dimension indexed past its length (1 = the second).
         dim: usize,
+        /// That dimension's length: the elements of a row.
+        len: u64,
         /// Threads that did.
         count: u64,
         /// Smallest and largest index seen outside `0..shape[dim]` (indices are `i64`).

@@ -859,6 +859,20 @@ pub struct Function {
     pub name_span: Span,
     /// Direct callees, for the simulator's inlining and recursion check.
     pub calls: Vec<FuncId>,
+    /// Pointer parameters that are numpy arrays of two or more dimensions (a Python kernel's),
+    /// laid out row-major: set by `Module::set_row_major`, never by C source.
+    pub row_major: Vec<RowMajor>,
+}
+
+/// A pointer parameter that points at a row-major array whose extents are other parameters
+/// (`float *a, long long a_rows, long long a_cols` for a Python kernel's `a`), so that its
+/// flat index `r * a_cols + c` can be checked column by column, as Numba's array has them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowMajor {
+    /// The pointer's parameter index.
+    pub pointer: usize,
+    /// The parameter index of each dimension's extent, outermost first.
+    pub extents: Vec<usize>,
 }
 
 /// A `__constant__`, `__device__` or `__shared__` variable at file scope.

@@ -153,6 +153,7 @@ pub fn check(items: &[&syntax::Item]) -> Result<Checked, Vec<Diagnostic>> {
                     span: f.span,
                     name_span: f.name_span,
                     calls: Vec::new(),
+                    row_major: Vec::new(),
                 });
             }
             Err(e) => errors.push(e),

@@ -123,7 +123,7 @@ pub fn lower(env: &Env, f: &PyFunction, args: &[ArgType]) -> Result<Instance, Ve
         out.text.push_str(decl);
     }
     for helper in &module.helpers {
-        out.text.push_str(helper_text(helper));
+        out.text.push_str(&helper_text(helper));
     }
     for dev in &module.device_fns {
         out.append(&dev.text, &dev.map);
@@ -192,6 +192,12 @@ enum Helper {
     IPow,
     PowiF32,
     PowiF64,
+    /// `x ** exp` for a constant `exp` (2 to 8) of a float that is not a plain name, written
+    /// out once so that `x` is computed once.
+    PowConst {
+        f32: bool,
+        exp: u8,
+    },
     Round,
     LaneId,
     AtomicMaxF32,
@@ -206,8 +212,11 @@ enum Helper {
     XoroNormalF64,
 }
 
-fn helper_name(h: Helper) -> &'static str {
-    match h {
+fn helper_name(h: Helper) -> std::borrow::Cow<'static, str> {
+    std::borrow::Cow::Borrowed(match h {
+        Helper::PowConst { f32, exp } => {
+            return std::borrow::Cow::Owned(format!("py_pow{exp}_{}", if f32 { "f32" } else { "f64" }));
+        }
         Helper::FloorDiv => "py_floordiv",
         Helper::Mod => "py_mod",
         Helper::Fmod => "py_fmod",
@@ -225,11 +234,19 @@ fn helper_name(h: Helper) -> &'static str {
         Helper::XoroUniformF64 => "py_xoroshiro128p_uniform_float64",
         Helper::XoroNormalF32 => "py_xoroshiro128p_normal_float32",
         Helper::XoroNormalF64 => "py_xoroshiro128p_normal_float64",
-    }
+    })
 }
 
-fn helper_text(h: &Helper) -> &'static str {
-    match h {
+fn helper_text(h: &Helper) -> std::borrow::Cow<'static, str> {
+    std::borrow::Cow::Borrowed(match h {
+        Helper::PowConst { f32, exp } => {
+            let ty = if *f32 { "float" } else { "double" };
+            return std::borrow::Cow::Owned(format!(
+                "// x ** {exp} as Numba computes it: repeated squaring, in {ty}.\n__device__ {ty} {}({ty} x) {{\n    return {};\n}}\n",
+                helper_name(*h),
+                squaring("x", *exp as u64)
+            ));
+        }
         Helper::FloorDiv => {
             "// Python's // rounds down, C's / rounds towards zero.\n__device__ long long py_floordiv(long long a, long long b) {\n    long long q = a / b;\n    if ((a % b != 0) && ((a < 0) != (b < 0))) q = q - 1;\n    return q;\n}\n"
         }
@@ -281,7 +298,31 @@ fn helper_text(h: &Helper) -> &'static str {
         Helper::LaneId => {
             "// cuda.laneid: the thread's lane in its warp.\n__device__ int py_laneid() {\n    return ((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) % 32;\n}\n"
         }
+    })
+}
+
+/// `x ** exp` as the multiplications of repeated squaring, in the order Numba's
+/// `static_power_impl` makes them (`x * x * (x * x)` for 4), as C text.
+fn squaring(x: &str, exp: u64) -> String {
+    // Each value with whether it is a product, which needs parentheses on the right of `*`.
+    let mul = |a: &(String, bool), b: &(String, bool)| {
+        let right = if b.1 { format!("({})", b.0) } else { b.0.clone() };
+        (format!("{} * {right}", a.0), true)
+    };
+    let (mut left, mut val, mut result) = (exp, (x.to_string(), false), None::<(String, bool)>);
+    while left != 0 {
+        if left & 1 == 1 {
+            result = Some(match &result {
+                None => val.clone(),
+                Some(r) => mul(r, &val),
+            });
+        }
+        left >>= 1;
+        if left != 0 {
+            val = mul(&val, &val);
+        }
     }
+    result.map_or_else(|| "1".to_string(), |r| r.0)
 }
 
 /// A C expression with its Numba type, the type C gives its text, and its map.
@@ -2157,6 +2198,31 @@ impl Lowerer<'_, '_> {
                 if e < 0 {
                     join(
                         vec![(String::new(), Some(one)), (" / ".into(), Some(power.at_prec(14)))],
+                        Ty::Num(want),
+                        want,
+                        13,
+                        at,
+                    )
+                } else {
+                    power
+                }
+            }
+            // Anything else to a constant power: the same multiplications in a helper, so that
+            // the base is computed once (`(x - mu) ** 2`).
+            Some(e) if e.unsigned_abs() >= 2 => {
+                let h = Helper::PowConst { f32, exp: e.unsigned_abs() as u8 };
+                self.module.helpers.insert(h);
+                let power = join(
+                    vec![(format!("{}(", helper_name(h)), Some(base.convert(want))), (")".into(), None)],
+                    Ty::Num(want),
+                    want,
+                    100,
+                    at,
+                );
+                if e < 0 {
+                    let one = CExpr::atom(float_literal(1.0, f32), Ty::Num(want), want, at);
+                    join(
+                        vec![(String::new(), Some(one)), (" / ".into(), Some(power)), (String::new(), None)],
                         Ty::Num(want),
                         want,
                         13,

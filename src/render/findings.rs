@@ -159,8 +159,17 @@ fn finding_diagnostic(f: &Finding, sources: &SourceMap) -> Diagnostic {
             }
             d.help(out_of_bounds_advice(sources, first, kname, global, *threads, *len, *min_index, *max_index))
         }
-        Finding::PastRow { memory, shape, dim, count, min_index, max_index, first_index, first } => {
-            past_row_diagnostic(sources, memory, shape, *dim, *count, (*min_index, *max_index), *first_index, first)
+        Finding::PastRow { memory, shape, dim, len, count, min_index, max_index, first_index, first } => {
+            past_row_diagnostic(
+                sources,
+                memory,
+                shape,
+                (*dim, *len),
+                *count,
+                (*min_index, *max_index),
+                *first_index,
+                first,
+            )
         }
         Finding::Race { memory, shape, kernel_name, view, index, count, elements, first, second, same_warp } => {
             let lines = {
@@ -348,16 +357,17 @@ fn past_row_diagnostic(
     sources: &SourceMap,
     memory: &Memory,
     shape: &[u64],
-    dim: usize,
+    (dim, len): (usize, u64),
     count: u64,
     (min, max): (i64, i64),
     first_index: i64,
     first: &Site,
 ) -> Diagnostic {
-    let len = shape.get(dim).copied().unwrap_or(0);
-    let which = if dim + 1 == shape.len() { "last".to_string() } else { ordinal_word(dim + 1) };
+    // A buffer's shape may be unknown here; its checks are of its last dimension only.
+    let which = if dim + 1 == shape.len() || shape.is_empty() { "last".to_string() } else { ordinal_word(dim + 1) };
     let who = if count == 1 { "1 thread".to_string() } else { format!("{} threads", thousands(count)) };
     let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    let dims = if dims.is_empty() { String::new() } else { format!(" ({})", dims.join(" x ")) };
     let range = if min == max { format!("{min}") } else { format!("{min} to {max}") };
     let later = min >= len as i64;
     let past = if later { "past the end of its row" } else { "before the start of its row" };
@@ -369,9 +379,8 @@ fn past_row_diagnostic(
     let name = memory.name();
     let python = sources.get(first.span.source).is_some_and(|f| f.origin.is_some());
     let d = Diagnostic::finding(format!(
-        "{who} indexed {} ({}) {past}: its {which} index{said} was {range}, where a row has {len} elements, first by {}, line {}",
+        "{who} indexed {}{dims} {past}: its {which} index{said} was {range}, where a row has {len} elements, first by {}, line {}",
         memory.describe(),
-        dims.join(" x "),
         first.thread.describe(),
         line(sources, first)
     ))
@@ -397,6 +406,19 @@ fn past_row_diagnostic(
         }
         ['x', 'y', 'z'].into_iter().find(|a| made_of.contains(&format!("threadIdx.{a}")))
     });
+    // A Python kernel's array argument: its guard is what keeps an index inside its dimension.
+    if python && matches!(memory, Memory::Global(_)) {
+        let i = index.unwrap_or_else(|| "i".to_string());
+        return d.help(if later {
+            format!(
+                "keep `{i}` below `{name}.shape[{dim}]` ({len}), the length of a row: guard it with `{i} < {name}.shape[{dim}]`, not with another dimension's length"
+            )
+        } else {
+            format!(
+                "keep `{i}` from -{len} up: a negative index counts back from the end of its row once (-1 is the last element), and one below -{len} lands on an earlier row"
+            )
+        });
+    }
     d.help(match axis {
         Some(a) if later => format!(
             "the index comes from `threadIdx.{a}`, and the block has more threads along {a} than a row of `{name}` has elements ({len}): launch blocks of {len} threads along {a} to match the array, or make its rows as long as the block"

@@ -12,6 +12,7 @@ use std::io::{self, Write};
 use super::{Session, Status};
 use crate::backend::BackendError;
 use crate::buffer::{Buffer, Shape};
+use crate::cuda::ast::RowMajor;
 use crate::diag::{Diagnostic, SourceId};
 use crate::dtype::DType;
 use crate::python::{self, ArgType, CParam, Env, Global, Imports, Instance, PyFunction};
@@ -321,7 +322,7 @@ impl Session {
                 let inst = self.lower(&f, &types)?;
                 let name = format!("{} (CUDA C from Python)", f.name);
                 let id = self.work.sources_mut().add_generated(name, inst.text.clone(), inst.map.clone());
-                self.add_generated(id, &inst.text)?;
+                self.add_generated(id, &inst.text, &inst.kernel, row_major(&inst.params))?;
                 self.work.python_mut().instances.retain(|(i, _)| i.kernel != f.name);
                 self.work.python_mut().instances.push((inst.clone(), id));
                 inst
@@ -341,9 +342,17 @@ impl Session {
     }
 
     /// Put generated C in the module and load it, as typed C is.
-    fn add_generated(&mut self, id: SourceId, text: &str) -> Result<(), Vec<Diagnostic>> {
+    /// `kernel`'s arrays of two or more dimensions are `arrays`, for the simulator's checks.
+    fn add_generated(
+        &mut self,
+        id: SourceId,
+        text: &str,
+        kernel: &str,
+        arrays: Vec<RowMajor>,
+    ) -> Result<(), Vec<Diagnostic>> {
         let previous = self.work.module().clone();
         self.work.module_mut().add(id, text)?;
+        self.work.module_mut().set_row_major(kernel, arrays);
         self.ensure_resolved();
         let backend = self.backends.active();
         if let Err(e) = backend.load(self.work.module(), self.work.sources()) {
@@ -453,4 +462,26 @@ fn arg_name(a: &ArgType) -> String {
         }
         ArgType::Scalar(d) => python::types::numba_name(*d).to_string(),
     }
+}
+
+/// The arrays of two or more dimensions among a lowered kernel's C parameters, each with the
+/// parameters that carry its extents (`a`, `a_rows`, `a_cols`).
+fn row_major(params: &[CParam]) -> Vec<RowMajor> {
+    let mut arrays = Vec::new();
+    for (pointer, param) in params.iter().enumerate() {
+        let CParam::Pointer { arg } = param else { continue };
+        let mut extents: Vec<(usize, usize)> = params
+            .iter()
+            .enumerate()
+            .filter_map(|(i, q)| match q {
+                CParam::Extent { arg: a, dim } if a == arg => Some((*dim, i)),
+                _ => None,
+            })
+            .collect();
+        extents.sort_unstable();
+        if extents.len() >= 2 && extents.iter().enumerate().all(|(d, &(dim, _))| d == dim) {
+            arrays.push(RowMajor { pointer, extents: extents.into_iter().map(|(_, i)| i).collect() });
+        }
+    }
+    arrays
 }

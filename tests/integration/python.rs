@@ -354,3 +354,39 @@ fn an_index_past_a_row_of_a_shared_tile_is_named_with_the_thread_axis_it_comes_f
         assert!(flat.contains(want), "{want}\n{}", run.stdout);
     }
 }
+
+/// A guard that compares each index of a 2-D array with the other dimension (`x < a.shape[1]`
+/// for the row): the column runs past its row and lands on the next one, inside the array.
+/// Numba's compiled kernel does that silently; gridlab names the column index, its range
+/// against `a.shape[1]`, and the race it causes as the same mistake. The same kernel with a
+/// right guard is clean, and its output and steps do not change for the check.
+#[test]
+fn a_column_past_a_row_of_a_2d_array_argument_is_found_and_explains_the_race() {
+    if !have_numpy() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let program = "import numpy as np\nfrom numba import cuda\n\n@cuda.jit\ndef fill(a):\n    \
+                   x, y = cuda.grid(2)\n    if x < a.shape[1] and y < a.shape[0]:\n        \
+                   a[x, y] = x * 1000 + y\n\na = np.zeros((40, 30), dtype=np.float32)\n\
+                   fill[(4, 4), (16, 16)](a)\n";
+    let path = dir.path().join("fill.py");
+    std::fs::write(&path, program).unwrap();
+    let run = gridlab().args(["replay", path.to_str().unwrap(), "--backend", "sim"]).run();
+    let flat = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(run.code, 1, "an unacknowledged finding fails the program:\n{}", run.stdout);
+    for want in [
+        "300 threads indexed `a` (40 x 30) past the end of its row: its last index (`y`) was 30 to 39, where a row has 30 elements",
+        "8 | a[x, y] = x * 1000 + y",
+        "keep `y` below `a.shape[1]` (30), the length of a row: guard it with `y < a.shape[1]`",
+        "this race comes from the index past a row of `a` on line 8",
+    ] {
+        assert!(flat.contains(want), "{want}\n{}", run.stdout);
+    }
+
+    let fixed = program.replace("x < a.shape[1] and y < a.shape[0]", "x < a.shape[0] and y < a.shape[1]");
+    std::fs::write(&path, fixed).unwrap();
+    let run = gridlab().args(["replay", path.to_str().unwrap(), "--backend", "sim"]).run();
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains("clean"), "{}", run.stdout);
+}

@@ -94,6 +94,17 @@ pub enum Op {
         scale: u16,
         len: u16,
     },
+    /// `dst = a + b` (64-bit), the flat index `r * cols + c` of a row-major array whose
+    /// column `c` is `b` and whose row has `len` elements (a register: the array's extent), so
+    /// that a column outside `0..len` is a finding (`Kernel::dim_checks` says whose) where
+    /// Numba's compiled kernel quietly lands on another row. Only a Python kernel's arrays
+    /// (`Function::row_major`) are known to be laid out this way.
+    AddIn {
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+        len: Reg,
+    },
     /// `dst = (a - b) / scale`.
     PtrDiff {
         dst: Reg,
@@ -287,14 +298,24 @@ pub struct Kernel {
     pub dim_checks: Vec<DimCheck>,
 }
 
-/// The array and dimension an `Op::PtrAddIn` indexes.
+/// The array and dimension an `Op::PtrAddIn` or `Op::AddIn` indexes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DimCheck {
     pub pc: u32,
-    /// Index in `Kernel::statics`.
-    pub array: u32,
+    pub array: DimArray,
     /// 0 is the outermost dimension (never checked here: past it is past the whole array).
     pub dim: u8,
+    /// The access the index is of (`a[x, y]`), where its finding points.
+    pub access: Span,
+}
+
+/// Whose dimension a `DimCheck` checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DimArray {
+    /// A kernel's own array: its index in `Kernel::statics`.
+    Static(u32),
+    /// A launch buffer, through the pointer in this register (a kernel parameter's).
+    Buffer(Reg),
 }
 
 impl Kernel {
@@ -1002,7 +1023,10 @@ impl Compiler<'_> {
             ExprKind::Deref(p) => self.expr(p),
             ExprKind::Index { base, index } => {
                 let ptr = self.expr(base)?;
-                let idx = self.expr(index)?;
+                let idx = match self.row_major_index(base, index, e.span)? {
+                    Some(idx) => idx,
+                    None => self.expr(index)?,
+                };
                 let dst = self.temp();
                 let scale = elem_size(&e.ty);
                 match self.inner_dimension(base)? {
@@ -1013,7 +1037,12 @@ impl Compiler<'_> {
                         let statement = std::mem::replace(&mut self.span, e.span);
                         let pc = self.emit(Op::PtrAddIn { dst, ptr, idx, scale, len });
                         self.span = statement;
-                        self.dim_checks.push(DimCheck { pc: pc as u32, array, dim });
+                        self.dim_checks.push(DimCheck {
+                            pc: pc as u32,
+                            array: DimArray::Static(array),
+                            dim,
+                            access: e.span,
+                        });
                     }
                     _ => {
                         self.emit(Op::PtrAdd { dst, ptr, idx, scale });
@@ -1059,6 +1088,48 @@ impl Compiler<'_> {
                 _ => return Ok(None),
             }
         }
+    }
+
+    /// The flat index of a row-major array parameter (`Function::row_major`: a Python kernel's
+    /// `a[r * a_cols + c]`), its last addition an `Op::AddIn` that checks the column `c`
+    /// against the extent it is multiplied by: the same instructions and steps as the plain
+    /// index. `None` where `index` is not of that shape or `base` is no such parameter.
+    fn row_major_index(&mut self, base: &Expr, index: &Expr, access: Span) -> Result<Option<Reg>> {
+        let Some(frame) = self.frames.last() else { return Ok(None) };
+        if self.frames.len() != 1 {
+            return Ok(None);
+        }
+        let func = &self.program.functions[frame.func as usize];
+        let ExprKind::Local(pointer) = base.kind else { return Ok(None) };
+        let Some(array) = func.row_major.iter().find(|a| a.pointer == pointer as usize) else { return Ok(None) };
+        let ExprKind::Binary { op: BinaryOp::Add, lhs, rhs } = &index.kind else { return Ok(None) };
+        let ExprKind::Binary { op: BinaryOp::Mul, rhs: extent, .. } = &lhs.kind else { return Ok(None) };
+        let mut extent = &**extent;
+        while let ExprKind::Cast(inner) = &extent.kind {
+            extent = inner;
+        }
+        let dim = array.extents.len() - 1;
+        if extent.kind != ExprKind::Local(array.extents[dim] as u32) {
+            return Ok(None);
+        }
+        let ty = self.scalar(&lhs.ty, lhs.span)?;
+        if !matches!(ty, Scalar::I64 | Scalar::U64) {
+            return Ok(None);
+        }
+        let (Some(&buffer), Some(&len)) = (frame.locals.get(pointer as usize), frame.locals.get(array.extents[dim]))
+        else {
+            return Ok(None);
+        };
+        let a = self.expr(lhs)?;
+        let b = self.expr(rhs)?;
+        let dst = self.temp();
+        // The addition keeps the index's place, as `expr` gives it, for the cost model's lines;
+        // the finding points at the access (`DimCheck::access`).
+        let outer = std::mem::replace(&mut self.span, index.span);
+        let pc = self.emit(Op::AddIn { dst, a, b, len });
+        self.span = outer;
+        self.dim_checks.push(DimCheck { pc: pc as u32, array: DimArray::Buffer(buffer), dim: dim as u8, access });
+        Ok(Some(dst))
     }
 
     /// `addr + offset` bytes.

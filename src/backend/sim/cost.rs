@@ -256,6 +256,7 @@ fn kind_of(op: &Op) -> Kind {
             _ => Kind::Special,
         },
         Op::Cvt { .. }
+        | Op::AddIn { .. }
         | Op::PtrAdd { .. }
         | Op::PtrAddIn { .. }
         | Op::PtrDiff { .. }
@@ -349,6 +350,8 @@ fn is_64_bit(op: &Op) -> bool {
         Op::Bin { ty, .. } | Op::Un { ty, .. } | Op::Min { ty, .. } | Op::Max { ty, .. } | Op::Abs { ty, .. } => {
             matches!(ty, Scalar::I64 | Scalar::U64)
         }
+        // Only made for a 64-bit index (`Compiler::row_major_index`).
+        Op::AddIn { .. } => true,
         _ => false,
     }
 }

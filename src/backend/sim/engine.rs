@@ -15,11 +15,11 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::backend::{Arg, Dim3, LaunchSpec, PrintLine, WatchedAccess, WriteTrace};
 use crate::buffer::Num;
-use crate::cuda::ast::{BarrierReduce, Program, Scalar, ShflKind};
+use crate::cuda::ast::{BarrierReduce, BinaryOp, Program, Scalar, ShflKind};
 use crate::finding::{Access, Finding, Memory, Site, ThreadRef};
 
 use super::alu;
-use super::compile::{Kernel, Op, SPECIAL_REGS, StaticKind, Vote};
+use super::compile::{DimArray, Kernel, Op, SPECIAL_REGS, StaticKind, Vote};
 use super::cost::{Counter, Held, MemOp};
 use super::memory::{self, Reports, STATIC_REGION_BASE, Shadow, Who, poison};
 use super::printf::{self, Value};
@@ -1943,9 +1943,37 @@ impl Machine<'_, '_> {
                 let out = alu::warp_vote(kind, mask, &values);
                 lanes!(mask, |l| r[at(dst, l)] = out[l]);
             }
+            Op::AddIn { dst, a, b, len } => {
+                if self.mem.findings && !arith::in_row_of(mask, r, b, len) {
+                    let check = k.dim_check(pc);
+                    lanes!(mask, |l| {
+                        let (i, n) = (r[at(b, l)], r[at(len, l)]);
+                        if i >= n {
+                            // The buffer the lane's pointer points into names the report (none
+                            // for a null pointer, whose access is its own finding).
+                            let region = check.and_then(|d| match d.array {
+                                DimArray::Buffer(p) => {
+                                    let buffer = memory::region(r[at(p, l)]);
+                                    (1..STATIC_REGION_BASE)
+                                        .contains(&buffer)
+                                        .then(|| memory::buffer_dim_region(buffer, d.dim))
+                                }
+                                DimArray::Static(s) => Some(memory::dim_region(s, d.dim)),
+                            });
+                            if let Some(region) = region {
+                                self.reports.oob(region, Access::Read, i as i64, n, thread0 + l as u64, site);
+                            }
+                        }
+                    });
+                }
+                arith::exec(Op::Bin { op: BinaryOp::Add, ty: Scalar::I64, dst, a, b }, mask, r);
+            }
             Op::PtrAddIn { dst, ptr, idx, scale, len } => {
                 if self.mem.findings && !arith::in_row(mask, r, idx, len) {
-                    let region = k.dim_check(pc).map_or(0, |d| memory::dim_region(d.array, d.dim));
+                    let region = k.dim_check(pc).map_or(0, |d| match d.array {
+                        DimArray::Static(s) => memory::dim_region(s, d.dim),
+                        DimArray::Buffer(_) => 0,
+                    });
                     lanes!(mask, |l| {
                         let i = r[at(idx, l)];
                         if i >= len as u64 {
@@ -2583,12 +2611,32 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
     }
     let mut findings = Vec::new();
     for ((region, access), s) in &m.reports.oob {
+        if let Some((buffer, dim)) = memory::of_buffer_dim_region(*region) {
+            let mut first = m.site(s.first_pc, s.first_thread, *access);
+            if let Some(check) = m.k.dim_check(s.first_pc) {
+                first.span = check.access;
+            }
+            // The buffer's shape is the session's to give (`finding::shape_buffers`).
+            findings.push(Finding::PastRow {
+                memory: m.memory_of(buffer, names),
+                shape: Vec::new(),
+                dim: dim as usize,
+                len: s.len,
+                count: s.count,
+                min_index: s.min,
+                max_index: s.max,
+                first_index: s.first_index,
+                first,
+            });
+            continue;
+        }
         if let Some((array, dim)) = memory::of_dim_region(*region) {
             let region = STATIC_REGION_BASE + array;
             findings.push(Finding::PastRow {
                 memory: m.memory_of(region, names),
                 shape: m.shape_of(region),
                 dim: dim as usize,
+                len: s.len,
                 count: s.count,
                 min_index: s.min,
                 max_index: s.max,

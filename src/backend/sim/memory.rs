@@ -440,7 +440,25 @@ pub fn dim_region(array: u32, dim: u8) -> u32 {
 
 /// The array and dimension of a report key made by [`dim_region`].
 pub fn of_dim_region(region: u32) -> Option<(u32, u8)> {
+    if region >= BUFFER_DIM_REGION_BASE {
+        return None;
+    }
     let r = region.checked_sub(DIM_REGION_BASE)?;
+    Some((r / 16, (r % 16) as u8))
+}
+
+/// Report keys of indices past a row of a launch buffer laid out as a row-major array
+/// (`Op::AddIn`), above those of the kernel's own arrays.
+pub const BUFFER_DIM_REGION_BASE: u32 = 0x4_0000;
+
+/// The report key of dimension `dim` of the buffer in memory region `region`.
+pub fn buffer_dim_region(region: u32, dim: u8) -> u32 {
+    BUFFER_DIM_REGION_BASE + region.min(0x1_0000) * 16 + dim.min(15) as u32
+}
+
+/// The buffer's region and the dimension of a report key made by [`buffer_dim_region`].
+pub fn of_buffer_dim_region(region: u32) -> Option<(u32, u8)> {
+    let r = region.checked_sub(BUFFER_DIM_REGION_BASE)?;
     Some((r / 16, (r % 16) as u8))
 }
 

@@ -84,6 +84,7 @@ fn kernel(name: &str, params: Vec<(&str, Type)>, locals: Vec<LocalVar>, body: Ve
         span: sp(0),
         name_span: sp(0),
         calls: Vec::new(),
+        row_major: Vec::new(),
     }
 }
 
@@ -2474,4 +2475,52 @@ fn loads_in_runs_reach_the_caches_at_their_step() {
         assert_eq!(with.2.is_some(), schedule != Schedule::Sequential, "{schedule:?}");
         assert_eq!(with, without, "{schedule:?}");
     }
+}
+
+/// A Python kernel's 2-D array is a flat buffer in its C (`a[x * a_cols + y]`). Told which
+/// parameters hold its extents (`Module::set_row_major`), the simulator finds a column past its
+/// row, which lands on the next row (here a guard that compares each index with the other
+/// dimension), with the same steps, output and cost counts as without.
+#[test]
+fn a_column_past_a_row_of_a_row_major_buffer_is_found_with_the_same_counts() {
+    let src = "__global__ void fill(float *a, long long a_rows, long long a_cols) {\n    long long x = blockIdx.y * blockDim.y + threadIdx.y;\n    long long y = blockIdx.x * blockDim.x + threadIdx.x;\n    if (x < a_cols && y < a_rows) {\n        a[x * a_cols + y] = x * 1000 + y;\n    }\n}\n";
+    let run = |row_major: bool| {
+        let mut sim = Sim::of(src);
+        if row_major {
+            sim.module.set_row_major("fill", vec![crate::cuda::ast::RowMajor { pointer: 0, extents: vec![1, 2] }]);
+        }
+        let mut a = Buffer::zeros(DType::F32, Shape::D2(40, 30));
+        let r = sim.launch(
+            "fill",
+            Dim3 { x: 3, y: 2, z: 1 },
+            Dim3 { x: 16, y: 16, z: 1 },
+            &mut [&mut a],
+            &[ScalarArg::I64(40), ScalarArg::I64(30)],
+        );
+        (a.to_f64_vec(), r)
+    };
+    let (plain, without) = run(false);
+    let (checked, with) = run(true);
+    assert_eq!(plain, checked, "the access lands where it did");
+    assert_eq!(without.steps, with.steps);
+    assert_eq!(format!("{:?}", without.cost), format!("{:?}", with.cost));
+    assert!(!without.findings.iter().any(|f| matches!(f, Finding::PastRow { .. })), "{:?}", without.findings);
+    let past: Vec<&Finding> = with.findings.iter().filter(|f| matches!(f, Finding::PastRow { .. })).collect();
+    let [
+        Finding::PastRow {
+            memory: Memory::Global(name),
+            dim: 1,
+            len: 30,
+            count: 300,
+            min_index: 30,
+            max_index: 39,
+            ..
+        },
+    ] = &past[..]
+    else {
+        panic!("{:?}", with.findings)
+    };
+    assert_eq!(name, "a");
+    // Rows 0 to 29 and columns 30 to 39 write the next row's first ten elements.
+    assert_eq!(checked[30], 1000.0 + 0.0, "a[1, 0] is row 1's own write, or row 0's column 30");
 }

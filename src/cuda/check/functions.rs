@@ -130,6 +130,7 @@ impl<'m> Fx<'m> {
             span: f.span,
             name_span: sig.name_span,
             calls: std::mem::take(&mut self.calls),
+            row_major: Vec::new(),
         })
     }
 

@@ -28,6 +28,22 @@ fn map2(mask: u32, r: &mut [u64], dst: u32, a: u32, b: u32, f: impl Fn(u64, u64)
     }
 }
 
+/// Every lane of `mask` indexes a row of its own `len` register's elements inside it
+/// (`0 <= idx < len`; a negative index is a huge unsigned one).
+#[inline(always)]
+pub(super) fn in_row_of(mask: u32, r: &[u64], idx: u32, len: u32) -> bool {
+    let (x, n) = (idx as usize * WARP, len as usize * WARP);
+    let mut inside = true;
+    if mask == u32::MAX {
+        for (&i, &n) in r[x..x + WARP].iter().zip(&r[n..n + WARP]) {
+            inside &= i < n;
+        }
+    } else {
+        lanes!(mask, |l| inside &= r[x + l] < r[n + l]);
+    }
+    inside
+}
+
 /// Every lane of `mask` indexes a row of `len` elements inside it (`0 <= idx < len`).
 #[inline(always)]
 pub(super) fn in_row(mask: u32, r: &[u64], idx: u32, len: u16) -> bool {
@@ -168,6 +184,12 @@ pub(super) fn exec(op: Op, mask: u32, r: &mut [u64]) -> bool {
         }
         Op::PtrAdd { dst, ptr, idx, scale } => ptr_add(mask, r, dst, ptr, idx, scale),
         // A lane past its row is a finding, which only the machine can report.
+        Op::AddIn { dst, a, b, len } => {
+            if !in_row_of(mask, r, b, len) {
+                return false;
+            }
+            map2(mask, r, dst, a, b, u64::wrapping_add)
+        }
         Op::PtrAddIn { dst, ptr, idx, scale, len } => {
             if !in_row(mask, r, idx, len) {
                 return false;

@@ -47,6 +47,7 @@ pub(super) fn unwritten(code: &[Op], regs: u32, params: &[u64], buffers: usize) 
                 Op::Imm { dst, val } => (dst, 1, of(val)),
                 Op::Mov { dst, src } => (dst, 1, r(src)),
                 Op::Bin { dst, a, b, .. }
+                | Op::AddIn { dst, a, b, .. }
                 | Op::PtrDiff { dst, a, b, .. }
                 | Op::Min { dst, a, b, .. }
                 | Op::Max { dst, a, b, .. } => (dst, 1, r(a) | r(b)),
