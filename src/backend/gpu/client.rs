@@ -174,9 +174,9 @@ impl Worker {
         self.answer(timeout, cancel)
     }
 
-    /// Send a request without waiting for its answer: the caller does other work meanwhile and
-    /// takes the answer with [`Worker::answer`] before it sends anything else (the worker answers
-    /// one request at a time, in order).
+    /// Send a request without waiting for its answer: the caller does other work meanwhile, may
+    /// send more, and takes the answers with [`Worker::answer`] in the order it sent the requests
+    /// (the worker answers one request at a time, in order).
     pub fn send(&mut self, req: &Request) -> Result<(), WorkerError> {
         let sent = match self.stdin.as_mut() {
             Some(stdin) => protocol::send(stdin, req).is_ok(),
@@ -188,8 +188,19 @@ impl Worker {
         Ok(())
     }
 
-    /// Wait for the answer to the request sent last, at most `timeout` from now. On a timeout
-    /// the worker is killed (a kernel in an endless loop cannot be stopped any other way).
+    /// [`Worker::send`], only when the request's frame is at most `limit` bytes: its length, or
+    /// `None` (nothing sent) when it is longer (see [`protocol::send_within`]).
+    pub fn send_within(&mut self, req: &Request, limit: usize) -> Result<Option<usize>, WorkerError> {
+        let sent = match self.stdin.as_mut() {
+            Some(stdin) => protocol::send_within(stdin, req, limit).ok(),
+            None => None,
+        };
+        sent.ok_or_else(|| self.died())
+    }
+
+    /// Wait for the answer to the oldest request not answered yet, at most `timeout` from now.
+    /// On a timeout the worker is killed (a kernel in an endless loop cannot be stopped any other
+    /// way).
     pub fn answer(&mut self, timeout: Duration, cancel: Option<&AtomicBool>) -> Result<Response, WorkerError> {
         let deadline = Instant::now() + timeout;
         let mut spin = ANSWER_SPIN;
