@@ -128,10 +128,11 @@ struct InFlight {
 }
 
 /// At most this many bytes of requests are sent behind the launch whose answer the session
-/// waits for: under what a pipe holds (64 KiB on Linux), so the session never waits to write a
-/// request while the worker waits to write an answer the session has not read yet (an answer
-/// brings a small buffer's results back, up to 1 MiB). A request over it waits until every
-/// launch ahead has been answered.
+/// waits for, and at most half of what the pipe to the worker holds (64 KiB on Linux, less when
+/// the system is short of pipe memory): so the session never waits to write a request while the
+/// worker waits to write an answer the session has not read yet (an answer brings a small
+/// buffer's results back, up to 1 MiB). A request over it waits until every launch ahead has
+/// been answered.
 pub const BEHIND_BYTES: usize = 32 << 10;
 
 /// At most this many launches, or this many bytes of small buffers in their requests, are kept
@@ -753,12 +754,11 @@ impl GpuBackend {
         let prepared = self.prepare(spec, buffers, 1, true, small, &what)?;
         let keep = prepared.request.buffers.iter().map(|b| b.keep).collect();
         let request = Request::Launch(prepared.request);
-        let room = if self.in_flight.is_empty() {
-            usize::MAX
-        } else {
-            BEHIND_BYTES.saturating_sub(self.in_flight.iter().map(|f| f.bytes).sum())
-        };
-        let bytes = match self.worker()?.send_within(&request, room) {
+        let ahead: usize = self.in_flight.iter().map(|f| f.bytes).sum();
+        let alone = self.in_flight.is_empty();
+        let worker = self.worker()?;
+        let room = if alone { usize::MAX } else { BEHIND_BYTES.min(worker.request_room() / 2).saturating_sub(ahead) };
+        let bytes = match worker.send_within(&request, room) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => {
                 // The regions it would have named as freed are named by the next request.

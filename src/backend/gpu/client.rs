@@ -91,6 +91,9 @@ pub struct Worker {
     child: Child,
     /// `None` once closed: dropping the pipe is how the worker learns that the session is done.
     stdin: Option<ChildStdin>,
+    /// How many bytes the pipe to the worker holds (64 KiB, unless the system is short of pipe
+    /// memory): what the session may write ahead of the worker's reading without waiting.
+    request_room: usize,
     /// The session's end of the socket that carries shared regions' descriptors (`transport.rs`).
     socket: OwnedFd,
     /// The worker's stdout, read directly: waiting for an answer spins a little, then sleeps in
@@ -142,7 +145,17 @@ impl Worker {
         };
         match readers {
             Ok((stdin, responses, (stderr, stderr_reader))) => {
-                Ok(Worker { child, stdin: Some(stdin), socket, responses, stderr, stderr_reader: Some(stderr_reader) })
+                // A page is what any pipe holds, should the system not say.
+                let request_room = rustix::pipe::fcntl_getpipe_size(&stdin).unwrap_or(4096);
+                Ok(Worker {
+                    child,
+                    stdin: Some(stdin),
+                    request_room,
+                    socket,
+                    responses,
+                    stderr,
+                    stderr_reader: Some(stderr_reader),
+                })
             }
             Err(e) => {
                 // A worker nobody listens to is of no use: do not leave it running.
@@ -186,6 +199,11 @@ impl Worker {
             return Err(self.died());
         }
         Ok(())
+    }
+
+    /// How many bytes the pipe to the worker holds.
+    pub fn request_room(&self) -> usize {
+        self.request_room
     }
 
     /// [`Worker::send`], only when the request's frame is at most `limit` bytes: its length, or
