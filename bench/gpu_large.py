@@ -2,7 +2,7 @@
 
 Usage (on a machine with a GPU and CuPy):
 
-    python3 bench/gpu_large.py [--gridlab target/release/gridlab] [--baseline OLD_GRIDLAB] [--small | --busy]
+    python3 bench/gpu_large.py [--gridlab target/release/gridlab] [--baseline OLD_GRIDLAB] [--small | --busy | --fake]
 
 For n = 2^26 floats (256 MiB), gridlab replays scripts of 0, 1, 5, 20 and 105 launches of `bump`
 (`a[i] += 1`) after the same set-up (the kernel, `let a = ones(n)`), each ending by reading the
@@ -24,6 +24,10 @@ launches both queueing its launches and waiting for each (gridlab must see each 
 before the next one is sent: it reports every launch's kernel time and findings, and a fault
 against the launch that made it). `--baseline` runs an older gridlab in the same rounds, for a
 before/after. Prints Markdown tables, and a JSON line per gridlab figure on stderr.
+
+`--fake` runs the small-launch scripts on the fake worker (`GRIDLAB_FAKE_GPU=1`, no GPU, no
+CuPy; the scripts without their `expect`s, since the fake computes nothing): what the session
+and the worker's loop cost per launch without the driver, on any machine.
 """
 
 import argparse
@@ -56,27 +60,28 @@ BUSY_STEPS = 20000
 REPEATS = 5
 
 
-def script(log2n, launches, busy=False):
+def script(log2n, launches, busy=False, checked=True):
     n = 1 << log2n
     lines = [BUSY_KERNEL if busy else KERNEL, f"let n = {n}", "let a = ones(n)"]
     launch = f"busy<<<(n + 255) // 256, 256>>>(a, n, {BUSY_STEPS})" if busy else "bump<<<(n + 255) // 256, 256>>>(a, n)"
     lines += [launch] * launches
     value = (2 if launches else 1) if busy else launches + 1
-    lines.append(f"expect a[0] == {value}")
-    lines.append(f"expect a[n - 1] == {value}")
+    if checked:
+        lines.append(f"expect a[0] == {value}")
+        lines.append(f"expect a[n - 1] == {value}")
     return "\n".join(lines) + "\n"
 
 
-def replay(gridlab, path):
+def replay(gridlab, path, env=None):
     start = time.perf_counter()
-    run = subprocess.run([gridlab, "replay", path, "--backend", "gpu"], capture_output=True, text=True)
+    run = subprocess.run([gridlab, "replay", path, "--backend", "gpu"], capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - start
     if run.returncode != 0:
         sys.exit(f"{gridlab} replay {path} failed:\n{run.stdout}\n{run.stderr}")
     return seconds
 
 
-def gridlab_rounds(gridlabs, log2n, counts, folder, busy=False):
+def gridlab_rounds(gridlabs, log2n, counts, folder, busy=False, fake=False):
     """Wall times of the scripts with each number of launches in `counts`, for each gridlab:
     REPEATS rounds, each running every script once with every gridlab, one after another, so a
     difference between two scripts (or two builds) is taken within a round, where the machine's
@@ -85,14 +90,15 @@ def gridlab_rounds(gridlabs, log2n, counts, folder, busy=False):
     for k in counts:
         paths[k] = os.path.join(folder, f"{'busy' if busy else 'bump'}-{log2n}-{k}.gridlab")
         with open(paths[k], "w") as f:
-            f.write(script(log2n, k, busy))
+            f.write(script(log2n, k, busy, checked=not fake))
+    env = dict(os.environ, GRIDLAB_FAKE_GPU="1") if fake else None
     for g in gridlabs:
-        replay(g, paths[max(counts)])  # warm the compile cache
+        replay(g, paths[max(counts)], env)  # warm the compile cache
     rounds = {g: {k: [] for k in counts} for g in gridlabs}
     for _ in range(REPEATS):
         for k in counts:
             for g in gridlabs:
-                rounds[g][k].append(replay(g, paths[k]))
+                rounds[g][k].append(replay(g, paths[k], env))
     return rounds
 
 
@@ -170,9 +176,26 @@ def main():
         action="store_true",
         help="only launches of a kernel that keeps the GPU busy about 45 us, 200 and 2000 of them",
     )
+    p.add_argument(
+        "--fake",
+        action="store_true",
+        help="the small-launch scripts on the fake worker (GRIDLAB_FAKE_GPU=1): no GPU, no CuPy",
+    )
+    p.add_argument("--rounds", type=int, default=5, help="rounds of every script (default 5)")
     args = p.parse_args()
+    global REPEATS
+    REPEATS = args.rounds
     gridlabs = [args.gridlab] + ([args.baseline] if args.baseline else [])
     names = {args.gridlab: "gridlab", args.baseline: "before"}
+    if args.fake:
+        with tempfile.TemporaryDirectory() as folder:
+            small = gridlab_rounds(gridlabs, 10, [2000, 20000], folder, fake=True)
+        print(f"The fake worker (GRIDLAB_FAKE_GPU=1); {REPEATS} rounds; medians of differences within a round.\n")
+        print("| case | " + " | ".join(names[g] for g in gridlabs) + " |")
+        print("| --- | " + " | ".join("---:" for _ in gridlabs) + " |")
+        cells = per_launch_cells(small, gridlabs, names, (20000, 2000), "fake_per_launch_us")
+        print("| one more launch over 2^10 floats, fake worker (20000 less 2000, over 18000) | " + " | ".join(cells) + " |")
+        return
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True)
     print(f"GPU: {gpu.stdout.strip() or 'unknown'}; {REPEATS} rounds; each difference is the median of the")
     print("differences within a round, with the smallest and largest in brackets.\n")

@@ -337,6 +337,24 @@ impl Buffer {
         before
     }
 
+    /// Put `bytes` (of the same size) in place of this buffer's bytes, and return the buffer as
+    /// it was: how the GPU backend takes a small launch's results as its answer brought them,
+    /// the old bytes moved, not copied, into the launch's "before". A buffer whose bytes live in
+    /// shared memory keeps its region and has the results copied in.
+    pub fn replace_bytes(&mut self, bytes: Vec<u8>) -> Buffer {
+        debug_assert_eq!(bytes.len(), self.bytes.len(), "the same size");
+        debug_assert!(self.on_device.is_none(), "a small buffer's results are never left on the device");
+        let Storage::Heap(v) = &mut self.bytes else {
+            let before = self.clone();
+            self.bytes_mut().copy_from_slice(&bytes);
+            return before;
+        };
+        let old = std::mem::replace(v, bytes);
+        let before = Buffer { bytes: Storage::Heap(old), unset: self.unset.clone(), on_device: None, ..*self };
+        self.changed = true;
+        before
+    }
+
     /// The stamp the bytes were given by [`Buffer::set_stamp`], while they have not changed.
     pub fn stamp(&self) -> Option<u64> {
         (!self.changed && self.stamp != 0).then_some(self.stamp)
@@ -532,5 +550,16 @@ mod tests {
         let old = before.shared().map(|s| s.liveness()).unwrap();
         drop(before);
         assert!(old.upgrade().is_some());
+    }
+
+    #[test]
+    fn replacing_heap_bytes_moves_the_old_ones_into_the_buffer_as_it_was() {
+        let mut b = Buffer::empty(DType::U8, Shape::D1(4));
+        b.set(0, Num::Int(5));
+        b.set_stamp(3);
+        let before = b.replace_bytes(vec![6, 7, 8, 9]);
+        assert_eq!((before.get(0), b.get(0), b.get(3)), (Num::Int(5), Num::Int(6), Num::Int(9)));
+        assert_eq!((before.stamp(), b.stamp()), (Some(3), None), "new bytes, no stamp yet");
+        assert_eq!(before.unset_count(), 3, "the old flags go with the old bytes");
     }
 }

@@ -3,17 +3,19 @@
 //! `dev check`, and piped stdin all run their inputs through it, so a transcript, a failure
 //! message and the PASS/FAIL line read the same wherever they come from.
 //!
-//! A replayed script's runner ([`Runner::pipelined`]) lets a GPU launch run while the next input
-//! is checked: the launch's echo is kept until the session hands over its report
-//! ([`Session::finish_launch`]), and it is tallied then, as its own input.
+//! A replayed script's runner ([`Runner::pipelined`]) lets GPU launches run while the inputs
+//! after them are checked and, when they are launches too, sent behind them: each launch's echo
+//! is kept until the session hands over its report ([`Session::finish_launch`]), in order, and it
+//! is tallied then, as its own input.
 
+use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::render::text::strip_ansi;
 use crate::render::{self, Style};
-use crate::session::{Session, Status, worse};
+use crate::session::{FinishedLaunch, Session, Status, worse};
 
 /// What an input is expected to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +107,9 @@ struct Ran<'i> {
     after: Unacknowledged,
 }
 
+/// An input whose launch is in flight: the input, its echo, and where the echo ends.
+type Held<'i> = (&'i crate::script::Input, Vec<u8>, usize);
+
 /// Runs inputs in a session, writing the transcript (or, when `quiet`, only what failed) and
 /// tallying into a [`ScriptResult`].
 pub struct Runner<'a> {
@@ -120,7 +125,7 @@ pub struct Runner<'a> {
     /// Where the last launch was typed (file and line) and its first line, for the failure
     /// that names a finding nothing acknowledged.
     last_launch: Option<(String, u32, String)>,
-    /// Let the session check the next input while a GPU launch runs ([`Runner::pipelined`]).
+    /// Let the session go on with the next inputs while GPU launches run ([`Runner::pipelined`]).
     pipelined: bool,
 }
 
@@ -146,8 +151,8 @@ impl<'a> Runner<'a> {
         self
     }
 
-    /// Let a GPU launch run while the next input is checked, its report written under it once
-    /// it is taken ([`Session::pipeline_launches`]): for a script's inputs, not for a recorded
+    /// Let GPU launches run while the next inputs are checked, each report written under its
+    /// launch once it is taken ([`Session::pipeline_launches`]): for a script's inputs, not for a recorded
     /// session's or a lesson's, whose steps look at each input's output as it comes.
     pub fn pipelined(mut self) -> Runner<'a> {
         self.pipelined = true;
@@ -227,13 +232,12 @@ impl<'a> Runner<'a> {
         let pipelined = self.pipelined && !self.record;
         self.session.pipeline_launches(pipelined)?;
         let mut worst = Status::Ok;
-        // The input whose launch the session left running on the GPU while it checks the next
-        // one: its echo, kept until the launch is finished and its report put under it.
-        let mut held: Option<(&crate::script::Input, Vec<u8>, usize)> = None;
+        // The inputs whose launches the session left running on the GPU while it went on, oldest
+        // first: their echoes, each kept until its launch is finished and its report put under it.
+        let mut held: VecDeque<Held<'_>> = VecDeque::new();
         for input in &inputs {
-            if held.is_some() && !self.session.may_pipeline(input) {
-                let (done, _) = self.finish_held(&mut held, name, expect, case.as_deref_mut())?;
-                worst = worse(worst, done);
+            if !held.is_empty() && !self.session.may_pipeline(input) {
+                worst = worse(worst, self.finish_held(&mut held, true, name, expect, case.as_deref_mut())?.0);
             }
             let mut buf = Vec::new();
             render::write_echo(&mut buf, &input.text, &self.style)?;
@@ -241,14 +245,16 @@ impl<'a> Runner<'a> {
             let mut before = self.session.unacknowledged();
             let status = self.session.eval_input(name, input, self.record, &mut buf)?;
             self.result.inputs += 1;
-            // The launch before this one was finished while this one was checked.
-            if held.is_some() {
-                let (done, after) = self.finish_held(&mut held, name, expect, case.as_deref_mut())?;
+            let in_flight = self.session.launch_in_flight();
+            // Launches before this one that were finished while it ran, and, unless it is in
+            // flight too, all the others: each under its own input, before this one.
+            if !held.is_empty() {
+                let (done, after) = self.finish_held(&mut held, !in_flight, name, expect, case.as_deref_mut())?;
                 worst = worse(worst, done);
-                before = after;
+                before = after.unwrap_or(before);
             }
-            if self.session.launch_in_flight() {
-                held = Some((input, buf, echoed));
+            if in_flight {
+                held.push_back((input, buf, echoed));
                 continue;
             }
             let after = self.session.unacknowledged();
@@ -259,8 +265,7 @@ impl<'a> Runner<'a> {
                 break;
             }
         }
-        let (done, _) = self.finish_held(&mut held, name, expect, case.as_deref_mut())?;
-        worst = worse(worst, done);
+        worst = worse(worst, self.finish_held(&mut held, true, name, expect, case.as_deref_mut())?.0);
         self.session.pipeline_launches(false)?;
         if let Some(diag) = broken {
             let mut buf = Vec::new();
@@ -272,28 +277,47 @@ impl<'a> Runner<'a> {
         Ok(worst)
     }
 
-    /// Finish the input `held` whose launch is in flight (if any): its report under its echo,
-    /// counted and written like any input's. Returns how it went and
-    /// [`Session::unacknowledged`] after it.
+    /// Finish the inputs `held` whose launches were in flight, oldest first: each report under
+    /// its echo, counted and written like any input's; all of them when `all` (waiting for their
+    /// answers), otherwise those the session has finished already. Returns how they went and
+    /// [`Session::unacknowledged`] just after the last of them was recorded, if any was.
     fn finish_held(
         &mut self,
-        held: &mut Option<(&crate::script::Input, Vec<u8>, usize)>,
+        held: &mut VecDeque<Held<'_>>,
+        all: bool,
         name: &str,
         expect: Expect,
-        case: Option<&mut Case>,
-    ) -> io::Result<(Status, Unacknowledged)> {
-        let Some((input, mut buf, echoed)) = held.take() else {
-            return Ok((Status::Ok, self.session.unacknowledged()));
-        };
-        let Some(finished) = self.session.finish_launch()? else {
-            let after = self.session.unacknowledged();
-            let ran = Ran { input, buf, echoed, status: Status::Ok, before: after.clone(), after: after.clone() };
-            return Ok((self.conclude(name, ran, expect, case)?, after));
-        };
-        buf.extend_from_slice(&finished.output);
-        let after = finished.after.clone();
-        let ran = Ran { input, buf, echoed, status: finished.status, before: finished.before, after: finished.after };
-        Ok((self.conclude(name, ran, expect, case)?, after))
+        mut case: Option<&mut Case>,
+    ) -> io::Result<(Status, Option<Unacknowledged>)> {
+        let mut worst = Status::Ok;
+        let mut last = None;
+        while let Some((input, mut buf, echoed)) = held.pop_front() {
+            let finished = if all {
+                self.session.finish_launch()?
+            } else {
+                match self.session.finished_launch() {
+                    Some(finished) => Some(finished),
+                    None => {
+                        held.push_front((input, buf, echoed));
+                        break;
+                    }
+                }
+            };
+            let ran = match finished {
+                Some(finished) => {
+                    buf.extend_from_slice(&finished.output);
+                    let FinishedLaunch { status, before, after, .. } = finished;
+                    Ran { input, buf, echoed, status, before, after }
+                }
+                None => {
+                    let after = self.session.unacknowledged();
+                    Ran { input, buf, echoed, status: Status::Ok, before: after.clone(), after }
+                }
+            };
+            last = Some(ran.after.clone());
+            worst = worse(worst, self.conclude(name, ran, expect, case.as_deref_mut())?);
+        }
+        Ok((worst, last))
     }
 
     /// Tally an input that ran, and write its echo and output (all of it, or when quiet only a

@@ -43,7 +43,7 @@ mod workspace;
 pub use cost::FIELDS as COST_FIELDS;
 pub use extension::{Extension, Question};
 pub use host_python::{HostLaunch, host_definition, host_globals};
-pub use launch::FinishedLaunch;
+pub use launch::{FinishedLaunch, MAX_IN_FLIGHT};
 pub use python::HostGlobal;
 
 use backend::Backends;
@@ -234,10 +234,12 @@ pub struct Session {
     /// A GPU launch may be left running while the next input is checked
     /// ([`Session::pipeline_launches`]).
     pipelining: bool,
-    /// The GPU launch sent and not answered yet, and the one that was, answered and reported,
-    /// until the caller takes it ([`Session::finish_launch`]).
-    in_flight: Option<launch::InFlight>,
-    finished: Option<launch::FinishedLaunch>,
+    /// The GPU launches sent and not answered yet, oldest first, and those that were, answered
+    /// and reported, until the caller takes them ([`Session::finish_launch`]).
+    in_flight: std::collections::VecDeque<launch::InFlight>,
+    finished: std::collections::VecDeque<launch::FinishedLaunch>,
+    /// The last input left its launch in flight ([`Session::launch_in_flight`]).
+    left_in_flight: bool,
     /// The last statement asked whether it is a launch, parsed ([`Session::is_launch`]): a
     /// replayed launch is asked about by the runner and by `eval`, and then runs, and each of
     /// them parsed the line again.
@@ -271,8 +273,9 @@ impl Session {
             deferring: false,
             depth: 0,
             pipelining: false,
-            in_flight: None,
-            finished: None,
+            in_flight: Default::default(),
+            finished: Default::default(),
+            left_in_flight: false,
             parsed: Default::default(),
         }
     }

@@ -10,8 +10,10 @@
 //!
 //! A replayed script need not wait for each launch: [`GpuBackend::begin_launch`] sends one and
 //! [`GpuBackend::end_launch`] takes its answer later, and a launch over small buffers may be sent
-//! behind one still in flight, naming the buffers they share by the stamps the first keeps its
-//! results under; a launch sent to a worker that has gone since is sent again (`generation`).
+//! behind those still in flight (as many as fit in the pipe, [`BEHIND_BYTES`]), naming the
+//! buffers they share by the stamps the launches ahead keep their results under; answers are
+//! taken in order, and a launch sent to a worker that has gone since is sent again
+//! (`generation`).
 //!
 //! After `CUDA_ERROR_ILLEGAL_ADDRESS` and the other sticky errors nothing inside a process can
 //! recover the device, and a kernel in an endless loop cannot be stopped from inside, so on a
@@ -102,7 +104,7 @@ pub struct GpuBackend {
     /// again); the next settle says so.
     lost: Option<String>,
     /// Launches sent with [`GpuBackend::begin_launch`] whose answers have not been taken yet,
-    /// in the order they were sent (at most two).
+    /// in the order they were sent.
     in_flight: std::collections::VecDeque<InFlight>,
     /// Counts the workers this backend had: a launch sent to one that has gone since never ran.
     generation: u64,
@@ -121,7 +123,17 @@ struct InFlight {
     generation: u64,
     /// Its answer, when it had to be taken before the launch ahead of it was sent again.
     answer: Option<Result<Response, WorkerError>>,
+    /// The length of its request on the pipe.
+    bytes: usize,
 }
+
+/// At most this many bytes of requests are sent behind the launch whose answer the session
+/// waits for, and at most half of what the pipe to the worker holds (64 KiB on Linux, less when
+/// the system is short of pipe memory): so the session never waits to write a request while the
+/// worker waits to write an answer the session has not read yet (an answer brings a small
+/// buffer's results back, up to 1 MiB). A request over it waits until every launch ahead has
+/// been answered.
+pub const BEHIND_BYTES: usize = 32 << 10;
 
 /// At most this many launches, or this many bytes of small buffers in their requests, are kept
 /// to run again before the session is asked to read results back ([`GpuBackend::wants_settle`]).
@@ -702,46 +714,66 @@ impl GpuBackend {
     }
 
     /// Send a launch of `spec` over `buffers` and return without waiting for it: the session
-    /// checks the next input while the GPU runs this one, and takes the answer with
+    /// goes on with the next inputs while the GPU runs this one, and takes the answer with
     /// [`GpuBackend::end_launch`] before anything but another launch reaches the worker (nothing
     /// may change `buffers` meanwhile). A worker that died is noticed here and restarted, as by
-    /// a launch.
+    /// a launch. `Ok(true)`: sent.
     ///
-    /// With a launch already in flight, this one is sent behind it (the worker runs them in
-    /// order), so the worker need not wait for the session between the two: `after` gives, for
-    /// each of `buffers`, its place among the buffers of the launch in flight, if it was
-    /// launched there too. Neither launch may have a large buffer. Such a buffer is named by
-    /// the stamp the launch ahead keeps its results under: should that launch fail, this one is
-    /// told `NotKept` and sent again with the bytes the host has, those from before the launch
-    /// that failed; should the failure take the worker down, this one never ran, and is sent
-    /// again to the new worker.
+    /// With launches already in flight, this one is sent behind them (the worker runs them in
+    /// order), so the worker need not wait for the session between them: `after` gives, for
+    /// each of `buffers` launched by one of them, which (its place in the order they were sent,
+    /// the oldest not taken first) and the buffer's place among that launch's buffers; the
+    /// latest such launch, where several were. None of them may have a large buffer. Such a
+    /// buffer is named by the stamp that launch keeps its results under: should that launch
+    /// fail, this one is told `NotKept` and sent again with the bytes the host has, those from
+    /// before the launch that failed; should the failure take the worker down, this one never
+    /// ran, and is sent again to the new worker.
+    ///
+    /// `Ok(false)`, nothing sent: the caller takes the oldest answer first, and asks again. So
+    /// it is when a launch in flight was sent to a worker that has gone since, or had its answer
+    /// taken early (those launches go again first, in order), and when the requests sent and
+    /// not answered would no longer fit in the pipe with this one ([`BEHIND_BYTES`]).
     pub fn begin_launch(
         &mut self,
         spec: &LaunchSpec,
         buffers: &LaunchBuffers<'_>,
-        after: &[Option<usize>],
-    ) -> Result<(), BackendError> {
+        after: &[Option<(usize, usize)>],
+    ) -> Result<bool, BackendError> {
+        if self.in_flight.iter().any(|f| f.generation != self.generation || f.answer.is_some()) {
+            return Ok(false);
+        }
         let start = Instant::now();
         let what = format!("`{}`", spec.kernel);
-        let renamed: Vec<Option<u64>> = match self.in_flight.back() {
-            Some(ahead) => {
-                debug_assert!(self.in_flight.len() == 1, "at most two launches in flight");
-                after.iter().map(|j| j.and_then(|j| ahead.keep.get(j).copied().flatten())).collect()
-            }
-            None => Vec::new(),
+        let renamed: Vec<Option<u64>> = if self.in_flight.is_empty() {
+            Vec::new()
+        } else {
+            after.iter().map(|a| a.and_then(|(k, j)| self.in_flight.get(k)?.keep.get(j).copied().flatten())).collect()
         };
         let small =
             if renamed.is_empty() { SmallBytes::KeptWhereUnchanged } else { SmallBytes::AfterInFlight(&renamed) };
         let prepared = self.prepare(spec, buffers, 1, true, small, &what)?;
         let keep = prepared.request.buffers.iter().map(|b| b.keep).collect();
         let request = Request::Launch(prepared.request);
-        if let Err(e) = self.worker()?.send(&request) {
-            if self.in_flight.is_empty() {
-                return self.judge(&request, Err(e), &what).map(|_| ());
+        let ahead: usize = self.in_flight.iter().map(|f| f.bytes).sum();
+        let alone = self.in_flight.is_empty();
+        let worker = self.worker()?;
+        let room = if alone { usize::MAX } else { BEHIND_BYTES.min(worker.request_room() / 2).saturating_sub(ahead) };
+        let bytes = match worker.send_within(&request, room) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => {
+                // The regions it would have named as freed are named by the next request.
+                if let Request::Launch(r) = &request {
+                    for id in &r.released {
+                        self.sent.insert(*id, Weak::new());
+                    }
+                }
+                return Ok(false);
             }
-            // The launch ahead took the worker down: its answer says so, and this one is sent
-            // again once that answer is taken.
-        }
+            Err(e) if self.in_flight.is_empty() => return self.judge(&request, Err(e), &what).map(|_| false),
+            // A launch ahead took the worker down: its answer says so, and this one is sent again
+            // once that answer is taken.
+            Err(_) => 0,
+        };
         let generation = self.generation;
         self.in_flight.push_back(InFlight {
             request,
@@ -751,8 +783,9 @@ impl GpuBackend {
             what,
             generation,
             answer: None,
+            bytes,
         });
-        Ok(())
+        Ok(true)
     }
 
     /// Whether a launch was sent with [`GpuBackend::begin_launch`] and its answer not taken.
@@ -780,28 +813,33 @@ impl GpuBackend {
             Some(answer) => answer,
             None => self.take_answer(),
         };
-        if matches!(answer, Ok(Response::NotKept { .. }))
-            && let Some(behind) = self.in_flight.front()
-            && behind.answer.is_none()
-            && behind.generation == self.generation
-        {
-            // This launch goes again, with its bytes; the answer of the launch sent behind it is
-            // taken first, for the worker answers in order. Should that launch have taken the
-            // worker down, its own answer says so when it is taken, and this one goes to a new
-            // worker (which runs again the launches whose results only the device had).
-            let behind_answer = self.take_answer();
-            let fatal = !matches!(
-                behind_answer,
-                Ok(Response::Launched(_) | Response::NotKept { .. } | Response::Failed { sticky: false, .. })
-            );
-            if fatal && let Err(e) = self.restart().and_then(|()| self.redo_streak()) {
-                self.lose_streak("its worker stopped", &e);
-            }
-            let generation = self.generation;
-            if let Some(behind) = self.in_flight.front_mut() {
+        if matches!(answer, Ok(Response::NotKept { .. })) {
+            // This launch goes again, with its bytes; the answers of the launches sent behind it
+            // are taken first, in order, for the worker answers in order. Should one of them
+            // have taken the worker down, its own answer says so when it is taken, this one goes
+            // to a new worker (which runs again the launches whose results only the device had),
+            // and the launches behind that one, which never ran, go again in their turn.
+            for at in 0..self.in_flight.len() {
+                let behind = &self.in_flight[at];
+                if behind.answer.is_some() || behind.generation != self.generation {
+                    break;
+                }
+                let behind_answer = self.take_answer();
+                let fatal = !matches!(
+                    behind_answer,
+                    Ok(Response::Launched(_) | Response::NotKept { .. } | Response::Failed { sticky: false, .. })
+                );
+                if fatal && let Err(e) = self.restart().and_then(|()| self.redo_streak()) {
+                    self.lose_streak("its worker stopped", &e);
+                }
+                let generation = self.generation;
+                let behind = &mut self.in_flight[at];
                 behind.answer = Some(behind_answer);
                 // Its answer is taken: it is not sent again, whichever worker runs next.
                 behind.generation = generation;
+                if fatal {
+                    break;
+                }
             }
         }
         let sent = match self.judge(&f.request, answer, &f.what)? {
@@ -832,7 +870,7 @@ impl GpuBackend {
         start: Instant,
     ) -> Result<LaunchReport, BackendError> {
         let Sent { request, results, keep, answer } = sent;
-        let result = match answer {
+        let mut result = match answer {
             Response::Launched(r) if r.buffers.len() == buffers.buffers.len() => r,
             Response::Trapped { printed } => return Ok(trapped(module, spec, &printed, start.elapsed())),
             other => return Err(unexpected(other)),
@@ -840,7 +878,7 @@ impl GpuBackend {
         self.last_uploaded_bytes = result.uploaded_bytes;
         let keeps = results.iter().any(Option::is_some);
         // The "before" copies of the last launch go once this one has succeeded (`drop_after`).
-        let (before, snapshots) = take_results(buffers, results, &keep, &result);
+        let (before, snapshots) = take_results(buffers, results, &keep, &mut result);
         self.snapshots = snapshots;
         // Results left on the device: keep the request, and the regions it reads, to run it
         // again in a new worker should this one die before they are read.
@@ -924,14 +962,14 @@ fn wire_args(spec: &LaunchSpec, buffers: &LaunchBuffers<'_>) -> Vec<WireArg> {
 /// shared buffer's results stay on the device: the buffer is marked [`Buffer::on_device`], and
 /// its "before", also on the device, is a deferred buffer too ([`GpuBackend::settle`] and
 /// [`GpuBackend::settle_befores`] read them); the stamps of those "before" copies come back
-/// too. A small buffer's results are copied in, and take the stamp the worker keeps them under
-/// (`keep`). Every element counts as written, since the GPU does not say which a kernel wrote
+/// too. A small buffer takes the answer's bytes as its own (taken out of `answer`), its old
+/// bytes becoming its "before", and the stamp the worker keeps them under (`keep`). Every element counts as written, since the GPU does not say which a kernel wrote
 /// (compute-sanitizer's initcheck would).
 fn take_results(
     buffers: &mut LaunchBuffers<'_>,
     results: Vec<Option<(u64, u64)>>,
     keep: &[Option<u64>],
-    answer: &LaunchResult,
+    answer: &mut LaunchResult,
 ) -> (Vec<Buffer>, Vec<u64>) {
     let mut before = Vec::new();
     let mut snapshots = Vec::new();
@@ -944,18 +982,20 @@ fn take_results(
                 b.mark_all_written();
             }
             None => {
-                before.push((**b).clone());
-                b.mark_all_written();
-                if let Some(bytes) = answer.buffers.get(i)
-                    && bytes.len() == b.size_bytes()
-                {
-                    b.bytes_mut().copy_from_slice(bytes);
-                    // The worker kept the device copy of these very bytes: the next launch of
-                    // the unchanged buffer names it instead of sending them.
-                    if let Some(stamp) = keep.get(i).copied().flatten() {
-                        b.set_stamp(stamp);
+                match answer.buffers.get_mut(i).filter(|bytes| bytes.len() == b.size_bytes()) {
+                    Some(bytes) => {
+                        // The answer's bytes become the buffer's, and its old ones its "before":
+                        // moved, not copied.
+                        before.push(b.replace_bytes(std::mem::take(bytes).into_vec()));
+                        // The worker kept the device copy of these very bytes: the next launch
+                        // of the unchanged buffer names it instead of sending them.
+                        if let Some(stamp) = keep.get(i).copied().flatten() {
+                            b.set_stamp(stamp);
+                        }
                     }
+                    None => before.push((**b).clone()),
                 }
+                b.mark_all_written();
             }
         }
     }

@@ -112,7 +112,11 @@ impl Session {
     ) -> io::Result<Status> {
         let style = self.options.style.clone();
         let launches = self.record.launch_count();
-        let status = self.launch(launch, text, out)?;
+        // Waited for, whatever the caller pipelines: its line goes out above the cost's record.
+        let pipelining = std::mem::replace(&mut self.pipelining, false);
+        let status = self.launch(launch, text, out);
+        self.pipelining = pipelining;
+        let status = status?;
         // The launch's results and "before" are read below: bring them back from the GPU now.
         self.last_settled(out)?;
         let Some(last) = self.record.last().filter(|_| status == Status::Ok && self.record.launch_count() > launches)

@@ -55,14 +55,20 @@ pub struct FinishedLaunch {
     pub after: Option<(u64, Vec<crate::finding::FindingKind>)>,
 }
 
+/// At most this many launches are in flight at once: enough for the session and the worker to
+/// go each at its own pace, few enough that the answers waiting on the pipe stay small.
+pub const MAX_IN_FLIGHT: usize = 8;
+
 impl Session {
-    /// Let a GPU launch run while the session checks the next input (a replayed script's
-    /// runner asks for this; nothing else does): the launch is sent, the input ends with its
-    /// answer not taken, and the next input, if it is another launch, is parsed and checked
-    /// while the GPU runs this one. Its answer is taken before the next launch is sent and
-    /// before anything else runs, so everything but the time is as if it had been waited for;
-    /// the caller takes its report with [`Session::finish_launch`] and prints it under its own
-    /// input. Turning it off takes the answer of a launch still in flight.
+    /// Let GPU launches run while the session goes on with the next inputs (a replayed script's
+    /// runner asks for this; nothing else does): a launch is sent, its input ends with its
+    /// answer not taken, and the inputs after it, as long as they are launches too, are parsed,
+    /// checked and sent behind it (up to [`MAX_IN_FLIGHT`] in flight) while the GPU runs it.
+    /// The answers are taken in order, the oldest once that many are in flight, all of them
+    /// before anything else runs (a statement, an `expect`, a command, a launch that reads an
+    /// element), so everything but the time is as if each had been waited for; the caller takes
+    /// each report with [`Session::finish_launch`] and prints it under its own input. Turning it
+    /// off takes the answers of the launches still in flight.
     pub fn pipeline_launches(&mut self, on: bool) -> io::Result<()> {
         if !on {
             self.land()?;
@@ -71,8 +77,8 @@ impl Session {
         Ok(())
     }
 
-    /// Whether the input may run with a launch still in flight (it may be a launch): the others
-    /// take its answer first, so a runner takes the finished launch before them.
+    /// Whether the input may run with launches still in flight (it may be a launch): the others
+    /// take their answers first, so a runner takes the finished launches before them.
     pub fn may_pipeline(&self, input: &crate::script::Input) -> bool {
         self.pipelining && self.is_launch(input)
     }
@@ -113,24 +119,39 @@ impl Session {
 
     /// Whether the last input left its launch in flight.
     pub fn launch_in_flight(&self) -> bool {
-        self.in_flight.is_some()
+        self.left_in_flight
     }
 
-    /// The launch that was in flight before the last input, finished (its answer taken now, if
-    /// that input did not take it): its status and output. `None` when there was none.
+    /// The oldest launch that was in flight and was not taken by the caller yet, finished (its
+    /// answer taken now, if no input took it since): its status and output. `None` when there is
+    /// none.
     pub fn finish_launch(&mut self) -> io::Result<Option<FinishedLaunch>> {
-        if self.finished.is_none() {
-            self.land()?;
+        if self.finished.is_empty() {
+            self.land_one()?;
         }
-        Ok(self.finished.take())
+        Ok(self.finished.pop_front())
     }
 
-    /// Take the answer of the launch in flight, if any, and keep its report for
-    /// [`Session::finish_launch`]. Anything that asks the GPU for more, or looks at buffers,
-    /// does this first.
+    /// [`Session::finish_launch`] for a launch already finished (an input took its answer, and
+    /// those of the launches ahead of it, before it ran): `None` when there is none, without
+    /// waiting for one.
+    pub fn finished_launch(&mut self) -> Option<FinishedLaunch> {
+        self.finished.pop_front()
+    }
+
+    /// Take the answers of every launch in flight, in order, and keep their reports for
+    /// [`Session::finish_launch`]. Anything that asks the GPU for more, or looks at buffers, does
+    /// this first.
     pub(super) fn land(&mut self) -> io::Result<()> {
-        let Some(InFlight { spec, names, syntax }) = self.in_flight.take() else { return Ok(()) };
-        debug_assert!(self.finished.is_none(), "the launch before was finished and not taken");
+        while !self.in_flight.is_empty() {
+            self.land_one()?;
+        }
+        Ok(())
+    }
+
+    /// Take the answer of the oldest launch in flight, if any, and keep its report.
+    fn land_one(&mut self) -> io::Result<()> {
+        let Some(InFlight { spec, names, syntax }) = self.in_flight.pop_front() else { return Ok(()) };
         let before = self.unacknowledged();
         let result = {
             let (module, mut lb) = self.work.for_launch(&names);
@@ -142,7 +163,7 @@ impl Session {
         let mut output = Vec::new();
         let status = self.conclude(spec, names, syntax, None, result, &mut output)?;
         let after = self.unacknowledged();
-        self.finished = Some(FinishedLaunch { status, output, before, after });
+        self.finished.push_back(FinishedLaunch { status, output, before, after });
         Ok(())
     }
 
@@ -181,11 +202,11 @@ impl Session {
         // Sizes and arguments that read a buffer's elements need the bytes of the launches
         // before: the one in flight, and results left on the device (read back here, as before
         // any input that is not a launch).
-        if (self.in_flight.is_some() || self.has_deferred()) && !self.reads_no_elements(launch) {
+        if (!self.in_flight.is_empty() || self.has_deferred()) && !self.reads_no_elements(launch) {
             self.settle(out)?;
         }
         // A template instance may be compiled: nothing may be in flight.
-        if self.in_flight.is_some()
+        if !self.in_flight.is_empty()
             && (launch.template_args.is_some() || self.work.module().template(&launch.kernel).is_some())
         {
             self.land()?;
@@ -208,12 +229,13 @@ impl Session {
             Ok(ok) => ok,
             Err(diag) => return self.report(&diag, out),
         };
-        // Checked while the launch before ran on the GPU. When neither has a large buffer, this
-        // one is sent behind it before its answer is taken, so the GPU goes from one to the
-        // next without waiting for the session; otherwise its results are needed now.
+        // Checked while the launches before ran on the GPU. When none of them has a large buffer,
+        // nor this one, this one is sent behind them before their answers are taken, so the GPU
+        // goes from one to the next without waiting for the session; otherwise their results are
+        // needed now.
         let pipelined = self.pipelining && self.depth == 1 && syntax == render::launch::Syntax::Cuda;
-        let behind = pipelined
-            && self.in_flight.as_ref().is_some_and(|ahead| self.all_small(&ahead.names) && self.all_small(&names));
+        let behind =
+            pipelined && self.in_flight.iter().all(|ahead| self.all_small(&ahead.names)) && self.all_small(&names);
         if !behind {
             self.land()?;
         }
@@ -237,24 +259,46 @@ impl Session {
         // nothing is copied for this (a failed launch there leaves the buffers as they were).
         let copied = (!self.on_gpu()).then(|| self.inputs(&names));
         if copied.is_none() && pipelined {
-            // Each buffer's place among those of the launch ahead, where it was launched there.
-            let after: Vec<Option<usize>> = match &self.in_flight {
-                Some(ahead) => names.iter().map(|n| ahead.names.iter().position(|m| m == n)).collect(),
-                None => Vec::new(),
-            };
             self.ensure_resolved();
-            let (_, lb) = self.work.for_launch(&names);
-            let begun = match self.backends.gpu() {
-                Some(gpu) => gpu.begin_launch(&spec, &lb, &after),
-                None => Err(crate::backend::BackendError::Unavailable("the GPU backend is gone".into())),
+            let begun = loop {
+                if self.in_flight.len() >= MAX_IN_FLIGHT {
+                    self.land_one()?;
+                }
+                // For each buffer, the last launch in flight that has it, and its place there.
+                let after: Vec<Option<(usize, usize)>> = names
+                    .iter()
+                    .map(|n| {
+                        self.in_flight
+                            .iter()
+                            .enumerate()
+                            .rev()
+                            .find_map(|(k, ahead)| Some((k, ahead.names.iter().position(|m| m == n)?)))
+                    })
+                    .collect();
+                let (_, lb) = self.work.for_launch(&names);
+                let begun = match self.backends.gpu() {
+                    Some(gpu) => gpu.begin_launch(&spec, &lb, &after),
+                    None => Err(crate::backend::BackendError::Unavailable("the GPU backend is gone".into())),
+                };
+                match begun {
+                    // The launch ahead is to be answered first.
+                    Ok(false) if !self.in_flight.is_empty() => self.land_one()?,
+                    begun => break begun,
+                }
             };
-            // The launch ahead, if any, is reported first, and its results taken.
-            self.land()?;
-            if let Err(e) = begun {
-                return self.conclude(spec, names, syntax, None, Err(e), out);
+            match begun {
+                Ok(true) => {
+                    self.in_flight.push_back(InFlight { spec, names, syntax });
+                    self.left_in_flight = true;
+                    return Ok(Status::Ok);
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    // The launches ahead are reported first, and their results taken.
+                    self.land()?;
+                    return self.conclude(spec, names, syntax, None, Err(e), out);
+                }
             }
-            self.in_flight = Some(InFlight { spec, names, syntax });
-            return Ok(Status::Ok);
         }
         // Not on the GPU (any more): nothing may be in flight.
         self.land()?;

@@ -194,8 +194,11 @@ impl Session {
     /// ([`Session::keep_results_on_device`]): so a run of launches over a large buffer crosses
     /// the bus once, and everything else sees the bytes as they are.
     pub fn eval(&mut self, name: &str, input: &Input, out: &mut dyn Write) -> io::Result<Status> {
-        // Only another launch runs while one is in flight; it waits for it once it is checked.
-        if self.in_flight.is_some() && !self.is_launch(input) {
+        if self.depth == 0 {
+            self.left_in_flight = false;
+        }
+        // Only another launch runs while launches are in flight; it may go behind them.
+        if !self.in_flight.is_empty() && !self.is_launch(input) {
             self.land()?;
         }
         if self.has_deferred() && !self.is_launch(input) {

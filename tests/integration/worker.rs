@@ -677,7 +677,7 @@ fn a_worker_asked_for_a_small_copy_it_does_not_hold_says_so() {
 fn run_pipelined(gpu: &mut GpuBackend, module: &Module, kernel: &str, buffer: &mut Buffer) -> Result<(), BackendError> {
     let spec = one_block(kernel);
     let mut buffers = LaunchBuffers { names: vec!["a".into()], buffers: vec![buffer] };
-    gpu.begin_launch(&spec, &buffers, &[])?;
+    assert!(gpu.begin_launch(&spec, &buffers, &[])?, "nothing ahead: sent");
     assert!(gpu.launch_in_flight());
     let taken = gpu.end_launch(module, &spec, &mut buffers);
     assert!(!gpu.launch_in_flight(), "the answer is taken, whatever it was");
@@ -777,6 +777,106 @@ fn a_script_checks_its_next_launch_while_the_gpu_runs_one_and_reports_each_in_or
     assert!(out.contains("2 error(s)"), "{out}");
 }
 
+/// The body of a transcript: from the first echoed input to the verdict, exclusive.
+fn body(out: &str) -> String {
+    let lines: Vec<&str> = out.lines().collect();
+    let start = lines.iter().position(|l| l.starts_with(">>> ")).unwrap_or(0);
+    let end = lines.iter().rposition(|l| l.starts_with("PASS ") || l.starts_with("FAIL ")).unwrap_or(lines.len());
+    lines[start..end].join("\n")
+}
+
+/// A replayed script's runs of launches go behind each other, many deep, and a fault, a hang, a
+/// refused launch and a mistake among them change nothing a learner sees: the transcript is the
+/// one each launch waited for makes (piped input, which waits for every launch), byte for byte.
+#[test]
+fn a_script_whose_launches_go_many_deep_reads_as_if_each_was_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("deep.gridlab");
+    let mut text = String::from(
+        "__global__ void fake_bump(unsigned char *a) { }\n\
+         __global__ void fake_crash(unsigned char *a) { }\n\
+         __global__ void fake_hang(unsigned char *a) { }\n\
+         __global__ void fake_refused(unsigned char *a) { }\n\
+         let a = zeros(16, u8)\n\
+         let b = zeros(16, u8)\n",
+    );
+    // Twelve in a row, more than go in flight at once, then the two buffers in turns, with a
+    // refusal, a crash, a hang and a launch with a wrong argument count among them.
+    text.push_str(&"fake_bump<<<1, 1>>>(a)\n".repeat(12));
+    for (kernel, buffer) in [
+        ("fake_bump", "b"),
+        ("fake_bump", "a"),
+        ("fake_refused", "a"),
+        ("fake_bump", "a"),
+        ("fake_bump", "b"),
+        ("fake_crash", "b"),
+        ("fake_bump", "b"),
+        ("fake_bump", "a"),
+        ("fake_hang", "a"),
+        ("fake_bump", "a"),
+        ("fake_bump", "b, 3"),
+        ("fake_bump", "b"),
+    ] {
+        text.push_str(&format!("{kernel}<<<len(a), 1>>>({buffer})\n"));
+    }
+    text.push_str("expect a[0] == 16\nexpect b[15] == 4\na\nfake_bump<<<1, 1>>>(a)\nfake_bump<<<1, 1>>>(b)\n");
+    std::fs::write(&script, &text).unwrap();
+    let flags = ["--backend", "gpu", "--color", "never", "--timeout", "0.5"];
+    let replayed = super::harness::gridlab()
+        .env("GRIDLAB_FAKE_GPU", "1")
+        .args(["replay", script.to_str().unwrap()])
+        .args(flags)
+        .run();
+    let waited = super::harness::gridlab().env("GRIDLAB_FAKE_GPU", "1").args(flags).stdin(&text).run();
+    let (replayed, waited) = (body(&replayed.stdout), body(&waited.stdout));
+    assert_eq!(replayed.matches("fake worker ran fake_bump").count(), 12 + 8 + 2, "{replayed}");
+    assert_eq!(replayed.matches("\nok\n").count(), 2, "{replayed}");
+    assert_eq!(replayed, waited.replace("<stdin>", script.to_str().unwrap()));
+}
+
+/// Launches over fresh buffers of 900 KB one after another: each request carries its buffer's
+/// bytes and each answer brings them back, many times what a pipe holds, and the session never
+/// waits to write a request while the worker waits to write an answer (it once did, for ever).
+#[test]
+fn launches_over_buffers_larger_than_a_pipe_go_one_after_another_without_waiting_for_ever() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("wide.gridlab");
+    std::fs::write(
+        &script,
+        "__global__ void fake_bump(unsigned char *a) { }\n\
+         let a = zeros(900000, u8)\n\
+         let b = zeros(900000, u8)\n\
+         let c = zeros(900000, u8)\n\
+         fake_bump<<<1, 1>>>(a)\n\
+         fake_bump<<<1, 1>>>(b)\n\
+         fake_bump<<<1, 1>>>(c)\n\
+         fake_bump<<<1, 1>>>(a)\n\
+         fake_bump<<<1, 1>>>(b)\n\
+         expect a[0] == 2\n\
+         expect c[899999] == 1\n",
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(binary())
+        .args(["replay", script.to_str().unwrap(), "--backend", "gpu"])
+        .env("GRIDLAB_FAKE_GPU", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + ANSWER;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > until {
+            child.kill().unwrap();
+            panic!("the replay did not finish in {ANSWER:?}");
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}
+
 /// `fake_bump` over `a`, sent behind a launch of `ahead` over it that is still in flight, and
 /// both answers taken: the first's result, then the second's.
 fn run_behind(
@@ -787,8 +887,8 @@ fn run_behind(
 ) -> (Result<(), BackendError>, Result<(), BackendError>) {
     let (first, second) = (one_block(ahead), one_block("fake_bump"));
     let mut buffers = LaunchBuffers { names: vec!["a".into()], buffers: vec![a] };
-    gpu.begin_launch(&first, &buffers, &[]).unwrap();
-    gpu.begin_launch(&second, &buffers, &[Some(0)]).unwrap();
+    assert!(gpu.begin_launch(&first, &buffers, &[]).unwrap());
+    assert!(gpu.begin_launch(&second, &buffers, &[Some((0, 0))]).unwrap());
     let one = gpu.end_launch(module, &first, &mut buffers).map(|_| ());
     assert!(gpu.launch_in_flight(), "the second is still to be taken");
     let two = gpu.end_launch(module, &second, &mut buffers).map(|_| ());
@@ -829,6 +929,59 @@ fn a_launch_sent_behind_another_runs_after_it_and_a_fault_ahead_leaves_it_to_run
     one.unwrap();
     two.unwrap();
     assert!(a.iter().all(|x| x == Num::Int(7)));
+}
+
+/// `kernels` over `a`, each sent behind the ones before it while they are all in flight, then
+/// every answer taken, in order.
+fn run_deep(gpu: &mut GpuBackend, module: &Module, kernels: &[&str], a: &mut Buffer) -> Vec<Result<(), BackendError>> {
+    let specs: Vec<LaunchSpec> = kernels.iter().map(|k| one_block(k)).collect();
+    let mut buffers = LaunchBuffers { names: vec!["a".into()], buffers: vec![a] };
+    for (k, spec) in specs.iter().enumerate() {
+        // The buffer was launched last by the launch just before, in flight, at its place 0.
+        let after = [k.checked_sub(1).map(|ahead| (ahead, 0))];
+        assert!(gpu.begin_launch(spec, &buffers, &after).unwrap(), "{}: sent behind the others", spec.kernel);
+    }
+    specs.iter().map(|spec| gpu.end_launch(module, spec, &mut buffers).map(|_| ())).collect()
+}
+
+#[test]
+fn a_run_of_launches_sent_behind_each_other_runs_in_order_and_a_fault_in_it_is_its_own_alone() {
+    let (mut gpu, module) = backend(Duration::from_millis(500));
+    let mut a = Buffer::zeros(DType::U8, Shape::D1(64));
+    let all = run_deep(&mut gpu, &module, &["fake_bump"; 5], &mut a);
+    assert!(all.iter().all(Result::is_ok), "{all:?}");
+    assert!(a.iter().all(|x| x == Num::Int(5)), "each ran on the results of the one before, on the device");
+    assert_eq!(gpu.last_uploaded_bytes, 0, "named by the stamps the launches ahead kept their results under");
+    // A crash, a hang or a refusal third of five: the first two count, the third fails alone,
+    // and the two behind it run on the bytes the second left, not on anything the third did.
+    for (third, says) in [
+        ("fake_crash", "took the GPU worker down"),
+        ("fake_hang", "ran longer than 0.5 s"),
+        ("fake_refused", "OUT_OF_RESOURCES"),
+    ] {
+        let before = a.get(0).as_f64();
+        let r = run_deep(&mut gpu, &module, &["fake_bump", "fake_bump", third, "fake_bump", "fake_bump"], &mut a);
+        assert!([0, 1, 3, 4].iter().all(|&i| r[i].is_ok()), "{third}: {r:?}");
+        let message = match &r[2] {
+            Err(BackendError::Aborted(m) | BackendError::Launch(m)) => m,
+            other => panic!("{third}: {other:?}"),
+        };
+        assert!(message.contains(says), "{message}");
+        assert_eq!(a.get(0).as_f64(), before + 4.0, "{third}: four bumps");
+        assert!(a.iter().all(|x| x == a.get(0)));
+    }
+    // A request that would not fit in the pipe behind the launches in flight is not sent: the
+    // caller takes their answers first, then sends it.
+    let mut big = Buffer::zeros(DType::U8, Shape::D1(gridlab::backend::gpu::BEHIND_BYTES));
+    let spec = one_block("fake_bump");
+    let mut small = LaunchBuffers { names: vec!["a".into()], buffers: vec![&mut a] };
+    assert!(gpu.begin_launch(&spec, &small, &[]).unwrap());
+    let mut large = LaunchBuffers { names: vec!["big".into()], buffers: vec![&mut big] };
+    assert!(!gpu.begin_launch(&spec, &large, &[None]).unwrap(), "its bytes would not fit behind");
+    gpu.end_launch(&module, &spec, &mut small).unwrap();
+    assert!(gpu.begin_launch(&spec, &large, &[]).unwrap(), "alone, it goes");
+    gpu.end_launch(&module, &spec, &mut large).unwrap();
+    assert!(big.iter().all(|x| x == Num::Int(1)));
 }
 
 /// A launch of `kernel` over one small buffer, its results kept under `keep`.

@@ -91,6 +91,9 @@ pub struct Worker {
     child: Child,
     /// `None` once closed: dropping the pipe is how the worker learns that the session is done.
     stdin: Option<ChildStdin>,
+    /// How many bytes the pipe to the worker holds (64 KiB, unless the system is short of pipe
+    /// memory): what the session may write ahead of the worker's reading without waiting.
+    request_room: usize,
     /// The session's end of the socket that carries shared regions' descriptors (`transport.rs`).
     socket: OwnedFd,
     /// The worker's stdout, read directly: waiting for an answer spins a little, then sleeps in
@@ -142,7 +145,17 @@ impl Worker {
         };
         match readers {
             Ok((stdin, responses, (stderr, stderr_reader))) => {
-                Ok(Worker { child, stdin: Some(stdin), socket, responses, stderr, stderr_reader: Some(stderr_reader) })
+                // A page is what any pipe holds, should the system not say.
+                let request_room = rustix::pipe::fcntl_getpipe_size(&stdin).unwrap_or(4096);
+                Ok(Worker {
+                    child,
+                    stdin: Some(stdin),
+                    request_room,
+                    socket,
+                    responses,
+                    stderr,
+                    stderr_reader: Some(stderr_reader),
+                })
             }
             Err(e) => {
                 // A worker nobody listens to is of no use: do not leave it running.
@@ -174,9 +187,9 @@ impl Worker {
         self.answer(timeout, cancel)
     }
 
-    /// Send a request without waiting for its answer: the caller does other work meanwhile and
-    /// takes the answer with [`Worker::answer`] before it sends anything else (the worker answers
-    /// one request at a time, in order).
+    /// Send a request without waiting for its answer: the caller does other work meanwhile, may
+    /// send more, and takes the answers with [`Worker::answer`] in the order it sent the requests
+    /// (the worker answers one request at a time, in order).
     pub fn send(&mut self, req: &Request) -> Result<(), WorkerError> {
         let sent = match self.stdin.as_mut() {
             Some(stdin) => protocol::send(stdin, req).is_ok(),
@@ -188,8 +201,24 @@ impl Worker {
         Ok(())
     }
 
-    /// Wait for the answer to the request sent last, at most `timeout` from now. On a timeout
-    /// the worker is killed (a kernel in an endless loop cannot be stopped any other way).
+    /// How many bytes the pipe to the worker holds.
+    pub fn request_room(&self) -> usize {
+        self.request_room
+    }
+
+    /// [`Worker::send`], only when the request's frame is at most `limit` bytes: its length, or
+    /// `None` (nothing sent) when it is longer (see [`protocol::send_within`]).
+    pub fn send_within(&mut self, req: &Request, limit: usize) -> Result<Option<usize>, WorkerError> {
+        let sent = match self.stdin.as_mut() {
+            Some(stdin) => protocol::send_within(stdin, req, limit).ok(),
+            None => None,
+        };
+        sent.ok_or_else(|| self.died())
+    }
+
+    /// Wait for the answer to the oldest request not answered yet, at most `timeout` from now.
+    /// On a timeout the worker is killed (a kernel in an endless loop cannot be stopped any other
+    /// way).
     pub fn answer(&mut self, timeout: Duration, cancel: Option<&AtomicBool>) -> Result<Response, WorkerError> {
         let deadline = Instant::now() + timeout;
         let mut spin = ANSWER_SPIN;

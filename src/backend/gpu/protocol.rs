@@ -313,6 +313,13 @@ pub struct LaunchResult {
 /// request and answer are about the same size each time, so the encoding allocates nothing and
 /// never grows its buffer piece by piece.
 pub fn send<T: Serialize>(out: &mut impl Write, msg: &T) -> io::Result<()> {
+    send_within(out, msg, usize::MAX).map(|_| ())
+}
+
+/// [`send`], only when the frame is at most `limit` bytes: its length, or `None` (nothing
+/// written) when it is longer. The session keeps what it sends ahead of the worker's answers
+/// under what the pipe holds, so that it never waits to write while the worker waits to answer.
+pub fn send_within<T: Serialize>(out: &mut impl Write, msg: &T, limit: usize) -> io::Result<Option<usize>> {
     thread_local! {
         static FRAME: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
     }
@@ -323,7 +330,9 @@ pub fn send<T: Serialize>(out: &mut impl Write, msg: &T) -> io::Result<()> {
     let len =
         u32::try_from(frame.len() - 4).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "message over 4 GiB"))?;
     frame[..4].copy_from_slice(&len.to_le_bytes());
-    let sent = out.write_all(&frame).and_then(|()| out.flush());
+    let size = frame.len();
+    let sent =
+        if size > limit { Ok(None) } else { out.write_all(&frame).and_then(|()| out.flush()).map(|()| Some(size)) };
     // Kept for the next message, unless a large one (a compile's source, a module's PTX) grew it.
     if frame.capacity() <= KEPT_FRAME {
         FRAME.set(frame);
@@ -358,10 +367,12 @@ pub enum Next<T> {
 /// hung is a timeout, not a hang), and no thread sits between the pipe and the caller.
 pub struct FrameReader {
     file: std::fs::File,
-    /// Bytes read and not yet taken are `buf[..end]`; the rest is room for the next read, made
-    /// once and kept (a wait asks the pipe many times, and each ask must cost no more than the
-    /// system call).
+    /// Bytes read and not yet taken are `buf[start..end]`; the rest is room for the next read,
+    /// made once and kept (a wait asks the pipe many times, and each ask must cost no more than
+    /// the system call). A read may bring several messages (a run of launches' answers): each is
+    /// taken where it lies, and what is left moves to the front only when the room runs short.
     buf: Vec<u8>,
+    start: usize,
     end: usize,
 }
 
@@ -372,7 +383,7 @@ impl FrameReader {
     /// Read from `fd`, which this puts in non-blocking mode (its own end of a pipe).
     pub fn new(fd: OwnedFd) -> io::Result<FrameReader> {
         rustix::io::ioctl_fionbio(&fd, true)?;
-        Ok(FrameReader { file: fd.into(), buf: vec![0; READ_ROOM], end: 0 })
+        Ok(FrameReader { file: fd.into(), buf: vec![0; READ_ROOM], start: 0, end: 0 })
     }
 
     /// The next message, waiting until `until` (forever if `None`) for it to arrive whole, the
@@ -390,6 +401,11 @@ impl FrameReader {
             }
             // Room for the rest of the message, or the usual room, whichever is more; the length
             // is not trusted up front (a corrupt one grows the buffer only as bytes arrive).
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            }
             let have = self.end;
             let want = match self.frame_len() {
                 Some(len) => (4 + len).saturating_sub(have).clamp(READ_ROOM, 16 << 20),
@@ -456,23 +472,26 @@ impl FrameReader {
 
     /// The length the buffered frame announces, once its four bytes are in.
     fn frame_len(&self) -> Option<usize> {
-        let len: [u8; 4] = self.buf.get(..4.min(self.end))?.try_into().ok()?;
+        let len: [u8; 4] = self.buf.get(self.start..(self.start + 4).min(self.end))?.try_into().ok()?;
         Some(u32::from_le_bytes(len) as usize)
     }
 
     /// The first buffered message, if it is whole.
     fn take<T: for<'de> Deserialize<'de>>(&mut self) -> io::Result<Option<T>> {
         let Some(len) = self.frame_len() else { return Ok(None) };
-        if self.end < 4 + len {
+        let body = self.start + 4;
+        if self.end < body + len {
             return Ok(None);
         }
-        let msg =
-            postcard::from_bytes(&self.buf[4..4 + len]).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e));
-        self.buf.copy_within(4 + len..self.end, 0);
-        self.end -= 4 + len;
-        // A large message grew the room: give it back once it is taken.
-        if self.end == 0 && self.buf.len() > 16 * READ_ROOM {
-            self.buf = vec![0; READ_ROOM];
+        let msg = postcard::from_bytes(&self.buf[body..body + len])
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e));
+        self.start = body + len;
+        if self.start == self.end {
+            (self.start, self.end) = (0, 0);
+            // A large message grew the room: give it back once it is taken.
+            if self.buf.len() > 16 * READ_ROOM {
+                self.buf = vec![0; READ_ROOM];
+            }
         }
         msg.map(Some)
     }

@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 use super::protocol::{self, FrameReader, LaunchRequest, Next, Request, Response};
 
 /// At most this many launches are begun and not yet answered: the one the device runs and one
-/// queued behind it. The session itself sends at most two.
+/// queued behind it. The session may send more (a replayed script's run of launches); they wait
+/// on the pipe, read one as each launch ahead is answered, so the device always has the next.
 pub const IN_FLIGHT: usize = 2;
 
 /// A launch begun: queued on the device (`Queued`), or already answered (it failed to start, or
