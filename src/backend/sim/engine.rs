@@ -407,9 +407,12 @@ macro_rules! lanes {
 /// reports it). Then every active lane's `offs[l]..offs[l] + size` lies within `0..len`.
 #[inline(always)]
 fn lane_offsets(r: &[u64], a: usize, mask: u32, (region, size, len): (u32, i64, i64), offs: &mut [i64; WARP]) -> bool {
+    // The register's 32 lanes as one slice, bounds-checked once: a check per lane kept the
+    // compiler from vectorising the loop.
+    let ptrs = &r[a..a + WARP];
     let mut ok = true;
     lanes!(mask, |l| {
-        let p = r[a + l];
+        let p = ptrs[l];
         let off = memory::offset(p);
         offs[l] = off;
         ok &= (memory::region(p) == region) & (off >= 0) & (off + size <= len) & (off & (size - 1) == 0);
@@ -838,11 +841,13 @@ impl<'m, 'b> Inputs<'m, 'b> {
                 None => c.memory(pc, self.block, MemOp::Load, addrs, size as u32),
             }
         }
+        // Bounds-checked once, not once a lane.
+        let out = &mut r[d..d + WARP];
         macro_rules! load {
             ($n:literal, $t:ty, $widen:expr) => {
                 lanes!(mask, |l| {
                     let o = offs[l] as usize;
-                    r[d + l] = $widen(<$t>::from_le_bytes(bytes_at::<$n>(bytes, o)));
+                    out[l] = $widen(<$t>::from_le_bytes(bytes_at::<$n>(bytes, o)));
                 })
             };
         }
@@ -852,7 +857,7 @@ impl<'m, 'b> Inputs<'m, 'b> {
             (8, Scalar::I64 | Scalar::U64 | Scalar::F64) => load!(8, u64, |v: u64| v),
             _ => lanes!(mask, |l| {
                 let o = offs[l] as usize;
-                r[d + l] = read(&bytes[o..o + size as usize], ty);
+                out[l] = read(&bytes[o..o + size as usize], ty);
             }),
         }
         true
@@ -874,11 +879,15 @@ fn run_pure_in(
     // The run's issues are counted a straight stretch of code at a time (`Counter::issue_run`):
     // `seg` is where the stretch that `pc` ends began.
     let mut seg = pc;
-    warp.path.clear();
-    while n < room + ahead {
+    // Kept out of `warp` while the run lasts, so that the compiler keeps their lengths and
+    // bounds in registers rather than reading them back after every store to the registers.
+    let mut path = std::mem::take(&mut warp.path);
+    path.clear();
+    let (wait_pc, end) = (warp.wait_pc, room + ahead);
+    while n < end {
         let Some(&op) = code.get(pc as usize) else { break };
         if n >= room {
-            warp.path.push(pc);
+            path.push(pc);
         }
         let next = match op {
             Op::Jump { target } => target,
@@ -902,8 +911,9 @@ fn run_pure_in(
             },
             Op::Branch { cond, when, target } => {
                 let c = cond as usize * WARP;
+                let conds = &warp.regs[c..c + WARP];
                 let mut taken = 0u32;
-                lanes!(mask, |l| if (warp.regs[c + l] != 0) == when {
+                lanes!(mask, |l| if (conds[l] != 0) == when {
                     taken |= 1 << l
                 });
                 if taken == mask {
@@ -929,7 +939,7 @@ fn run_pure_in(
             seg = next;
         }
         pc = next;
-        if next >= warp.wait_pc {
+        if next >= wait_pc {
             merge = true;
             break;
         }
@@ -944,7 +954,8 @@ fn run_pure_in(
         warp.flush();
         warp.reselect = true;
     }
-    warp.path.truncate(n.saturating_sub(room) as usize);
+    path.truncate(n.saturating_sub(room) as usize);
+    warp.path = path;
     n
 }
 
