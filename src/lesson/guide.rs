@@ -788,7 +788,7 @@ enum Shape {
 
 impl Shape {
     fn of(text: &str) -> Shape {
-        if has_cuda(text) {
+        if defines_function(text) {
             Shape::Kernel
         } else if script::is_launch(text) {
             Shape::Launch
@@ -796,6 +796,19 @@ impl Shape {
             Shape::Other
         }
     }
+}
+
+/// Code that defines a function (a kernel or a device function), in CUDA C or Python: what a
+/// step that offers a kernel waits for. An `import numpy as np` or a `#define` typed first is
+/// code too, but stands for no kernel.
+fn defines_function(text: &str) -> bool {
+    script::split_inputs(text).is_ok_and(|inputs| {
+        inputs.iter().any(|i| match i.kind {
+            script::InputKind::Cuda => i.text.contains("__global__") || i.text.contains("__device__"),
+            script::InputKind::Python => i.text.lines().any(|l| l.trim_start().starts_with("def ")),
+            _ => false,
+        })
+    })
 }
 
 fn has_cuda(text: &str) -> bool {
@@ -1400,6 +1413,12 @@ mod tests {
         let (mut g, style) = guide(dir.path(), 1);
         g.show(&mut Vec::new(), &style).unwrap();
         let kernel = g.take_suggestion().unwrap();
+        // Code that defines no function (an include, a `#define`, Python's imports, which a
+        // Numba learner types first) does not stand for the offered kernel.
+        for code in ["#define N 64", "import numpy as np\nfrom numba import cuda"] {
+            ran(&mut g, code, false, &style);
+            assert_eq!(g.take_suggestion().as_deref(), Some(kernel.as_str()), "after {code}");
+        }
         for input in [kernel.as_str(), ":backend sim", "let x = ones(64)", "let s = zeros(1)"] {
             ran(&mut g, input, false, &style);
             g.take_suggestion();
