@@ -2169,9 +2169,14 @@ impl Lowerer<'_, '_> {
         let f32 = want == DType::F32;
         let constant = constant.filter(|e| e.unsigned_abs() <= 8);
         let plain = !base.text.is_empty() && base.text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        let mul = |a: CExpr, b: CExpr| {
+        let one = CExpr::atom(float_literal(1.0, f32), Ty::Num(want), want, at);
+        // A negative power is 1 over the positive one, as Numba inverts it.
+        let over = |negative: bool, power: CExpr| {
+            if !negative {
+                return power;
+            }
             join(
-                vec![(String::new(), Some(a.at_prec(13))), (" * ".into(), Some(b.at_prec(14)))],
+                vec![(String::new(), Some(one.clone())), (" / ".into(), Some(power.at_prec(14)))],
                 Ty::Num(want),
                 want,
                 13,
@@ -2179,33 +2184,14 @@ impl Lowerer<'_, '_> {
             )
         };
         match constant {
+            Some(0) => one.clone(),
             Some(e) if plain => {
-                let one = CExpr::atom(float_literal(1.0, f32), Ty::Num(want), want, at);
-                let (mut left, mut val, mut result) = (e.unsigned_abs(), base, None::<CExpr>);
-                while left != 0 {
-                    if left & 1 == 1 {
-                        result = Some(match result {
-                            None => val.clone(),
-                            Some(r) => mul(r, val.clone()),
-                        });
-                    }
-                    left >>= 1;
-                    if left != 0 {
-                        val = mul(val.clone(), val);
-                    }
+                let text = squaring(&base.text, e.unsigned_abs());
+                let mut power = CExpr::atom(text, Ty::Num(want), want, at);
+                if e.unsigned_abs() > 1 {
+                    power.prec = 13;
                 }
-                let power = result.unwrap_or_else(|| one.clone());
-                if e < 0 {
-                    join(
-                        vec![(String::new(), Some(one)), (" / ".into(), Some(power.at_prec(14)))],
-                        Ty::Num(want),
-                        want,
-                        13,
-                        at,
-                    )
-                } else {
-                    power
-                }
+                over(e < 0, power)
             }
             // Anything else to a constant power: the same multiplications in a helper, so that
             // the base is computed once (`(x - mu) ** 2`).
@@ -2219,18 +2205,7 @@ impl Lowerer<'_, '_> {
                     100,
                     at,
                 );
-                if e < 0 {
-                    let one = CExpr::atom(float_literal(1.0, f32), Ty::Num(want), want, at);
-                    join(
-                        vec![(String::new(), Some(one)), (" / ".into(), Some(power)), (String::new(), None)],
-                        Ty::Num(want),
-                        want,
-                        13,
-                        at,
-                    )
-                } else {
-                    power
-                }
+                over(e < 0, power)
             }
             _ => {
                 let h = if f32 { Helper::PowiF32 } else { Helper::PowiF64 };

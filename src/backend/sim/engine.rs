@@ -2622,15 +2622,28 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
     }
     let mut findings = Vec::new();
     for ((region, access), s) in &m.reports.oob {
-        if let Some((buffer, dim)) = memory::of_buffer_dim_region(*region) {
-            let mut first = m.site(s.first_pc, s.first_thread, *access);
-            if let Some(check) = m.k.dim_check(s.first_pc) {
-                first.span = check.access;
+        // An index past a row: of a launch buffer laid out as an array (whose shape is the
+        // session's to give, `finding::shape_buffers`, and whose check points at the access),
+        // or of a kernel's own array.
+        let past_row = match (memory::of_buffer_dim_region(*region), memory::of_dim_region(*region)) {
+            (Some((buffer, dim)), _) => {
+                let mut first = m.site(s.first_pc, s.first_thread, *access);
+                if let Some(check) = m.k.dim_check(s.first_pc) {
+                    first.span = check.access;
+                }
+                Some((m.memory_of(buffer, names), Vec::new(), dim, first))
             }
-            // The buffer's shape is the session's to give (`finding::shape_buffers`).
+            (None, Some((array, dim))) => {
+                let region = STATIC_REGION_BASE + array;
+                let first = m.site(s.first_pc, s.first_thread, *access);
+                Some((m.memory_of(region, names), m.shape_of(region), dim, first))
+            }
+            (None, None) => None,
+        };
+        if let Some((memory, shape, dim, first)) = past_row {
             findings.push(Finding::PastRow {
-                memory: m.memory_of(buffer, names),
-                shape: Vec::new(),
+                memory,
+                shape,
                 dim: dim as usize,
                 len: s.len,
                 count: s.count,
@@ -2638,21 +2651,6 @@ fn finish(mut m: Machine, names: &[String], busiest: Option<(u32, u64)>) -> Outc
                 max_index: s.max,
                 first_index: s.first_index,
                 first,
-            });
-            continue;
-        }
-        if let Some((array, dim)) = memory::of_dim_region(*region) {
-            let region = STATIC_REGION_BASE + array;
-            findings.push(Finding::PastRow {
-                memory: m.memory_of(region, names),
-                shape: m.shape_of(region),
-                dim: dim as usize,
-                len: s.len,
-                count: s.count,
-                min_index: s.min,
-                max_index: s.max,
-                first_index: s.first_index,
-                first: m.site(s.first_pc, s.first_thread, *access),
             });
             continue;
         }
