@@ -2763,6 +2763,18 @@ impl Lowerer<'_, '_> {
         };
         let args: Vec<CExpr> = c.args.iter().map(|a| self.expr(a)).collect::<R<_>>()?;
         for (a, x) in c.args.iter().zip(&args) {
+            if matches!(x.ty, Ty::Array { .. }) && path.starts_with("np.") {
+                // NumPy's whole-array functions are host code; a kernel's thread works on elements.
+                let elements = match a {
+                    ast::Expr::Name(n) => n.id.as_str(),
+                    _ => "a",
+                };
+                return Err(self
+                    .err(a.range(), format!("`{path}` of a whole array is host code, not something a kernel calls"))
+                    .help(format!(
+                        "a thread works on single elements: loop over them (`for j in range({elements}.size):`), or let the threads share the work in a reduction (lesson 9); or call `{path}` on the host, after the launch"
+                    )));
+            }
             if !matches!(x.ty, Ty::Num(_)) {
                 return Err(self.err(a.range(), format!("`{path}` takes numbers, this is {}", x.ty.numba_name())));
             }

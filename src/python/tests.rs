@@ -327,3 +327,12 @@ fn powers_follow_numba_a_float_to_an_integer_keeps_its_type_and_multiplies() {
     assert!(c.contains("if (base == -1) return exp % 2 == 0 ? 1 : -1;"), "{c}");
     compiles(c);
 }
+
+#[test]
+fn numpy_of_a_whole_array_in_a_kernel_says_it_is_host_code() {
+    let src = "@cuda.jit\ndef k(a):\n    i = cuda.grid(1)\n    a[i] = np.sum(a)\n";
+    let errors = lower_src(src, &[f32_1d()]).unwrap_err();
+    let text = format!("{errors:?}");
+    assert!(text.contains("`np.sum` of a whole array is host code"), "{text}");
+    assert!(text.contains("for j in range(a.size):"), "{text}");
+}
