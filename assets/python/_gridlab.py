@@ -8,6 +8,7 @@ reach the terminal in the order they happened.
 """
 
 import json
+import os
 import struct
 import sys
 
@@ -41,6 +42,21 @@ def receive():
     size = header.get("payload", 0)
     payload = _inp.read(size) if size else b""
     return header, payload
+
+
+def own_traceback(tb):
+    """The traceback of the learner's own frames, as text: gridlab's (its runners, runpy, the
+    stand-in `numba`, all in this folder or frozen) are not their business, and a failure at
+    one line of theirs needs no traceback at all (empty)."""
+    import traceback
+    here = os.path.dirname(os.path.abspath(__file__))
+    frames = [
+        f for f in traceback.extract_tb(tb)
+        if not f.filename.startswith(here) and not f.filename.startswith("<frozen")
+    ]
+    if len(frames) < 2:
+        return ""
+    return "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
 
 
 def request(header, payload=b""):

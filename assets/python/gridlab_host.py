@@ -13,8 +13,6 @@ import traceback
 
 import _gridlab
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
 
 def user_frame(tb, path):
     """The innermost traceback entry in the program's own file."""
@@ -143,15 +141,7 @@ def main():
         })
     except BaseException as e:  # noqa: BLE001 - every failure is reported at its line
         at = user_frame(e.__traceback__, path)
-        # gridlab's own frames (this runner, runpy, the stand-in `numba`) are not the
-        # learner's business; a failure at one line of theirs needs no traceback at all.
-        frames = [
-            f for f in traceback.extract_tb(e.__traceback__)
-            if not f.filename.startswith(HERE) and not f.filename.startswith("<frozen")
-        ]
-        text = ""
-        if len(frames) > 1:
-            text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+        text = _gridlab.own_traceback(e.__traceback__)
         _gridlab.send({
             "op": "exception",
             "line": at.lineno if at else 0,

@@ -23,7 +23,6 @@ import traceback
 
 import _gridlab
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Names a learner's input finds without importing, as gridlab's statement language does.
 PRELUDE = {"np", "numpy", "math", "cuda", "numba"}
@@ -183,10 +182,7 @@ class Workspace:
             return "error"
         except BaseException as e:  # noqa: BLE001 - every failure is reported at its line
             at = user_frame(e.__traceback__, fname)
-            frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith(HERE)]
-            text = ""
-            if len(frames) > 1:
-                text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+            text = _gridlab.own_traceback(e.__traceback__)
             _gridlab.send({
                 "op": "exception",
                 "line": at.lineno if at else first,

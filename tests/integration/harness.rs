@@ -1,8 +1,9 @@
 //! A small builder around the real binary: arguments, stdin, and the captured result.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 pub struct Run {
     pub code: i32,
@@ -77,5 +78,30 @@ impl Gridlab {
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         }
+    }
+}
+
+/// Wait for `child` at most `limit`, then kill it: a test that would hang fails instead.
+pub fn wait(mut child: Child, limit: Duration) -> (i32, String) {
+    let start = Instant::now();
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let reader = std::thread::Builder::new()
+        .name("stdout".into())
+        .spawn(move || {
+            let mut text = String::new();
+            let _ = stdout.read_to_string(&mut text);
+            text
+        })
+        .unwrap();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (status.code().unwrap_or(-1), reader.join().unwrap());
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("gridlab did not finish in {limit:?}: {}", reader.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }

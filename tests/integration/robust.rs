@@ -2,35 +2,10 @@
 //! an exhausted memory or a lost failure.
 
 use std::io::Read;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::harness::{binary, gridlab, root};
-
-/// Wait for `child` at most `limit`, then kill it: a test that would hang fails instead.
-fn wait(mut child: Child, limit: Duration) -> (i32, String) {
-    let start = Instant::now();
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let reader = std::thread::Builder::new()
-        .name("stdout".into())
-        .spawn(move || {
-            let mut text = String::new();
-            let _ = stdout.read_to_string(&mut text);
-            text
-        })
-        .unwrap();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return (status.code().unwrap_or(-1), reader.join().unwrap());
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("gridlab did not finish in {limit:?}: {}", reader.join().unwrap());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use super::harness::{binary, gridlab, root, wait};
 
 fn command() -> Command {
     let mut cmd = Command::new(binary());

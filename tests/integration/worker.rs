@@ -856,25 +856,15 @@ fn launches_over_buffers_larger_than_a_pipe_go_one_after_another_without_waiting
          expect c[899999] == 1\n",
     )
     .unwrap();
-    let mut child = std::process::Command::new(binary())
+    let child = std::process::Command::new(binary())
         .args(["replay", script.to_str().unwrap(), "--backend", "gpu"])
         .env("GRIDLAB_FAKE_GPU", "1")
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let until = Instant::now() + ANSWER;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > until {
-            child.kill().unwrap();
-            panic!("the replay did not finish in {ANSWER:?}");
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
-    assert!(status.success(), "{status:?}");
+    let (code, out) = super::harness::wait(child, ANSWER);
+    assert_eq!(code, 0, "{out}");
 }
 
 /// `fake_bump` over `a`, sent behind a launch of `ahead` over it that is still in flight, and
