@@ -188,6 +188,15 @@ struct FnOut {
 enum Helper {
     FloorDiv,
     Mod,
+    /// `//` and `%` by a divisor that cannot be 0 (a literal, `cuda.blockDim.x`, ...): no test.
+    FloorDivConst,
+    ModConst,
+    /// `//` or `%` of operands known not to be negative, by a divisor that may be 0: C's
+    /// operator, with Numba's 0 for a zero divisor.
+    NonNeg {
+        modulo: bool,
+        unsigned: bool,
+    },
     Fmod,
     IPow,
     PowiF32,
@@ -217,8 +226,15 @@ fn helper_name(h: Helper) -> std::borrow::Cow<'static, str> {
         Helper::PowConst { f32, exp } => {
             return std::borrow::Cow::Owned(format!("py_pow{exp}_{}", if f32 { "f32" } else { "f64" }));
         }
+        Helper::NonNeg { modulo, unsigned } => {
+            let op = if modulo { "mod" } else { "div" };
+            let ty = if unsigned { "u64" } else { "i64" };
+            return std::borrow::Cow::Owned(format!("py_{op}_{ty}"));
+        }
         Helper::FloorDiv => "py_floordiv",
         Helper::Mod => "py_mod",
+        Helper::FloorDivConst => "py_floordiv_const",
+        Helper::ModConst => "py_mod_const",
         Helper::Fmod => "py_fmod",
         Helper::IPow => "py_ipow",
         Helper::PowiF32 => "py_powi_f32",
@@ -247,11 +263,29 @@ fn helper_text(h: &Helper) -> std::borrow::Cow<'static, str> {
                 squaring("x", *exp as u64)
             ));
         }
-        Helper::FloorDiv => {
-            "// Python's // rounds down, C's / rounds towards zero.\n__device__ long long py_floordiv(long long a, long long b) {\n    long long q = a / b;\n    if ((a % b != 0) && ((a < 0) != (b < 0))) q = q - 1;\n    return q;\n}\n"
+        Helper::NonNeg { modulo, unsigned } => {
+            let ty = if *unsigned { "unsigned long long" } else { "long long" };
+            let (op, what) = if *modulo { ("%", "%") } else { ("/", "//") };
+            return std::borrow::Cow::Owned(format!(
+                "// {what} by 0 is 0 in a Numba kernel (NumPy's error model), not a fault.\n__device__ {ty} {}({ty} a, {ty} b) {{\n    return b == 0 ? 0 : a {op} b;\n}}\n",
+                helper_name(*h)
+            ));
         }
-        Helper::Mod => {
-            "// Python's % takes the sign of the divisor, C's that of the dividend.\n__device__ long long py_mod(long long a, long long b) {\n    long long r = a % b;\n    if (r != 0 && ((r < 0) != (b < 0))) r = r + b;\n    return r;\n}\n"
+        Helper::FloorDiv | Helper::FloorDivConst => {
+            let zero = if *h == Helper::FloorDiv { "    if (b == 0) return 0;\n" } else { "" };
+            return std::borrow::Cow::Owned(format!(
+                "// Python's // rounds down, C's / rounds towards zero{}.\n__device__ long long {}(long long a, long long b) {{\n{zero}    long long q = a / b;\n    if ((a % b != 0) && ((a < 0) != (b < 0))) q = q - 1;\n    return q;\n}}\n",
+                if zero.is_empty() { "" } else { "; // by 0 is 0 in a Numba kernel" },
+                helper_name(*h)
+            ));
+        }
+        Helper::Mod | Helper::ModConst => {
+            let zero = if *h == Helper::Mod { "    if (b == 0) return 0;\n" } else { "" };
+            return std::borrow::Cow::Owned(format!(
+                "// Python's % takes the sign of the divisor, C's that of the dividend{}.\n__device__ long long {}(long long a, long long b) {{\n{zero}    long long r = a % b;\n    if (r != 0 && ((r < 0) != (b < 0))) r = r + b;\n    return r;\n}}\n",
+                if zero.is_empty() { "" } else { "; % by 0 is 0 in a Numba kernel" },
+                helper_name(*h)
+            ));
         }
         Helper::Fmod => {
             "// Python's % on floats takes the sign of the divisor.\n__device__ double py_fmod(double a, double b) {\n    double r = fmod(a, b);\n    if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r = r + b;\n    return r;\n}\n"
@@ -323,6 +357,18 @@ fn squaring(x: &str, exp: u64) -> String {
         }
     }
     result.map_or_else(|| "1".to_string(), |r| r.0)
+}
+
+/// A divisor that cannot be 0 and so needs no test for it: an integer literal other than 0,
+/// or a launch dimension (`cuda.blockDim.x`, `cuda.gridDim.y`, `cuda.warpsize`).
+fn nonzero(e: &CExpr) -> bool {
+    let launch_dim = |t: &str| {
+        t == "warpSize"
+            || t.strip_prefix("blockDim.")
+                .or_else(|| t.strip_prefix("gridDim."))
+                .is_some_and(|a| matches!(a, "x" | "y" | "z"))
+    };
+    e.prec == 100 && (e.text.trim_end_matches("LL").parse::<i64>().is_ok_and(|v| v != 0) || launch_dim(&e.text))
 }
 
 /// A C expression with its Numba type, the type C gives its text, and its map.
@@ -1624,7 +1670,10 @@ impl Lowerer<'_, '_> {
                     ast::Operator::Add => l.checked_add(r),
                     ast::Operator::Sub => l.checked_sub(r),
                     ast::Operator::Mult => l.checked_mul(r),
-                    ast::Operator::FloorDiv if r != 0 => Some(l.div_euclid(r)),
+                    // Python's // rounds down (`div_euclid` does only for a positive divisor).
+                    ast::Operator::FloorDiv if r != 0 => {
+                        l.checked_div(r).map(|q| if l % r != 0 && (l < 0) != (r < 0) { q - 1 } else { q })
+                    }
                     ast::Operator::Pow if (0..63).contains(&r) => l.checked_pow(r as u32),
                     _ => None,
                 }
@@ -2273,10 +2322,15 @@ impl Lowerer<'_, '_> {
             }
             ast::Operator::FloorDiv => {
                 let want = types::int_arith(a, b);
-                if want == DType::U64 || nonneg {
+                let nonzero = nonzero(&r);
+                if (want == DType::U64 || nonneg) && nonzero {
                     simple(self, "/", 13, want, l, r)
+                } else if want == DType::U64 || nonneg {
+                    let mut e = call(self, Helper::NonNeg { modulo: false, unsigned: want == DType::U64 }, want, l, r);
+                    e.maybe_negative = false;
+                    e
                 } else {
-                    call(self, Helper::FloorDiv, want, l, r)
+                    call(self, if nonzero { Helper::FloorDivConst } else { Helper::FloorDiv }, want, l, r)
                 }
             }
             ast::Operator::Mod if floats => {
@@ -2286,10 +2340,15 @@ impl Lowerer<'_, '_> {
             }
             ast::Operator::Mod => {
                 let want = types::int_arith(a, b);
-                if want == DType::U64 || nonneg {
+                let nonzero = nonzero(&r);
+                if (want == DType::U64 || nonneg) && nonzero {
                     simple(self, "%", 13, want, l, r)
+                } else if want == DType::U64 || nonneg {
+                    let mut e = call(self, Helper::NonNeg { modulo: true, unsigned: want == DType::U64 }, want, l, r);
+                    e.maybe_negative = false;
+                    e
                 } else {
-                    call(self, Helper::Mod, want, l, r)
+                    call(self, if nonzero { Helper::ModConst } else { Helper::Mod }, want, l, r)
                 }
             }
             // A float to an integer power keeps the float's type and is repeated squaring in

@@ -74,9 +74,30 @@ fn float32_times_an_int_is_float64_as_in_numba() {
 fn python_floor_division_and_modulo_keep_their_signs() {
     let src = "@cuda.jit\ndef k(a, n):\n    i = cuda.grid(1)\n    a[i] = (i - n) // 3 + (i - n) % 3\n";
     let inst = lower_src(src, &[ArgType::Array { dtype: DType::I64, ndim: 1 }, ArgType::Scalar(DType::I64)]).unwrap();
-    assert!(inst.text.contains("py_floordiv(i - n, 3)"), "{}", inst.text);
-    assert!(inst.text.contains("py_mod(i - n, 3)"), "{}", inst.text);
+    assert!(inst.text.contains("py_floordiv_const(i - n, 3)"), "{}", inst.text);
+    assert!(inst.text.contains("py_mod_const(i - n, 3)"), "{}", inst.text);
     compiles(&inst.text);
+}
+
+#[test]
+fn a_divisor_that_may_be_zero_gets_numbas_zero_and_one_that_cannot_gets_no_test() {
+    let src = "@cuda.jit\ndef k(a, n, u):\n    i = cuda.grid(1)\n    a[i] = (i - n) // n + i % n + i // cuda.blockDim.x + u[i] // u[0] + i % 32 + (-7) // 2\n";
+    let u64_1d = ArgType::Array { dtype: DType::U64, ndim: 1 };
+    let inst =
+        lower_src(src, &[ArgType::Array { dtype: DType::I64, ndim: 1 }, ArgType::Scalar(DType::I64), u64_1d]).unwrap();
+    let t = &inst.text;
+    assert!(t.contains("py_floordiv(i - n, n)") && t.contains("if (b == 0) return 0;"), "{t}");
+    // `i` cannot be negative, `n` can: Python's % needs its sign rule and the test for zero.
+    assert!(t.contains("py_mod(i, n)"), "{t}");
+    // A launch dimension, a literal: C's own operators.
+    assert!(t.contains("i / blockDim.x") && t.contains("i % 32"), "{t}");
+    assert!(t.contains("py_div_u64(u[i], u[0])"), "{t}");
+    assert!(t.contains("py_floordiv_const(-(long long)7, 2)"), "{t}");
+    compiles(t);
+    // A constant size is folded as Python rounds: -9 // -2 is 4 (Euclid's division gives 5).
+    let src = "@cuda.jit\ndef k(a):\n    s = cuda.shared.array(-9 // -2, float32)\n    s[0] = 1.0\n    a[0] = s[0]\n";
+    let inst = lower_src(src, &[f32_1d()]).unwrap();
+    assert!(inst.text.contains("s[4]"), "{}", inst.text);
 }
 
 #[test]
