@@ -798,14 +798,14 @@ impl Shape {
     }
 }
 
-/// Code that defines a function (a kernel or a device function), in CUDA C or Python: what a
-/// step that offers a kernel waits for. An `import numpy as np` or a `#define` typed first is
-/// code too, but stands for no kernel.
+/// Code that defines a function for the GPU (a kernel or a device function), in CUDA C or
+/// Python: what a step that offers a kernel waits for. An `import numpy as np`, a `#define`
+/// or a plain Python `def` (host code) typed first is code too, but stands for no kernel.
 fn defines_function(text: &str) -> bool {
     script::split_inputs(text).is_ok_and(|inputs| {
         inputs.iter().any(|i| match i.kind {
             script::InputKind::Cuda => i.text.contains("__global__") || i.text.contains("__device__"),
-            script::InputKind::Python => i.text.lines().any(|l| l.trim_start().starts_with("def ")),
+            script::InputKind::Python => crate::python::parse::defines_jit_function(&i.text),
             _ => false,
         })
     })
@@ -1413,9 +1413,11 @@ mod tests {
         let (mut g, style) = guide(dir.path(), 1);
         g.show(&mut Vec::new(), &style).unwrap();
         let kernel = g.take_suggestion().unwrap();
-        // Code that defines no function (an include, a `#define`, Python's imports, which a
-        // Numba learner types first) does not stand for the offered kernel.
-        for code in ["#define N 64", "import numpy as np\nfrom numba import cuda"] {
+        // Code that defines no function for the GPU (an include, a `#define`, Python's imports,
+        // which a Numba learner types first, or a plain Python function) does not stand for
+        // the offered kernel.
+        for code in ["#define N 64", "import numpy as np\nfrom numba import cuda", "def helper(x):\n    return x * 2\n"]
+        {
             ran(&mut g, code, false, &style);
             assert_eq!(g.take_suggestion().as_deref(), Some(kernel.as_str()), "after {code}");
         }

@@ -42,6 +42,9 @@ pub enum Global {
         shape: Vec<i64>,
         values: Vec<f64>,
     },
+    /// A plain Python function of the host program (`def helper(x):` with no `@cuda.jit`),
+    /// which a kernel cannot call: named so that the error can say how to make it callable.
+    HostFunction,
 }
 
 /// The most bytes of frozen global arrays a kernel may hold: CUDA's constant memory.
@@ -1846,7 +1849,7 @@ impl Lowerer<'_, '_> {
             Some(Global::Float(f)) => return Ok(CExpr::atom(float_literal(f, false), Ty::F64, DType::F64, at)),
             Some(Global::Bool(b)) => return Ok(CExpr::bool_literal(b, at)),
             Some(Global::Array { dtype, shape, values }) => return self.frozen(name, dtype, &shape, &values, at),
-            Some(Global::Dtype(_)) | None => {}
+            Some(Global::Dtype(_) | Global::HostFunction) | None => {}
         }
         if self.emit || !self.assigned_later(name) {
             let mut d = Diagnostic::error(format!("NameError: name '{name}' is not defined")).at(at);
@@ -2612,6 +2615,11 @@ impl Lowerer<'_, '_> {
         }
         if let Some(f) = (self.env.functions)(&path) {
             return self.call_device(&f, c, at);
+        }
+        if let Some(Global::HostFunction) = (self.env.globals)(&path) {
+            return Err(self
+                .err(c.func.range(), format!("`{path}` is a plain Python function (host code): a kernel cannot call it"))
+                .help(format!("write `@cuda.jit(device=True)` above `def {path}` to compile it for the GPU as well; the kernel can then call it (Numba stops here with \"Untyped global name '{path}'\")")));
         }
         Err(self.err(c.func.range(), format!("gridlab does not know `{path}` in a kernel"))
             .help("a kernel can call `@cuda.jit(device=True)` functions, `cuda.*`, `math.*` and numpy's scalar math; docs/python.md lists them"))

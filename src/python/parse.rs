@@ -168,6 +168,30 @@ pub fn is_host_code(text: &str) -> bool {
     })
 }
 
+/// The plain (not `@cuda.jit`) functions host code defines at its top level: names a kernel
+/// cannot call, which gridlab then names as host functions.
+pub fn host_functions(text: &str) -> Vec<String> {
+    let Ok(suite) = ast::Suite::parse(text, "<input>") else { return Vec::new() };
+    let imports = Imports::default();
+    suite
+        .iter()
+        .filter_map(|stmt| match stmt {
+            ast::Stmt::FunctionDef(f) if !matches!(jit_options(f, &imports), Some(Ok(_))) => Some(f.name.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether the text defines a `@cuda.jit` function (a kernel or a device function) at its top
+/// level, alone or beside host code.
+pub fn defines_jit_function(text: &str) -> bool {
+    let Ok(suite) = ast::Suite::parse(text, "<input>") else { return false };
+    let imports = Imports::default();
+    suite
+        .iter()
+        .any(|stmt| matches!(stmt, ast::Stmt::FunctionDef(f) if matches!(jit_options(f, &imports), Some(Ok(_)))))
+}
+
 /// In text Python could not parse, a block opened by a line ending in `:` (`def k(a):`,
 /// `if i < n:`) whose next line is not indented more: Python's parser says "expected an
 /// indented block" or "unindent does not match" somewhere after; this says which line and how

@@ -59,6 +59,7 @@ pub fn host_globals(msg: &Json) -> Vec<(String, HostGlobal)> {
     map.iter()
         .filter_map(|(k, v)| {
             let g = match v["kind"].as_str() {
+                Some("host_function") => Some(HostGlobal::Value(Global::HostFunction)),
                 Some("module" | "path") => v["path"].as_str().map(|p| HostGlobal::Path(p.to_string())),
                 Some("int") => v["value"].as_i64().map(|i| HostGlobal::Value(Global::Int(i))),
                 Some("float") => v["value"].as_f64().map(|f| HostGlobal::Value(Global::Float(f))),

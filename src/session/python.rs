@@ -177,7 +177,14 @@ impl Session {
         }
         // Host code (a loop, a plain function, a print): the session's Python runs it.
         if python::parse::is_host_code(&text) {
-            return self.host_python(id, None, false, out);
+            let status = self.host_python(id, None, false, out)?;
+            if status != Status::Error {
+                let defined = python::parse::host_functions(&text);
+                self.python_globals(
+                    defined.into_iter().map(|n| (n, HostGlobal::Value(Global::HostFunction))).collect(),
+                );
+            }
+            return Ok(status);
         }
         let snippet = match python::read_snippet(id, &text) {
             Ok(s) => s,
@@ -260,8 +267,11 @@ impl Session {
 
     /// A module-level name a kernel reads: a session scalar or `#define`, or a dtype.
     fn python_global(&self, name: &str) -> Option<Global> {
-        if let Some((_, g)) = self.work.python().globals.iter().rev().find(|(n, _)| n == name) {
-            return Some(g.clone());
+        let global = self.work.python().globals.iter().rev().find(|(n, _)| n == name).map(|(_, g)| g.clone());
+        // A host function's name says only what a kernel cannot call: a scalar of the same name
+        // made since (`helper = 3`) is what the kernel reads.
+        if global.as_ref().is_some_and(|g| !matches!(g, Global::HostFunction)) {
+            return global;
         }
         let value =
             self.work.scalars().iter().chain(self.work.constants()).rev().find(|(n, _)| n == name).map(|(_, v)| v);
@@ -269,7 +279,7 @@ impl Session {
             Some(Value::Int(i)) => i64::try_from(*i).ok().map(Global::Int),
             Some(Value::Float(f)) => Some(Global::Float(*f)),
             Some(Value::Bool(b)) => Some(Global::Bool(*b)),
-            _ => None,
+            _ => global,
         }
     }
 

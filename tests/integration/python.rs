@@ -103,6 +103,38 @@ fn kernel_python_outside_numbas_subset_is_refused_at_its_line_and_the_program_st
 }
 
 #[test]
+fn a_plain_python_function_called_in_a_kernel_is_named_as_host_code_with_the_decorator_to_add() {
+    if !have_numpy() {
+        return;
+    }
+    let kernel = "@cuda.jit\ndef k(a):\n    i = cuda.grid(1)\n    if i < a.size:\n        a[i] = helper(a[i])\n";
+    let said = "`helper` is a plain Python function (host code): a kernel cannot call it";
+    // In a program, and at the prompt (a script), where the host function is typed first.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host_helper.py");
+    let program = format!(
+        "from numba import cuda\nimport numpy as np\n\ndef helper(x):\n    return x * 2\n\n{kernel}\na = np.ones(4, np.float32)\nk[1, 4](a)\n"
+    );
+    std::fs::write(&path, program).unwrap();
+    let run = replay(path.to_str().unwrap());
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains(said), "{}", run.stdout);
+    assert!(run.stdout.contains("host_helper.py:11:16"), "{}", run.stdout);
+    assert!(run.stdout.contains("write `@cuda.jit(device=True)` above `def helper`"), "{}", run.stdout);
+    let run = replay_text(&format!("from numba import cuda\n\ndef helper(x):\n    return x * 2\n\n{kernel}"), None);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains(said), "{}", run.stdout);
+    // Made a device function, the same kernel compiles.
+    let run = replay_text(
+        &format!(
+            "from numba import cuda\n\n@cuda.jit(device=True)\ndef helper(x):\n    return x * 2\n\n{kernel}\nlet a = ones(4)\nk[1, 4](a)\nexpect a == 2\n"
+        ),
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stdout);
+}
+
+#[test]
 fn without_python_the_program_gets_one_message_saying_what_to_install() {
     let run = gridlab()
         .args(["replay", "tests/python/01-vector-add.py", "--backend", "sim"])

@@ -374,6 +374,9 @@ def _global_value(v):
             return {"kind": "array", "dtype": v.dtype.name, "shape": list(v.shape),
                     "values": [float(x) for x in v.ravel()]}
         return None
+    if isinstance(v, _pytypes.FunctionType) and v.__module__ == "__main__":
+        # A plain function of the program: a kernel cannot call it, and gridlab says how.
+        return {"kind": "host_function"}
     if isinstance(v, np.ufunc):
         return {"kind": "path", "path": "numpy." + v.__name__}
     module = getattr(v, "__module__", None)
