@@ -529,6 +529,9 @@ struct Lowerer<'a, 'e> {
     inline_decls: BTreeSet<u32>,
     temp: usize,
     loop_depth: usize,
+    /// For each loop the statement is in, innermost last: the flag its `break` sets when the
+    /// loop has an `else`, which runs only if no `break` left the loop.
+    break_flags: Vec<Option<String>>,
     /// The C name this function gets (a device function's tuple result is `{c_name}_ret`).
     c_name: String,
 }
@@ -629,6 +632,7 @@ fn lower_function(
         inline_decls: BTreeSet::new(),
         temp: 0,
         loop_depth: 0,
+        break_flags: Vec::new(),
         c_name: c_name.clone(),
     };
     for ((name, at), ty) in f.params.iter().zip(params) {
@@ -869,6 +873,10 @@ impl Lowerer<'_, '_> {
                 if self.loop_depth == 0 {
                     return Err(self.err(s.range(), "`break` outside a loop"));
                 }
+                if let Some(Some(flag)) = self.break_flags.last() {
+                    let set = format!("{flag} = true;");
+                    self.line(&set, at);
+                }
                 self.line("break;", at)
             }
             ast::Stmt::Continue(_) => {
@@ -985,19 +993,12 @@ impl Lowerer<'_, '_> {
                 }
             }
             ast::Stmt::While(w) => {
-                if !w.orelse.is_empty() {
-                    return Err(self
-                        .err(s.range(), "`while ... else` is outside Numba's kernel subset in gridlab")
-                        .help("set a flag before `break` and test it after the loop"));
-                }
+                let flag = self.break_flag(&w.orelse, at);
                 let test = self.truth(&w.test)?;
                 self.line_with("while (", &test, ") {", self.at(w.test.range()));
-                self.loop_depth += 1;
-                self.indent += 1;
-                self.block(&w.body)?;
-                self.indent -= 1;
-                self.loop_depth -= 1;
+                self.loop_body(&w.body, flag.clone(), None)?;
                 self.line("}", at);
+                self.loop_else(&w.orelse, flag, at)?;
             }
             ast::Stmt::For(f) => self.for_loop(f, at)?,
             ast::Stmt::FunctionDef(_) | ast::Stmt::AsyncFunctionDef(_) => {
@@ -1083,12 +1084,45 @@ impl Lowerer<'_, '_> {
         Ok(())
     }
 
-    fn for_loop(&mut self, f: &ast::StmtFor, at: Span) -> R<()> {
-        if !f.orelse.is_empty() {
-            return Err(self
-                .err(f.range, "`for ... else` is outside Numba's kernel subset in gridlab")
-                .help("set a flag before `break` and test it after the loop"));
+    /// A loop with an `else`: the flag its `break`s set, declared before it.
+    fn break_flag(&mut self, orelse: &[ast::Stmt], at: Span) -> Option<String> {
+        if orelse.is_empty() {
+            return None;
         }
+        self.temp += 1;
+        let flag = format!("py_broke{}", self.temp);
+        self.line(&format!("bool {flag} = false;"), at);
+        Some(flag)
+    }
+
+    /// A loop's body, one level in; `first` is a line it starts with (a `for` over a tuple's
+    /// item).
+    fn loop_body(&mut self, body: &[ast::Stmt], flag: Option<String>, first: Option<(String, Span)>) -> R<()> {
+        self.loop_depth += 1;
+        self.break_flags.push(flag);
+        self.indent += 1;
+        if let Some((line, at)) = first {
+            self.line(&line, at);
+        }
+        let done = self.block(body);
+        self.indent -= 1;
+        self.break_flags.pop();
+        self.loop_depth -= 1;
+        done
+    }
+
+    /// A loop's `else`: it runs when the loop ended without a `break`, as in Python.
+    fn loop_else(&mut self, orelse: &[ast::Stmt], flag: Option<String>, at: Span) -> R<()> {
+        let Some(flag) = flag else { return Ok(()) };
+        self.line(&format!("if (!{flag}) {{"), at);
+        self.indent += 1;
+        self.block(orelse)?;
+        self.indent -= 1;
+        self.line("}", at);
+        Ok(())
+    }
+
+    fn for_loop(&mut self, f: &ast::StmtFor, at: Span) -> R<()> {
         if let ast::Expr::Tuple(ast::ExprTuple { elts, .. }) | ast::Expr::List(ast::ExprList { elts, .. }) = &*f.iter
             && !elts.is_empty()
         {
@@ -1146,6 +1180,7 @@ impl Lowerer<'_, '_> {
             CExpr::atom(tmp, Ty::Num(ty), ty, loop_at)
         };
         let stop = bound(self, stop, "stop");
+        let flag = self.break_flag(&f.orelse, loop_at);
         let step_neg = step.as_ref().is_some_and(|s| s.text.starts_with('-'));
         let step = step.map(|s| bound(self, s, "step"));
         let init = start.map_or_else(|| "0".to_string(), |s| s.text);
@@ -1160,13 +1195,9 @@ impl Lowerer<'_, '_> {
             Some(s) => format!("{var} += {}", s.text),
         };
         self.line(&format!("for ({var} = {init}; {cmp}; {inc}) {{"), loop_at);
-        self.loop_depth += 1;
-        self.indent += 1;
-        self.block(&f.body)?;
-        self.indent -= 1;
-        self.loop_depth -= 1;
+        self.loop_body(&f.body, flag.clone(), None)?;
         self.line("}", at);
-        Ok(())
+        self.loop_else(&f.orelse, flag, at)
     }
 
     /// `for d in (-1, 0, 1):` (a tuple of numbers, as Numba unrolls it): the values go in a
@@ -1196,15 +1227,11 @@ impl Lowerer<'_, '_> {
         for (i, c) in items.into_iter().enumerate() {
             self.line_with(&format!("{arr}[{i}] = "), &c.convert(ty), ";", loop_at);
         }
+        let flag = self.break_flag(&f.orelse, loop_at);
         self.line(&format!("for (long long {k} = 0; {k} < {}; {k}++) {{", elts.len()), loop_at);
-        self.loop_depth += 1;
-        self.indent += 1;
-        self.line(&format!("{var} = {arr}[{k}];"), self.at(target.range));
-        self.block(&f.body)?;
-        self.indent -= 1;
-        self.loop_depth -= 1;
+        self.loop_body(&f.body, flag.clone(), Some((format!("{var} = {arr}[{k}];"), self.at(target.range))))?;
         self.line("}", at);
-        Ok(())
+        self.loop_else(&f.orelse, flag, at)
     }
 
     /// Record that variable `name` is assigned a value of type `ty`.
@@ -3370,9 +3397,9 @@ fn names_assigned(s: &ast::Stmt) -> Vec<String> {
         ast::Stmt::AnnAssign(a) => add(&a.target),
         ast::Stmt::For(f) => {
             add(&f.target);
-            out.extend(f.body.iter().flat_map(names_assigned));
+            out.extend(f.body.iter().chain(&f.orelse).flat_map(names_assigned));
         }
-        ast::Stmt::While(w) => out.extend(w.body.iter().flat_map(names_assigned)),
+        ast::Stmt::While(w) => out.extend(w.body.iter().chain(&w.orelse).flat_map(names_assigned)),
         ast::Stmt::If(i) => {
             out.extend(i.body.iter().flat_map(names_assigned));
             out.extend(i.orelse.iter().flat_map(names_assigned));
@@ -3410,12 +3437,12 @@ fn walk_stmt(s: &ast::Stmt, f: &mut dyn FnMut(&ast::Expr)) {
         }
         ast::Stmt::While(w) => {
             walk_expr(&w.test, f);
-            w.body.iter().for_each(|s| walk_stmt(s, f));
+            w.body.iter().chain(&w.orelse).for_each(|s| walk_stmt(s, f));
         }
         ast::Stmt::For(l) => {
             walk_expr(&l.target, f);
             walk_expr(&l.iter, f);
-            l.body.iter().for_each(|s| walk_stmt(s, f));
+            l.body.iter().chain(&l.orelse).for_each(|s| walk_stmt(s, f));
         }
         _ => {}
     }
