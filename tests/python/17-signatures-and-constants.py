@@ -56,3 +56,9 @@ sm = np.zeros_like(inp)
 smooth[1, 32](inp, sm, np.array([0.25, 0.5, 0.25], dtype=np.float32))
 np.testing.assert_allclose(sm[1:-1], inp[1:-1])
 print("softplus, horner and smoothing agree with numpy")
+
+# `forall(n)` picks the launch itself (one thread per task); the launch keeps the call
+# site's names.
+sm2 = np.zeros_like(inp)
+smooth.forall(inp.size)(inp, sm2, np.array([0.25, 0.5, 0.25], dtype=np.float32))
+np.testing.assert_allclose(sm2, sm)

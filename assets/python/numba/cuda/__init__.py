@@ -510,7 +510,8 @@ def _dims(v, what):
 
 
 def _arg_names(frame, nargs):
-    """The names the call site gives the arguments: `kernel[b, t](x, y)` gives x and y."""
+    """The names the call site gives the arguments: `kernel[b, t](x, y)` (or
+    `kernel.forall(n)(x, y)`) gives x and y."""
     filename, line = frame.f_code.co_filename, frame.f_lineno
     text = linecache.getline(filename, line).strip()
     names = [None] * nargs
@@ -519,7 +520,10 @@ def _arg_names(frame, nargs):
     except SyntaxError:
         return names
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript) and len(node.args) == nargs:
+        forall = (isinstance(node, ast.Call) and isinstance(node.func, ast.Call)
+                  and isinstance(node.func.func, ast.Attribute) and node.func.func.attr == "forall")
+        launch = isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)
+        if (launch or forall) and len(node.args) == nargs:
             for i, a in enumerate(node.args):
                 if isinstance(a, ast.Name):
                     names[i] = a.id
