@@ -652,6 +652,17 @@ fn reading_an_unassigned_local_warns_once() {
 }
 
 #[test]
+fn a_kernel_accumulating_into_a_number_parameter_it_never_reads_warns() {
+    let w = warnings("__global__ void k(const float *a, float total) { total += a[threadIdx.x]; total += a[0]; }");
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("`total` is a number parameter"), "{w:?}");
+    // Read afterwards, it is a local accumulator; in a device function, the caller's copy.
+    assert!(warnings("__global__ void k(float *a, float acc) { acc += a[threadIdx.x]; a[0] = acc; }").is_empty());
+    assert!(warnings("__device__ void f(float *a, float t) { t += a[0]; }").is_empty());
+    assert!(warnings("__global__ void k(float *a, int n) { n -= 1; }").is_empty());
+}
+
+#[test]
 fn predefined_limits_and_math() {
     let m = module(
         "__global__ void k(float *a, double *d) { float m = -INFINITY; m = fmaxf(m, FLT_MAX); int lo = INT_MIN; \

@@ -1267,7 +1267,15 @@ impl Lowerer<'_, '_> {
                 match (&var.ty, &ty) {
                     (Ty::Num(a), Ty::Num(b)) => {
                         let u = unify(*a, *b);
-                        if a.is_float() != b.is_float() && !var.mixed_warned && *a != DType::Bool && *b != DType::Bool {
+                        // A number parameter's type is the launch's (a guess when a kernel is
+                        // defined): only the kernel's own variables are worth the warning.
+                        let param = self.f.params.iter().any(|(p, _)| p == name);
+                        if a.is_float() != b.is_float()
+                            && !var.mixed_warned
+                            && !param
+                            && *a != DType::Bool
+                            && *b != DType::Bool
+                        {
                             var.mixed_warned = true;
                             self.module.warnings.push(
                                 Diagnostic::warning(format!(
@@ -1517,7 +1525,29 @@ impl Lowerer<'_, '_> {
         };
         let combined = self.binary(a.op, place.clone(), value.clone(), self.at(a.range))?;
         if let ast::Expr::Name(n) = &*a.target {
-            self.set_var(n.id.as_str(), combined.ty.clone(), self.at(n.range), false)?;
+            let name = n.id.as_str();
+            // `total += a[i]` on a number argument: the learner expects the caller to see the
+            // sum, as a C++ reference would give; each thread adds to its own copy instead.
+            if !self.f.device
+                && matches!(a.op, ast::Operator::Add | ast::Operator::Sub | ast::Operator::Mult)
+                && self.f.params.iter().any(|(p, _)| p == name)
+                && reads_element(&a.value)
+                && !reads_name(&self.f.body, name)
+                && let Some(var) = self.vars.get_mut(name)
+                && !var.mixed_warned
+            {
+                var.mixed_warned = true;
+                self.module.warnings.push(
+                    Diagnostic::warning(format!(
+                        "`{name}` is a number argument: each thread updates its own copy, and the caller's `{name}` never changes"
+                    ))
+                    .at(self.at(a.range))
+                    .help(format!(
+                        "a kernel returns nothing: to hand back a result, pass an array and write into it (`out[0]`), with `cuda.atomic.add(out, 0, ...)` when many threads add to it; keep `{name}` for numbers the kernel reads"
+                    )),
+                );
+            }
+            self.set_var(name, combined.ty.clone(), self.at(n.range), false)?;
         }
         // C's compound assignment computes in the promoted type and converts back on store,
         // as Numba does, for the operators whose C meaning is Python's.
@@ -3446,6 +3476,26 @@ fn walk_stmt(s: &ast::Stmt, f: &mut dyn FnMut(&ast::Expr)) {
         }
         _ => {}
     }
+}
+
+/// Whether the expression reads an array element (`a[i]`, `a[i] * 2`).
+fn reads_element(e: &ast::Expr) -> bool {
+    let mut found = false;
+    walk_expr(e, &mut |x| found |= matches!(x, ast::Expr::Subscript(_)));
+    found
+}
+
+/// Whether any statement of `body` reads the variable `name` (an update's target is no read).
+fn reads_name(body: &[ast::Stmt], name: &str) -> bool {
+    let mut found = false;
+    for s in body {
+        walk_stmt(s, &mut |e| {
+            if let ast::Expr::Name(n) = e {
+                found |= n.id.as_str() == name && n.ctx == ast::ExprContext::Load;
+            }
+        });
+    }
+    found
 }
 
 /// Call `f` on `s` and every statement nested in it.

@@ -170,6 +170,21 @@ fn an_int_and_a_float_in_one_variable_become_float64_with_a_warning() {
 }
 
 #[test]
+fn accumulating_into_a_number_argument_warns_that_the_caller_never_sees_it() {
+    let f64_scalar = ArgType::Scalar(DType::F64);
+    let lost = "@cuda.jit\ndef k(a, total):\n    i = cuda.grid(1)\n    total += a[i]\n";
+    let inst = lower_src(lost, &[f32_1d(), f64_scalar.clone()]).unwrap();
+    assert_eq!(inst.warnings.len(), 1, "{:?}", inst.warnings);
+    assert!(inst.warnings[0].message.contains("`total` is a number argument"), "{:?}", inst.warnings);
+    // Read afterwards, the parameter is a local accumulator: no warning, nor one for a
+    // parameter's type meeting a float (its type is the launch's).
+    let kept = "@cuda.jit\ndef k(a, acc):\n    i = cuda.grid(1)\n    acc += a[i]\n    a[i] = acc\n";
+    assert!(lower_src(kept, &[f32_1d(), ArgType::Scalar(DType::I64)]).unwrap().warnings.is_empty());
+    let counted = "@cuda.jit\ndef k(a, n):\n    n -= 1\n    a[0] = n\n";
+    assert!(lower_src(counted, &[f32_1d(), f64_scalar]).unwrap().warnings.is_empty());
+}
+
+#[test]
 fn numba_typing_rules() {
     use types::*;
     assert_eq!(int_arith(DType::I32, DType::I32), DType::I64);

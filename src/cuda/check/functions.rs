@@ -30,6 +30,11 @@ pub(super) struct Fx<'m> {
     /// In a constructor: `return;` returns the object.
     ctor: bool,
     pub(super) warnings: Vec<Diagnostic>,
+    /// How many times each parameter's name is used (read or written).
+    param_uses: HashMap<LocalId, usize>,
+    /// Number parameters a kernel updates from memory (`total += a[i]`): how many such
+    /// updates, and the first. Warned about at the end if nothing else uses the parameter.
+    accumulated: HashMap<LocalId, (usize, Span)>,
 }
 
 mod bits;
@@ -81,6 +86,8 @@ impl<'m> Fx<'m> {
             object: None,
             ctor: false,
             warnings: Vec::new(),
+            param_uses: HashMap::new(),
+            accumulated: HashMap::new(),
         }
     }
 
@@ -118,6 +125,7 @@ impl<'m> Fx<'m> {
             body.push(Stmt { kind: StmtKind::Return(Some(this)), span: f.span });
         }
         super::cas::atomic_reads_of_cas_places(&mut body);
+        self.warn_lost_accumulations();
         Ok(Function {
             name: f.name.clone(),
             kind: sig.kind,
@@ -994,10 +1002,59 @@ impl<'m> Fx<'m> {
         }
     }
 
+    /// `total += a[i]` in a kernel whose `total` is a number parameter: the learner expects
+    /// the caller to see the sum, as a reference would give; each thread adds to its own copy.
+    fn warn_accumulating_param(&mut self, op: BinaryOp, l: &Expr, r: &Expr, span: Span) {
+        fn reads_memory(e: &Expr) -> bool {
+            match &e.kind {
+                ExprKind::Index { .. } | ExprKind::Deref(_) => true,
+                ExprKind::Cast(x) | ExprKind::Unary { operand: x, .. } => reads_memory(x),
+                ExprKind::Binary { lhs, rhs, .. } => reads_memory(lhs) || reads_memory(rhs),
+                _ => false,
+            }
+        }
+        let ExprKind::Local(id) = l.kind else { return };
+        if self.kind == FuncKind::Kernel
+            && (id as usize) < self.params
+            && l.ty.scalar().is_some()
+            && matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul)
+            && reads_memory(r)
+        {
+            self.accumulated.entry(id).or_insert((0, span)).0 += 1;
+        }
+    }
+
+    /// At a kernel's end: a number parameter it only ever accumulated into, never reading
+    /// the result (`total += a[i]` and nothing else), is the mistake of expecting the caller
+    /// to see it.
+    fn warn_lost_accumulations(&mut self) {
+        let mut lost: Vec<(LocalId, Span)> = std::mem::take(&mut self.accumulated)
+            .into_iter()
+            .filter(|(id, (n, _))| self.param_uses.get(id) == Some(n))
+            .map(|(id, (_, span))| (id, span))
+            .collect();
+        lost.sort_by_key(|(id, _)| *id);
+        for (id, span) in lost {
+            let name = &self.locals[id as usize].name;
+            self.warnings.push(
+                Diagnostic::warning(format!(
+                    "`{name}` is a number parameter: each thread updates its own copy, and the caller's `{name}` never changes"
+                ))
+                .at(span)
+                .help(format!(
+                    "a kernel returns nothing: to hand back a result, pass a pointer and write through it (`out[0]`), with `atomicAdd(&out[0], ...)` when many threads add to it; keep `{name}` for numbers the kernel reads"
+                )),
+            );
+        }
+    }
+
     fn name(&mut self, name: &str, span: Span) -> CResult<Expr> {
         let mk = |kind, ty| Ok(Expr { kind, ty, span });
         match self.lookup(name) {
             Some(Sym::Local(id)) => {
+                if (id as usize) < self.params {
+                    *self.param_uses.entry(id).or_insert(0) += 1;
+                }
                 if self.unassigned.remove(&id) {
                     self.warnings.push(
                         Diagnostic::warning(format!("`{name}` is read before it is assigned"))
@@ -1203,6 +1260,7 @@ impl<'m> Fx<'m> {
                     .help(format!("define one, or write `a = a {} b` with the operator it has", op.symbol()))),
             };
         }
+        self.warn_accumulating_param(op, &l, &r, span);
         let ty = l.ty.clone();
         let (op, op_ty, r) = match &ty {
             Type::Ptr { .. } => {
