@@ -42,6 +42,7 @@ pub mod client;
 pub mod fake;
 pub mod guard;
 pub mod libs;
+pub mod profile;
 pub mod protocol;
 pub mod ptx;
 pub mod serve;

@@ -1035,3 +1035,39 @@ fn the_worker_begins_a_launch_sent_while_one_runs_and_answers_each_in_order() {
     assert!(matches!(&err, WorkerError::Died { stderr } if stderr.contains("crashed on purpose")), "{err:?}");
     assert_eq!(w.exit_status().and_then(|s| s.code()), Some(CRASH_STATUS.into()));
 }
+
+/// `GRIDLAB_WORKER_PROFILE` names a file, and the worker adds to it, as it leaves, how many
+/// times each phase of its loop ran and for how long: a replayed run of launches begins and
+/// finishes each launch once, and answers each request once.
+#[test]
+fn the_worker_profile_counts_each_launch_once_in_each_phase() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("profiled.gridlab");
+    let profile = dir.path().join("phases.txt");
+    let launches = 40;
+    let text = format!(
+        "__global__ void fake_bump(unsigned char *a) {{ }}\nlet a = zeros(16, u8)\n{}",
+        "fake_bump<<<1, 1>>>(a)\n".repeat(launches)
+    );
+    std::fs::write(&script, &text).unwrap();
+    let run = super::harness::gridlab()
+        .env("GRIDLAB_FAKE_GPU", "1")
+        .env("GRIDLAB_WORKER_PROFILE", profile.to_str().unwrap())
+        .args(["replay", script.to_str().unwrap(), "--backend", "gpu", "--color", "never"])
+        .run();
+    assert!(run.stdout.contains("1 passed"), "{}", run.stdout);
+    let summary = std::fs::read_to_string(&profile).unwrap();
+    // The worker that ran the script is the last to leave; a worker started to look at the
+    // device (`Hello`) may have written its own summary before it.
+    let last = summary.rsplit("gridlab worker ").next().unwrap();
+    let count = |phase: &str| -> usize {
+        let line = last.lines().find(|l| l.split_whitespace().next() == Some(phase));
+        line.and_then(|l| l.split_whitespace().nth(1)?.parse().ok()).unwrap_or_else(|| panic!("{phase}:\n{summary}"))
+    };
+    assert_eq!(count("Begin"), launches, "{summary}");
+    assert_eq!(count("Finish"), launches, "{summary}");
+    // Every launch's answer, and the compile's (and the greeting's, where this worker gave it).
+    assert!((launches + 1..=launches + 2).contains(&count("Send")), "{summary}");
+    // The fake worker has no device: its launches have no steps of their own.
+    assert!(!last.contains("BeginKernel"), "{summary}");
+}

@@ -20,6 +20,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use super::profile::{self, Phase};
 use super::protocol::{self, FrameReader, LaunchRequest, Next, Request, Response};
 
 /// At most this many launches are begun and not yet answered: the one the device runs and one
@@ -71,7 +72,15 @@ pub trait Launcher {
 pub const STICKY_STATUS: u8 = 4;
 
 /// Serve requests from `input` until the session closes the pipe, answering on `out`.
+/// With `GRIDLAB_WORKER_PROFILE` set, the time of each phase goes to that file as the worker
+/// leaves (`profile.rs`).
 pub fn serve<L: Launcher>(worker: &mut L, input: &mut FrameReader, out: &mut impl Write) -> ExitCode {
+    let code = serve_until_closed(worker, input, out);
+    profile::report();
+    code
+}
+
+fn serve_until_closed<L: Launcher>(worker: &mut L, input: &mut FrameReader, out: &mut impl Write) -> ExitCode {
     let mut queue: VecDeque<Begun<L::Pending>> = VecDeque::new();
     loop {
         // Answers ready at the front go at once, in order.
@@ -82,6 +91,7 @@ pub fn serve<L: Launcher>(worker: &mut L, input: &mut FrameReader, out: &mut imp
             }
         }
         let next = if queue.is_empty() {
+            let _idle = profile::time(Phase::Idle);
             match input.request() {
                 Ok(Some(request)) => Some(request),
                 Ok(None) => return worker.closed(),
@@ -91,8 +101,12 @@ pub fn serve<L: Launcher>(worker: &mut L, input: &mut FrameReader, out: &mut imp
                 }
             }
         } else if may_read_ahead(worker, &queue) {
+            let look = profile::time(Phase::ReadAheadEmpty);
             match input.next::<Request>(Some(Instant::now()), Duration::ZERO) {
-                Ok(Next::Message(request)) => Some(request),
+                Ok(Next::Message(request)) => {
+                    drop(look.as_phase(Phase::ReadAhead));
+                    Some(request)
+                }
                 Ok(Next::Waiting) => None,
                 // The session has gone or spoke nonsense: answer what was begun, then leave.
                 Ok(Next::Closed) => return drain(worker, &mut queue, out).unwrap_or_else(|| worker.closed()),
@@ -114,13 +128,17 @@ pub fn serve<L: Launcher>(worker: &mut L, input: &mut FrameReader, out: &mut imp
                 if !follows && let Some(code) = drain(worker, &mut queue, out) {
                     return code;
                 }
+                let _begin = profile::time(Phase::Begin);
                 queue.push_back(worker.begin(launch));
             }
             Some(request) => {
                 if let Some(code) = drain(worker, &mut queue, out) {
                     return code;
                 }
-                let answer = worker.handle(request);
+                let answer = {
+                    let _other = profile::time(Phase::Other);
+                    worker.handle(request)
+                };
                 if let Some(code) = send(out, &answer) {
                     return code;
                 }
@@ -129,7 +147,10 @@ pub fn serve<L: Launcher>(worker: &mut L, input: &mut FrameReader, out: &mut imp
                 // The launch ahead, once the device is done with it; or at once where nothing
                 // more can be read meanwhile.
                 let done = match queue.front() {
-                    Some(Begun::Queued(p)) => !may_read_ahead(worker, &queue) || worker.is_done(p),
+                    Some(Begun::Queued(p)) => {
+                        let _poll = profile::time(Phase::Poll);
+                        !may_read_ahead(worker, &queue) || worker.is_done(p)
+                    }
                     _ => true,
                 };
                 if done {
@@ -137,6 +158,7 @@ pub fn serve<L: Launcher>(worker: &mut L, input: &mut FrameReader, out: &mut imp
                         return code;
                     }
                 } else {
+                    let _yield = profile::time(Phase::Yield);
                     std::thread::yield_now();
                 }
             }
@@ -160,6 +182,7 @@ fn finish_front<L: Launcher>(
         Begun::Answered(answer) => Some(answer),
         Begun::Queued(p) => {
             let behind = queue.iter().any(|b| matches!(b, Begun::Queued(_)));
+            let _finish = profile::time(Phase::Finish);
             worker.finish(p, behind)
         }
     };
@@ -184,6 +207,7 @@ fn drain<L: Launcher>(
 /// error or a trap, after which the context cannot be used (the session starts a new worker, and
 /// sends again any launch begun behind this one, which is never answered).
 fn send(out: &mut impl Write, answer: &Response) -> Option<ExitCode> {
+    let _send = profile::time(Phase::Send);
     if protocol::send(out, answer).is_err() {
         return Some(ExitCode::from(3));
     }

@@ -44,6 +44,7 @@ use serde_bytes::ByteBuf;
 
 use super::cache;
 use super::guard::{self, GUARD_BYTES, PATTERN};
+use super::profile::{self, Phase};
 use super::protocol::{
     self, DeviceInfo, KernelInfo, LaunchRequest, LaunchResult, Request, Response, SharedBuffer, WireArg, WireData,
 };
@@ -105,7 +106,8 @@ struct DeviceCheck {
 struct Slot {
     /// Pinned memory the launch's small buffers go up from and their results come back into.
     staging: Staging,
-    /// Its timing events, and the event after everything it queued, made once.
+    /// Its timing events, and the event after everything it queued (without timing, which
+    /// makes it cheaper to record and to ask about), made once.
     events: Option<[sys::CUevent; 3]>,
     /// The guard check's flags and dumps, in pinned memory the device writes.
     marks: Option<Marks>,
@@ -879,15 +881,16 @@ impl Worker {
         None
     }
 
-    /// Slot `slot`'s events: the launch's start and stop, and the one after all it queued;
-    /// made on first use.
+    /// Slot `slot`'s events: the launch's start and stop, and the one after all it queued
+    /// (which needs no timing); made on first use.
     fn events(&mut self, slot: usize) -> Result<[sys::CUevent; 3], result::DriverError> {
         if let Some(events) = self.slots[slot].events {
             return Ok(events);
         }
+        use sys::CUevent_flags::{CU_EVENT_DEFAULT, CU_EVENT_DISABLE_TIMING};
         let mut made = Vec::new();
-        for _ in 0..3 {
-            match result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT) {
+        for flags in [CU_EVENT_DEFAULT, CU_EVENT_DEFAULT, CU_EVENT_DISABLE_TIMING] {
+            match result::event::create(flags) {
                 Ok(e) => made.push(e),
                 Err(e) => {
                     for ev in made {
@@ -1026,6 +1029,7 @@ impl Worker {
     }
 
     fn queue_launch(&mut self, req: LaunchRequest) -> Result<Pending, Response> {
+        let phase = profile::time(Phase::BeginPrepare);
         // The request loop finishes a launch before it begins one more than `IN_FLIGHT`.
         let Some(slot) = self.busy.iter().position(|b| !b) else {
             return Err(Response::Failed {
@@ -1208,6 +1212,8 @@ impl Worker {
             .collect();
         let need: usize = layout.iter().filter(|p| p.at.is_some()).map(|p| p.len).sum();
         let stream = std::ptr::null_mut();
+        drop(phase);
+        let phase = profile::time(Phase::BeginUpload);
         let stage = self.slots[slot].staging.get(need);
         let mut queued = Ok(());
         for ((b, d), placed) in req.buffers.iter().zip(&bufs).zip(&layout) {
@@ -1259,6 +1265,8 @@ impl Worker {
         let mut params: Vec<*mut c_void> = storage.iter_mut().map(|s| s.as_mut_ptr() as *mut c_void).collect();
         let mut kernel_ms = Vec::new();
         let mut launch_us = Vec::new();
+        drop(phase);
+        let phase = profile::time(Phase::BeginKernel);
         let [start_ev, stop_ev, done_ev] = match self.events(slot) {
             Ok(events) => events,
             Err(e) => {
@@ -1302,6 +1310,8 @@ impl Worker {
         // stay on the device until the session reads them. The check kernel makes those copies
         // where the device can write the staging memory (one operation after the learner's
         // kernel, not one per buffer); else they are queued after it. Then the done event.
+        drop(phase);
+        let phase = profile::time(Phase::BeginCheck);
         let guards: Vec<sys::CUdeviceptr> = bufs.iter().flat_map(|d| [d.ptr, d.data() + d.len as u64]).collect();
         let copies: Vec<Option<GuardCopy>> = bufs
             .iter()
@@ -1312,6 +1322,8 @@ impl Worker {
             })
             .collect();
         let check = self.queue_guard_check(slot, &guards, &copies, stream);
+        drop(phase);
+        let _phase = profile::time(Phase::BeginDone);
         let stage = self.slots[slot].staging.get(need);
         let queued = (|| {
             for ((d, placed), c) in bufs.iter().zip(&layout).zip(&copies) {
@@ -1386,9 +1398,12 @@ impl Worker {
             return Response::Failed { message: "a launch in flight lost its events".into(), sticky: true };
         };
         let mut kernel_ms = p.kernel_ms.clone();
+        let phase = profile::time(Phase::FinishWait);
         // SAFETY: events of this slot, recorded by `queue_launch`.
         let waited = unsafe { result::event::synchronize(done_ev) }
             .and_then(|()| unsafe { result::event::elapsed(start_ev, stop_ev) });
+        drop(phase);
+        let _phase = profile::time(Phase::FinishResults);
         match waited {
             Ok(ms) => kernel_ms.push(ms),
             // A launch behind this one failed after this one was done: its answer says so, and
