@@ -147,10 +147,7 @@ fn sector_list(addrs: &[u64], size: u32, repeats: bool, sectors: &mut [u64]) -> 
             // Two lanes share a sector when their addresses agree above the sector's bits.
             // Compared on the addresses, not on sectors just stored: reading those back one
             // lane over defeats the processor's store forwarding, at a stall a vector.
-            let mut keep = u32::from(!addrs.is_empty());
-            for i in 1..addrs.len() {
-                keep |= u32::from((addrs[i] ^ addrs[i - 1]) >= SECTOR) << i;
-            }
+            let mut keep = sector_starts(addrs);
             while keep != 0 {
                 sectors[n] = addrs[keep.trailing_zeros() as usize] / SECTOR;
                 n += 1;
@@ -177,6 +174,87 @@ fn sector_list(addrs: &[u64], size: u32, repeats: bool, sectors: &mut [u64]) -> 
     n
 }
 
+/// Append `head` (if any) and `words` (a warp's few sectors) to `v`: word by word, since a copy
+/// of a length known only at run time is a call to `memmove`, which showed in profiles.
+#[inline(always)]
+fn push_words(v: &mut Vec<u64>, head: Option<u64>, words: &[u64]) {
+    v.reserve(1 + words.len());
+    if let Some(h) = head {
+        v.push(h);
+    }
+    for &w in words {
+        v.push(w);
+    }
+}
+
+/// Sort a warp's sectors in place: by insertion, inline, for the few an access usually
+/// touches (most often already in order: one compare each); the library's sort past eight.
+#[inline(always)]
+fn sort_sectors(list: &mut [u64]) {
+    if list.len() > 8 {
+        if !list.is_sorted() {
+            list.sort_unstable();
+        }
+        return;
+    }
+    for i in 1..list.len() {
+        let x = list[i];
+        let mut j = i;
+        while j > 0 && list[j - 1] > x {
+            list[j] = list[j - 1];
+            j -= 1;
+        }
+        list[j] = x;
+    }
+}
+
+/// The lanes of `addrs` (at most a warp's) whose sector is not the lane before's, as a mask
+/// (the first lane's always: it has none before).
+#[inline(always)]
+fn sector_starts(addrs: &[u64]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if let Ok(warp) = <&[u64; WARP]>::try_from(addrs)
+        && std::is_x86_feature_detected!("avx2")
+    {
+        // SAFETY: the processor has AVX2, checked just above.
+        return unsafe { sector_starts_avx2(warp) };
+    }
+    let mut keep = u32::from(!addrs.is_empty());
+    for i in 1..addrs.len() {
+        keep |= u32::from((addrs[i] ^ addrs[i - 1]) >= SECTOR) << i;
+    }
+    keep
+}
+
+/// [`sector_starts`] of a whole warp, four lanes to an instruction: each lane's address against
+/// the lane before's (loaded one lane over), the sector bits of their difference tested for zero.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn sector_starts_avx2(addrs: &[u64; WARP]) -> u32 {
+    use std::arch::x86_64::*;
+    const { assert!(SECTOR == 32 && WARP == 32) };
+    let p = addrs.as_ptr();
+    let zero = _mm256_setzero_si256();
+    let mut keep = 1u32;
+    for c in 0..WARP / 4 {
+        // SAFETY: lanes `4c - 1 .. 4c + 4` are in the array (the first group takes lane 0 as
+        // its own predecessor, which never counts: lane 0 is kept anyway).
+        let (cur, prev) = unsafe {
+            let cur = _mm256_loadu_si256(p.add(4 * c).cast());
+            let prev = if c == 0 {
+                _mm256_permute4x64_epi64::<0b10_01_00_00>(cur)
+            } else {
+                _mm256_loadu_si256(p.add(4 * c - 1).cast())
+            };
+            (cur, prev)
+        };
+        let same = _mm256_cmpeq_epi64(_mm256_srli_epi64::<5>(_mm256_xor_si256(cur, prev)), zero);
+        let changed = !_mm256_movemask_pd(_mm256_castsi256_pd(same)) as u32 & 0xf;
+        keep |= changed << (4 * c);
+    }
+    keep
+}
+
 /// One SM's L1 for global loads: 4-way set-associative over sectors, least recently used out.
 pub struct L1 {
     sets: Vec<[u64; 4]>,
@@ -188,17 +266,29 @@ impl L1 {
         L1 { sets: vec![[u64::MAX; 4]; sets] }
     }
 
+    /// Look `key` up: whether it hit. The set's ways are kept most recent first; a hit moves
+    /// its way to the front, a miss puts the key there and drops the last. Written out way by
+    /// way (the most recent first: a warp's next load usually finds its sector there) rather
+    /// than as a search and a call to rotate the slice.
+    #[inline(always)]
     pub fn access(&mut self, key: u64) -> bool {
         let n = self.sets.len();
         let set = &mut self.sets[((key ^ (key >> 13)) as usize) & (n - 1)];
-        if let Some(p) = set.iter().position(|&k| k == key) {
-            set[..=p].rotate_right(1);
-            true
-        } else {
-            set.rotate_right(1);
-            set[0] = key;
-            false
+        let [a, b, c, d] = *set;
+        if a == key {
+            return true;
         }
+        let (order, hit) = if b == key {
+            ([b, a, c, d], true)
+        } else if c == key {
+            ([c, a, b, d], true)
+        } else if d == key {
+            ([d, a, b, c], true)
+        } else {
+            ([key, a, b, c], false)
+        };
+        *set = order;
+        hit
     }
 }
 
@@ -394,11 +484,13 @@ pub struct Counter {
     /// Issues and lanes of [`Counter::issue_run`]'s stretches, as differences: one more entry
     /// than instructions.
     runs: Vec<(u64, u64)>,
-    /// Loads' L1 lookups not made yet ([`Counter::pend`]): per load a head (SM, pc, sector
+    /// Loads' L1 lookups not made yet ([`Counter::pend`]), per SM: per load a head (pc, sector
     /// count) and its distinct sectors.
-    pending: Vec<u64>,
-    /// Where each pending load starts, by SM (kept for its room).
-    pending_order: Vec<u32>,
+    pending: Vec<Vec<u64>>,
+    /// The words in `pending`, all SMs together.
+    pending_words: usize,
+    /// Emptied logs of `pending`, kept for their room (see [`Counter::flush_pending`]).
+    spare: Vec<Vec<u64>>,
 }
 
 /// Words of pending L1 lookups that make the counter make them (2 MiB).
@@ -509,7 +601,8 @@ impl Counter {
             sm_block: (0, 0),
             runs: vec![(0, 0); k.code.len() + 1],
             pending: Vec::new(),
-            pending_order: Vec::new(),
+            pending_words: 0,
+            spare: Vec::new(),
         }
     }
 
@@ -535,7 +628,8 @@ impl Counter {
             sm_block: (0, 0),
             runs: vec![(0, 0); self.runs.len()],
             pending: Vec::new(),
-            pending_order: Vec::new(),
+            pending_words: 0,
+            spare: Vec::new(),
         }
     }
 
@@ -684,15 +778,21 @@ impl Counter {
 
     /// The L1 lookups of the loads in `held` among a warp's first `steps` steps past its turn,
     /// made now, on the SM of block `block`; the rest stay held.
+    /// Inlined: the engine calls it at every turn of a warp that ran ahead, mostly for a load
+    /// or two.
+    #[inline]
     pub fn count_held(&mut self, held: &mut Held, steps: u64, block: u64) {
         let sm = self.sm(block);
+        // A held load is already a pending one (its step, above the head's bits that
+        // `flush_pending` reads, is all that differs): the loads due go over in one copy.
+        let start = held.next;
         while let Some(&head) = held.data.get(held.next)
             && head >> 40 < steps
         {
-            let (pc, n) = ((head >> 8) as u32, (head & 0xff) as usize);
-            let at = held.next + 1;
-            held.next = at + n;
-            self.pend(pc, sm, &held.data[at..at + n]);
+            held.next += 1 + (head & 0xff) as usize;
+        }
+        if held.next > start {
+            self.pend_loads(sm, &held.data[start..held.next]);
         }
         if held.next == held.data.len() {
             held.data.clear();
@@ -702,70 +802,80 @@ impl Counter {
 
     /// A load's L1 lookups on SM `sm`, left for [`Counter::flush_pending`] (only while
     /// [`Counter::loads_need_only_l1`]: then they add to the counts the same whenever they
-    /// are made, as long as each SM's come in the launch's order).
+    /// are made, as long as each SM's come in the launch's order). Each SM's wait in a log of
+    /// their own, so that making them needs no sort and reads each log straight through.
     #[inline(always)]
     fn pend(&mut self, pc: u32, sm: usize, sectors: &[u64]) {
-        self.pending.push((sm as u64) << 40 | u64::from(pc) << 8 | sectors.len() as u64);
-        self.pending.extend_from_slice(sectors);
-        if self.pending.len() >= PENDING {
+        push_words(self.log_of(sm), Some(u64::from(pc) << 8 | sectors.len() as u64), sectors);
+        self.pending_words += 1 + sectors.len();
+        if self.pending_words >= PENDING {
             self.flush_pending();
         }
+    }
+
+    /// Loads' L1 lookups on SM `sm` as [`Counter::pend`] leaves them, several at once: each a
+    /// head (the pc in bits 8 to 40, the sector count in the low 8) and its sectors.
+    #[inline(always)]
+    fn pend_loads(&mut self, sm: usize, loads: &[u64]) {
+        self.log_of(sm).extend_from_slice(loads);
+        self.pending_words += loads.len();
+        if self.pending_words >= PENDING {
+            self.flush_pending();
+        }
+    }
+
+    /// SM `sm`'s log of pending lookups, given a spare one's room if it has none.
+    #[inline(always)]
+    fn log_of(&mut self, sm: usize) -> &mut Vec<u64> {
+        if self.pending.len() <= sm {
+            self.pending.resize_with(sm + 1, Vec::new);
+        }
+        let log = &mut self.pending[sm];
+        if log.capacity() == 0
+            && let Some(spare) = self.spare.pop()
+        {
+            *log = spare;
+        }
+        log
     }
 
     /// Make the pending L1 lookups, one SM after another (each SM's in the order they came):
     /// one SM's table then stays in the host's caches for all of its lookups, where the
     /// launch's order would take the tables of every resident block's SM in turn.
     fn flush_pending(&mut self) {
-        if self.pending.is_empty() {
+        if self.pending_words == 0 {
             return;
         }
-        // The loads' heads, sorted by SM (stable: a counting sort), as where they start.
-        let sms = self.profile.sms as usize;
-        let mut starts = vec![0u32; sms + 1];
-        let mut at = 0;
-        while at < self.pending.len() {
-            let head = self.pending[at];
-            starts[(head >> 40) as usize % sms + 1] += 1;
-            at += 1 + (head & 0xff) as usize;
-        }
-        for i in 0..sms {
-            starts[i + 1] += starts[i];
-        }
-        let mut order = std::mem::take(&mut self.pending_order);
-        order.clear();
-        order.resize(starts[sms] as usize, 0);
-        let mut next = starts.clone();
-        let mut at = 0;
-        while at < self.pending.len() {
-            let head = self.pending[at];
-            let sm = (head >> 40) as usize % sms;
-            order[next[sm] as usize] = at as u32;
-            next[sm] += 1;
-            at += 1 + (head & 0xff) as usize;
-        }
-        for sm in 0..sms {
-            let loads = &order[starts[sm] as usize..starts[sm + 1] as usize];
-            if loads.is_empty() {
+        // Logs emptied go to `spare`, for the SMs of the blocks to come, as long as their room
+        // comes to at most `PENDING` words; the rest is freed.
+        let mut room = PENDING - self.spare.iter().map(Vec::capacity).sum::<usize>().min(PENDING);
+        for (sm, log) in self.pending.iter_mut().enumerate() {
+            if log.is_empty() {
                 continue;
             }
             let l1 = Self::l1_of(&mut self.l1, sm, self.l1_bytes);
-            for &at in loads {
-                let at = at as usize;
-                let head = self.pending[at];
+            let mut at = 0;
+            while let Some(&head) = log.get(at) {
                 let (pc, n) = ((head >> 8) as u32 as usize, (head & 0xff) as usize);
                 let mut hits = 0;
-                for &s in &self.pending[at + 1..at + 1 + n] {
+                for &s in &log[at + 1..at + 1 + n] {
                     hits += u64::from(l1.access(s));
                 }
+                at += 1 + n;
                 let c = &mut self.per_pc[pc];
                 c.l1_hit_requests += u64::from(hits == n as u64);
                 c.l1_hits += hits;
                 c.l2_hits += n as u64 - hits;
                 c.l2_sectors += n as u64 - hits;
             }
+            log.clear();
+            let log = std::mem::take(log);
+            if log.capacity() <= room {
+                room -= log.capacity();
+                self.spare.push(log);
+            }
         }
-        self.pending.clear();
-        self.pending_order = order;
+        self.pending_words = 0;
     }
 
     /// The SM that runs block `block`, remembered from the last call (a division per access
@@ -824,9 +934,7 @@ impl Counter {
         // before is dropped, which leaves a short list to sort (a broadcast is one entry).
         let n = sector_list(addrs, size, op == MemOp::Store, &mut sectors);
         let list = &mut sectors[..n];
-        if !list.is_sorted() {
-            list.sort_unstable();
-        }
+        sort_sectors(list);
         // The distinct sectors, moved to the front of the list in place (the `i`th is read
         // before anything is written at or past it).
         let mut distinct = 0usize;
@@ -877,8 +985,7 @@ impl Counter {
         let uniq = &list[..distinct];
         let atomic = if op == MemOp::Atomic { addrs } else { &[] };
         if let Some((held, idx)) = hold {
-            held.data.push(u64::from(idx) << 40 | u64::from(pc) << 8 | uniq.len() as u64);
-            held.data.extend_from_slice(uniq);
+            push_words(&mut held.data, Some(u64::from(idx) << 40 | u64::from(pc) << 8 | uniq.len() as u64), uniq);
             self.sectors = sectors;
             return;
         }
@@ -893,7 +1000,7 @@ impl Counter {
                 // Past its SM's L1 a load only hits in L2: its L1 lookups are all that depends
                 // on order, and the launch makes them apart (`engine/parallel.rs`).
                 d.loads.push((self.stamp, pc, d.data.len() as u32, uniq.len() as u8));
-                d.data.extend_from_slice(uniq);
+                push_words(&mut d.data, None, uniq);
                 self.sectors = sectors;
                 return;
             }

@@ -552,6 +552,9 @@ struct RBlock {
     /// With loads for the L1 stage: (the launch's step, the warp, the warp's step at its end) of
     /// each run the scheduler gave a warp, in the launch's order.
     order: Vec<(u64, u32, u64)>,
+    /// Whether it printed or found something: only then does it need its warps' `chunks`
+    /// (see [`RBlock::at`]), which a launch of a million warp runs would otherwise fill.
+    stamped: bool,
     arrived: u32,
     exited: u32,
     live_warps: u32,
@@ -581,7 +584,8 @@ impl RBlock {
         }
         // About one run of a warp per load it makes, in the kernels that load in a loop.
         let order = Vec::with_capacity(log.deferred.loads.len());
-        RBlock { live_warps: warps.len() as u32, warps, order, log, arrived: 0, exited: 0, woke: false }
+        let stamped = log.reports.is_some() || !log.prints.is_empty();
+        RBlock { live_warps: warps.len() as u32, warps, order, stamped, log, arrived: 0, exited: 0, woke: false }
     }
 
     fn enqueue(&mut self, s: usize, ready: &mut Vec<(u32, u32)>) {
@@ -661,7 +665,9 @@ impl RBlock {
         }
         let warp = &mut self.warps[w];
         if warp.steps > start {
-            warp.chunks.push((start, at));
+            if self.stamped {
+                warp.chunks.push((start, at));
+            }
             if !self.log.deferred.loads.is_empty() {
                 self.order.push((at, w as u32, warp.steps));
             }
@@ -688,7 +694,8 @@ impl RBlock {
         self.warps.iter().enumerate().map(|(w, warp)| self.log.warp_steps(w) - warp.steps).sum()
     }
 
-    /// The launch's step at which stamp `stamp` of this block ran.
+    /// The launch's step at which stamp `stamp` of this block ran (only of a block that is
+    /// `stamped`: the others keep no `chunks`).
     fn at(&self, stamp: u64) -> u64 {
         let (w, step) = unstamp(stamp);
         let Some(chunks) = self.warps.get(w).map(|w| &w.chunks) else { return 0 };
