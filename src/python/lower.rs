@@ -274,19 +274,30 @@ fn helper_text(h: &Helper) -> std::borrow::Cow<'static, str> {
                 helper_name(*h)
             ));
         }
-        Helper::FloorDiv | Helper::FloorDivConst => {
-            let zero = if *h == Helper::FloorDiv { "    if (b == 0) return 0;\n" } else { "" };
+        Helper::FloorDiv | Helper::FloorDivConst | Helper::Mod | Helper::ModConst => {
+            let modulo = matches!(h, Helper::Mod | Helper::ModConst);
+            let (rule, body) = if modulo {
+                (
+                    "Python's % takes the sign of the divisor, C's that of the dividend",
+                    "    long long r = a % b;\n    if (r != 0 && ((r < 0) != (b < 0))) r = r + b;\n    return r;\n",
+                )
+            } else {
+                (
+                    "Python's // rounds down, C's / rounds towards zero",
+                    "    long long q = a / b;\n    if ((a % b != 0) && ((a < 0) != (b < 0))) q = q - 1;\n    return q;\n",
+                )
+            };
+            // The `_const` versions have a divisor that cannot be 0, and no test for it.
+            let (note, zero) = if matches!(h, Helper::FloorDiv | Helper::Mod) {
+                (
+                    format!("; {} by 0 is 0 in a Numba kernel", if modulo { "%" } else { "//" }),
+                    "    if (b == 0) return 0;\n",
+                )
+            } else {
+                (String::new(), "")
+            };
             return std::borrow::Cow::Owned(format!(
-                "// Python's // rounds down, C's / rounds towards zero{}.\n__device__ long long {}(long long a, long long b) {{\n{zero}    long long q = a / b;\n    if ((a % b != 0) && ((a < 0) != (b < 0))) q = q - 1;\n    return q;\n}}\n",
-                if zero.is_empty() { "" } else { "; // by 0 is 0 in a Numba kernel" },
-                helper_name(*h)
-            ));
-        }
-        Helper::Mod | Helper::ModConst => {
-            let zero = if *h == Helper::Mod { "    if (b == 0) return 0;\n" } else { "" };
-            return std::borrow::Cow::Owned(format!(
-                "// Python's % takes the sign of the divisor, C's that of the dividend{}.\n__device__ long long {}(long long a, long long b) {{\n{zero}    long long r = a % b;\n    if (r != 0 && ((r < 0) != (b < 0))) r = r + b;\n    return r;\n}}\n",
-                if zero.is_empty() { "" } else { "; % by 0 is 0 in a Numba kernel" },
+                "// {rule}{note}.\n__device__ long long {}(long long a, long long b) {{\n{zero}{body}}}\n",
                 helper_name(*h)
             ));
         }
