@@ -2796,33 +2796,48 @@ impl Lowerer<'_, '_> {
         if c.args.len() != n {
             return Err(self.err(c.range, format!("`cuda.atomic.{op}` takes {n} arguments")).help(usage));
         }
-        let arr = self.expr(&c.args[0])?;
-        let Ty::Array { dtype, .. } = arr.ty.clone() else {
+        // `cuda.atomic.compare_and_swap(a[k:], old, new)`, Numba's way to reach element k of a
+        // 1-D array: the array is `a`, and the index is moved on by `k`.
+        let (array, from) = match &c.args[0] {
+            ast::Expr::Subscript(s)
+                if let ast::Expr::Slice(ast::ExprSlice { lower: Some(k), upper: None, step: None, .. }) = &*s.slice =>
+            {
+                (&*s.value, Some(&**k))
+            }
+            a => (a, None),
+        };
+        let arr = self.expr(array)?;
+        let Ty::Array { dtype, ndim, .. } = arr.ty.clone() else {
             return Err(self.err(c.args[0].range(), "the first argument of an atomic is the array"));
         };
+        if from.is_some() && ndim != 1 {
+            return Err(self
+                .err(c.args[0].range(), "an atomic takes a slice `a[k:]` of a 1-D array only")
+                .help("pass the array itself and the element's indices: `cuda.atomic.add(a, (i, j), v)`"));
+        }
         // `compare_and_swap(arr, old, new)` works on arr[0].
-        let (place, rest) = if op == "compare_and_swap" {
-            let zero = ast::Expr::Constant(ast::ExprConstant {
+        let zero = ast::Expr::Constant(ast::ExprConstant {
+            range: c.args[0].range(),
+            value: ast::Constant::Int(0.into()),
+            kind: None,
+        });
+        let (index, rest) = if op == "compare_and_swap" { (&zero, &c.args[1..]) } else { (&c.args[1], &c.args[2..]) };
+        let index = match from {
+            Some(k) => ast::Expr::BinOp(ast::ExprBinOp {
                 range: c.args[0].range(),
-                value: ast::Constant::Int(0.into()),
-                kind: None,
-            });
-            let sub = ast::ExprSubscript {
-                range: c.args[0].range(),
-                value: Box::new(c.args[0].clone()),
-                slice: Box::new(zero),
-                ctx: ast::ExprContext::Load,
-            };
-            (self.subscript(&sub)?, &c.args[1..])
-        } else {
-            let sub = ast::ExprSubscript {
-                range: c.range,
-                value: Box::new(c.args[0].clone()),
-                slice: Box::new(c.args[1].clone()),
-                ctx: ast::ExprContext::Load,
-            };
-            (self.subscript(&sub)?, &c.args[2..])
+                left: Box::new(k.clone()),
+                op: ast::Operator::Add,
+                right: Box::new(index.clone()),
+            }),
+            None => index.clone(),
         };
+        let sub = ast::ExprSubscript {
+            range: if op == "compare_and_swap" { c.args[0].range() } else { c.range },
+            value: Box::new(array.clone()),
+            slice: Box::new(index),
+            ctx: ast::ExprContext::Load,
+        };
+        let place = self.subscript(&sub)?;
         let mut vals = Vec::new();
         for v in rest {
             let x = self.expr(v)?;

@@ -230,7 +230,15 @@ impl Session {
                     other => other.clone(),
                 })
                 .collect();
-            let lowered = self.lower(&f, &guess).or_else(|e| self.lower(&f, &as_integers).map_err(|_| e));
+            // Where both fail, the one that got further through the kernel says more: a float
+            // guess stopped by `cuda.atomic.inc` on what is an integer array is gridlab's
+            // guess at fault, not the learner's line.
+            let lowered = self.lower(&f, &guess).or_else(|e| {
+                self.lower(&f, &as_integers).map_err(|e2| {
+                    let at = |d: &[Diagnostic]| d.first().and_then(|d| d.span).map(|s| s.lo);
+                    if at(&e2) > at(&e) { e2 } else { e }
+                })
+            });
             match lowered {
                 Ok(inst) => {
                     for w in &inst.warnings {
