@@ -351,7 +351,7 @@ impl Guide {
         // offer pending, back in the editor, so no step of the lesson is skipped unseen.
         if let Some((offered, _)) = &self.offered
             && offered.trim() != text.trim()
-            && Shape::of(offered) != Shape::of(text)
+            && (Shape::of(offered) != Shape::of(text) || defines_another(offered, text))
         {
             self.suggestion = Some(offered.clone());
             return Ok(());
@@ -802,13 +802,33 @@ impl Shape {
 /// Python: what a step that offers a kernel waits for. An `import numpy as np`, a `#define`
 /// or a plain Python `def` (host code) typed first is code too, but stands for no kernel.
 fn defines_function(text: &str) -> bool {
-    script::split_inputs(text).is_ok_and(|inputs| {
-        inputs.iter().any(|i| match i.kind {
-            script::InputKind::Cuda => i.text.contains("__global__") || i.text.contains("__device__"),
-            script::InputKind::Python => crate::python::parse::defines_jit_function(&i.text),
-            _ => false,
+    // The words are enough for CUDA C (a kernel the sketch cannot name still counts).
+    !gpu_function_names(text).is_empty() || text.contains("__global__") || text.contains("__device__")
+}
+
+/// The kernels and device functions the text defines, in CUDA C or Python.
+fn gpu_function_names(text: &str) -> Vec<String> {
+    let Ok(inputs) = script::split_inputs(text) else { return Vec::new() };
+    inputs
+        .iter()
+        .flat_map(|i| match i.kind {
+            script::InputKind::Cuda => crate::cuda::sketch::sketch(&i.text)
+                .into_iter()
+                .filter(|s| matches!(s.kind, crate::cuda::ItemKind::Kernel | crate::cuda::ItemKind::DeviceFunction))
+                .map(|s| s.name)
+                .collect(),
+            script::InputKind::Python => crate::python::parse::jit_function_names(&i.text),
+            _ => Vec::new(),
         })
-    })
+        .collect()
+}
+
+/// The learner's code defines functions, none of them the offered code's: their own kernel
+/// of another name (`k` where the step defines `add_half_everywhere`) does not stand for the
+/// step's, whose launch comes next.
+fn defines_another(offered: &str, text: &str) -> bool {
+    let (offered, typed) = (gpu_function_names(offered), gpu_function_names(text));
+    !offered.is_empty() && !typed.is_empty() && !typed.iter().any(|n| offered.contains(n))
 }
 
 fn has_cuda(text: &str) -> bool {
@@ -1416,12 +1436,19 @@ mod tests {
         // Code that defines no function for the GPU (an include, a `#define`, Python's imports,
         // which a Numba learner types first, or a plain Python function) does not stand for
         // the offered kernel.
-        for code in ["#define N 64", "import numpy as np\nfrom numba import cuda", "def helper(x):\n    return x * 2\n"]
-        {
+        // Nor does a kernel of another name: the step's launch of `total` comes next.
+        for code in [
+            "#define N 64",
+            "import numpy as np\nfrom numba import cuda",
+            "def helper(x):\n    return x * 2\n",
+            "__global__ void other(float *a) { a[0] = 1; }",
+        ] {
             ran(&mut g, code, false, &style);
             assert_eq!(g.take_suggestion().as_deref(), Some(kernel.as_str()), "after {code}");
         }
-        for input in [kernel.as_str(), ":backend sim", "let x = ones(64)", "let s = zeros(1)"] {
+        // The learner's own `total`, written differently, does.
+        let own = kernel.replacen('{', "{\n    // mine\n", 1);
+        for input in [own.as_str(), ":backend sim", "let x = ones(64)", "let s = zeros(1)"] {
             ran(&mut g, input, false, &style);
             g.take_suggestion();
         }

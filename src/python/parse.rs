@@ -182,14 +182,18 @@ pub fn host_functions(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether the text defines a `@cuda.jit` function (a kernel or a device function) at its top
-/// level, alone or beside host code.
-pub fn defines_jit_function(text: &str) -> bool {
-    let Ok(suite) = ast::Suite::parse(text, "<input>") else { return false };
+/// The `@cuda.jit` functions (kernels and device functions) the text defines at its top level,
+/// alone or beside host code.
+pub fn jit_function_names(text: &str) -> Vec<String> {
+    let Ok(suite) = ast::Suite::parse(text, "<input>") else { return Vec::new() };
     let imports = Imports::default();
     suite
         .iter()
-        .any(|stmt| matches!(stmt, ast::Stmt::FunctionDef(f) if matches!(jit_options(f, &imports), Some(Ok(_)))))
+        .filter_map(|stmt| match stmt {
+            ast::Stmt::FunctionDef(f) if matches!(jit_options(f, &imports), Some(Ok(_))) => Some(f.name.to_string()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// In text Python could not parse, a block opened by a line ending in `:` (`def k(a):`,
