@@ -168,32 +168,29 @@ pub fn is_host_code(text: &str) -> bool {
     })
 }
 
-/// The plain (not `@cuda.jit`) functions host code defines at its top level: names a kernel
-/// cannot call, which gridlab then names as host functions.
-pub fn host_functions(text: &str) -> Vec<String> {
+/// The functions the text defines at its top level, each with whether it is `@cuda.jit`.
+fn top_level_functions(text: &str) -> Vec<(String, bool)> {
     let Ok(suite) = ast::Suite::parse(text, "<input>") else { return Vec::new() };
     let imports = Imports::default();
     suite
         .iter()
         .filter_map(|stmt| match stmt {
-            ast::Stmt::FunctionDef(f) if !matches!(jit_options(f, &imports), Some(Ok(_))) => Some(f.name.to_string()),
+            ast::Stmt::FunctionDef(f) => Some((f.name.to_string(), matches!(jit_options(f, &imports), Some(Ok(_))))),
             _ => None,
         })
         .collect()
 }
 
+/// The plain (not `@cuda.jit`) functions host code defines at its top level: names a kernel
+/// cannot call, which gridlab then names as host functions.
+pub fn host_functions(text: &str) -> Vec<String> {
+    top_level_functions(text).into_iter().filter(|(_, jit)| !jit).map(|(n, _)| n).collect()
+}
+
 /// The `@cuda.jit` functions (kernels and device functions) the text defines at its top level,
 /// alone or beside host code.
 pub fn jit_function_names(text: &str) -> Vec<String> {
-    let Ok(suite) = ast::Suite::parse(text, "<input>") else { return Vec::new() };
-    let imports = Imports::default();
-    suite
-        .iter()
-        .filter_map(|stmt| match stmt {
-            ast::Stmt::FunctionDef(f) if matches!(jit_options(f, &imports), Some(Ok(_))) => Some(f.name.to_string()),
-            _ => None,
-        })
-        .collect()
+    top_level_functions(text).into_iter().filter(|(_, jit)| *jit).map(|(n, _)| n).collect()
 }
 
 /// In text Python could not parse, a block opened by a line ending in `:` (`def k(a):`,
