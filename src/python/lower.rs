@@ -516,8 +516,9 @@ struct Var {
     /// Declared at its first assignment rather than at the top of the function.
     inline: bool,
     declared: bool,
-    /// Assigned an integer somewhere and a float elsewhere (Numba unifies to float).
-    mixed_warned: bool,
+    /// A warning about it was given (an integer here and a float there, which Numba unifies
+    /// to float; or, for a number parameter, updates the caller never sees): one is enough.
+    warned: bool,
     /// Its values are never negative (from `cuda.grid`, thread indices, `range` from 0 up).
     nonneg: bool,
 }
@@ -656,7 +657,7 @@ fn lower_function(
                 first: *at,
                 inline: false,
                 declared: true,
-                mixed_warned: false,
+                warned: false,
                 nonneg: false,
             },
         );
@@ -1263,7 +1264,7 @@ impl Lowerer<'_, '_> {
                         first: at,
                         inline: false,
                         declared: false,
-                        mixed_warned: false,
+                        warned: false,
                         nonneg,
                     },
                 );
@@ -1282,12 +1283,12 @@ impl Lowerer<'_, '_> {
                         // defined): only the kernel's own variables are worth the warning.
                         let param = self.f.params.iter().any(|(p, _)| p == name);
                         if a.is_float() != b.is_float()
-                            && !var.mixed_warned
+                            && !var.warned
                             && !param
                             && *a != DType::Bool
                             && *b != DType::Bool
                         {
-                            var.mixed_warned = true;
+                            var.warned = true;
                             self.module.warnings.push(
                                 Diagnostic::warning(format!(
                                     "`{name}` is {} in one place and {} in another: Numba makes it {} everywhere",
@@ -1345,7 +1346,7 @@ impl Lowerer<'_, '_> {
                         first: at,
                         inline: false,
                         declared: true,
-                        mixed_warned: false,
+                        warned: false,
                         nonneg: false,
                     });
                     return Ok(());
@@ -1545,9 +1546,9 @@ impl Lowerer<'_, '_> {
                 && reads_element(&a.value)
                 && !reads_name(&self.f.body, name)
                 && let Some(var) = self.vars.get_mut(name)
-                && !var.mixed_warned
+                && !var.warned
             {
-                var.mixed_warned = true;
+                var.warned = true;
                 self.module.warnings.push(
                     Diagnostic::warning(format!(
                         "`{name}` is a number argument: each thread updates its own copy, and the caller's `{name}` never changes"
@@ -1679,7 +1680,7 @@ impl Lowerer<'_, '_> {
             first: at,
             inline: true,
             declared: true,
-            mixed_warned: false,
+            warned: false,
             nonneg: false,
         });
         if first {
@@ -2391,35 +2392,29 @@ impl Lowerer<'_, '_> {
                 let f = if want == DType::F32 { "floorf(" } else { "floor(" };
                 join(vec![(f.into(), Some(q)), (")".into(), None)], Ty::Num(want), want, 100, at)
             }
-            ast::Operator::FloorDiv => {
-                let want = types::int_arith(a, b);
-                let nonzero = nonzero(&r);
-                if (want == DType::U64 || nonneg) && nonzero {
-                    simple(self, "/", 13, want, l, r)
-                } else if want == DType::U64 || nonneg {
-                    let mut e = call(self, Helper::NonNeg { modulo: false, unsigned: want == DType::U64 }, want, l, r);
-                    e.maybe_negative = false;
-                    e
-                } else {
-                    call(self, if nonzero { Helper::FloorDivConst } else { Helper::FloorDiv }, want, l, r)
-                }
-            }
             ast::Operator::Mod if floats => {
                 let want = float_arith(a, b);
                 let e = call(self, Helper::Fmod, DType::F64, l, r);
                 if want == DType::F32 { e.convert(DType::F32) } else { e }
             }
-            ast::Operator::Mod => {
+            ast::Operator::FloorDiv | ast::Operator::Mod => {
+                let modulo = op == ast::Operator::Mod;
                 let want = types::int_arith(a, b);
-                let nonzero = nonzero(&r);
-                if (want == DType::U64 || nonneg) && nonzero {
-                    simple(self, "%", 13, want, l, r)
-                } else if want == DType::U64 || nonneg {
-                    let mut e = call(self, Helper::NonNeg { modulo: true, unsigned: want == DType::U64 }, want, l, r);
+                let (unsigned, nonzero) = (want == DType::U64, nonzero(&r));
+                if (unsigned || nonneg) && nonzero {
+                    simple(self, if modulo { "%" } else { "/" }, 13, want, l, r)
+                } else if unsigned || nonneg {
+                    let mut e = call(self, Helper::NonNeg { modulo, unsigned }, want, l, r);
                     e.maybe_negative = false;
                     e
                 } else {
-                    call(self, if nonzero { Helper::ModConst } else { Helper::Mod }, want, l, r)
+                    let h = match (modulo, nonzero) {
+                        (false, false) => Helper::FloorDiv,
+                        (false, true) => Helper::FloorDivConst,
+                        (true, false) => Helper::Mod,
+                        (true, true) => Helper::ModConst,
+                    };
+                    call(self, h, want, l, r)
                 }
             }
             // A float to an integer power keeps the float's type and is repeated squaring in

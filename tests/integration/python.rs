@@ -18,6 +18,14 @@ fn replay(path: &str) -> super::harness::Run {
     gridlab().args(["replay", path, "--backend", "sim"]).run()
 }
 
+/// Replay `program`, written to a file `name` in a temporary folder, on the simulator.
+fn replay_program(name: &str, program: &str) -> super::harness::Run {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, program).unwrap();
+    replay(path.to_str().unwrap())
+}
+
 #[test]
 fn the_first_tutorial_prints_what_it_prints_with_numba() {
     if !have_numpy() {
@@ -110,13 +118,10 @@ fn a_plain_python_function_called_in_a_kernel_is_named_as_host_code_with_the_dec
     let kernel = "@cuda.jit\ndef k(a):\n    i = cuda.grid(1)\n    if i < a.size:\n        a[i] = helper(a[i])\n";
     let said = "`helper` is a plain Python function (host code): a kernel cannot call it";
     // In a program, and at the prompt (a script), where the host function is typed first.
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("host_helper.py");
     let program = format!(
         "from numba import cuda\nimport numpy as np\n\ndef helper(x):\n    return x * 2\n\n{kernel}\na = np.ones(4, np.float32)\nk[1, 4](a)\n"
     );
-    std::fs::write(&path, program).unwrap();
-    let run = replay(path.to_str().unwrap());
+    let run = replay_program("host_helper.py", &program);
     assert_eq!(run.code, 1, "{}", run.stdout);
     assert!(run.stdout.contains(said), "{}", run.stdout);
     assert!(run.stdout.contains("host_helper.py:11:16"), "{}", run.stdout);
@@ -343,15 +348,12 @@ fn an_index_past_a_row_of_a_shared_tile_is_named_with_the_thread_axis_it_comes_f
     if !have_numpy() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
     let program = "import numpy as np\nfrom numba import cuda, float32\n\n@cuda.jit\ndef twice(out, a):\n    \
                    tile = cuda.shared.array((16, 16), dtype=float32)\n    tx = cuda.threadIdx.x\n    \
                    ty = cuda.threadIdx.y\n    tile[ty, tx] = a[ty, tx]\n    cuda.syncthreads()\n    \
                    out[ty, tx] = tile[ty, tx] * 2\n\na = np.ones((8, 32), dtype=np.float32)\n\
                    out = np.zeros_like(a)\ntwice[1, (32, 8)](out, a)\n";
-    let path = dir.path().join("tile.py");
-    std::fs::write(&path, program).unwrap();
-    let run = gridlab().args(["replay", path.to_str().unwrap(), "--backend", "sim"]).run();
+    let run = replay_program("tile.py", program);
     let flat = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
     assert_eq!(run.code, 1, "an unacknowledged finding fails the program:\n{}", run.stdout);
     for want in [
@@ -365,17 +367,14 @@ fn an_index_past_a_row_of_a_shared_tile_is_named_with_the_thread_axis_it_comes_f
 
     let acknowledged =
         program.replace("twice[1, (32, 8)](out, a)\n", "twice[1, (32, 8)](out, a)  # expect: out_of_bounds, race\n");
-    std::fs::write(&path, acknowledged).unwrap();
-    let run = gridlab().args(["replay", path.to_str().unwrap(), "--backend", "sim"]).run();
+    let run = replay_program("tile.py", &acknowledged);
     assert_eq!(run.code, 0, "`out_of_bounds` acknowledges it:\n{}", run.stdout);
 
     let c = "__global__ void twice(float *out, const float *a) {\n    __shared__ float tile[16][16];\n    \
              int tx = threadIdx.x, ty = threadIdx.y;\n    tile[ty][tx] = a[ty * 32 + tx];\n    __syncthreads();\n    \
              out[ty * 32 + tx] = tile[ty][tx] * 2.0f;\n}\nlet a = ones((8, 32))\nlet out = zeros((8, 32))\n\
              twice<<<1, (32, 8)>>>(out, a)\nexpect finding out_of_bounds\nexpect finding race\n";
-    let path = dir.path().join("tile.gridlab");
-    std::fs::write(&path, c).unwrap();
-    let run = gridlab().args(["replay", path.to_str().unwrap(), "--backend", "sim"]).run();
+    let run = replay_program("tile.gridlab", c);
     let flat = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
     assert_eq!(run.code, 0, "{}", run.stdout);
     for want in [
@@ -397,14 +396,11 @@ fn a_column_past_a_row_of_a_2d_array_argument_is_found_and_explains_the_race() {
     if !have_numpy() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
     let program = "import numpy as np\nfrom numba import cuda\n\n@cuda.jit\ndef fill(a):\n    \
                    x, y = cuda.grid(2)\n    if x < a.shape[1] and y < a.shape[0]:\n        \
                    a[x, y] = x * 1000 + y\n\na = np.zeros((40, 30), dtype=np.float32)\n\
                    fill[(4, 4), (16, 16)](a)\n";
-    let path = dir.path().join("fill.py");
-    std::fs::write(&path, program).unwrap();
-    let run = gridlab().args(["replay", path.to_str().unwrap(), "--backend", "sim"]).run();
+    let run = replay_program("fill.py", program);
     let flat = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
     assert_eq!(run.code, 1, "an unacknowledged finding fails the program:\n{}", run.stdout);
     for want in [
@@ -417,8 +413,7 @@ fn a_column_past_a_row_of_a_2d_array_argument_is_found_and_explains_the_race() {
     }
 
     let fixed = program.replace("x < a.shape[1] and y < a.shape[0]", "x < a.shape[0] and y < a.shape[1]");
-    std::fs::write(&path, fixed).unwrap();
-    let run = gridlab().args(["replay", path.to_str().unwrap(), "--backend", "sim"]).run();
+    let run = replay_program("fill.py", &fixed);
     assert_eq!(run.code, 0, "{}", run.stdout);
     assert!(run.stdout.contains("clean"), "{}", run.stdout);
 }
